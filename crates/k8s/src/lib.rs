@@ -1,0 +1,1 @@
+//! Kubernetes formats (work in progress).

@@ -1,0 +1,24 @@
+//! The vocabulary of topoalign: plain data types that every other crate speaks.
+//!
+//! This crate owns the shapes of things — a [`CpuSet`], a [`NumaMask`], the
+//! [`Machine`] as discovered, a [`Pod`] as the engine sees it, a
+//! [`TopologyHint`] — and the few pure operations that define them (set
+//! algebra, the kubelet's list syntax, mask ordering). It must not contain
+//! policy: no admission logic, no allocation, no parsing of Kubernetes or
+//! scenario documents, and no I/O of any kind.
+
+mod cpuset;
+mod feature_gates;
+mod hint;
+mod machine;
+mod numa_mask;
+mod quantity;
+mod workload;
+
+pub use cpuset::{CpuSet, CpuSetParseError};
+pub use feature_gates::FeatureGates;
+pub use hint::{ProviderHints, ResourceHints, TopologyHint};
+pub use machine::{Cpu, Device, Machine, MachineError, NumaNode, hugepage_resource_name};
+pub use numa_mask::{MAX_NUMA_NODES, NumaMask};
+pub use quantity::Quantity;
+pub use workload::{Container, Pod, QosClass, ResourceList, ResourceName};
