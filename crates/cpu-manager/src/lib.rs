@@ -97,7 +97,12 @@ impl CpuManager {
     ///
     /// # Errors
     /// [`CpuAllocateError`] as the kubelet's `Allocate` fails.
-    pub fn allocate(&mut self, _pod: &Pod, _container: &Container, _affinity: TopologyHint) -> Result<(), CpuAllocateError> {
+    pub fn allocate(
+        &mut self,
+        _pod: &Pod,
+        _container: &Container,
+        _affinity: TopologyHint,
+    ) -> Result<(), CpuAllocateError> {
         todo!()
     }
 

@@ -43,7 +43,12 @@ impl DeviceManager {
     ///
     /// # Errors
     /// [`DeviceAllocateError`] as the kubelet's `Allocate` fails.
-    pub fn allocate(&mut self, _pod: &Pod, _container: &Container, _affinity: TopologyHint) -> Result<(), DeviceAllocateError> {
+    pub fn allocate(
+        &mut self,
+        _pod: &Pod,
+        _container: &Container,
+        _affinity: TopologyHint,
+    ) -> Result<(), DeviceAllocateError> {
         todo!()
     }
 

@@ -83,7 +83,12 @@ impl MemoryManager {
     ///
     /// # Errors
     /// [`MemoryAllocateError`] as the kubelet's `Allocate` fails.
-    pub fn allocate(&mut self, _pod: &Pod, _container: &Container, _affinity: TopologyHint) -> Result<(), MemoryAllocateError> {
+    pub fn allocate(
+        &mut self,
+        _pod: &Pod,
+        _container: &Container,
+        _affinity: TopologyHint,
+    ) -> Result<(), MemoryAllocateError> {
         todo!()
     }
 

@@ -255,11 +255,20 @@ mod tests {
     #[test]
     fn malformed_lists_are_rejected_with_the_piece() {
         let err = CpuSet::parse("0-3,x").unwrap_err();
-        assert_eq!(err.to_string(), r#"invalid CPU list "0-3,x": "x" is not a CPU id or a range low-high"#);
-        assert!(matches!(CpuSet::parse("5-2"), Err(CpuSetParseError::ReversedRange { .. })));
+        assert_eq!(
+            err.to_string(),
+            r#"invalid CPU list "0-3,x": "x" is not a CPU id or a range low-high"#
+        );
+        assert!(matches!(
+            CpuSet::parse("5-2"),
+            Err(CpuSetParseError::ReversedRange { .. })
+        ));
         assert!(matches!(CpuSet::parse("1,,2"), Err(CpuSetParseError::BadPiece { .. })));
         assert!(matches!(CpuSet::parse("-1"), Err(CpuSetParseError::BadPiece { .. })));
-        assert!(matches!(CpuSet::parse("99999999999"), Err(CpuSetParseError::TooLarge { .. })));
+        assert!(matches!(
+            CpuSet::parse("99999999999"),
+            Err(CpuSetParseError::TooLarge { .. })
+        ));
     }
 
     #[test]

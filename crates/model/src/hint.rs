@@ -19,12 +19,18 @@ pub struct TopologyHint {
 impl TopologyHint {
     /// A hint for exactly `mask`.
     pub const fn new(mask: NumaMask, preferred: bool) -> Self {
-        TopologyHint { affinity: Some(mask), preferred }
+        TopologyHint {
+            affinity: Some(mask),
+            preferred,
+        }
     }
 
     /// The "any NUMA node" hint.
     pub const fn any(preferred: bool) -> Self {
-        TopologyHint { affinity: None, preferred }
+        TopologyHint {
+            affinity: None,
+            preferred,
+        }
     }
 }
 
@@ -44,7 +50,11 @@ impl ResourceHints {
     /// Wraps a hint list the way the kubelet reads one: an empty list means
     /// the request cannot be satisfied anywhere.
     pub fn from_list(hints: Vec<TopologyHint>) -> Self {
-        if hints.is_empty() { ResourceHints::Impossible } else { ResourceHints::Hints(hints) }
+        if hints.is_empty() {
+            ResourceHints::Impossible
+        } else {
+            ResourceHints::Hints(hints)
+        }
     }
 }
 

@@ -115,7 +115,10 @@ impl Machine {
         }
         for cpu in &cpus {
             if !ids.contains(&cpu.numa) {
-                return Err(MachineError::CpuOnUnknownNumaNode { cpu: cpu.id, numa: cpu.numa });
+                return Err(MachineError::CpuOnUnknownNumaNode {
+                    cpu: cpu.id,
+                    numa: cpu.numa,
+                });
             }
         }
         for (resource, list) in &devices {
@@ -136,7 +139,11 @@ impl Machine {
                 }
             }
         }
-        Ok(Machine { numa_nodes, cpus, devices })
+        Ok(Machine {
+            numa_nodes,
+            cpus,
+            devices,
+        })
     }
 
     /// NUMA nodes, ascending by id.
@@ -161,7 +168,10 @@ impl Machine {
 
     /// The CPU with `id`.
     pub fn cpu(&self, id: u32) -> Option<&Cpu> {
-        self.cpus.binary_search_by_key(&id, |c| c.id).ok().map(|i| &self.cpus[i])
+        self.cpus
+            .binary_search_by_key(&id, |c| c.id)
+            .ok()
+            .map(|i| &self.cpus[i])
     }
 
     /// All logical CPU ids.
@@ -176,7 +186,10 @@ impl Machine {
 
     /// Every huge page size (bytes) any NUMA node has a pool of.
     pub fn hugepage_sizes(&self) -> BTreeSet<u64> {
-        self.numa_nodes.iter().flat_map(|n| n.hugepages.keys().copied()).collect()
+        self.numa_nodes
+            .iter()
+            .flat_map(|n| n.hugepages.keys().copied())
+            .collect()
     }
 
     /// Total memory of all NUMA nodes, huge pages included.
@@ -189,10 +202,15 @@ impl Machine {
 /// `hugepages-1Gi` (the canonical binary-SI form of the size).
 pub fn hugepage_resource_name(page_size: u64) -> String {
     const KI: u64 = 1024;
-    let (value, suffix) = [(KI * KI * KI * KI, "Ti"), (KI * KI * KI, "Gi"), (KI * KI, "Mi"), (KI, "Ki")]
-        .into_iter()
-        .find(|(unit, _)| page_size % unit == 0)
-        .map_or((page_size, ""), |(unit, suffix)| (page_size / unit, suffix));
+    let (value, suffix) = [
+        (KI * KI * KI * KI, "Ti"),
+        (KI * KI * KI, "Gi"),
+        (KI * KI, "Mi"),
+        (KI, "Ki"),
+    ]
+    .into_iter()
+    .find(|(unit, _)| page_size % unit == 0)
+    .map_or((page_size, ""), |(unit, suffix)| (page_size / unit, suffix));
     format!("hugepages-{value}{suffix}")
 }
 
@@ -209,10 +227,23 @@ mod tests {
 
     #[test]
     fn cpus_must_sit_on_known_nodes() {
-        let node = NumaNode { id: 0, memory: 1 << 30, hugepages: BTreeMap::new(), distances: None };
-        let cpu = Cpu { id: 0, core: 0, socket: 0, numa: 1, uncore_cache: None };
+        let node = NumaNode {
+            id: 0,
+            memory: 1 << 30,
+            hugepages: BTreeMap::new(),
+            distances: None,
+        };
+        let cpu = Cpu {
+            id: 0,
+            core: 0,
+            socket: 0,
+            numa: 1,
+            uncore_cache: None,
+        };
         assert_eq!(
-            Machine::new(vec![node], vec![cpu], BTreeMap::new()).unwrap_err().to_string(),
+            Machine::new(vec![node], vec![cpu], BTreeMap::new())
+                .unwrap_err()
+                .to_string(),
             "CPU 0 is on NUMA node 1, which does not exist"
         );
     }

@@ -111,7 +111,11 @@ struct Combinations {
 impl Combinations {
     fn new(nodes: Vec<usize>, k: usize) -> Self {
         let done = k == 0 || k > nodes.len();
-        Combinations { nodes, positions: (0..k).collect(), done }
+        Combinations {
+            nodes,
+            positions: (0..k).collect(),
+            done,
+        }
     }
 }
 

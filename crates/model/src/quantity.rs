@@ -53,14 +53,18 @@ impl Quantity {
 impl std::ops::Add for Quantity {
     type Output = Quantity;
     fn add(self, rhs: Quantity) -> Quantity {
-        Quantity { milli: self.milli.saturating_add(rhs.milli) }
+        Quantity {
+            milli: self.milli.saturating_add(rhs.milli),
+        }
     }
 }
 
 impl std::ops::Sub for Quantity {
     type Output = Quantity;
     fn sub(self, rhs: Quantity) -> Quantity {
-        Quantity { milli: self.milli.saturating_sub(rhs.milli) }
+        Quantity {
+            milli: self.milli.saturating_sub(rhs.milli),
+        }
     }
 }
 
@@ -72,7 +76,11 @@ impl std::iter::Sum for Quantity {
 
 impl fmt::Debug for Quantity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.is_whole() { write!(f, "{}", self.milli / 1000) } else { write!(f, "{}m", self.milli) }
+        if self.is_whole() {
+            write!(f, "{}", self.milli / 1000)
+        } else {
+            write!(f, "{}m", self.milli)
+        }
     }
 }
 
