@@ -1,7 +1,30 @@
-//! The kubelet's Topology Manager, as a pure library (work in progress).
+//! The kubelet's Topology Manager, as a pure library: policies, scopes,
+//! options and the hint merge.
+//!
+//! Owns: turning the providers' hints into one [`TopologyHint`] and an
+//! admit/reject verdict ([`TopologyManager::decide`]), the start-up checks
+//! of the topology manager (options, NUMA distances, the NUMA node limit).
+//! Must not touch: provider state, allocation, files or clocks. The engine
+//! asks the providers for hints and hands them here; which containers are
+//! merged together (the scope) is the engine's loop, this crate only names it.
+
+mod merge;
+mod numa_info;
+mod options;
+mod policy;
+pub mod reference;
+
+use std::collections::BTreeMap;
+
+pub use merge::merge;
+pub use numa_info::{MissingDistances, NumaInfo};
+pub use options::{DEFAULT_MAX_ALLOWABLE_NUMA_NODES, PolicyOptions, go_parse_bool};
+pub use policy::PolicyDecision;
+
+use topoalign_model::{FeatureGates, Machine, ProviderHints, ResourceHints, TopologyHint};
 
 /// `topologyManagerPolicy`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TopologyPolicyName {
     None,
     BestEffort,
@@ -9,9 +32,146 @@ pub enum TopologyPolicyName {
     SingleNumaNode,
 }
 
+impl TopologyPolicyName {
+    /// The KubeletConfiguration spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TopologyPolicyName::None => "none",
+            TopologyPolicyName::BestEffort => "best-effort",
+            TopologyPolicyName::Restricted => "restricted",
+            TopologyPolicyName::SingleNumaNode => "single-numa-node",
+        }
+    }
+
+    /// Every policy, in the order the kubelet lists them.
+    pub const ALL: [TopologyPolicyName; 4] = [
+        TopologyPolicyName::None,
+        TopologyPolicyName::BestEffort,
+        TopologyPolicyName::Restricted,
+        TopologyPolicyName::SingleNumaNode,
+    ];
+}
+
 /// `topologyManagerScope`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TopologyScope {
+    /// One merge per container.
     Container,
+    /// One merge for the whole pod.
     Pod,
+}
+
+impl TopologyScope {
+    /// The KubeletConfiguration spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TopologyScope::Container => "container",
+            TopologyScope::Pod => "pod",
+        }
+    }
+}
+
+/// Why the topology manager refuses to start; Display is the kubelet's text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TopologyManagerStartError(pub String);
+
+/// A started topology manager.
+#[derive(Clone, Debug)]
+pub struct TopologyManager {
+    policy: TopologyPolicyName,
+    scope: TopologyScope,
+    options: PolicyOptions,
+    numa: NumaInfo,
+}
+
+impl TopologyManager {
+    /// Starts the manager as the kubelet's `NewManager` does. Under policy
+    /// `none` nothing is checked: the kubelet short-circuits before reading
+    /// options or counting NUMA nodes.
+    ///
+    /// # Errors
+    /// The kubelet's texts for bad options, missing NUMA distances, and a
+    /// machine with more NUMA nodes than `max-allowable-numa-nodes`.
+    pub fn start(
+        machine: &Machine,
+        policy: TopologyPolicyName,
+        scope: TopologyScope,
+        options: &BTreeMap<String, String>,
+        gates: &FeatureGates,
+    ) -> Result<TopologyManager, TopologyManagerStartError> {
+        if policy == TopologyPolicyName::None {
+            return Ok(TopologyManager {
+                policy,
+                scope,
+                options: PolicyOptions::default(),
+                numa: NumaInfo::new(machine),
+            });
+        }
+        let options = PolicyOptions::parse(options, gates)?;
+        let numa = if options.prefer_closest_numa {
+            NumaInfo::with_distances(machine).map_err(|MissingDistances| {
+                TopologyManagerStartError(
+                    "cannot discover NUMA topology: error getting NUMA distances from cadvisor".to_string(),
+                )
+            })?
+        } else {
+            NumaInfo::new(machine)
+        };
+        if numa.node_count() > options.max_allowable_numa_nodes {
+            return Err(TopologyManagerStartError(format!(
+                "unsupported on machines with more than {} NUMA Nodes",
+                options.max_allowable_numa_nodes
+            )));
+        }
+        Ok(TopologyManager { policy, scope, options, numa })
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> TopologyPolicyName {
+        self.policy
+    }
+
+    /// The scope.
+    pub fn scope(&self) -> TopologyScope {
+        self.scope
+    }
+
+    /// The parsed options.
+    pub fn options(&self) -> PolicyOptions {
+        self.options
+    }
+
+    /// The NUMA nodes it aligns over.
+    pub fn numa_info(&self) -> &NumaInfo {
+        &self.numa
+    }
+
+    /// Merges the providers' hints for one container (or one pod, under the
+    /// pod scope) and says whether the policy admits the result.
+    pub fn decide(&self, providers: &[ProviderHints]) -> PolicyDecision {
+        policy::decide(self.policy, flatten_provider_hints(providers), &self.numa, self.options.prefer_closest_numa)
+    }
+}
+
+/// One hint list per provider resource, as the kubelet's
+/// `filterProvidersHints` builds them: a provider with no opinion at all, or
+/// no preference for a resource, contributes a preferred "any" hint; a
+/// resource that cannot be placed contributes a non-preferred "any" hint.
+pub fn flatten_provider_hints(providers: &[ProviderHints]) -> Vec<Vec<TopologyHint>> {
+    let mut lists = Vec::new();
+    for provider in providers {
+        if provider.is_empty() {
+            lists.push(vec![TopologyHint::any(true)]);
+            continue;
+        }
+        for hints in provider.by_resource.values() {
+            lists.push(match hints {
+                ResourceHints::NoPreference => vec![TopologyHint::any(true)],
+                ResourceHints::Impossible => vec![TopologyHint::any(false)],
+                ResourceHints::Hints(list) => list.clone(),
+            });
+        }
+    }
+    lists
 }

@@ -1,0 +1,167 @@
+//! [`PolicyOptions`]: `topologyManagerPolicyOptions`, parsed and checked the
+//! way the kubelet's topology manager does at start-up.
+
+use std::collections::BTreeMap;
+
+use topoalign_model::FeatureGates;
+
+use crate::TopologyManagerStartError;
+
+/// `prefer-closest-numa-nodes`: GA in v1.32.
+const PREFER_CLOSEST_NUMA_NODES: &str = "prefer-closest-numa-nodes";
+/// `max-allowable-numa-nodes`: beta in v1.32.
+const MAX_ALLOWABLE_NUMA_NODES: &str = "max-allowable-numa-nodes";
+
+/// The kubelet refuses machines with more NUMA nodes than this unless
+/// `max-allowable-numa-nodes` raises it.
+pub const DEFAULT_MAX_ALLOWABLE_NUMA_NODES: usize = 8;
+
+/// The topology manager's options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PolicyOptions {
+    /// Among equally wide hints prefer the one with the smallest average
+    /// NUMA distance (not under `single-numa-node`, where all are one node).
+    pub prefer_closest_numa: bool,
+    /// How many NUMA nodes the machine may have.
+    pub max_allowable_numa_nodes: usize,
+}
+
+impl Default for PolicyOptions {
+    fn default() -> Self {
+        PolicyOptions { prefer_closest_numa: false, max_allowable_numa_nodes: DEFAULT_MAX_ALLOWABLE_NUMA_NODES }
+    }
+}
+
+/// Maturity of an option, which decides the feature gate it needs.
+#[derive(Clone, Copy)]
+enum Maturity {
+    Beta,
+    Stable,
+}
+
+fn maturity(option: &str) -> Option<Maturity> {
+    match option {
+        PREFER_CLOSEST_NUMA_NODES => Some(Maturity::Stable),
+        MAX_ALLOWABLE_NUMA_NODES => Some(Maturity::Beta),
+        _ => None,
+    }
+}
+
+impl PolicyOptions {
+    /// Parses the option map. Options are checked in name order; the kubelet
+    /// walks a Go map, so with several bad options it may name any of them.
+    ///
+    /// # Errors
+    /// The kubelet's text for an unknown option, a gated option, or a bad
+    /// value.
+    pub fn parse(
+        options: &BTreeMap<String, String>,
+        gates: &FeatureGates,
+    ) -> Result<PolicyOptions, TopologyManagerStartError> {
+        let mut parsed = PolicyOptions::default();
+        let fail = |text: String| Err(TopologyManagerStartError(text));
+        for (name, value) in options {
+            match maturity(name) {
+                None => return fail(format!("unknown Topology Manager Policy option: {name:?}")),
+                Some(Maturity::Beta) if !gates.topology_manager_policy_beta_options => {
+                    return fail(format!(
+                        "Topology Manager Policy Beta-level Options not enabled, but option {name:?} provided"
+                    ));
+                }
+                Some(_) => {}
+            }
+            if name == PREFER_CLOSEST_NUMA_NODES {
+                match go_parse_bool(value) {
+                    Some(flag) => parsed.prefer_closest_numa = flag,
+                    None => {
+                        return fail(format!(
+                            "bad value for option {name:?}: strconv.ParseBool: parsing {value:?}: invalid syntax"
+                        ));
+                    }
+                }
+            } else {
+                let count = go_atoi(value).map_err(|why| {
+                    TopologyManagerStartError(format!(
+                        "unable to convert policy option to integer {name:?}: strconv.Atoi: parsing {value:?}: {why}"
+                    ))
+                })?;
+                if count < DEFAULT_MAX_ALLOWABLE_NUMA_NODES as i64 {
+                    return fail(format!(
+                        "the minimum value of {name:?} should not be less than {DEFAULT_MAX_ALLOWABLE_NUMA_NODES}"
+                    ));
+                }
+                // Anything above the NUMA ids a mask can hold behaves like "no limit".
+                parsed.max_allowable_numa_nodes = usize::try_from(count).unwrap_or(usize::MAX);
+            }
+        }
+        Ok(parsed)
+    }
+}
+
+/// Go's `strconv.ParseBool`.
+pub fn go_parse_bool(text: &str) -> Option<bool> {
+    match text {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+/// Go's `strconv.Atoi` on 64-bit: optional sign, decimal digits, i64 range.
+/// The error is the part after `parsing "...": `.
+fn go_atoi(text: &str) -> Result<i64, &'static str> {
+    let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("invalid syntax");
+    }
+    text.parse::<i64>().map_err(|_| "value out of range")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(pairs: &[(&str, &str)]) -> Result<PolicyOptions, String> {
+        let map = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        PolicyOptions::parse(&map, &FeatureGates::default()).map_err(|e| e.0)
+    }
+
+    #[test]
+    fn options_parse_like_the_kubelet() {
+        assert_eq!(parse(&[]).unwrap(), PolicyOptions::default());
+        let opts = parse(&[("prefer-closest-numa-nodes", "True"), ("max-allowable-numa-nodes", "16")]).unwrap();
+        assert!(opts.prefer_closest_numa);
+        assert_eq!(opts.max_allowable_numa_nodes, 16);
+    }
+
+    #[test]
+    fn bad_options_give_the_kubelet_texts() {
+        for (pairs, text) in [
+            (
+                vec![("max-allowable-numa-nodes", "4")],
+                r#"the minimum value of "max-allowable-numa-nodes" should not be less than 8"#,
+            ),
+            (
+                vec![("max-allowable-numa-nodes", "x")],
+                r#"unable to convert policy option to integer "max-allowable-numa-nodes": strconv.Atoi: parsing "x": invalid syntax"#,
+            ),
+            (
+                vec![("prefer-closest-numa-nodes", "yes")],
+                r#"bad value for option "prefer-closest-numa-nodes": strconv.ParseBool: parsing "yes": invalid syntax"#,
+            ),
+            (vec![("bogus", "1")], r#"unknown Topology Manager Policy option: "bogus""#),
+        ] {
+            assert_eq!(parse(&pairs).unwrap_err(), text);
+        }
+    }
+
+    #[test]
+    fn beta_options_need_their_gate() {
+        let map = [("max-allowable-numa-nodes".to_string(), "16".to_string())].into_iter().collect();
+        let gates = FeatureGates { topology_manager_policy_beta_options: false, ..FeatureGates::default() };
+        assert_eq!(
+            PolicyOptions::parse(&map, &gates).unwrap_err().0,
+            r#"Topology Manager Policy Beta-level Options not enabled, but option "max-allowable-numa-nodes" provided"#
+        );
+    }
+}
