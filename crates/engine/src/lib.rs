@@ -1,3 +1,36 @@
-//! topoalign's alignment engine (work in progress).
+//! topoalign's alignment engine: a [`Node`] that admits and releases pods
+//! exactly as the kubelet v1.32 would, and explains every decision.
+//!
+//! Owns: the wiring of the topology, device, CPU and memory managers in the
+//! kubelet's order, the resource-fit check, decisions and explanations.
+//! Pure: no files, clocks, network or async; callers do I/O and logging.
+
 mod config;
-pub use config::NodeConfig;
+mod decision;
+pub mod fit;
+mod node;
+mod reservation;
+
+pub use config::{CpuPolicyName, MemoryPolicyName, NodeConfig, ReservedMemory, TopologyPolicyName, TopologyScope};
+pub use decision::{ContainerPlacement, Decision, Explanation, MergeRecord, Provider, Rejection, RejectionStage};
+pub use node::{Node, NodeState};
+pub use reservation::node_allocatable_reservation;
+
+use topoalign_cpu_manager::CpuManagerStartError;
+use topoalign_memory_manager::MemoryManagerStartError;
+use topoalign_topology_manager::TopologyManagerStartError;
+
+/// Why a node would not start: the kubelet would refuse this configuration
+/// on this machine. Display is the kubelet's error text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StartupError {
+    #[error(transparent)]
+    TopologyManager(#[from] TopologyManagerStartError),
+    #[error(transparent)]
+    CpuManager(#[from] CpuManagerStartError),
+    #[error(transparent)]
+    MemoryManager(#[from] MemoryManagerStartError),
+    /// The node-allocatable reservation exceeds capacity.
+    #[error("{0}")]
+    NodeAllocatable(String),
+}

@@ -1,1 +1,27 @@
-//! Scenarios (work in progress).
+//! The scenario format of shared/SCENARIO.md: reading a scenario, replaying
+//! it through the engine exactly as a kubelet would, and the result
+//! document.
+//!
+//! Owns: the document's shape and its error messages, the event loop
+//! (adds, deletes by `namespace/name`), the result document. Must not
+//! touch: admission logic (the engine's) or Kubernetes parsing (the k8s
+//! crate's); no I/O — callers hand in text and print the result.
+
+mod document;
+mod replay;
+mod result;
+
+pub use document::{CpuSpec, DeviceSpec, EventSpec, NumaNodeSpec, Scenario, TopologySpec};
+pub use replay::{Replay, replay};
+pub use result::{ContainerResult, EventResult, FinalState, ResultDocument};
+
+/// A scenario that cannot be replayed because it is malformed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScenarioError {
+    /// The text is not JSON or YAML.
+    #[error("not a valid scenario document: {0}")]
+    Syntax(String),
+    /// A field has a wrong value; `path` is like `events[2].add.spec`.
+    #[error("{path}: {message}")]
+    Field { path: String, message: String },
+}

@@ -1,0 +1,277 @@
+//! [`Node`]: one node's managers wired together in the kubelet's order —
+//! start-up, the admission chain for a pod, container start, deletion.
+//!
+//! Owns: the order of calls (which provider is asked first, when a
+//! rejected pod's leftovers are released, when containers "start"), the
+//! mapping of allocation failures to the kubelet's reasons, the set of
+//! active pods. Must not touch: what any single manager decides — that is
+//! each manager's crate — nor any I/O.
+
+use std::collections::BTreeMap;
+
+use topoalign_cpu_manager::{CpuAllocateError, CpuManager, CpuManagerConfig};
+use topoalign_device_manager::DeviceManager;
+use topoalign_memory_manager::{MemoryManager, MemoryManagerConfig};
+use topoalign_model::{CpuSet, Machine, Pod, ProviderHints, TopologyHint};
+use topoalign_topology_manager::{TopologyManager, TopologyPolicyName, TopologyScope};
+
+use crate::decision::{
+    ContainerPlacement, Decision, Explanation, MergeRecord, Provider, Rejection, RejectionStage,
+};
+use crate::fit::{self, NodeResources};
+use crate::reservation::node_allocatable_reservation;
+use crate::{NodeConfig, StartupError};
+
+/// A started node: machine, configuration, the managers' state and the
+/// pods it holds.
+#[derive(Clone, Debug)]
+pub struct Node {
+    machine: Machine,
+    config: NodeConfig,
+    resources: NodeResources,
+    topology: TopologyManager,
+    devices: DeviceManager,
+    cpus: CpuManager,
+    memory: MemoryManager,
+    /// Admitted pods in admission order, by uid.
+    active: Vec<Pod>,
+}
+
+/// The node's allocation state, as the kubelet's checkpoint files hold it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeState {
+    /// The shared CPU pool (`defaultCpuSet`).
+    pub default_cpu_set: CpuSet,
+    /// `namespace/name` → container → exclusive CPUs.
+    pub cpu_assignments: BTreeMap<String, BTreeMap<String, CpuSet>>,
+    /// `namespace/name` → container → NUMA nodes of its pinned memory.
+    pub memory_assignments: BTreeMap<String, BTreeMap<String, Vec<usize>>>,
+}
+
+impl Node {
+    /// Starts a node the way the kubelet's container manager does: topology
+    /// manager, device manager, CPU manager, memory manager, then the node
+    /// allocatable check — the first failure is the kubelet's start-up error.
+    ///
+    /// # Errors
+    /// [`StartupError`] with the kubelet's text.
+    pub fn start(machine: Machine, config: NodeConfig) -> Result<Node, StartupError> {
+        let topology = TopologyManager::start(
+            &machine,
+            config.topology_policy,
+            config.topology_scope,
+            &config.topology_options,
+            &config.feature_gates,
+        )?;
+        let devices = DeviceManager::new(&machine);
+        let resources = fit::node_resources(&machine, &config);
+        let reservation = node_allocatable_reservation(&resources.capacity, &config);
+        let cpus = CpuManager::start(
+            &machine,
+            &CpuManagerConfig {
+                policy: config.cpu_policy,
+                options: config.cpu_options.clone(),
+                reserved_system_cpus: config.reserved_system_cpus.clone(),
+                reserved_cpu: reservation.get("cpu").copied(),
+                feature_gates: config.feature_gates,
+                topology_policy_is_single_numa_node: config.topology_policy == TopologyPolicyName::SingleNumaNode,
+            },
+        )?;
+        let memory = MemoryManager::start(
+            &machine,
+            &MemoryManagerConfig {
+                policy: config.memory_policy,
+                reserved_memory: config.reserved_memory.clone(),
+                node_allocatable_reservation: reservation.clone(),
+            },
+        )?;
+        fit::validate_node_allocatable(&resources, &reservation).map_err(StartupError::NodeAllocatable)?;
+        Ok(Node { machine, config, resources, topology, devices, cpus, memory, active: Vec::new() })
+    }
+
+    /// The machine.
+    pub fn machine(&self) -> &Machine {
+        &self.machine
+    }
+
+    /// The configuration it was started with.
+    pub fn config(&self) -> &NodeConfig {
+        &self.config
+    }
+
+    /// Node capacity and allocatable.
+    pub fn resources(&self) -> &NodeResources {
+        &self.resources
+    }
+
+    /// The admitted pods, in admission order.
+    pub fn pods(&self) -> &[Pod] {
+        &self.active
+    }
+
+    /// Runs the kubelet's admission chain for `pod`: the topology manager
+    /// (hints, merge, allocation by each provider), then the resource-fit
+    /// check. An admitted pod's containers are then started in order; a
+    /// rejected pod leaves nothing behind.
+    pub fn admit(&mut self, pod: Pod) -> Decision {
+        let mut explanation = Explanation {
+            policy: self.topology.policy(),
+            scope: self.topology.scope(),
+            merges: Vec::new(),
+        };
+        // The kubelet adds the pod to its pod manager before admitting it,
+        // so it already counts as active (and may reuse its own resources).
+        let outcome = self.align(&pod, &mut explanation).and_then(|()| self.check_fit(&pod));
+        if let Err(rejection) = outcome {
+            self.release(&pod.uid);
+            return Decision { pod: pod.key(), qos: pod.qos, rejection: Some(rejection), containers: Vec::new(), explanation };
+        }
+        let containers = self.start_containers(&pod);
+        let decision = Decision { pod: pod.key(), qos: pod.qos, rejection: None, containers, explanation };
+        self.active.push(pod);
+        decision
+    }
+
+    /// Deletes the pod with `uid`, releasing everything it holds. Returns
+    /// whether such a pod was admitted.
+    pub fn remove(&mut self, uid: &str) -> bool {
+        let before = self.active.len();
+        self.active.retain(|p| p.uid != uid);
+        self.release(uid);
+        self.active.len() != before
+    }
+
+    /// The allocation state, keyed by `namespace/name`.
+    pub fn state(&self) -> NodeState {
+        NodeState {
+            default_cpu_set: self.cpus.default_cpu_set(),
+            cpu_assignments: self.by_pod_key(self.cpus.assignments()),
+            memory_assignments: self.by_pod_key(self.memory.assignments()),
+        }
+    }
+
+    /// Re-keys a per-uid map by `namespace/name`; entries of pods that are
+    /// not admitted are dropped (the kubelet's stale-state collection).
+    fn by_pod_key<V>(&self, by_uid: BTreeMap<String, V>) -> BTreeMap<String, V> {
+        by_uid
+            .into_iter()
+            .filter_map(|(uid, value)| self.active.iter().find(|p| p.uid == uid).map(|p| (p.key(), value)))
+            .collect()
+    }
+
+    /// The topology manager's part of admission: merge and allocate, per
+    /// container or per pod as the scope says.
+    fn align(&mut self, pod: &Pod, explanation: &mut Explanation) -> Result<(), Rejection> {
+        if self.topology.policy() == TopologyPolicyName::None {
+            // The kubelet's none scope asks for no hints; providers allocate
+            // with the empty hint.
+            for (container, _) in pod.all_containers() {
+                self.allocate(pod, container, TopologyHint::any(false))?;
+            }
+            return Ok(());
+        }
+        match self.topology.scope() {
+            TopologyScope::Container => {
+                for (container, _) in pod.all_containers() {
+                    let hints = vec![
+                        (Provider::Device, self.devices.container_hints(pod, container)),
+                        (Provider::Cpu, self.cpus.container_hints(pod, container)),
+                        (Provider::Memory, self.memory.container_hints(pod, container)),
+                    ];
+                    let best = self.merge(Some(container.name.clone()), hints, explanation)?;
+                    self.allocate(pod, container, best)?;
+                }
+            }
+            TopologyScope::Pod => {
+                let hints = vec![
+                    (Provider::Device, self.devices.pod_hints(pod)),
+                    (Provider::Cpu, self.cpus.pod_hints(pod)),
+                    (Provider::Memory, self.memory.pod_hints(pod)),
+                ];
+                let best = self.merge(None, hints, explanation)?;
+                for (container, _) in pod.all_containers() {
+                    self.allocate(pod, container, best)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Merges one set of provider hints, records it, and rejects the pod
+    /// when the policy does not admit the result.
+    fn merge(
+        &self,
+        container: Option<String>,
+        hints: Vec<(Provider, ProviderHints)>,
+        explanation: &mut Explanation,
+    ) -> Result<TopologyHint, Rejection> {
+        let only_hints: Vec<ProviderHints> = hints.iter().map(|(_, h)| h.clone()).collect();
+        let decision = self.topology.decide(&only_hints);
+        explanation.merges.push(MergeRecord { container, hints, best: decision.best, admitted: decision.admit });
+        if decision.admit {
+            Ok(decision.best)
+        } else {
+            Err(Rejection {
+                reason: "TopologyAffinityError".to_string(),
+                message: "Resources cannot be allocated with Topology locality".to_string(),
+                stage: RejectionStage::TopologyPolicy,
+            })
+        }
+    }
+
+    /// Each provider allocates for the container, in registration order.
+    fn allocate(&mut self, pod: &Pod, container: &topoalign_model::Container, hint: TopologyHint) -> Result<(), Rejection> {
+        let unexpected = |provider: Provider, error: String| Rejection {
+            reason: "UnexpectedAdmissionError".to_string(),
+            message: format!("Allocate failed due to {error}, which is unexpected"),
+            stage: RejectionStage::Allocation(provider),
+        };
+        self.devices.allocate(pod, container, hint).map_err(|e| unexpected(Provider::Device, e.to_string()))?;
+        self.cpus.allocate(pod, container, hint).map_err(|e| match e {
+            CpuAllocateError::SmtAlignment(message) => Rejection {
+                reason: "SMTAlignmentError".to_string(),
+                message,
+                stage: RejectionStage::Allocation(Provider::Cpu),
+            },
+            CpuAllocateError::Other(error) => unexpected(Provider::Cpu, error),
+        })?;
+        self.memory.allocate(pod, container, hint).map_err(|e| unexpected(Provider::Memory, e.to_string()))?;
+        Ok(())
+    }
+
+    /// The predicate admit handler's resource-fit check against the other
+    /// admitted pods.
+    fn check_fit(&self, pod: &Pod) -> Result<(), Rejection> {
+        let others: Vec<&Pod> = self.active.iter().collect();
+        fit::check_fit(&self.resources, pod, &others).map_err(|failure| Rejection {
+            reason: failure.reason,
+            message: failure.message,
+            stage: RejectionStage::ResourceFit,
+        })
+    }
+
+    /// Starts the containers in order, recording what each is given at its
+    /// start (the kubelet's `PreCreateContainer`) before registering it.
+    fn start_containers(&mut self, pod: &Pod) -> Vec<ContainerPlacement> {
+        let mut placements = Vec::new();
+        for (container, init) in pod.all_containers() {
+            placements.push(ContainerPlacement {
+                name: container.name.clone(),
+                init,
+                cpus: self.cpus.container_cpus(&pod.uid, &container.name),
+                memory_numa: self.memory.container_numa_nodes(&pod.uid, &container.name),
+                devices: self.devices.container_devices(&pod.uid, &container.name),
+            });
+            self.cpus.add_container(pod, container);
+            self.memory.add_container(pod, container);
+        }
+        placements
+    }
+
+    /// Drops every manager's state for a pod.
+    fn release(&mut self, uid: &str) {
+        self.devices.remove_pod(uid);
+        self.cpus.remove_pod(uid);
+        self.memory.remove_pod(uid);
+    }
+}

@@ -1,0 +1,181 @@
+//! The scenario document (shared/SCENARIO.md v1): its serde shape, reading
+//! it from JSON or YAML with errors that name the field, and turning its
+//! `topology:` block into a [`Machine`].
+//!
+//! Pods and the `kubelet:` block stay raw JSON values here: the
+//! `topoalign-k8s` crate reads them, and errors get this document's path
+//! prepended.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use topoalign_model::{Cpu, Device, Machine, NumaNode};
+
+use crate::ScenarioError;
+
+/// A whole scenario: one node, its kubelet configuration, pod events.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub topology: TopologySpec,
+    /// A KubeletConfiguration v1beta1 subset (raw; read by topoalign-k8s).
+    #[serde(default)]
+    pub kubelet: serde_json::Value,
+    #[serde(default)]
+    pub events: Vec<EventSpec>,
+}
+
+/// The `topology:` block.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TopologySpec {
+    pub numa_nodes: Vec<NumaNodeSpec>,
+    #[serde(default)]
+    pub cpus: Vec<CpuSpec>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub devices: BTreeMap<String, Vec<DeviceSpec>>,
+}
+
+/// One `numaNodes` entry. Huge page pools are keys `hugepages-<size>`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct NumaNodeSpec {
+    pub id: usize,
+    #[serde(deserialize_with = "quantity_text")]
+    pub memory: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distances: Option<Vec<u64>>,
+    /// `hugepages-1Gi: 8Gi` and the like; anything else is rejected when
+    /// the machine is built.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
+}
+
+/// One logical CPU.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CpuSpec {
+    pub id: u32,
+    pub core: u32,
+    pub socket: u32,
+    pub numa: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncore_cache: Option<u32>,
+}
+
+/// One device of a device-plugin resource.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceSpec {
+    pub id: String,
+    #[serde(default)]
+    pub numa: Vec<usize>,
+}
+
+/// One event: `add: <Pod>` or `delete: namespace/name`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub add: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete: Option<String>,
+}
+
+/// Quantities may be written as strings or bare numbers (`memory: 1024`).
+fn quantity_text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Text {
+        String(String),
+        Unsigned(u64),
+        Float(f64),
+    }
+    Ok(match Text::deserialize(deserializer)? {
+        Text::String(s) => s,
+        Text::Unsigned(n) => n.to_string(),
+        Text::Float(f) => f.to_string(),
+    })
+}
+
+impl Scenario {
+    /// Reads a scenario from JSON or YAML text (JSON is tried first when
+    /// the text starts with `{`).
+    ///
+    /// # Errors
+    /// [`ScenarioError::Syntax`] for text that is neither, and
+    /// [`ScenarioError::Field`] naming the field path of a wrong value.
+    pub fn parse(text: &str) -> Result<Scenario, ScenarioError> {
+        let value: serde_json::Value = if text.trim_start().starts_with('{') {
+            serde_json::from_str(text).map_err(|e| ScenarioError::Syntax(format!("JSON: {e}")))?
+        } else {
+            serde_yaml_ng::from_str(text).map_err(|e| ScenarioError::Syntax(format!("YAML: {e}")))?
+        };
+        if !value.is_object() {
+            return Err(ScenarioError::Syntax("a scenario must be a mapping with `topology` and `events`".into()));
+        }
+        serde_path_to_error::deserialize(value).map_err(|e| ScenarioError::Field {
+            path: e.path().to_string(),
+            message: e.into_inner().to_string(),
+        })
+    }
+}
+
+impl TopologySpec {
+    /// Builds the machine this block describes.
+    ///
+    /// # Errors
+    /// [`ScenarioError::Field`] naming the bad field (quantities, huge page
+    /// keys) or the broken machine invariant.
+    pub fn to_machine(&self) -> Result<Machine, ScenarioError> {
+        let field = |path: String, message: String| ScenarioError::Field { path, message };
+        let mut numa_nodes = Vec::new();
+        for (i, spec) in self.numa_nodes.iter().enumerate() {
+            let at = |name: &str| format!("topology.numaNodes[{i}].{name}");
+            let memory = byte_count(&spec.memory).map_err(|m| field(at("memory"), m))?;
+            let mut hugepages = BTreeMap::new();
+            for (key, value) in &spec.other {
+                let Some(size) = key.strip_prefix("hugepages-") else {
+                    return Err(field(at(key), "unknown field; expected id, memory, distances or hugepages-<size>".into()));
+                };
+                let page = byte_count(size).map_err(|m| field(at(key), format!("bad huge page size: {m}")))?;
+                if page == 0 {
+                    return Err(field(at(key), "huge page size must be positive".into()));
+                }
+                let text = match value {
+                    serde_json::Value::String(s) => s.clone(),
+                    serde_json::Value::Number(n) => n.to_string(),
+                    other => return Err(field(at(key), format!("expected a quantity, found {other}"))),
+                };
+                let total = byte_count(&text).map_err(|m| field(at(key), m))?;
+                if total % page != 0 {
+                    return Err(field(at(key), format!("{text} is not a whole number of {size} pages")));
+                }
+                hugepages.insert(page, total);
+            }
+            numa_nodes.push(NumaNode { id: spec.id, memory, hugepages, distances: spec.distances.clone() });
+        }
+        let cpus = self
+            .cpus
+            .iter()
+            .map(|c| Cpu { id: c.id, core: c.core, socket: c.socket, numa: c.numa, uncore_cache: c.uncore_cache })
+            .collect();
+        let devices = self
+            .devices
+            .iter()
+            .map(|(resource, list)| {
+                let devices = list.iter().map(|d| Device { id: d.id.clone(), numa: d.numa.clone() }).collect();
+                (resource.clone(), devices)
+            })
+            .collect();
+        Machine::new(numa_nodes, cpus, devices).map_err(|e| field("topology".into(), e.to_string()))
+    }
+}
+
+/// A non-negative whole number of bytes from a Kubernetes quantity.
+fn byte_count(text: &str) -> Result<u64, String> {
+    let quantity = topoalign_k8s::parse_quantity(text).map_err(|e| e.to_string())?;
+    if !quantity.is_whole() || quantity.milli() < 0 {
+        return Err(format!("{text:?} is not a whole, non-negative number of bytes"));
+    }
+    u64::try_from(quantity.value()).map_err(|_| format!("{text:?} is too large"))
+}

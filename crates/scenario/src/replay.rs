@@ -1,0 +1,149 @@
+//! Playing a scenario's events through a [`Node`], as a kubelet with the
+//! scenario's configuration would see them.
+
+use topoalign_engine::{Decision, Node, NodeState};
+use topoalign_model::Pod;
+
+use crate::result::{ContainerResult, EventResult, FinalState, ResultDocument};
+use crate::{Scenario, ScenarioError};
+
+/// A replay's outcome: the kubelet ran the events, or refused to start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Replay {
+    Completed(ResultDocument),
+    /// The kubelet's start-up error text.
+    Refused(String),
+}
+
+/// One event, read and checked before anything runs.
+enum Event {
+    Add(Pod),
+    Delete { key: String },
+}
+
+/// Replays `scenario`.
+///
+/// # Errors
+/// [`ScenarioError`] when the scenario itself is malformed (a bad pod, a
+/// bad topology, an event that is neither `add` nor `delete`); a
+/// configuration the kubelet refuses is a [`Replay::Refused`], not an error.
+pub fn replay(scenario: &Scenario) -> Result<Replay, ScenarioError> {
+    let machine = scenario.topology.to_machine()?;
+    let events = read_events(scenario)?;
+    let config = match topoalign_k8s::node_config_from_value(&scenario.kubelet, &machine) {
+        Ok(config) => config,
+        Err(topoalign_k8s::ConfigError::Refused(text)) => return Ok(Replay::Refused(text)),
+        Err(topoalign_k8s::ConfigError::Invalid { path, message }) => {
+            return Err(ScenarioError::Field { path: format!("kubelet.{path}"), message });
+        }
+    };
+    let mut node = match Node::start(machine, config) {
+        Ok(node) => node,
+        Err(refusal) => return Ok(Replay::Refused(refusal.to_string())),
+    };
+
+    // Pods added and not yet deleted: (namespace/name, uid), newest last.
+    let mut added: Vec<(String, String)> = Vec::new();
+    let mut results = Vec::with_capacity(events.len());
+    for (index, event) in events.into_iter().enumerate() {
+        match event {
+            Event::Add(pod) => {
+                added.push((pod.key(), pod.uid.clone()));
+                let decision = node.admit(pod);
+                results.push(admission_result(index, &decision));
+            }
+            Event::Delete { key } => {
+                let found = added.iter().rposition(|(k, _)| *k == key);
+                let result = match found {
+                    Some(position) => {
+                        let (_, uid) = added.remove(position);
+                        node.remove(&uid);
+                        EventResult { deleted: Some(true), ..blank(index, key) }
+                    }
+                    None => EventResult {
+                        deleted: Some(false),
+                        message: Some("pod not found".into()),
+                        ..blank(index, key)
+                    },
+                };
+                results.push(result);
+            }
+        }
+    }
+    Ok(Replay::Completed(ResultDocument { results, final_state: final_state(&node.state()) }))
+}
+
+fn read_events(scenario: &Scenario) -> Result<Vec<Event>, ScenarioError> {
+    let mut events = Vec::with_capacity(scenario.events.len());
+    for (index, spec) in scenario.events.iter().enumerate() {
+        let at = format!("events[{index}]");
+        events.push(match (&spec.add, &spec.delete) {
+            (Some(manifest), None) => {
+                // A pod without metadata.uid gets one unique to this event.
+                let uid = format!("topoalign-event-{index}");
+                let pod = topoalign_k8s::pod_from_value(manifest, &uid).map_err(|e| ScenarioError::Field {
+                    path: format!("{at}.add.{}", e.path()),
+                    message: e.message(),
+                })?;
+                Event::Add(pod)
+            }
+            (None, Some(key)) => {
+                let key = if key.contains('/') { key.clone() } else { format!("default/{key}") };
+                Event::Delete { key }
+            }
+            _ => {
+                return Err(ScenarioError::Field {
+                    path: at,
+                    message: "an event has exactly one of `add` (a Pod) or `delete` (namespace/name)".into(),
+                });
+            }
+        });
+    }
+    Ok(events)
+}
+
+fn blank(event: usize, pod: String) -> EventResult {
+    EventResult { event, pod, admitted: None, deleted: None, reason: None, message: None, containers: None }
+}
+
+fn admission_result(index: usize, decision: &Decision) -> EventResult {
+    match &decision.rejection {
+        Some(rejection) => EventResult {
+            admitted: Some(false),
+            reason: Some(rejection.reason.clone()),
+            message: Some(rejection.message.clone()),
+            ..blank(index, decision.pod.clone())
+        },
+        None => EventResult {
+            admitted: Some(true),
+            containers: Some(
+                decision
+                    .containers
+                    .iter()
+                    .map(|c| ContainerResult {
+                        name: c.name.clone(),
+                        init: c.init,
+                        cpus: c.cpus.as_ref().map(ToString::to_string),
+                        memory_numa: c.memory_numa.clone(),
+                        devices: c.devices.clone(),
+                    })
+                    .collect(),
+            ),
+            ..blank(index, decision.pod.clone())
+        },
+    }
+}
+
+fn final_state(state: &NodeState) -> FinalState {
+    FinalState {
+        default_cpu_set: state.default_cpu_set.to_string(),
+        cpu_assignments: state
+            .cpu_assignments
+            .iter()
+            .map(|(pod, containers)| {
+                (pod.clone(), containers.iter().map(|(name, cpus)| (name.clone(), cpus.to_string())).collect())
+            })
+            .collect(),
+        memory_assignments: state.memory_assignments.clone(),
+    }
+}

@@ -1,0 +1,54 @@
+//! The result document of a replay (shared/SCENARIO.md, "Result document").
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// What `topoalign replay` prints for a scenario the kubelet would run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ResultDocument {
+    pub results: Vec<EventResult>,
+    #[serde(rename = "final")]
+    pub final_state: FinalState,
+}
+
+/// The outcome of one event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EventResult {
+    pub event: usize,
+    /// `namespace/name`.
+    pub pod: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub admitted: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deleted: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub containers: Option<Vec<ContainerResult>>,
+}
+
+/// One admitted container.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerResult {
+    pub name: String,
+    pub init: bool,
+    /// Exclusive CPUs in list form; `null` = shared pool.
+    pub cpus: Option<String>,
+    /// NUMA nodes of pinned memory; `null` = not pinned.
+    pub memory_numa: Option<Vec<usize>>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub devices: BTreeMap<String, Vec<String>>,
+}
+
+/// The node state after the last event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FinalState {
+    pub default_cpu_set: String,
+    pub cpu_assignments: BTreeMap<String, BTreeMap<String, String>>,
+    pub memory_assignments: BTreeMap<String, BTreeMap<String, Vec<usize>>>,
+}

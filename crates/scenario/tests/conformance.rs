@@ -1,0 +1,126 @@
+//! Every conformance vector in shared/conformance (and the large-machine
+//! sample in shared/conformance-large) replayed through the engine and
+//! compared with the real kubelet's answer.
+//!
+//! `TOPOALIGN_VECTORS=0001,1112` limits a run to some vectors;
+//! `TOPOALIGN_SHOW=N` prints the first N mismatches in full.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use topoalign_scenario::{Replay, Scenario, replay};
+
+fn shared() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
+}
+
+/// What we answer for one scenario file, as a JSON document.
+fn answer(text: &str) -> Value {
+    let outcome = Scenario::parse(text).and_then(|s| replay(&s));
+    match outcome {
+        Ok(Replay::Completed(doc)) => serde_json::to_value(doc).expect("result documents serialise"),
+        Ok(Replay::Refused(error)) => json!({ "error": error }),
+        Err(invalid) => json!({ "error": format!("invalid scenario: {invalid}") }),
+    }
+}
+
+/// Whether `ours` matches `expected`, accepting the alternative texts the
+/// kubelet itself produced for some vectors (Go map order).
+fn matches(ours: &Value, expected: &Value, alternatives: Option<&Value>) -> bool {
+    if ours == expected {
+        return true;
+    }
+    let Some(alternatives) = alternatives.and_then(Value::as_object) else { return false };
+    let mut patched = expected.clone();
+    for (place, texts) in alternatives {
+        let candidates: Vec<&Value> = texts.as_array().map(|a| a.iter().collect()).unwrap_or_default();
+        let slot = if place == "error" {
+            patched.get_mut("error")
+        } else {
+            let event: Option<usize> = place.strip_prefix("event ").and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok());
+            event.and_then(|n| patched.get_mut("results").and_then(|r| r.get_mut(n))).and_then(|r| r.get_mut("message"))
+        };
+        let ours_text = if place == "error" {
+            ours.get("error")
+        } else {
+            let event: Option<usize> = place.strip_prefix("event ").and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok());
+            event.and_then(|n| ours.get("results").and_then(|r| r.get(n))).and_then(|r| r.get("message"))
+        };
+        if let (Some(slot), Some(ours_text)) = (slot, ours_text) {
+            if candidates.contains(&ours_text) {
+                *slot = ours_text.clone();
+            }
+        }
+    }
+    ours == &patched
+}
+
+/// A short description of the first difference.
+fn first_difference(ours: &Value, expected: &Value) -> String {
+    if let (Some(a), Some(b)) = (ours.get("results").and_then(Value::as_array), expected.get("results").and_then(Value::as_array)) {
+        for (i, (x, y)) in a.iter().zip(b).enumerate() {
+            if x != y {
+                return format!("event {i}:\n      ours:     {x}\n      expected: {y}");
+            }
+        }
+        if a.len() != b.len() {
+            return format!("{} results, expected {}", a.len(), b.len());
+        }
+        return format!("final:\n      ours:     {}\n      expected: {}", ours["final"], expected["final"]);
+    }
+    format!("\n      ours:     {ours}\n      expected: {expected}")
+}
+
+fn run_set(set: &str) -> (usize, Vec<(String, String)>) {
+    let dir = shared().join(set);
+    let index: BTreeMap<String, Value> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).expect("index.json")).expect("index");
+    let only: Option<Vec<String>> =
+        std::env::var("TOPOALIGN_VECTORS").ok().map(|v| v.split(',').map(|s| s.trim().to_string()).collect());
+    let mut names: Vec<String> = std::fs::read_dir(dir.join("scenarios"))
+        .expect("scenarios dir")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".json"))
+        .map(|n| n.trim_end_matches(".json").to_string())
+        .filter(|n| only.as_ref().is_none_or(|o| o.contains(n)))
+        .collect();
+    names.sort();
+    let mut failures = Vec::new();
+    for name in &names {
+        let text = std::fs::read_to_string(dir.join("scenarios").join(format!("{name}.json"))).expect("scenario");
+        let expected: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("expected").join(format!("{name}.json"))).expect("expected"))
+                .expect("expected json");
+        let ours = std::panic::catch_unwind(|| answer(&text)).unwrap_or_else(|panic| {
+            let what = panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()));
+            json!({ "panic": what })
+        });
+        let alternatives = index.get(name).and_then(|i| i.get("alternativeTexts"));
+        if !matches(&ours, &expected, alternatives) {
+            failures.push((name.clone(), first_difference(&ours, &expected)));
+        }
+    }
+    (names.len(), failures)
+}
+
+fn check(set: &str) {
+    let (total, failures) = run_set(set);
+    let show: usize = std::env::var("TOPOALIGN_SHOW").ok().and_then(|s| s.parse().ok()).unwrap_or(15);
+    for (name, diff) in failures.iter().take(show) {
+        eprintln!("MISMATCH {set}/{name}: {diff}");
+    }
+    eprintln!("{set}: {} of {total} vectors match", total - failures.len());
+    let names: Vec<&str> = failures.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(failures.is_empty(), "{} mismatching vectors in {set}: {names:?}", failures.len());
+}
+
+#[test]
+fn public_conformance_vectors() {
+    check("conformance");
+}
+
+#[test]
+fn large_machine_vectors() {
+    check("conformance-large");
+}
