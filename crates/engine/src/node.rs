@@ -13,7 +13,7 @@ use topoalign_cpu_manager::{CpuAllocateError, CpuManager, CpuManagerConfig};
 use topoalign_device_manager::DeviceManager;
 use topoalign_memory_manager::{MemoryManager, MemoryManagerConfig};
 use topoalign_model::{CpuSet, Machine, Pod, ProviderHints, TopologyHint};
-use topoalign_topology_manager::{TopologyManager, TopologyPolicyName, TopologyScope};
+use topoalign_topology_manager::{MergeStrategy, TopologyManager, TopologyPolicyName, TopologyScope};
 
 use crate::decision::{
     ContainerPlacement, Decision, Explanation, MergeRecord, Provider, Rejection, RejectionStage,
@@ -102,6 +102,12 @@ impl Node {
     /// Node capacity and allocatable.
     pub fn resources(&self) -> &NodeResources {
         &self.resources
+    }
+
+    /// Chooses the topology manager's merge algorithm (benchmarks,
+    /// cross-checks); decisions are the same either way.
+    pub fn set_merge_strategy(&mut self, strategy: MergeStrategy) {
+        self.topology.set_merge_strategy(strategy);
     }
 
     /// The admitted pods, in admission order.

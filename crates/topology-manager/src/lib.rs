@@ -76,6 +76,17 @@ impl TopologyScope {
 #[error("{0}")]
 pub struct TopologyManagerStartError(pub String);
 
+/// How hints are merged. Both give the same answer; the permutation fold
+/// is the kubelet's exponential algorithm, kept to measure against.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MergeStrategy {
+    /// [`merge()`]: from sets of candidates, without the cross product.
+    #[default]
+    Fast,
+    /// [`reference::merge_by_permutations`]: every permutation, as the kubelet.
+    KubeletPermutations,
+}
+
 /// A started topology manager.
 #[derive(Clone, Debug)]
 pub struct TopologyManager {
@@ -83,6 +94,7 @@ pub struct TopologyManager {
     scope: TopologyScope,
     options: PolicyOptions,
     numa: NumaInfo,
+    strategy: MergeStrategy,
 }
 
 impl TopologyManager {
@@ -106,6 +118,7 @@ impl TopologyManager {
                 scope,
                 options: PolicyOptions::default(),
                 numa: NumaInfo::new(machine),
+                strategy: MergeStrategy::Fast,
             });
         }
         let options = PolicyOptions::parse(options, gates)?;
@@ -124,7 +137,7 @@ impl TopologyManager {
                 options.max_allowable_numa_nodes
             )));
         }
-        Ok(TopologyManager { policy, scope, options, numa })
+        Ok(TopologyManager { policy, scope, options, numa, strategy: MergeStrategy::Fast })
     }
 
     /// The policy.
@@ -147,10 +160,16 @@ impl TopologyManager {
         &self.numa
     }
 
+    /// Chooses the merge algorithm (for benchmarks and cross-checks).
+    pub fn set_merge_strategy(&mut self, strategy: MergeStrategy) {
+        self.strategy = strategy;
+    }
+
     /// Merges the providers' hints for one container (or one pod, under the
     /// pod scope) and says whether the policy admits the result.
     pub fn decide(&self, providers: &[ProviderHints]) -> PolicyDecision {
-        policy::decide(self.policy, flatten_provider_hints(providers), &self.numa, self.options.prefer_closest_numa)
+        let lists = flatten_provider_hints(providers);
+        policy::decide(self.policy, lists, &self.numa, self.options.prefer_closest_numa, self.strategy)
     }
 }
 
