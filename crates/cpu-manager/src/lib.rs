@@ -7,14 +7,36 @@
 //! Must not touch: files, clocks, logging, other managers' state. The caller
 //! (the engine's node) decides when each entry point runs, in the kubelet's
 //! order; the affinity chosen by the topology manager is passed in.
+//!
+//! Code map:
+//! - `topology`: [`CpuTopology`], the machine as the kubelet's CPU manager
+//!   sees it (cores named by their lowest CPU, NUMA nodes with CPUs only).
+//! - `options`: [`StaticPolicyOptions`], parsed and validated at start.
+//! - `assignment`: [`take_by_topology`], the allocator (packed, spread,
+//!   NUMA-distributed, uncore-cache aware), quirks included.
+//! - `hints`: [`generate_cpu_topology_hints`].
+//! - `policy_static`: the static policy's state and entry points.
+//! - this file: [`CpuManager`], the `none`/`static` dispatch and start-up.
 
+mod assignment;
+mod hints;
+#[cfg(test)]
+mod machines;
+mod options;
+mod policy_static;
 mod topology;
 
-pub use topology::CpuTopology;
+pub use assignment::{CpuSortingStrategy, TakeError, take_by_topology};
+pub use hints::generate_cpu_topology_hints;
+pub use options::{PolicyOptionError, StaticPolicyOptions};
+pub use policy_static::StaticPolicyError;
+pub use topology::{CpuInfo, CpuTopology};
 
 use std::collections::BTreeMap;
 
 use topoalign_model::{Container, CpuSet, FeatureGates, Machine, Pod, ProviderHints, Quantity, TopologyHint};
+
+use policy_static::StaticPolicy;
 
 /// `cpuManagerPolicy`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,8 +55,11 @@ pub struct CpuManagerConfig {
     /// the machine's CPUs).
     pub reserved_system_cpus: Option<CpuSet>,
     /// The node-allocatable CPU reservation (systemReserved + kubeReserved
-    /// cpu, after `reservedSystemCPUs` overrode them); `None` when no `cpu`
-    /// entry was reserved at all.
+    /// cpu, after `reservedSystemCPUs` overrode them) as the kubelet's
+    /// `GetNodeAllocatableReservation` gives it: `None` when nothing was
+    /// reserved *or the sum is zero* (the kubelet drops zero entries, so a
+    /// `cpu: "0"` reservation reads "unable to determine reserved CPU
+    /// resources"; `Some(0)` gives `NewManager`'s own zero check).
     pub reserved_cpu: Option<Quantity>,
     pub feature_gates: FeatureGates,
     /// Whether the topology manager policy is `single-numa-node`
@@ -65,10 +90,41 @@ pub enum CpuAllocateError {
     Other(String),
 }
 
+/// Why the manager refuses to start, structured; [`CpuManager::start`]
+/// reports it as [`CpuManagerStartError::Kubelet`] with this text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum StartError {
+    #[error("new none policy error: None policy: received unsupported options={}", go_map(.0))]
+    NonePolicyOptions(BTreeMap<String, String>),
+    /// `topology.Discover` on a machine without CPUs.
+    #[error("could not detect number of cpus")]
+    NoCpus,
+    #[error("[cpumanager] unable to determine reserved CPU resources for static policy")]
+    NoCpuReservation,
+    #[error("[cpumanager] the static policy requires systemreserved.cpu + kubereserved.cpu to be greater than zero")]
+    ZeroCpuReservation,
+    #[error("new static policy error: {0}")]
+    StaticPolicy(#[from] StaticPolicyError),
+}
+
+/// Go's `%v` of a `map[string]string`: `map[k1:v1 k2:v2]`, keys sorted.
+fn go_map(map: &BTreeMap<String, String>) -> String {
+    let pairs: Vec<String> = map.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+    format!("map[{}]", pairs.join(" "))
+}
+
+/// The active policy and its state.
+#[derive(Clone, Debug)]
+enum Policy {
+    /// Every container runs in the shared pool; the state stays empty.
+    None,
+    Static(Box<StaticPolicy>),
+}
+
 /// The CPU manager of one node.
 #[derive(Clone, Debug)]
 pub struct CpuManager {
-    _private: (),
+    policy: Policy,
 }
 
 impl CpuManager {
@@ -78,18 +134,34 @@ impl CpuManager {
     ///
     /// # Errors
     /// [`CpuManagerStartError`] with the kubelet's start-up error text.
-    pub fn start(_machine: &Machine, _config: &CpuManagerConfig) -> Result<CpuManager, CpuManagerStartError> {
-        todo!("cpu manager start")
+    pub fn start(machine: &Machine, config: &CpuManagerConfig) -> Result<CpuManager, CpuManagerStartError> {
+        let policy = start_policy(machine, config).map_err(|e| CpuManagerStartError::Kubelet(e.to_string()))?;
+        Ok(CpuManager { policy })
+    }
+
+    /// The machine as the static policy sees it (`None` for the `none`
+    /// policy, which never looks at the topology).
+    pub fn topology(&self) -> Option<&CpuTopology> {
+        match &self.policy {
+            Policy::None => None,
+            Policy::Static(p) => Some(p.topology()),
+        }
     }
 
     /// Hints for one container (container scope). `None` policy: no preference.
-    pub fn container_hints(&mut self, _pod: &Pod, _container: &Container) -> ProviderHints {
-        todo!()
+    pub fn container_hints(&mut self, pod: &Pod, container: &Container) -> ProviderHints {
+        match &self.policy {
+            Policy::None => ProviderHints::no_preference(),
+            Policy::Static(p) => p.container_hints(pod, container),
+        }
     }
 
     /// Hints for the whole pod (pod scope).
-    pub fn pod_hints(&mut self, _pod: &Pod) -> ProviderHints {
-        todo!()
+    pub fn pod_hints(&mut self, pod: &Pod) -> ProviderHints {
+        match &self.policy {
+            Policy::None => ProviderHints::no_preference(),
+            Policy::Static(p) => p.pod_hints(pod),
+        }
     }
 
     /// Assigns exclusive CPUs to `container` if it qualifies, using the
@@ -99,36 +171,88 @@ impl CpuManager {
     /// [`CpuAllocateError`] as the kubelet's `Allocate` fails.
     pub fn allocate(
         &mut self,
-        _pod: &Pod,
-        _container: &Container,
-        _affinity: TopologyHint,
+        pod: &Pod,
+        container: &Container,
+        affinity: TopologyHint,
     ) -> Result<(), CpuAllocateError> {
-        todo!()
+        match &mut self.policy {
+            Policy::None => Ok(()),
+            Policy::Static(p) => p.allocate(pod, container, affinity.affinity),
+        }
     }
 
-    /// The container was started (kubelet `AddContainer`).
-    pub fn add_container(&mut self, _pod: &Pod, _container: &Container) {
-        todo!()
-    }
+    /// The container was started (kubelet `AddContainer`). The kubelet only
+    /// records the container id and its cgroup state there; no decision
+    /// depends on it.
+    pub fn add_container(&mut self, _pod: &Pod, _container: &Container) {}
 
     /// Releases everything the pod holds (deletion, or garbage collection
     /// of a pod that is no longer active).
-    pub fn remove_pod(&mut self, _pod_uid: &str) {
-        todo!()
+    pub fn remove_pod(&mut self, pod_uid: &str) {
+        if let Policy::Static(p) = &mut self.policy {
+            p.remove_pod(pod_uid);
+        }
     }
 
-    /// The shared pool (`defaultCpuSet` of `cpu_manager_state`).
+    /// The shared pool (`defaultCpuSet` of `cpu_manager_state`); empty under
+    /// the `none` policy, which never fills it.
     pub fn default_cpu_set(&self) -> CpuSet {
-        todo!()
+        match &self.policy {
+            Policy::None => CpuSet::new(),
+            Policy::Static(p) => p.shared().clone(),
+        }
     }
 
     /// The exclusive CPUs of one container, if it has any.
-    pub fn container_cpus(&self, _pod_uid: &str, _container: &str) -> Option<CpuSet> {
-        todo!()
+    pub fn container_cpus(&self, pod_uid: &str, container: &str) -> Option<CpuSet> {
+        match &self.policy {
+            Policy::None => None,
+            Policy::Static(p) => p.assignment(pod_uid, container).cloned(),
+        }
     }
 
     /// All exclusive assignments: pod uid → container name → CPUs.
     pub fn assignments(&self) -> BTreeMap<String, BTreeMap<String, CpuSet>> {
-        todo!()
+        match &self.policy {
+            Policy::None => BTreeMap::new(),
+            Policy::Static(p) => p.assignments().clone(),
+        }
     }
 }
+
+/// `NewManager` for each policy, in the kubelet's order of checks.
+fn start_policy(machine: &Machine, config: &CpuManagerConfig) -> Result<Policy, StartError> {
+    match config.policy {
+        CpuPolicyName::None => {
+            if !config.options.is_empty() {
+                return Err(StartError::NonePolicyOptions(config.options.clone()));
+            }
+            Ok(Policy::None)
+        }
+        CpuPolicyName::Static => {
+            let topology = CpuTopology::from_machine(machine);
+            if topology.num_cpus() == 0 {
+                return Err(StartError::NoCpus);
+            }
+            let reserved = config.reserved_cpu.ok_or(StartError::NoCpuReservation)?;
+            if reserved.is_zero() {
+                return Err(StartError::ZeroCpuReservation);
+            }
+            // Fractional CPUs cannot be reserved exclusively: round up.
+            let num_reserved = i64::try_from(reserved.value()).unwrap_or(i64::MAX);
+            let options =
+                StaticPolicyOptions::parse(&config.options, &config.feature_gates).map_err(StaticPolicyError::from)?;
+            let policy = StaticPolicy::new(
+                topology,
+                options,
+                config.topology_policy_is_single_numa_node,
+                num_reserved,
+                config.reserved_system_cpus.as_ref(),
+            )?;
+            Ok(Policy::Static(Box::new(policy)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

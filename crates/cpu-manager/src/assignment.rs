@@ -1,0 +1,625 @@
+//! The CPU allocator: which CPUs out of a free set satisfy a request of `n`
+//! CPUs (the kubelet's `cpu_assignment.go`: `takeByTopologyNUMAPacked` and
+//! `takeByTopologyNUMADistributed`, chosen by the static policy's
+//! `takeByTopology`).
+//!
+//! Owns: the "packed" best fit (whole NUMA nodes / sockets, whole uncore
+//! caches, whole cores, then single threads, each level ordered by how few
+//! free CPUs it has, then by id), the spread ordering of
+//! `distribute-cpus-across-cores`, and the balanced NUMA distribution of
+//! `distribute-cpus-across-numa`.
+//! Must not touch: the policy's state (the caller removes what it takes).
+//!
+//! Exactness notes — the kubelet's quirks are reproduced on purpose, because
+//! its answers are the judge:
+//! - Orderings are lists, not sets: when a socket spans NUMA nodes (or the
+//!   other way round) a group can be listed twice and is then "taken" twice,
+//!   counting its CPUs twice against the request.
+//! - A core is "free" when its free CPUs number `CPUsPerCore` (a machine-wide
+//!   ratio) and a socket when they number `CPUsPerSocket`; taking a free
+//!   group takes *all* of its CPUs.
+//! - The NUMA distribution remembers its best combination in a Go slice
+//!   whose backing array later combinations overwrite; [`GoSlice`] models
+//!   that aliasing so the combination actually used is the kubelet's.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+use topoalign_model::CpuSet;
+
+use crate::options::StaticPolicyOptions;
+use crate::topology::{CpuTopology, Level};
+
+/// How single CPUs are ordered once whole groups are taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuSortingStrategy {
+    /// Fill a core before moving to the next (the default).
+    Packed,
+    /// Spread over cores, by CPU id within each socket
+    /// (`distribute-cpus-across-cores`); whole cores are not taken first.
+    Spread,
+}
+
+/// Why CPUs could not be taken. Display is the kubelet's text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TakeError {
+    #[error("not enough cpus available to satisfy request: requested={requested}, available={available}")]
+    NotEnoughCpus { requested: i64, available: usize },
+    #[error("failed to allocate cpus")]
+    Failed,
+    #[error("accounting error, not enough CPUs allocated, remaining: {0}")]
+    TooFewAllocated(i64),
+    #[error("accounting error, too many CPUs allocated, remaining: {0}")]
+    TooManyAllocated(i64),
+}
+
+/// The static policy's `takeByTopology`: picks `count` CPUs out of
+/// `available` following the policy options.
+///
+/// # Errors
+/// [`TakeError`] when `available` cannot satisfy `count`.
+pub fn take_by_topology(
+    topology: &CpuTopology,
+    options: &StaticPolicyOptions,
+    available: &CpuSet,
+    count: i64,
+) -> Result<CpuSet, TakeError> {
+    let strategy = if options.distribute_cpus_across_cores {
+        CpuSortingStrategy::Spread
+    } else {
+        CpuSortingStrategy::Packed
+    };
+    if options.distribute_cpus_across_numa {
+        let group_size = if options.full_pcpus_only {
+            topology.cpus_per_core()
+        } else {
+            1
+        };
+        return take_numa_distributed(topology, available, count, group_size, strategy);
+    }
+    take_numa_packed(
+        topology,
+        available,
+        count,
+        strategy,
+        options.prefer_align_by_uncore_cache,
+    )
+}
+
+/// Which of NUMA nodes and sockets is the larger unit on this machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Hierarchy {
+    /// NUMA nodes hold whole sockets (or match them): `NumSockets >=
+    /// NumNUMANodes` in the kubelet's test.
+    NumaAboveSockets,
+    /// Sockets hold several NUMA nodes.
+    SocketsAboveNuma,
+}
+
+/// The kubelet's `cpuAccumulator`: the CPUs taken so far, the CPUs still
+/// free, and how many are still needed.
+struct Accumulator<'t> {
+    topology: &'t CpuTopology,
+    free: CpuSet,
+    needed: i64,
+    result: CpuSet,
+    hierarchy: Hierarchy,
+    strategy: CpuSortingStrategy,
+}
+
+impl<'t> Accumulator<'t> {
+    fn new(topology: &'t CpuTopology, available: &CpuSet, count: i64, strategy: CpuSortingStrategy) -> Self {
+        let hierarchy = if topology.num_sockets() >= topology.num_numa_nodes() {
+            Hierarchy::NumaAboveSockets
+        } else {
+            Hierarchy::SocketsAboveNuma
+        };
+        Accumulator {
+            topology,
+            free: available.intersection(topology.all_cpus()),
+            needed: count,
+            result: CpuSet::new(),
+            hierarchy,
+            strategy,
+        }
+    }
+
+    fn free_in(&self, level: Level, id: u32) -> usize {
+        self.free.intersection_len(self.topology.group(level, id))
+    }
+
+    /// Distinct `child` ids of the free CPUs whose `parent` id is
+    /// `parent_id` (all free CPUs when `parent` is `None`).
+    fn free_ids(&self, child: Level, parent: Option<(Level, u32)>) -> Vec<u32> {
+        let ids: BTreeSet<u32> = self
+            .topology
+            .infos()
+            .filter(|(cpu, _)| self.free.contains(*cpu))
+            .filter(|(_, info)| parent.is_none_or(|(level, id)| level.id_of(info) == id))
+            .map(|(_, info)| child.id_of(info))
+            .collect();
+        ids.into_iter().collect()
+    }
+
+    /// The kubelet's `sort`: fewest free CPUs first, then lowest id.
+    fn sorted_ids(&self, child: Level, parent: Option<(Level, u32)>) -> Vec<u32> {
+        let mut ids = self.free_ids(child, parent);
+        ids.sort_by_cached_key(|&id| (self.free_in(child, id), id));
+        ids
+    }
+
+    /// For each parent in order, its children sorted: the partial orders the
+    /// kubelet concatenates (a child under two parents appears twice).
+    fn nested(&self, child: Level, parent: Level, parents: Vec<u32>) -> Vec<u32> {
+        parents
+            .into_iter()
+            .flat_map(|p| self.sorted_ids(child, Some((parent, p))))
+            .collect()
+    }
+
+    fn sorted_numa_nodes(&self) -> Vec<u32> {
+        match self.hierarchy {
+            Hierarchy::NumaAboveSockets => self.sorted_ids(Level::Numa, None),
+            Hierarchy::SocketsAboveNuma => self.nested(Level::Numa, Level::Socket, self.sorted_sockets()),
+        }
+    }
+
+    fn sorted_sockets(&self) -> Vec<u32> {
+        match self.hierarchy {
+            Hierarchy::NumaAboveSockets => self.nested(Level::Socket, Level::Numa, self.sorted_numa_nodes()),
+            Hierarchy::SocketsAboveNuma => self.sorted_ids(Level::Socket, None),
+        }
+    }
+
+    fn sorted_cores(&self) -> Vec<u32> {
+        match self.hierarchy {
+            Hierarchy::NumaAboveSockets => self.nested(Level::Core, Level::Socket, self.sorted_sockets()),
+            Hierarchy::SocketsAboveNuma => self.nested(Level::Core, Level::Numa, self.sorted_numa_nodes()),
+        }
+    }
+
+    fn sorted_uncore_caches(&self) -> Vec<u32> {
+        self.nested(Level::UncoreCache, Level::Numa, self.sorted_numa_nodes())
+    }
+
+    fn sorted(&self, level: Level) -> Vec<u32> {
+        match level {
+            Level::Numa => self.sorted_numa_nodes(),
+            Level::Socket => self.sorted_sockets(),
+            Level::UncoreCache => self.sorted_uncore_caches(),
+            Level::Core => self.sorted_cores(),
+        }
+    }
+
+    /// Single free CPUs in the order the strategy prefers.
+    fn sorted_cpus(&self) -> Vec<u32> {
+        let (level, groups) = match self.strategy {
+            CpuSortingStrategy::Packed => (Level::Core, self.sorted_cores()),
+            CpuSortingStrategy::Spread => (Level::Socket, self.sorted_sockets()),
+        };
+        groups
+            .into_iter()
+            .flat_map(|id| self.free.intersection(self.topology.group(level, id)).to_vec())
+            .collect()
+    }
+
+    /// Whether every CPU of the group is free, by the kubelet's yardstick.
+    fn is_free(&self, level: Level, id: u32) -> bool {
+        let free = self.free_in(level, id);
+        match level {
+            Level::Numa | Level::UncoreCache => free == self.topology.group(level, id).len(),
+            Level::Socket => free == self.topology.cpus_per_socket(),
+            Level::Core => free == self.topology.cpus_per_core(),
+        }
+    }
+
+    fn needs_at_least(&self, n: usize) -> bool {
+        self.needed >= n as i64
+    }
+
+    fn is_satisfied(&self) -> bool {
+        self.needed < 1
+    }
+
+    fn is_failed(&self) -> bool {
+        self.needed > self.free.len() as i64
+    }
+
+    fn take(&mut self, cpus: &CpuSet) {
+        self.result = self.result.union(cpus);
+        self.free = self.free.difference(&self.result);
+        self.needed -= cpus.len() as i64;
+    }
+
+    /// `takeFullNUMANodes` / `takeFullSockets` / `takeFullUncore` /
+    /// `takeFullCores`: every free group (listed before taking any) whose
+    /// size the request still covers.
+    fn take_whole(&mut self, level: Level) {
+        let free_groups: Vec<u32> = self
+            .sorted(level)
+            .into_iter()
+            .filter(|&id| self.is_free(level, id))
+            .collect();
+        for id in free_groups {
+            let group = self.topology.group(level, id).clone();
+            if self.needs_at_least(group.len()) {
+                self.take(&group);
+            }
+        }
+    }
+
+    /// `takePartialUncore`: the free CPUs of the lowest-numbered cores of
+    /// `uncore` that have a free CPU, if they are exactly what is needed.
+    fn take_partial_uncore(&mut self, uncore: u32) {
+        let per_core = self.topology.cpus_per_core();
+        if per_core == 0 {
+            return;
+        }
+        let cores_needed = usize::try_from(self.needed / per_core as i64).unwrap_or(0);
+        let mut cores = self.free_ids(Level::Core, Some((Level::UncoreCache, uncore)));
+        cores.truncate(cores_needed);
+        let cpus = cores.iter().fold(CpuSet::new(), |acc, &core| {
+            acc.union(&self.free.intersection(self.topology.group(Level::Core, core)))
+        });
+        if self.needed == cpus.len() as i64 {
+            self.take(&cpus);
+        }
+    }
+
+    /// `takeUncoreCache`: whole uncore caches while the request covers one,
+    /// then a part of one cache that holds the whole rest.
+    fn take_uncore_cache(&mut self) {
+        let per_uncore = self.topology.cpus_per_uncore();
+        for uncore in self.sorted_uncore_caches() {
+            if self.needs_at_least(per_uncore) {
+                self.take_whole(Level::UncoreCache);
+            }
+            if self.is_satisfied() {
+                return;
+            }
+            self.take_partial_uncore(uncore);
+            if self.is_satisfied() {
+                return;
+            }
+        }
+    }
+
+    fn take_remaining_cpus(&mut self) {
+        for cpu in self.sorted_cpus() {
+            self.take(&CpuSet::from_iter([cpu]));
+            if self.is_satisfied() {
+                return;
+            }
+        }
+    }
+
+    /// `rangeNUMANodesNeededToSatisfy`: the fewest and most NUMA nodes a
+    /// distribution in groups of `group_size` could use.
+    fn numa_node_range(&self, group_size: i64) -> (usize, usize) {
+        let numa_nodes = self.topology.num_numa_nodes().max(1) as i64;
+        let numa_available = self.free_ids(Level::Numa, None).len() as i64;
+        let cpus = self.topology.num_cpus() as i64;
+        let groups = (cpus - 1) / group_size + 1;
+        let groups_per_numa = (groups - 1) / numa_nodes + 1;
+        let groups_needed = (self.needed - 1) / group_size + 1;
+        let min = (groups_needed - 1) / groups_per_numa + 1;
+        let max = groups_needed.min(numa_available);
+        (usize::try_from(min).unwrap_or(0), usize::try_from(max).unwrap_or(0))
+    }
+}
+
+/// `takeByTopologyNUMAPacked`.
+fn take_numa_packed(
+    topology: &CpuTopology,
+    available: &CpuSet,
+    count: i64,
+    strategy: CpuSortingStrategy,
+    prefer_uncore_cache: bool,
+) -> Result<CpuSet, TakeError> {
+    let mut acc = Accumulator::new(topology, available, count, strategy);
+    if acc.is_satisfied() {
+        return Ok(acc.result);
+    }
+    if acc.is_failed() {
+        return Err(TakeError::NotEnoughCpus {
+            requested: count,
+            available: available.len(),
+        });
+    }
+    let (first, second) = match acc.hierarchy {
+        Hierarchy::NumaAboveSockets => (Level::Numa, Level::Socket),
+        Hierarchy::SocketsAboveNuma => (Level::Socket, Level::Numa),
+    };
+    for level in [first, second] {
+        acc.take_whole(level);
+        if acc.is_satisfied() {
+            return Ok(acc.result);
+        }
+    }
+    if prefer_uncore_cache {
+        acc.take_uncore_cache();
+        if acc.is_satisfied() {
+            return Ok(acc.result);
+        }
+    }
+    if strategy == CpuSortingStrategy::Packed {
+        acc.take_whole(Level::Core);
+        if acc.is_satisfied() {
+            return Ok(acc.result);
+        }
+    }
+    acc.take_remaining_cpus();
+    if acc.is_satisfied() {
+        return Ok(acc.result);
+    }
+    Err(TakeError::Failed)
+}
+
+/// `takeByTopologyNUMADistributed`: spread `count` CPUs evenly (in groups of
+/// `group_size`) over the fewest NUMA nodes that can hold them, choosing the
+/// combination and the nodes taking the remainder by the lowest "balance"
+/// (standard deviation of what stays free per node).
+fn take_numa_distributed(
+    topology: &CpuTopology,
+    available: &CpuSet,
+    count: i64,
+    group_size: usize,
+    strategy: CpuSortingStrategy,
+) -> Result<CpuSet, TakeError> {
+    // A group size of 0 only arises on a machine without cores, where the
+    // kubelet would divide by zero; packing is the only meaningful answer.
+    let g = group_size as i64;
+    if g == 0 || count % g != 0 {
+        return take_numa_packed(topology, available, count, strategy, false);
+    }
+    let mut acc = Accumulator::new(topology, available, count, strategy);
+    if acc.is_satisfied() {
+        return Ok(acc.result);
+    }
+    if acc.is_failed() {
+        return Err(TakeError::NotEnoughCpus {
+            requested: count,
+            available: available.len(),
+        });
+    }
+
+    let numas = acc.sorted_numa_nodes();
+    let (min_numas, max_numas) = acc.numa_node_range(g);
+    for k in min_numas..=max_numas {
+        let Some(best) = best_distribution(&acc, &numas, k, count, g) else {
+            continue;
+        };
+        let combo = best.combo.contents();
+        let distribution = count / combo.len() as i64 / g * g;
+        for &numa in &combo {
+            let in_node = acc.free.intersection(topology.group(Level::Numa, numa));
+            // The kubelet ignores this error: a short take surfaces below as
+            // an accounting error.
+            let cpus = take_numa_packed(topology, &in_node, distribution, strategy, false).unwrap_or_default();
+            acc.take(&cpus);
+        }
+        let remainder_nodes = best.remainder.map(|s| s.contents()).unwrap_or_default();
+        let mut remainder = count - distribution * combo.len() as i64;
+        while remainder > 0 {
+            let before = remainder;
+            for &numa in &remainder_nodes {
+                if remainder == 0 {
+                    break;
+                }
+                if (acc.free_in(Level::Numa, numa) as i64) < g {
+                    continue;
+                }
+                let in_node = acc.free.intersection(topology.group(Level::Numa, numa));
+                let cpus = take_numa_packed(topology, &in_node, g, strategy, false).unwrap_or_default();
+                acc.take(&cpus);
+                remainder -= g;
+            }
+            // The kubelet would spin here forever; stop and report the
+            // shortfall instead.
+            if remainder == before {
+                break;
+            }
+        }
+        if acc.needed > 0 {
+            return Err(TakeError::TooFewAllocated(acc.needed));
+        }
+        if acc.needed < 0 {
+            return Err(TakeError::TooManyAllocated(acc.needed));
+        }
+        return Ok(acc.result);
+    }
+    take_numa_packed(topology, available, count, strategy, false)
+}
+
+/// The combination of NUMA nodes (and the subset taking the remainder)
+/// chosen for one combination size.
+struct Distribution {
+    combo: GoSlice,
+    remainder: Option<GoSlice>,
+}
+
+/// One round of the distribution search over the `k`-combinations of
+/// `numas`: the lowest balance wins, ties keep the first found, and a
+/// perfect balance (0) stops the search.
+fn best_distribution(acc: &Accumulator<'_>, numas: &[u32], k: usize, count: i64, g: i64) -> Option<Distribution> {
+    let free_per_numa: BTreeMap<u32, i64> = numas.iter().map(|&n| (n, acc.free_in(Level::Numa, n) as i64)).collect();
+    let mut best_balance = f64::MAX;
+    let mut best: Option<Distribution> = None;
+    iterate_combinations(numas, k, &mut |combo| {
+        if best_balance == 0.0 {
+            return LoopControl::Break;
+        }
+        let nodes = combo.contents();
+        let cpus = nodes.iter().fold(CpuSet::new(), |acc_set, &n| {
+            acc_set.union(&acc.free.intersection(acc.topology.group(Level::Numa, n)))
+        });
+        if (cpus.len() as i64) < count {
+            return LoopControl::Continue;
+        }
+        let groups: i64 = nodes.iter().map(|n| free_per_numa[n] / g).sum();
+        if groups * g < count {
+            return LoopControl::Continue;
+        }
+        let distribution = count / nodes.len() as i64 / g * g;
+        if nodes.iter().any(|n| free_per_numa[n] < distribution) {
+            return LoopControl::Continue;
+        }
+        let mut after = free_per_numa.clone();
+        for n in &nodes {
+            if let Some(free) = after.get_mut(n) {
+                *free -= distribution;
+            }
+        }
+        let remainder = count - distribution * nodes.len() as i64;
+        let remainder_candidates: Vec<u32> = nodes.iter().copied().filter(|n| after[n] >= g).collect();
+
+        let mut best_local_balance = f64::MAX;
+        let mut best_local_remainder: Option<GoSlice> = None;
+        if remainder == 0 {
+            best_local_balance = standard_deviation(after.values());
+        }
+        if remainder > 0 {
+            for size in (1..=remainder_candidates.len()).rev() {
+                iterate_combinations(&remainder_candidates, size, &mut |subset| {
+                    let members = subset.contents();
+                    let mut left = remainder;
+                    let mut spread = after.clone();
+                    if members.iter().map(|n| spread[n]).sum::<i64>() < left {
+                        return LoopControl::Continue;
+                    }
+                    while left > 0 {
+                        let before = left;
+                        for n in &members {
+                            if left == 0 {
+                                break;
+                            }
+                            let Some(free) = spread.get_mut(n) else { continue };
+                            if *free < g {
+                                continue;
+                            }
+                            *free -= g;
+                            left -= g;
+                        }
+                        // The kubelet would loop forever on this subset;
+                        // such a subset can never be its answer.
+                        if left == before {
+                            return LoopControl::Continue;
+                        }
+                    }
+                    let balance = standard_deviation(spread.values());
+                    if balance < best_local_balance {
+                        best_local_balance = balance;
+                        best_local_remainder = Some(subset.clone());
+                    }
+                    LoopControl::Continue
+                });
+            }
+        }
+        if best_local_balance < best_balance {
+            best_balance = best_local_balance;
+            best = Some(Distribution {
+                combo: combo.clone(),
+                remainder: best_local_remainder.take(),
+            });
+        }
+        LoopControl::Continue
+    });
+    best
+}
+
+/// Go's `math.Round(x*1000)/1000`.
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// The kubelet's `standardDeviation` (population, about a mean rounded to
+/// three decimals, result rounded to three decimals).
+fn standard_deviation<'a>(values: impl Iterator<Item = &'a i64> + Clone) -> f64 {
+    let len = values.clone().count() as f64;
+    let mean = round3(values.clone().map(|&x| x as f64).sum::<f64>() / len);
+    let sum_sq: f64 = values.map(|&x| (x as f64 - mean) * (x as f64 - mean)).sum();
+    round3((sum_sq / len).sqrt())
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LoopControl {
+    Continue,
+    Break,
+}
+
+/// A Go `[]int` slice header: a length over a shared backing array whose
+/// capacity grows by doubling. `append` writes in place while capacity
+/// lasts, so slices kept from earlier iterations see later writes — which
+/// is what the kubelet's `iterateCombinations` callers observe.
+#[derive(Clone, Debug)]
+struct GoSlice {
+    array: Rc<RefCell<Vec<u32>>>,
+    len: usize,
+}
+
+impl GoSlice {
+    fn empty() -> GoSlice {
+        GoSlice {
+            array: Rc::new(RefCell::new(Vec::new())),
+            len: 0,
+        }
+    }
+
+    fn append(&self, value: u32) -> GoSlice {
+        let capacity = self.array.borrow().len();
+        if self.len < capacity {
+            self.array.borrow_mut()[self.len] = value;
+            return GoSlice {
+                array: Rc::clone(&self.array),
+                len: self.len + 1,
+            };
+        }
+        // Go doubles small int slices (1, 2, 4, 8, ...), and these sizes
+        // are exact allocation size classes.
+        let mut grown = vec![0; (capacity * 2).max(1)];
+        grown[..self.len].copy_from_slice(&self.array.borrow()[..self.len]);
+        grown[self.len] = value;
+        GoSlice {
+            array: Rc::new(RefCell::new(grown)),
+            len: self.len + 1,
+        }
+    }
+
+    /// What the slice holds now.
+    fn contents(&self) -> Vec<u32> {
+        self.array.borrow()[..self.len].to_vec()
+    }
+}
+
+/// The kubelet's `iterateCombinations`: every `k`-subset of positions of
+/// `n`, in lexicographic order, built by appending to a shared Go slice.
+fn iterate_combinations(n: &[u32], k: usize, f: &mut dyn FnMut(&GoSlice) -> LoopControl) {
+    fn helper(
+        n: &[u32],
+        k: usize,
+        start: usize,
+        accum: &GoSlice,
+        f: &mut dyn FnMut(&GoSlice) -> LoopControl,
+    ) -> LoopControl {
+        if k == 0 {
+            return f(accum);
+        }
+        let Some(last) = n.len().checked_sub(k) else {
+            return LoopControl::Continue;
+        };
+        for i in start..=last {
+            if helper(n, k - 1, i + 1, &accum.append(n[i]), f) == LoopControl::Break {
+                return LoopControl::Break;
+            }
+        }
+        LoopControl::Continue
+    }
+    if k < 1 {
+        return;
+    }
+    helper(n, k, 0, &GoSlice::empty(), f);
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,366 @@
+//! The static policy's options (`cpuManagerPolicyOptions`): parsing with the
+//! kubelet's feature-gate checks (`NewStaticPolicyOptions`) and the checks
+//! against the machine and the topology manager policy
+//! (`ValidateStaticPolicyOptions`). Error texts are the kubelet's, word for
+//! word (including its typo "Topolgy").
+//!
+//! Must not touch: allocation. The options are parsed once, at start.
+
+use std::collections::BTreeMap;
+
+use topoalign_model::FeatureGates;
+
+use crate::CpuTopology;
+
+/// How mature a policy option is in Kubernetes v1.32, which decides the
+/// feature gate it needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Maturity {
+    /// Needs `CPUManagerPolicyAlphaOptions` (off by default).
+    Alpha,
+    /// Needs `CPUManagerPolicyBetaOptions` (on by default).
+    Beta,
+}
+
+/// The options the v1.32 static policy knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PolicyOption {
+    FullPcpusOnly,
+    DistributeCpusAcrossNuma,
+    AlignBySocket,
+    DistributeCpusAcrossCores,
+    StrictCpuReservation,
+    PreferAlignCpusByUncoreCache,
+}
+
+impl PolicyOption {
+    const ALL: [PolicyOption; 6] = [
+        PolicyOption::FullPcpusOnly,
+        PolicyOption::DistributeCpusAcrossNuma,
+        PolicyOption::AlignBySocket,
+        PolicyOption::DistributeCpusAcrossCores,
+        PolicyOption::StrictCpuReservation,
+        PolicyOption::PreferAlignCpusByUncoreCache,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            PolicyOption::FullPcpusOnly => "full-pcpus-only",
+            PolicyOption::DistributeCpusAcrossNuma => "distribute-cpus-across-numa",
+            PolicyOption::AlignBySocket => "align-by-socket",
+            PolicyOption::DistributeCpusAcrossCores => "distribute-cpus-across-cores",
+            PolicyOption::StrictCpuReservation => "strict-cpu-reservation",
+            PolicyOption::PreferAlignCpusByUncoreCache => "prefer-align-cpus-by-uncorecache",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<PolicyOption> {
+        PolicyOption::ALL.into_iter().find(|o| o.name() == name)
+    }
+
+    /// v1.32: only `full-pcpus-only` is beta; everything else is alpha.
+    fn maturity(self) -> Maturity {
+        match self {
+            PolicyOption::FullPcpusOnly => Maturity::Beta,
+            _ => Maturity::Alpha,
+        }
+    }
+}
+
+/// Why the static policy options are refused. Display is the kubelet's text
+/// (the caller adds the `new static policy error: ` prefix).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyOptionError {
+    #[error("unknown CPU Manager Policy option: {0:?}")]
+    Unknown(String),
+    #[error("CPU Manager Policy Alpha-level Options not enabled, but option {0:?} provided")]
+    AlphaNotEnabled(String),
+    #[error("CPU Manager Policy Beta-level Options not enabled, but option {0:?} provided")]
+    BetaNotEnabled(String),
+    /// Go's `strconv.ParseBool` refused the value.
+    #[error("bad value for option {name:?}: strconv.ParseBool: parsing {value:?}: invalid syntax")]
+    BadValue { name: String, value: String },
+    #[error("static policy options {0} and {1} can not be used at the same time")]
+    Incompatible(&'static str, &'static str),
+    #[error("Topolgy manager single-numa-node policy is incompatible with CPUManager align-by-socket policy option")]
+    AlignBySocketWithSingleNumaNode,
+    #[error("Align by socket is not compatible with hardware where number of sockets are more than number of NUMA")]
+    AlignBySocketWithMoreSocketsThanNuma,
+}
+
+/// The parsed static policy options (`StaticPolicyOptions`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StaticPolicyOptions {
+    /// `full-pcpus-only`: only whole physical cores.
+    pub full_pcpus_only: bool,
+    /// `distribute-cpus-across-numa`: spread evenly over the NUMA nodes
+    /// when more than one is needed.
+    pub distribute_cpus_across_numa: bool,
+    /// `align-by-socket`: a socket, not a NUMA node, is the alignment unit.
+    pub align_by_socket: bool,
+    /// `distribute-cpus-across-cores`: one thread per core first.
+    pub distribute_cpus_across_cores: bool,
+    /// `strict-cpu-reservation`: reserved CPUs leave the shared pool.
+    pub strict_cpu_reservation: bool,
+    /// `prefer-align-cpus-by-uncorecache`: pack into uncore caches.
+    pub prefer_align_by_uncore_cache: bool,
+}
+
+impl StaticPolicyOptions {
+    /// Parses options as the kubelet's `NewStaticPolicyOptions` does. The
+    /// kubelet walks a Go map (random order), so with several bad options
+    /// the one it reports varies; we walk them in name order.
+    ///
+    /// # Errors
+    /// [`PolicyOptionError`] for the first unknown, gated or malformed
+    /// option, or an incompatible pair.
+    pub fn parse(
+        options: &BTreeMap<String, String>,
+        gates: &FeatureGates,
+    ) -> Result<StaticPolicyOptions, PolicyOptionError> {
+        let mut parsed = StaticPolicyOptions::default();
+        for (name, value) in options {
+            let option = PolicyOption::from_name(name).ok_or_else(|| PolicyOptionError::Unknown(name.clone()))?;
+            match option.maturity() {
+                Maturity::Alpha if !gates.cpu_manager_policy_alpha_options => {
+                    return Err(PolicyOptionError::AlphaNotEnabled(name.clone()));
+                }
+                Maturity::Beta if !gates.cpu_manager_policy_beta_options => {
+                    return Err(PolicyOptionError::BetaNotEnabled(name.clone()));
+                }
+                _ => {}
+            }
+            let on = parse_go_bool(value).ok_or_else(|| PolicyOptionError::BadValue {
+                name: name.clone(),
+                value: value.clone(),
+            })?;
+            let field = match option {
+                PolicyOption::FullPcpusOnly => &mut parsed.full_pcpus_only,
+                PolicyOption::DistributeCpusAcrossNuma => &mut parsed.distribute_cpus_across_numa,
+                PolicyOption::AlignBySocket => &mut parsed.align_by_socket,
+                PolicyOption::DistributeCpusAcrossCores => &mut parsed.distribute_cpus_across_cores,
+                PolicyOption::StrictCpuReservation => &mut parsed.strict_cpu_reservation,
+                PolicyOption::PreferAlignCpusByUncoreCache => &mut parsed.prefer_align_by_uncore_cache,
+            };
+            *field = on;
+        }
+        parsed.check_combinations()?;
+        Ok(parsed)
+    }
+
+    /// The pairs the kubelet refuses together, in its order.
+    fn check_combinations(&self) -> Result<(), PolicyOptionError> {
+        use PolicyOption::*;
+        let pairs = [
+            (
+                self.full_pcpus_only && self.distribute_cpus_across_cores,
+                FullPcpusOnly,
+                DistributeCpusAcrossCores,
+            ),
+            (
+                self.distribute_cpus_across_numa && self.distribute_cpus_across_cores,
+                DistributeCpusAcrossNuma,
+                DistributeCpusAcrossCores,
+            ),
+            (
+                self.prefer_align_by_uncore_cache && self.distribute_cpus_across_cores,
+                PreferAlignCpusByUncoreCache,
+                DistributeCpusAcrossCores,
+            ),
+            (
+                self.prefer_align_by_uncore_cache && self.distribute_cpus_across_numa,
+                PreferAlignCpusByUncoreCache,
+                DistributeCpusAcrossNuma,
+            ),
+        ];
+        match pairs.into_iter().find(|(clash, _, _)| *clash) {
+            Some((_, a, b)) => Err(PolicyOptionError::Incompatible(a.name(), b.name())),
+            None => Ok(()),
+        }
+    }
+
+    /// The kubelet's `ValidateStaticPolicyOptions`: checks against the
+    /// machine and the topology manager policy.
+    ///
+    /// # Errors
+    /// [`PolicyOptionError`] when `align-by-socket` cannot work here.
+    pub fn validate(
+        &self,
+        topology: &CpuTopology,
+        topology_policy_is_single_numa_node: bool,
+    ) -> Result<(), PolicyOptionError> {
+        if self.align_by_socket {
+            if topology_policy_is_single_numa_node {
+                return Err(PolicyOptionError::AlignBySocketWithSingleNumaNode);
+            }
+            if topology.num_sockets() > topology.num_numa_nodes() {
+                return Err(PolicyOptionError::AlignBySocketWithMoreSocketsThanNuma);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Go's `strconv.ParseBool`.
+fn parse_go_bool(value: &str) -> Option<bool> {
+    match value {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    fn alpha_on() -> FeatureGates {
+        FeatureGates {
+            cpu_manager_policy_alpha_options: true,
+            ..FeatureGates::default()
+        }
+    }
+
+    /// (options, feature gates, parsed options or error text).
+    type ParseCase = (
+        &'static [(&'static str, &'static str)],
+        FeatureGates,
+        Result<StaticPolicyOptions, &'static str>,
+    );
+
+    #[test]
+    fn parsing_follows_the_kubelet_table() {
+        let cases: &[ParseCase] = &[
+            (&[], FeatureGates::default(), Ok(StaticPolicyOptions::default())),
+            (
+                &[("full-pcpus-only", "true")],
+                FeatureGates::default(),
+                Ok(StaticPolicyOptions {
+                    full_pcpus_only: true,
+                    ..Default::default()
+                }),
+            ),
+            (
+                &[("full-pcpus-only", "False")],
+                FeatureGates::default(),
+                Ok(StaticPolicyOptions::default()),
+            ),
+            (
+                &[("full-pcpus-only", "yes")],
+                FeatureGates::default(),
+                Err(r#"bad value for option "full-pcpus-only": strconv.ParseBool: parsing "yes": invalid syntax"#),
+            ),
+            (
+                &[("full-pcpus-only", "true")],
+                FeatureGates {
+                    cpu_manager_policy_beta_options: false,
+                    ..FeatureGates::default()
+                },
+                Err(r#"CPU Manager Policy Beta-level Options not enabled, but option "full-pcpus-only" provided"#),
+            ),
+            (
+                &[("distribute-cpus-across-numa", "true")],
+                FeatureGates::default(),
+                Err(
+                    r#"CPU Manager Policy Alpha-level Options not enabled, but option "distribute-cpus-across-numa" provided"#,
+                ),
+            ),
+            (
+                &[("strict-cpu-reservation", "true")],
+                FeatureGates::default(),
+                Err(
+                    r#"CPU Manager Policy Alpha-level Options not enabled, but option "strict-cpu-reservation" provided"#,
+                ),
+            ),
+            (
+                &[
+                    ("prefer-align-cpus-by-uncorecache", "true"),
+                    ("strict-cpu-reservation", "true"),
+                ],
+                FeatureGates::default(),
+                Err(
+                    r#"CPU Manager Policy Alpha-level Options not enabled, but option "prefer-align-cpus-by-uncorecache" provided"#,
+                ),
+            ),
+            (
+                &[("no-such-option", "true")],
+                alpha_on(),
+                Err(r#"unknown CPU Manager Policy option: "no-such-option""#),
+            ),
+            (
+                &[("full-pcpus-only", "true"), ("distribute-cpus-across-cores", "true")],
+                alpha_on(),
+                Err(
+                    "static policy options full-pcpus-only and distribute-cpus-across-cores can not be used at the same time",
+                ),
+            ),
+            (
+                &[
+                    ("distribute-cpus-across-numa", "true"),
+                    ("distribute-cpus-across-cores", "true"),
+                ],
+                alpha_on(),
+                Err(
+                    "static policy options distribute-cpus-across-numa and distribute-cpus-across-cores can not be used at the same time",
+                ),
+            ),
+            (
+                &[
+                    ("distribute-cpus-across-numa", "true"),
+                    ("prefer-align-cpus-by-uncorecache", "true"),
+                ],
+                alpha_on(),
+                Err(
+                    "static policy options prefer-align-cpus-by-uncorecache and distribute-cpus-across-numa can not be used at the same time",
+                ),
+            ),
+            (
+                &[("align-by-socket", "1"), ("strict-cpu-reservation", "t")],
+                alpha_on(),
+                Ok(StaticPolicyOptions {
+                    align_by_socket: true,
+                    strict_cpu_reservation: true,
+                    ..Default::default()
+                }),
+            ),
+        ];
+        for (options, gates, expected) in cases {
+            let got = StaticPolicyOptions::parse(&opts(options), gates).map_err(|e| e.to_string());
+            assert_eq!(got, expected.map_err(str::to_string), "options {options:?}");
+        }
+    }
+
+    #[test]
+    fn align_by_socket_is_checked_against_policy_and_machine() {
+        use crate::topology::CpuInfo;
+        let info = |socket, numa| CpuInfo {
+            core: 0,
+            socket,
+            numa,
+            uncore_cache: 0,
+        };
+        let two_sockets_one_numa = CpuTopology::from_cpu_infos([(0, info(0, 0)), (1, info(1, 0))]);
+        let one_socket_two_numa = CpuTopology::from_cpu_infos([(0, info(0, 0)), (1, info(0, 1))]);
+        let align = StaticPolicyOptions {
+            align_by_socket: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            align.validate(&one_socket_two_numa, true).unwrap_err().to_string(),
+            "Topolgy manager single-numa-node policy is incompatible with CPUManager align-by-socket policy option"
+        );
+        assert_eq!(
+            align.validate(&two_sockets_one_numa, false).unwrap_err().to_string(),
+            "Align by socket is not compatible with hardware where number of sockets are more than number of NUMA"
+        );
+        assert_eq!(align.validate(&one_socket_two_numa, false), Ok(()));
+        assert_eq!(
+            StaticPolicyOptions::default().validate(&two_sockets_one_numa, true),
+            Ok(())
+        );
+    }
+}
