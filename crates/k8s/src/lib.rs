@@ -1,1 +1,35 @@
-//! Kubernetes formats (work in progress).
+//! Kubernetes formats for topoalign: quantities, Pod manifests, and the
+//! KubeletConfiguration with the kubelet's own start-up checks.
+//!
+//! Owns the edge between Kubernetes documents and the engine's types:
+//! - [`parse_quantity`]: Kubernetes quantity strings, exactly
+//!   ([`quantity`]);
+//! - [`pod_from_value`] / [`pod_from_yaml`] / [`pod_from_k8s`]: a `v1.Pod`
+//!   to the engine's [`Pod`](topoalign_model::Pod), defaulted, with its QoS
+//!   class ([`pod`]);
+//! - [`KubeletConfiguration`] and [`node_config`]: a v1beta1 configuration
+//!   to the engine's [`NodeConfig`](topoalign_engine::NodeConfig) through
+//!   the kubelet's start-up steps, refusing what the kubelet refuses with
+//!   its exact text ([`kubelet_config`], [`validation`], [`startup`]).
+//!
+//! Pure: no files, clock or environment; callers read documents and pass
+//! text or values. Must not touch: admission and allocation (the engine's).
+
+mod cpu_list;
+mod eviction;
+mod feature_gates;
+mod go;
+pub mod kubelet_config;
+pub mod pod;
+pub mod quantity;
+pub mod startup;
+pub mod validation;
+
+pub use cpu_list::{CpuList, parse_cpu_list, reserved_cpus};
+pub use eviction::{Threshold, ThresholdValue, hard_eviction_reservation, parse_hard_thresholds};
+pub use feature_gates::GateSet;
+pub use kubelet_config::{ConfigError, KubeletConfiguration, MemoryReservation, MemorySwap};
+pub use pod::{PodError, PodProblem, pod_from_k8s, pod_from_value, pod_from_yaml, pod_qos};
+pub use quantity::{QuantityError, go_string, parse_quantity, parse_quantity_field};
+pub use startup::{KubeletConfigError, node_config, node_config_from_value};
+pub use validation::validate;

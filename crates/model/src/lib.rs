@@ -20,5 +20,5 @@ pub use feature_gates::FeatureGates;
 pub use hint::{ProviderHints, ResourceHints, TopologyHint};
 pub use machine::{Cpu, Device, Machine, MachineError, NumaNode, hugepage_resource_name};
 pub use numa_mask::{MAX_NUMA_NODES, NumaMask};
-pub use quantity::Quantity;
+pub use quantity::{Quantity, QuantityFormat};
 pub use workload::{Container, Pod, QosClass, ResourceList, ResourceName};

@@ -209,7 +209,7 @@ pub fn hugepage_resource_name(page_size: u64) -> String {
         (KI, "Ki"),
     ]
     .into_iter()
-    .find(|(unit, _)| page_size % unit == 0)
+    .find(|(unit, _)| page_size.is_multiple_of(*unit))
     .map_or((page_size, ""), |(unit, suffix)| (page_size / unit, suffix));
     format!("hugepages-{value}{suffix}")
 }

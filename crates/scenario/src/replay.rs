@@ -34,7 +34,7 @@ pub fn replay(scenario: &Scenario) -> Result<Replay, ScenarioError> {
         Ok(config) => config,
         Err(topoalign_k8s::ConfigError::Refused(text)) => return Ok(Replay::Refused(text)),
         Err(topoalign_k8s::ConfigError::Invalid { path, message }) => {
-            return Err(ScenarioError::Field { path: format!("kubelet.{path}"), message });
+            return Err(ScenarioError::Field { path: join_path("kubelet", &path), message });
         }
     };
     let mut node = match Node::start(machine, config) {
@@ -82,7 +82,7 @@ fn read_events(scenario: &Scenario) -> Result<Vec<Event>, ScenarioError> {
                 // A pod without metadata.uid gets one unique to this event.
                 let uid = format!("topoalign-event-{index}");
                 let pod = topoalign_k8s::pod_from_value(manifest, &uid).map_err(|e| ScenarioError::Field {
-                    path: format!("{at}.add.{}", e.path()),
+                    path: join_path(&format!("{at}.add"), e.path()),
                     message: e.message(),
                 })?;
                 Event::Add(pod)
@@ -100,6 +100,11 @@ fn read_events(scenario: &Scenario) -> Result<Vec<Event>, ScenarioError> {
         });
     }
     Ok(events)
+}
+
+/// `parent.child`, or `parent` when the error is about the whole value.
+fn join_path(parent: &str, child: &str) -> String {
+    if child.is_empty() { parent.to_string() } else { format!("{parent}.{child}") }
 }
 
 fn blank(event: usize, pod: String) -> EventResult {

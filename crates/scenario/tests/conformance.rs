@@ -47,10 +47,10 @@ fn matches(ours: &Value, expected: &Value, alternatives: Option<&Value>) -> bool
             let event: Option<usize> = place.strip_prefix("event ").and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok());
             event.and_then(|n| ours.get("results").and_then(|r| r.get(n))).and_then(|r| r.get("message"))
         };
-        if let (Some(slot), Some(ours_text)) = (slot, ours_text) {
-            if candidates.contains(&ours_text) {
-                *slot = ours_text.clone();
-            }
+        if let (Some(slot), Some(ours_text)) = (slot, ours_text)
+            && candidates.contains(&ours_text)
+        {
+            *slot = ours_text.clone();
         }
     }
     ours == &patched

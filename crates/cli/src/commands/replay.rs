@@ -68,7 +68,7 @@ fn render_text(document: &ResultDocument) -> String {
         };
         let containers = result.containers.as_deref().unwrap_or_default();
         if containers.is_empty() {
-            table.add_row([result.event.to_string(), result.pod.clone(), outcome, String::new(), String::new(), String::new(), String::new()]);
+            table.add_row([result.event.to_string(), result.pod.clone(), outcome.clone(), String::new(), String::new(), String::new(), String::new()]);
         }
         for (i, c) in containers.iter().enumerate() {
             let first = i == 0;

@@ -1,0 +1,413 @@
+//! [`KubeletConfiguration`]: the `kubelet.config.k8s.io/v1beta1` fields
+//! topoalign reads, decoded as the kubelet's config-file loader decodes
+//! them, with the v1beta1 defaults (`SetDefaults_KubeletConfiguration`).
+//!
+//! Owns: field names and types, decoding errors with the field's path, and
+//! the defaults. Other v1beta1 fields are accepted and ignored, as the
+//! kubelet's loader accepts unknown fields in a v1beta1 file (with a
+//! warning). Must not touch: validation and start-up steps (see
+//! [`crate::validation`] and [`crate::startup`]).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer};
+use topoalign_model::Quantity;
+
+use crate::quantity::parse_quantity_field;
+
+/// The API group/version a kubelet configuration file must declare.
+pub const API_VERSION: &str = "kubelet.config.k8s.io/v1beta1";
+/// The kind a kubelet configuration file must declare.
+pub const KIND: &str = "KubeletConfiguration";
+
+/// Why a configuration could not be turned into a node configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// The document is not a KubeletConfiguration the kubelet could decode
+    /// (a wrong type, a malformed quantity in `reservedMemory`, a bad
+    /// `apiVersion`): not a kubelet decision, an input error. `path` is
+    /// empty when the whole document is at fault.
+    #[error("{}{message}", if path.is_empty() { String::new() } else { format!("{path}: ") })]
+    Invalid { path: String, message: String },
+    /// The kubelet would refuse to start with it; the text is the kubelet's.
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// The KubeletConfiguration fields topoalign reads. `None` means absent
+/// (the v1beta1 default applies; see the accessor methods).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KubeletConfiguration {
+    pub api_version: Option<String>,
+    pub kind: Option<String>,
+
+    pub topology_manager_policy: Option<String>,
+    pub topology_manager_scope: Option<String>,
+    pub topology_manager_policy_options: Option<BTreeMap<String, String>>,
+    pub cpu_manager_policy: Option<String>,
+    pub cpu_manager_policy_options: Option<BTreeMap<String, String>>,
+    pub memory_manager_policy: Option<String>,
+    #[serde(rename = "reservedSystemCPUs")]
+    pub reserved_system_cpus: Option<String>,
+    pub system_reserved: Option<BTreeMap<String, String>>,
+    pub kube_reserved: Option<BTreeMap<String, String>>,
+    pub eviction_hard: Option<BTreeMap<String, String>>,
+    pub reserved_memory: Option<Vec<MemoryReservation>>,
+    pub feature_gates: Option<BTreeMap<String, bool>>,
+    pub max_pods: Option<i32>,
+    pub qos_reserved: Option<BTreeMap<String, String>>,
+
+    // Fields only ValidateKubeletConfiguration looks at.
+    pub node_lease_duration_seconds: Option<i32>,
+    #[serde(rename = "cgroupsPerQOS")]
+    pub cgroups_per_qos: Option<bool>,
+    pub enforce_node_allocatable: Option<Vec<String>>,
+    pub system_reserved_cgroup: Option<String>,
+    pub kube_reserved_cgroup: Option<String>,
+    pub system_cgroups: Option<String>,
+    pub cgroup_root: Option<String>,
+    pub event_burst: Option<i32>,
+    #[serde(rename = "eventRecordQPS")]
+    pub event_record_qps: Option<i32>,
+    pub healthz_port: Option<i32>,
+    #[serde(rename = "imageGCHighThresholdPercent")]
+    pub image_gc_high_threshold_percent: Option<i32>,
+    #[serde(rename = "imageGCLowThresholdPercent")]
+    pub image_gc_low_threshold_percent: Option<i32>,
+    pub iptables_drop_bit: Option<i32>,
+    pub iptables_masquerade_bit: Option<i32>,
+    #[serde(rename = "kubeAPIBurst")]
+    pub kube_api_burst: Option<i32>,
+    #[serde(rename = "kubeAPIQPS")]
+    pub kube_api_qps: Option<i32>,
+    pub node_status_max_images: Option<i32>,
+    pub max_open_files: Option<i64>,
+    pub oom_score_adj: Option<i32>,
+    pub pods_per_core: Option<i32>,
+    pub port: Option<i32>,
+    pub read_only_port: Option<i32>,
+    pub registry_burst: Option<i32>,
+    #[serde(rename = "registryPullQPS")]
+    pub registry_pull_qps: Option<i32>,
+    pub max_parallel_image_pulls: Option<i32>,
+    pub serialize_image_pulls: Option<bool>,
+    #[serde(rename = "serverTLSBootstrap")]
+    pub server_tls_bootstrap: Option<bool>,
+    pub hairpin_mode: Option<String>,
+    pub memory_swap: Option<MemorySwap>,
+    pub memory_throttling_factor: Option<f64>,
+    pub enable_system_log_query: Option<bool>,
+    pub enable_system_log_handler: Option<bool>,
+    pub container_log_max_workers: Option<i32>,
+    pub pod_logs_dir: Option<String>,
+}
+
+/// One `reservedMemory` entry (`MemoryReservation`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryReservation {
+    #[serde(default)]
+    pub numa_node: i32,
+    #[serde(default, deserialize_with = "quantity_map")]
+    pub limits: BTreeMap<String, Quantity>,
+}
+
+/// `memorySwap`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemorySwap {
+    pub swap_behavior: Option<String>,
+}
+
+/// A `v1.ResourceList` as Kubernetes decodes one: quantity strings (or bare
+/// numbers), trimmed.
+fn quantity_map<'de, D: Deserializer<'de>>(deserializer: D) -> Result<BTreeMap<String, Quantity>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Text {
+        String(String),
+        Integer(i64),
+        Unsigned(u64),
+        Float(f64),
+    }
+    let raw: Option<BTreeMap<String, Text>> = Option::deserialize(deserializer)?;
+    let mut map = BTreeMap::new();
+    for (name, text) in raw.unwrap_or_default() {
+        let text = match text {
+            Text::String(s) => s,
+            Text::Integer(n) => n.to_string(),
+            Text::Unsigned(n) => n.to_string(),
+            Text::Float(f) => f.to_string(),
+        };
+        let quantity = parse_quantity_field(&text)
+            .map_err(|e| serde::de::Error::custom(format_args!("{name}: invalid quantity {text:?}: {e}")))?;
+        map.insert(name, quantity);
+    }
+    Ok(map)
+}
+
+impl KubeletConfiguration {
+    /// Reads the scenario's `kubelet:` block (or any JSON value holding
+    /// KubeletConfiguration fields). `null` is the empty configuration;
+    /// `apiVersion` and `kind` may be given and must then be right.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] with the path of the offending field.
+    pub fn from_value(value: &serde_json::Value) -> Result<KubeletConfiguration, ConfigError> {
+        if value.is_null() {
+            return Ok(KubeletConfiguration::default());
+        }
+        if !value.is_object() {
+            // serde would read a sequence positionally; Go refuses it.
+            return Err(ConfigError::Invalid {
+                path: String::new(),
+                message: format!("a KubeletConfiguration is a map of fields, not {value}"),
+            });
+        }
+        let config: KubeletConfiguration = serde_path_to_error::deserialize(value).map_err(|e| invalid(&e))?;
+        config.check_type(false)?;
+        Ok(config)
+    }
+
+    /// Reads a kubelet configuration file (`/var/lib/kubelet/config.yaml`,
+    /// YAML or JSON), which must declare `apiVersion:
+    /// kubelet.config.k8s.io/v1beta1` and `kind: KubeletConfiguration`.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] for text that is not such a document.
+    pub fn from_file_text(text: &str) -> Result<KubeletConfiguration, ConfigError> {
+        let value: serde_json::Value = serde_yaml_ng::from_str(text).map_err(|e| ConfigError::Invalid {
+            path: String::new(),
+            message: e.to_string(),
+        })?;
+        let config = KubeletConfiguration::from_value(&value)?;
+        config.check_type(true)?;
+        Ok(config)
+    }
+
+    fn check_type(&self, required: bool) -> Result<(), ConfigError> {
+        let check = |field: &str, value: &Option<String>, expected: &str| match value {
+            Some(value) if value != expected => Err(ConfigError::Invalid {
+                path: field.to_owned(),
+                message: format!("expected {expected:?}, got {value:?}"),
+            }),
+            None if required => Err(ConfigError::Invalid {
+                path: field.to_owned(),
+                message: format!("a kubelet configuration file declares {field}: {expected}"),
+            }),
+            _ => Ok(()),
+        };
+        check("apiVersion", &self.api_version, API_VERSION)?;
+        check("kind", &self.kind, KIND)
+    }
+
+    /// `topologyManagerPolicy`, default `none`.
+    pub fn topology_manager_policy(&self) -> &str {
+        non_empty(&self.topology_manager_policy).unwrap_or("none")
+    }
+
+    /// `topologyManagerScope`, default `container`.
+    pub fn topology_manager_scope(&self) -> &str {
+        non_empty(&self.topology_manager_scope).unwrap_or("container")
+    }
+
+    /// `cpuManagerPolicy`, default `none`.
+    pub fn cpu_manager_policy(&self) -> &str {
+        non_empty(&self.cpu_manager_policy).unwrap_or("none")
+    }
+
+    /// `memoryManagerPolicy`, default `None`.
+    pub fn memory_manager_policy(&self) -> &str {
+        non_empty(&self.memory_manager_policy).unwrap_or("None")
+    }
+
+    /// `reservedSystemCPUs`, default empty.
+    pub fn reserved_system_cpus(&self) -> &str {
+        self.reserved_system_cpus.as_deref().unwrap_or("")
+    }
+
+    /// `maxPods`, default 110 (also for an explicit 0).
+    pub fn max_pods(&self) -> i32 {
+        nonzero(self.max_pods).unwrap_or(110)
+    }
+
+    /// `evictionHard`; when absent, the kubelet's Linux default
+    /// (`loadConfigFile`), which a given map replaces entirely.
+    pub fn eviction_hard(&self) -> BTreeMap<String, String> {
+        self.eviction_hard.clone().unwrap_or_else(|| {
+            [
+                ("memory.available", "100Mi"),
+                ("nodefs.available", "10%"),
+                ("nodefs.inodesFree", "5%"),
+                ("imagefs.available", "15%"),
+                ("imagefs.inodesFree", "5%"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+        })
+    }
+
+    /// `featureGates`, default none.
+    pub fn feature_gates(&self) -> BTreeMap<String, bool> {
+        self.feature_gates.clone().unwrap_or_default()
+    }
+}
+
+/// A decoding error with the path of the field (empty for the document).
+fn invalid<E: std::fmt::Display>(error: &serde_path_to_error::Error<E>) -> ConfigError {
+    let path = error.path().to_string();
+    ConfigError::Invalid {
+        path: if path == "." { String::new() } else { path },
+        message: error.inner().to_string(),
+    }
+}
+
+/// Go's `if obj.X == "" { obj.X = default }`.
+fn non_empty(value: &Option<String>) -> Option<&str> {
+    value.as_deref().filter(|v| !v.is_empty())
+}
+
+/// Go's `if obj.X == 0 { obj.X = default }`.
+pub(crate) fn nonzero<T: Default + PartialEq + Copy>(value: Option<T>) -> Option<T> {
+    value.filter(|v| *v != T::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn absent_fields_take_the_v1beta1_defaults() {
+        let config = KubeletConfiguration::from_value(&serde_json::Value::Null).unwrap();
+        assert_eq!(config.topology_manager_policy(), "none");
+        assert_eq!(config.topology_manager_scope(), "container");
+        assert_eq!(config.cpu_manager_policy(), "none");
+        assert_eq!(config.memory_manager_policy(), "None");
+        assert_eq!(config.max_pods(), 110);
+        assert_eq!(config.eviction_hard()["memory.available"], "100Mi");
+        let explicit = KubeletConfiguration::from_value(&json!({"maxPods": 0, "topologyManagerPolicy": "",
+            "evictionHard": {"memory.available": "1Gi"}}))
+        .unwrap();
+        assert_eq!(explicit.max_pods(), 110);
+        assert_eq!(explicit.topology_manager_policy(), "none");
+        assert_eq!(
+            explicit.eviction_hard().len(),
+            1,
+            "a given evictionHard replaces the default"
+        );
+    }
+
+    #[test]
+    fn scenario_block_with_every_listed_field() {
+        let config = KubeletConfiguration::from_value(&json!({
+            "topologyManagerPolicy": "single-numa-node",
+            "topologyManagerScope": "pod",
+            "topologyManagerPolicyOptions": {"prefer-closest-numa-nodes": "true"},
+            "cpuManagerPolicy": "static",
+            "cpuManagerPolicyOptions": {"full-pcpus-only": "true"},
+            "memoryManagerPolicy": "Static",
+            "reservedSystemCPUs": "0-1",
+            "systemReserved": {"cpu": "1", "memory": "1Gi"},
+            "kubeReserved": {"cpu": "1", "memory": "1Gi"},
+            "evictionHard": {"memory.available": "100Mi"},
+            "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1124Mi"}}],
+            "featureGates": {"CPUManagerPolicyAlphaOptions": true},
+            "someOtherField": {"anything": [1, 2]},
+        }))
+        .unwrap();
+        assert_eq!(config.reserved_system_cpus(), "0-1");
+        let reserved = &config.reserved_memory.as_ref().unwrap()[0];
+        assert_eq!(reserved.limits["memory"].to_string(), "1124Mi");
+    }
+
+    #[test]
+    fn type_errors_name_the_field() {
+        let error = KubeletConfiguration::from_value(&json!({"maxPods": "many"})).unwrap_err();
+        assert!(
+            matches!(&error, ConfigError::Invalid { path, .. } if path == "maxPods"),
+            "{error}"
+        );
+        let error = KubeletConfiguration::from_value(
+            &json!({"reservedMemory": [{"numaNode": 0, "limits": {"memory": "1 Gi"}}]}),
+        )
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "reservedMemory[0].limits: memory: invalid quantity \"1 Gi\": quantities must match the regular \
+             expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        );
+        let error = KubeletConfiguration::from_value(&json!({"kind": "Pod"})).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "kind: expected \"KubeletConfiguration\", got \"Pod\""
+        );
+    }
+
+    /// The file `kubeadm init` writes (v1.32), with its many other fields.
+    #[test]
+    fn a_kubeadm_configuration_file() {
+        let file = r#"
+apiVersion: kubelet.config.k8s.io/v1beta1
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    cacheTTL: 0s
+    enabled: true
+  x509:
+    clientCAFile: /etc/kubernetes/pki/ca.crt
+authorization:
+  mode: Webhook
+cgroupDriver: systemd
+clusterDNS:
+- 10.96.0.10
+clusterDomain: cluster.local
+containerRuntimeEndpoint: ""
+cpuManagerReconcilePeriod: 0s
+evictionPressureTransitionPeriod: 0s
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+kind: KubeletConfiguration
+logging:
+  flushFrequency: 0
+  options:
+    json:
+      infoBufferSize: "0"
+  verbosity: 0
+memorySwap: {}
+rotateCertificates: true
+shutdownGracePeriod: 0s
+staticPodPath: /etc/kubernetes/manifests
+syncFrequency: 0s
+"#;
+        let config = KubeletConfiguration::from_file_text(file).unwrap();
+        assert_eq!(config.healthz_port, Some(10248));
+        assert_eq!(config.cpu_manager_policy(), "none");
+        assert_eq!(crate::validation::validate(&config).map(|_| ()), Ok(()));
+    }
+
+    #[test]
+    fn configuration_files_need_their_type() {
+        let file = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n\
+                    cpuManagerPolicy: static\nauthentication:\n  anonymous:\n    enabled: false\n\
+                    reservedMemory:\n- numaNode: 1\n  limits:\n    memory: 1Gi\n";
+        let config = KubeletConfiguration::from_file_text(file).unwrap();
+        assert_eq!(config.cpu_manager_policy(), "static");
+        assert_eq!(config.reserved_memory.unwrap()[0].numa_node, 1);
+        let error = KubeletConfiguration::from_file_text("cpuManagerPolicy: static\n").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "apiVersion: a kubelet configuration file declares apiVersion: kubelet.config.k8s.io/v1beta1"
+        );
+        assert!(KubeletConfiguration::from_file_text("maxPods: [").is_err());
+        let error = KubeletConfiguration::from_value(&json!([1])).unwrap_err();
+        assert!(
+            matches!(&error, ConfigError::Invalid { path, .. } if path.is_empty()),
+            "{error:?}"
+        );
+        assert_eq!(error.to_string(), "a KubeletConfiguration is a map of fields, not [1]");
+    }
+}

@@ -1,0 +1,526 @@
+//! From a Kubernetes `v1.Pod` to the engine's [`Pod`]: identity, core/v1
+//! defaulting (requests default to limits), the QoS class exactly as
+//! Kubernetes v1.32 computes it, restartable init containers and overhead.
+//!
+//! Owns: reading pods (typed, JSON value, YAML text) with errors that name
+//! the field, and `ComputePodQOS`. Must not touch: admission (the engine's).
+//!
+//! Beyond what the kubelet itself checks (it trusts the API server), a pod
+//! is refused here for what API validation would refuse and would otherwise
+//! give a silently wrong answer: no containers, unnamed or duplicate
+//! containers, malformed or negative quantities, fractional extended
+//! resources (device counts).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1 as k8s;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
+use topoalign_model::{Container, Pod, QosClass, Quantity, ResourceList};
+
+use crate::quantity::{QuantityError, parse_quantity_field};
+
+/// A pod that cannot be read, with the path of the offending field
+/// (`spec.containers[0].resources.limits.cpu`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodError {
+    path: String,
+    problem: PodProblem,
+}
+
+/// `path: problem`, or only the problem when it concerns the whole document.
+impl std::fmt::Display for PodError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{}", self.problem)
+        } else {
+            write!(f, "{}: {}", self.path, self.problem)
+        }
+    }
+}
+
+impl std::error::Error for PodError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.problem)
+    }
+}
+
+/// What is wrong with a pod.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PodProblem {
+    /// The document does not have a Pod's shape (a wrong type, bad YAML).
+    #[error("{0}")]
+    Malformed(String),
+    #[error("a pod needs a name")]
+    NoName,
+    #[error("a pod needs at least one container")]
+    NoContainers,
+    #[error("a container needs a name")]
+    UnnamedContainer,
+    #[error("duplicate container name {0:?}")]
+    DuplicateContainer(String),
+    #[error("invalid quantity {text:?}: {error}")]
+    InvalidQuantity { text: String, error: QuantityError },
+    #[error("must be greater than or equal to 0, got {0:?}")]
+    Negative(String),
+    #[error("{0:?} is not a whole number: extended resources (devices) are counted in whole units")]
+    Fractional(String),
+}
+
+impl PodError {
+    fn new(path: impl Into<String>, problem: PodProblem) -> PodError {
+        PodError {
+            path: path.into(),
+            problem,
+        }
+    }
+
+    /// Where in the manifest the problem is (`spec.containers[1].name`);
+    /// empty for the whole document.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// What the problem is.
+    pub fn problem(&self) -> &PodProblem {
+        &self.problem
+    }
+
+    /// The problem in words, without the path.
+    pub fn message(&self) -> String {
+        self.problem.to_string()
+    }
+}
+
+/// Reads a pod manifest held as a JSON value (e.g. a scenario's `add:`).
+/// `default_uid` stands in for an absent `metadata.uid`.
+///
+/// # Errors
+/// [`PodError`] naming the field; see [`pod_from_k8s`].
+pub fn pod_from_value(manifest: &serde_json::Value, default_uid: &str) -> Result<Pod, PodError> {
+    let pod: k8s::Pod = serde_path_to_error::deserialize(manifest).map_err(|e| malformed(&e))?;
+    pod_from_k8s(&pod, default_uid)
+}
+
+/// Reads a pod manifest from YAML (or JSON) text.
+///
+/// # Errors
+/// [`PodError`] naming the field; see [`pod_from_k8s`].
+pub fn pod_from_yaml(text: &str, default_uid: &str) -> Result<Pod, PodError> {
+    let deserializer = serde_yaml_ng::Deserializer::from_str(text);
+    let pod: k8s::Pod = serde_path_to_error::deserialize(deserializer).map_err(|e| malformed(&e))?;
+    pod_from_k8s(&pod, default_uid)
+}
+
+fn malformed<E: std::fmt::Display>(error: &serde_path_to_error::Error<E>) -> PodError {
+    let path = error.path().to_string();
+    let path = if path == "." { String::new() } else { path };
+    PodError::new(path, PodProblem::Malformed(error.inner().to_string()))
+}
+
+/// Converts a typed pod: namespace `default` when unset, `default_uid` when
+/// `metadata.uid` is unset, requests defaulted from limits per container and
+/// resource (core/v1 `SetDefaults_Pod`), the QoS class computed from the
+/// defaulted resources, `restartPolicy: Always` init containers marked
+/// restartable, `spec.overhead` kept.
+///
+/// # Errors
+/// [`PodError`] for a pod API validation would refuse in a way that matters
+/// here (see the module docs).
+pub fn pod_from_k8s(pod: &k8s::Pod, default_uid: &str) -> Result<Pod, PodError> {
+    let metadata = &pod.metadata;
+    let name = metadata
+        .name
+        .clone()
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| PodError::new("metadata.name", PodProblem::NoName))?;
+    let namespace = metadata
+        .namespace
+        .clone()
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "default".to_owned());
+    let uid = metadata
+        .uid
+        .clone()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| default_uid.to_owned());
+
+    let spec = pod
+        .spec
+        .as_ref()
+        .ok_or_else(|| PodError::new("spec.containers", PodProblem::NoContainers))?;
+    if spec.containers.is_empty() {
+        return Err(PodError::new("spec.containers", PodProblem::NoContainers));
+    }
+    let init_containers = spec.init_containers.as_deref().unwrap_or_default();
+    let init_containers = convert_containers(init_containers, "spec.initContainers", true)?;
+    let containers = convert_containers(&spec.containers, "spec.containers", false)?;
+    let mut names: Vec<&str> = Vec::new();
+    for (index, container) in init_containers.iter().chain(&containers).enumerate() {
+        if names.contains(&container.name.as_str()) {
+            let path = if index < init_containers.len() {
+                format!("spec.initContainers[{index}].name")
+            } else {
+                format!("spec.containers[{}].name", index - init_containers.len())
+            };
+            return Err(PodError::new(
+                path,
+                PodProblem::DuplicateContainer(container.name.clone()),
+            ));
+        }
+        names.push(&container.name);
+    }
+    let overhead = resource_list(spec.overhead.as_ref(), "spec.overhead")?;
+    let qos = pod_qos(&init_containers, &containers);
+    Ok(Pod {
+        namespace,
+        name,
+        uid,
+        qos,
+        init_containers,
+        containers,
+        overhead,
+    })
+}
+
+fn convert_containers(list: &[k8s::Container], at: &str, init: bool) -> Result<Vec<Container>, PodError> {
+    let mut containers = Vec::with_capacity(list.len());
+    for (index, container) in list.iter().enumerate() {
+        let at = format!("{at}[{index}]");
+        if container.name.is_empty() {
+            return Err(PodError::new(format!("{at}.name"), PodProblem::UnnamedContainer));
+        }
+        let resources = container.resources.as_ref();
+        let limits = resource_list(
+            resources.and_then(|r| r.limits.as_ref()),
+            &format!("{at}.resources.limits"),
+        )?;
+        let mut requests = resource_list(
+            resources.and_then(|r| r.requests.as_ref()),
+            &format!("{at}.resources.requests"),
+        )?;
+        // core/v1 SetDefaults_Pod: a limit without a request is also the request.
+        for (resource, limit) in &limits {
+            requests.entry(resource.clone()).or_insert(*limit);
+        }
+        containers.push(Container {
+            name: container.name.clone(),
+            requests,
+            limits,
+            restartable: init && container.restart_policy.as_deref() == Some("Always"),
+        });
+    }
+    Ok(containers)
+}
+
+/// Parses a resource list, refusing what API validation refuses.
+fn resource_list(list: Option<&BTreeMap<String, K8sQuantity>>, at: &str) -> Result<ResourceList, PodError> {
+    let mut parsed = ResourceList::new();
+    for (resource, K8sQuantity(text)) in list.into_iter().flatten() {
+        let path = || format!("{at}.{resource}");
+        let quantity = parse_quantity_field(text).map_err(|error| {
+            PodError::new(
+                path(),
+                PodProblem::InvalidQuantity {
+                    text: text.clone(),
+                    error,
+                },
+            )
+        })?;
+        if quantity.is_negative() {
+            return Err(PodError::new(path(), PodProblem::Negative(text.clone())));
+        }
+        if is_extended_resource(resource) && !quantity.is_whole() {
+            return Err(PodError::new(path(), PodProblem::Fractional(text.clone())));
+        }
+        parsed.insert(resource.clone(), quantity);
+    }
+    Ok(parsed)
+}
+
+/// Kubernetes' `IsExtendedResourceName`: a domain-prefixed name outside
+/// `kubernetes.io/` (`nvidia.com/gpu`, `example.com/nic`).
+fn is_extended_resource(name: &str) -> bool {
+    name.contains('/') && !name.contains("kubernetes.io/") && !name.starts_with("requests.")
+}
+
+/// Kubernetes v1.32 `ComputePodQOS` over init and app containers (with
+/// requests already defaulted from limits): only `cpu` and `memory` count,
+/// and only amounts above zero.
+///
+/// - BestEffort: no container requests or limits either.
+/// - Guaranteed: every container has both limits, and the summed requests
+///   equal the summed limits, resource by resource.
+/// - Burstable: anything else.
+pub fn pod_qos(init_containers: &[Container], containers: &[Container]) -> QosClass {
+    const COUNTED: [&str; 2] = ["cpu", "memory"];
+    let mut requests: BTreeMap<&str, Quantity> = BTreeMap::new();
+    let mut limits: BTreeMap<&str, Quantity> = BTreeMap::new();
+    let mut guaranteed = true;
+    for container in containers.iter().chain(init_containers) {
+        for resource in COUNTED {
+            let request = container.request(resource);
+            if request > Quantity::ZERO {
+                *requests.entry(resource).or_default() += request;
+            }
+            let limit = container.limit(resource);
+            if limit > Quantity::ZERO {
+                *limits.entry(resource).or_default() += limit;
+            } else {
+                guaranteed = false;
+            }
+        }
+    }
+    if requests.is_empty() && limits.is_empty() {
+        return QosClass::BestEffort;
+    }
+    let matching = requests
+        .iter()
+        .all(|(resource, request)| limits.get(resource) == Some(request));
+    if guaranteed && matching && requests.len() == limits.len() {
+        QosClass::Guaranteed
+    } else {
+        QosClass::Burstable
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn pod(manifest: Value) -> Result<Pod, PodError> {
+        pod_from_value(&manifest, "uid-1")
+    }
+
+    fn with_containers(containers: Value, init: Value) -> Value {
+        json!({"metadata": {"name": "p"}, "spec": {"containers": containers, "initContainers": init}})
+    }
+
+    /// A container from `cpu/memory` request and limit strings ("" = unset).
+    fn container(name: &str, requests: (&str, &str), limits: (&str, &str)) -> Value {
+        let list = |(cpu, memory): (&str, &str)| {
+            let mut map = serde_json::Map::new();
+            if !cpu.is_empty() {
+                map.insert("cpu".into(), cpu.into());
+            }
+            if !memory.is_empty() {
+                map.insert("memory".into(), memory.into());
+            }
+            Value::Object(map)
+        };
+        json!({"name": name, "resources": {"requests": list(requests), "limits": list(limits)}})
+    }
+
+    #[test]
+    fn identity_and_defaulting() {
+        let p = pod(json!({
+            "metadata": {"name": "web"},
+            "spec": {"containers": [{"name": "app", "resources": {"limits": {"cpu": "2", "memory": "1Gi"},
+                "requests": {"cpu": "1"}}}]}
+        }))
+        .unwrap();
+        assert_eq!(
+            (p.namespace.as_str(), p.name.as_str(), p.uid.as_str()),
+            ("default", "web", "uid-1")
+        );
+        assert_eq!(p.key(), "default/web");
+        let app = &p.containers[0];
+        assert_eq!(
+            app.request("cpu"),
+            Quantity::from_units(1),
+            "an explicit request is kept"
+        );
+        assert_eq!(
+            app.request("memory").to_string(),
+            "1Gi",
+            "a missing request defaults to the limit"
+        );
+        assert_eq!(p.qos, QosClass::Burstable);
+
+        let p = pod(json!({"metadata": {"name": "x", "namespace": "team", "uid": "abc"},
+            "spec": {"containers": [{"name": "c"}], "overhead": {"cpu": "250m"}}}))
+        .unwrap();
+        assert_eq!((p.namespace.as_str(), p.uid.as_str()), ("team", "abc"));
+        assert_eq!(p.overhead["cpu"], Quantity::from_milli(250));
+        assert_eq!(p.qos, QosClass::BestEffort);
+    }
+
+    #[test]
+    fn sidecars_are_restartable_init_containers() {
+        let p = pod(json!({"metadata": {"name": "p"}, "spec": {
+            "initContainers": [{"name": "proxy", "restartPolicy": "Always"}, {"name": "setup"}],
+            "containers": [{"name": "app", "restartPolicy": "Always"}]}}))
+        .unwrap();
+        let flags: Vec<(&str, bool, bool)> = p
+            .all_containers()
+            .map(|(c, init)| (c.name.as_str(), init, c.restartable))
+            .collect();
+        assert_eq!(
+            flags,
+            [("proxy", true, true), ("setup", true, false), ("app", false, false)]
+        );
+    }
+
+    /// Kubernetes' `TestComputePodQOS` cases (pkg/apis/core/v1/helper/qos),
+    /// after core/v1 defaulting.
+    #[test]
+    fn qos_classes_follow_kubernetes() {
+        use QosClass::*;
+        let none = ("", "");
+        let table = [
+            (vec![container("a", none, none)], vec![], BestEffort),
+            (
+                vec![container("a", none, none), container("b", none, none)],
+                vec![],
+                BestEffort,
+            ),
+            (vec![container("a", none, ("100m", "100Mi"))], vec![], Guaranteed),
+            (
+                vec![
+                    container("a", none, ("100m", "100Mi")),
+                    container("b", none, ("100m", "100Mi")),
+                ],
+                vec![],
+                Guaranteed,
+            ),
+            (
+                vec![container("a", ("100m", "100Mi"), ("100m", "100Mi"))],
+                vec![],
+                Guaranteed,
+            ),
+            (
+                vec![container("a", none, ("100m", "100Mi")), container("b", none, none)],
+                vec![],
+                Burstable,
+            ),
+            (vec![container("a", none, ("100m", ""))], vec![], Burstable),
+            (vec![container("a", ("100m", ""), none)], vec![], Burstable),
+            (
+                vec![container("a", ("10m", "10Mi"), ("100m", "100Mi"))],
+                vec![],
+                Burstable,
+            ),
+            (
+                vec![container("a", ("100m", "100Mi"), ("100m", "100Mi"))],
+                vec![container("i", none, none)],
+                Burstable,
+            ),
+            (
+                vec![container("a", ("100m", "100Mi"), ("100m", "100Mi"))],
+                vec![container("i", ("10m", "10Mi"), ("100m", "100Mi"))],
+                Burstable,
+            ),
+            (
+                vec![container("a", ("100m", "100Mi"), ("100m", "100Mi"))],
+                vec![container("i", ("100m", "100Mi"), ("100m", "100Mi"))],
+                Guaranteed,
+            ),
+            (
+                vec![container("a", none, none)],
+                vec![container("i", ("100m", ""), none)],
+                Burstable,
+            ),
+            // A zero amount does not count.
+            (vec![container("a", ("0", "0"), ("0", "0"))], vec![], BestEffort),
+            (vec![container("a", ("0", "100Mi"), ("1", "100Mi"))], vec![], Burstable),
+        ];
+        for (containers, init, expected) in table {
+            let manifest = with_containers(Value::Array(containers), Value::Array(init));
+            assert_eq!(pod(manifest.clone()).unwrap().qos, expected, "{manifest}");
+        }
+        // Resources other than cpu and memory never change the class.
+        let gpu = json!({"name": "a", "resources": {"limits": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1",
+            "ephemeral-storage": "1Gi"}}});
+        assert_eq!(pod(with_containers(json!([gpu]), json!([]))).unwrap().qos, Guaranteed);
+        let only_gpu = json!({"name": "a", "resources": {"limits": {"nvidia.com/gpu": "1"}}});
+        assert_eq!(
+            pod(with_containers(json!([only_gpu]), json!([]))).unwrap().qos,
+            BestEffort
+        );
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let limits =
+            |cpu: Value| with_containers(json!([{"name": "c", "resources": {"limits": {"cpu": cpu}}}]), json!([]));
+        let table = [
+            (
+                json!({"metadata": {"name": "p"}, "spec": {"containers": []}}),
+                "spec.containers: a pod needs at least one container",
+            ),
+            (
+                json!({"metadata": {"name": "p"}}),
+                "spec.containers: a pod needs at least one container",
+            ),
+            (
+                json!({"spec": {"containers": [{"name": "c"}]}}),
+                "metadata.name: a pod needs a name",
+            ),
+            (
+                limits(json!("1gi")),
+                "spec.containers[0].resources.limits.cpu: invalid quantity \"1gi\": quantities must \
+             match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+            ),
+            (
+                limits(json!("-1")),
+                "spec.containers[0].resources.limits.cpu: must be greater than or equal to 0, got \"-1\"",
+            ),
+            (
+                with_containers(
+                    json!([{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "500m"}}}]),
+                    json!([]),
+                ),
+                "spec.containers[0].resources.requests.nvidia.com/gpu: \"500m\" is not a whole number: extended \
+                 resources (devices) are counted in whole units",
+            ),
+            (
+                with_containers(json!([{"name": "c"}]), json!([{"name": ""}])),
+                "spec.initContainers[0].name: a container needs a name",
+            ),
+            (
+                with_containers(json!([{"name": "c"}]), json!([{"name": "c"}])),
+                "spec.containers[0].name: duplicate container name \"c\"",
+            ),
+            (
+                json!({"metadata": {"name": "p"}, "spec": {"containers": "app"}}),
+                "spec.containers: invalid type: \
+             string \"app\", expected a sequence",
+            ),
+        ];
+        for (manifest, expected) in table {
+            assert_eq!(pod(manifest.clone()).unwrap_err().to_string(), expected, "{manifest}");
+        }
+        let error = pod(limits(json!("x"))).unwrap_err();
+        assert_eq!(error.path(), "spec.containers[0].resources.limits.cpu");
+        assert_eq!(
+            error.message(),
+            format!("invalid quantity \"x\": {}", QuantityError::FormatWrong)
+        );
+    }
+
+    #[test]
+    fn numbers_and_padded_strings_are_quantities() {
+        let p = pod(with_containers(
+            json!([{"name": "c", "resources": {"limits": {"cpu": 2, "memory": " 1Gi "}}}]),
+            json!([]),
+        ))
+        .unwrap();
+        assert_eq!(p.containers[0].limit("cpu"), Quantity::from_units(2));
+        assert_eq!(p.qos, QosClass::Guaranteed);
+    }
+
+    #[test]
+    fn yaml_manifests() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: y\nspec:\n  containers:\n  - name: app\n    \
+                    resources:\n      limits:\n        cpu: 4\n        memory: 8Gi\n";
+        let p = pod_from_yaml(text, "u").unwrap();
+        assert_eq!(p.qos, QosClass::Guaranteed);
+        assert_eq!(p.containers[0].request("cpu"), Quantity::from_units(4));
+        let error = pod_from_yaml("metadata:\n  name: [\n", "u").unwrap_err();
+        assert!(!error.message().is_empty());
+        assert!(pod(json!([{"name": "p"}])).is_err());
+        let error = pod(json!("not a pod")).unwrap_err();
+        assert_eq!(error.path(), "");
+        assert_eq!(error.to_string(), error.message());
+    }
+}

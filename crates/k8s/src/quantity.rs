@@ -1,0 +1,563 @@
+//! Reading Kubernetes quantity strings (`"500m"`, `"16Gi"`, `"1e3"`) into
+//! [`Quantity`], exactly as `resource.ParseQuantity` reads them.
+//!
+//! Owns: the grammar, suffix interpretation, the rounding of sub-milli
+//! amounts, the binary-SI cap, and the text Go prints for a parsed quantity.
+//! Must not touch: what a quantity means for any resource (callers decide
+//! whether negative or fractional amounts are acceptable).
+//!
+//! Semantics, from `k8s.io/apimachinery/pkg/api/resource`:
+//! - `<sign>? <digits> (. <digits>)? <suffix>` where the suffix is a decimal
+//!   SI one (`n u m "" k M G T P E`), a binary one (`Ki Mi Gi Ti Pi Ei`) or an
+//!   exponent (`e3`, `E-2`);
+//! - amounts finer than a thousandth round *up* (away from zero), like
+//!   `MilliValue()`: `1.5m` holds 2 thousandths, `5n` holds 1;
+//! - binary amounts above 2^63-1 are capped there, silently, as Kubernetes
+//!   does (`8Ei` is 2^63-1);
+//! - the notation is remembered for printing ([`QuantityFormat`]).
+//!
+//! One deliberate divergence: Kubernetes reads a quantity without any digit
+//! (`"Gi"`, `"."`, `"-"`) as zero; here it is an error, since it is always a
+//! typo.
+
+use topoalign_model::{Quantity, QuantityFormat};
+
+/// The largest binary-SI amount, in thousandths: 2^63-1 units.
+const BINARY_CAP: u128 = i64::MAX as u128 * 1000;
+
+/// The regular expression Kubernetes names in its format error.
+const SPLIT_RE: &str = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$";
+
+/// Why a quantity string is not a quantity. The first two texts are
+/// Kubernetes' own (`ErrFormatWrong`, `ErrSuffix`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QuantityError {
+    #[error("quantities must match the regular expression '{SPLIT_RE}'")]
+    FormatWrong,
+    #[error("unable to parse quantity's suffix")]
+    Suffix,
+    #[error("a quantity needs a number, not only a sign, point or suffix")]
+    NoDigits,
+    #[error("the amount is too large to be held exactly")]
+    TooLarge,
+    #[error("a quantity has at most {MAX_DIGITS} digits")]
+    TooManyDigits,
+}
+
+/// More digits than any real quantity has; a bound on parsing work.
+const MAX_DIGITS: usize = 1000;
+
+/// Parses a quantity string the way `resource.ParseQuantity` does.
+///
+/// # Errors
+/// [`QuantityError`] when the text is not a quantity (see the module docs).
+pub fn parse_quantity(text: &str) -> Result<Quantity, QuantityError> {
+    let parts = split(text)?;
+    if parts.integer.len() + parts.fraction.len() > MAX_DIGITS {
+        return Err(QuantityError::TooManyDigits);
+    }
+    let (base, exponent, mut format) = interpret_suffix(parts.suffix)?;
+    let magnitude = milli_magnitude(&parts, base, exponent);
+    let magnitude = if format == QuantityFormat::BinarySI {
+        // Kubernetes caps binary amounts at 2^63-1 units.
+        let capped = magnitude.map_or(BINARY_CAP, |m| m.min(BINARY_CAP));
+        if capped > 0 && capped < 1000 {
+            format = QuantityFormat::DecimalSI;
+        }
+        capped
+    } else {
+        magnitude.ok_or(QuantityError::TooLarge)?
+    };
+    let milli = i128::try_from(magnitude).map_err(|_| QuantityError::TooLarge)?;
+    let milli = if parts.negative { -milli } else { milli };
+    Ok(Quantity::from_milli(milli).with_format(format))
+}
+
+/// Parses a quantity taken from a JSON or YAML document: Kubernetes' JSON
+/// decoding trims surrounding white space first (`Quantity.UnmarshalJSON`).
+///
+/// # Errors
+/// As [`parse_quantity`].
+pub fn parse_quantity_field(text: &str) -> Result<Quantity, QuantityError> {
+    parse_quantity(text.trim())
+}
+
+/// The text Go's `Quantity.String()` gives for a quantity parsed from `text`.
+///
+/// Go keeps the original text when it was already in canonical form by its
+/// own test, which accepts a few non-canonical spellings (`+1`, `1E3`,
+/// `01`); otherwise it prints the canonical form. Error messages that echo a
+/// parsed quantity use this.
+pub fn go_string(text: &str) -> Option<String> {
+    let quantity = parse_quantity(text).ok()?;
+    if text == "0" || keeps_original_text(text) {
+        return Some(text.to_owned());
+    }
+    Some(quantity.to_string())
+}
+
+/// The pieces of a quantity string.
+struct Parts<'a> {
+    negative: bool,
+    /// Integer digits without leading zeros.
+    integer: &'a str,
+    fraction: &'a str,
+    suffix: &'a str,
+}
+
+/// Splits `text` like Go's `parseQuantityString`.
+fn split(text: &str) -> Result<Parts<'_>, QuantityError> {
+    if text.is_empty() {
+        return Err(QuantityError::FormatWrong);
+    }
+    let bytes = text.as_bytes();
+    let mut pos = 0;
+    let negative = match bytes.first() {
+        Some(b'-') => {
+            pos = 1;
+            true
+        }
+        Some(b'+') => {
+            pos = 1;
+            false
+        }
+        _ => false,
+    };
+    let digits_start = pos;
+    let digit_run = |from: usize| from + bytes[from..].iter().take_while(|b| b.is_ascii_digit()).count();
+    let integer_end = digit_run(pos);
+    let integer = text[pos..integer_end].trim_start_matches('0');
+    pos = integer_end;
+    let mut fraction = "";
+    if bytes.get(pos) == Some(&b'.') {
+        let fraction_end = digit_run(pos + 1);
+        fraction = &text[pos + 1..fraction_end];
+        pos = fraction_end;
+    }
+    let has_digits = integer_end > digits_start || !fraction.is_empty();
+    let suffix_start = pos;
+    pos += bytes[pos..].iter().take_while(|b| b"eEinumkKMGTP".contains(b)).count();
+    if matches!(bytes.get(pos), Some(b'-' | b'+')) {
+        pos += 1;
+    }
+    pos = digit_run(pos);
+    if pos != bytes.len() {
+        return Err(QuantityError::FormatWrong);
+    }
+    if !has_digits {
+        return Err(QuantityError::NoDigits);
+    }
+    Ok(Parts {
+        negative,
+        integer,
+        fraction,
+        suffix: &text[suffix_start..],
+    })
+}
+
+/// `(base, exponent, format)` of a suffix, like Go's `suffixer.interpret`.
+fn interpret_suffix(suffix: &str) -> Result<(u32, i32, QuantityFormat), QuantityError> {
+    let decimal = |exponent| Ok((10, exponent, QuantityFormat::DecimalSI));
+    let binary = |exponent| Ok((2, exponent, QuantityFormat::BinarySI));
+    match suffix {
+        "n" => decimal(-9),
+        "u" => decimal(-6),
+        "m" => decimal(-3),
+        "" => decimal(0),
+        "k" => decimal(3),
+        "M" => decimal(6),
+        "G" => decimal(9),
+        "T" => decimal(12),
+        "P" => decimal(15),
+        "E" => decimal(18),
+        "Ki" => binary(10),
+        "Mi" => binary(20),
+        "Gi" => binary(30),
+        "Ti" => binary(40),
+        "Pi" => binary(50),
+        "Ei" => binary(60),
+        _ => {
+            let rest = suffix
+                .strip_prefix('e')
+                .or_else(|| suffix.strip_prefix('E'))
+                .filter(|rest| !rest.is_empty())
+                .ok_or(QuantityError::Suffix)?;
+            let exponent = crate::go::parse_int64(rest).map_err(|_| QuantityError::Suffix)?;
+            // Go narrows the parsed int64 with int32(...), wrapping.
+            #[allow(clippy::cast_possible_truncation, reason = "Go's int32() conversion wraps; so do we")]
+            let exponent = exponent as i32;
+            Ok((10, exponent, QuantityFormat::DecimalExponent))
+        }
+    }
+}
+
+/// `ceil(|amount| * 1000)`, computed exactly; `None` when it exceeds what a
+/// [`Quantity`] can hold.
+fn milli_magnitude(parts: &Parts<'_>, base: u32, exponent: i32) -> Option<u128> {
+    /// Enough limbs for any amount a quantity can hold, and then some.
+    const MAX_LIMBS: usize = 5;
+    let mut number = BigNat::from_digits(parts.integer.bytes().chain(parts.fraction.bytes()));
+    let fraction_digits = i64::try_from(parts.fraction.len()).ok()?;
+    let power_of_ten = if base == 2 {
+        for _ in 0..exponent {
+            number.mul_small(2);
+        }
+        3 - fraction_digits
+    } else {
+        i64::from(exponent) + 3 - fraction_digits
+    };
+    let mut remainder = false;
+    if power_of_ten >= 0 {
+        for _ in 0..power_of_ten {
+            if number.is_zero() {
+                break;
+            }
+            number.mul_small(10);
+            if number.limbs.len() > MAX_LIMBS {
+                return None;
+            }
+        }
+    } else {
+        for _ in 0..power_of_ten.unsigned_abs() {
+            if number.is_zero() {
+                break;
+            }
+            remainder |= number.div_small(10) != 0;
+        }
+    }
+    number.to_u128()?.checked_add(u128::from(remainder))
+}
+
+/// Go's fast-path test in `ParseQuantity` for reusing the input as the
+/// quantity's string: an int64-sized amount at nano precision or coarser
+/// whose digits are already canonical.
+fn keeps_original_text(text: &str) -> bool {
+    let Ok(parts) = split(text) else { return false };
+    let Ok((_, exponent, format)) = interpret_suffix(parts.suffix) else {
+        return false;
+    };
+    let integer = if parts.integer.is_empty() { "0" } else { parts.integer };
+    let digits = integer.len() + parts.fraction.len();
+    let shifted = format!("{integer}{}", parts.fraction);
+    let Ok(value) = shifted.parse::<i64>() else {
+        return false;
+    };
+    match format {
+        QuantityFormat::BinarySI => {
+            // Precision estimate as Go computes it: float32(exponent)*3/10.
+            let precision = 15 - digits as i64 - i64::from(exponent * 3 / 10) - 1;
+            let fits = parts.fraction.is_empty() && precision >= 0 && value.checked_mul(1_i64 << exponent).is_some();
+            fits && exponent % 10 == 0 && value & 0x07 != 0
+        }
+        QuantityFormat::DecimalSI | QuantityFormat::DecimalExponent => {
+            let precision = 18 - digits as i64;
+            let scale = i64::from(exponent) - parts.fraction.len() as i64;
+            precision >= 0 && scale >= -9 && scale % 3 == 0 && !shifted.ends_with("000") && !shifted.starts_with('0')
+        }
+    }
+}
+
+/// A small unsigned big integer (little-endian base 2^32 limbs), enough to
+/// scale a quantity's digits exactly before rounding.
+struct BigNat {
+    limbs: Vec<u32>,
+}
+
+impl BigNat {
+    fn from_digits(digits: impl Iterator<Item = u8>) -> BigNat {
+        let mut number = BigNat { limbs: Vec::new() };
+        for digit in digits {
+            number.mul_small(10);
+            number.add_small(u32::from(digit - b'0'));
+        }
+        number
+    }
+
+    fn is_zero(&self) -> bool {
+        self.limbs.iter().all(|&limb| limb == 0)
+    }
+
+    fn mul_small(&mut self, factor: u32) {
+        let mut carry = 0_u64;
+        for limb in &mut self.limbs {
+            let product = u64::from(*limb) * u64::from(factor) + carry;
+            *limb = product as u32;
+            carry = product >> 32;
+        }
+        if carry != 0 {
+            self.limbs.push(carry as u32);
+        }
+    }
+
+    fn add_small(&mut self, addend: u32) {
+        let mut carry = u64::from(addend);
+        for limb in &mut self.limbs {
+            if carry == 0 {
+                return;
+            }
+            let sum = u64::from(*limb) + carry;
+            *limb = sum as u32;
+            carry = sum >> 32;
+        }
+        if carry != 0 {
+            self.limbs.push(carry as u32);
+        }
+    }
+
+    /// Divides in place; returns the remainder.
+    fn div_small(&mut self, divisor: u32) -> u32 {
+        let mut remainder = 0_u64;
+        for limb in self.limbs.iter_mut().rev() {
+            let current = (remainder << 32) | u64::from(*limb);
+            *limb = (current / u64::from(divisor)) as u32;
+            remainder = current % u64::from(divisor);
+        }
+        while self.limbs.last() == Some(&0) {
+            self.limbs.pop();
+        }
+        remainder as u32
+    }
+
+    fn to_u128(&self) -> Option<u128> {
+        if self.limbs.len() > 4 {
+            return None;
+        }
+        Some(
+            self.limbs
+                .iter()
+                .rev()
+                .fold(0_u128, |acc, &limb| (acc << 32) | u128::from(limb)),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn milli(text: &str) -> i128 {
+        parse_quantity(text).unwrap_or_else(|e| panic!("{text}: {e}")).milli()
+    }
+
+    fn format(text: &str) -> QuantityFormat {
+        parse_quantity(text).unwrap_or_else(|e| panic!("{text}: {e}")).format()
+    }
+
+    /// shared/DEPENDENCIES.md "Quantity edge cases", in milli units.
+    #[test]
+    fn edge_cases_from_the_dependency_study() {
+        let table: &[(&str, i128)] = &[
+            ("500m", 500),
+            ("16Gi", 17_179_869_184_000),
+            ("1e3", 1_000_000),
+            ("1E3", 1_000_000),
+            ("1.5e-3", 2),
+            ("1.5m", 2),
+            ("5n", 1),
+            ("5u", 1),
+            ("1E", 1_000_000_000_000_000_000_000),
+            ("1Ei", 1_152_921_504_606_846_976_000),
+            ("9223372036854775807", 9_223_372_036_854_775_807_000),
+            ("123456789012345678", 123_456_789_012_345_678_000),
+            (".5", 500),
+            ("+1", 1000),
+            ("-1", -1000),
+            ("0.1", 100),
+            ("263902468Ki", 270_236_127_232_000),
+        ];
+        for &(text, expected) in table {
+            assert_eq!(milli(text), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn malformed_quantities_are_rejected_with_kubernetes_errors() {
+        use QuantityError::*;
+        let table: &[(&str, QuantityError)] = &[
+            ("", FormatWrong),
+            ("1.0.0", FormatWrong),
+            ("1 Gi", FormatWrong),
+            ("1gi", FormatWrong),
+            ("1Mi1", Suffix),
+            ("0x10", FormatWrong),
+            ("inf", FormatWrong),
+            ("NaN", FormatWrong),
+            ("1e", Suffix),
+            ("Gi", NoDigits),
+            (".", NoDigits),
+            ("-", NoDigits),
+            // Kubernetes' own invalid table.
+            ("1.1.M", FormatWrong),
+            ("1+1.0M", FormatWrong),
+            ("0.1mi", Suffix),
+            ("0.1am", FormatWrong),
+            ("aoeu", FormatWrong),
+            (".5i", Suffix),
+            ("1i", Suffix),
+            ("-3.01i", Suffix),
+            ("-3.01e-", Suffix),
+            (" 1", FormatWrong),
+            ("1 ", FormatWrong),
+            ("1K", Suffix),
+            ("1e99999999999999999999", Suffix),
+            ("1e40", TooLarge),
+            (&"1".repeat(1001), TooManyDigits),
+        ];
+        for (text, expected) in table {
+            assert_eq!(parse_quantity(text).as_ref(), Err(expected), "{text:?}");
+        }
+        assert_eq!(
+            QuantityError::FormatWrong.to_string(),
+            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        );
+    }
+
+    /// Kubernetes' `TestQuantityParse` table (values and formats), where a
+    /// value finer than a thousandth is compared after rounding up.
+    #[test]
+    fn kubernetes_parse_table() {
+        use QuantityFormat::*;
+        let table: &[(&str, i128, QuantityFormat)] = &[
+            ("0", 0, DecimalSI),
+            ("0n", 0, DecimalSI),
+            ("0Ki", 0, BinarySI),
+            ("0M", 0, DecimalSI),
+            ("1", 1000, DecimalSI),
+            ("8Ki", 8 * 1024 * 1000, BinarySI),
+            ("7Mi", 7 * 1024 * 1024 * 1000, BinarySI),
+            ("3Ei", 3 * (1 << 60) * 1000, BinarySI),
+            ("5n", 1, DecimalSI),
+            ("3m", 3, DecimalSI),
+            ("50k", 50_000_000, DecimalSI),
+            ("300T", 300_000_000_000_000_000, DecimalSI),
+            ("1E-3", 1, DecimalExponent),
+            ("1e9", 1_000_000_000_000, DecimalExponent),
+            ("100.035k", 100_035_000, DecimalSI),
+            ("0.0005k", 500, DecimalSI),
+            ("0.5e-2", 5, DecimalExponent),
+            ("1.3E+6", 1_300_000_000, DecimalExponent),
+            ("7.123456M", 7_123_456_000, DecimalSI),
+            ("1.01E", 1_010_000_000_000_000_000_000, DecimalSI),
+            ("3.001n", 1, DecimalSI),
+            ("0.0000000001", 1, DecimalSI),
+            ("9Ei", i64::MAX as i128 * 1000, BinarySI),
+            ("9223372036854775807Ki", i64::MAX as i128 * 1000, BinarySI),
+            (
+                "99999999999999999999999999999999999999999999Ei",
+                i64::MAX as i128 * 1000,
+                BinarySI,
+            ),
+            (
+                "-99999999999999999999999999999999999999999999Ei",
+                -(i64::MAX as i128) * 1000,
+                BinarySI,
+            ),
+            ("12E", 12_000_000_000_000_000_000_000, DecimalSI),
+            ("100.035Ki", 102_435_840, BinarySI),
+            ("0.5Mi", 524_288_000, BinarySI),
+            ("0.000000000001Ki", 1, DecimalSI),
+            (".001", 1, DecimalSI),
+            ("1.", 1000, DecimalSI),
+            ("1.G", 1_000_000_000_000, DecimalSI),
+            ("-9.01", -9010, DecimalSI),
+            ("-0.5n", -1, DecimalSI),
+        ];
+        for &(text, expected, expected_format) in table {
+            assert_eq!(milli(text), expected, "{text}");
+            assert_eq!(format(text), expected_format, "{text}");
+        }
+    }
+
+    /// Kubernetes' `TestQuantityParseEmit` and canonical round trips.
+    #[test]
+    fn parsed_quantities_print_canonically() {
+        let table = [
+            ("1Ki", "1Ki"),
+            ("1024Mi", "1Gi"),
+            ("1000M", "1G"),
+            (".001Ki", "1024m"),
+            ("1.5", "1500m"),
+            ("1.5Gi", "1536Mi"),
+            ("1124Mi", "1124Mi"),
+            ("0", "0"),
+            ("0Gi", "0"),
+            ("1e3", "1e3"),
+            ("1000", "1k"),
+            ("100m", "100m"),
+            ("-100Mi", "-100Mi"),
+        ];
+        for (text, expected) in table {
+            assert_eq!(
+                parse_quantity(text).map(|q| q.to_string()),
+                Ok(expected.to_owned()),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn go_keeps_some_original_spellings() {
+        let table = [
+            ("+1", "+1"),
+            ("1E3", "1E3"),
+            ("01", "01"),
+            ("-1E3", "-1E3"),
+            ("100Mi", "100Mi"),
+            ("1024Mi", "1Gi"),
+            ("1.5", "1500m"),
+            ("1000", "1k"),
+            ("-0", "0"),
+            ("0", "0"),
+        ];
+        for (text, expected) in table {
+            assert_eq!(go_string(text).as_deref(), Some(expected), "{text}");
+        }
+    }
+
+    #[test]
+    fn json_fields_are_trimmed() {
+        assert_eq!(parse_quantity_field(" 1Gi\n"), parse_quantity("1Gi"));
+    }
+
+    fn any_quantity() -> impl Strategy<Value = Quantity> {
+        let format = prop_oneof![
+            Just(QuantityFormat::DecimalSI),
+            Just(QuantityFormat::BinarySI),
+            Just(QuantityFormat::DecimalExponent)
+        ];
+        (any::<i64>(), format).prop_map(|(milli, format)| Quantity::from_milli(i128::from(milli)).with_format(format))
+    }
+
+    proptest! {
+        #[test]
+        fn printing_then_parsing_keeps_the_amount(quantity in any_quantity()) {
+            let text = quantity.to_string();
+            let parsed = parse_quantity(&text).unwrap();
+            prop_assert_eq!(parsed, quantity);
+            prop_assert_eq!(parsed.to_string(), text);
+        }
+
+        #[test]
+        fn whole_units_parse_exactly(units in any::<i64>(), suffix in prop::sample::select(vec!["", "k", "M", "Ki", "Mi"])) {
+            let text = format!("{units}{suffix}");
+            let scale: i128 = match suffix { "k" => 1000, "M" => 1_000_000, "Ki" => 1024, "Mi" => 1 << 20, _ => 1 };
+            let expected = i128::from(units) * scale * 1000;
+            let capped = if suffix.ends_with('i') { expected.clamp(-(i64::MAX as i128) * 1000, i64::MAX as i128 * 1000) } else { expected };
+            prop_assert_eq!(parse_quantity(&text).unwrap().milli(), capped);
+        }
+
+        #[test]
+        fn fractions_round_up_to_the_next_thousandth(whole in 0_u32..1000, fraction in 1_u32..1_000_000) {
+            let text = format!("{whole}.{fraction:06}");
+            let micro = i128::from(whole) * 1_000_000 + i128::from(fraction);
+            prop_assert_eq!(parse_quantity(&text).unwrap().milli(), (micro + 999) / 1000);
+        }
+
+        #[test]
+        fn arbitrary_text_never_panics(text in "\\PC{0,12}") {
+            let _ = parse_quantity(&text);
+            let _ = go_string(&text);
+        }
+    }
+}

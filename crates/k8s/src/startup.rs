@@ -1,0 +1,521 @@
+//! From a [`KubeletConfiguration`] and a [`Machine`] to the engine's
+//! [`NodeConfig`], through the kubelet's own start-up steps that are not a
+//! manager's, in the kubelet's order (`cmd/kubelet/app/server.go` `run`):
+//!
+//! 1. `ValidateKubeletConfiguration` (with the configured feature gates);
+//! 2. `getReservedCPUs`, then `reservedSystemCPUs` overriding the `cpu` of
+//!    `kubeReserved` / `systemReserved` (the set's size goes to
+//!    `systemReserved`);
+//! 3. `parseResourceList` of `kubeReserved`, then `systemReserved`;
+//! 4. `eviction.ParseThresholdConfig` of `evictionHard`;
+//! 5. `ParseQOSReserved`;
+//! 6. CPU / topology manager policy options against their feature gates.
+//!
+//! What follows in the kubelet — creating the topology, CPU and memory
+//! managers, node allocatable validation — is [`Node::start`]'s
+//! (topoalign-engine). Two checks of those constructors need names the
+//! engine's enums cannot hold, so they run here, last: an unknown
+//! `cpuManagerPolicy` / `memoryManagerPolicy`, and a negative
+//! `reservedMemory` NUMA node. (The kubelet would report a topology
+//! manager error first, were there one as well.)
+//!
+//! [`Node::start`]: topoalign_engine::Node::start
+
+use std::collections::BTreeMap;
+
+use topoalign_engine::{
+    CpuPolicyName, MemoryPolicyName, NodeConfig, ReservedMemory, TopologyPolicyName, TopologyScope,
+};
+use topoalign_model::{Machine, Quantity, ResourceList};
+
+use crate::eviction::{hard_eviction_reservation, parse_hard_thresholds};
+use crate::go;
+use crate::kubelet_config::{ConfigError, KubeletConfiguration};
+use crate::quantity::{QuantityError, parse_quantity};
+use crate::validation::validate;
+
+/// Why the kubelet would refuse to start. Display is the kubelet's text
+/// (what it prints after `command failed`, without the config dump).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KubeletConfigError {
+    /// `ValidateKubeletConfiguration` (text starts `failed to validate
+    /// kubelet configuration, error: `), including feature gate errors.
+    #[error("{0}")]
+    Validation(String),
+    /// `getReservedCPUs`, e.g. `reserved-cpus: 0-3 is not a subset of
+    /// online-cpus: 0-1`.
+    #[error("{0}")]
+    ReservedCpus(String),
+    /// `parseResourceList` of `kubeReserved`.
+    #[error("--kube-reserved value failed to parse: {0}")]
+    KubeReserved(String),
+    /// `parseResourceList` of `systemReserved`.
+    #[error("--system-reserved value failed to parse: {0}")]
+    SystemReserved(String),
+    /// `evictionHard`, e.g. `unsupported eviction signal x`.
+    #[error("{0}")]
+    EvictionHard(String),
+    #[error("--qos-reserved value failed to parse: {0}")]
+    QosReserved(String),
+    /// CPU manager policy options while `CPUManagerPolicyOptions` is off.
+    #[error(
+        "CPU Manager policy options {} require feature gates \"CPUManager\", \"CPUManagerPolicyOptions\" enabled",
+        go::map_text(.0)
+    )]
+    CpuPolicyOptionsGate(BTreeMap<String, String>),
+    /// Topology manager policy options while `TopologyManagerPolicyOptions`
+    /// is off.
+    #[error(
+        "topology manager policy options {} require feature gates \"TopologyManagerPolicyOptions\" enabled",
+        go::map_text(.0)
+    )]
+    TopologyPolicyOptionsGate(BTreeMap<String, String>),
+    /// `cpumanager.NewManager` with a policy it does not know.
+    #[error("unknown policy: \"{0}\"")]
+    UnknownCpuPolicy(String),
+    /// `memorymanager.NewManager` with a policy it does not know.
+    #[error("unknown policy: \"{0}\"")]
+    UnknownMemoryPolicy(String),
+    /// The Static memory policy's reserved memory names a NUMA node that
+    /// cannot exist.
+    #[error("the reserved memory configuration references a NUMA node {0} that does not exist on this machine")]
+    ReservedMemoryNode(i32),
+}
+
+/// Runs the kubelet's start-up steps (see the module docs) for `config` on
+/// `machine`.
+///
+/// # Errors
+/// [`KubeletConfigError`] for the first step that fails, with the
+/// kubelet's text.
+pub fn node_config(config: &KubeletConfiguration, machine: &Machine) -> Result<NodeConfig, KubeletConfigError> {
+    let gates = validate(config).map_err(KubeletConfigError::Validation)?;
+
+    let reserved_system_cpus = crate::cpu_list::reserved_cpus(config.reserved_system_cpus(), machine)
+        .map_err(KubeletConfigError::ReservedCpus)?;
+    let mut kube_reserved = config.kube_reserved.clone();
+    let mut system_reserved = config.system_reserved.clone();
+    if let Some(cpus) = &reserved_system_cpus {
+        if let Some(kube) = &mut kube_reserved {
+            kube.remove("cpu");
+        }
+        system_reserved
+            .get_or_insert_with(BTreeMap::new)
+            .insert("cpu".to_owned(), cpus.len().to_string());
+    }
+    let kube_reserved = parse_resource_list(kube_reserved.as_ref()).map_err(KubeletConfigError::KubeReserved)?;
+    let system_reserved = parse_resource_list(system_reserved.as_ref()).map_err(KubeletConfigError::SystemReserved)?;
+
+    let thresholds = parse_hard_thresholds(&config.eviction_hard()).map_err(KubeletConfigError::EvictionHard)?;
+    parse_qos_reserved(config.qos_reserved.as_ref()).map_err(KubeletConfigError::QosReserved)?;
+
+    let cpu_options = gated_options(
+        config.cpu_manager_policy_options.as_ref(),
+        gates.enabled("CPUManagerPolicyOptions"),
+        KubeletConfigError::CpuPolicyOptionsGate,
+    )?;
+    let topology_options = gated_options(
+        config.topology_manager_policy_options.as_ref(),
+        gates.enabled("TopologyManagerPolicyOptions"),
+        KubeletConfigError::TopologyPolicyOptionsGate,
+    )?;
+
+    let cpu_policy = match config.cpu_manager_policy() {
+        "none" => CpuPolicyName::None,
+        "static" => CpuPolicyName::Static,
+        other => return Err(KubeletConfigError::UnknownCpuPolicy(other.to_owned())),
+    };
+    let memory_policy = match config.memory_manager_policy() {
+        "None" => MemoryPolicyName::None,
+        "Static" => MemoryPolicyName::Static,
+        other => return Err(KubeletConfigError::UnknownMemoryPolicy(other.to_owned())),
+    };
+    let mut reserved_memory = Vec::new();
+    for reservation in config.reserved_memory.iter().flatten() {
+        match usize::try_from(reservation.numa_node) {
+            Ok(numa_node) => reserved_memory.push(ReservedMemory {
+                numa_node,
+                limits: reservation.limits.clone(),
+            }),
+            Err(_) if memory_policy == MemoryPolicyName::Static => {
+                return Err(KubeletConfigError::ReservedMemoryNode(reservation.numa_node));
+            }
+            // The None policy never looks at reservedMemory.
+            Err(_) => {}
+        }
+    }
+
+    let memory_capacity = i64::try_from(machine.total_memory()).unwrap_or(i64::MAX);
+    // The scenario machine has no ephemeral-storage capacity.
+    let hard_eviction = hard_eviction_reservation(&thresholds, memory_capacity, 0);
+
+    Ok(NodeConfig {
+        // Validation has accepted only these names.
+        topology_policy: match config.topology_manager_policy() {
+            "best-effort" => TopologyPolicyName::BestEffort,
+            "restricted" => TopologyPolicyName::Restricted,
+            "single-numa-node" => TopologyPolicyName::SingleNumaNode,
+            _ => TopologyPolicyName::None,
+        },
+        topology_scope: match config.topology_manager_scope() {
+            "pod" => TopologyScope::Pod,
+            _ => TopologyScope::Container,
+        },
+        topology_options,
+        cpu_policy,
+        cpu_options,
+        reserved_system_cpus,
+        memory_policy,
+        reserved_memory,
+        system_reserved,
+        kube_reserved,
+        hard_eviction,
+        // Validation has refused negative values.
+        max_pods: u32::try_from(config.max_pods()).unwrap_or(0),
+        feature_gates: gates.alignment(),
+    })
+}
+
+/// Reads the scenario's `kubelet:` block and runs [`node_config`].
+///
+/// # Errors
+/// [`ConfigError::Invalid`] for a block that does not decode,
+/// [`ConfigError::Refused`] with the kubelet's text for one it would refuse.
+pub fn node_config_from_value(value: &serde_json::Value, machine: &Machine) -> Result<NodeConfig, ConfigError> {
+    let config = KubeletConfiguration::from_value(value)?;
+    node_config(&config, machine).map_err(|refusal| ConfigError::Refused(refusal.to_string()))
+}
+
+/// The kubelet's `parseResourceList` (cmd/kubelet): `cpu`, `memory`,
+/// `ephemeral-storage` and `pid`, non-negative.
+fn parse_resource_list(map: Option<&BTreeMap<String, String>>) -> Result<ResourceList, String> {
+    let mut list = ResourceList::new();
+    for (name, text) in map.into_iter().flatten() {
+        if !["cpu", "memory", "ephemeral-storage", "pid"].contains(&name.as_str()) {
+            return Err(format!("cannot reserve {} resource", go::quote(name)));
+        }
+        let quantity = match parse_quantity(text) {
+            Ok(quantity) => quantity,
+            // Kubernetes reads a number-less quantity as zero.
+            Err(QuantityError::NoDigits) => Quantity::ZERO,
+            Err(error) => {
+                return Err(format!(
+                    "failed to parse quantity {} for {} resource: {error}",
+                    go::quote(text),
+                    go::quote(name)
+                ));
+            }
+        };
+        if quantity.is_negative() {
+            return Err(format!(
+                "resource quantity for {} cannot be negative: {text}",
+                go::quote(name)
+            ));
+        }
+        list.insert(name.clone(), quantity);
+    }
+    Ok(list)
+}
+
+/// `cm.ParseQOSReserved`: only `memory`, as a whole percentage.
+fn parse_qos_reserved(map: Option<&BTreeMap<String, String>>) -> Result<(), String> {
+    for (name, text) in map.into_iter().flatten() {
+        if name != "memory" {
+            return Err(format!("cannot reserve {} resource", go::quote(name)));
+        }
+        let percentage = text
+            .strip_suffix('%')
+            .ok_or_else(|| format!("percentage expected, got '{text}'"))
+            .and_then(|number| {
+                go::parse_int64(number.trim_end_matches('%'))
+                    .map_err(|_| format!("invalid number in percentage '{text}'"))
+            });
+        let problem = match percentage {
+            Ok(value) if !(0..=100).contains(&value) => Some("percentage must be between 0 and 100".to_owned()),
+            Ok(_) => None,
+            Err(problem) => Some(problem),
+        };
+        if let Some(problem) = problem {
+            return Err(format!(
+                "failed to parse percentage {} for {} resource: {problem}",
+                go::quote(text),
+                go::quote(name)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Policy options pass through when their gate is on; given while it is off,
+/// the kubelet refuses (an absent map is fine).
+fn gated_options(
+    options: Option<&BTreeMap<String, String>>,
+    gate_enabled: bool,
+    refusal: fn(BTreeMap<String, String>) -> KubeletConfigError,
+) -> Result<BTreeMap<String, String>, KubeletConfigError> {
+    match options {
+        Some(options) if !gate_enabled => Err(refusal(options.clone())),
+        Some(options) => Ok(options.clone()),
+        None => Ok(BTreeMap::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+    use topoalign_model::{Cpu, CpuSet, FeatureGates, NumaNode};
+
+    /// `numa` NUMA nodes of `cpus_per_node` CPUs and 32Gi each.
+    fn machine(numa: usize, cpus_per_node: u32) -> Machine {
+        let nodes = (0..numa)
+            .map(|id| NumaNode {
+                id,
+                memory: 32 << 30,
+                hugepages: BTreeMap::new(),
+                distances: None,
+            })
+            .collect();
+        let cpus = (0..numa as u32 * cpus_per_node)
+            .map(|id| Cpu {
+                id,
+                core: id,
+                socket: 0,
+                numa: (id / cpus_per_node) as usize,
+                uncore_cache: None,
+            })
+            .collect();
+        Machine::new(nodes, cpus, BTreeMap::new()).unwrap()
+    }
+
+    fn start(config: Value) -> Result<NodeConfig, ConfigError> {
+        node_config_from_value(&config, &machine(2, 8))
+    }
+
+    fn refusal(config: Value) -> String {
+        match start(config.clone()) {
+            Err(ConfigError::Refused(text)) => text,
+            other => panic!("{config}: expected a refusal, got {other:?}"),
+        }
+    }
+
+    fn texts(list: &ResourceList) -> BTreeMap<String, String> {
+        list.iter().map(|(k, v)| (k.clone(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn an_empty_block_is_the_kubelet_default() {
+        let config = start(Value::Null).unwrap();
+        let expected = NodeConfig {
+            // The default's nodefs.available 10% of no storage capacity is 0.
+            hard_eviction: [
+                ("ephemeral-storage".to_owned(), Quantity::ZERO),
+                ("memory".to_owned(), parse_quantity("100Mi").unwrap()),
+            ]
+            .into(),
+            ..NodeConfig::default()
+        };
+        assert_eq!(config, expected);
+        assert_eq!(texts(&config.hard_eviction)["memory"], "100Mi");
+    }
+
+    #[test]
+    fn the_scenario_example_block() {
+        let config = start(json!({
+            "topologyManagerPolicy": "single-numa-node",
+            "topologyManagerScope": "pod",
+            "topologyManagerPolicyOptions": {"prefer-closest-numa-nodes": "true"},
+            "cpuManagerPolicy": "static",
+            "cpuManagerPolicyOptions": {"full-pcpus-only": "true"},
+            "memoryManagerPolicy": "Static",
+            "reservedSystemCPUs": "0-1",
+            "systemReserved": {"cpu": "1", "memory": "1Gi"},
+            "kubeReserved": {"cpu": "1", "memory": "1Gi"},
+            "evictionHard": {"memory.available": "100Mi"},
+            "reservedMemory": [{"numaNode": 0, "limits": {"memory": "2148Mi"}}],
+            "featureGates": {"CPUManagerPolicyAlphaOptions": true},
+            "maxPods": 50,
+        }))
+        .unwrap();
+        assert_eq!(config.topology_policy, TopologyPolicyName::SingleNumaNode);
+        assert_eq!(config.topology_scope, TopologyScope::Pod);
+        assert_eq!(config.topology_options["prefer-closest-numa-nodes"], "true");
+        assert_eq!(config.cpu_policy, CpuPolicyName::Static);
+        assert_eq!(config.cpu_options["full-pcpus-only"], "true");
+        assert_eq!(config.reserved_system_cpus, Some(CpuSet::parse("0-1").unwrap()));
+        assert_eq!(config.memory_policy, MemoryPolicyName::Static);
+        assert_eq!(config.reserved_memory[0].numa_node, 0);
+        assert_eq!(texts(&config.reserved_memory[0].limits)["memory"], "2148Mi");
+        // reservedSystemCPUs: its size replaces systemReserved's cpu, and
+        // kubeReserved loses its cpu.
+        assert_eq!(
+            texts(&config.system_reserved),
+            [("cpu".into(), "2".into()), ("memory".into(), "1Gi".into())].into()
+        );
+        assert_eq!(texts(&config.kube_reserved), [("memory".into(), "1Gi".into())].into());
+        assert_eq!(texts(&config.hard_eviction), [("memory".into(), "100Mi".into())].into());
+        assert_eq!(config.max_pods, 50);
+        assert_eq!(
+            config.feature_gates,
+            FeatureGates {
+                cpu_manager_policy_alpha_options: true,
+                ..FeatureGates::default()
+            }
+        );
+    }
+
+    #[test]
+    fn reserved_cpus_without_other_reservations() {
+        let config = start(json!({"reservedSystemCPUs": "0,8"})).unwrap();
+        assert_eq!(texts(&config.system_reserved), [("cpu".into(), "2".into())].into());
+        assert!(config.kube_reserved.is_empty());
+    }
+
+    #[test]
+    fn percentage_eviction_is_taken_of_node_memory() {
+        let config = start(json!({"evictionHard": {"memory.available": "5%"}})).unwrap();
+        // 5% of 64Gi, through float32 like the kubelet.
+        assert_eq!(texts(&config.hard_eviction)["memory"], "3435973888");
+    }
+
+    /// Conformance vectors 0037 and 0038, and the other refusals of these
+    /// steps.
+    #[test]
+    fn refusals_use_the_kubelet_text() {
+        let table = [
+            (
+                json!({"topologyManagerPolicy": "strict", "cpuManagerPolicy": "static",
+                    "systemReserved": {"cpu": "1", "memory": "1Gi"}, "memoryManagerPolicy": "Static",
+                    "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1124Mi"}}]}),
+                "failed to validate kubelet configuration, error: invalid configuration: topologyManagerPolicy \
+                 (--topology-manager-policy) \"strict\" must be one of: [\"none\" \"best-effort\" \"restricted\" \
+                 \"single-numa-node\"]",
+            ),
+            (
+                json!({"topologyManagerPolicy": "restricted", "cpuManagerPolicy": "static",
+                    "reservedSystemCPUs": "15-16", "systemReserved": {"memory": "1Gi"},
+                    "memoryManagerPolicy": "Static",
+                    "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1124Mi"}}]}),
+                "reserved-cpus: 15-16 is not a subset of online-cpus: 0-15",
+            ),
+            (
+                json!({"kubeReserved": {"gpu": "1"}}),
+                "--kube-reserved value failed to parse: cannot reserve \"gpu\" resource",
+            ),
+            (
+                json!({"systemReserved": {"memory": "-1Gi"}}),
+                "--system-reserved value failed to parse: resource quantity for \"memory\" cannot be negative: -1Gi",
+            ),
+            (
+                json!({"systemReserved": {"cpu": "one"}}),
+                "--system-reserved value failed to parse: failed to parse quantity \"one\" for \"cpu\" resource: \
+                 quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+            ),
+            (
+                json!({"evictionHard": {"memory.avail": "1Gi"}}),
+                "unsupported eviction signal memory.avail",
+            ),
+            (
+                json!({"qosReserved": {"memory": "120%"}}),
+                "--qos-reserved value failed to parse: failed to parse percentage \"120%\" for \"memory\" resource: \
+                 percentage must be between 0 and 100",
+            ),
+            (
+                json!({"cpuManagerPolicyOptions": {"full-pcpus-only": "true"},
+                    "featureGates": {"CPUManagerPolicyOptions": false}}),
+                "CPU Manager policy options map[full-pcpus-only:true] require feature gates \"CPUManager\", \
+                 \"CPUManagerPolicyOptions\" enabled",
+            ),
+            (
+                json!({"topologyManagerPolicyOptions": {}, "featureGates": {"TopologyManagerPolicyOptions": false}}),
+                "topology manager policy options map[] require feature gates \"TopologyManagerPolicyOptions\" enabled",
+            ),
+            (json!({"cpuManagerPolicy": "Static"}), "unknown policy: \"Static\""),
+            (json!({"memoryManagerPolicy": "static"}), "unknown policy: \"static\""),
+            (
+                json!({"memoryManagerPolicy": "Static", "reservedMemory": [{"numaNode": -1, "limits": {"memory": "1Gi"}}]}),
+                "the reserved memory configuration references a NUMA node -1 that does not exist on this machine",
+            ),
+            (
+                json!({"featureGates": {"NotAGate": true}}),
+                "failed to validate kubelet configuration, error: unrecognized feature gate: NotAGate",
+            ),
+        ];
+        for (config, expected) in table {
+            assert_eq!(refusal(config.clone()), expected, "{config}");
+        }
+    }
+
+    #[test]
+    fn malformed_blocks_are_input_errors_not_refusals() {
+        assert!(matches!(
+            start(json!({"maxPods": "lots"})),
+            Err(ConfigError::Invalid { .. })
+        ));
+        assert!(matches!(
+            start(json!(["not", "a", "map"])),
+            Err(ConfigError::Invalid { .. })
+        ));
+    }
+
+    #[test]
+    fn every_public_conformance_refusal_of_these_steps() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance");
+        let Ok(entries) = std::fs::read_dir(root.join("expected")) else {
+            return;
+        };
+        let mut checked = 0;
+        for entry in entries.flatten() {
+            let expected: Value = serde_json::from_str(&std::fs::read_to_string(entry.path()).unwrap()).unwrap();
+            let Some(error) = expected.get("error").and_then(Value::as_str) else {
+                continue;
+            };
+            let ours = error.starts_with("failed to validate") || error.starts_with("reserved-cpus");
+            if !ours {
+                continue;
+            }
+            let scenario: Value =
+                serde_json::from_str(&std::fs::read_to_string(root.join("scenarios").join(entry.file_name())).unwrap())
+                    .unwrap();
+            let machine = test_machine(&scenario["topology"]);
+            let got = node_config_from_value(&scenario["kubelet"], &machine);
+            assert_eq!(
+                got,
+                Err(ConfigError::Refused(error.to_owned())),
+                "{:?}",
+                entry.file_name()
+            );
+            checked += 1;
+        }
+        assert!(checked >= 2, "found {checked} vectors");
+    }
+
+    /// Just enough of a scenario topology for these steps: NUMA nodes with
+    /// their memory, CPUs with their node.
+    fn test_machine(topology: &Value) -> Machine {
+        let nodes = topology["numaNodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| NumaNode {
+                id: n["id"].as_u64().unwrap() as usize,
+                memory: parse_quantity(n["memory"].as_str().unwrap()).unwrap().value() as u64,
+                hugepages: BTreeMap::new(),
+                distances: None,
+            })
+            .collect();
+        let cpus = topology["cpus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| Cpu {
+                id: c["id"].as_u64().unwrap() as u32,
+                core: c["core"].as_u64().unwrap() as u32,
+                socket: c["socket"].as_u64().unwrap() as u32,
+                numa: c["numa"].as_u64().unwrap() as usize,
+                uncore_cache: None,
+            })
+            .collect();
+        Machine::new(nodes, cpus, BTreeMap::new()).unwrap()
+    }
+}
