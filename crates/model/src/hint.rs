@@ -5,6 +5,8 @@
 //! versus an empty hint list; here they are variants of [`ResourceHints`].
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
 
 use crate::NumaMask;
 
@@ -44,7 +46,91 @@ pub enum ResourceHints {
     /// The placements that can satisfy the request, in the provider's order
     /// (the kubelet's `IterateBitMasks` order). Never empty.
     Hints(Vec<TopologyHint>),
+    /// The same as `Hints`, described by the rule that produces the list
+    /// instead of the list itself: on a machine with many NUMA nodes the
+    /// kubelet's list has up to 2^n entries. [`HintRule::to_list`] gives the
+    /// list. A rule is never empty (an empty one is `Impossible`).
+    Rule(SharedHintRule),
 }
+
+/// A provider's hint list given by its membership rule.
+///
+/// Masks are drawn from [`HintRule::universe`] (the kubelet enumerates every
+/// non-empty sub-mask of it in `IterateBitMasks` order and keeps those the
+/// rule accepts). Implementations live with the provider that owns the rule.
+pub trait HintRule: fmt::Debug + Send + Sync {
+    /// The NUMA nodes the masks are drawn from.
+    fn universe(&self) -> NumaMask;
+
+    /// `None` when `mask` (non-empty, within the universe) is not a hint;
+    /// otherwise whether it is preferred.
+    fn classify(&self, mask: NumaMask) -> Option<bool>;
+
+    /// Whether some hint `a` satisfies `must ⊆ a ⊆ within`.
+    fn has_hint_between(&self, must: NumaMask, within: NumaMask) -> bool;
+
+    /// When every preferred hint has the same number of nodes, that number
+    /// (merges then look at no other size). `None`: no such promise.
+    fn preferred_count(&self) -> Option<u32> {
+        None
+    }
+
+    /// The node count of the narrowest hint. The default searches sizes
+    /// upward; rules with structure answer directly.
+    fn narrowest_count(&self) -> Option<u32> {
+        let universe = self.universe();
+        (1..=universe.count())
+            .find(|&size| NumaMask::subsets_of_size(universe, size).any(|m| self.classify(m).is_some()))
+    }
+
+    /// The whole list, in the kubelet's order.
+    fn to_list(&self) -> Vec<TopologyHint> {
+        NumaMask::subsets_by_size(self.universe())
+            .filter_map(|mask| self.classify(mask).map(|preferred| TopologyHint::new(mask, preferred)))
+            .collect()
+    }
+}
+
+/// `has_hint_between` for rules whose hints are upward closed within their
+/// universe (every superset of a hint, inside the universe, is a hint): the
+/// widest candidate decides.
+pub fn upward_closed_has_hint_between(rule: &dyn HintRule, must: NumaMask, within: NumaMask) -> bool {
+    let widest = within & rule.universe();
+    !widest.is_empty() && must.is_subset_of(widest) && rule.classify(widest).is_some()
+}
+
+/// A shareable [`HintRule`]. Two rules are equal when they give the same
+/// list.
+#[derive(Clone)]
+pub struct SharedHintRule(pub Arc<dyn HintRule>);
+
+impl SharedHintRule {
+    /// Wraps a rule.
+    pub fn new(rule: impl HintRule + 'static) -> Self {
+        SharedHintRule(Arc::new(rule))
+    }
+}
+
+impl std::ops::Deref for SharedHintRule {
+    type Target = dyn HintRule;
+    fn deref(&self) -> &Self::Target {
+        self.0.as_ref()
+    }
+}
+
+impl fmt::Debug for SharedHintRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl PartialEq for SharedHintRule {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.universe() == other.universe() && self.to_list() == other.to_list()
+    }
+}
+
+impl Eq for SharedHintRule {}
 
 impl ResourceHints {
     /// Wraps a hint list the way the kubelet reads one: an empty list means

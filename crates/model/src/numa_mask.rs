@@ -64,6 +64,11 @@ impl NumaMask {
         self.0 & other.0 != 0
     }
 
+    /// The nodes of `self` that are not in `other`.
+    pub const fn without(self, other: NumaMask) -> NumaMask {
+        NumaMask(self.0 & !other.0)
+    }
+
     /// Whether every node of `self` is in `other`.
     pub const fn is_subset_of(self, other: NumaMask) -> bool {
         self.0 & !other.0 == 0
@@ -98,6 +103,35 @@ impl NumaMask {
     pub fn subsets_by_size(universe: NumaMask) -> impl Iterator<Item = NumaMask> {
         let nodes: Vec<usize> = universe.nodes().collect();
         (1..=nodes.len()).flat_map(move |k| Combinations::new(nodes.clone(), k))
+    }
+}
+
+impl NumaMask {
+    /// Every `size`-node sub-mask of `universe`, in increasing integer value
+    /// (so, for one size, from narrowest to widest under the kubelet's
+    /// order). Lazy: the first few of C(64, k) masks cost only a few steps.
+    pub fn subsets_of_size(universe: NumaMask, size: u32) -> impl Iterator<Item = NumaMask> {
+        let nodes: Vec<usize> = universe.nodes().collect();
+        let n = nodes.len() as u32;
+        // Gosper's hack over positions in `nodes`: successive integers with
+        // `size` bits set, in increasing order. Positions map to node ids
+        // monotonically, so the masks come out in increasing value too.
+        let mut next: Option<u128> = (size >= 1 && size <= n).then(|| (1u128 << size) - 1);
+        std::iter::from_fn(move || {
+            let positions = next?;
+            let lowest = positions & positions.wrapping_neg();
+            let ripple = positions + lowest;
+            let successor = (((ripple ^ positions) >> 2) / lowest) | ripple;
+            next = (successor < (1u128 << n)).then_some(successor);
+            let mut bits = 0u64;
+            let mut rest = positions;
+            while rest != 0 {
+                let position = rest.trailing_zeros() as usize;
+                bits |= 1 << nodes[position];
+                rest &= rest - 1;
+            }
+            Some(NumaMask(bits))
+        })
     }
 }
 
@@ -203,6 +237,22 @@ mod tests {
         assert_eq!(masks, ["{0}", "{1}", "{3}", "{0,1}", "{0,3}", "{1,3}", "{0,1,3}"]);
         assert_eq!(NumaMask::subsets_by_size(NumaMask::EMPTY).count(), 0);
         assert_eq!(NumaMask::subsets_by_size(NumaMask::from_bits(0xff)).count(), 255);
+    }
+
+    #[test]
+    fn subsets_of_one_size_come_in_value_order() {
+        let universe = NumaMask::from_nodes([1, 2, 4, 7]);
+        let masks: Vec<u64> = NumaMask::subsets_of_size(universe, 2).map(NumaMask::bits).collect();
+        let mut sorted = masks.clone();
+        sorted.sort_unstable();
+        assert_eq!(masks, sorted);
+        assert_eq!(masks.len(), 6);
+        assert_eq!(NumaMask::subsets_of_size(NumaMask::from_bits(u64::MAX), 64).count(), 1);
+        assert_eq!(NumaMask::subsets_of_size(NumaMask::from_bits(u64::MAX), 1).count(), 64);
+        assert_eq!(NumaMask::subsets_of_size(universe, 0).count(), 0);
+        assert_eq!(NumaMask::subsets_of_size(universe, 5).count(), 0);
+        let all_sizes: usize = (1..=4).map(|k| NumaMask::subsets_of_size(universe, k).count()).sum();
+        assert_eq!(all_sizes, NumaMask::subsets_by_size(universe).count());
     }
 
     #[test]

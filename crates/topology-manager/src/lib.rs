@@ -16,7 +16,7 @@ pub mod reference;
 
 use std::collections::BTreeMap;
 
-pub use merge::merge;
+pub use merge::{HintSource, merge, merge_by_search, merge_lists};
 pub use numa_info::{MissingDistances, NumaInfo};
 pub use options::{DEFAULT_MAX_ALLOWABLE_NUMA_NODES, PolicyOptions, go_parse_bool};
 pub use policy::PolicyDecision;
@@ -173,24 +173,25 @@ impl TopologyManager {
     }
 }
 
-/// One hint list per provider resource, as the kubelet's
-/// `filterProvidersHints` builds them: a provider with no opinion at all, or
-/// no preference for a resource, contributes a preferred "any" hint; a
-/// resource that cannot be placed contributes a non-preferred "any" hint.
-pub fn flatten_provider_hints(providers: &[ProviderHints]) -> Vec<Vec<TopologyHint>> {
-    let mut lists = Vec::new();
+/// One hint source per provider resource, as the kubelet's
+/// `filterProvidersHints` builds its lists: a provider with no opinion at
+/// all, or no preference for a resource, contributes a preferred "any" hint;
+/// a resource that cannot be placed contributes a non-preferred "any" hint.
+pub fn flatten_provider_hints(providers: &[ProviderHints]) -> Vec<HintSource> {
+    let mut sources = Vec::new();
     for provider in providers {
         if provider.is_empty() {
-            lists.push(vec![TopologyHint::any(true)]);
+            sources.push(HintSource::List(vec![TopologyHint::any(true)]));
             continue;
         }
         for hints in provider.by_resource.values() {
-            lists.push(match hints {
-                ResourceHints::NoPreference => vec![TopologyHint::any(true)],
-                ResourceHints::Impossible => vec![TopologyHint::any(false)],
-                ResourceHints::Hints(list) => list.clone(),
+            sources.push(match hints {
+                ResourceHints::NoPreference => HintSource::List(vec![TopologyHint::any(true)]),
+                ResourceHints::Impossible => HintSource::List(vec![TopologyHint::any(false)]),
+                ResourceHints::Hints(list) => HintSource::List(list.clone()),
+                ResourceHints::Rule(rule) => HintSource::Rule(rule.clone()),
             });
         }
     }
-    lists
+    sources
 }

@@ -1,26 +1,8 @@
-//! The hint merge: from every provider's hint list to the one best hint.
-//!
-//! The kubelet enumerates the cross product of all hint lists and folds the
-//! merged candidates through a pairwise comparison. That comparison is not a
-//! valid ordering in general, but on the candidates a merge produces its
-//! outcome does not depend on the fold order, which lets us compute it from
-//! sets instead of permutations ([`merge`]); [`crate::reference`] keeps the
-//! kubelet's fold and the tests prove the two agree.
-//!
-//! What the fold selects, with `default` = every NUMA node and a candidate =
-//! the AND of one hint from each list (a `None` affinity leaves it as is),
-//! candidates with no node left being ignored:
-//! 1. If some candidate is *preferred* (every chosen hint preferred and all
-//!    chosen affinities equal), the best preferred affinity wins.
-//! 2. Otherwise let `B` be the largest, over the lists, of the narrowest
-//!    affinity's node count (`bestNonPreferredAffinityCount`). The best
-//!    candidate with exactly `B` nodes wins; failing that, the best among the
-//!    widest candidates with fewer than `B` nodes; failing that, the best
-//!    (i.e. narrowest) candidate with more than `B` nodes.
-//! 3. With no candidate at all, `default`, not preferred.
-//!
-//! "Best" is [`NumaInfo::compare`]: narrowest, or closest with
-//! `prefer-closest-numa-nodes`.
+//! The merge on explicit hint lists: the candidates of the choice rule
+//! (see [`super`]) computed as sets — the preferred affinities every list
+//! accepts, and every non-empty AND of one affinity per list — instead of
+//! the kubelet's cross product. Cost: at most |reachable| × |list| per list,
+//! with at most 2^n reachable masks.
 
 use std::collections::HashSet;
 
@@ -28,9 +10,10 @@ use topoalign_model::{NumaMask, TopologyHint};
 
 use crate::NumaInfo;
 
-/// Merges filtered hint lists (one list per provider resource, see
-/// [`crate::flatten_provider_hints`]) into the best hint.
-pub fn merge(lists: &[Vec<TopologyHint>], numa: &NumaInfo, closest: bool) -> TopologyHint {
+use super::best_non_preferred_count;
+
+/// Merges explicit hint lists into the best hint.
+pub(crate) fn merge_lists(lists: &[Vec<TopologyHint>], numa: &NumaInfo, closest: bool) -> TopologyHint {
     let default = numa.all_nodes();
     // An empty list has no hint to pick, so the cross product is empty.
     if lists.iter().any(Vec::is_empty) {
@@ -75,17 +58,6 @@ fn best_preferred(lists: &[Vec<TopologyHint>], default: NumaMask, numa: &NumaInf
         candidates.push(default);
     }
     candidates.into_iter().filter(|m| !m.is_empty()).min_by(|a, b| numa.compare(*a, *b, closest))
-}
-
-/// `bestNonPreferredAffinityCount`: over all lists, the largest node count
-/// of a list's narrowest affinity (lists of only "any" hints count 0).
-pub(crate) fn best_non_preferred_count(lists: &[Vec<TopologyHint>]) -> u32 {
-    lists
-        .iter()
-        .filter_map(|list| list.iter().filter_map(|h| h.affinity).min())
-        .map(NumaMask::count)
-        .max()
-        .unwrap_or(0)
 }
 
 /// Every non-empty AND of one affinity per list, starting from `default`.
