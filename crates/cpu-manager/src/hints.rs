@@ -9,12 +9,168 @@
 //! also those spanning the fewest sockets that could.
 //! Must not touch: state; callers pass the free and reusable sets.
 
-use topoalign_model::{CpuSet, NumaMask, TopologyHint};
+use topoalign_model::{CpuSet, HintRule, MAX_NUMA_NODES, NumaMask, TopologyHint, upward_closed_has_hint_between};
 
 use crate::CpuTopology;
 
-/// Hints for `request` CPUs, in `NumaMask::subsets_by_size` order over the
-/// NUMA nodes that have CPUs. Empty when no mask can hold the request.
+/// The CPU hint list as a rule: which NUMA masks can hold `request` CPUs.
+///
+/// Qualifying masks are upward closed (adding a node never loses CPUs), so
+/// membership is a sum over the mask's nodes and the narrowest mask is found
+/// greedily; nothing enumerates the 2^n masks unless the list is asked for.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CpuHintRule {
+    /// NUMA nodes with CPUs: the kubelet's `CPUDetails.NUMANodes()`.
+    universe: NumaMask,
+    /// Available CPUs per NUMA id.
+    available: [u32; MAX_NUMA_NODES],
+    /// CPUs the pod may reuse (its init containers'), and their nodes: a
+    /// mask must hold all of them.
+    reusable: u32,
+    reusable_nodes: NumaMask,
+    request: u64,
+    /// The fewest NUMA nodes that could hold the request on an empty
+    /// machine (`minAffinitySize`).
+    min_affinity_size: u32,
+    /// With `align-by-socket`: the NUMA nodes of each socket, and how many
+    /// sockets the narrowest fit spans.
+    socket_alignment: Option<SocketAlignment>,
+}
+
+impl std::fmt::Debug for CpuHintRule {
+    /// Only the nodes of the universe, not 64 counters.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let available: Vec<(usize, u32)> = self.universe.nodes().map(|n| (n, self.available[n])).collect();
+        f.debug_struct("CpuHintRule")
+            .field("request", &self.request)
+            .field("available_per_numa", &available)
+            .field("reusable", &self.reusable)
+            .field("reusable_nodes", &self.reusable_nodes)
+            .field("min_affinity_size", &self.min_affinity_size)
+            .field("socket_alignment", &self.socket_alignment)
+            .finish()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct SocketAlignment {
+    sockets: Vec<NumaMask>,
+    min_sockets: usize,
+}
+
+impl CpuHintRule {
+    /// The rule for `request` CPUs given the available and reusable CPUs.
+    pub fn new(
+        topology: &CpuTopology,
+        available: &CpuSet,
+        reusable: &CpuSet,
+        request: i64,
+        align_by_socket: bool,
+    ) -> CpuHintRule {
+        let universe = topology.numa_mask();
+        let numa_of = |cpu: u32| topology.cpu(cpu).map_or(0, |info| info.numa);
+        let mut per_node = [0u32; MAX_NUMA_NODES];
+        for cpu in available.iter() {
+            per_node[numa_of(cpu)] += 1;
+        }
+        let reusable_nodes = NumaMask::from_nodes(reusable.iter().map(numa_of));
+        let request = u64::try_from(request).unwrap_or(0);
+        // minAffinitySize is measured on the whole machine: the largest
+        // nodes first reach the request with the fewest nodes.
+        let mut totals: Vec<u64> =
+            universe.nodes().map(|n| topology.cpus_in_numa_nodes(NumaMask::single(n)).len() as u64).collect();
+        totals.sort_unstable_by(|a, b| b.cmp(a));
+        let min_affinity_size = fewest_reaching(&totals, request).unwrap_or(universe.count());
+        let socket_alignment = align_by_socket.then(|| {
+            let numa_per_socket = topology.num_numa_nodes().checked_div(topology.num_sockets()).unwrap_or(0);
+            let sockets: Vec<NumaMask> = topology
+                .sockets_in_numa_nodes(universe)
+                .into_iter()
+                .map(|socket| {
+                    NumaMask::from_nodes(
+                        universe.nodes().filter(|&n| topology.sockets_in_numa_nodes(NumaMask::single(n)).contains(&socket)),
+                    )
+                })
+                .collect();
+            // `isHintSocketAligned` answers false when sockets outnumber
+            // NUMA nodes (no whole NUMA node per socket).
+            let min_sockets = if numa_per_socket == 0 {
+                usize::MAX
+            } else {
+                (min_affinity_size as usize).div_ceil(numa_per_socket)
+            };
+            SocketAlignment { sockets, min_sockets }
+        });
+        CpuHintRule {
+            universe,
+            available: per_node,
+            reusable: reusable.len() as u32,
+            reusable_nodes,
+            request,
+            min_affinity_size,
+            socket_alignment,
+        }
+    }
+
+    fn holds(&self, mask: NumaMask) -> bool {
+        self.reusable_nodes.is_subset_of(mask)
+            && u64::from(self.reusable) + mask.nodes().map(|n| u64::from(self.available[n])).sum::<u64>()
+                >= self.request
+    }
+
+    fn preferred(&self, mask: NumaMask) -> bool {
+        let socket_aligned = self.socket_alignment.as_ref().is_some_and(|alignment| {
+            alignment.sockets.iter().filter(|socket| socket.intersects(mask)).count() == alignment.min_sockets
+        });
+        socket_aligned || mask.count() == self.min_affinity_size
+    }
+}
+
+impl HintRule for CpuHintRule {
+    fn universe(&self) -> NumaMask {
+        self.universe
+    }
+
+    fn classify(&self, mask: NumaMask) -> Option<bool> {
+        self.holds(mask).then(|| self.preferred(mask))
+    }
+
+    fn has_hint_between(&self, must: NumaMask, within: NumaMask) -> bool {
+        upward_closed_has_hint_between(self, must, within)
+    }
+
+    fn preferred_count(&self) -> Option<u32> {
+        self.socket_alignment.is_none().then_some(self.min_affinity_size)
+    }
+
+    fn narrowest_count(&self) -> Option<u32> {
+        // The reusable CPUs' nodes are compulsory; then the fullest nodes.
+        let base = u64::from(self.reusable)
+            + self.reusable_nodes.nodes().map(|n| u64::from(self.available[n])).sum::<u64>();
+        let mut others: Vec<u64> =
+            self.universe.without(self.reusable_nodes).nodes().map(|n| u64::from(self.available[n])).collect();
+        others.sort_unstable_by(|a, b| b.cmp(a));
+        let extra = if base >= self.request { Some(0) } else { fewest_reaching(&others, self.request - base) }?;
+        let count = self.reusable_nodes.count() + extra;
+        (count >= 1 && self.reusable_nodes.is_subset_of(self.universe)).then_some(count)
+    }
+}
+
+/// How many of `descending` (largest first) it takes to reach `target`.
+fn fewest_reaching(descending: &[u64], target: u64) -> Option<u32> {
+    let mut sum = 0;
+    for (i, value) in descending.iter().enumerate() {
+        if sum >= target {
+            return Some(i as u32);
+        }
+        sum += value;
+    }
+    (sum >= target).then_some(descending.len() as u32)
+}
+
+/// Hints for `request` CPUs as the kubelet lists them, in
+/// `NumaMask::subsets_by_size` order over the NUMA nodes that have CPUs.
+/// Empty when no mask can hold the request.
 pub fn generate_cpu_topology_hints(
     topology: &CpuTopology,
     available: &CpuSet,
@@ -22,45 +178,7 @@ pub fn generate_cpu_topology_hints(
     request: i64,
     align_by_socket: bool,
 ) -> Vec<TopologyHint> {
-    let numa_nodes = topology.numa_mask();
-    let numa_of = |cpu: u32| topology.cpu(cpu).map_or(0, |info| info.numa);
-    let mut min_affinity_size = numa_nodes.count();
-    let mut hints = Vec::new();
-    for mask in NumaMask::subsets_by_size(numa_nodes) {
-        // The preference is measured on the whole machine, not on what is
-        // free, and before any qualification test.
-        if topology.cpus_in_numa_nodes(mask).len() as i64 >= request && mask.count() < min_affinity_size {
-            min_affinity_size = mask.count();
-        }
-        if !reusable.iter().all(|cpu| mask.contains(numa_of(cpu))) {
-            continue;
-        }
-        let matching = reusable.len() + available.iter().filter(|&cpu| mask.contains(numa_of(cpu))).count();
-        if (matching as i64) < request {
-            continue;
-        }
-        hints.push(TopologyHint::new(mask, false));
-    }
-    for hint in &mut hints {
-        let Some(mask) = hint.affinity else { continue };
-        hint.preferred = (align_by_socket && is_socket_aligned(topology, mask, min_affinity_size))
-            || mask.count() == min_affinity_size;
-    }
-    hints
-}
-
-/// `isHintSocketAligned`: whether the mask's NUMA nodes span exactly as many
-/// sockets as the narrowest NUMA fit would need.
-fn is_socket_aligned(topology: &CpuTopology, mask: NumaMask, min_affinity_size: u32) -> bool {
-    let numa_per_socket = topology
-        .num_numa_nodes()
-        .checked_div(topology.num_sockets())
-        .unwrap_or(0);
-    if numa_per_socket == 0 {
-        return false;
-    }
-    let min_sockets = (min_affinity_size as usize).div_ceil(numa_per_socket);
-    topology.sockets_in_numa_nodes(mask).len() == min_sockets
+    CpuHintRule::new(topology, available, reusable, request, align_by_socket).to_list()
 }
 
 #[cfg(test)]
@@ -164,5 +282,38 @@ mod tests {
         let got = hints(&multi, "0-79", "", 10, true);
         assert!(got.contains(&"{0,1}+".to_string()), "one socket: socket-aligned");
         assert!(got.contains(&"{0,2}".to_string()), "two sockets: not preferred");
+    }
+}
+
+#[cfg(test)]
+mod rule_properties {
+    use proptest::prelude::*;
+    use topoalign_model::{CpuSet, HintRule, NumaMask};
+
+    use super::CpuHintRule;
+    use crate::machines::*;
+
+    proptest! {
+        /// The greedy narrowest count is the one enumeration finds, and the
+        /// list only ever holds masks the rule accepts.
+        #[test]
+        fn narrowest_count_matches_enumeration(
+            free in proptest::collection::vec(any::<bool>(), 80),
+            reuse in proptest::collection::vec(any::<bool>(), 80),
+            request in 1i64..60,
+            by_socket in any::<bool>(),
+        ) {
+            let topology = dual_socket_multi_numa_per_socket_ht();
+            let cpus: Vec<u32> = topology.all_cpus().iter().collect();
+            let available: CpuSet = cpus.iter().zip(&free).filter(|(_, f)| **f).map(|(c, _)| *c).collect();
+            let reusable: CpuSet =
+                cpus.iter().zip(&reuse).filter(|(c, r)| **r && !available.contains(**c)).map(|(c, _)| *c).collect();
+            let rule = CpuHintRule::new(&topology, &available, &reusable, request, by_socket);
+            let enumerated = NumaMask::subsets_by_size(rule.universe())
+                .filter(|m| rule.classify(*m).is_some())
+                .map(NumaMask::count)
+                .min();
+            prop_assert_eq!(rule.narrowest_count(), enumerated);
+        }
     }
 }

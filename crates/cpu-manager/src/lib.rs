@@ -27,7 +27,7 @@ mod policy_static;
 mod topology;
 
 pub use assignment::{CpuSortingStrategy, TakeError, take_by_topology};
-pub use hints::generate_cpu_topology_hints;
+pub use hints::{CpuHintRule, generate_cpu_topology_hints};
 pub use options::{PolicyOptionError, StaticPolicyOptions};
 pub use policy_static::StaticPolicyError;
 pub use topology::{CpuInfo, CpuTopology};

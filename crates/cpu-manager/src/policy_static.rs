@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use topoalign_model::{Container, CpuSet, NumaMask, Pod, ProviderHints, QosClass, ResourceHints};
 
 use crate::assignment::{TakeError, take_by_topology};
-use crate::hints::generate_cpu_topology_hints;
+use crate::hints::CpuHintRule;
 use crate::options::{PolicyOptionError, StaticPolicyOptions};
 use crate::{CpuAllocateError, CpuTopology};
 
@@ -133,14 +133,8 @@ impl StaticPolicy {
     }
 
     fn cpu_hints(&self, available: &CpuSet, reusable: &CpuSet, request: i64) -> ProviderHints {
-        let hints = generate_cpu_topology_hints(
-            &self.topology,
-            available,
-            reusable,
-            request,
-            self.options.align_by_socket,
-        );
-        ProviderHints::single("cpu", ResourceHints::from_list(hints))
+        let rule = CpuHintRule::new(&self.topology, available, reusable, request, self.options.align_by_socket);
+        ProviderHints::single("cpu", ResourceHints::from_rule(rule))
     }
 
     /// `GetTopologyHints`.

@@ -37,7 +37,9 @@ impl TopologyHint {
 }
 
 /// What one provider says about one resource.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Equality is by meaning: a rule equals the list it describes.
+#[derive(Clone, Debug)]
 pub enum ResourceHints {
     /// The provider does not care where this resource goes (kubelet: `nil`).
     NoPreference,
@@ -52,6 +54,21 @@ pub enum ResourceHints {
     /// list. A rule is never empty (an empty one is `Impossible`).
     Rule(SharedHintRule),
 }
+
+impl PartialEq for ResourceHints {
+    fn eq(&self, other: &Self) -> bool {
+        use ResourceHints::{Hints, Impossible, NoPreference, Rule};
+        match (self, other) {
+            (NoPreference, NoPreference) | (Impossible, Impossible) => true,
+            (Hints(a), Hints(b)) => a == b,
+            (Rule(a), Rule(b)) => a == b,
+            (Hints(list), Rule(rule)) | (Rule(rule), Hints(list)) => rule.to_list() == *list,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for ResourceHints {}
 
 /// A provider's hint list given by its membership rule.
 ///
@@ -140,6 +157,26 @@ impl ResourceHints {
             ResourceHints::Impossible
         } else {
             ResourceHints::Hints(hints)
+        }
+    }
+
+    /// Wraps a rule; a rule without any hint means the request cannot be
+    /// satisfied anywhere.
+    pub fn from_rule(rule: impl HintRule + 'static) -> Self {
+        if rule.narrowest_count().is_none() {
+            ResourceHints::Impossible
+        } else {
+            ResourceHints::Rule(SharedHintRule::new(rule))
+        }
+    }
+
+    /// The explicit list, whatever the representation (`None` for
+    /// `NoPreference` and `Impossible`).
+    pub fn to_list(&self) -> Option<Vec<TopologyHint>> {
+        match self {
+            ResourceHints::NoPreference | ResourceHints::Impossible => None,
+            ResourceHints::Hints(list) => Some(list.clone()),
+            ResourceHints::Rule(rule) => Some(rule.to_list()),
         }
     }
 }
