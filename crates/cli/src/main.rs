@@ -1,7 +1,8 @@
 //! The `topoalign` binary: a thin layer that parses arguments, reads files,
 //! calls the libraries and prints. Exit codes: 0 success, 1 an unexpected
-//! failure (I/O), 2 bad input — a malformed scenario, or a configuration
-//! the kubelet would refuse to start with.
+//! failure (e.g. writing the output), 2 bad input — a file that cannot be
+//! read, a malformed scenario, or a configuration the kubelet would refuse
+//! to start with.
 
 mod commands;
 

@@ -27,10 +27,17 @@ enum Format {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<Outcome> {
-    let text = if args.scenario.as_os_str() == "-" {
-        std::io::read_to_string(std::io::stdin()).context("reading the scenario from standard input")?
+    let read = if args.scenario.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin()).context("cannot read the scenario from standard input")
     } else {
-        std::fs::read_to_string(&args.scenario).with_context(|| format!("reading {}", args.scenario.display()))?
+        std::fs::read_to_string(&args.scenario).with_context(|| format!("cannot read {}", args.scenario.display()))
+    };
+    let text = match read {
+        Ok(text) => text,
+        Err(error) => {
+            eprintln!("topoalign: {error:#}");
+            return Ok(Outcome::BadInput);
+        }
     };
     let outcome = Scenario::parse(&text).and_then(|scenario| replay(&scenario));
     let error = match outcome {

@@ -1,0 +1,97 @@
+//! `topoalign replay` driven as a user would: the real binary, real files.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn topoalign() -> Command {
+    Command::cargo_bin("topoalign").expect("binary is built")
+}
+
+#[test]
+fn the_readme_example_replays_as_json() {
+    let output = topoalign()
+        .arg("replay")
+        .arg(repo().join("examples/scenarios/two-socket-gpu.yaml"))
+        .output()
+        .expect("runs");
+    assert!(output.status.success());
+    let doc: Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    let results = doc["results"].as_array().expect("results");
+    assert_eq!(results[0]["admitted"], true);
+    assert_eq!(results[0]["containers"][0]["cpus"], "12-15,36-39");
+    assert_eq!(results[0]["containers"][0]["devices"]["nvidia.com/gpu"][0], "gpu0");
+    assert_eq!(results[1]["reason"], "TopologyAffinityError");
+    assert_eq!(results[4]["deleted"], true);
+    assert_eq!(results[5]["admitted"], true);
+    assert_eq!(doc["final"]["cpuAssignments"]["ml/train-3"]["trainer"], "12-13,36-37");
+}
+
+#[test]
+fn text_format_is_a_table_for_people() {
+    topoalign()
+        .args(["replay", "--format", "text"])
+        .arg(repo().join("examples/scenarios/two-socket-gpu.yaml"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("REJECTED TopologyAffinityError"))
+        .stdout(predicate::str::contains("shared CPU pool: 0-11,14-35,38-47"));
+}
+
+#[test]
+fn a_conformance_vector_matches_through_the_binary() {
+    let shared = repo().join("../shared/conformance");
+    let output = topoalign().arg("replay").arg(shared.join("scenarios/1112.json")).output().expect("runs");
+    let ours: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let expected: Value =
+        serde_json::from_str(&std::fs::read_to_string(shared.join("expected/1112.json")).expect("expected")).expect("JSON");
+    assert_eq!(ours, expected);
+}
+
+#[test]
+fn a_refused_configuration_prints_the_kubelet_error_and_exits_2() {
+    let scenario = r#"{"topology": {"numaNodes": [{"id": 0, "memory": "8Gi"}],
+        "cpus": [{"id": 0, "core": 0, "socket": 0, "numa": 0}]},
+      "kubelet": {"cpuManagerPolicy": "static"}, "events": []}"#;
+    let output = topoalign().args(["replay", "-"]).write_stdin(scenario).output().expect("runs");
+    assert_eq!(output.status.code(), Some(2));
+    let doc: Value = serde_json::from_slice(&output.stdout).expect("JSON error document");
+    assert_eq!(doc["error"], "[cpumanager] unable to determine reserved CPU resources for static policy");
+}
+
+#[test]
+fn a_malformed_scenario_names_the_file_and_field_and_exits_2() {
+    let dir = tempdir();
+    let file = dir.join("bad.yaml");
+    std::fs::write(&file, "topology:\n  numaNodes:\n    - {id: 0, memory: lots}\n").expect("write");
+    let output = topoalign().arg("replay").arg(&file).output().expect("runs");
+    assert_eq!(output.status.code(), Some(2));
+    let doc: Value = serde_json::from_slice(&output.stdout).expect("JSON error document");
+    let error = doc["error"].as_str().expect("error text");
+    assert!(error.starts_with("invalid scenario: "), "{error}");
+    assert!(error.contains("bad.yaml"), "{error}");
+    assert!(error.contains("topology.numaNodes[0].memory"), "{error}");
+}
+
+#[test]
+fn a_missing_file_is_an_error_naming_it() {
+    topoalign()
+        .args(["replay", "/nonexistent/scenario.yaml"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot read /nonexistent/scenario.yaml"));
+}
+
+/// A fresh directory under the target dir (no tempfile dependency needed
+/// for one file).
+fn tempdir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("topoalign-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
