@@ -1,0 +1,220 @@
+//! Choosing the devices for one container and one resource (the kubelet's
+//! `devicesToAllocate`, `filterByAffinity`, and the conformance plugins'
+//! `GetPreferredAllocation`).
+//!
+//! Owns the choice only: it reads the registry and what is in use, and
+//! returns the ids to give; recording them is the manager's job.
+//!
+//! The kubelet picks from unordered sets, so without a plugin preference its
+//! choice is random. The conformance plugins implement
+//! `GetPreferredAllocation` ([`preferred_allocation`]) and, because every
+//! call asks for exactly the number of devices still needed, that makes the
+//! outcome deterministic. The one place where the kubelet stays in map order
+//! whatever the plugin says — re-using more init-container devices than the
+//! container needs — takes the lowest ids here.
+
+use topoalign_model::TopologyHint;
+
+use crate::DeviceAllocateError;
+use crate::pod_devices::DeviceSet;
+use crate::registry::ResourceDevices;
+
+/// One `devicesToAllocate` call.
+pub(crate) struct Request<'a> {
+    pub(crate) pod_uid: &'a str,
+    pub(crate) container: &'a str,
+    pub(crate) resource: &'a str,
+    pub(crate) devices: &'a ResourceDevices,
+    /// The container's limit, in devices.
+    pub(crate) required: i128,
+    /// What the container already holds of this resource (a repeated call).
+    pub(crate) already_held: Option<&'a DeviceSet>,
+    /// Devices of earlier init containers of the pod it may take over.
+    pub(crate) reusable: &'a DeviceSet,
+    /// Devices held by any pod.
+    pub(crate) in_use: &'a DeviceSet,
+    /// The topology manager's hint for the container.
+    pub(crate) hint: TopologyHint,
+}
+
+/// The devices to give; empty when nothing new is needed.
+///
+/// # Errors
+/// The kubelet's errors, e.g. `requested number of devices unavailable for
+/// nvidia.com/gpu. Requested: 2, Available: 1`.
+pub(crate) fn devices_to_allocate(request: &Request<'_>) -> Result<DeviceSet, DeviceAllocateError> {
+    let Request { resource, required, .. } = *request;
+    let mut needed = required;
+    if let Some(held) = request.already_held {
+        needed -= len(held);
+        if needed != 0 {
+            return Err(DeviceAllocateError::new(format!(
+                "pod {:?} container {:?} changed request for resource {:?} from {} to {}",
+                request.pod_uid,
+                request.container,
+                resource,
+                held.len(),
+                required
+            )));
+        }
+    }
+    if request.devices.is_empty() {
+        return Err(DeviceAllocateError::new(format!(
+            "no healthy devices present; cannot allocate unhealthy devices {resource}"
+        )));
+    }
+    if needed == 0 {
+        return Ok(DeviceSet::new());
+    }
+    if needed < 0 {
+        // Not reachable from a valid pod (negative quantities are rejected
+        // at the edge). The kubelet would grab devices without ever reaching
+        // zero and then fail with this text; we fail without grabbing.
+        return Err(less_than_required(required, 0));
+    }
+
+    let mut chosen = Chosen {
+        needed,
+        devices: DeviceSet::new(),
+    };
+    if chosen.take_from(request.reusable.iter()) {
+        return Ok(chosen.devices);
+    }
+
+    let available: DeviceSet = request
+        .devices
+        .ids()
+        .filter(|id| !request.in_use.contains(*id) && !chosen.devices.contains(*id))
+        .cloned()
+        .collect();
+    if len(&available) < chosen.needed {
+        return Err(DeviceAllocateError::new(format!(
+            "requested number of devices unavailable for {resource}. Requested: {}, Available: {}",
+            chosen.needed,
+            available.len()
+        )));
+    }
+
+    let buckets = filter_by_affinity(request.devices, &available, request.hint);
+    if chosen.needed < len(&buckets.aligned) {
+        // Everything fits in the aligned set: let the plugin choose there.
+        let offered: DeviceSet = buckets.aligned.union(&chosen.devices).cloned().collect();
+        let preferred = preferred_allocation(request.devices, &offered, &chosen.devices, required);
+        if chosen.take_from(preferred.iter().filter(|id| buckets.aligned.contains(*id))) {
+            return Ok(chosen.devices);
+        }
+        if chosen.take_from(buckets.aligned.iter()) {
+            return Ok(chosen.devices);
+        }
+        return Err(less_than_required(required, required - chosen.needed));
+    }
+
+    // Take every aligned device first (the alignment the topology manager
+    // promised), then let the plugin choose among the rest.
+    if chosen.take_from(buckets.aligned.iter()) {
+        return Ok(chosen.devices);
+    }
+    let offered: DeviceSet = available.union(&chosen.devices).cloned().collect();
+    let preferred = preferred_allocation(request.devices, &offered, &chosen.devices, required);
+    if chosen.take_from(preferred.iter().filter(|id| available.contains(*id))) {
+        return Ok(chosen.devices);
+    }
+    if chosen.take_from(buckets.unaligned.iter()) || chosen.take_from(buckets.without_topology.iter()) {
+        return Ok(chosen.devices);
+    }
+    Err(less_than_required(required, required - chosen.needed))
+}
+
+/// Devices chosen so far and how many are still needed (the kubelet's
+/// `allocateRemainingFrom` closure state).
+struct Chosen {
+    needed: i128,
+    devices: DeviceSet,
+}
+
+impl Chosen {
+    /// Takes candidates not chosen yet, in order, until none is needed;
+    /// whether the request is complete.
+    fn take_from<'a>(&mut self, candidates: impl Iterator<Item = &'a String>) -> bool {
+        for id in candidates {
+            if self.needed <= 0 {
+                break;
+            }
+            if self.devices.insert(id.clone()) {
+                self.needed -= 1;
+            }
+        }
+        self.needed <= 0
+    }
+}
+
+/// The available devices split by the hint (the kubelet's
+/// `filterByAffinity`). A device on several NUMA nodes is aligned as soon as
+/// one of them is in the hint.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct AffinityBuckets {
+    pub(crate) aligned: DeviceSet,
+    pub(crate) unaligned: DeviceSet,
+    pub(crate) without_topology: DeviceSet,
+}
+
+/// Without a hint affinity, or for a resource none of whose devices reports
+/// a topology, everything lands in `without_topology`: nothing is aligned.
+pub(crate) fn filter_by_affinity(
+    devices: &ResourceDevices,
+    available: &DeviceSet,
+    hint: TopologyHint,
+) -> AffinityBuckets {
+    let mut buckets = AffinityBuckets::default();
+    let hint_mask = match hint.affinity {
+        Some(mask) if devices.has_topology_alignment() => mask,
+        _ => {
+            buckets.without_topology = available.clone();
+            return buckets;
+        }
+    };
+    for id in available {
+        let bucket = match devices.affinity(id) {
+            None => &mut buckets.without_topology,
+            Some(affinity) if affinity.intersects(hint_mask) => &mut buckets.aligned,
+            Some(_) => &mut buckets.unaligned,
+        };
+        bucket.insert(id.clone());
+    }
+    buckets
+}
+
+/// The conformance plugins' `GetPreferredAllocation` (conformance README,
+/// "Device choice"): the must-include devices, then the other offered
+/// devices — those with a NUMA affinity first, each group by ascending id
+/// (string order) — up to `size` devices in all, in that order.
+pub(crate) fn preferred_allocation(
+    devices: &ResourceDevices,
+    offered: &DeviceSet,
+    must_include: &DeviceSet,
+    size: i128,
+) -> Vec<String> {
+    let size = usize::try_from(size.max(0)).unwrap_or(usize::MAX);
+    let rest = |with_topology: bool| {
+        offered
+            .iter()
+            .filter(move |id| !must_include.contains(*id) && devices.affinity(id).is_some() == with_topology)
+    };
+    must_include
+        .iter()
+        .chain(rest(true))
+        .chain(rest(false))
+        .take(size.max(must_include.len()))
+        .cloned()
+        .collect()
+}
+
+fn less_than_required(required: i128, got: i128) -> DeviceAllocateError {
+    DeviceAllocateError::new(format!(
+        "unexpectedly allocated less resources than required. Requested: {required}, Got: {got}"
+    ))
+}
+
+fn len(set: &DeviceSet) -> i128 {
+    i128::try_from(set.len()).unwrap_or(i128::MAX)
+}

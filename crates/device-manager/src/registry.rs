@@ -1,0 +1,90 @@
+//! [`Registry`]: the devices the device plugins registered, per resource,
+//! with each device's NUMA affinity.
+//!
+//! Owns the kubelet's `allDevices` / `healthyDevices` view. Every device of
+//! the machine is registered and healthy before the first pod (the
+//! conformance oracle's plugins connect and list their devices at start), so
+//! "healthy" and "registered" are the same set here. Must not hold any
+//! allocation state.
+
+use std::collections::BTreeMap;
+
+use topoalign_model::{Machine, NumaMask};
+
+/// The devices of one resource: id → NUMA affinity (`None` = the device
+/// reports no `TopologyInfo`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ResourceDevices {
+    devices: BTreeMap<String, Option<NumaMask>>,
+}
+
+impl ResourceDevices {
+    /// The kubelet's `deviceHasTopologyAlignment`: whether any device of the
+    /// resource reports NUMA nodes. A resource without it has no topology
+    /// preference and is never filtered by affinity.
+    pub(crate) fn has_topology_alignment(&self) -> bool {
+        self.devices.values().any(Option::is_some)
+    }
+
+    /// The NUMA affinity of `id`; `None` when the device has no topology or
+    /// is unknown.
+    pub(crate) fn affinity(&self, id: &str) -> Option<NumaMask> {
+        self.devices.get(id).copied().flatten()
+    }
+
+    /// Every device id, ascending.
+    pub(crate) fn ids(&self) -> impl Iterator<Item = &String> {
+        self.devices.keys()
+    }
+
+    /// Every device with its affinity.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&String, Option<NumaMask>)> {
+        self.devices.iter().map(|(id, mask)| (id, *mask))
+    }
+
+    /// Whether the resource has no devices at all.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.devices.is_empty()
+    }
+}
+
+/// Every registered device-plugin resource.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Registry {
+    resources: BTreeMap<String, ResourceDevices>,
+}
+
+impl Registry {
+    /// Registers every device of the machine as healthy.
+    pub(crate) fn from_machine(machine: &Machine) -> Registry {
+        let resources = machine
+            .devices()
+            .iter()
+            .map(|(resource, devices)| {
+                let devices = devices
+                    .iter()
+                    .map(|device| {
+                        // Machine::new checked that every NUMA id exists, so
+                        // NumaMask::from_nodes cannot see an id >= 64.
+                        let affinity =
+                            (!device.numa.is_empty()).then(|| NumaMask::from_nodes(device.numa.iter().copied()));
+                        (device.id.clone(), affinity)
+                    })
+                    .collect();
+                (resource.clone(), ResourceDevices { devices })
+            })
+            .collect();
+        Registry { resources }
+    }
+
+    /// The devices of `resource`, if it is a device-plugin resource (the
+    /// kubelet's `isDevicePluginResource`: a plugin registered it).
+    pub(crate) fn resource(&self, resource: &str) -> Option<&ResourceDevices> {
+        self.resources.get(resource)
+    }
+
+    /// Every resource name with its devices.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&String, &ResourceDevices)> {
+        self.resources.iter()
+    }
+}

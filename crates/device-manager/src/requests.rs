@@ -1,0 +1,134 @@
+//! How many devices a container or a pod asks for, read the way the device
+//! manager reads it: from *limits* (for extended resources requests must
+//! equal limits, so the kubelet never looks at requests), counted with
+//! `Quantity.Value()` (rounded up to a whole device).
+//!
+//! Owns only the reading of requests; resources that are not device-plugin
+//! resources are dropped here and never reach the device manager.
+
+use std::collections::BTreeMap;
+
+use topoalign_model::{Container, Pod, Quantity, ResourceList};
+
+use crate::registry::Registry;
+
+/// Devices asked for, per device-plugin resource. Counts are `i128` like
+/// [`Quantity::value`]; a count can be zero (a `0` limit still names the
+/// resource, and the kubelet still gives it hints).
+pub(crate) type DeviceRequests = BTreeMap<String, i128>;
+
+/// The kubelet's `getContainerDeviceRequest`.
+pub(crate) fn container_device_requests(registry: &Registry, container: &Container) -> DeviceRequests {
+    device_requests(registry, &container.limits)
+}
+
+/// The kubelet's `getPodDeviceRequest`: the pod's effective limits
+/// (component-helpers `PodLimits` without overhead), device resources only.
+pub(crate) fn pod_device_requests(registry: &Registry, pod: &Pod) -> DeviceRequests {
+    device_requests(registry, &pod_limits(pod))
+}
+
+fn device_requests(registry: &Registry, limits: &ResourceList) -> DeviceRequests {
+    limits
+        .iter()
+        .filter(|(resource, _)| registry.resource(resource).is_some())
+        .map(|(resource, quantity)| (resource.clone(), quantity.value()))
+        .collect()
+}
+
+/// component-helpers `PodLimits` (v1.32, overhead excluded): the sum of the
+/// app containers and the sidecars (restartable init containers), or, when
+/// larger, what the pod needs while its biggest init container runs (that
+/// init container plus the sidecars started before it).
+fn pod_limits(pod: &Pod) -> ResourceList {
+    let mut total = ResourceList::new();
+    for container in &pod.containers {
+        add_into(&mut total, &container.limits);
+    }
+    let mut sidecars = ResourceList::new();
+    let mut init_peak = ResourceList::new();
+    for init in &pod.init_containers {
+        let running_now = if init.restartable {
+            add_into(&mut total, &init.limits);
+            add_into(&mut sidecars, &init.limits);
+            sidecars.clone()
+        } else {
+            let mut with_sidecars = init.limits.clone();
+            add_into(&mut with_sidecars, &sidecars);
+            with_sidecars
+        };
+        max_into(&mut init_peak, &running_now);
+    }
+    max_into(&mut total, &init_peak);
+    total
+}
+
+fn add_into(total: &mut ResourceList, more: &ResourceList) {
+    for (resource, quantity) in more {
+        let entry = total.entry(resource.clone()).or_insert(Quantity::ZERO);
+        *entry += *quantity;
+    }
+}
+
+fn max_into(total: &mut ResourceList, other: &ResourceList) {
+    for (resource, quantity) in other {
+        let entry = total.entry(resource.clone()).or_insert(*quantity);
+        if *quantity > *entry {
+            *entry = *quantity;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{container, machine, pod, sidecar};
+
+    fn gpus(requests: DeviceRequests) -> Option<i128> {
+        requests.get("gpu").copied()
+    }
+
+    #[test]
+    fn pod_limits_follow_the_sidecar_formula() {
+        let registry = Registry::from_machine(&machine(1, &[("gpu", "gpu0@0")]));
+        let app = || vec![container("app", &[("gpu", 1)]), container("cpu-only", &[("cpu", 2)])];
+        let cases = [
+            // (init containers, expected pod request)
+            (vec![], 1),
+            // app 1 + sidecar 1 = 2 < init 3 running next to the sidecar = 4
+            (
+                vec![sidecar("sidecar", &[("gpu", 1)]), container("init", &[("gpu", 3)])],
+                4,
+            ),
+            // an init container that runs before the sidecar starts: max(2, 1 + 1)
+            (
+                vec![container("init", &[("gpu", 2)]), sidecar("sidecar", &[("gpu", 1)])],
+                2,
+            ),
+            // two sidecars and a small init: 1 + 2 + 3 = 6
+            (
+                vec![
+                    sidecar("s1", &[("gpu", 2)]),
+                    container("init", &[("gpu", 1)]),
+                    sidecar("s2", &[("gpu", 3)]),
+                ],
+                6,
+            ),
+        ];
+        for (init, expected) in cases {
+            let pod = pod("p", init, app());
+            assert_eq!(gpus(pod_device_requests(&registry, &pod)), Some(expected), "{pod:?}");
+        }
+    }
+
+    #[test]
+    fn only_device_resources_count_and_fractions_round_up() {
+        let registry = Registry::from_machine(&machine(1, &[("gpu", "gpu0@0")]));
+        let mut app = container("app", &[("cpu", 2), ("example.com/unknown", 1)]);
+        assert_eq!(container_device_requests(&registry, &app), DeviceRequests::new());
+        app.limits.insert("gpu".to_owned(), Quantity::from_milli(1500));
+        assert_eq!(gpus(container_device_requests(&registry, &app)), Some(2));
+        app.limits.insert("gpu".to_owned(), Quantity::ZERO);
+        assert_eq!(gpus(container_device_requests(&registry, &app)), Some(0));
+    }
+}

@@ -1,0 +1,116 @@
+//! Compact fixtures for the unit tests: machines written as
+//! `("nvidia.com/gpu", "gpu0@0 gpu1@1 gpu2@0,1 gpu3@-")` (id @ NUMA nodes,
+//! `-` = no topology), containers as name + limits in whole units.
+
+use std::collections::BTreeMap;
+
+use topoalign_model::{Container, Cpu, Device, Machine, NumaMask, NumaNode, Pod, QosClass, Quantity, TopologyHint};
+
+/// A machine with `numa_nodes` nodes (one CPU each) and the given devices.
+pub(crate) fn machine(numa_nodes: usize, devices: &[(&str, &str)]) -> Machine {
+    let nodes = (0..numa_nodes)
+        .map(|id| NumaNode {
+            id,
+            memory: 1 << 30,
+            hugepages: BTreeMap::new(),
+            distances: None,
+        })
+        .collect();
+    let cpus = (0..numa_nodes)
+        .map(|numa| Cpu {
+            id: u32::try_from(numa).expect("few NUMA nodes in tests"),
+            core: u32::try_from(numa).expect("few NUMA nodes in tests"),
+            socket: 0,
+            numa,
+            uncore_cache: None,
+        })
+        .collect();
+    let devices = devices
+        .iter()
+        .map(|(resource, list)| {
+            let list = list
+                .split_whitespace()
+                .map(|spec| {
+                    let (id, numa) = spec.split_once('@').expect("device spec id@numa");
+                    let numa = if numa == "-" {
+                        Vec::new()
+                    } else {
+                        numa.split(',').map(|n| n.parse().expect("NUMA id")).collect()
+                    };
+                    Device {
+                        id: id.to_owned(),
+                        numa,
+                    }
+                })
+                .collect();
+            ((*resource).to_owned(), list)
+        })
+        .collect();
+    Machine::new(nodes, cpus, devices).expect("valid test machine")
+}
+
+/// A container with whole-unit limits (requests defaulted from them).
+pub(crate) fn container(name: &str, limits: &[(&str, i128)]) -> Container {
+    let limits: BTreeMap<String, Quantity> = limits
+        .iter()
+        .map(|(resource, units)| ((*resource).to_owned(), Quantity::from_units(*units)))
+        .collect();
+    Container {
+        name: name.to_owned(),
+        requests: limits.clone(),
+        limits,
+        restartable: false,
+    }
+}
+
+/// A restartable init container (sidecar).
+pub(crate) fn sidecar(name: &str, limits: &[(&str, i128)]) -> Container {
+    Container {
+        restartable: true,
+        ..container(name, limits)
+    }
+}
+
+/// A pod named and identified by `uid`.
+pub(crate) fn pod(uid: &str, init_containers: Vec<Container>, containers: Vec<Container>) -> Pod {
+    Pod {
+        namespace: "default".to_owned(),
+        name: uid.to_owned(),
+        uid: uid.to_owned(),
+        qos: QosClass::Guaranteed,
+        init_containers,
+        containers,
+        overhead: BTreeMap::new(),
+    }
+}
+
+/// A mask from NUMA ids.
+pub(crate) fn mask(nodes: &[usize]) -> NumaMask {
+    NumaMask::from_nodes(nodes.iter().copied())
+}
+
+/// The topology manager's hint for `nodes` (`&[]` = no affinity).
+pub(crate) fn affinity(nodes: &[usize]) -> TopologyHint {
+    if nodes.is_empty() {
+        TopologyHint::any(true)
+    } else {
+        TopologyHint::new(mask(nodes), true)
+    }
+}
+
+/// Hints written as `"{0}* {1}* {0,1}"` (`*` = preferred).
+pub(crate) fn hints(text: &str) -> Vec<TopologyHint> {
+    text.split_whitespace()
+        .map(|hint| {
+            let preferred = hint.ends_with('*');
+            let nodes: Vec<usize> = hint
+                .trim_end_matches('*')
+                .trim_start_matches('{')
+                .trim_end_matches('}')
+                .split(',')
+                .map(|n| n.parse().expect("NUMA id"))
+                .collect();
+            TopologyHint::new(mask(&nodes), preferred)
+        })
+        .collect()
+}

@@ -1,0 +1,942 @@
+//! The kubelet's resource-fit admission check (the predicate admit
+//! handler: `pkg/kubelet/lifecycle/predicate.go` → scheduler
+//! `noderesources.Fits`), the node capacity and allocatable it checks
+//! against (`nodestatus.MachineInfo`), and the start-up check that the
+//! reservation does not exceed capacity (`validateNodeAllocatable`).
+//!
+//! Owns: [`NodeResources`] ([`node_resources`]), [`check_fit`] and its
+//! [`FitFailure`] texts, [`validate_node_allocatable`]. Pure; must not touch
+//! any manager's state — the engine runs it after the topology manager's
+//! admission, with the other admitted pods.
+//!
+//! Node resources, as the conformance README "Interpretations" fixes them:
+//! capacity `cpu` = logical CPUs, `memory` = sum of the NUMA nodes' memory
+//! (huge pages included), `hugepages-<size>` = pool totals (2Mi and 1Gi
+//! always listed, as cAdvisor does on x86-64), `pods` = `maxPods`, one entry
+//! per device resource = its device count; no `ephemeral-storage`.
+//! Allocatable = capacity − (systemReserved + kubeReserved + hard eviction)
+//! for `cpu`, `memory` and huge pages (the resources the kubelet's container
+//! manager knows), clamped at zero; memory then also loses the huge page
+//! totals (clamped again); device resources are their (all healthy) device
+//! counts.
+//!
+//! The fit check, in the kubelet's order, reports only the first shortfall:
+//! too many pods, then `cpu` (millicores), `memory` (bytes),
+//! `ephemeral-storage`, then the other scalar resources (huge pages,
+//! extended resources) — which the kubelet visits in Go map order; here in
+//! ascending name order. Extended resources the node does not list are
+//! dropped from the pod's container requests first
+//! (`removeMissingExtendedResources`).
+//!
+//! The device manager's `sanitizeNodeAllocatable` (raise a device
+//! resource's allocatable to what is already in use) is
+//! [`NodeResources::with_devices_in_use`]; with every device healthy it
+//! never changes anything, so calling it is optional.
+
+use std::collections::BTreeMap;
+
+use topoalign_model::{Machine, Pod, Quantity, QuantityFormat, ResourceList, hugepage_resource_name};
+
+use crate::NodeConfig;
+use crate::reservation::node_allocatable_reservation;
+
+/// A node's capacity and allocatable resources, as its Node status reports
+/// them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeResources {
+    pub capacity: ResourceList,
+    pub allocatable: ResourceList,
+}
+
+impl NodeResources {
+    /// The kubelet's `sanitizeNodeAllocatable`: every device resource's
+    /// allocatable raised to at least the number of its devices in use.
+    #[must_use]
+    pub fn with_devices_in_use(&self, in_use: &BTreeMap<String, usize>) -> NodeResources {
+        let mut sanitized = self.clone();
+        for (resource, &count) in in_use {
+            let count = Quantity::from_units(i128::try_from(count).unwrap_or(i128::MAX));
+            let allocatable = sanitized.allocatable.entry(resource.clone()).or_insert(count);
+            if *allocatable < count {
+                *allocatable = count;
+            }
+        }
+        sanitized
+    }
+}
+
+/// Why the resource-fit check refused a pod: the kubelet's
+/// `PodAdmitResult` reason (`OutOfcpu`, `OutOfmemory`, `OutOfpods`,
+/// `OutOfhugepages-1Gi`, `OutOfnvidia.com/gpu`, ...) and message (`Node
+/// didn't have enough resource: cpu, requested: 2000, used: 15000,
+/// capacity: 16000`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FitFailure {
+    pub reason: String,
+    pub message: String,
+}
+
+/// The node's capacity and allocatable for `machine` under `config`.
+pub fn node_resources(machine: &Machine, config: &NodeConfig) -> NodeResources {
+    let units = |n: usize| Quantity::from_units(i128::try_from(n).unwrap_or(i128::MAX));
+    let bytes = |n: u64| Quantity::from_units(i128::from(n)).with_format(QuantityFormat::BinarySI);
+
+    // What the kubelet's container manager knows from cAdvisor: the only
+    // resources a reservation applies to.
+    let mut machine_capacity = ResourceList::new();
+    machine_capacity.insert("cpu".to_owned(), units(machine.cpus().len()));
+    machine_capacity.insert("memory".to_owned(), bytes(machine.total_memory()));
+    let mut page_sizes = machine.hugepage_sizes();
+    page_sizes.extend([2 << 20, 1 << 30]);
+    for size in page_sizes {
+        let total: u64 = machine
+            .numa_nodes()
+            .iter()
+            .filter_map(|node| node.hugepages.get(&size))
+            .sum();
+        machine_capacity.insert(hugepage_resource_name(size), bytes(total));
+    }
+    let reservation = node_allocatable_reservation(&machine_capacity, config);
+
+    let mut capacity = machine_capacity.clone();
+    capacity.insert("pods".to_owned(), Quantity::from_units(i128::from(config.max_pods)));
+    let mut allocatable = ResourceList::new();
+    for (resource, amount) in &capacity {
+        let reserved = reservation.get(resource).copied().unwrap_or_default();
+        allocatable.insert(resource.clone(), clamp_at_zero(*amount - reserved));
+    }
+    for (resource, devices) in machine.devices() {
+        capacity.insert(resource.clone(), units(devices.len()));
+        allocatable.insert(resource.clone(), units(devices.len()));
+    }
+    let huge_pages: Vec<Quantity> = capacity
+        .iter()
+        .filter(|(resource, _)| is_huge_pages(resource))
+        .map(|(_, amount)| *amount)
+        .collect();
+    if let Some(memory) = allocatable.get_mut("memory") {
+        for pool in huge_pages {
+            *memory = clamp_at_zero(*memory - pool);
+        }
+    }
+    NodeResources { capacity, allocatable }
+}
+
+/// The kubelet's start-up check `validateNodeAllocatable`: no reservation
+/// may exceed the capacity of its resource.
+///
+/// `reservation` is [`node_allocatable_reservation`] of the node's
+/// capacity. Resources are checked in ascending name order (the kubelet:
+/// Go map order, only visible when several are over-reserved).
+///
+/// # Errors
+/// The kubelet's text, e.g. `invalid Node Allocatable configuration.
+/// Resource "cpu" has an allocatable of {{9400 -3} {<nil>}  DecimalSI},
+/// capacity of {{-1400 -3} {<nil>}  DecimalSI}` — the kubelet formats the
+/// quantities with `%v`, which prints Go's internal struct (see
+/// `GoQuantity` for how closely that is reproduced).
+pub fn validate_node_allocatable(resources: &NodeResources, reservation: &ResourceList) -> Result<(), String> {
+    let problems: Vec<String> = reservation
+        .iter()
+        .filter_map(|(resource, reserved)| {
+            let capacity = resources.capacity.get(resource).copied();
+            let capacity = GoQuantity::of_capacity(resource, capacity);
+            let reserved = GoQuantity::of_reservation(*reserved);
+            let left = capacity.sub(reserved);
+            left.is_negative()
+                .then(|| format!("Resource {resource:?} has an allocatable of {reserved}, capacity of {left}"))
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid Node Allocatable configuration. {}",
+            problems.join(" ")
+        ))
+    }
+}
+
+/// The predicate admit handler's resource-fit check of `pod` on `node`,
+/// next to the `others` already admitted (not including `pod`).
+///
+/// # Errors
+/// The first shortfall, as the kubelet reports it.
+pub fn check_fit(node: &NodeResources, pod: &Pod, others: &[&Pod]) -> Result<(), FitFailure> {
+    let allocatable = SchedulerResources::sum_of(&node.allocatable);
+    let mut used = SchedulerResources::default();
+    for other in others {
+        used.add(&pod_requests(other, |_| true));
+    }
+    let asked = SchedulerResources::max_of(&pod_requests(pod, |resource| {
+        !is_extended_resource(resource) || allocatable.scalar.contains_key(resource)
+    }));
+
+    let pods_used = i128::try_from(others.len()).unwrap_or(i128::MAX);
+    if pods_used + 1 > allocatable.pods {
+        return Err(shortfall("pods", 1, pods_used, allocatable.pods));
+    }
+    let named = [
+        ("cpu", asked.milli_cpu, used.milli_cpu, allocatable.milli_cpu),
+        ("memory", asked.memory, used.memory, allocatable.memory),
+        (
+            "ephemeral-storage",
+            asked.ephemeral_storage,
+            used.ephemeral_storage,
+            allocatable.ephemeral_storage,
+        ),
+    ];
+    for (resource, requested, used, capacity) in named {
+        if requested > 0 && requested > capacity - used {
+            return Err(shortfall(resource, requested, used, capacity));
+        }
+    }
+    for (resource, &requested) in &asked.scalar {
+        let used = used.scalar.get(resource).copied().unwrap_or(0);
+        let capacity = allocatable.scalar.get(resource).copied().unwrap_or(0);
+        if requested > 0 && requested > capacity - used {
+            return Err(shortfall(resource, requested, used, capacity));
+        }
+    }
+    Ok(())
+}
+
+fn shortfall(resource: &str, requested: i128, used: i128, capacity: i128) -> FitFailure {
+    FitFailure {
+        reason: format!("OutOf{resource}"),
+        message: format!(
+            "Node didn't have enough resource: {resource}, requested: {requested}, used: {used}, capacity: {capacity}"
+        ),
+    }
+}
+
+/// The scheduler framework's `Resource`: the amounts the fit check
+/// compares — millicores, bytes, pod slots, and whole units of every other
+/// scalar resource (huge pages, extended resources).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct SchedulerResources {
+    milli_cpu: i128,
+    memory: i128,
+    ephemeral_storage: i128,
+    pods: i128,
+    scalar: BTreeMap<String, i128>,
+}
+
+impl SchedulerResources {
+    /// `NewResource`: a resource list read as amounts.
+    fn sum_of(list: &ResourceList) -> Self {
+        let mut resources = SchedulerResources::default();
+        resources.add(list);
+        resources
+    }
+
+    /// `Resource.Add`. Names that are not scalar resources (e.g. a bare
+    /// `foo`) are ignored, as the kubelet ignores them.
+    fn add(&mut self, list: &ResourceList) {
+        for (resource, amount) in list {
+            match resource.as_str() {
+                "cpu" => self.milli_cpu += amount.milli(),
+                "memory" => self.memory += amount.value(),
+                "pods" => self.pods += amount.value(),
+                "ephemeral-storage" => self.ephemeral_storage += amount.value(),
+                name if is_scalar_resource(name) => *self.scalar.entry(resource.clone()).or_default() += amount.value(),
+                _ => {}
+            }
+        }
+    }
+
+    /// `SetMaxResource` on an empty `Resource`: like [`Self::sum_of`] but a
+    /// negative amount counts as zero, and `pods` is not read.
+    fn max_of(list: &ResourceList) -> Self {
+        let mut resources = SchedulerResources::default();
+        for (resource, amount) in list {
+            match resource.as_str() {
+                "cpu" => resources.milli_cpu = amount.milli().max(0),
+                "memory" => resources.memory = amount.value().max(0),
+                "ephemeral-storage" => resources.ephemeral_storage = amount.value().max(0),
+                name if is_scalar_resource(name) => {
+                    resources.scalar.insert(resource.clone(), amount.value().max(0));
+                }
+                _ => {}
+            }
+        }
+        resources
+    }
+}
+
+/// component-helpers `PodRequests` (v1.32, pod-level resources off): the
+/// sum of app containers and sidecars, or, when larger, the biggest init
+/// container next to the sidecars started before it; plus the pod
+/// overhead. Only container requests whose name `keep` accepts count.
+fn pod_requests(pod: &Pod, keep: impl Fn(&str) -> bool) -> ResourceList {
+    let requests = |container: &topoalign_model::Container| -> ResourceList {
+        container
+            .requests
+            .iter()
+            .filter(|(resource, _)| keep(resource))
+            .map(|(resource, amount)| (resource.clone(), *amount))
+            .collect()
+    };
+    let mut total = ResourceList::new();
+    for container in &pod.containers {
+        add_into(&mut total, &requests(container));
+    }
+    let mut sidecars = ResourceList::new();
+    let mut init_peak = ResourceList::new();
+    for init in &pod.init_containers {
+        let own = requests(init);
+        let running_now = if init.restartable {
+            add_into(&mut total, &own);
+            add_into(&mut sidecars, &own);
+            sidecars.clone()
+        } else {
+            let mut with_sidecars = own;
+            add_into(&mut with_sidecars, &sidecars);
+            with_sidecars
+        };
+        for (resource, amount) in running_now {
+            let peak = init_peak.entry(resource).or_insert(amount);
+            if amount > *peak {
+                *peak = amount;
+            }
+        }
+    }
+    for (resource, amount) in init_peak {
+        let current = total.entry(resource).or_insert(amount);
+        if amount > *current {
+            *current = amount;
+        }
+    }
+    add_into(&mut total, &pod.overhead);
+    total
+}
+
+fn add_into(total: &mut ResourceList, more: &ResourceList) {
+    for (resource, amount) in more {
+        let entry = total.entry(resource.clone()).or_insert(Quantity::ZERO);
+        *entry += *amount;
+    }
+}
+
+fn clamp_at_zero(amount: Quantity) -> Quantity {
+    if amount.is_negative() {
+        Quantity::ZERO.with_format(amount.format())
+    } else {
+        amount
+    }
+}
+
+fn is_huge_pages(resource: &str) -> bool {
+    resource.starts_with("hugepages-")
+}
+
+/// `IsPrefixedNativeResource`.
+fn is_prefixed_native_resource(resource: &str) -> bool {
+    resource.contains("kubernetes.io/")
+}
+
+/// `IsNativeResource`: unqualified names and `kubernetes.io/` ones.
+fn is_native_resource(resource: &str) -> bool {
+    !resource.contains('/') || is_prefixed_native_resource(resource)
+}
+
+/// `IsExtendedResourceName`: a qualified, non-native name that is valid
+/// behind the quota prefix `requests.`.
+fn is_extended_resource(resource: &str) -> bool {
+    !is_native_resource(resource)
+        && !resource.starts_with("requests.")
+        && is_qualified_name(&format!("requests.{resource}"))
+}
+
+/// `IsScalarResourceName`.
+fn is_scalar_resource(resource: &str) -> bool {
+    is_extended_resource(resource)
+        || is_huge_pages(resource)
+        || is_prefixed_native_resource(resource)
+        || resource.starts_with("attachable-volumes-")
+}
+
+/// apimachinery `IsQualifiedName`: `[prefix/]name`, prefix a DNS-1123
+/// subdomain, name at most 63 characters of `[-A-Za-z0-9_.]` starting and
+/// ending alphanumeric.
+fn is_qualified_name(value: &str) -> bool {
+    let (prefix, name) = match value.split_once('/') {
+        None => (None, value),
+        Some((_, rest)) if rest.contains('/') => return false,
+        Some((prefix, name)) => (Some(prefix), name),
+    };
+    if prefix.is_some_and(|p| !is_dns1123_subdomain(p)) {
+        return false;
+    }
+    let bytes = name.as_bytes();
+    match (bytes.first(), bytes.last()) {
+        (Some(first), Some(last)) => {
+            name.len() <= 63
+                && first.is_ascii_alphanumeric()
+                && last.is_ascii_alphanumeric()
+                && bytes
+                    .iter()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        }
+        _ => false,
+    }
+}
+
+/// apimachinery `IsDNS1123Subdomain`: at most 253 characters, dot-separated
+/// labels of `[a-z0-9-]` that start and end alphanumeric.
+fn is_dns1123_subdomain(value: &str) -> bool {
+    value.len() <= 253
+        && value.split('.').all(|label| {
+            let bytes = label.as_bytes();
+            match (bytes.first(), bytes.last()) {
+                (Some(first), Some(last)) => {
+                    is_lower_alnum(*first)
+                        && is_lower_alnum(*last)
+                        && bytes.iter().all(|b| is_lower_alnum(*b) || *b == b'-')
+                }
+                _ => false,
+            }
+        })
+}
+
+fn is_lower_alnum(b: u8) -> bool {
+    b.is_ascii_lowercase() || b.is_ascii_digit()
+}
+
+/// A quantity as Go's `%v` prints a `resource.Quantity` *value*: its
+/// internal struct `{{value scale} {<nil>}  Format}` (the `String` method
+/// has a pointer receiver, so `fmt` does not call it; the cached string is
+/// empty after arithmetic).
+///
+/// The internal `value × 10^scale` split depends on how each amount was
+/// written, which [`Quantity`] does not keep: a whole amount is taken as
+/// written without fraction (`2`, `1Gi` → scale 0) and any other as
+/// millis (`500m` → scale -3). Amounts written with a decimal fraction or a
+/// decimal SI suffix above one (`1.5`, `1G`) print with another split in the
+/// kubelet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct GoQuantity {
+    value: i128,
+    scale: i32,
+    format: QuantityFormat,
+}
+
+impl GoQuantity {
+    /// A reserved amount.
+    fn of_reservation(amount: Quantity) -> Self {
+        let (value, scale) = if amount.is_whole() {
+            (amount.milli() / 1000, 0)
+        } else {
+            (amount.milli(), -3)
+        };
+        GoQuantity {
+            value,
+            scale,
+            format: amount.format(),
+        }
+    }
+
+    /// The container manager's capacity: CPUs are built in millicores
+    /// (`NewMilliQuantity`), everything else in whole units.
+    fn of_capacity(resource: &str, amount: Option<Quantity>) -> Self {
+        let Some(amount) = amount else {
+            return GoQuantity {
+                value: 0,
+                scale: 0,
+                format: QuantityFormat::DecimalSI,
+            };
+        };
+        if resource == "cpu" {
+            GoQuantity {
+                value: amount.milli(),
+                scale: -3,
+                format: amount.format(),
+            }
+        } else {
+            GoQuantity::of_reservation(amount)
+        }
+    }
+
+    /// Go's `Quantity.Sub` on the int64 form: a zero minuend takes the
+    /// subtrahend's scale and format; otherwise the finer scale wins.
+    fn sub(self, other: GoQuantity) -> GoQuantity {
+        if other.value == 0 {
+            return self;
+        }
+        if self.value == 0 {
+            return GoQuantity {
+                value: -other.value,
+                scale: other.scale,
+                format: other.format,
+            };
+        }
+        let scale = self.scale.min(other.scale);
+        let at_scale = |q: GoQuantity| q.value * 10i128.pow(u32::try_from(q.scale - scale).unwrap_or(0));
+        GoQuantity {
+            value: at_scale(self) - at_scale(other),
+            scale,
+            format: self.format,
+        }
+    }
+
+    fn is_negative(self) -> bool {
+        self.value < 0
+    }
+}
+
+impl std::fmt::Display for GoQuantity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let format = match self.format {
+            QuantityFormat::DecimalSI => "DecimalSI",
+            QuantityFormat::BinarySI => "BinarySI",
+            QuantityFormat::DecimalExponent => "DecimalExponent",
+        };
+        write!(f, "{{{{{} {}}} {{<nil>}}  {format}}}", self.value, self.scale)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use topoalign_model::{Container, Cpu, Device, NumaNode, QosClass};
+
+    const KI: u64 = 1024;
+    const MI: u64 = KI * KI;
+    const GI: u64 = MI * KI;
+
+    fn binary(bytes: u64) -> Quantity {
+        Quantity::from_units(i128::from(bytes)).with_format(QuantityFormat::BinarySI)
+    }
+
+    fn cpus(milli: i128) -> Quantity {
+        Quantity::from_milli(milli)
+    }
+
+    /// `numa` nodes of `memory` bytes and `hugepages_1gi` bytes of 1Gi
+    /// pages each, `cpus_per_node` CPUs each, `gpus` GPUs on node 0.
+    fn machine(numa: usize, cpus_per_node: usize, memory: u64, hugepages_1gi: u64, gpus: usize) -> Machine {
+        let nodes = (0..numa)
+            .map(|id| NumaNode {
+                id,
+                memory,
+                hugepages: if hugepages_1gi > 0 {
+                    BTreeMap::from([(GI, hugepages_1gi)])
+                } else {
+                    BTreeMap::new()
+                },
+                distances: None,
+            })
+            .collect();
+        let cpus = (0..numa * cpus_per_node)
+            .map(|i| {
+                let id = u32::try_from(i).expect("small");
+                Cpu {
+                    id,
+                    core: id,
+                    socket: 0,
+                    numa: i / cpus_per_node,
+                    uncore_cache: None,
+                }
+            })
+            .collect();
+        let mut devices = BTreeMap::new();
+        if gpus > 0 {
+            let list = (0..gpus)
+                .map(|i| Device {
+                    id: format!("gpu{i}"),
+                    numa: vec![0],
+                })
+                .collect();
+            devices.insert("nvidia.com/gpu".to_owned(), list);
+        }
+        Machine::new(nodes, cpus, devices).expect("valid machine")
+    }
+
+    fn reserving(system: &[(&str, Quantity)], kube: &[(&str, Quantity)], eviction_memory: u64) -> NodeConfig {
+        let list = |entries: &[(&str, Quantity)]| -> ResourceList {
+            entries.iter().map(|(name, q)| ((*name).to_owned(), *q)).collect()
+        };
+        let mut config = NodeConfig {
+            system_reserved: list(system),
+            kube_reserved: list(kube),
+            ..NodeConfig::default()
+        };
+        if eviction_memory > 0 {
+            config
+                .hard_eviction
+                .insert("memory".to_owned(), binary(eviction_memory));
+        }
+        config
+    }
+
+    fn container(name: &str, requests: &[(&str, Quantity)]) -> Container {
+        let requests: ResourceList = requests.iter().map(|(n, q)| ((*n).to_owned(), *q)).collect();
+        Container {
+            name: name.to_owned(),
+            limits: requests.clone(),
+            requests,
+            restartable: false,
+        }
+    }
+
+    fn pod(name: &str, init: Vec<Container>, app: Vec<Container>) -> Pod {
+        Pod {
+            namespace: "default".to_owned(),
+            name: name.to_owned(),
+            uid: name.to_owned(),
+            qos: QosClass::Burstable,
+            init_containers: init,
+            containers: app,
+            overhead: ResourceList::new(),
+        }
+    }
+
+    fn app(name: &str, requests: &[(&str, Quantity)]) -> Pod {
+        pod(name, vec![], vec![container("app", requests)])
+    }
+
+    fn failure(reason: &str, message: &str) -> Result<(), FitFailure> {
+        Err(FitFailure {
+            reason: reason.to_owned(),
+            message: message.to_owned(),
+        })
+    }
+
+    /// conformance 1020: 24 CPUs, one 16Gi node, systemReserved cpu 2 /
+    /// memory 2048Mi, kubeReserved cpu 1, default eviction.
+    fn node_1020() -> NodeResources {
+        let machine = machine(1, 24, 16 * GI, 0, 0);
+        let config = reserving(
+            &[("cpu", cpus(2000)), ("memory", binary(2048 * MI))],
+            &[("cpu", cpus(1000))],
+            100 * MI,
+        );
+        node_resources(&machine, &config)
+    }
+
+    #[test]
+    fn capacity_and_allocatable_of_conformance_1020() {
+        let node = node_1020();
+        assert_eq!(node.capacity["cpu"], cpus(24_000));
+        assert_eq!(node.capacity["memory"], binary(16 * GI));
+        assert_eq!(node.capacity["pods"], Quantity::from_units(110));
+        assert_eq!(node.capacity["hugepages-2Mi"], binary(0));
+        assert_eq!(node.capacity["hugepages-1Gi"], binary(0));
+        assert!(!node.capacity.contains_key("ephemeral-storage"));
+        assert_eq!(node.allocatable["cpu"], cpus(21_000));
+        assert_eq!(node.allocatable["memory"].value(), 14_927_527_936);
+        assert_eq!(node.allocatable["pods"], Quantity::from_units(110));
+    }
+
+    #[test]
+    fn huge_pages_and_devices_in_capacity_and_allocatable() {
+        // Two nodes of 24Gi with 2Gi of 1Gi pages each, kubeReserved 256Mi.
+        let machine = machine(2, 4, 24 * GI, 2 * GI, 3);
+        let node = node_resources(&machine, &reserving(&[], &[("memory", binary(256 * MI))], 100 * MI));
+        assert_eq!(node.capacity["memory"], binary(48 * GI));
+        assert_eq!(node.capacity["hugepages-1Gi"], binary(4 * GI));
+        assert_eq!(node.allocatable["hugepages-1Gi"], binary(4 * GI));
+        assert_eq!(node.allocatable["memory"], binary(48 * GI - 356 * MI - 4 * GI));
+        assert_eq!(node.capacity["nvidia.com/gpu"], Quantity::from_units(3));
+        assert_eq!(node.allocatable["nvidia.com/gpu"], Quantity::from_units(3));
+    }
+
+    #[test]
+    fn over_reservation_clamps_allocatable_at_zero() {
+        let machine = machine(1, 2, 8 * GI, 4 * GI, 0);
+        let node = node_resources(
+            &machine,
+            &reserving(&[("cpu", cpus(3000)), ("memory", binary(5 * GI))], &[], 0),
+        );
+        assert_eq!(node.allocatable["cpu"], Quantity::ZERO);
+        // 8Gi - 5Gi = 3Gi, minus 4Gi of huge pages: clamped.
+        assert_eq!(node.allocatable["memory"], Quantity::ZERO);
+    }
+
+    #[test]
+    fn fit_messages_of_conformance_1020() {
+        let node = node_1020();
+        // event 2: nothing admitted yet.
+        let p2 = app("p2", &[("cpu", cpus(3000)), ("memory", binary(22719 * MI))]);
+        assert_eq!(
+            check_fit(&node, &p2, &[]),
+            failure(
+                "OutOfmemory",
+                "Node didn't have enough resource: memory, requested: 23822598144, used: 0, capacity: 14927527936"
+            )
+        );
+        // event 13: p13 asks 500m + 11 + 2 CPUs (requests, not limits).
+        let mut p13 = pod(
+            "p13",
+            vec![],
+            vec![
+                container("c0", &[("cpu", cpus(500)), ("memory", binary(GI))]),
+                container("c1", &[("cpu", cpus(11_000)), ("memory", binary(4480 * MI))]),
+                container("c2", &[("cpu", cpus(2000)), ("memory", binary(512 * MI))]),
+            ],
+        );
+        p13.containers[2].limits.insert("cpu".to_owned(), cpus(4000));
+        let others = [
+            app("p4", &[("cpu", cpus(2000)), ("memory", binary(2 * GI))]),
+            pod(
+                "p6",
+                vec![],
+                vec![
+                    container("c0", &[("cpu", cpus(1000)), ("memory", binary(5 * GI))]),
+                    container("c1", &[("cpu", cpus(1000)), ("memory", binary(1536 * MI))]),
+                ],
+            ),
+            app("p7", &[("cpu", cpus(4000)), ("memory", binary(128 * MI))]),
+            app("p8", &[("cpu", cpus(2000)), ("memory", binary(1920 * MI))]),
+            app("p9", &[("cpu", cpus(4000)), ("memory", binary(2944 * MI))]),
+        ];
+        let others: Vec<&Pod> = others.iter().collect();
+        assert_eq!(
+            check_fit(&node, &p13, &others),
+            failure(
+                "OutOfcpu",
+                "Node didn't have enough resource: cpu, requested: 13500, used: 14000, capacity: 21000"
+            )
+        );
+        // event 12: 1Gi more memory does not fit next to 13696Mi.
+        let p12 = app("p12", &[("cpu", cpus(3000)), ("memory", binary(GI))]);
+        assert_eq!(
+            check_fit(&node, &p12, &others),
+            failure(
+                "OutOfmemory",
+                "Node didn't have enough resource: memory, requested: 1073741824, used: 14361296896, capacity: 14927527936"
+            )
+        );
+        // A pod without requests always fits.
+        assert_eq!(check_fit(&node, &app("p14", &[]), &others), Ok(()));
+    }
+
+    #[test]
+    fn pod_requests_follow_init_sidecar_and_overhead_rules() {
+        let machine = machine(1, 8, 16 * GI, 0, 0);
+        let node = node_resources(&machine, &NodeConfig::default());
+        let cases = [
+            // (name, init containers, app containers, overhead millicores, expected millicores)
+            (
+                "init larger than apps",
+                vec![container("i", &[("cpu", cpus(9000))])],
+                vec![container("a", &[("cpu", cpus(2000))])],
+                0,
+                9000,
+            ),
+            (
+                "apps larger than init",
+                vec![container("i", &[("cpu", cpus(1000))])],
+                vec![container("a", &[("cpu", cpus(9000))])],
+                0,
+                9000,
+            ),
+            (
+                "sidecar adds to apps and to later inits",
+                vec![
+                    Container {
+                        restartable: true,
+                        ..container("s", &[("cpu", cpus(1000))])
+                    },
+                    container("i", &[("cpu", cpus(8500))]),
+                ],
+                vec![container("a", &[("cpu", cpus(500))])],
+                0,
+                9500,
+            ),
+            (
+                "overhead",
+                vec![],
+                vec![container("a", &[("cpu", cpus(8000))])],
+                500,
+                8500,
+            ),
+        ];
+        for (name, init, apps, overhead, expected) in cases {
+            let mut p = pod("p", init, apps);
+            if overhead > 0 {
+                p.overhead.insert("cpu".to_owned(), cpus(overhead));
+            }
+            let message =
+                format!("Node didn't have enough resource: cpu, requested: {expected}, used: 0, capacity: 8000");
+            assert_eq!(check_fit(&node, &p, &[]), failure("OutOfcpu", &message), "{name}");
+        }
+    }
+
+    #[test]
+    fn too_many_pods_is_checked_first() {
+        let machine = machine(1, 2, 4 * GI, 0, 0);
+        let node = node_resources(
+            &machine,
+            &NodeConfig {
+                max_pods: 2,
+                ..NodeConfig::default()
+            },
+        );
+        let others = [app("a", &[]), app("b", &[])];
+        let others: Vec<&Pod> = others.iter().collect();
+        assert_eq!(
+            check_fit(&node, &app("c", &[("cpu", cpus(4000))]), &others),
+            failure(
+                "OutOfpods",
+                "Node didn't have enough resource: pods, requested: 1, used: 2, capacity: 2"
+            )
+        );
+        assert_eq!(check_fit(&node, &app("c", &[]), &others[..1]), Ok(()));
+    }
+
+    #[test]
+    fn scalar_resources_extended_and_missing() {
+        let machine = machine(1, 4, 8 * GI, 2 * GI, 1);
+        let node = node_resources(&machine, &NodeConfig::default());
+        let units = Quantity::from_units;
+        type Case<'a> = (&'a str, Vec<(&'a str, Quantity)>, Result<(), FitFailure>);
+        let cases: [Case; 7] = [
+            (
+                "extended resource unknown to the node is dropped",
+                vec![("example.com/foo", units(5))],
+                Ok(()),
+            ),
+            (
+                "prefixed native resources are not dropped",
+                vec![("kubernetes.io/foo", units(1))],
+                failure(
+                    "OutOfkubernetes.io/foo",
+                    "Node didn't have enough resource: kubernetes.io/foo, requested: 1, used: 0, capacity: 0",
+                ),
+            ),
+            ("bare unknown names are ignored", vec![("foo", units(1))], Ok(())),
+            (
+                "devices are extended resources",
+                vec![("nvidia.com/gpu", units(2))],
+                failure(
+                    "OutOfnvidia.com/gpu",
+                    "Node didn't have enough resource: nvidia.com/gpu, requested: 2, used: 0, capacity: 1",
+                ),
+            ),
+            (
+                "no ephemeral-storage capacity",
+                vec![("ephemeral-storage", binary(GI))],
+                failure(
+                    "OutOfephemeral-storage",
+                    "Node didn't have enough resource: ephemeral-storage, requested: 1073741824, used: 0, capacity: 0",
+                ),
+            ),
+            (
+                "cpu before memory",
+                vec![("cpu", cpus(5000)), ("memory", binary(100 * GI))],
+                failure(
+                    "OutOfcpu",
+                    "Node didn't have enough resource: cpu, requested: 5000, used: 0, capacity: 4000",
+                ),
+            ),
+            (
+                "scalar resources in name order",
+                vec![("hugepages-2Mi", binary(2 * MI)), ("hugepages-1Gi", binary(3 * GI))],
+                failure(
+                    "OutOfhugepages-1Gi",
+                    "Node didn't have enough resource: hugepages-1Gi, requested: 3221225472, used: 0, capacity: 2147483648",
+                ),
+            ),
+        ];
+        for (name, requests, expected) in cases {
+            assert_eq!(check_fit(&node, &app("p", &requests), &[]), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn others_count_with_their_missing_extended_resources_and_overhead() {
+        let machine = machine(1, 4, 8 * GI, 0, 2);
+        let node = node_resources(&machine, &NodeConfig::default());
+        let mut holder = app(
+            "holder",
+            &[("nvidia.com/gpu", Quantity::from_units(1)), ("cpu", cpus(1000))],
+        );
+        holder.overhead.insert("cpu".to_owned(), cpus(250));
+        let others = [&holder];
+        assert_eq!(
+            check_fit(
+                &node,
+                &app("p", &[("nvidia.com/gpu", Quantity::from_units(2))]),
+                &others
+            ),
+            failure(
+                "OutOfnvidia.com/gpu",
+                "Node didn't have enough resource: nvidia.com/gpu, requested: 2, used: 1, capacity: 2"
+            )
+        );
+        assert_eq!(
+            check_fit(&node, &app("p", &[("cpu", cpus(3000))]), &others),
+            failure(
+                "OutOfcpu",
+                "Node didn't have enough resource: cpu, requested: 3000, used: 1250, capacity: 4000"
+            )
+        );
+    }
+
+    #[test]
+    fn sanitize_never_lowers_allocatable() {
+        let machine = machine(1, 4, 8 * GI, 0, 2);
+        let node = node_resources(&machine, &NodeConfig::default());
+        let sanitized = node.with_devices_in_use(&BTreeMap::from([("nvidia.com/gpu".to_owned(), 1)]));
+        assert_eq!(sanitized, node);
+        let raised = node.with_devices_in_use(&BTreeMap::from([("nvidia.com/gpu".to_owned(), 5)]));
+        assert_eq!(raised.allocatable["nvidia.com/gpu"], Quantity::from_units(5));
+    }
+
+    #[test]
+    fn qualified_names() {
+        for (name, extended) in [
+            ("nvidia.com/gpu", true),
+            ("example.com/nic", true),
+            ("example.com/Big_Name.1", true),
+            ("cpu", false),
+            ("hugepages-1Gi", false),
+            ("kubernetes.io/foo", false),
+            ("requests.example.com/x", false),
+            ("Example.com/x", false),
+            ("example.com/-x", false),
+            ("example.com/a/b", false),
+            ("example..com/x", false),
+            ("example.com/", false),
+        ] {
+            assert_eq!(is_extended_resource(name), extended, "{name}");
+        }
+    }
+
+    #[test]
+    fn node_allocatable_validation_texts() {
+        // Gardener's report (kubernetes 1.2x): 9400m reserved on 8 CPUs.
+        let machine = machine(1, 8, 64 * GI, 0, 0);
+        let config = reserving(&[], &[("cpu", cpus(9400)), ("memory", binary(4 * GI))], 100 * MI);
+        let node = node_resources(&machine, &config);
+        let reservation = node_allocatable_reservation(&node.capacity, &config);
+        assert_eq!(
+            validate_node_allocatable(&node, &reservation),
+            Err(
+                "invalid Node Allocatable configuration. Resource \"cpu\" has an allocatable of \
+                 {{9400 -3} {<nil>}  DecimalSI}, capacity of {{-1400 -3} {<nil>}  DecimalSI}"
+                    .to_owned()
+            )
+        );
+
+        // Memory and CPU over: both, in name order; whole CPUs have scale 0.
+        let config = reserving(&[("cpu", cpus(10_000)), ("memory", binary(70 * GI))], &[], 100 * MI);
+        let reservation = node_allocatable_reservation(&node.capacity, &config);
+        let over = 70 * GI + 100 * MI - 64 * GI;
+        assert_eq!(
+            validate_node_allocatable(&node, &reservation),
+            Err(format!(
+                "invalid Node Allocatable configuration. \
+                 Resource \"cpu\" has an allocatable of {{{{10 0}} {{<nil>}}  DecimalSI}}, capacity of {{{{-2000 -3}} {{<nil>}}  DecimalSI}} \
+                 Resource \"memory\" has an allocatable of {{{{{} 0}} {{<nil>}}  BinarySI}}, capacity of {{{{-{over} 0}} {{<nil>}}  BinarySI}}",
+                70 * GI + 100 * MI
+            ))
+        );
+
+        // Exactly the capacity is fine.
+        let config = reserving(&[("cpu", cpus(8000))], &[], 0);
+        let reservation = node_allocatable_reservation(&node.capacity, &config);
+        assert_eq!(validate_node_allocatable(&node, &reservation), Ok(()));
+    }
+}
