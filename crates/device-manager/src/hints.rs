@@ -6,57 +6,126 @@
 //! about (container or pod scope, already-allocated containers) is the
 //! manager's job in `lib.rs`.
 
-use topoalign_model::{NumaMask, TopologyHint};
+use topoalign_model::{HintRule, NumaMask, upward_closed_has_hint_between};
 
 use crate::pod_devices::DeviceSet;
 use crate::registry::ResourceDevices;
 
-/// Every NUMA node combination (in `IterateBitMasks` order) on which
-/// `request` devices can be found among `available`, given that every
-/// `reusable` device with a topology must lie on the combination too.
+/// The hint list of one device resource as a rule: the NUMA node
+/// combinations on which `request` devices can be found among the free
+/// ones, given that every reusable device with a topology must lie on the
+/// combination too.
 ///
 /// Preferred are the combinations whose size is minimal among those that
 /// could hold the request *on an empty node* (counting every device of the
 /// resource, allocated or not) — so a request that fits one node stays
 /// "preferred on one node" only, even while that node's devices are busy.
+/// Combinations are upward closed: a wider mask never sees fewer devices.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct DeviceHintRule {
+    universe: NumaMask,
+    /// NUMA affinity of each free device with a topology.
+    free: Vec<NumaMask>,
+    /// NUMA affinity of each reusable device with a topology (devices
+    /// without one are skipped by the kubelet: they neither restrict nor
+    /// count).
+    reused: Vec<NumaMask>,
+    request: i128,
+    min_size: u32,
+}
+
+impl DeviceHintRule {
+    pub(crate) fn new(
+        numa_nodes: NumaMask,
+        devices: &ResourceDevices,
+        available: &DeviceSet,
+        reusable: &DeviceSet,
+        request: i128,
+    ) -> DeviceHintRule {
+        let all: Vec<NumaMask> = devices.iter().filter_map(|(_, affinity)| affinity).collect();
+        let free = available.iter().filter_map(|id| devices.affinity(id)).collect();
+        let reused = reusable.iter().filter_map(|id| devices.affinity(id)).collect();
+        let min_size = fewest_nodes_reaching(numa_nodes, &all, &[], 0, request).unwrap_or(numa_nodes.count());
+        DeviceHintRule { universe: numa_nodes, free, reused, request, min_size }
+    }
+}
+
+/// Devices whose affinity touches `mask`.
+fn count_on(mask: NumaMask, affinities: &[NumaMask]) -> i128 {
+    // At most one entry per device: the count always fits.
+    i128::try_from(affinities.iter().filter(|a| a.intersects(mask)).count()).unwrap_or(i128::MAX)
+}
+
+/// The fewest nodes of `universe` touching every `required` affinity and
+/// `need - base` of `devices`. Single-node affinities (the usual case) are
+/// answered greedily; others by trying sizes upward.
+fn fewest_nodes_reaching(
+    universe: NumaMask,
+    devices: &[NumaMask],
+    required: &[NumaMask],
+    base: i128,
+    need: i128,
+) -> Option<u32> {
+    let fits = |mask: NumaMask| required.iter().all(|r| r.intersects(mask)) && base + count_on(mask, devices) >= need;
+    let single_node = devices.iter().chain(required).all(|a| a.count() == 1);
+    if !single_node {
+        return (1..=universe.count()).find(|&size| NumaMask::subsets_of_size(universe, size).any(fits));
+    }
+    let forced = required.iter().fold(NumaMask::EMPTY, |acc, r| acc | *r) & universe;
+    if required.iter().any(|r| !r.intersects(universe)) {
+        return None;
+    }
+    let mut so_far = base + count_on(forced, devices);
+    let mut others: Vec<i128> = universe.without(forced).nodes().map(|n| count_on(NumaMask::single(n), devices)).collect();
+    others.sort_unstable_by(|a, b| b.cmp(a));
+    let mut count = forced.count();
+    for extra in others {
+        if so_far >= need && count >= 1 {
+            break;
+        }
+        so_far += extra;
+        count += 1;
+    }
+    (so_far >= need && count >= 1).then_some(count)
+}
+
+impl HintRule for DeviceHintRule {
+    fn universe(&self) -> NumaMask {
+        self.universe
+    }
+
+    fn classify(&self, mask: NumaMask) -> Option<bool> {
+        let reused_count = i128::try_from(self.reused.len()).unwrap_or(i128::MAX);
+        let holds = self.reused.iter().all(|a| a.intersects(mask))
+            && reused_count.saturating_add(count_on(mask, &self.free)) >= self.request;
+        holds.then(|| mask.count() == self.min_size)
+    }
+
+    fn has_hint_between(&self, must: NumaMask, within: NumaMask) -> bool {
+        upward_closed_has_hint_between(self, must, within)
+    }
+
+    fn preferred_count(&self) -> Option<u32> {
+        Some(self.min_size)
+    }
+
+    fn narrowest_count(&self) -> Option<u32> {
+        let base = i128::try_from(self.reused.len()).unwrap_or(i128::MAX);
+        fewest_nodes_reaching(self.universe, &self.free, &self.reused, base, self.request)
+    }
+}
+
+/// The kubelet's list for the same inputs (`generateDeviceTopologyHints`),
+/// in `IterateBitMasks` order; empty when no combination holds the request.
+#[cfg(test)]
 pub(crate) fn device_hints(
     numa_nodes: NumaMask,
     devices: &ResourceDevices,
     available: &DeviceSet,
     reusable: &DeviceSet,
     request: i128,
-) -> Vec<TopologyHint> {
-    let all: Vec<Option<NumaMask>> = devices.iter().map(|(_, affinity)| affinity).collect();
-    let free: Vec<Option<NumaMask>> = available.iter().map(|id| devices.affinity(id)).collect();
-    // Reusable devices without a topology are skipped by the kubelet: they
-    // neither restrict nor count towards a combination.
-    let reused: Vec<NumaMask> = reusable.iter().filter_map(|id| devices.affinity(id)).collect();
-
-    let on = |mask: NumaMask, affinity: &Option<NumaMask>| affinity.is_some_and(|a| a.intersects(mask));
-    let count_on = |mask: NumaMask, set: &[Option<NumaMask>]| -> i128 {
-        // At most one entry per device: the count always fits.
-        i128::try_from(set.iter().filter(|a| on(mask, a)).count()).unwrap_or(i128::MAX)
-    };
-
-    let mut min_size = numa_nodes.count();
-    let mut hints = Vec::new();
-    for mask in NumaMask::subsets_by_size(numa_nodes) {
-        if count_on(mask, &all) >= request && mask.count() < min_size {
-            min_size = mask.count();
-        }
-        if !reused.iter().all(|a| a.intersects(mask)) {
-            continue;
-        }
-        let reused_count = i128::try_from(reused.len()).unwrap_or(i128::MAX);
-        if reused_count.saturating_add(count_on(mask, &free)) < request {
-            continue;
-        }
-        hints.push(TopologyHint::new(mask, false));
-    }
-    for hint in &mut hints {
-        hint.preferred = hint.affinity.is_some_and(|mask| mask.count() == min_size);
-    }
-    hints
+) -> Vec<topoalign_model::TopologyHint> {
+    DeviceHintRule::new(numa_nodes, devices, available, reusable, request).to_list()
 }
 
 #[cfg(test)]
@@ -185,6 +254,41 @@ mod tests {
                 case.request,
             );
             assert_eq!(got, hints(case.expected), "{}", case.name);
+        }
+    }
+}
+
+#[cfg(test)]
+mod rule_properties {
+    use proptest::prelude::*;
+    use topoalign_model::{HintRule, NumaMask};
+
+    use super::{DeviceHintRule, fewest_nodes_reaching};
+
+    fn affinity() -> impl Strategy<Value = NumaMask> {
+        prop_oneof![
+            4 => (0usize..6).prop_map(NumaMask::single),
+            1 => (1u64..64).prop_map(NumaMask::from_bits),
+        ]
+    }
+
+    proptest! {
+        /// The narrowest count (greedy for single-node devices, a search
+        /// otherwise) is the one enumeration finds.
+        #[test]
+        fn narrowest_count_matches_enumeration(
+            free in proptest::collection::vec(affinity(), 0..8),
+            reused in proptest::collection::vec(affinity(), 0..3),
+            request in 0i128..8,
+        ) {
+            let universe = NumaMask::from_bits(0b11_1111);
+            let min_size = fewest_nodes_reaching(universe, &free, &[], 0, request).unwrap_or(6);
+            let rule = DeviceHintRule { universe, free, reused, request, min_size };
+            let enumerated = NumaMask::subsets_by_size(universe)
+                .filter(|m| rule.classify(*m).is_some())
+                .map(NumaMask::count)
+                .min();
+            prop_assert_eq!(rule.narrowest_count(), enumerated);
         }
     }
 }

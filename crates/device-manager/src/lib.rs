@@ -121,7 +121,7 @@ impl DeviceManager {
                 if count(&available.union(&reusable).cloned().collect()) < requested {
                     ResourceHints::Impossible
                 } else {
-                    ResourceHints::from_list(hints::device_hints(
+                    ResourceHints::from_rule(hints::DeviceHintRule::new(
                         self.numa_nodes,
                         devices,
                         &available,
@@ -154,7 +154,7 @@ impl DeviceManager {
                 if count(&available) < requested {
                     ResourceHints::Impossible
                 } else {
-                    ResourceHints::from_list(hints::device_hints(
+                    ResourceHints::from_rule(hints::DeviceHintRule::new(
                         self.numa_nodes,
                         devices,
                         &available,
@@ -288,7 +288,7 @@ impl DeviceManager {
         if count(held) != requested {
             return ResourceHints::Impossible;
         }
-        ResourceHints::from_list(hints::device_hints(
+        ResourceHints::from_rule(hints::DeviceHintRule::new(
             self.numa_nodes,
             devices,
             held,

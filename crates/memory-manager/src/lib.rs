@@ -7,10 +7,40 @@
 //! state. The caller (the engine's node) decides when each entry point runs,
 //! in the kubelet's order; the affinity chosen by the topology manager is
 //! passed in.
+//!
+//! Code map:
+//! - `validation`: the Static policy's start-up checks of `reservedMemory`.
+//! - `machine_state`: the per-node, per-resource table; taking and giving
+//!   back memory; the single- vs multi-NUMA group rule.
+//! - `requests`: what a container or a pod asks for.
+//! - `hints`: which masks can hold a request, which are preferred, the best
+//!   of a list.
+//! - `init_reuse`: memory of finished init containers that later
+//!   containers of the same pod take over.
+//! - `policy_static`: the Static policy: blocks per container, `Allocate`,
+//!   `RemoveContainer`, `AddContainer`.
+//!
+//! The `None` policy keeps no state and is handled here.
+//!
+//! Architecture invariant: every decision is the kubelet v1.32 Static
+//! policy's, including its Go `uint64` wrap-arounds and its tie-breaks;
+//! where the kubelet follows Go map order (which mismatching resource a
+//! start-up error names) the first in name order is chosen.
+
+mod hints;
+mod init_reuse;
+mod machine_state;
+mod policy_static;
+mod requests;
+mod validation;
 
 use std::collections::BTreeMap;
 
-use topoalign_model::{Container, Machine, Pod, ProviderHints, Quantity, ResourceList, TopologyHint};
+use topoalign_model::{
+    Container, Machine, NumaMask, Pod, ProviderHints, Quantity, QuantityFormat, ResourceList, TopologyHint,
+};
+
+use crate::policy_static::StaticPolicy;
 
 /// `memoryManagerPolicy`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,27 +86,50 @@ pub struct MemoryAllocateError(pub String);
 /// The memory manager of one node.
 #[derive(Clone, Debug)]
 pub struct MemoryManager {
-    _private: (),
+    policy: Policy,
+}
+
+/// The active policy. `None` keeps no state: no hints, no pinning.
+#[derive(Clone, Debug)]
+enum Policy {
+    None,
+    Static(Box<StaticPolicy>),
 }
 
 impl MemoryManager {
     /// Creates and starts the manager with empty state, as the kubelet's
-    /// `NewManager` + `Start` do.
+    /// `NewManager` + `Start` do. Only the Static policy checks
+    /// `reservedMemory`.
     ///
     /// # Errors
     /// [`MemoryManagerStartError`] with the kubelet's start-up error text.
-    pub fn start(_machine: &Machine, _config: &MemoryManagerConfig) -> Result<MemoryManager, MemoryManagerStartError> {
-        todo!("memory manager start")
+    pub fn start(machine: &Machine, config: &MemoryManagerConfig) -> Result<MemoryManager, MemoryManagerStartError> {
+        let policy = match config.policy {
+            MemoryPolicyName::None => Policy::None,
+            MemoryPolicyName::Static => {
+                let system_reserved = validation::system_reserved_memory(machine, config)?;
+                Policy::Static(Box::new(StaticPolicy::new(machine, &system_reserved)))
+            }
+        };
+        Ok(MemoryManager { policy })
     }
 
-    /// Hints for one container (container scope).
-    pub fn container_hints(&mut self, _pod: &Pod, _container: &Container) -> ProviderHints {
-        todo!()
+    /// Hints for one container (container scope). Non-Guaranteed pods, the
+    /// `None` policy, and requests no NUMA combination can hold all give no
+    /// preference.
+    pub fn container_hints(&mut self, pod: &Pod, container: &Container) -> ProviderHints {
+        match &self.policy {
+            Policy::None => ProviderHints::no_preference(),
+            Policy::Static(policy) => hints::to_provider_hints(policy.container_hints(pod, container)),
+        }
     }
 
     /// Hints for the whole pod (pod scope).
-    pub fn pod_hints(&mut self, _pod: &Pod) -> ProviderHints {
-        todo!()
+    pub fn pod_hints(&mut self, pod: &Pod) -> ProviderHints {
+        match &self.policy {
+            Policy::None => ProviderHints::no_preference(),
+            Policy::Static(policy) => hints::to_provider_hints(policy.pod_hints(pod)),
+        }
     }
 
     /// Pins the container's memory if the pod qualifies.
@@ -85,36 +138,87 @@ impl MemoryManager {
     /// [`MemoryAllocateError`] as the kubelet's `Allocate` fails.
     pub fn allocate(
         &mut self,
-        _pod: &Pod,
-        _container: &Container,
-        _affinity: TopologyHint,
+        pod: &Pod,
+        container: &Container,
+        affinity: TopologyHint,
     ) -> Result<(), MemoryAllocateError> {
-        todo!()
+        match &mut self.policy {
+            Policy::None => Ok(()),
+            Policy::Static(policy) => policy
+                .allocate(pod, container, affinity)
+                .map_err(|e| MemoryAllocateError(e.to_string())),
+        }
     }
 
     /// The container was started (kubelet `AddContainer`): releases the
     /// blocks of the pod's earlier non-restartable init containers.
-    pub fn add_container(&mut self, _pod: &Pod, _container: &Container) {
-        todo!()
+    pub fn add_container(&mut self, pod: &Pod, container: &Container) {
+        if let Policy::Static(policy) = &mut self.policy {
+            policy.add_container(pod, container);
+        }
     }
 
     /// Releases everything the pod holds.
-    pub fn remove_pod(&mut self, _pod_uid: &str) {
-        todo!()
+    pub fn remove_pod(&mut self, pod_uid: &str) {
+        if let Policy::Static(policy) = &mut self.policy {
+            policy.remove_pod(pod_uid);
+        }
     }
 
-    /// The NUMA nodes the container's memory is pinned to, if pinned.
-    pub fn container_numa_nodes(&self, _pod_uid: &str, _container: &str) -> Option<Vec<usize>> {
-        todo!()
+    /// The NUMA nodes the container's memory is pinned to, if pinned
+    /// (kubelet `GetMemoryNUMANodes`): every node of every block, ascending.
+    pub fn container_numa_nodes(&self, pod_uid: &str, container: &str) -> Option<Vec<usize>> {
+        let Policy::Static(policy) = &self.policy else {
+            return None;
+        };
+        numa_nodes_of(policy.blocks(pod_uid, container)?)
     }
 
     /// All pinned containers: pod uid → container name → NUMA nodes.
     pub fn assignments(&self) -> BTreeMap<String, BTreeMap<String, Vec<usize>>> {
-        todo!()
+        let mut assignments: BTreeMap<String, BTreeMap<String, Vec<usize>>> = BTreeMap::new();
+        let Policy::Static(policy) = &self.policy else {
+            return assignments;
+        };
+        for (pod_uid, container, blocks) in policy.all_blocks() {
+            if let Some(nodes) = numa_nodes_of(blocks) {
+                assignments
+                    .entry(pod_uid.to_string())
+                    .or_default()
+                    .insert(container.to_string(), nodes);
+            }
+        }
+        assignments
     }
 
-    /// Free amount per NUMA node and resource, for explanations.
+    /// Free amount per NUMA node and resource, for explanations. Empty
+    /// under the `None` policy, which keeps no table.
     pub fn free(&self) -> BTreeMap<usize, BTreeMap<String, Quantity>> {
-        todo!()
+        let Policy::Static(policy) = &self.policy else {
+            return BTreeMap::new();
+        };
+        policy
+            .machine_state()
+            .nodes
+            .iter()
+            .map(|(&node, state)| {
+                let free = state
+                    .memory
+                    .iter()
+                    .map(|(resource, table)| {
+                        // Bytes read best in binary notation (`31644Mi`).
+                        let free = Quantity::from_units(i128::from(table.free)).with_format(QuantityFormat::BinarySI);
+                        (resource.clone(), free)
+                    })
+                    .collect();
+                (node, free)
+            })
+            .collect()
     }
+}
+
+/// The union of the blocks' NUMA nodes, ascending; `None` when empty.
+fn numa_nodes_of(blocks: &[machine_state::Block]) -> Option<Vec<usize>> {
+    let mask = blocks.iter().fold(NumaMask::EMPTY, |mask, block| mask | block.affinity);
+    (!mask.is_empty()).then(|| mask.nodes().collect())
 }

@@ -1,0 +1,735 @@
+//! The Static policy (kubelet `policy_static.go` plus the manager glue that
+//! drives it): pins the memory and huge pages of Guaranteed pods' containers
+//! to NUMA nodes.
+//!
+//! Owns: the machine state, the memory blocks of every container, and the
+//! reusable init-container memory; hint entry points, `Allocate`,
+//! `RemoveContainer` and `AddContainer`'s release of finished init
+//! containers. Must not touch: other managers' state or the topology
+//! manager's choice (the affinity is passed in).
+
+use std::collections::BTreeMap;
+
+use topoalign_model::{Container, Machine, NumaMask, Pod, QosClass, TopologyHint};
+
+use crate::hints::{self, HintMap};
+use crate::init_reuse::ReusableMemory;
+use crate::machine_state::{Block, MEMORY, MachineState, SystemReserved};
+use crate::requests::{Requested, UnrepresentableRequest, container_requests, pod_requests};
+
+/// Why `Allocate` fails; the texts are the kubelet's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum AllocateError {
+    #[error(transparent)]
+    Unrepresentable(#[from] UnrepresentableRequest),
+    #[error("[memorymanager] failed to get the default NUMA affinity, no NUMA nodes with enough memory is available")]
+    NoDefaultAffinity,
+    #[error("[memorymanager] failed to find the default preferred hint")]
+    DefaultNotPreferred,
+    #[error("[memorymanager] failed to find NUMA nodes to extend the current topology hint")]
+    CannotExtend,
+    #[error("[memorymanager] failed to find the extended preferred hint")]
+    ExtendedNotPreferred,
+    #[error("[memorymanager] preferred hint violates NUMA node allocation")]
+    ViolatesNumaAllocation,
+}
+
+/// One pod's containers with memory blocks, in the order they were
+/// allocated (init containers, then app containers).
+type PodBlocks = Vec<(String, Vec<Block>)>;
+
+/// The Static policy and its state.
+#[derive(Clone, Debug)]
+pub(crate) struct StaticPolicy {
+    machine: MachineState,
+    blocks: BTreeMap<String, PodBlocks>,
+    reusable: ReusableMemory,
+}
+
+impl StaticPolicy {
+    /// The policy with nothing allocated.
+    pub fn new(machine: &Machine, system_reserved: &SystemReserved) -> Self {
+        StaticPolicy {
+            machine: MachineState::new(machine, system_reserved),
+            blocks: BTreeMap::new(),
+            reusable: ReusableMemory::default(),
+        }
+    }
+
+    /// The container's blocks; `None` when it has none (the kubelet's nil).
+    pub fn blocks(&self, pod_uid: &str, container: &str) -> Option<&[Block]> {
+        self.blocks
+            .get(pod_uid)?
+            .iter()
+            .find(|(name, _)| name == container)
+            .map(|(_, blocks)| blocks.as_slice())
+            .filter(|blocks| !blocks.is_empty())
+    }
+
+    /// Every pod uid → container name → blocks.
+    pub fn all_blocks(&self) -> impl Iterator<Item = (&str, &str, &[Block])> {
+        self.blocks.iter().flat_map(|(uid, containers)| {
+            containers
+                .iter()
+                .map(move |(name, blocks)| (uid.as_str(), name.as_str(), blocks.as_slice()))
+        })
+    }
+
+    pub fn machine_state(&self) -> &MachineState {
+        &self.machine
+    }
+
+    fn set_blocks(&mut self, pod_uid: &str, container: &str, blocks: Vec<Block>) {
+        let containers = self.blocks.entry(pod_uid.to_string()).or_default();
+        match containers.iter_mut().find(|(name, _)| name == container) {
+            Some((_, existing)) => *existing = blocks,
+            None => containers.push((container.to_string(), blocks)),
+        }
+    }
+
+    /// Container-scope hints (kubelet `GetTopologyHints`); `None` is the
+    /// kubelet's nil map.
+    pub fn container_hints(&self, pod: &Pod, container: &Container) -> Option<HintMap> {
+        if pod.qos != QosClass::Guaranteed {
+            return None;
+        }
+        let requested = container_requests(container).ok()?;
+        if let Some(blocks) = self.blocks(&pod.uid, &container.name) {
+            // Already allocated (the kubelet's restart path): the same hints.
+            return hints::regenerate(blocks, &requested);
+        }
+        Some(hints::calculate(&self.machine, &self.reusable, &pod.uid, &requested))
+    }
+
+    /// Pod-scope hints (kubelet `GetPodTopologyHints`).
+    pub fn pod_hints(&self, pod: &Pod) -> Option<HintMap> {
+        if pod.qos != QosClass::Guaranteed {
+            return None;
+        }
+        let requested = pod_requests(pod).ok()?;
+        let allocated = pod
+            .all_containers()
+            .find_map(|(container, _)| self.blocks(&pod.uid, &container.name));
+        if let Some(blocks) = allocated {
+            return hints::regenerate(blocks, &requested);
+        }
+        Some(hints::calculate(&self.machine, &self.reusable, &pod.uid, &requested))
+    }
+
+    /// Pins the container's memory on the topology manager's `affinity`,
+    /// widened if it cannot hold the request (kubelet `Allocate`).
+    ///
+    /// # Errors
+    /// [`AllocateError`] as the kubelet's `Allocate` fails; the state is
+    /// unchanged then.
+    pub fn allocate(&mut self, pod: &Pod, container: &Container, affinity: TopologyHint) -> Result<(), AllocateError> {
+        if pod.qos != QosClass::Guaranteed {
+            return Ok(());
+        }
+        if let Some(blocks) = self.blocks(&pod.uid, &container.name) {
+            let blocks = blocks.to_vec();
+            self.reusable.record(pod, container, &blocks);
+            return Ok(());
+        }
+
+        let requested = container_requests(container)?;
+        let mut chosen = affinity;
+        if chosen.affinity.is_none() {
+            let default = self.default_hint(&pod.uid, &requested)?;
+            if !default.preferred && chosen.preferred {
+                return Err(AllocateError::DefaultNotPreferred);
+            }
+            chosen = default;
+        }
+        // Set by the topology manager or by the default hint just above.
+        let Some(mut mask) = chosen.affinity else {
+            return Err(AllocateError::NoDefaultAffinity);
+        };
+
+        // Under `restricted` the merged affinity can be narrower than the
+        // memory hint it came from; widen it back to a mask that holds the
+        // request.
+        if !self.machine.covers(mask, &requested) {
+            let extended = self.extended_hint(&pod.uid, &requested, mask)?;
+            if !extended.preferred && chosen.preferred {
+                return Err(AllocateError::ExtendedNotPreferred);
+            }
+            mask = extended.affinity.unwrap_or(mask);
+        }
+
+        if self.machine.violates_group_rule(mask) {
+            return Err(AllocateError::ViolatesNumaAllocation);
+        }
+
+        let mut blocks = Vec::with_capacity(requested.len());
+        for (resource, &size) in &requested {
+            blocks.push(Block {
+                affinity: mask,
+                resource: resource.clone(),
+                size,
+            });
+            let reusable = self.reusable.get(&pod.uid, mask, resource);
+            self.machine.reserve(mask, resource, size.saturating_sub(reusable));
+        }
+        self.reusable.record(pod, container, &blocks);
+        self.set_blocks(&pod.uid, &container.name, blocks.clone());
+        self.shrink_init_container_blocks(pod, container, &blocks);
+        Ok(())
+    }
+
+    /// The hint used when the topology manager gave no affinity (kubelet
+    /// `getDefaultHint`): the best memory hint of the current state.
+    fn default_hint(&self, pod_uid: &str, requested: &Requested) -> Result<TopologyHint, AllocateError> {
+        let calculated = hints::calculate(&self.machine, &self.reusable, pod_uid, requested);
+        if calculated.is_empty() {
+            return Err(AllocateError::NoDefaultAffinity);
+        }
+        // All resources carry the same hints; the kubelet reads `memory`.
+        calculated
+            .get(MEMORY)
+            .and_then(|list| hints::best(list))
+            .ok_or(AllocateError::NoDefaultAffinity)
+    }
+
+    /// The best memory hint that contains `mask` (kubelet
+    /// `extendTopologyManagerHint`).
+    fn extended_hint(
+        &self,
+        pod_uid: &str,
+        requested: &Requested,
+        mask: NumaMask,
+    ) -> Result<TopologyHint, AllocateError> {
+        let calculated = hints::calculate(&self.machine, &self.reusable, pod_uid, requested);
+        let containing: Vec<TopologyHint> = calculated
+            .get(MEMORY)
+            .into_iter()
+            .flatten()
+            .filter(|hint| hint.affinity.is_some_and(|affinity| mask.is_subset_of(affinity)))
+            .copied()
+            .collect();
+        hints::best(&containing).ok_or(AllocateError::CannotExtend)
+    }
+
+    /// Records that `container` took over memory of the pod's earlier
+    /// regular init containers on the same mask (kubelet
+    /// `updateInitContainersMemoryBlocks`): their blocks shrink by the
+    /// container's block size, so the pod's blocks still add up to what the
+    /// machine state holds for it.
+    fn shrink_init_container_blocks(&mut self, pod: &Pod, container: &Container, container_blocks: &[Block]) {
+        for container_block in container_blocks {
+            let mut left = container_block.size;
+            for init in &pod.init_containers {
+                if init.name == container.name || left == 0 {
+                    break;
+                }
+                if init.restartable {
+                    continue;
+                }
+                let Some(init_blocks) = self.blocks(&pod.uid, &init.name) else {
+                    continue;
+                };
+                let mut init_blocks = init_blocks.to_vec();
+                for init_block in &mut init_blocks {
+                    if init_block.size == 0
+                        || init_block.resource != container_block.resource
+                        || init_block.affinity != container_block.affinity
+                    {
+                        continue;
+                    }
+                    let taken = init_block.size.min(left);
+                    init_block.size -= taken;
+                    left -= taken;
+                }
+                self.set_blocks(&pod.uid, &init.name, init_blocks);
+            }
+        }
+    }
+
+    /// Frees the container's blocks (kubelet `RemoveContainer`).
+    pub fn remove_container(&mut self, pod_uid: &str, container: &str) {
+        let Some(containers) = self.blocks.get_mut(pod_uid) else {
+            return;
+        };
+        let Some(position) = containers.iter().position(|(name, _)| name == container) else {
+            return;
+        };
+        let (_, blocks) = containers.remove(position);
+        if containers.is_empty() {
+            self.blocks.remove(pod_uid);
+        }
+        for block in &blocks {
+            self.machine.release(block);
+        }
+    }
+
+    /// The container started (kubelet `AddContainer`): the pod's regular
+    /// init containers before it have finished, so their memory is freed.
+    pub fn add_container(&mut self, pod: &Pod, container: &Container) {
+        for init in &pod.init_containers {
+            if init.name == container.name {
+                break;
+            }
+            // Sidecars keep running for the pod's whole life.
+            if init.restartable {
+                continue;
+            }
+            self.remove_container(&pod.uid, &init.name);
+        }
+    }
+
+    /// Frees everything the pod holds, container by container in
+    /// allocation order.
+    pub fn remove_pod(&mut self, pod_uid: &str) {
+        let names: Vec<String> = self
+            .blocks
+            .get(pod_uid)
+            .map(|containers| containers.iter().map(|(name, _)| name.clone()).collect())
+            .unwrap_or_default();
+        for name in names {
+            self.remove_container(pod_uid, &name);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The kubelet's `policy_static_test.go` tables (Allocate, init
+    //! containers, RemoveContainer), written against our fixtures.
+
+    use super::*;
+    use crate::machine_state::fixture::*;
+    use crate::requests::fixture::{container, pod, sidecar};
+    use topoalign_model::QosClass;
+
+    impl StaticPolicy {
+        /// A policy whose state is given outright, as the kubelet's tests
+        /// set theirs.
+        fn with_state(machine: MachineState, blocks: Vec<(&str, &str, Vec<Block>)>) -> Self {
+            let mut policy = StaticPolicy {
+                machine,
+                blocks: BTreeMap::new(),
+                reusable: ReusableMemory::default(),
+            };
+            for (pod_uid, container, container_blocks) in blocks {
+                policy.set_blocks(pod_uid, container, container_blocks);
+            }
+            policy
+        }
+
+        fn sizes(&self, pod_uid: &str, container: &str) -> Vec<(String, u64)> {
+            self.blocks(pod_uid, container)
+                .unwrap_or_default()
+                .iter()
+                .map(|b| (b.resource.clone(), b.size))
+                .collect()
+        }
+    }
+
+    fn m(nodes: &[usize]) -> NumaMask {
+        NumaMask::from_nodes(nodes.iter().copied())
+    }
+
+    fn block(nodes: &[usize], resource: &str, size: u64) -> Block {
+        Block {
+            affinity: m(nodes),
+            resource: resource.to_string(),
+            size,
+        }
+    }
+
+    const NO_AFFINITY: TopologyHint = TopologyHint::any(false);
+
+    /// The kubelet tests' `requirementsGuaranteed`: 1Gi memory + 1Gi of 1Gi pages.
+    fn guaranteed(uid: &str, name: &str) -> Pod {
+        pod(
+            uid,
+            vec![],
+            vec![container(name, &[("cpu", 1), (MEMORY, GB), (HUGEPAGES_1GI, GB)])],
+        )
+    }
+
+    fn one_node(memory_free: u64, hugepages_free: u64, assignments: i64) -> MachineState {
+        machine_state(vec![node(
+            0,
+            &[(MEMORY, 1536 * MB, memory_free), (HUGEPAGES_1GI, GB, hugepages_free)],
+            &[0],
+            assignments,
+        )])
+    }
+
+    /// Three nodes where node 0 carries a single-node allocation and 1, 2
+    /// are too small alone (kubelet "default hint has preferred false").
+    fn node0_busy_others_small() -> MachineState {
+        machine_state(vec![
+            node(0, &[(MEMORY, GB, 512 * MB), (HUGEPAGES_1GI, GB, GB)], &[0], 1),
+            node(1, &[(MEMORY, 512 * MB, 512 * MB), (HUGEPAGES_1GI, GB, GB)], &[1], 0),
+            node(2, &[(MEMORY, 512 * MB, 512 * MB), (HUGEPAGES_1GI, GB, GB)], &[2], 0),
+        ])
+    }
+
+    #[test]
+    fn allocate_rejections_carry_the_kubelet_texts() {
+        struct Case {
+            name: &'static str,
+            state: MachineState,
+            affinity: TopologyHint,
+            error: &'static str,
+        }
+        let cases = [
+            Case {
+                name: "no affinity and no node with enough memory",
+                state: one_node(512 * MB, 0, 2),
+                affinity: NO_AFFINITY,
+                error: "[memorymanager] failed to get the default NUMA affinity, no NUMA nodes with enough memory is available",
+            },
+            Case {
+                name: "preferred empty affinity but the default hint is not preferred",
+                state: node0_busy_others_small(),
+                affinity: TopologyHint::any(true),
+                error: "[memorymanager] failed to find the default preferred hint",
+            },
+            Case {
+                name: "affinity too small and no hint contains it",
+                state: machine_state(vec![
+                    node(0, &[(MEMORY, 512 * MB, 512 * MB), (HUGEPAGES_1GI, GB, GB)], &[0], 0),
+                    node(1, &[(MEMORY, 1536 * MB, 512 * MB), (HUGEPAGES_1GI, GB, GB)], &[1, 2], 1),
+                    node(2, &[(MEMORY, 1536 * MB, 512 * MB), (HUGEPAGES_1GI, GB, GB)], &[1, 2], 1),
+                ]),
+                affinity: TopologyHint::new(m(&[0]), false),
+                error: "[memorymanager] failed to find NUMA nodes to extend the current topology hint",
+            },
+            Case {
+                name: "preferred affinity whose extension is not preferred",
+                state: node0_busy_others_small(),
+                affinity: TopologyHint::new(m(&[1]), true),
+                error: "[memorymanager] failed to find the extended preferred hint",
+            },
+            Case {
+                name: "multi-node affinity over a node with single-node allocations",
+                state: machine_state(vec![
+                    node(0, &[(MEMORY, 2 * GB, GB), (HUGEPAGES_1GI, 2 * GB, 2 * GB)], &[0], 1),
+                    node(1, &[(MEMORY, 2 * GB, 2 * GB), (HUGEPAGES_1GI, 2 * GB, 2 * GB)], &[1], 0),
+                ]),
+                affinity: TopologyHint::new(m(&[0, 1]), false),
+                error: "[memorymanager] preferred hint violates NUMA node allocation",
+            },
+        ];
+        for case in cases {
+            let mut policy = StaticPolicy::with_state(case.state.clone(), vec![]);
+            let p = guaranteed("pod2", "container2");
+            let error = policy
+                .allocate(&p, &p.containers[0], case.affinity)
+                .expect_err(case.name);
+            assert_eq!(error.to_string(), case.error, "{}", case.name);
+            assert_eq!(policy.machine, case.state, "{}: state must not change", case.name);
+        }
+    }
+
+    #[test]
+    fn non_guaranteed_pods_and_known_containers_change_nothing() {
+        let state = one_node(512 * MB, GB, 1);
+        let mut policy = StaticPolicy::with_state(
+            state.clone(),
+            vec![("pod1", "container1", vec![block(&[0], MEMORY, GB)])],
+        );
+        let mut burstable = guaranteed("pod2", "c");
+        burstable.qos = QosClass::Burstable;
+        policy
+            .allocate(&burstable, &burstable.containers[0], NO_AFFINITY)
+            .expect("skipped");
+        let known = guaranteed("pod1", "container1");
+        policy
+            .allocate(&known, &known.containers[0], NO_AFFINITY)
+            .expect("skipped");
+        assert_eq!(policy.machine, state);
+        assert_eq!(policy.sizes("pod1", "container1"), [(MEMORY.to_string(), GB)]);
+        assert!(policy.blocks("pod2", "c").is_none());
+        assert!(policy.container_hints(&burstable, &burstable.containers[0]).is_none());
+    }
+
+    #[test]
+    fn no_affinity_uses_the_default_hint() {
+        let mut policy = StaticPolicy::with_state(one_node(1536 * MB, GB, 0), vec![]);
+        let p = guaranteed("pod1", "container1");
+        policy.allocate(&p, &p.containers[0], NO_AFFINITY).expect("fits");
+        assert_eq!(
+            policy.blocks("pod1", "container1"),
+            Some(&[block(&[0], HUGEPAGES_1GI, GB), block(&[0], MEMORY, GB)][..])
+        );
+        assert_eq!(free_of(&policy.machine, MEMORY), [512 * MB]);
+        assert_eq!(free_of(&policy.machine, HUGEPAGES_1GI), [0]);
+        assert_eq!(policy.machine.assignments(0), 2);
+    }
+
+    #[test]
+    fn memory_from_multiple_nodes_fills_the_lowest_first() {
+        let nodes = (0..4)
+            .map(|n| node(n, &[(MEMORY, 512 * MB, 512 * MB), (HUGEPAGES_1GI, GB, GB)], &[n], 0))
+            .collect();
+        let mut policy = StaticPolicy::with_state(machine_state(nodes), vec![]);
+        let p = guaranteed("pod1", "container1");
+        policy
+            .allocate(&p, &p.containers[0], TopologyHint::any(true))
+            .expect("fits two nodes");
+        assert_eq!(
+            policy.blocks("pod1", "container1").map(|b| b[0].affinity),
+            Some(m(&[0, 1]))
+        );
+        assert_eq!(free_of(&policy.machine, MEMORY), [0, 0, 512 * MB, 512 * MB]);
+        assert_eq!(free_of(&policy.machine, HUGEPAGES_1GI), [0, GB, GB, GB]);
+        let groups: Vec<NumaMask> = (0..4).map(|n| policy.machine.cells(n)).collect();
+        assert_eq!(groups, [m(&[0, 1]), m(&[0, 1]), m(&[2]), m(&[3])]);
+        assert_eq!(policy.machine.assignments(1), 2);
+    }
+
+    #[test]
+    fn a_narrow_restricted_affinity_is_extended_to_a_hint_containing_it() {
+        let nodes = (0..3)
+            .map(|n| node(n, &[(MEMORY, 512 * MB, 512 * MB), (HUGEPAGES_1GI, GB, GB)], &[n], 0))
+            .collect();
+        let mut policy = StaticPolicy::with_state(machine_state(nodes), vec![]);
+        let p = guaranteed("pod1", "container1");
+        policy
+            .allocate(&p, &p.containers[0], TopologyHint::new(m(&[1]), true))
+            .expect("extended");
+        assert_eq!(
+            policy.blocks("pod1", "container1").map(|b| b[0].affinity),
+            Some(m(&[0, 1]))
+        );
+    }
+
+    /// The kubelet's `TestStaticPolicyAllocateWithInitContainers`: one node
+    /// of 7680Mi memory and 8Gi of 1Gi pages; containers ask for equal
+    /// memory and huge pages; all allocated with no affinity.
+    #[test]
+    fn init_container_memory_is_reused_by_later_containers() {
+        /// Sizes in Gi.
+        struct Case {
+            init: &'static [u64],
+            apps: &'static [u64],
+            init_blocks_after: &'static [u64],
+            reserved: u64,
+        }
+        let case = |init, apps, init_blocks_after, reserved| Case {
+            init,
+            apps,
+            init_blocks_after,
+            reserved,
+        };
+        let cases = [
+            case(&[1, 2], &[3, 4], &[0, 0], 7),
+            case(&[4, 3], &[2, 1], &[0, 1], 4),
+            case(&[7, 4], &[4, 3], &[0, 0], 7),
+            case(&[7, 4], &[5, 2], &[0, 0], 7),
+        ];
+        for Case {
+            init: init_sizes,
+            apps: app_sizes,
+            init_blocks_after: expected_init,
+            reserved: expected_reserved,
+        } in cases
+        {
+            let requests = |gi: u64| [("cpu", 1), (MEMORY, gi * GB), (HUGEPAGES_1GI, gi * GB)];
+            let init: Vec<Container> = init_sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &gi)| container(&format!("initContainer{}", i + 1), &requests(gi)))
+                .collect();
+            let apps: Vec<Container> = app_sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &gi)| container(&format!("container{}", i + 1), &requests(gi)))
+                .collect();
+            let p = pod("pod1", init, apps);
+            let state = machine_state(vec![node(
+                0,
+                &[(MEMORY, 7680 * MB, 7680 * MB), (HUGEPAGES_1GI, 8 * GB, 8 * GB)],
+                &[0],
+                0,
+            )]);
+            let mut policy = StaticPolicy::with_state(state, vec![]);
+            // Reusable memory of another pod is forgotten on the first
+            // allocation (kubelet: `initContainersReusableMemory{"pod0": ...}`).
+            let other = pod("pod0", vec![container("init", &[])], vec![]);
+            policy
+                .reusable
+                .record(&other, &other.init_containers[0], &[block(&[0], MEMORY, 8 * GB)]);
+            for (c, _) in p.all_containers() {
+                policy.allocate(&p, c, NO_AFFINITY).expect("fits");
+            }
+            let case = format!("init {init_sizes:?} apps {app_sizes:?}");
+            for (i, &gi) in expected_init.iter().enumerate() {
+                let sizes = policy.sizes("pod1", &format!("initContainer{}", i + 1));
+                assert_eq!(
+                    sizes,
+                    [(HUGEPAGES_1GI.to_string(), gi * GB), (MEMORY.to_string(), gi * GB)],
+                    "{case}"
+                );
+            }
+            for (i, &gi) in app_sizes.iter().enumerate() {
+                let sizes = policy.sizes("pod1", &format!("container{}", i + 1));
+                assert_eq!(sizes[1], (MEMORY.to_string(), gi * GB), "{case}");
+            }
+            assert_eq!(policy.reusable.get("pod0", m(&[0]), MEMORY), 0, "{case}");
+            let memory = policy.machine.table(0, MEMORY);
+            assert_eq!(memory.reserved, expected_reserved * GB, "{case}");
+            assert_eq!(memory.free, 7680 * MB - expected_reserved * GB, "{case}");
+            assert_eq!(
+                policy.machine.table(0, HUGEPAGES_1GI).reserved,
+                expected_reserved * GB,
+                "{case}"
+            );
+            assert_eq!(policy.machine.assignments(0), 8, "{case}");
+        }
+    }
+
+    #[test]
+    fn sidecar_memory_is_never_reused() {
+        let p = pod(
+            "pod1",
+            vec![
+                sidecar("sidecar", &[(MEMORY, GB)]),
+                container("init", &[(MEMORY, 2 * GB)]),
+            ],
+            vec![container("app", &[(MEMORY, 2 * GB)])],
+        );
+        let state = machine_state(vec![node(0, &[(MEMORY, 8 * GB, 8 * GB)], &[0], 0)]);
+        let mut policy = StaticPolicy::with_state(state, vec![]);
+        for (c, _) in p.all_containers() {
+            policy.allocate(&p, c, NO_AFFINITY).expect("fits");
+        }
+        // sidecar 1 + init 2 + app 2 reusing the init's 2.
+        assert_eq!(policy.machine.table(0, MEMORY).reserved, 3 * GB);
+        assert_eq!(policy.sizes("pod1", "sidecar"), [(MEMORY.to_string(), GB)]);
+        assert_eq!(policy.sizes("pod1", "init"), [(MEMORY.to_string(), 0)]);
+        // Starting the app frees the finished init container but keeps the sidecar.
+        policy.add_container(&p, &p.containers[0]);
+        assert!(policy.blocks("pod1", "init").is_none());
+        assert!(policy.blocks("pod1", "sidecar").is_some());
+        assert_eq!(policy.machine.table(0, MEMORY).reserved, 3 * GB);
+        assert_eq!(policy.machine.assignments(0), 2);
+    }
+
+    #[test]
+    fn removing_containers_restores_the_machine_state() {
+        // kubelet: "should delete the container assignment and update the
+        // machine state" and its cross-NUMA twin.
+        let single = machine_state(vec![node(
+            0,
+            &[(MEMORY, 1536 * MB, 512 * MB), (HUGEPAGES_1GI, GB, 0)],
+            &[0],
+            2,
+        )]);
+        let cross = machine_state(vec![
+            node(0, &[(MEMORY, 512 * MB, 0), (HUGEPAGES_1GI, GB, 0)], &[0, 1], 2),
+            node(1, &[(MEMORY, 512 * MB, 0), (HUGEPAGES_1GI, GB, GB)], &[0, 1], 2),
+        ]);
+        for (state, nodes) in [(single, &[0][..]), (cross, &[0, 1][..])] {
+            let blocks = vec![block(nodes, MEMORY, GB), block(nodes, HUGEPAGES_1GI, GB)];
+            let mut policy = StaticPolicy::with_state(state.clone(), vec![("pod1", "container1", blocks)]);
+            policy.remove_pod("pod1");
+            assert!(policy.blocks.is_empty());
+            for (&id, node_state) in &policy.machine.nodes {
+                assert_eq!(node_state.assignments, 0);
+                assert_eq!(node_state.cells, m(&[id]));
+                for table in node_state.memory.values() {
+                    assert_eq!((table.free, table.reserved), (table.allocatable, 0));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn pod_hints_come_from_the_pod_sum_or_from_existing_blocks() {
+        let p = pod(
+            "pod1",
+            vec![container("init", &[(MEMORY, 3 * GB)])],
+            vec![container("a", &[(MEMORY, GB)]), container("b", &[(MEMORY, GB)])],
+        );
+        let state = machine_state(vec![
+            node(0, &[(MEMORY, 2 * GB, 2 * GB)], &[0], 0),
+            node(1, &[(MEMORY, 4 * GB, 4 * GB)], &[1], 0),
+        ]);
+        let mut policy = StaticPolicy::with_state(state, vec![]);
+        let hints = policy.pod_hints(&p).expect("guaranteed");
+        assert_eq!(
+            hints.get(MEMORY),
+            Some(&vec![
+                TopologyHint::new(m(&[1]), true),
+                TopologyHint::new(m(&[0, 1]), false)
+            ])
+        );
+        let pod_hint = TopologyHint::new(m(&[1]), true);
+        for (c, _) in p.all_containers() {
+            policy.allocate(&p, c, pod_hint).expect("fits");
+        }
+        // The pod asks for 3Gi, but "init"'s block shrank by what "a" and
+        // "b" took over (3 → 2 → 1Gi), so it no longer matches the request:
+        // the kubelet then gives no preference.
+        assert_eq!(policy.sizes("pod1", "init"), [(MEMORY.to_string(), GB)]);
+        assert!(policy.pod_hints(&p).is_none());
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn assert_tables_consistent(policy: &StaticPolicy) {
+            for state in policy.machine.nodes.values() {
+                for table in state.memory.values() {
+                    assert_eq!(table.free + table.reserved, table.allocatable);
+                }
+                assert!(state.assignments >= 0);
+            }
+        }
+
+        proptest! {
+            /// With the default affinity (topology policy `none`), whatever
+            /// is admitted, started and removed in any order, every table
+            /// stays consistent and removing every pod restores the empty
+            /// state exactly.
+            #[test]
+            fn removing_every_pod_restores_the_initial_state(
+                node_gi in prop::collection::vec(1u64..8, 1..5),
+                pods in prop::collection::vec((prop::option::of(1u64..6), 1u64..10), 1..8),
+                removal_seed in any::<u64>(),
+            ) {
+                let nodes = node_gi
+                    .iter()
+                    .enumerate()
+                    .map(|(id, &gi)| node(id, &[(MEMORY, gi * GB, gi * GB)], &[id], 0))
+                    .collect();
+                let initial = machine_state(nodes);
+                let mut policy = StaticPolicy::with_state(initial.clone(), vec![]);
+                let mut uids = Vec::new();
+                for (i, &(init_gi, app_gi)) in pods.iter().enumerate() {
+                    let init: Vec<Container> =
+                        init_gi.map(|gi| container("init", &[(MEMORY, gi * GB)])).into_iter().collect();
+                    let p = pod(&format!("p{i}"), init, vec![container("app", &[(MEMORY, app_gi * GB)])]);
+                    let admitted = p
+                        .all_containers()
+                        .all(|(c, _)| policy.allocate(&p, c, NO_AFFINITY).is_ok());
+                    assert_tables_consistent(&policy);
+                    if admitted {
+                        for (c, _) in p.all_containers() {
+                            policy.add_container(&p, c);
+                        }
+                        uids.push(p.uid.clone());
+                    } else {
+                        policy.remove_pod(&p.uid);
+                    }
+                    assert_tables_consistent(&policy);
+                }
+                let mut seed = removal_seed;
+                while !uids.is_empty() {
+                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    let uid = uids.remove((seed >> 33) as usize % uids.len());
+                    policy.remove_pod(&uid);
+                    assert_tables_consistent(&policy);
+                }
+                prop_assert!(policy.blocks.is_empty());
+                prop_assert_eq!(&policy.machine, &initial);
+            }
+        }
+    }
+}

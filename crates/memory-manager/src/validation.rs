@@ -1,0 +1,124 @@
+//! Start-up checks of the Static policy's `reservedMemory` (kubelet
+//! `getSystemReservedMemory`: `validateReservedMemory`, `convertReserved`,
+//! then `NewPolicyStatic`'s check), with the kubelet's error texts, in the
+//! kubelet's order:
+//! 1. every reservation names an existing NUMA node (first offender, in
+//!    configuration order);
+//! 2. per memory resource, the reservations add up to the node-allocatable
+//!    reservation (systemReserved + kubeReserved + hard eviction);
+//! 3. every amount is a whole number of bytes;
+//! 4. some regular memory is reserved at all.
+//!
+//! Owns: those checks and the per-node reservation they produce. Must not
+//! touch: the machine state built from it.
+
+use std::collections::BTreeSet;
+
+use topoalign_model::{Machine, Quantity, ResourceList};
+
+use crate::machine_state::{MEMORY, SystemReserved, is_hugepage_resource};
+use crate::requests::quantity_as_u64;
+use crate::{MemoryManagerConfig, MemoryManagerStartError};
+
+/// The per-node reservation the Static policy starts from.
+///
+/// # Errors
+/// [`MemoryManagerStartError`] with the kubelet's text for the first check
+/// that fails.
+pub(crate) fn system_reserved_memory(
+    machine: &Machine,
+    config: &MemoryManagerConfig,
+) -> Result<SystemReserved, MemoryManagerStartError> {
+    let reserved_totals = reserved_totals(machine, config)?;
+    check_totals_match_node_allocatable(&reserved_totals, &config.node_allocatable_reservation)?;
+    let reserved = per_node_bytes(machine, config)?;
+    let memory_reserved = reserved
+        .values()
+        .filter_map(|by_resource| by_resource.get(MEMORY))
+        .fold(0u64, |sum, &bytes| sum.wrapping_add(bytes));
+    if memory_reserved == 0 {
+        return Err(kubelet_error(
+            "[memorymanager] you should specify the system reserved memory",
+        ));
+    }
+    Ok(reserved)
+}
+
+fn kubelet_error(text: impl Into<String>) -> MemoryManagerStartError {
+    MemoryManagerStartError::Kubelet(text.into())
+}
+
+/// The reservations summed per resource (kubelet
+/// `getTotalMemoryTypeReserved`).
+fn reserved_totals(machine: &Machine, config: &MemoryManagerConfig) -> Result<ResourceList, MemoryManagerStartError> {
+    let mut totals = ResourceList::new();
+    for reservation in &config.reserved_memory {
+        if machine.numa_node(reservation.numa_node).is_none() {
+            return Err(kubelet_error(format!(
+                "the reserved memory configuration references a NUMA node {} that does not exist on this machine",
+                reservation.numa_node
+            )));
+        }
+        for (resource, &amount) in &reservation.limits {
+            // The kubelet adds the running total to the new amount, so the
+            // new amount's format wins unless it is zero.
+            let total = totals.get(resource).map_or(amount, |&so_far| amount + so_far);
+            totals.insert(resource.clone(), total);
+        }
+    }
+    Ok(totals)
+}
+
+/// Check 2 (kubelet `validateReservedMemory`). The kubelet walks the
+/// resources in Go map order, so with several mismatches the one it names
+/// varies; here the first in name order is named.
+fn check_totals_match_node_allocatable(
+    reserved_totals: &ResourceList,
+    node_allocatable_reservation: &ResourceList,
+) -> Result<(), MemoryManagerStartError> {
+    let resources: BTreeSet<&String> = reserved_totals
+        .keys()
+        .chain(
+            node_allocatable_reservation
+                .keys()
+                .filter(|r| r.as_str() == MEMORY || is_hugepage_resource(r)),
+        )
+        .collect();
+    for resource in resources {
+        // Both sides start from a zero quantity, as in the kubelet, so an
+        // absent side prints as "0".
+        let node_allocatable = node_allocatable_reservation
+            .get(resource)
+            .map_or(Quantity::ZERO, |&q| Quantity::ZERO + q);
+        let reserved = reserved_totals
+            .get(resource)
+            .map_or(Quantity::ZERO, |&q| Quantity::ZERO + q);
+        if node_allocatable.milli() != reserved.milli() {
+            return Err(kubelet_error(format!(
+                "the total amount \"{reserved}\" of type \"{resource}\" is not equal to the value \"{node_allocatable}\" determined by Node Allocatable feature"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Check 3 (kubelet `convertReserved`): bytes per node and resource. A node
+/// listed twice keeps its last amount per resource, as in the kubelet.
+fn per_node_bytes(machine: &Machine, config: &MemoryManagerConfig) -> Result<SystemReserved, MemoryManagerStartError> {
+    let mut reserved: SystemReserved = machine
+        .numa_nodes()
+        .iter()
+        .map(|n| (n.id, Default::default()))
+        .collect();
+    for reservation in &config.reserved_memory {
+        for (resource, &amount) in &reservation.limits {
+            let bytes = quantity_as_u64(amount)
+                .ok_or_else(|| kubelet_error("could not covert a variable of type Quantity to int64"))?;
+            reserved
+                .entry(reservation.numa_node)
+                .or_default()
+                .insert(resource.clone(), bytes);
+        }
+    }
+    Ok(reserved)
+}
