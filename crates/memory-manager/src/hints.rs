@@ -20,75 +20,191 @@
 
 use std::collections::BTreeMap;
 
-use topoalign_model::{MAX_NUMA_NODES, NumaMask, ProviderHints, ResourceHints, TopologyHint};
+use topoalign_model::{HintRule, MAX_NUMA_NODES, NumaMask, ProviderHints, ResourceHints, SharedHintRule, TopologyHint};
 
 use crate::init_reuse::ReusableMemory;
 use crate::machine_state::{Block, MachineState};
 use crate::requests::Requested;
 
 /// Hints per resource name, as the kubelet's `map[string][]TopologyHint`.
-pub(crate) type HintMap = BTreeMap<String, Vec<TopologyHint>>;
+pub(crate) type HintMap = BTreeMap<String, ResourceHints>;
+
+/// The Static policy's hint list as a rule (the same list serves every
+/// requested resource). See the module doc for the three tests a mask must
+/// pass; nothing here enumerates the 2^n masks unless asked to.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct MemoryHintRule {
+    universe: NumaMask,
+    columns: Vec<ResourceColumns>,
+    /// Each node's group (itself when in no multi-node group).
+    cells: Vec<NumaMask>,
+    /// Nodes holding at least one block.
+    assigned: NumaMask,
+    /// Masks on which the pod's init containers left reusable memory, with
+    /// the amount per column.
+    reuse: Vec<(NumaMask, Vec<u64>)>,
+    min_affinity_size: u32,
+}
+
+impl std::fmt::Debug for MemoryHintRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let requests: Vec<(&str, u64)> = self.columns.iter().map(|c| (c.resource.as_str(), c.size)).collect();
+        f.debug_struct("MemoryHintRule")
+            .field("requests", &requests)
+            .field("nodes", &self.universe)
+            .field("assigned", &self.assigned)
+            .field("min_affinity_size", &self.min_affinity_size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MemoryHintRule {
+    /// The rule for `requested` on the current state (kubelet
+    /// `calculateHints`). `None` when no mask can hold the request.
+    pub(crate) fn new(
+        state: &MachineState,
+        reusable: &ReusableMemory,
+        pod_uid: &str,
+        requested: &Requested,
+    ) -> Option<MemoryHintRule> {
+        let universe = state.numa_mask();
+        let columns: Vec<ResourceColumns> =
+            requested.iter().map(|(resource, &size)| ResourceColumns::new(state, resource, size)).collect();
+        let mut cells = vec![NumaMask::EMPTY; MAX_NUMA_NODES];
+        let mut assigned = NumaMask::EMPTY;
+        for node in universe.nodes() {
+            cells[node] = state.cells(node);
+            if state.assignments(node) > 0 {
+                assigned = assigned | NumaMask::single(node);
+            }
+        }
+        let reuse = reusable
+            .masks(pod_uid)
+            .into_iter()
+            .map(|mask| (mask, columns.iter().map(|c| reusable.get(pod_uid, mask, &c.resource)).collect()))
+            .collect();
+        let min_affinity_size = fewest_nodes(universe, |mask| {
+            columns.iter().all(|c| c.allocatable_on(mask) >= c.size)
+        })
+        .unwrap_or(universe.count());
+        let rule = MemoryHintRule { universe, columns, cells, assigned, reuse, min_affinity_size };
+        rule.narrowest_count().is_some().then_some(rule)
+    }
+
+    /// Rule 2 of the module doc, as `calculateHints` applies it.
+    fn group_rule_allows(&self, mask: NumaMask) -> bool {
+        if mask.count() == 1 {
+            return mask.nodes().all(|node| self.cells[node].count() <= 1);
+        }
+        mask.nodes().all(|node| {
+            !self.assigned.contains(node) || (self.cells[node].count() != 1 && self.cells[node] == mask)
+        })
+    }
+
+    fn reusable_on(&self, mask: NumaMask, column: usize) -> u64 {
+        self.reuse.iter().find(|(m, _)| *m == mask).map_or(0, |(_, amounts)| amounts[column])
+    }
+
+    /// The best hint (kubelet `findBestHint`): preferred first, then the
+    /// narrowest. `within_supersets_of`: only hints containing that mask
+    /// (kubelet `extendTopologyManagerHint`).
+    pub(crate) fn best(&self, containing: NumaMask) -> Option<TopologyHint> {
+        let rest = self.universe.without(containing);
+        let supersets_of_size = |size: u32| {
+            let extra = size.checked_sub(containing.count());
+            extra.into_iter().flat_map(move |extra| {
+                // Adding disjoint nodes keeps the increasing value order.
+                let pool = if extra == 0 { None } else { Some(NumaMask::subsets_of_size(rest, extra)) };
+                let base = (extra == 0).then_some(containing);
+                base.into_iter().chain(pool.into_iter().flatten().map(move |add| add | containing))
+            })
+        };
+        let preferred = supersets_of_size(self.min_affinity_size).find(|&m| self.classify(m) == Some(true));
+        if let Some(mask) = preferred {
+            return Some(TopologyHint::new(mask, true));
+        }
+        (containing.count().max(1)..=self.universe.count()).find_map(|size| {
+            supersets_of_size(size)
+                .find_map(|m| self.classify(m).map(|preferred| TopologyHint::new(m, preferred)))
+        })
+    }
+}
+
+impl HintRule for MemoryHintRule {
+    fn universe(&self) -> NumaMask {
+        self.universe
+    }
+
+    fn classify(&self, mask: NumaMask) -> Option<bool> {
+        let fits = !mask.is_empty()
+            && mask.is_subset_of(self.universe)
+            && self.columns.iter().all(|c| c.allocatable_on(mask) >= c.size)
+            && self.group_rule_allows(mask)
+            && self
+                .columns
+                .iter()
+                .enumerate()
+                .all(|(i, c)| c.free_on(mask).wrapping_add(self.reusable_on(mask, i)) >= c.size);
+        fits.then(|| mask.count() == self.min_affinity_size)
+    }
+
+    /// Hints are single nodes, existing groups, masks with reusable init
+    /// memory, and multi-node masks of unassigned nodes — the last upward
+    /// closed, so only the widest needs testing.
+    fn has_hint_between(&self, must: NumaMask, within: NumaMask) -> bool {
+        let fits = |mask: NumaMask| must.is_subset_of(mask) && mask.is_subset_of(within) && self.classify(mask).is_some();
+        let singles = (within & self.universe).nodes().map(NumaMask::single);
+        let groups = self.assigned.nodes().map(|n| self.cells[n]).filter(|g| g.count() > 1);
+        let reused = self.reuse.iter().map(|(m, _)| *m);
+        let widest_unassigned = within.without(self.assigned) & self.universe;
+        singles.chain(groups).chain(reused).any(fits) || (widest_unassigned.count() >= 2 && fits(widest_unassigned))
+    }
+
+    fn preferred_count(&self) -> Option<u32> {
+        Some(self.min_affinity_size)
+    }
+}
+
+/// The fewest nodes of `universe` forming a mask that passes `fits`
+/// (monotone: a wider mask passes whenever a narrower one does). Sizes are
+/// tried upward; the first size's masks are tried in value order.
+fn fewest_nodes(universe: NumaMask, fits: impl Fn(NumaMask) -> bool) -> Option<u32> {
+    if !fits(universe) {
+        return None;
+    }
+    (1..=universe.count()).find(|&size| NumaMask::subsets_of_size(universe, size).any(&fits))
+}
 
 /// The hints for `requested` on the current state (kubelet
-/// `calculateHints`). Empty when no mask can hold the request.
+/// `calculateHints`), one entry per requested resource sharing one rule.
+/// Empty when no mask can hold the request.
 pub(crate) fn calculate(
     state: &MachineState,
     reusable: &ReusableMemory,
     pod_uid: &str,
     requested: &Requested,
 ) -> HintMap {
-    let all_nodes = state.numa_mask();
-    let columns: Vec<ResourceColumns> = requested
-        .iter()
-        .map(|(resource, &size)| ResourceColumns::new(state, resource, size))
-        .collect();
-    let mut min_affinity_size = all_nodes.count();
-    let mut fitting = Vec::new();
-
-    for mask in NumaMask::subsets_by_size(all_nodes) {
-        if !columns.iter().all(|c| c.allocatable_on(mask) >= c.size) {
-            continue;
-        }
-        min_affinity_size = min_affinity_size.min(mask.count());
-
-        if !group_rule_allows(state, mask) {
-            continue;
-        }
-
-        let free_covers = columns
-            .iter()
-            .all(|c| c.free_on(mask).wrapping_add(reusable.get(pod_uid, mask, c.resource)) >= c.size);
-        if free_covers {
-            fitting.push(mask);
-        }
-    }
-
-    let hints: Vec<TopologyHint> = fitting
-        .into_iter()
-        .map(|mask| TopologyHint::new(mask, mask.count() == min_affinity_size))
-        .collect();
-    if hints.is_empty() {
+    let Some(rule) = MemoryHintRule::new(state, reusable, pod_uid, requested) else {
         return HintMap::new();
-    }
-    requested
-        .keys()
-        .map(|resource| (resource.clone(), hints.clone()))
-        .collect()
+    };
+    let shared = SharedHintRule::new(rule);
+    requested.keys().map(|resource| (resource.clone(), ResourceHints::Rule(shared.clone()))).collect()
 }
 
 /// One requested resource's allocatable and free bytes per NUMA id, read
-/// once so the mask loop (2^N masks) only adds numbers.
-struct ResourceColumns<'a> {
-    resource: &'a str,
+/// once so mask tests only add numbers.
+#[derive(Clone, PartialEq, Eq)]
+struct ResourceColumns {
+    resource: String,
     size: u64,
     allocatable: [u64; MAX_NUMA_NODES],
     free: [u64; MAX_NUMA_NODES],
 }
 
-impl<'a> ResourceColumns<'a> {
-    fn new(state: &MachineState, resource: &'a str, size: u64) -> Self {
+impl ResourceColumns {
+    fn new(state: &MachineState, resource: &str, size: u64) -> Self {
         let mut columns = ResourceColumns {
-            resource,
+            resource: resource.to_string(),
             size,
             allocatable: [0; MAX_NUMA_NODES],
             free: [0; MAX_NUMA_NODES],
@@ -103,23 +219,12 @@ impl<'a> ResourceColumns<'a> {
 
     /// Go `uint64` sums, wrapping like the kubelet's.
     fn allocatable_on(&self, mask: NumaMask) -> u64 {
-        mask.nodes()
-            .fold(0u64, |sum, node| sum.wrapping_add(self.allocatable[node]))
+        mask.nodes().fold(0u64, |sum, node| sum.wrapping_add(self.allocatable[node]))
     }
 
     fn free_on(&self, mask: NumaMask) -> u64 {
         mask.nodes().fold(0u64, |sum, node| sum.wrapping_add(self.free[node]))
     }
-}
-
-/// Rule 2 of the module doc, as `calculateHints` applies it.
-fn group_rule_allows(state: &MachineState, mask: NumaMask) -> bool {
-    if mask.count() == 1 {
-        let node = mask.nodes().next().unwrap_or_default();
-        return state.cells(node).count() <= 1;
-    }
-    mask.nodes()
-        .all(|node| state.assignments(node) <= 0 || (state.cells(node).count() != 1 && state.cells(node) == mask))
 }
 
 /// The hints of a container that already has memory (kubelet
@@ -129,41 +234,14 @@ pub(crate) fn regenerate(blocks: &[Block], requested: &Requested) -> Option<Hint
     if blocks.len() != requested.len() {
         return None;
     }
-    let mut hints: HintMap = requested.keys().map(|r| (r.clone(), Vec::new())).collect();
+    let mut lists: BTreeMap<String, Vec<TopologyHint>> = requested.keys().map(|r| (r.clone(), Vec::new())).collect();
     for block in blocks {
         if requested.get(&block.resource) != Some(&block.size) {
             return None;
         }
-        hints
-            .entry(block.resource.clone())
-            .or_default()
-            .push(TopologyHint::new(block.affinity, true));
+        lists.entry(block.resource.clone()).or_default().push(TopologyHint::new(block.affinity, true));
     }
-    Some(hints)
-}
-
-/// The best hint of a list (kubelet `findBestHint`): preferred beats not
-/// preferred; among equals the narrower mask wins (fewer nodes, then the
-/// lower-numbered ones); among identical masks the first. `None` for an
-/// empty list.
-pub(crate) fn best(hints: &[TopologyHint]) -> Option<TopologyHint> {
-    let mut best: Option<(NumaMask, bool)> = None;
-    for hint in hints {
-        let Some(mask) = hint.affinity else { continue };
-        best = match best {
-            None => Some((mask, hint.preferred)),
-            Some((best_mask, best_preferred)) => {
-                let better = (hint.preferred && !best_preferred)
-                    || (hint.preferred == best_preferred && mask.is_narrower_than(best_mask));
-                if better {
-                    Some((mask, hint.preferred))
-                } else {
-                    Some((best_mask, best_preferred))
-                }
-            }
-        };
-    }
-    best.map(|(mask, preferred)| TopologyHint::new(mask, preferred))
+    Some(lists.into_iter().map(|(resource, list)| (resource, ResourceHints::from_list(list))).collect())
 }
 
 /// The provider answer for the topology manager: `None` (the kubelet's nil
@@ -173,12 +251,7 @@ pub(crate) fn to_provider_hints(hints: Option<HintMap>) -> ProviderHints {
     let Some(hints) = hints else {
         return ProviderHints::no_preference();
     };
-    ProviderHints {
-        by_resource: hints
-            .into_iter()
-            .map(|(resource, list)| (resource, ResourceHints::from_list(list)))
-            .collect(),
-    }
+    ProviderHints { by_resource: hints }
 }
 
 #[cfg(test)]
@@ -199,8 +272,12 @@ mod tests {
         entries.iter().map(|&(r, v)| (r.to_string(), v)).collect()
     }
 
-    fn hints_for(state: &MachineState, req: &Requested) -> HintMap {
+    /// The explicit lists, as the kubelet's tables write them.
+    fn hints_for(state: &MachineState, req: &Requested) -> BTreeMap<String, Vec<TopologyHint>> {
         calculate(state, &ReusableMemory::default(), "pod2", req)
+            .into_iter()
+            .map(|(resource, hints)| (resource, hints.to_list().unwrap_or_default()))
+            .collect()
     }
 
     /// kubelet: "should calculate new topology hints, when the container
@@ -283,8 +360,8 @@ mod tests {
         reuse.record(&p, &p.init_containers[0], &[init_block]);
         let req = requested(&[(MEMORY, 4 * GB)]);
         assert_eq!(
-            calculate(&state, &reuse, "p", &req).get(MEMORY),
-            Some(&vec![hint(&[0], true)])
+            calculate(&state, &reuse, "p", &req).get(MEMORY).and_then(ResourceHints::to_list),
+            Some(vec![hint(&[0], true)])
         );
         assert!(calculate(&state, &reuse, "other", &req).is_empty());
     }
@@ -299,7 +376,7 @@ mod tests {
         let req = requested(&[(MEMORY, GB), (HUGEPAGES_1GI, GB)]);
         let both = [block(MEMORY, GB), block(HUGEPAGES_1GI, GB)];
         let regenerated = regenerate(&both, &req).expect("matching blocks");
-        assert_eq!(regenerated.get(HUGEPAGES_1GI), Some(&vec![hint(&[0], true)]));
+        assert_eq!(regenerated.get(HUGEPAGES_1GI), Some(&ResourceHints::Hints(vec![hint(&[0], true)])));
         // kubelet: number of blocks, resource and size must all match.
         assert_eq!(regenerate(&both[..1], &req), None);
         assert_eq!(regenerate(&[block(MEMORY, GB), block(HUGEPAGES_2MI, GB)], &req), None);
@@ -309,24 +386,84 @@ mod tests {
         );
     }
 
+    /// kubelet `findBestHint` / `extendTopologyManagerHint`: preferred
+    /// first, then the narrowest; extension only among supersets.
     #[test]
     fn best_hint_prefers_preferred_then_narrower() {
-        let list = [
-            hint(&[0, 1], false),
-            hint(&[1, 2], true),
-            hint(&[0, 2], true),
-            hint(&[2], false),
-        ];
-        assert_eq!(best(&list), Some(hint(&[0, 2], true)));
-        assert_eq!(best(&[hint(&[1], false), hint(&[0], false)]), Some(hint(&[0], false)));
-        assert_eq!(best(&[]), None);
+        let free = |id| node(id, &[(MEMORY, 4 * GB, 4 * GB)], &[id], 0);
+        let state = machine_state(vec![free(0), free(1), free(2), free(3)]);
+        let rule = MemoryHintRule::new(&state, &ReusableMemory::default(), "p", &requested(&[(MEMORY, 6 * GB)]))
+            .expect("fits");
+        assert_eq!(rule.best(NumaMask::EMPTY), Some(hint(&[0, 1], true)));
+        assert_eq!(rule.best(m(&[2])), Some(hint(&[0, 2], true)));
+        assert_eq!(rule.best(m(&[0, 1, 3])), Some(hint(&[0, 1, 3], false)));
+        // Node 0 serves a single-node allocation: it cannot join a group.
+        let busy = machine_state(vec![node(0, &[(MEMORY, 4 * GB, 4 * GB)], &[0], 1), free(1), free(2), free(3)]);
+        let rule = MemoryHintRule::new(&busy, &ReusableMemory::default(), "p", &requested(&[(MEMORY, 6 * GB)]))
+            .expect("fits");
+        assert_eq!(rule.best(NumaMask::EMPTY), Some(hint(&[1, 2], true)));
+        assert_eq!(rule.best(m(&[0])), None);
     }
 
     #[test]
     fn no_hints_is_no_preference_and_an_empty_list_is_impossible() {
         assert!(to_provider_hints(None).is_empty());
         assert!(to_provider_hints(Some(HintMap::new())).is_empty());
-        let impossible = to_provider_hints(Some([(MEMORY.to_string(), Vec::new())].into()));
+        let impossible = to_provider_hints(Some([(MEMORY.to_string(), ResourceHints::Impossible)].into()));
         assert_eq!(impossible.by_resource.get(MEMORY), Some(&ResourceHints::Impossible));
+    }
+
+    mod rule_properties {
+        use proptest::prelude::*;
+        use topoalign_model::{HintRule, NumaMask, TopologyHint};
+
+        use super::*;
+
+        /// Four nodes, each free or holding a single-node allocation or part
+        /// of the {0,1} group.
+        fn state() -> impl Strategy<Value = MachineState> {
+            (proptest::collection::vec((1u64..6, 0u64..6, 0u8..3), 4)).prop_map(|nodes| {
+                let group = nodes[0].2 == 2 && nodes[1].2 == 2;
+                machine_state(
+                    nodes
+                        .iter()
+                        .enumerate()
+                        .map(|(id, &(allocatable, free, kind))| {
+                            let free = free.min(allocatable);
+                            let (cells, assignments): (Vec<usize>, i64) = match kind {
+                                2 if group && id < 2 => (vec![0, 1], 1),
+                                1 => (vec![id], 1),
+                                _ => (vec![id], 0),
+                            };
+                            node(id, &[(MEMORY, allocatable * GB, free * GB)], &cells, assignments)
+                        })
+                        .collect(),
+                )
+            })
+        }
+
+        /// The kubelet's `findBestHint` over an explicit list.
+        fn best_of(list: &[TopologyHint]) -> Option<TopologyHint> {
+            list.iter().copied().min_by(|a, b| {
+                b.preferred.cmp(&a.preferred).then_with(|| a.affinity.cmp(&b.affinity))
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn rule_answers_match_its_list(state in state(), need in 1u64..12, must in 0u64..16, within in 0u64..16) {
+                let Some(rule) = MemoryHintRule::new(&state, &ReusableMemory::default(), "p", &requested(&[(MEMORY, need * GB)])) else {
+                    return Ok(());
+                };
+                let list = rule.to_list();
+                let (must, within) = (NumaMask::from_bits(must), NumaMask::from_bits(within));
+                let between = list.iter().any(|h| h.affinity.is_some_and(|a| must.is_subset_of(a) && a.is_subset_of(within)));
+                prop_assert_eq!(rule.has_hint_between(must, within), between);
+                let containing: Vec<TopologyHint> =
+                    list.iter().copied().filter(|h| h.affinity.is_some_and(|a| must.is_subset_of(a))).collect();
+                prop_assert_eq!(rule.best(must), best_of(&containing));
+                prop_assert_eq!(rule.narrowest_count(), list.iter().filter_map(|h| h.affinity).map(NumaMask::count).min());
+            }
+        }
     }
 }

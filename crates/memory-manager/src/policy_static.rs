@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 
 use topoalign_model::{Container, Machine, NumaMask, Pod, QosClass, TopologyHint};
 
-use crate::hints::{self, HintMap};
+use crate::hints::{self, HintMap, MemoryHintRule};
 use crate::init_reuse::ReusableMemory;
-use crate::machine_state::{Block, MEMORY, MachineState, SystemReserved};
+use crate::machine_state::{Block, MachineState, SystemReserved};
 use crate::requests::{Requested, UnrepresentableRequest, container_requests, pod_requests};
 
 /// Why `Allocate` fails; the texts are the kubelet's.
@@ -180,14 +180,8 @@ impl StaticPolicy {
     /// The hint used when the topology manager gave no affinity (kubelet
     /// `getDefaultHint`): the best memory hint of the current state.
     fn default_hint(&self, pod_uid: &str, requested: &Requested) -> Result<TopologyHint, AllocateError> {
-        let calculated = hints::calculate(&self.machine, &self.reusable, pod_uid, requested);
-        if calculated.is_empty() {
-            return Err(AllocateError::NoDefaultAffinity);
-        }
-        // All resources carry the same hints; the kubelet reads `memory`.
-        calculated
-            .get(MEMORY)
-            .and_then(|list| hints::best(list))
+        MemoryHintRule::new(&self.machine, &self.reusable, pod_uid, requested)
+            .and_then(|rule| rule.best(NumaMask::EMPTY))
             .ok_or(AllocateError::NoDefaultAffinity)
     }
 
@@ -199,15 +193,9 @@ impl StaticPolicy {
         requested: &Requested,
         mask: NumaMask,
     ) -> Result<TopologyHint, AllocateError> {
-        let calculated = hints::calculate(&self.machine, &self.reusable, pod_uid, requested);
-        let containing: Vec<TopologyHint> = calculated
-            .get(MEMORY)
-            .into_iter()
-            .flatten()
-            .filter(|hint| hint.affinity.is_some_and(|affinity| mask.is_subset_of(affinity)))
-            .copied()
-            .collect();
-        hints::best(&containing).ok_or(AllocateError::CannotExtend)
+        MemoryHintRule::new(&self.machine, &self.reusable, pod_uid, requested)
+            .and_then(|rule| rule.best(mask))
+            .ok_or(AllocateError::CannotExtend)
     }
 
     /// Records that `container` took over memory of the pod's earlier
@@ -297,9 +285,10 @@ mod tests {
     //! containers, RemoveContainer), written against our fixtures.
 
     use super::*;
+    use crate::machine_state::MEMORY;
     use crate::machine_state::fixture::*;
     use crate::requests::fixture::{container, pod, sidecar};
-    use topoalign_model::QosClass;
+    use topoalign_model::{QosClass, ResourceHints};
 
     impl StaticPolicy {
         /// A policy whose state is given outright, as the kubelet's tests
@@ -653,11 +642,8 @@ mod tests {
         let mut policy = StaticPolicy::with_state(state, vec![]);
         let hints = policy.pod_hints(&p).expect("guaranteed");
         assert_eq!(
-            hints.get(MEMORY),
-            Some(&vec![
-                TopologyHint::new(m(&[1]), true),
-                TopologyHint::new(m(&[0, 1]), false)
-            ])
+            hints.get(MEMORY).and_then(ResourceHints::to_list),
+            Some(vec![TopologyHint::new(m(&[1]), true), TopologyHint::new(m(&[0, 1]), false)])
         );
         let pod_hint = TopologyHint::new(m(&[1]), true);
         for (c, _) in p.all_containers() {

@@ -94,12 +94,12 @@ fn mask(nodes: &[usize]) -> NumaMask {
 }
 
 fn memory_hints(hints: &ProviderHints) -> Vec<(Vec<usize>, bool)> {
-    match hints.by_resource.get("memory") {
-        Some(ResourceHints::Hints(list)) => list
+    match hints.by_resource.get("memory").and_then(ResourceHints::to_list) {
+        Some(list) => list
             .iter()
             .map(|h| (h.affinity.map(|m| m.nodes().collect()).unwrap_or_default(), h.preferred))
             .collect(),
-        other => panic!("expected memory hints, got {other:?}"),
+        None => panic!("expected memory hints, got {hints:?}"),
     }
 }
 
