@@ -12,7 +12,8 @@ mod replay;
 mod result;
 
 pub use document::{CpuSpec, DeviceSpec, EventSpec, NumaNodeSpec, Scenario, TopologySpec};
-pub use replay::{Replay, replay};
+pub use replay::{Replay, replay, replay_with};
+pub use topoalign_engine::MergeStrategy;
 pub use result::{ContainerResult, EventResult, FinalState, ResultDocument};
 
 /// A scenario that cannot be replayed because it is malformed.

@@ -1,7 +1,7 @@
 //! Playing a scenario's events through a [`Node`], as a kubelet with the
 //! scenario's configuration would see them.
 
-use topoalign_engine::{Decision, Node, NodeState};
+use topoalign_engine::{Decision, MergeStrategy, Node, NodeState};
 use topoalign_model::Pod;
 
 use crate::result::{ContainerResult, EventResult, FinalState, ResultDocument};
@@ -28,6 +28,15 @@ enum Event {
 /// bad topology, an event that is neither `add` nor `delete`); a
 /// configuration the kubelet refuses is a [`Replay::Refused`], not an error.
 pub fn replay(scenario: &Scenario) -> Result<Replay, ScenarioError> {
+    replay_with(scenario, MergeStrategy::Fast)
+}
+
+/// [`replay`] with a chosen merge algorithm (the answer must not depend on
+/// it; tests check that).
+///
+/// # Errors
+/// As [`replay`].
+pub fn replay_with(scenario: &Scenario, strategy: MergeStrategy) -> Result<Replay, ScenarioError> {
     let machine = scenario.topology.to_machine()?;
     let events = read_events(scenario)?;
     let config = match topoalign_k8s::node_config_from_value(&scenario.kubelet, &machine) {
@@ -41,6 +50,7 @@ pub fn replay(scenario: &Scenario) -> Result<Replay, ScenarioError> {
         Ok(node) => node,
         Err(refusal) => return Ok(Replay::Refused(refusal.to_string())),
     };
+    node.set_merge_strategy(strategy);
 
     // Pods added and not yet deleted: (namespace/name, uid), newest last.
     let mut added: Vec<(String, String)> = Vec::new();

@@ -9,15 +9,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use topoalign_scenario::{Replay, Scenario, replay};
+use topoalign_scenario::{MergeStrategy, Replay, Scenario, replay_with};
 
 fn shared() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
 }
 
 /// What we answer for one scenario file, as a JSON document.
-fn answer(text: &str) -> Value {
-    let outcome = Scenario::parse(text).and_then(|s| replay(&s));
+fn answer(text: &str, strategy: MergeStrategy) -> Value {
+    let outcome = Scenario::parse(text).and_then(|s| replay_with(&s, strategy));
     match outcome {
         Ok(Replay::Completed(doc)) => serde_json::to_value(doc).expect("result documents serialise"),
         Ok(Replay::Refused(error)) => json!({ "error": error }),
@@ -72,7 +72,7 @@ fn first_difference(ours: &Value, expected: &Value) -> String {
     format!("\n      ours:     {ours}\n      expected: {expected}")
 }
 
-fn run_set(set: &str) -> (usize, Vec<(String, String)>) {
+fn run_set(set: &str, strategy: MergeStrategy) -> (usize, Vec<(String, String)>) {
     let dir = shared().join(set);
     let index: BTreeMap<String, Value> =
         serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).expect("index.json")).expect("index");
@@ -92,7 +92,7 @@ fn run_set(set: &str) -> (usize, Vec<(String, String)>) {
         let expected: Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("expected").join(format!("{name}.json"))).expect("expected"))
                 .expect("expected json");
-        let ours = std::panic::catch_unwind(|| answer(&text)).unwrap_or_else(|panic| {
+        let ours = std::panic::catch_unwind(|| answer(&text, strategy)).unwrap_or_else(|panic| {
             let what = panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()));
             json!({ "panic": what })
         });
@@ -104,8 +104,8 @@ fn run_set(set: &str) -> (usize, Vec<(String, String)>) {
     (names.len(), failures)
 }
 
-fn check(set: &str) {
-    let (total, failures) = run_set(set);
+fn check(set: &str, strategy: MergeStrategy) {
+    let (total, failures) = run_set(set, strategy);
     let show: usize = std::env::var("TOPOALIGN_SHOW").ok().and_then(|s| s.parse().ok()).unwrap_or(15);
     for (name, diff) in failures.iter().take(show) {
         eprintln!("MISMATCH {set}/{name}: {diff}");
@@ -117,10 +117,16 @@ fn check(set: &str) {
 
 #[test]
 fn public_conformance_vectors() {
-    check("conformance");
+    check("conformance", MergeStrategy::Fast);
 }
 
 #[test]
 fn large_machine_vectors() {
-    check("conformance-large");
+    check("conformance-large", MergeStrategy::Fast);
+}
+
+/// The candidate search that large machines use, held to every vector.
+#[test]
+fn public_conformance_vectors_through_the_search_merge() {
+    check("conformance", MergeStrategy::CandidateSearch);
 }

@@ -76,13 +76,17 @@ impl TopologyScope {
 #[error("{0}")]
 pub struct TopologyManagerStartError(pub String);
 
-/// How hints are merged. Both give the same answer; the permutation fold
-/// is the kubelet's exponential algorithm, kept to measure against.
+/// How hints are merged. All give the same answer; the permutation fold
+/// is the kubelet's exponential algorithm, kept to measure against, and the
+/// forced search lets the conformance vectors check the large-machine path
+/// on small machines.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum MergeStrategy {
-    /// [`merge()`]: from sets of candidates, without the cross product.
+    /// [`merge()`]: sets on small machines, candidate search on large ones.
     #[default]
     Fast,
+    /// [`merge_by_search`] whatever the machine size.
+    CandidateSearch,
     /// [`reference::merge_by_permutations`]: every permutation, as the kubelet.
     KubeletPermutations,
 }

@@ -7,7 +7,7 @@ mod single_numa_node;
 
 use topoalign_model::TopologyHint;
 
-use crate::{HintSource, MergeStrategy, NumaInfo, TopologyPolicyName, merge, reference};
+use crate::{HintSource, MergeStrategy, NumaInfo, TopologyPolicyName, merge, merge_by_search, reference};
 
 /// The result of merging under a policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +28,7 @@ pub(crate) fn decide(
 ) -> PolicyDecision {
     let merge = |sources: &[HintSource], closest: bool| match strategy {
         MergeStrategy::Fast => merge(sources, numa, closest),
+        MergeStrategy::CandidateSearch => merge_by_search(sources, numa, closest),
         MergeStrategy::KubeletPermutations => {
             let lists: Vec<Vec<TopologyHint>> = sources.iter().map(HintSource::to_list).collect();
             reference::merge_by_permutations(&lists, numa, closest)
