@@ -47,10 +47,15 @@ fn text_format_is_a_table_for_people() {
 #[test]
 fn a_conformance_vector_matches_through_the_binary() {
     let shared = repo().join("../shared/conformance");
-    let output = topoalign().arg("replay").arg(shared.join("scenarios/1112.json")).output().expect("runs");
+    let output = topoalign()
+        .arg("replay")
+        .arg(shared.join("scenarios/1112.json"))
+        .output()
+        .expect("runs");
     let ours: Value = serde_json::from_slice(&output.stdout).expect("JSON");
     let expected: Value =
-        serde_json::from_str(&std::fs::read_to_string(shared.join("expected/1112.json")).expect("expected")).expect("JSON");
+        serde_json::from_str(&std::fs::read_to_string(shared.join("expected/1112.json")).expect("expected"))
+            .expect("JSON");
     assert_eq!(ours, expected);
 }
 
@@ -59,10 +64,17 @@ fn a_refused_configuration_prints_the_kubelet_error_and_exits_2() {
     let scenario = r#"{"topology": {"numaNodes": [{"id": 0, "memory": "8Gi"}],
         "cpus": [{"id": 0, "core": 0, "socket": 0, "numa": 0}]},
       "kubelet": {"cpuManagerPolicy": "static"}, "events": []}"#;
-    let output = topoalign().args(["replay", "-"]).write_stdin(scenario).output().expect("runs");
+    let output = topoalign()
+        .args(["replay", "-"])
+        .write_stdin(scenario)
+        .output()
+        .expect("runs");
     assert_eq!(output.status.code(), Some(2));
     let doc: Value = serde_json::from_slice(&output.stdout).expect("JSON error document");
-    assert_eq!(doc["error"], "[cpumanager] unable to determine reserved CPU resources for static policy");
+    assert_eq!(
+        doc["error"],
+        "[cpumanager] unable to determine reserved CPU resources for static policy"
+    );
 }
 
 #[test]

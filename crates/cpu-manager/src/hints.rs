@@ -77,18 +77,25 @@ impl CpuHintRule {
         let request = u64::try_from(request).unwrap_or(0);
         // minAffinitySize is measured on the whole machine: the largest
         // nodes first reach the request with the fewest nodes.
-        let mut totals: Vec<u64> =
-            universe.nodes().map(|n| topology.cpus_in_numa_nodes(NumaMask::single(n)).len() as u64).collect();
+        let mut totals: Vec<u64> = universe
+            .nodes()
+            .map(|n| topology.cpus_in_numa_nodes(NumaMask::single(n)).len() as u64)
+            .collect();
         totals.sort_unstable_by(|a, b| b.cmp(a));
         let min_affinity_size = fewest_reaching(&totals, request).unwrap_or(universe.count());
         let socket_alignment = align_by_socket.then(|| {
-            let numa_per_socket = topology.num_numa_nodes().checked_div(topology.num_sockets()).unwrap_or(0);
+            let numa_per_socket = topology
+                .num_numa_nodes()
+                .checked_div(topology.num_sockets())
+                .unwrap_or(0);
             let sockets: Vec<NumaMask> = topology
                 .sockets_in_numa_nodes(universe)
                 .into_iter()
                 .map(|socket| {
                     NumaMask::from_nodes(
-                        universe.nodes().filter(|&n| topology.sockets_in_numa_nodes(NumaMask::single(n)).contains(&socket)),
+                        universe
+                            .nodes()
+                            .filter(|&n| topology.sockets_in_numa_nodes(NumaMask::single(n)).contains(&socket)),
                     )
                 })
                 .collect();
@@ -120,7 +127,12 @@ impl CpuHintRule {
 
     fn preferred(&self, mask: NumaMask) -> bool {
         let socket_aligned = self.socket_alignment.as_ref().is_some_and(|alignment| {
-            alignment.sockets.iter().filter(|socket| socket.intersects(mask)).count() == alignment.min_sockets
+            alignment
+                .sockets
+                .iter()
+                .filter(|socket| socket.intersects(mask))
+                .count()
+                == alignment.min_sockets
         });
         socket_aligned || mask.count() == self.min_affinity_size
     }
@@ -146,11 +158,23 @@ impl HintRule for CpuHintRule {
     fn narrowest_count(&self) -> Option<u32> {
         // The reusable CPUs' nodes are compulsory; then the fullest nodes.
         let base = u64::from(self.reusable)
-            + self.reusable_nodes.nodes().map(|n| u64::from(self.available[n])).sum::<u64>();
-        let mut others: Vec<u64> =
-            self.universe.without(self.reusable_nodes).nodes().map(|n| u64::from(self.available[n])).collect();
+            + self
+                .reusable_nodes
+                .nodes()
+                .map(|n| u64::from(self.available[n]))
+                .sum::<u64>();
+        let mut others: Vec<u64> = self
+            .universe
+            .without(self.reusable_nodes)
+            .nodes()
+            .map(|n| u64::from(self.available[n]))
+            .collect();
         others.sort_unstable_by(|a, b| b.cmp(a));
-        let extra = if base >= self.request { Some(0) } else { fewest_reaching(&others, self.request - base) }?;
+        let extra = if base >= self.request {
+            Some(0)
+        } else {
+            fewest_reaching(&others, self.request - base)
+        }?;
         let count = self.reusable_nodes.count() + extra;
         (count >= 1 && self.reusable_nodes.is_subset_of(self.universe)).then_some(count)
     }

@@ -133,7 +133,13 @@ impl StaticPolicy {
     }
 
     fn cpu_hints(&self, available: &CpuSet, reusable: &CpuSet, request: i64) -> ProviderHints {
-        let rule = CpuHintRule::new(&self.topology, available, reusable, request, self.options.align_by_socket);
+        let rule = CpuHintRule::new(
+            &self.topology,
+            available,
+            reusable,
+            request,
+            self.options.align_by_socket,
+        );
         ProviderHints::single("cpu", ResourceHints::from_rule(rule))
     }
 

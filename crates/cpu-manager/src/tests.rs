@@ -268,7 +268,9 @@ fn vector_0023_whole_cores_of_the_chosen_node() {
     let mut manager = CpuManager::start(&m, &with_reserved(static_config(), "0,24")).unwrap();
     let train = app_pod("train", 8);
     let hints = manager.pod_hints(&train);
-    let Some(list) = hints.by_resource["cpu"].to_list() else { panic!("expected hints, got {hints:?}") };
+    let Some(list) = hints.by_resource["cpu"].to_list() else {
+        panic!("expected hints, got {hints:?}")
+    };
     assert!(list.contains(&TopologyHint::new(NumaMask::from_nodes([1]), true)));
     manager.allocate(&train, &train.containers[0], on(&[1])).unwrap();
     assert_eq!(cpus_of(&manager, "train", "app"), "12-15,36-39");

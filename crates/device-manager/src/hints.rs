@@ -46,7 +46,13 @@ impl DeviceHintRule {
         let free = available.iter().filter_map(|id| devices.affinity(id)).collect();
         let reused = reusable.iter().filter_map(|id| devices.affinity(id)).collect();
         let min_size = fewest_nodes_reaching(numa_nodes, &all, &[], 0, request).unwrap_or(numa_nodes.count());
-        DeviceHintRule { universe: numa_nodes, free, reused, request, min_size }
+        DeviceHintRule {
+            universe: numa_nodes,
+            free,
+            reused,
+            request,
+            min_size,
+        }
     }
 }
 
@@ -76,7 +82,11 @@ fn fewest_nodes_reaching(
         return None;
     }
     let mut so_far = base + count_on(forced, devices);
-    let mut others: Vec<i128> = universe.without(forced).nodes().map(|n| count_on(NumaMask::single(n), devices)).collect();
+    let mut others: Vec<i128> = universe
+        .without(forced)
+        .nodes()
+        .map(|n| count_on(NumaMask::single(n), devices))
+        .collect();
     others.sort_unstable_by(|a, b| b.cmp(a));
     let mut count = forced.count();
     for extra in others {

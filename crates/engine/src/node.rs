@@ -15,9 +15,7 @@ use topoalign_memory_manager::{MemoryManager, MemoryManagerConfig};
 use topoalign_model::{CpuSet, Machine, Pod, ProviderHints, TopologyHint};
 use topoalign_topology_manager::{MergeStrategy, TopologyManager, TopologyPolicyName, TopologyScope};
 
-use crate::decision::{
-    ContainerPlacement, Decision, Explanation, MergeRecord, Provider, Rejection, RejectionStage,
-};
+use crate::decision::{ContainerPlacement, Decision, Explanation, MergeRecord, Provider, Rejection, RejectionStage};
 use crate::fit::{self, NodeResources};
 use crate::reservation::node_allocatable_reservation;
 use crate::{NodeConfig, StartupError};
@@ -86,7 +84,16 @@ impl Node {
             },
         )?;
         fit::validate_node_allocatable(&resources, &reservation).map_err(StartupError::NodeAllocatable)?;
-        Ok(Node { machine, config, resources, topology, devices, cpus, memory, active: Vec::new() })
+        Ok(Node {
+            machine,
+            config,
+            resources,
+            topology,
+            devices,
+            cpus,
+            memory,
+            active: Vec::new(),
+        })
     }
 
     /// The machine.
@@ -130,10 +137,22 @@ impl Node {
         let outcome = self.align(&pod, &mut explanation).and_then(|()| self.check_fit(&pod));
         if let Err(rejection) = outcome {
             self.release(&pod.uid);
-            return Decision { pod: pod.key(), qos: pod.qos, rejection: Some(rejection), containers: Vec::new(), explanation };
+            return Decision {
+                pod: pod.key(),
+                qos: pod.qos,
+                rejection: Some(rejection),
+                containers: Vec::new(),
+                explanation,
+            };
         }
         let containers = self.start_containers(&pod);
-        let decision = Decision { pod: pod.key(), qos: pod.qos, rejection: None, containers, explanation };
+        let decision = Decision {
+            pod: pod.key(),
+            qos: pod.qos,
+            rejection: None,
+            containers,
+            explanation,
+        };
         self.active.push(pod);
         decision
     }
@@ -213,7 +232,12 @@ impl Node {
     ) -> Result<TopologyHint, Rejection> {
         let only_hints: Vec<ProviderHints> = hints.iter().map(|(_, h)| h.clone()).collect();
         let decision = self.topology.decide(&only_hints);
-        explanation.merges.push(MergeRecord { container, hints, best: decision.best, admitted: decision.admit });
+        explanation.merges.push(MergeRecord {
+            container,
+            hints,
+            best: decision.best,
+            admitted: decision.admit,
+        });
         if decision.admit {
             Ok(decision.best)
         } else {
@@ -226,13 +250,20 @@ impl Node {
     }
 
     /// Each provider allocates for the container, in registration order.
-    fn allocate(&mut self, pod: &Pod, container: &topoalign_model::Container, hint: TopologyHint) -> Result<(), Rejection> {
+    fn allocate(
+        &mut self,
+        pod: &Pod,
+        container: &topoalign_model::Container,
+        hint: TopologyHint,
+    ) -> Result<(), Rejection> {
         let unexpected = |provider: Provider, error: String| Rejection {
             reason: "UnexpectedAdmissionError".to_string(),
             message: format!("Allocate failed due to {error}, which is unexpected"),
             stage: RejectionStage::Allocation(provider),
         };
-        self.devices.allocate(pod, container, hint).map_err(|e| unexpected(Provider::Device, e.to_string()))?;
+        self.devices
+            .allocate(pod, container, hint)
+            .map_err(|e| unexpected(Provider::Device, e.to_string()))?;
         self.cpus.allocate(pod, container, hint).map_err(|e| match e {
             CpuAllocateError::SmtAlignment(message) => Rejection {
                 reason: "SMTAlignmentError".to_string(),
@@ -241,7 +272,9 @@ impl Node {
             },
             CpuAllocateError::Other(error) => unexpected(Provider::Cpu, error),
         })?;
-        self.memory.allocate(pod, container, hint).map_err(|e| unexpected(Provider::Memory, e.to_string()))?;
+        self.memory
+            .allocate(pod, container, hint)
+            .map_err(|e| unexpected(Provider::Memory, e.to_string()))?;
         Ok(())
     }
 

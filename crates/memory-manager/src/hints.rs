@@ -68,8 +68,10 @@ impl MemoryHintRule {
         requested: &Requested,
     ) -> Option<MemoryHintRule> {
         let universe = state.numa_mask();
-        let columns: Vec<ResourceColumns> =
-            requested.iter().map(|(resource, &size)| ResourceColumns::new(state, resource, size)).collect();
+        let columns: Vec<ResourceColumns> = requested
+            .iter()
+            .map(|(resource, &size)| ResourceColumns::new(state, resource, size))
+            .collect();
         let mut cells = vec![NumaMask::EMPTY; MAX_NUMA_NODES];
         let mut assigned = NumaMask::EMPTY;
         for node in universe.nodes() {
@@ -81,13 +83,28 @@ impl MemoryHintRule {
         let reuse = reusable
             .masks(pod_uid)
             .into_iter()
-            .map(|mask| (mask, columns.iter().map(|c| reusable.get(pod_uid, mask, &c.resource)).collect()))
+            .map(|mask| {
+                (
+                    mask,
+                    columns
+                        .iter()
+                        .map(|c| reusable.get(pod_uid, mask, &c.resource))
+                        .collect(),
+                )
+            })
             .collect();
         let min_affinity_size = fewest_nodes(universe, |mask| {
             columns.iter().all(|c| c.allocatable_on(mask) >= c.size)
         })
         .unwrap_or(universe.count());
-        let rule = MemoryHintRule { universe, columns, cells, assigned, reuse, min_affinity_size };
+        let rule = MemoryHintRule {
+            universe,
+            columns,
+            cells,
+            assigned,
+            reuse,
+            min_affinity_size,
+        };
         rule.narrowest_count().is_some().then_some(rule)
     }
 
@@ -96,13 +113,15 @@ impl MemoryHintRule {
         if mask.count() == 1 {
             return mask.nodes().all(|node| self.cells[node].count() <= 1);
         }
-        mask.nodes().all(|node| {
-            !self.assigned.contains(node) || (self.cells[node].count() != 1 && self.cells[node] == mask)
-        })
+        mask.nodes()
+            .all(|node| !self.assigned.contains(node) || (self.cells[node].count() != 1 && self.cells[node] == mask))
     }
 
     fn reusable_on(&self, mask: NumaMask, column: usize) -> u64 {
-        self.reuse.iter().find(|(m, _)| *m == mask).map_or(0, |(_, amounts)| amounts[column])
+        self.reuse
+            .iter()
+            .find(|(m, _)| *m == mask)
+            .map_or(0, |(_, amounts)| amounts[column])
     }
 
     /// The best hint (kubelet `findBestHint`): preferred first, then the
@@ -114,9 +133,14 @@ impl MemoryHintRule {
             let extra = size.checked_sub(containing.count());
             extra.into_iter().flat_map(move |extra| {
                 // Adding disjoint nodes keeps the increasing value order.
-                let pool = if extra == 0 { None } else { Some(NumaMask::subsets_of_size(rest, extra)) };
+                let pool = if extra == 0 {
+                    None
+                } else {
+                    Some(NumaMask::subsets_of_size(rest, extra))
+                };
                 let base = (extra == 0).then_some(containing);
-                base.into_iter().chain(pool.into_iter().flatten().map(move |add| add | containing))
+                base.into_iter()
+                    .chain(pool.into_iter().flatten().map(move |add| add | containing))
             })
         };
         let preferred = supersets_of_size(self.min_affinity_size).find(|&m| self.classify(m) == Some(true));
@@ -124,8 +148,7 @@ impl MemoryHintRule {
             return Some(TopologyHint::new(mask, true));
         }
         (containing.count().max(1)..=self.universe.count()).find_map(|size| {
-            supersets_of_size(size)
-                .find_map(|m| self.classify(m).map(|preferred| TopologyHint::new(m, preferred)))
+            supersets_of_size(size).find_map(|m| self.classify(m).map(|preferred| TopologyHint::new(m, preferred)))
         })
     }
 }
@@ -152,7 +175,8 @@ impl HintRule for MemoryHintRule {
     /// memory, and multi-node masks of unassigned nodes — the last upward
     /// closed, so only the widest needs testing.
     fn has_hint_between(&self, must: NumaMask, within: NumaMask) -> bool {
-        let fits = |mask: NumaMask| must.is_subset_of(mask) && mask.is_subset_of(within) && self.classify(mask).is_some();
+        let fits =
+            |mask: NumaMask| must.is_subset_of(mask) && mask.is_subset_of(within) && self.classify(mask).is_some();
         let singles = (within & self.universe).nodes().map(NumaMask::single);
         let groups = self.assigned.nodes().map(|n| self.cells[n]).filter(|g| g.count() > 1);
         let reused = self.reuse.iter().map(|(m, _)| *m);
@@ -188,7 +212,10 @@ pub(crate) fn calculate(
         return HintMap::new();
     };
     let shared = SharedHintRule::new(rule);
-    requested.keys().map(|resource| (resource.clone(), ResourceHints::Rule(shared.clone()))).collect()
+    requested
+        .keys()
+        .map(|resource| (resource.clone(), ResourceHints::Rule(shared.clone())))
+        .collect()
 }
 
 /// One requested resource's allocatable and free bytes per NUMA id, read
@@ -219,7 +246,8 @@ impl ResourceColumns {
 
     /// Go `uint64` sums, wrapping like the kubelet's.
     fn allocatable_on(&self, mask: NumaMask) -> u64 {
-        mask.nodes().fold(0u64, |sum, node| sum.wrapping_add(self.allocatable[node]))
+        mask.nodes()
+            .fold(0u64, |sum, node| sum.wrapping_add(self.allocatable[node]))
     }
 
     fn free_on(&self, mask: NumaMask) -> u64 {
@@ -239,9 +267,17 @@ pub(crate) fn regenerate(blocks: &[Block], requested: &Requested) -> Option<Hint
         if requested.get(&block.resource) != Some(&block.size) {
             return None;
         }
-        lists.entry(block.resource.clone()).or_default().push(TopologyHint::new(block.affinity, true));
+        lists
+            .entry(block.resource.clone())
+            .or_default()
+            .push(TopologyHint::new(block.affinity, true));
     }
-    Some(lists.into_iter().map(|(resource, list)| (resource, ResourceHints::from_list(list))).collect())
+    Some(
+        lists
+            .into_iter()
+            .map(|(resource, list)| (resource, ResourceHints::from_list(list)))
+            .collect(),
+    )
 }
 
 /// The provider answer for the topology manager: `None` (the kubelet's nil
@@ -360,7 +396,9 @@ mod tests {
         reuse.record(&p, &p.init_containers[0], &[init_block]);
         let req = requested(&[(MEMORY, 4 * GB)]);
         assert_eq!(
-            calculate(&state, &reuse, "p", &req).get(MEMORY).and_then(ResourceHints::to_list),
+            calculate(&state, &reuse, "p", &req)
+                .get(MEMORY)
+                .and_then(ResourceHints::to_list),
             Some(vec![hint(&[0], true)])
         );
         assert!(calculate(&state, &reuse, "other", &req).is_empty());
@@ -376,7 +414,10 @@ mod tests {
         let req = requested(&[(MEMORY, GB), (HUGEPAGES_1GI, GB)]);
         let both = [block(MEMORY, GB), block(HUGEPAGES_1GI, GB)];
         let regenerated = regenerate(&both, &req).expect("matching blocks");
-        assert_eq!(regenerated.get(HUGEPAGES_1GI), Some(&ResourceHints::Hints(vec![hint(&[0], true)])));
+        assert_eq!(
+            regenerated.get(HUGEPAGES_1GI),
+            Some(&ResourceHints::Hints(vec![hint(&[0], true)]))
+        );
         // kubelet: number of blocks, resource and size must all match.
         assert_eq!(regenerate(&both[..1], &req), None);
         assert_eq!(regenerate(&[block(MEMORY, GB), block(HUGEPAGES_2MI, GB)], &req), None);
@@ -398,9 +439,14 @@ mod tests {
         assert_eq!(rule.best(m(&[2])), Some(hint(&[0, 2], true)));
         assert_eq!(rule.best(m(&[0, 1, 3])), Some(hint(&[0, 1, 3], false)));
         // Node 0 serves a single-node allocation: it cannot join a group.
-        let busy = machine_state(vec![node(0, &[(MEMORY, 4 * GB, 4 * GB)], &[0], 1), free(1), free(2), free(3)]);
-        let rule = MemoryHintRule::new(&busy, &ReusableMemory::default(), "p", &requested(&[(MEMORY, 6 * GB)]))
-            .expect("fits");
+        let busy = machine_state(vec![
+            node(0, &[(MEMORY, 4 * GB, 4 * GB)], &[0], 1),
+            free(1),
+            free(2),
+            free(3),
+        ]);
+        let rule =
+            MemoryHintRule::new(&busy, &ReusableMemory::default(), "p", &requested(&[(MEMORY, 6 * GB)])).expect("fits");
         assert_eq!(rule.best(NumaMask::EMPTY), Some(hint(&[1, 2], true)));
         assert_eq!(rule.best(m(&[0])), None);
     }
@@ -444,9 +490,9 @@ mod tests {
 
         /// The kubelet's `findBestHint` over an explicit list.
         fn best_of(list: &[TopologyHint]) -> Option<TopologyHint> {
-            list.iter().copied().min_by(|a, b| {
-                b.preferred.cmp(&a.preferred).then_with(|| a.affinity.cmp(&b.affinity))
-            })
+            list.iter()
+                .copied()
+                .min_by(|a, b| b.preferred.cmp(&a.preferred).then_with(|| a.affinity.cmp(&b.affinity)))
         }
 
         proptest! {

@@ -25,7 +25,10 @@ pub(crate) struct ReusableMemory {
 impl ReusableMemory {
     /// The masks on which the pod has reusable memory.
     pub fn masks(&self, pod_uid: &str) -> Vec<NumaMask> {
-        self.by_pod.get(pod_uid).map(|by_mask| by_mask.keys().copied().collect()).unwrap_or_default()
+        self.by_pod
+            .get(pod_uid)
+            .map(|by_mask| by_mask.keys().copied().collect())
+            .unwrap_or_default()
     }
 
     /// What the pod may reuse of `resource` on exactly `mask`.

@@ -643,7 +643,10 @@ mod tests {
         let hints = policy.pod_hints(&p).expect("guaranteed");
         assert_eq!(
             hints.get(MEMORY).and_then(ResourceHints::to_list),
-            Some(vec![TopologyHint::new(m(&[1]), true), TopologyHint::new(m(&[0, 1]), false)])
+            Some(vec![
+                TopologyHint::new(m(&[1]), true),
+                TopologyHint::new(m(&[0, 1]), false)
+            ])
         );
         let pod_hint = TopologyHint::new(m(&[1]), true);
         for (c, _) in p.all_containers() {

@@ -17,9 +17,7 @@ mod workload;
 
 pub use cpuset::{CpuSet, CpuSetParseError};
 pub use feature_gates::FeatureGates;
-pub use hint::{
-    HintRule, ProviderHints, ResourceHints, SharedHintRule, TopologyHint, upward_closed_has_hint_between,
-};
+pub use hint::{HintRule, ProviderHints, ResourceHints, SharedHintRule, TopologyHint, upward_closed_has_hint_between};
 pub use machine::{Cpu, Device, Machine, MachineError, NumaNode, hugepage_resource_name};
 pub use numa_mask::{MAX_NUMA_NODES, NumaMask};
 pub use quantity::{Quantity, QuantityFormat};

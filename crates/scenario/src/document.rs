@@ -111,7 +111,9 @@ impl Scenario {
             serde_yaml_ng::from_str(text).map_err(|e| ScenarioError::Syntax(format!("YAML: {e}")))?
         };
         if !value.is_object() {
-            return Err(ScenarioError::Syntax("a scenario must be a mapping with `topology` and `events`".into()));
+            return Err(ScenarioError::Syntax(
+                "a scenario must be a mapping with `topology` and `events`".into(),
+            ));
         }
         serde_path_to_error::deserialize(value).map_err(|e| ScenarioError::Field {
             path: e.path().to_string(),
@@ -135,7 +137,10 @@ impl TopologySpec {
             let mut hugepages = BTreeMap::new();
             for (key, value) in &spec.other {
                 let Some(size) = key.strip_prefix("hugepages-") else {
-                    return Err(field(at(key), "unknown field; expected id, memory, distances or hugepages-<size>".into()));
+                    return Err(field(
+                        at(key),
+                        "unknown field; expected id, memory, distances or hugepages-<size>".into(),
+                    ));
                 };
                 let page = byte_count(size).map_err(|m| field(at(key), format!("bad huge page size: {m}")))?;
                 if page == 0 {
@@ -152,18 +157,35 @@ impl TopologySpec {
                 }
                 hugepages.insert(page, total);
             }
-            numa_nodes.push(NumaNode { id: spec.id, memory, hugepages, distances: spec.distances.clone() });
+            numa_nodes.push(NumaNode {
+                id: spec.id,
+                memory,
+                hugepages,
+                distances: spec.distances.clone(),
+            });
         }
         let cpus = self
             .cpus
             .iter()
-            .map(|c| Cpu { id: c.id, core: c.core, socket: c.socket, numa: c.numa, uncore_cache: c.uncore_cache })
+            .map(|c| Cpu {
+                id: c.id,
+                core: c.core,
+                socket: c.socket,
+                numa: c.numa,
+                uncore_cache: c.uncore_cache,
+            })
             .collect();
         let devices = self
             .devices
             .iter()
             .map(|(resource, list)| {
-                let devices = list.iter().map(|d| Device { id: d.id.clone(), numa: d.numa.clone() }).collect();
+                let devices = list
+                    .iter()
+                    .map(|d| Device {
+                        id: d.id.clone(),
+                        numa: d.numa.clone(),
+                    })
+                    .collect();
                 (resource.clone(), devices)
             })
             .collect();

@@ -13,8 +13,8 @@ mod result;
 
 pub use document::{CpuSpec, DeviceSpec, EventSpec, NumaNodeSpec, Scenario, TopologySpec};
 pub use replay::{Replay, replay, replay_with};
-pub use topoalign_engine::MergeStrategy;
 pub use result::{ContainerResult, EventResult, FinalState, ResultDocument};
+pub use topoalign_engine::MergeStrategy;
 
 /// A scenario that cannot be replayed because it is malformed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -43,7 +43,10 @@ pub fn replay_with(scenario: &Scenario, strategy: MergeStrategy) -> Result<Repla
         Ok(config) => config,
         Err(topoalign_k8s::ConfigError::Refused(text)) => return Ok(Replay::Refused(text)),
         Err(topoalign_k8s::ConfigError::Invalid { path, message }) => {
-            return Err(ScenarioError::Field { path: join_path("kubelet", &path), message });
+            return Err(ScenarioError::Field {
+                path: join_path("kubelet", &path),
+                message,
+            });
         }
     };
     let mut node = match Node::start(machine, config) {
@@ -68,7 +71,10 @@ pub fn replay_with(scenario: &Scenario, strategy: MergeStrategy) -> Result<Repla
                     Some(position) => {
                         let (_, uid) = added.remove(position);
                         node.remove(&uid);
-                        EventResult { deleted: Some(true), ..blank(index, key) }
+                        EventResult {
+                            deleted: Some(true),
+                            ..blank(index, key)
+                        }
                     }
                     None => EventResult {
                         deleted: Some(false),
@@ -80,7 +86,10 @@ pub fn replay_with(scenario: &Scenario, strategy: MergeStrategy) -> Result<Repla
             }
         }
     }
-    Ok(Replay::Completed(ResultDocument { results, final_state: final_state(&node.state()) }))
+    Ok(Replay::Completed(ResultDocument {
+        results,
+        final_state: final_state(&node.state()),
+    }))
 }
 
 fn read_events(scenario: &Scenario) -> Result<Vec<Event>, ScenarioError> {
@@ -98,7 +107,11 @@ fn read_events(scenario: &Scenario) -> Result<Vec<Event>, ScenarioError> {
                 Event::Add(pod)
             }
             (None, Some(key)) => {
-                let key = if key.contains('/') { key.clone() } else { format!("default/{key}") };
+                let key = if key.contains('/') {
+                    key.clone()
+                } else {
+                    format!("default/{key}")
+                };
                 Event::Delete { key }
             }
             _ => {
@@ -114,11 +127,23 @@ fn read_events(scenario: &Scenario) -> Result<Vec<Event>, ScenarioError> {
 
 /// `parent.child`, or `parent` when the error is about the whole value.
 fn join_path(parent: &str, child: &str) -> String {
-    if child.is_empty() { parent.to_string() } else { format!("{parent}.{child}") }
+    if child.is_empty() {
+        parent.to_string()
+    } else {
+        format!("{parent}.{child}")
+    }
 }
 
 fn blank(event: usize, pod: String) -> EventResult {
-    EventResult { event, pod, admitted: None, deleted: None, reason: None, message: None, containers: None }
+    EventResult {
+        event,
+        pod,
+        admitted: None,
+        deleted: None,
+        reason: None,
+        message: None,
+        containers: None,
+    }
 }
 
 fn admission_result(index: usize, decision: &Decision) -> EventResult {
@@ -156,7 +181,13 @@ fn final_state(state: &NodeState) -> FinalState {
             .cpu_assignments
             .iter()
             .map(|(pod, containers)| {
-                (pod.clone(), containers.iter().map(|(name, cpus)| (name.clone(), cpus.to_string())).collect())
+                (
+                    pod.clone(),
+                    containers
+                        .iter()
+                        .map(|(name, cpus)| (name.clone(), cpus.to_string()))
+                        .collect(),
+                )
             })
             .collect(),
         memory_assignments: state.memory_assignments.clone(),

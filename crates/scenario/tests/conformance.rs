@@ -31,21 +31,33 @@ fn matches(ours: &Value, expected: &Value, alternatives: Option<&Value>) -> bool
     if ours == expected {
         return true;
     }
-    let Some(alternatives) = alternatives.and_then(Value::as_object) else { return false };
+    let Some(alternatives) = alternatives.and_then(Value::as_object) else {
+        return false;
+    };
     let mut patched = expected.clone();
     for (place, texts) in alternatives {
         let candidates: Vec<&Value> = texts.as_array().map(|a| a.iter().collect()).unwrap_or_default();
         let slot = if place == "error" {
             patched.get_mut("error")
         } else {
-            let event: Option<usize> = place.strip_prefix("event ").and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok());
-            event.and_then(|n| patched.get_mut("results").and_then(|r| r.get_mut(n))).and_then(|r| r.get_mut("message"))
+            let event: Option<usize> = place
+                .strip_prefix("event ")
+                .and_then(|r| r.split(' ').next())
+                .and_then(|n| n.parse().ok());
+            event
+                .and_then(|n| patched.get_mut("results").and_then(|r| r.get_mut(n)))
+                .and_then(|r| r.get_mut("message"))
         };
         let ours_text = if place == "error" {
             ours.get("error")
         } else {
-            let event: Option<usize> = place.strip_prefix("event ").and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok());
-            event.and_then(|n| ours.get("results").and_then(|r| r.get(n))).and_then(|r| r.get("message"))
+            let event: Option<usize> = place
+                .strip_prefix("event ")
+                .and_then(|r| r.split(' ').next())
+                .and_then(|n| n.parse().ok());
+            event
+                .and_then(|n| ours.get("results").and_then(|r| r.get(n)))
+                .and_then(|r| r.get("message"))
         };
         if let (Some(slot), Some(ours_text)) = (slot, ours_text)
             && candidates.contains(&ours_text)
@@ -58,7 +70,10 @@ fn matches(ours: &Value, expected: &Value, alternatives: Option<&Value>) -> bool
 
 /// A short description of the first difference.
 fn first_difference(ours: &Value, expected: &Value) -> String {
-    if let (Some(a), Some(b)) = (ours.get("results").and_then(Value::as_array), expected.get("results").and_then(Value::as_array)) {
+    if let (Some(a), Some(b)) = (
+        ours.get("results").and_then(Value::as_array),
+        expected.get("results").and_then(Value::as_array),
+    ) {
         for (i, (x, y)) in a.iter().zip(b).enumerate() {
             if x != y {
                 return format!("event {i}:\n      ours:     {x}\n      expected: {y}");
@@ -67,7 +82,10 @@ fn first_difference(ours: &Value, expected: &Value) -> String {
         if a.len() != b.len() {
             return format!("{} results, expected {}", a.len(), b.len());
         }
-        return format!("final:\n      ours:     {}\n      expected: {}", ours["final"], expected["final"]);
+        return format!(
+            "final:\n      ours:     {}\n      expected: {}",
+            ours["final"], expected["final"]
+        );
     }
     format!("\n      ours:     {ours}\n      expected: {expected}")
 }
@@ -76,8 +94,9 @@ fn run_set(set: &str, strategy: MergeStrategy) -> (usize, Vec<(String, String)>)
     let dir = shared().join(set);
     let index: BTreeMap<String, Value> =
         serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).expect("index.json")).expect("index");
-    let only: Option<Vec<String>> =
-        std::env::var("TOPOALIGN_VECTORS").ok().map(|v| v.split(',').map(|s| s.trim().to_string()).collect());
+    let only: Option<Vec<String>> = std::env::var("TOPOALIGN_VECTORS")
+        .ok()
+        .map(|v| v.split(',').map(|s| s.trim().to_string()).collect());
     let mut names: Vec<String> = std::fs::read_dir(dir.join("scenarios"))
         .expect("scenarios dir")
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
@@ -89,11 +108,15 @@ fn run_set(set: &str, strategy: MergeStrategy) -> (usize, Vec<(String, String)>)
     let mut failures = Vec::new();
     for name in &names {
         let text = std::fs::read_to_string(dir.join("scenarios").join(format!("{name}.json"))).expect("scenario");
-        let expected: Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join("expected").join(format!("{name}.json"))).expect("expected"))
-                .expect("expected json");
+        let expected: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join("expected").join(format!("{name}.json"))).expect("expected"),
+        )
+        .expect("expected json");
         let ours = std::panic::catch_unwind(|| answer(&text, strategy)).unwrap_or_else(|panic| {
-            let what = panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()));
+            let what = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()));
             json!({ "panic": what })
         });
         let alternatives = index.get(name).and_then(|i| i.get("alternativeTexts"));
@@ -106,13 +129,20 @@ fn run_set(set: &str, strategy: MergeStrategy) -> (usize, Vec<(String, String)>)
 
 fn check(set: &str, strategy: MergeStrategy) {
     let (total, failures) = run_set(set, strategy);
-    let show: usize = std::env::var("TOPOALIGN_SHOW").ok().and_then(|s| s.parse().ok()).unwrap_or(15);
+    let show: usize = std::env::var("TOPOALIGN_SHOW")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(15);
     for (name, diff) in failures.iter().take(show) {
         eprintln!("MISMATCH {set}/{name}: {diff}");
     }
     eprintln!("{set}: {} of {total} vectors match", total - failures.len());
     let names: Vec<&str> = failures.iter().map(|(n, _)| n.as_str()).collect();
-    assert!(failures.is_empty(), "{} mismatching vectors in {set}: {names:?}", failures.len());
+    assert!(
+        failures.is_empty(),
+        "{} mismatching vectors in {set}: {names:?}",
+        failures.len()
+    );
 }
 
 #[test]

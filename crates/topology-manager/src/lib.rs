@@ -141,7 +141,13 @@ impl TopologyManager {
                 options.max_allowable_numa_nodes
             )));
         }
-        Ok(TopologyManager { policy, scope, options, numa, strategy: MergeStrategy::Fast })
+        Ok(TopologyManager {
+            policy,
+            scope,
+            options,
+            numa,
+            strategy: MergeStrategy::Fast,
+        })
     }
 
     /// The policy.
@@ -173,7 +179,13 @@ impl TopologyManager {
     /// pod scope) and says whether the policy admits the result.
     pub fn decide(&self, providers: &[ProviderHints]) -> PolicyDecision {
         let lists = flatten_provider_hints(providers);
-        policy::decide(self.policy, lists, &self.numa, self.options.prefer_closest_numa, self.strategy)
+        policy::decide(
+            self.policy,
+            lists,
+            &self.numa,
+            self.options.prefer_closest_numa,
+            self.strategy,
+        )
     }
 }
 

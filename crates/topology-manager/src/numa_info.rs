@@ -23,7 +23,10 @@ pub struct MissingDistances;
 impl NumaInfo {
     /// The machine's NUMA nodes, without distances.
     pub fn new(machine: &Machine) -> NumaInfo {
-        NumaInfo { nodes: machine.numa_mask(), distances: Vec::new() }
+        NumaInfo {
+            nodes: machine.numa_mask(),
+            distances: Vec::new(),
+        }
     }
 
     /// The machine's NUMA nodes with their distances, for
@@ -38,7 +41,10 @@ impl NumaInfo {
         for node in machine.numa_nodes() {
             distances[node.id] = node.distances.clone().ok_or(MissingDistances)?;
         }
-        Ok(NumaInfo { nodes: machine.numa_mask(), distances })
+        Ok(NumaInfo {
+            nodes: machine.numa_mask(),
+            distances,
+        })
     }
 
     /// Every NUMA node (the kubelet's default affinity).
@@ -69,12 +75,22 @@ impl NumaInfo {
     /// orders, which is what makes the merge independent of hint order.
     pub fn compare(&self, a: NumaMask, b: NumaMask, closest: bool) -> Ordering {
         let by_count = a.count().cmp(&b.count());
-        let by_distance = || if closest { self.distance_sum(a).cmp(&self.distance_sum(b)) } else { Ordering::Equal };
+        let by_distance = || {
+            if closest {
+                self.distance_sum(a).cmp(&self.distance_sum(b))
+            } else {
+                Ordering::Equal
+            }
+        };
         by_count.then_with(by_distance).then_with(|| a.bits().cmp(&b.bits()))
     }
 
     /// The better of two affinities under [`NumaInfo::compare`].
     pub fn better(&self, a: NumaMask, b: NumaMask, closest: bool) -> NumaMask {
-        if self.compare(b, a, closest) == Ordering::Less { b } else { a }
+        if self.compare(b, a, closest) == Ordering::Less {
+            b
+        } else {
+            a
+        }
     }
 }

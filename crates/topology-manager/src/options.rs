@@ -28,7 +28,10 @@ pub struct PolicyOptions {
 
 impl Default for PolicyOptions {
     fn default() -> Self {
-        PolicyOptions { prefer_closest_numa: false, max_allowable_numa_nodes: DEFAULT_MAX_ALLOWABLE_NUMA_NODES }
+        PolicyOptions {
+            prefer_closest_numa: false,
+            max_allowable_numa_nodes: DEFAULT_MAX_ALLOWABLE_NUMA_NODES,
+        }
     }
 }
 
@@ -129,7 +132,11 @@ mod tests {
     #[test]
     fn options_parse_like_the_kubelet() {
         assert_eq!(parse(&[]).unwrap(), PolicyOptions::default());
-        let opts = parse(&[("prefer-closest-numa-nodes", "True"), ("max-allowable-numa-nodes", "16")]).unwrap();
+        let opts = parse(&[
+            ("prefer-closest-numa-nodes", "True"),
+            ("max-allowable-numa-nodes", "16"),
+        ])
+        .unwrap();
         assert!(opts.prefer_closest_numa);
         assert_eq!(opts.max_allowable_numa_nodes, 16);
     }
@@ -149,7 +156,10 @@ mod tests {
                 vec![("prefer-closest-numa-nodes", "yes")],
                 r#"bad value for option "prefer-closest-numa-nodes": strconv.ParseBool: parsing "yes": invalid syntax"#,
             ),
-            (vec![("bogus", "1")], r#"unknown Topology Manager Policy option: "bogus""#),
+            (
+                vec![("bogus", "1")],
+                r#"unknown Topology Manager Policy option: "bogus""#,
+            ),
         ] {
             assert_eq!(parse(&pairs).unwrap_err(), text);
         }
@@ -157,8 +167,13 @@ mod tests {
 
     #[test]
     fn beta_options_need_their_gate() {
-        let map = [("max-allowable-numa-nodes".to_string(), "16".to_string())].into_iter().collect();
-        let gates = FeatureGates { topology_manager_policy_beta_options: false, ..FeatureGates::default() };
+        let map = [("max-allowable-numa-nodes".to_string(), "16".to_string())]
+            .into_iter()
+            .collect();
+        let gates = FeatureGates {
+            topology_manager_policy_beta_options: false,
+            ..FeatureGates::default()
+        };
         assert_eq!(
             PolicyOptions::parse(&map, &gates).unwrap_err().0,
             r#"Topology Manager Policy Beta-level Options not enabled, but option "max-allowable-numa-nodes" provided"#

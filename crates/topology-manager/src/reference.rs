@@ -61,7 +61,11 @@ fn fold_step(
     closest: bool,
 ) -> (NumaMask, bool) {
     let better = |c: (NumaMask, bool), d: (NumaMask, bool)| {
-        if c.0 == d.0 || numa.better(c.0, d.0, closest) == c.0 { c } else { d }
+        if c.0 == d.0 || numa.better(c.0, d.0, closest) == c.0 {
+            c
+        } else {
+            d
+        }
     };
     let (c, d) = (current.0.count(), candidate.0.count());
     match (current.1, candidate.1) {

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use topoalign_model::{HintRule, Machine, NumaMask, NumaNode, SharedHintRule, TopologyHint};
-use topoalign_topology_manager::{HintSource, NumaInfo, merge_by_search, merge_lists, reference::merge_by_permutations};
+use topoalign_topology_manager::{
+    HintSource, NumaInfo, merge_by_search, merge_lists, reference::merge_by_permutations,
+};
 
 /// A CPU-less machine with `n` NUMA nodes and the given symmetric distances.
 fn machine(n: usize, distance: &dyn Fn(usize, usize) -> u64) -> Machine {
@@ -35,7 +37,11 @@ fn hint_list(nodes: usize) -> impl Strategy<Value = Vec<TopologyHint>> {
 
 fn scenario() -> impl Strategy<Value = (usize, Vec<Vec<TopologyHint>>, Vec<u64>)> {
     (1usize..=8).prop_flat_map(|n| {
-        (Just(n), proptest::collection::vec(hint_list(n), 1..5), proptest::collection::vec(11u64..40, n * n))
+        (
+            Just(n),
+            proptest::collection::vec(hint_list(n), 1..5),
+            proptest::collection::vec(11u64..40, n * n),
+        )
     })
 }
 
@@ -75,21 +81,36 @@ impl HintRule for ArbitraryRule {
         self.members.iter().find(|(m, _)| *m == mask).map(|(_, p)| *p)
     }
     fn has_hint_between(&self, must: NumaMask, within: NumaMask) -> bool {
-        self.members.iter().any(|(a, _)| must.is_subset_of(*a) && a.is_subset_of(within))
+        self.members
+            .iter()
+            .any(|(a, _)| must.is_subset_of(*a) && a.is_subset_of(within))
     }
     fn preferred_count(&self) -> Option<u32> {
-        let sizes: Vec<u32> = self.members.iter().filter(|(_, p)| *p).map(|(m, _)| m.count()).collect();
-        (self.same_preferred_size && sizes.windows(2).all(|w| w[0] == w[1])).then(|| sizes.first().copied()).flatten()
+        let sizes: Vec<u32> = self
+            .members
+            .iter()
+            .filter(|(_, p)| *p)
+            .map(|(m, _)| m.count())
+            .collect();
+        (self.same_preferred_size && sizes.windows(2).all(|w| w[0] == w[1]))
+            .then(|| sizes.first().copied())
+            .flatten()
     }
 }
 
 fn rule(nodes: usize) -> impl Strategy<Value = HintSource> {
     let universe = (1u64 << nodes) - 1;
-    (1..=universe, proptest::collection::btree_map(1..=universe, any::<bool>(), 1..12), any::<bool>()).prop_map(
-        |(universe, members, same_preferred_size)| {
+    (
+        1..=universe,
+        proptest::collection::btree_map(1..=universe, any::<bool>(), 1..12),
+        any::<bool>(),
+    )
+        .prop_map(|(universe, members, same_preferred_size)| {
             let universe = NumaMask::from_bits(universe);
-            let members: Vec<(NumaMask, bool)> =
-                members.into_iter().map(|(bits, p)| (NumaMask::from_bits(bits & universe.bits()), p)).collect();
+            let members: Vec<(NumaMask, bool)> = members
+                .into_iter()
+                .map(|(bits, p)| (NumaMask::from_bits(bits & universe.bits()), p))
+                .collect();
             let mut unique: Vec<(NumaMask, bool)> = Vec::new();
             for (mask, preferred) in members {
                 if !mask.is_empty() && !unique.iter().any(|(m, _)| *m == mask) {
@@ -100,9 +121,12 @@ fn rule(nodes: usize) -> impl Strategy<Value = HintSource> {
                 // A rule is never empty: the provider says Impossible instead.
                 unique.push((universe, false));
             }
-            HintSource::Rule(SharedHintRule::new(ArbitraryRule { universe, members: unique, same_preferred_size }))
-        },
-    )
+            HintSource::Rule(SharedHintRule::new(ArbitraryRule {
+                universe,
+                members: unique,
+                same_preferred_size,
+            }))
+        })
 }
 
 fn rule_scenario() -> impl Strategy<Value = (usize, Vec<HintSource>, Vec<u64>)> {
@@ -111,7 +135,11 @@ fn rule_scenario() -> impl Strategy<Value = (usize, Vec<HintSource>, Vec<u64>)> 
             3 => rule(n),
             2 => hint_list(n).prop_map(HintSource::List),
         ];
-        (Just(n), proptest::collection::vec(source, 1..5), proptest::collection::vec(11u64..40, n * n))
+        (
+            Just(n),
+            proptest::collection::vec(source, 1..5),
+            proptest::collection::vec(11u64..40, n * n),
+        )
     })
 }
 
@@ -119,13 +147,28 @@ fn rule_scenario() -> impl Strategy<Value = (usize, Vec<HintSource>, Vec<u64>)> 
 fn realistic_provider_lists_agree_on_eight_nodes() {
     // Upward-closed lists like the CPU and device managers produce: every
     // mask holding enough capacity, preferred at the minimal width.
-    let m = machine(8, &|a, b| if a == b { 10 } else if a / 4 == b / 4 { 12 } else { 32 });
+    let m = machine(8, &|a, b| {
+        if a == b {
+            10
+        } else if a / 4 == b / 4 {
+            12
+        } else {
+            32
+        }
+    });
     let numa = NumaInfo::with_distances(&m).unwrap();
     let all = NumaMask::from_bits(0xff);
     let list = |need: u32, free: &dyn Fn(usize) -> u32| -> Vec<TopologyHint> {
         let fits = |mask: NumaMask| mask.nodes().map(free).sum::<u32>() >= need;
-        let min = NumaMask::subsets_by_size(all).filter(|&m| fits(m)).map(NumaMask::count).min().unwrap_or(0);
-        NumaMask::subsets_by_size(all).filter(|&m| fits(m)).map(|m| TopologyHint::new(m, m.count() == min)).collect()
+        let min = NumaMask::subsets_by_size(all)
+            .filter(|&m| fits(m))
+            .map(NumaMask::count)
+            .min()
+            .unwrap_or(0);
+        NumaMask::subsets_by_size(all)
+            .filter(|&m| fits(m))
+            .map(|m| TopologyHint::new(m, m.count() == min))
+            .collect()
     };
     let lists = vec![list(6, &|n| if n % 3 == 0 { 4 } else { 1 }), list(3, &|n| n as u32 % 2)];
     let sources: Vec<HintSource> = lists.iter().cloned().map(HintSource::List).collect();

@@ -75,16 +75,32 @@ fn render_text(document: &ResultDocument) -> String {
         };
         let containers = result.containers.as_deref().unwrap_or_default();
         if containers.is_empty() {
-            table.add_row([result.event.to_string(), result.pod.clone(), outcome.clone(), String::new(), String::new(), String::new(), String::new()]);
+            table.add_row([
+                result.event.to_string(),
+                result.pod.clone(),
+                outcome.clone(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ]);
         }
         for (i, c) in containers.iter().enumerate() {
             let first = i == 0;
-            let devices: Vec<String> = c.devices.iter().map(|(r, ids)| format!("{r}: {}", ids.join(","))).collect();
+            let devices: Vec<String> = c
+                .devices
+                .iter()
+                .map(|(r, ids)| format!("{r}: {}", ids.join(",")))
+                .collect();
             table.add_row([
                 if first { result.event.to_string() } else { String::new() },
                 if first { result.pod.clone() } else { String::new() },
                 if first { outcome.clone() } else { String::new() },
-                if c.init { format!("{} (init)", c.name) } else { c.name.clone() },
+                if c.init {
+                    format!("{} (init)", c.name)
+                } else {
+                    c.name.clone()
+                },
                 c.cpus.clone().unwrap_or_else(|| "shared pool".into()),
                 c.memory_numa.as_ref().map_or("not pinned".into(), |n| format!("{n:?}")),
                 devices.join("; "),
@@ -95,7 +111,11 @@ fn render_text(document: &ResultDocument) -> String {
     let state = &document.final_state;
     out.push_str(&format!(
         "shared CPU pool: {}\n",
-        if state.default_cpu_set.is_empty() { "(none: CPU manager policy none)" } else { &state.default_cpu_set }
+        if state.default_cpu_set.is_empty() {
+            "(none: CPU manager policy none)"
+        } else {
+            &state.default_cpu_set
+        }
     ));
     for (pod, containers) in &state.cpu_assignments {
         for (name, cpus) in containers {

@@ -36,7 +36,7 @@ use crate::NumaInfo;
 
 /// Rules over at most this many NUMA nodes are expanded into lists: up to
 /// 1023 hints each, cheap for the set evaluation.
-const EXPAND_UP_TO_NODES: u32 = 10;
+const EXPAND_UP_TO_NODES: u32 = 4;
 
 /// One provider resource's hints, as the merge receives them.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -45,9 +45,17 @@ impl<'a> Source<'a> {
             HintSource::List(list) => Source {
                 any_preferred: list.iter().any(|h| h.affinity.is_none() && h.preferred),
                 any: list.iter().any(|h| h.affinity.is_none()),
-                members: Members::Listed(list.iter().filter_map(|h| h.affinity.map(|m| (m, h.preferred))).collect()),
+                members: Members::Listed(
+                    list.iter()
+                        .filter_map(|h| h.affinity.map(|m| (m, h.preferred)))
+                        .collect(),
+                ),
             },
-            HintSource::Rule(rule) => Source { any_preferred: false, any: false, members: Members::Rule(as_rule(rule)) },
+            HintSource::Rule(rule) => Source {
+                any_preferred: false,
+                any: false,
+                members: Members::Rule(as_rule(rule)),
+            },
         }
     }
 
@@ -73,16 +81,18 @@ impl<'a> Source<'a> {
                 }
                 found
             }
-            Members::Rule(rule) => {
-                (!mask.is_empty() && mask.is_subset_of(rule.universe())).then(|| rule.classify(mask)).flatten()
-            }
+            Members::Rule(rule) => (!mask.is_empty() && mask.is_subset_of(rule.universe()))
+                .then(|| rule.classify(mask))
+                .flatten(),
         }
     }
 
     /// Whether some affinity `a` of the list has `must ⊆ a ⊆ within`.
     fn has_between(&self, must: NumaMask, within: NumaMask) -> bool {
         match &self.members {
-            Members::Listed(masks) => masks.iter().any(|&(a, _)| must.is_subset_of(a) && a.is_subset_of(within)),
+            Members::Listed(masks) => masks
+                .iter()
+                .any(|&(a, _)| must.is_subset_of(a) && a.is_subset_of(within)),
             Members::Rule(rule) => rule.has_hint_between(must, within),
         }
     }
@@ -107,15 +117,18 @@ impl<'a> Source<'a> {
     fn preferred_of_size(&self, size: u32) -> Vec<NumaMask> {
         match &self.members {
             Members::Listed(masks) => {
-                let mut found: Vec<NumaMask> =
-                    masks.iter().filter(|(m, p)| *p && m.count() == size).map(|(m, _)| *m).collect();
+                let mut found: Vec<NumaMask> = masks
+                    .iter()
+                    .filter(|(m, p)| *p && m.count() == size)
+                    .map(|(m, _)| *m)
+                    .collect();
                 found.sort_unstable_by_key(|m| m.bits());
                 found.dedup();
                 found
             }
-            Members::Rule(rule) => {
-                NumaMask::subsets_of_size(rule.universe(), size).filter(|&m| rule.classify(m) == Some(true)).collect()
-            }
+            Members::Rule(rule) => NumaMask::subsets_of_size(rule.universe(), size)
+                .filter(|&m| rule.classify(m) == Some(true))
+                .collect(),
         }
     }
 
@@ -146,9 +159,8 @@ pub(crate) fn merge_by_search(sources: &[HintSource], numa: &NumaInfo, closest: 
     if let Some(best) = best_preferred(&sources, default, numa, closest) {
         return TopologyHint::new(best, true);
     }
-    best_non_preferred(&sources, default, numa, closest).map_or(TopologyHint::new(default, false), |m| {
-        TopologyHint::new(m, false)
-    })
+    best_non_preferred(&sources, default, numa, closest)
+        .map_or(TopologyHint::new(default, false), |m| TopologyHint::new(m, false))
 }
 
 /// The best of `masks` (all of one size) under the comparator.
@@ -157,8 +169,11 @@ fn best_of(masks: impl Iterator<Item = NumaMask>, numa: &NumaInfo, closest: bool
 }
 
 fn best_preferred(sources: &[Source<'_>], default: NumaMask, numa: &NumaInfo, closest: bool) -> Option<NumaMask> {
-    let accepted_by_all =
-        |mask: NumaMask| sources.iter().all(|s| s.any_preferred || s.classify(mask) == Some(true));
+    let accepted_by_all = |mask: NumaMask| {
+        sources
+            .iter()
+            .all(|s| s.any_preferred || s.classify(mask) == Some(true))
+    };
     // A list without a preferred "any" hint must supply the candidate: let
     // it generate, narrowest sizes first.
     if let Some(generator) = sources.iter().find(|s| !s.any_preferred) {
@@ -180,8 +195,12 @@ fn best_preferred(sources: &[Source<'_>], default: NumaMask, numa: &NumaInfo, cl
     let mut candidates = vec![default];
     for source in sources {
         for size in source.preferred_sizes() {
-            let found: Vec<NumaMask> =
-                source.preferred_of_size(size).into_iter().map(|m| m & default).filter(|m| !m.is_empty()).collect();
+            let found: Vec<NumaMask> = source
+                .preferred_of_size(size)
+                .into_iter()
+                .map(|m| m & default)
+                .filter(|m| !m.is_empty())
+                .collect();
             if let Some(best) = best_of(found.into_iter(), numa, closest) {
                 candidates.push(best);
                 break;
@@ -201,7 +220,11 @@ fn best_non_preferred(sources: &[Source<'_>], default: NumaMask, numa: &NumaInfo
         let mut reachable = NumaMask::subsets_of_size(space, size).filter(|&m| is_reachable(sources, m, default));
         // Without distances the first (lowest-valued) mask of a size is the
         // narrowest; with them every reachable mask of the size competes.
-        if closest { best_of(reachable, numa, closest) } else { reachable.next() }
+        if closest {
+            best_of(reachable, numa, closest)
+        } else {
+            reachable.next()
+        }
     };
     if wanted >= 1
         && wanted <= size_limit
@@ -243,7 +266,9 @@ fn cover(
     excluded: &mut Vec<NumaMask>,
     failed: &mut HashSet<(usize, Vec<NumaMask>)>,
 ) -> bool {
-    let Some((&node, rest)) = nodes.split_first() else { return true };
+    let Some((&node, rest)) = nodes.split_first() else {
+        return true;
+    };
     if failed.contains(&(nodes.len(), excluded.clone())) {
         return false;
     }

@@ -57,7 +57,10 @@ fn best_preferred(lists: &[Vec<TopologyHint>], default: NumaMask, numa: &NumaInf
     if lists.iter().all(|l| any_preferred(l)) {
         candidates.push(default);
     }
-    candidates.into_iter().filter(|m| !m.is_empty()).min_by(|a, b| numa.compare(*a, *b, closest))
+    candidates
+        .into_iter()
+        .filter(|m| !m.is_empty())
+        .min_by(|a, b| numa.compare(*a, *b, closest))
 }
 
 /// Every non-empty AND of one affinity per list, starting from `default`.

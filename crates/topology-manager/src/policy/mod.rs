@@ -36,21 +36,33 @@ pub(crate) fn decide(
     };
     match policy {
         // The kubelet's none policy never merges: it admits with "any".
-        TopologyPolicyName::None => PolicyDecision { best: TopologyHint::any(false), admit: true },
+        TopologyPolicyName::None => PolicyDecision {
+            best: TopologyHint::any(false),
+            admit: true,
+        },
         TopologyPolicyName::BestEffort => {
             let best = merge(&sources, prefer_closest);
-            PolicyDecision { best, admit: best_effort::admits(&best) }
+            PolicyDecision {
+                best,
+                admit: best_effort::admits(&best),
+            }
         }
         TopologyPolicyName::Restricted => {
             let best = merge(&sources, prefer_closest);
-            PolicyDecision { best, admit: restricted::admits(&best) }
+            PolicyDecision {
+                best,
+                admit: restricted::admits(&best),
+            }
         }
         TopologyPolicyName::SingleNumaNode => {
             // Every surviving hint is a single node, so distances never
             // decide anything here: the kubelet ignores the option.
             let merged = merge(&single_numa_node::filter(sources), false);
             let best = single_numa_node::normalize(merged, numa);
-            PolicyDecision { best, admit: single_numa_node::admits(&best) }
+            PolicyDecision {
+                best,
+                admit: single_numa_node::admits(&best),
+            }
         }
     }
 }

@@ -29,7 +29,11 @@ pub(super) fn filter(sources: Vec<HintSource>) -> Vec<HintSource> {
 /// A result covering every node means "no alignment"; the kubelet reports
 /// it as the "any" hint.
 pub(super) fn normalize(best: TopologyHint, numa: &NumaInfo) -> TopologyHint {
-    if best.affinity == Some(numa.all_nodes()) { TopologyHint::any(best.preferred) } else { best }
+    if best.affinity == Some(numa.all_nodes()) {
+        TopologyHint::any(best.preferred)
+    } else {
+        best
+    }
 }
 
 pub(super) fn admits(best: &TopologyHint) -> bool {
