@@ -12,6 +12,7 @@
 use topoalign_model::{CpuSet, HintRule, MAX_NUMA_NODES, NumaMask, TopologyHint, upward_closed_has_hint_between};
 
 use crate::CpuTopology;
+use crate::topology::Level;
 
 /// The CPU hint list as a rule: which NUMA masks can hold `request` CPUs.
 ///
@@ -79,7 +80,7 @@ impl CpuHintRule {
         // nodes first reach the request with the fewest nodes.
         let mut totals: Vec<u64> = universe
             .nodes()
-            .map(|n| topology.cpus_in_numa_nodes(NumaMask::single(n)).len() as u64)
+            .map(|n| topology.group(Level::Numa, n as u32).len() as u64)
             .collect();
         totals.sort_unstable_by(|a, b| b.cmp(a));
         let min_affinity_size = fewest_reaching(&totals, request).unwrap_or(universe.count());

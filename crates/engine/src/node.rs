@@ -230,8 +230,7 @@ impl Node {
         hints: Vec<(Provider, ProviderHints)>,
         explanation: &mut Explanation,
     ) -> Result<TopologyHint, Rejection> {
-        let only_hints: Vec<ProviderHints> = hints.iter().map(|(_, h)| h.clone()).collect();
-        let decision = self.topology.decide(&only_hints);
+        let decision = self.topology.decide(hints.iter().map(|(_, h)| h));
         explanation.merges.push(MergeRecord {
             container,
             hints,

@@ -177,7 +177,7 @@ impl TopologyManager {
 
     /// Merges the providers' hints for one container (or one pod, under the
     /// pod scope) and says whether the policy admits the result.
-    pub fn decide(&self, providers: &[ProviderHints]) -> PolicyDecision {
+    pub fn decide<'a>(&self, providers: impl IntoIterator<Item = &'a ProviderHints>) -> PolicyDecision {
         let lists = flatten_provider_hints(providers);
         policy::decide(
             self.policy,
@@ -193,7 +193,7 @@ impl TopologyManager {
 /// `filterProvidersHints` builds its lists: a provider with no opinion at
 /// all, or no preference for a resource, contributes a preferred "any" hint;
 /// a resource that cannot be placed contributes a non-preferred "any" hint.
-pub fn flatten_provider_hints(providers: &[ProviderHints]) -> Vec<HintSource> {
+pub fn flatten_provider_hints<'a>(providers: impl IntoIterator<Item = &'a ProviderHints>) -> Vec<HintSource> {
     let mut sources = Vec::new();
     for provider in providers {
         if provider.is_empty() {
