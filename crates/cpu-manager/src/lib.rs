@@ -16,6 +16,8 @@
 //!   NUMA-distributed, uncore-cache aware), quirks included.
 //! - `hints`: [`generate_cpu_topology_hints`].
 //! - `policy_static`: the static policy's state and entry points.
+//! - `restore`: [`CpuManagerState`] (what `cpu_manager_state` holds) and
+//!   restoring it the way a restarting kubelet does (`validateState`).
 //! - this file: [`CpuManager`], the `none`/`static` dispatch and start-up.
 
 mod assignment;
@@ -24,12 +26,14 @@ mod hints;
 mod machines;
 mod options;
 mod policy_static;
+mod restore;
 mod topology;
 
 pub use assignment::{CpuSortingStrategy, TakeError, take_by_topology};
 pub use hints::{CpuHintRule, generate_cpu_topology_hints};
 pub use options::{PolicyOptionError, StaticPolicyOptions};
 pub use policy_static::StaticPolicyError;
+pub use restore::{CpuManagerState, CpuRestoreError};
 pub use topology::{CpuInfo, CpuTopology};
 
 use std::collections::BTreeMap;

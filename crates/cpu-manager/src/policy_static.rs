@@ -17,6 +17,8 @@ use crate::hints::CpuHintRule;
 use crate::options::{PolicyOptionError, StaticPolicyOptions};
 use crate::{CpuAllocateError, CpuTopology};
 
+mod restore;
+
 /// Why `NewStaticPolicy` fails. Display is the kubelet's text (the manager
 /// prefixes `new static policy error: `).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

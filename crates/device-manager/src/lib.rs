@@ -17,7 +17,8 @@
 //!
 //! Code map: `registry` (devices and their NUMA nodes), `requests` (how
 //! many devices a container / pod asks for), `hints` (hint lists),
-//! `allocate` (which devices to give), `pod_devices` (who holds what).
+//! `allocate` (which devices to give), `pod_devices` (who holds what),
+//! `restore` (a record of who holds what, restored).
 //!
 //! Orderings the kubelet leaves to Go map order are fixed here: resources
 //! are handled in ascending name order (this decides which of several
@@ -29,6 +30,7 @@ mod hints;
 mod pod_devices;
 mod registry;
 mod requests;
+mod restore;
 #[cfg(test)]
 mod testing;
 #[cfg(test)]
@@ -41,6 +43,7 @@ use topoalign_model::{Container, Machine, NumaMask, Pod, ProviderHints, Resource
 use crate::pod_devices::{DeviceSet, DevicesByResource, PodDevices};
 use crate::registry::{Registry, ResourceDevices};
 use crate::requests::{container_device_requests, pod_device_requests};
+pub use crate::restore::{DeviceAssignments, DeviceRestoreError};
 
 /// Why an allocation failed (kubelet: `UnexpectedAdmissionError`). Display
 /// is the kubelet's text, e.g. `requested number of devices unavailable for

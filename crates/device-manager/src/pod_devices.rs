@@ -68,6 +68,26 @@ impl PodDevices {
             .collect()
     }
 
+    /// Every record: pod uid → container → resource → device ids.
+    pub(crate) fn all(&self) -> BTreeMap<String, BTreeMap<String, BTreeMap<String, Vec<String>>>> {
+        self.by_pod
+            .iter()
+            .map(|(uid, containers)| {
+                let containers = containers
+                    .iter()
+                    .map(|(name, resources)| {
+                        let resources = resources
+                            .iter()
+                            .map(|(resource, ids)| (resource.clone(), ids.iter().cloned().collect()))
+                            .collect();
+                        (name.clone(), resources)
+                    })
+                    .collect();
+                (uid.clone(), containers)
+            })
+            .collect()
+    }
+
     /// Forgets a pod.
     pub(crate) fn remove_pod(&mut self, pod_uid: &str) {
         self.by_pod.remove(pod_uid);

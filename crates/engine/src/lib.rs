@@ -2,7 +2,8 @@
 //! exactly as the kubelet v1.32 would, and explains every decision.
 //!
 //! Owns: the wiring of the topology, device, CPU and memory managers in the
-//! kubelet's order, the resource-fit check, decisions and explanations.
+//! kubelet's order, the resource-fit check, decisions and explanations,
+//! snapshots of a node's state and restoring them (`node/snapshot.rs`).
 //! Pure: no files, clocks, network or async; callers do I/O and logging.
 
 mod config;
@@ -13,8 +14,12 @@ mod reservation;
 
 pub use config::{CpuPolicyName, MemoryPolicyName, NodeConfig, ReservedMemory, TopologyPolicyName, TopologyScope};
 pub use decision::{ContainerPlacement, Decision, Explanation, MergeRecord, Provider, Rejection, RejectionStage};
-pub use node::{Node, NodeState};
+pub use node::{Node, NodeSnapshot, NodeState, NumaFree, RestoreError};
 pub use reservation::node_allocatable_reservation;
+/// The managers' state types a [`NodeSnapshot`] is made of.
+pub use topoalign_cpu_manager::CpuManagerState;
+pub use topoalign_device_manager::DeviceAssignments;
+pub use topoalign_memory_manager::{MemoryBlock, MemoryManagerState, MemoryTableState, NumaMemoryState};
 pub use topoalign_topology_manager::MergeStrategy;
 
 use topoalign_cpu_manager::CpuManagerStartError;

@@ -20,6 +20,10 @@ use crate::fit::{self, NodeResources};
 use crate::reservation::node_allocatable_reservation;
 use crate::{NodeConfig, StartupError};
 
+mod snapshot;
+
+pub use snapshot::{NodeSnapshot, NumaFree, RestoreError};
+
 /// A started node: machine, configuration, the managers' state and the
 /// pods it holds.
 #[derive(Clone, Debug)]
@@ -155,6 +159,42 @@ impl Node {
         };
         self.active.push(pod);
         decision
+    }
+
+    /// [`Node::admit`] under another topology manager policy for this one
+    /// pod (same scope and options); the node's own policy is back in force
+    /// afterwards. For front ends that let one request ask for stricter (or
+    /// looser) alignment than the node's default; the decision is the one a
+    /// kubelet started with `policy` would make in this state.
+    ///
+    /// # Errors
+    /// [`StartupError`] when a kubelet with `policy` and this node's options
+    /// would not start (nothing is admitted then).
+    pub fn admit_with_topology_policy(
+        &mut self,
+        pod: Pod,
+        policy: TopologyPolicyName,
+    ) -> Result<Decision, StartupError> {
+        if policy == self.topology.policy() {
+            return Ok(self.admit(pod));
+        }
+        let other = TopologyManager::start(
+            &self.machine,
+            policy,
+            self.config.topology_scope,
+            &self.config.topology_options,
+            &self.config.feature_gates,
+        )?;
+        let own = std::mem::replace(&mut self.topology, other);
+        let decision = self.admit(pod);
+        self.topology = own;
+        Ok(decision)
+    }
+
+    /// Free memory and huge pages per NUMA node as the memory manager's
+    /// table holds them (empty under the `None` policy, which keeps none).
+    pub fn memory_free(&self) -> BTreeMap<usize, BTreeMap<String, topoalign_model::Quantity>> {
+        self.memory.free()
     }
 
     /// Deletes the pod with `uid`, releasing everything it holds. Returns

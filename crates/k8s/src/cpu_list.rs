@@ -59,6 +59,20 @@ impl CpuList {
         Some(set)
     }
 
+    /// The listed CPUs as a set, if no id is negative or above `max_id`.
+    pub fn to_cpu_set(&self, max_id: i64) -> Option<CpuSet> {
+        let mut set = CpuSet::new();
+        for &(start, end) in &self.ranges {
+            if start < 0 || end > max_id {
+                return None;
+            }
+            for cpu in start..=end {
+                set.insert(u32::try_from(cpu).ok()?);
+            }
+        }
+        Some(set)
+    }
+
     /// Whether the list names no CPU at all.
     fn is_empty(&self) -> bool {
         self.ranges.is_empty()

@@ -10,25 +10,33 @@
 //! - [`KubeletConfiguration`] and [`node_config`]: a v1beta1 configuration
 //!   to the engine's [`NodeConfig`](topoalign_engine::NodeConfig) through
 //!   the kubelet's start-up steps, refusing what the kubelet refuses with
-//!   its exact text ([`kubelet_config`], [`validation`], [`startup`]).
+//!   its exact text ([`kubelet_config`], [`validation`], [`startup`]);
+//! - [`read_manifests`]: pods from multi-document streams, `v1 List`s and
+//!   workload templates ([`manifests`]);
+//! - [`CpuCheckpoint`] / [`MemoryCheckpoint`]: the kubelet's checkpoint
+//!   files, checksum verified the kubelet's way ([`checkpoint`]).
 //!
 //! Pure: no files, clock or environment; callers read documents and pass
 //! text or values. Must not touch: admission and allocation (the engine's).
 
+pub mod checkpoint;
 mod cpu_list;
 mod eviction;
 mod feature_gates;
 mod go;
 pub mod kubelet_config;
+pub mod manifests;
 pub mod pod;
 pub mod quantity;
 pub mod startup;
 pub mod validation;
 
+pub use checkpoint::{CheckpointError, CheckpointKind, CpuCheckpoint, MemoryCheckpoint};
 pub use cpu_list::{CpuList, parse_cpu_list, reserved_cpus};
 pub use eviction::{Threshold, ThresholdValue, hard_eviction_reservation, parse_hard_thresholds};
 pub use feature_gates::GateSet;
 pub use kubelet_config::{ConfigError, KubeletConfiguration, MemoryReservation, MemorySwap};
+pub use manifests::{ManifestError, ManifestOptions, ManifestPod, Manifests, read_manifests};
 pub use pod::{PodError, PodProblem, pod_from_k8s, pod_from_value, pod_from_yaml, pod_qos};
 pub use quantity::{QuantityError, go_string, parse_quantity, parse_quantity_field};
 pub use startup::{KubeletConfigError, node_config, node_config_from_value};

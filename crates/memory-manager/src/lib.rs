@@ -19,6 +19,8 @@
 //!   containers of the same pod take over.
 //! - `policy_static`: the Static policy: blocks per container, `Allocate`,
 //!   `RemoveContainer`, `AddContainer`.
+//! - `restore`: [`MemoryManagerState`] (what `memory_manager_state` holds)
+//!   and restoring it the way a restarting kubelet does (`validateState`).
 //!
 //! The `None` policy keeps no state and is handled here.
 //!
@@ -32,6 +34,7 @@ mod init_reuse;
 mod machine_state;
 mod policy_static;
 mod requests;
+mod restore;
 mod validation;
 
 use std::collections::BTreeMap;
@@ -41,6 +44,8 @@ use topoalign_model::{
 };
 
 use crate::policy_static::StaticPolicy;
+
+pub use restore::{MemoryBlock, MemoryManagerState, MemoryRestoreError, MemoryTableState, NumaMemoryState};
 
 /// `memoryManagerPolicy`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

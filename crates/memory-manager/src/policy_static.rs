@@ -17,6 +17,8 @@ use crate::init_reuse::ReusableMemory;
 use crate::machine_state::{Block, MachineState, SystemReserved};
 use crate::requests::{Requested, UnrepresentableRequest, container_requests, pod_requests};
 
+mod restore;
+
 /// Why `Allocate` fails; the texts are the kubelet's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum AllocateError {

@@ -1,0 +1,256 @@
+//! The HTTP API: routes, status codes, JSON errors, the body limit and the
+//! bearer token for TCP.
+//!
+//! ```text
+//! GET    /healthz                  status, enforcement, what recovery found
+//! GET    /metrics                  Prometheus / OpenMetrics text
+//! GET    /v1/topology              machine, policies, per-NUMA usage
+//! GET    /v1/allocations           every allocation (JSON array)
+//! GET    /v1/allocations/{id}      one allocation
+//! POST   /v1/allocations           admit: a Pod manifest or a plain request → decision with explanation
+//! DELETE /v1/allocations/{id}      release
+//! POST   /v1/reconcile             release allocations whose holder exited, now
+//! ```
+//!
+//! Owns: the mapping of [`AgentError`]s to statuses (400 bad request, 401
+//! missing or wrong token, 404, 409 rejected or clashing, 413 body too
+//! large, 500 enforcement failed, 503 state not writable) and of every
+//! error to `{"error": "..."}`. Requests are serialised by one lock around
+//! the [`NodeAgent`]; work that syncs to disk runs on the blocking pool.
+
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+
+use crate::node_agent::{AgentError, NodeAgent};
+use crate::request::{AdmitOptions, read_body};
+use crate::wire::ErrorBody;
+
+/// Request bodies larger than this are refused (413).
+pub const MAX_BODY_BYTES: usize = 1 << 20;
+
+/// The agent shared by all connections.
+pub type SharedAgent = Arc<Mutex<NodeAgent>>;
+
+/// The routes, without authentication (for the Unix socket, whose mode is
+/// the permission).
+pub fn router(agent: SharedAgent) -> Router {
+    Router::new()
+        .route("/healthz", get(health))
+        .route("/metrics", get(metrics))
+        .route("/v1/topology", get(topology))
+        .route("/v1/allocations", get(list).post(admit))
+        .route("/v1/allocations/{id}", get(show).delete(release))
+        .route("/v1/reconcile", post(reconcile))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(agent)
+}
+
+/// The routes behind a bearer token (for TCP).
+pub fn router_with_token(agent: SharedAgent, token: String) -> Router {
+    router(agent).layer(middleware::from_fn_with_state(Arc::new(token), require_token))
+}
+
+fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, Json(ErrorBody { error: message.into() })).into_response()
+}
+
+impl IntoResponse for AgentError {
+    fn into_response(self) -> Response {
+        let status = match &self {
+            AgentError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            AgentError::Conflict(_) => StatusCode::CONFLICT,
+            AgentError::NotFound(_) => StatusCode::NOT_FOUND,
+            AgentError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            AgentError::Enforcement(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        error(status, self.to_string())
+    }
+}
+
+async fn require_token(State(token): State<Arc<String>>, request: Request, next: Next) -> Response {
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match presented {
+        Some(presented) if constant_time_eq(presented.trim().as_bytes(), token.as_bytes()) => next.run(request).await,
+        Some(_) => error(StatusCode::UNAUTHORIZED, "wrong bearer token"),
+        None => error(
+            StatusCode::UNAUTHORIZED,
+            "this listener needs `Authorization: Bearer <token>` with the token from the agent's --token-file",
+        ),
+    }
+}
+
+/// Compares without an early exit, so timing does not tell how much of a
+/// guess was right.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The agent could not run a request at all (a panic earlier poisoned
+/// it, or the task was cancelled): 500.
+struct Failure(String);
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        error(StatusCode::INTERNAL_SERVER_ERROR, self.0)
+    }
+}
+
+/// Runs `work` on the agent, on the blocking pool (it may sync to disk).
+async fn with_agent<T: Send + 'static>(
+    agent: SharedAgent,
+    work: impl FnOnce(&mut NodeAgent) -> T + Send + 'static,
+) -> Result<T, Failure> {
+    tokio::task::spawn_blocking(move || {
+        let mut agent = agent
+            .lock()
+            .map_err(|_| Failure("the agent failed earlier; restart it".to_string()))?;
+        Ok(work(&mut agent))
+    })
+    .await
+    .unwrap_or_else(|e| Err(Failure(format!("request aborted: {e}"))))
+}
+
+async fn health(State(agent): State<SharedAgent>) -> Response {
+    match with_agent(agent, |a| a.health()).await {
+        Ok(health) => Json(health).into_response(),
+        Err(failure) => failure.into_response(),
+    }
+}
+
+async fn metrics(State(agent): State<SharedAgent>) -> Response {
+    match with_agent(agent, |a| a.metrics_text()).await {
+        Ok(text) => (
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
+        Err(failure) => failure.into_response(),
+    }
+}
+
+async fn topology(State(agent): State<SharedAgent>) -> Response {
+    match with_agent(agent, |a| a.topology()).await {
+        Ok(topology) => Json(topology).into_response(),
+        Err(failure) => failure.into_response(),
+    }
+}
+
+async fn list(State(agent): State<SharedAgent>) -> Response {
+    match with_agent(agent, |a| a.allocations()).await {
+        Ok(allocations) => Json(allocations).into_response(),
+        Err(failure) => failure.into_response(),
+    }
+}
+
+async fn show(State(agent): State<SharedAgent>, Path(id): Path<String>) -> Response {
+    let answer = with_agent(agent, move |a| a.allocation(&id).ok_or(AgentError::NotFound(id))).await;
+    match answer {
+        Ok(Ok(allocation)) => Json(allocation).into_response(),
+        Ok(Err(e)) => e.into_response(),
+        Err(failure) => failure.into_response(),
+    }
+}
+
+async fn admit(
+    State(agent): State<SharedAgent>,
+    query: Result<Query<AdmitOptions>, QueryRejection>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let query = match query {
+        Ok(Query(query)) => query,
+        Err(rejection) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("bad query string ({}); accepted: pid, policy", rejection.body_text()),
+            );
+        }
+    };
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the request body is larger than {MAX_BODY_BYTES} bytes"),
+            );
+        }
+        Err(rejection) => return error(rejection.status(), rejection.body_text()),
+    };
+    let yaml = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.contains("yaml"));
+    let workload = match read_body(&body, yaml, &query) {
+        Ok(workload) => workload,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e.0),
+    };
+    match with_agent(agent, move |a| a.admit(&workload)).await {
+        Ok(Ok(response)) if response.admitted => (StatusCode::CREATED, Json(response)).into_response(),
+        Ok(Ok(response)) => (StatusCode::CONFLICT, Json(response)).into_response(),
+        Ok(Err(e)) => e.into_response(),
+        Err(failure) => failure.into_response(),
+    }
+}
+
+async fn release(State(agent): State<SharedAgent>, Path(id): Path<String>) -> Response {
+    match with_agent(agent, move |a| a.release(&id)).await {
+        Ok(Ok(allocation)) => Json(allocation).into_response(),
+        Ok(Err(e)) => e.into_response(),
+        Err(failure) => failure.into_response(),
+    }
+}
+
+async fn reconcile(State(agent): State<SharedAgent>) -> Response {
+    match with_agent(agent, NodeAgent::reconcile).await {
+        Ok(released) => Json(released).into_response(),
+        Err(failure) => failure.into_response(),
+    }
+}
+
+async fn not_found(request: Request) -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        format!(
+            "no endpoint {}; try GET /v1/allocations, POST /v1/allocations, DELETE /v1/allocations/{{id}}, GET \
+             /v1/topology, GET /healthz or GET /metrics",
+            request.uri().path()
+        ),
+    )
+}
+
+async fn method_not_allowed(request: Request) -> Response {
+    error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("{} is not allowed on {}", request.method(), request.uri().path()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::constant_time_eq;
+
+    #[test]
+    fn tokens_compare_exactly() {
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secreT"));
+        assert!(!constant_time_eq(b"secret", b"secret2"));
+        assert!(!constant_time_eq(b"", b"x"));
+    }
+}

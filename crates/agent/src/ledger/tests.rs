@@ -1,0 +1,236 @@
+//! The ledger against a small two-NUMA-node machine: what is admitted is
+//! recovered exactly, rejections leave no trace, damage and changed
+//! configurations are reported.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+use topoalign_model::{Cpu, Device, Machine, NumaNode};
+
+use super::*;
+use crate::request::{AdmitOptions, read_body};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+/// 2 NUMA nodes × 4 single-thread cores (CPUs 0–3 and 4–7), 4Gi and one
+/// GPU each.
+fn two_node_machine() -> Machine {
+    let numa_nodes = (0..2)
+        .map(|id| NumaNode {
+            id,
+            memory: 4 << 30,
+            hugepages: BTreeMap::new(),
+            distances: Some(if id == 0 { vec![10, 20] } else { vec![20, 10] }),
+        })
+        .collect();
+    let cpus = (0..8)
+        .map(|id| Cpu {
+            id,
+            core: id,
+            socket: id / 4,
+            numa: (id / 4) as usize,
+            uncore_cache: None,
+        })
+        .collect();
+    let gpus = (0..2)
+        .map(|n| Device {
+            id: format!("gpu{n}"),
+            numa: vec![n],
+        })
+        .collect();
+    Machine::new(numa_nodes, cpus, [("nvidia.com/gpu".to_string(), gpus)].into()).expect("a valid machine")
+}
+
+fn config(reserved: &str) -> NodeConfig {
+    let kubelet = json!({
+        "cpuManagerPolicy": "static",
+        "reservedSystemCPUs": reserved,
+        "topologyManagerPolicy": "best-effort",
+    });
+    topoalign_k8s::node_config_from_value(&kubelet, &two_node_machine()).expect("a valid configuration")
+}
+
+fn open(dir: &Path) -> Result<(Ledger, Recovery), LedgerError> {
+    Ledger::open(dir, two_node_machine(), config("0"))
+}
+
+fn plain(body: &str) -> Workload {
+    read_body(body.as_bytes(), false, &AdmitOptions::default()).expect("a valid request")
+}
+
+fn admit(ledger: &mut Ledger, body: &str) -> Result<Admission, LedgerError> {
+    ledger.admit(&plain(body), None)
+}
+
+fn cpus_of(ledger: &Ledger, id: &str) -> Option<String> {
+    ledger.get(id)?.record.placements.first()?.cpus.clone()
+}
+
+#[test]
+fn a_new_state_directory_starts_empty() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (ledger, recovery) = open(dir.path())?;
+    assert!(recovery.created);
+    assert!(ledger.held().is_empty());
+    assert_eq!(ledger.journal_extent(), (1, 0), "just the start record");
+    // Reopening a clean journal keeps it.
+    let (ledger, recovery) = open(dir.path())?;
+    assert!(!recovery.created);
+    assert_eq!(ledger.journal_extent(), (1, 0));
+    Ok(())
+}
+
+#[test]
+fn the_history_replays_to_the_same_state() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (mut ledger, _) = open(dir.path())?;
+    let a = admit(&mut ledger, r#"{"name": "a", "cpus": 2, "memory": "1Gi"}"#)?;
+    let b = admit(&mut ledger, r#"{"name": "b", "cpus": 2, "memory": "1Gi"}"#)?;
+    assert_eq!((a.id.as_deref(), b.id.as_deref()), (Some("a1"), Some("a2")));
+    ledger.release("a1", "test")?;
+    // c is placed in the hole a left: only the history says where that is.
+    let c = admit(
+        &mut ledger,
+        r#"{"name": "c", "cpus": 3, "memory": "1Gi", "devices": {"nvidia.com/gpu": 1}}"#,
+    )?;
+    assert_eq!(c.id.as_deref(), Some("a3"));
+    let before = (ledger.node().state(), ledger.held().to_vec());
+
+    let (recovered, recovery) = open(dir.path())?;
+    assert_eq!(recovery.restored, vec!["a2".to_string(), "a3".to_string()]);
+    assert_eq!(recovery.records, 5);
+    assert_eq!((recovered.node().state(), recovered.held().to_vec()), before);
+    // Ids continue after the last one ever given.
+    let (mut recovered, _) = open(dir.path())?;
+    let d = admit(&mut recovered, r#"{"cpus": 1, "memory": "1Gi"}"#)?;
+    assert_eq!(d.id.as_deref(), Some("a4"));
+    assert_eq!(recovered.get("a4").map(|h| h.key.as_str()), Some("topoalign/a4"));
+    Ok(())
+}
+
+#[test]
+fn a_rejection_writes_nothing_and_changes_nothing() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (mut ledger, _) = open(dir.path())?;
+    let state = ledger.node().state();
+    let rejected = admit(&mut ledger, r#"{"cpus": 64, "memory": "1Gi"}"#)?;
+    assert!(!rejected.decision.admitted());
+    assert_eq!(rejected.id, None);
+    assert_eq!(ledger.journal_extent().0, 1);
+    assert_eq!(ledger.node().state(), state);
+    Ok(())
+}
+
+#[test]
+fn clashing_names_and_missing_devices_are_refused() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (mut ledger, _) = open(dir.path())?;
+    admit(&mut ledger, r#"{"name": "job", "cpus": 1, "memory": "1Gi"}"#)?;
+    let clash = admit(&mut ledger, r#"{"name": "job", "cpus": 1, "memory": "1Gi"}"#);
+    assert!(matches!(clash, Err(LedgerError::Conflict(m)) if m.contains("topoalign/job is already allocated (id a1)")));
+    let missing = admit(
+        &mut ledger,
+        r#"{"cpus": 1, "memory": "1Gi", "devices": {"example.com/fpga": 1}}"#,
+    );
+    assert!(
+        matches!(missing, Err(LedgerError::Request(m)) if m.contains("no example.com/fpga devices (device resources here: nvidia.com/gpu)"))
+    );
+    Ok(())
+}
+
+#[test]
+fn a_policy_override_applies_to_its_request_only() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (mut ledger, _) = open(dir.path())?;
+    // 5 exclusive CPUs fit on no single NUMA node (3 free on node 0, 4 on 1).
+    let strict = admit(
+        &mut ledger,
+        r#"{"cpus": 5, "memory": "1Gi", "policy": "single-numa-node"}"#,
+    )?;
+    assert_eq!(
+        strict.decision.rejection.map(|r| r.reason).as_deref(),
+        Some("TopologyAffinityError")
+    );
+    let loose = admit(&mut ledger, r#"{"cpus": 5, "memory": "1Gi"}"#)?;
+    assert!(loose.decision.admitted());
+    // The override is recorded, and replays.
+    let held = admit(&mut ledger, r#"{"cpus": 1, "memory": "1Gi", "policy": "restricted"}"#)?;
+    assert!(held.decision.admitted());
+    let (recovered, _) = open(dir.path())?;
+    assert_eq!(
+        recovered.get("a2").and_then(|h| h.record.policy.as_deref()),
+        Some("restricted")
+    );
+    Ok(())
+}
+
+#[test]
+fn an_empty_node_starts_a_new_journal_and_keeps_counting_ids() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (mut ledger, _) = open(dir.path())?;
+    ledger.set_compaction_records(3);
+    admit(&mut ledger, r#"{"cpus": 1, "memory": "1Gi"}"#)?;
+    admit(&mut ledger, r#"{"cpus": 1, "memory": "1Gi"}"#)?;
+    ledger.release("a1", "test")?;
+    assert_eq!(ledger.journal_extent(), (4, 0), "a2 still held: no new epoch");
+    ledger.release("a2", "test")?;
+    assert_eq!(ledger.journal_extent(), (1, 1));
+    assert_eq!(ledger.node().state(), ledger.empty_node().state());
+    let (mut recovered, recovery) = open(dir.path())?;
+    assert_eq!(recovery.epoch, 1);
+    assert_eq!(
+        admit(&mut recovered, r#"{"cpus": 1, "memory": "1Gi"}"#)?.id.as_deref(),
+        Some("a3")
+    );
+    Ok(())
+}
+
+#[test]
+fn a_changed_configuration_that_moves_allocations_is_refused() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (mut ledger, _) = open(dir.path())?;
+    admit(&mut ledger, r#"{"name": "pinned", "cpus": 2, "memory": "1Gi"}"#)?;
+    assert_eq!(cpus_of(&ledger, "a1").as_deref(), Some("1-2"));
+    drop(ledger);
+    // Reserving CPU 1 instead of 0 would hand out other CPUs.
+    let error = Ledger::open(dir.path(), two_node_machine(), config("1"));
+    let Err(LedgerError::Replay(message)) = error else {
+        panic!("a changed configuration must not replay silently");
+    };
+    assert!(
+        message.contains("allocation a1 (topoalign/pinned) was given main: CPUs 1-2"),
+        "{message}"
+    );
+    assert!(message.contains("now given main: CPUs 0,2"), "{message}");
+    assert!(message.contains("move"), "{message}");
+    // Nothing was lost: with the old configuration it recovers.
+    let (ledger, recovery) = open(dir.path())?;
+    assert_eq!(recovery.restored, vec!["a1".to_string()]);
+    assert_eq!(cpus_of(&ledger, "a1").as_deref(), Some("1-2"));
+    Ok(())
+}
+
+#[test]
+fn a_damaged_journal_is_refused_with_what_survives() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (mut ledger, _) = open(dir.path())?;
+    admit(&mut ledger, r#"{"name": "first", "cpus": 2, "memory": "1Gi"}"#)?;
+    admit(&mut ledger, r#"{"name": "second", "cpus": 1, "memory": "1Gi"}"#)?;
+    let path = ledger.journal_path().to_path_buf();
+    drop(ledger);
+    let mut bytes = std::fs::read(&path)?;
+    let last = bytes.len() - 10;
+    bytes[last] ^= 0x20;
+    std::fs::write(&path, &bytes)?;
+    let Err(LedgerError::Corrupt(message)) = open(dir.path()) else {
+        panic!("damage must be reported");
+    };
+    assert!(message.contains("(record 3): checksum mismatch"), "{message}");
+    assert!(message.contains("acknowledges 3 records"), "{message}");
+    assert!(message.contains("2 are intact, 1 cannot be read"), "{message}");
+    assert!(message.contains("a1 (first: main: CPUs 1-2)"), "{message}");
+    assert!(message.contains(&format!("move {}", path.display())), "{message}");
+    // The file is left as it was for a person to inspect.
+    assert_eq!(std::fs::read(&path)?, bytes);
+    Ok(())
+}

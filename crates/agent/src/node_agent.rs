@@ -1,0 +1,415 @@
+//! [`NodeAgent`]: the ledger, enforcement, process liveness and metrics
+//! together — what the HTTP server and `topoalign run --standalone` drive.
+//!
+//! Owns the order of things: an admission is decided and made durable by
+//! the ledger, then enforced; if enforcement fails it is released again
+//! (durably) and the request fails. A release is durable before its cgroup
+//! goes. Reconciliation releases allocations whose holder has exited and
+//! whose cgroup (if any) is empty, and removes cgroups nobody holds.
+//! Logs every change with `tracing`.
+//!
+//! Must not touch: HTTP (the server's), decisions (the engine's).
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use topoalign_enforce::Procfs;
+use topoalign_engine::Node;
+use topoalign_model::CpuSet;
+
+use crate::enforcement::Enforcement;
+use crate::explain::explain;
+use crate::ledger::{Held, Ledger, LedgerError, Recovery};
+use crate::metrics::Metrics;
+use crate::record::Holder;
+use crate::request::Workload;
+use crate::usage;
+use crate::wire::{AdmitResponse, Allocation, ContainerAllocation, Health, Released, Topology};
+
+/// Why a request failed; the server maps each to an HTTP status.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The request cannot be used as written (400).
+    #[error("{0}")]
+    BadRequest(String),
+    /// It clashes with what is held (409).
+    #[error("{0}")]
+    Conflict(String),
+    /// No such allocation (404).
+    #[error("no allocation {0}; GET /v1/allocations lists them")]
+    NotFound(String),
+    /// The state cannot be written (503).
+    #[error("{0}")]
+    Unavailable(String),
+    /// The allocation could not be enforced and was released again (500).
+    #[error("{0}")]
+    Enforcement(String),
+}
+
+impl From<LedgerError> for AgentError {
+    fn from(error: LedgerError) -> AgentError {
+        match error {
+            LedgerError::Request(m) => AgentError::BadRequest(m),
+            LedgerError::Conflict(m) => AgentError::Conflict(m),
+            other => AgentError::Unavailable(other.to_string()),
+        }
+    }
+}
+
+/// The node's allocations, enforced and observed.
+#[derive(Debug)]
+pub struct NodeAgent {
+    ledger: Ledger,
+    enforcement: Enforcement,
+    procfs: Procfs,
+    metrics: Metrics,
+    recovery_notes: Vec<String>,
+}
+
+impl NodeAgent {
+    /// Wraps a recovered ledger: reconciles it with what runs (releasing
+    /// allocations whose holder is gone), re-applies enforcement to the
+    /// rest, and removes cgroups no allocation owns.
+    pub fn new(ledger: Ledger, recovery: &Recovery, enforcement: Enforcement, procfs: Procfs) -> NodeAgent {
+        let mut notes = Vec::new();
+        if recovery.created {
+            notes.push(format!("new state at {}", ledger.journal_path().display()));
+        } else {
+            notes.push(format!(
+                "recovered {} allocations from {} records of {} (epoch {})",
+                recovery.restored.len(),
+                recovery.records,
+                ledger.journal_path().display(),
+                recovery.epoch
+            ));
+        }
+        if let Some(tail) = &recovery.discarded_tail {
+            notes.push(format!(
+                "dropped {} bytes at offset {} of the journal: a record whose write was never acknowledged (the \
+                 agent stopped while writing it): {}",
+                tail.bytes, tail.offset, tail.preview
+            ));
+        }
+        if let Some(previous) = &recovery.previous_node {
+            notes.push(format!(
+                "the state was written for another machine or configuration ({previous}); every allocation \
+                 replayed to the same placement"
+            ));
+        }
+        if let Some(reason) = enforcement.fallback_reason() {
+            notes.push(format!("enforcement {}: {reason}", enforcement.mode()));
+        }
+        for note in &notes {
+            tracing::info!(target: "topoalign::recovery", "{note}");
+        }
+        let mut agent = NodeAgent {
+            ledger,
+            enforcement,
+            procfs,
+            metrics: Metrics::new(),
+            recovery_notes: notes,
+        };
+        let released = agent.reconcile();
+        for r in &released {
+            agent
+                .recovery_notes
+                .push(format!("released {} ({}): {}", r.id, r.name, r.reason));
+        }
+        for held in agent.ledger.held().to_vec() {
+            if let Err(error) = agent.enforce(&held, false) {
+                tracing::warn!(id = held.id(), %error, "cannot re-apply enforcement to a recovered allocation");
+            }
+        }
+        agent.refresh();
+        agent
+    }
+
+    /// The ledger.
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    /// The enforcement in force.
+    pub fn enforcement(&self) -> &Enforcement {
+        &self.enforcement
+    }
+
+    /// Metrics text.
+    pub fn metrics_text(&self) -> String {
+        self.metrics.encode()
+    }
+
+    /// Admits a workload; on success it is durable and enforced.
+    ///
+    /// # Errors
+    /// [`AgentError`]; a rejection by the engine is not an error but an
+    /// [`AdmitResponse`] with `admitted: false`.
+    pub fn admit(&mut self, workload: &Workload) -> Result<AdmitResponse, AgentError> {
+        let started = Instant::now();
+        let holder = match workload.options.pid {
+            None => None,
+            Some(pid) => match self.procfs.identify(pid) {
+                Ok(Some(identity)) => Some(Holder::from(identity)),
+                Ok(None) => {
+                    return Err(AgentError::BadRequest(format!(
+                        "process {pid} does not exist: pass the pid of the process that will hold the allocation"
+                    )));
+                }
+                Err(error) => return Err(AgentError::BadRequest(format!("cannot read process {pid}: {error}"))),
+            },
+        };
+        let admission = self.ledger.admit(workload, holder)?;
+        let config = self.ledger.node().config();
+        self.metrics.record_admission(
+            &admission.pod,
+            &admission.decision,
+            started.elapsed().as_secs_f64(),
+            config.cpu_policy,
+            config.memory_policy,
+        );
+        let cpu_policy = config.cpu_policy;
+        let Some(id) = admission.id.clone() else {
+            tracing::info!(
+                pod = %admission.decision.pod,
+                reason = admission.decision.rejection.as_ref().map(|r| r.reason.as_str()).unwrap_or_default(),
+                "rejected"
+            );
+            let topology = self.topology();
+            return Ok(AdmitResponse {
+                admitted: false,
+                allocation: None,
+                reason: admission.decision.rejection.as_ref().map(|r| r.reason.clone()),
+                message: admission.decision.rejection.as_ref().map(|r| r.message.clone()),
+                explanation: explain(&admission.pod, &admission.decision, &topology, cpu_policy),
+            });
+        };
+        let held = self.ledger.get(&id).cloned();
+        if let Some(held) = &held
+            && let Err(error) = self.enforce(held, true)
+        {
+            let reason = format!("enforcement failed: {error}");
+            tracing::error!(%id, %reason, "releasing the allocation again");
+            if let Err(release_error) = self.release_held(&id, &reason) {
+                tracing::error!(%id, %release_error, "cannot release an unenforceable allocation");
+            }
+            return Err(AgentError::Enforcement(format!(
+                "the allocation could not be enforced ({error}) and was released again"
+            )));
+        }
+        self.refresh_shared();
+        self.refresh();
+        let allocation = self.allocation(&id);
+        tracing::info!(
+            %id,
+            pod = %admission.decision.pod,
+            cpus = allocation.as_ref().map(|a| a.cpus.as_str()).unwrap_or_default(),
+            pid = ?workload.options.pid,
+            "admitted"
+        );
+        let topology = self.topology();
+        Ok(AdmitResponse {
+            admitted: true,
+            allocation,
+            reason: None,
+            message: None,
+            explanation: explain(&admission.pod, &admission.decision, &topology, cpu_policy),
+        })
+    }
+
+    /// Releases allocation `id`.
+    ///
+    /// # Errors
+    /// [`AgentError::NotFound`], or [`AgentError::Unavailable`] when the
+    /// release cannot be written (it is then still held).
+    pub fn release(&mut self, id: &str) -> Result<Allocation, AgentError> {
+        let allocation = self
+            .allocation(id)
+            .ok_or_else(|| AgentError::NotFound(id.to_string()))?;
+        self.release_held(id, "released by a client")?;
+        Ok(allocation)
+    }
+
+    fn release_held(&mut self, id: &str, reason: &str) -> Result<(), AgentError> {
+        let released = self.ledger.release(id, reason)?;
+        if let Some(held) = released {
+            tracing::info!(%id, name = %held.key, %reason, "released");
+            if let Err(error) = self.enforcement.remove(id) {
+                tracing::warn!(%id, %error, "cannot remove the allocation's cgroup");
+            }
+            self.refresh_shared();
+            self.refresh();
+        }
+        Ok(())
+    }
+
+    /// Releases allocations whose holding process has exited (and whose
+    /// cgroup, under cgroup enforcement, is empty), and removes cgroups no
+    /// allocation owns.
+    pub fn reconcile(&mut self) -> Vec<Released> {
+        let mut released = Vec::new();
+        for held in self.ledger.held().to_vec() {
+            let Some(holder) = &held.record.holder else { continue };
+            let running = match self.procfs.is_running(&holder.into()) {
+                Ok(running) => running,
+                Err(error) => {
+                    tracing::warn!(id = held.id(), %error, "cannot tell whether the holder runs; keeping it");
+                    continue;
+                }
+            };
+            if running || self.enforcement.occupied(held.id()) {
+                continue;
+            }
+            let reason = format!("holder process {} exited", holder.pid);
+            match self.release_held(held.id(), &reason) {
+                Ok(()) => released.push(Released {
+                    id: held.id().to_string(),
+                    name: held.key.clone(),
+                    reason,
+                }),
+                Err(error) => tracing::error!(id = held.id(), %error, "cannot release"),
+            }
+        }
+        for id in self.enforcement.cgroup_ids() {
+            if self.ledger.get(&id).is_none() {
+                tracing::warn!(%id, "removing a cgroup that no allocation owns");
+                if let Err(error) = self.enforcement.remove(&id) {
+                    tracing::warn!(%id, %error, "cannot remove an orphaned cgroup");
+                }
+            }
+        }
+        released
+    }
+
+    /// Applies the allocation's CPUs and memory nodes (and, if `attach`,
+    /// moves its running holder in).
+    fn enforce(&self, held: &Held, attach: bool) -> Result<(), topoalign_enforce::CgroupError> {
+        let (cpus, mems, _) = effective(self.ledger.node(), held);
+        let pid = held
+            .record
+            .holder
+            .as_ref()
+            .filter(|h| attach || self.procfs.is_running(&(*h).into()).unwrap_or(false))
+            .map(|h| h.pid);
+        self.enforcement.confine(held.id(), &cpus, &mems, pid)
+    }
+
+    /// Shared-pool allocations follow the pool as exclusive allocations
+    /// come and go.
+    fn refresh_shared(&self) {
+        for held in self.ledger.held() {
+            let (cpus, mems, exclusive) = effective(self.ledger.node(), held);
+            if exclusive {
+                continue;
+            }
+            if let Err(error) = self.enforcement.confine(held.id(), &cpus, &mems, None) {
+                tracing::warn!(id = held.id(), %error, "cannot update a shared-pool allocation's cgroup");
+            }
+        }
+    }
+
+    fn refresh(&self) {
+        let topology = self.topology();
+        self.metrics
+            .set_usage(&topology, self.ledger.held().len(), self.ledger.journal_extent().0);
+    }
+
+    /// Every allocation, in admission order.
+    pub fn allocations(&self) -> Vec<Allocation> {
+        self.ledger.held().iter().map(|h| self.view(h)).collect()
+    }
+
+    /// One allocation.
+    pub fn allocation(&self, id: &str) -> Option<Allocation> {
+        self.ledger.get(id).map(|h| self.view(h))
+    }
+
+    /// The topology document.
+    pub fn topology(&self) -> Topology {
+        usage::topology(&self.ledger, self.enforcement.mode())
+    }
+
+    /// The health document.
+    pub fn health(&self) -> Health {
+        Health {
+            status: "ok".to_string(),
+            enforcement: self.enforcement.mode().to_string(),
+            allocations: self.ledger.held().len(),
+            recovery: self.recovery_notes.clone(),
+        }
+    }
+
+    fn view(&self, held: &Held) -> Allocation {
+        let (cpus, _, exclusive) = effective(self.ledger.node(), held);
+        let placements = &held.record.placements;
+        let memory_numa = union_numa(
+            placements
+                .iter()
+                .filter(|p| !p.init)
+                .filter_map(|p| p.memory_numa.as_ref()),
+        );
+        let mut devices: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for placement in placements {
+            for (resource, ids) in &placement.devices {
+                let list = devices.entry(resource.clone()).or_default();
+                list.extend(ids.iter().cloned());
+                list.sort();
+                list.dedup();
+            }
+        }
+        Allocation {
+            id: held.id().to_string(),
+            name: held.key.clone(),
+            cpus: cpus.to_string(),
+            exclusive,
+            memory_numa,
+            devices,
+            pid: held.record.holder.as_ref().map(|h| h.pid),
+            policy: held.record.policy.clone(),
+            enforcement: self.enforcement.mode().to_string(),
+            cgroup: self.enforcement.cgroup_path(held.id()).map(|p| p.display().to_string()),
+            containers: placements
+                .iter()
+                .map(|p| ContainerAllocation {
+                    name: p.name.clone(),
+                    init: p.init,
+                    cpus: p.cpus.clone(),
+                    memory_numa: p.memory_numa.clone(),
+                    devices: p.devices.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// What an allocation runs on: its app containers' exclusive CPUs, or the
+/// shared pool (all CPUs when the CPU manager keeps no pool); its pinned
+/// memory nodes, or every node; and whether the CPUs are exclusive.
+fn effective(node: &Node, held: &Held) -> (CpuSet, Vec<usize>, bool) {
+    let app = held.record.placements.iter().filter(|p| !p.init);
+    let exclusive = app
+        .clone()
+        .filter_map(|p| p.cpus.as_deref())
+        .filter_map(|text| CpuSet::parse(text).ok())
+        .fold(CpuSet::new(), |all, cpus| all.union(&cpus));
+    let machine = node.machine();
+    let mems = union_numa(app.filter_map(|p| p.memory_numa.as_ref()))
+        .unwrap_or_else(|| machine.numa_nodes().iter().map(|n| n.id).collect());
+    if !exclusive.is_empty() {
+        return (exclusive, mems, true);
+    }
+    let shared = node.state().default_cpu_set;
+    let cpus = if shared.is_empty() { machine.cpu_set() } else { shared };
+    (cpus, mems, false)
+}
+
+fn union_numa<'a>(lists: impl Iterator<Item = &'a Vec<usize>>) -> Option<Vec<usize>> {
+    let mut any = false;
+    let mut nodes: Vec<usize> = Vec::new();
+    for list in lists {
+        any = true;
+        nodes.extend(list);
+    }
+    nodes.sort_unstable();
+    nodes.dedup();
+    any.then_some(nodes)
+}

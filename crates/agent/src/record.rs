@@ -1,0 +1,101 @@
+//! What the journal's records say: the payloads the ledger writes and
+//! replays (JSON, one per record).
+//!
+//! An admission records the manifest exactly as admitted (with its uid),
+//! the policy override, the holding process, and the placement the engine
+//! gave — replaying the manifest must give the same placement, and recovery
+//! checks that it does.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use topoalign_engine::ContainerPlacement;
+
+/// One journal record.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "camelCase")]
+pub enum Record {
+    /// The first record of every journal: which node the state is for.
+    Start {
+        /// A checksum of the machine and configuration.
+        fingerprint: String,
+        /// For people: policies and size.
+        node: String,
+    },
+    Admit(AdmitRecord),
+    Release {
+        id: String,
+        reason: String,
+    },
+}
+
+/// An acknowledged admission.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdmitRecord {
+    pub id: String,
+    /// The `v1.Pod` manifest admitted, `metadata.uid` = `id`.
+    pub pod: Value,
+    /// Topology policy override, as named in the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<Holder>,
+    /// What the engine gave each container.
+    pub placements: Vec<Placement>,
+}
+
+/// The process holding an allocation (see `topoalign_enforce::process`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Holder {
+    pub pid: u32,
+    pub start_time: u64,
+    pub boot_id: String,
+}
+
+impl From<topoalign_enforce::ProcessIdentity> for Holder {
+    fn from(p: topoalign_enforce::ProcessIdentity) -> Holder {
+        Holder {
+            pid: p.pid,
+            start_time: p.start_time,
+            boot_id: p.boot_id,
+        }
+    }
+}
+
+impl From<&Holder> for topoalign_enforce::ProcessIdentity {
+    fn from(h: &Holder) -> topoalign_enforce::ProcessIdentity {
+        topoalign_enforce::ProcessIdentity {
+            pid: h.pid,
+            start_time: h.start_time,
+            boot_id: h.boot_id.clone(),
+        }
+    }
+}
+
+/// One container's placement, as recorded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Placement {
+    pub name: String,
+    pub init: bool,
+    /// Exclusive CPUs in list syntax; `null`: the shared pool.
+    pub cpus: Option<String>,
+    pub memory_numa: Option<Vec<usize>>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub devices: BTreeMap<String, Vec<String>>,
+}
+
+impl From<&ContainerPlacement> for Placement {
+    fn from(p: &ContainerPlacement) -> Placement {
+        Placement {
+            name: p.name.clone(),
+            init: p.init,
+            cpus: p.cpus.as_ref().map(ToString::to_string),
+            memory_numa: p.memory_numa.clone(),
+            devices: p.devices.clone(),
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! The JSON documents of the agent's API, shared by the server and the
+//! client (and so by `topoalign run` and the tests).
+//!
+//! Owns: field names and shapes (camelCase, CPU sets in the kernel's list
+//! syntax, absent rather than null where a field does not apply). Must not
+//! touch: how values are computed (the ledger's and the server's).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// One allocation, as `GET /v1/allocations` lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Allocation {
+    pub id: String,
+    /// `namespace/name` of the admitted pod (`topoalign/<name>` for plain
+    /// requests).
+    pub name: String,
+    /// The CPUs the workload runs on, in list syntax (`2-3,10`): its
+    /// exclusive CPUs, or the shared pool as it is now.
+    pub cpus: String,
+    /// Whether `cpus` are the workload's alone.
+    pub exclusive: bool,
+    /// NUMA nodes its memory is pinned to; `null` when not pinned (memory
+    /// manager policy `None`, or not a Guaranteed pod).
+    pub memory_numa: Option<Vec<usize>>,
+    /// Device ids per resource.
+    #[serde(default)]
+    pub devices: BTreeMap<String, Vec<String>>,
+    /// The process holding the allocation, if one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// The topology policy this allocation was admitted under, when it
+    /// overrode the node's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+    /// How the allocation is made real: `cgroup-v2`, `cgroup-v1`,
+    /// `affinity` (the launcher sets CPU affinity and memory policy) or
+    /// `none`.
+    pub enforcement: String,
+    /// The allocation's cgroup directory, under cgroup enforcement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
+    /// Per container (init containers first).
+    #[serde(default)]
+    pub containers: Vec<ContainerAllocation>,
+}
+
+/// One container's share of an allocation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerAllocation {
+    pub name: String,
+    pub init: bool,
+    /// Exclusive CPUs; `null`: the shared pool.
+    pub cpus: Option<String>,
+    pub memory_numa: Option<Vec<usize>>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub devices: BTreeMap<String, Vec<String>>,
+}
+
+/// The answer to `POST /v1/allocations`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdmitResponse {
+    pub admitted: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocation: Option<Allocation>,
+    /// The kubelet's reason when rejected (`TopologyAffinityError`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The kubelet's message when rejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    pub explanation: Explanation,
+}
+
+/// How a decision was reached, for people and tools.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Explanation {
+    pub policy: String,
+    pub scope: String,
+    /// One paragraph: what was decided and why, and for a rejection what
+    /// was free and what would fit.
+    pub summary: String,
+    /// Things the requester may not expect (shared pool instead of
+    /// exclusive CPUs, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    #[serde(default)]
+    pub merges: Vec<Merge>,
+}
+
+/// One topology-manager merge.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Merge {
+    /// `null` under the pod scope.
+    pub container: Option<String>,
+    /// Provider → resource → hints.
+    pub hints: BTreeMap<String, BTreeMap<String, Hints>>,
+    pub best: Hint,
+    pub admitted: bool,
+}
+
+/// A provider's hints for one resource.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub enum Hints {
+    /// Any placement will do.
+    NoPreference,
+    /// No placement can satisfy the request.
+    Impossible,
+    /// The placements that can, in the kubelet's order.
+    List { hints: Vec<Hint> },
+    /// Too many to list (large machines): how many nodes the narrowest
+    /// placement needs.
+    Rule { narrowest: Option<u32> },
+}
+
+/// One placement: NUMA nodes (`null`: any) and whether it is preferred.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Hint {
+    pub numa: Option<Vec<usize>>,
+    pub preferred: bool,
+}
+
+/// An error answer: what went wrong, in words a person can act on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: String,
+}
+
+/// `GET /v1/topology`: the machine, the policies, and per-NUMA usage.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Topology {
+    pub topology_policy: String,
+    pub topology_scope: String,
+    pub cpu_policy: String,
+    pub memory_policy: String,
+    pub enforcement: String,
+    /// The shared CPU pool.
+    pub shared_cpus: String,
+    pub numa_nodes: Vec<NumaNodeUsage>,
+}
+
+/// One NUMA node's resources.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NumaNodeUsage {
+    pub id: usize,
+    /// All of the node's CPUs.
+    pub cpus: String,
+    /// Resource → capacity / allocatable / allocated. `cpu` counts CPUs;
+    /// `memory` and `hugepages-*` count bytes; devices count devices.
+    pub resources: BTreeMap<String, Usage>,
+    /// Capacity that cannot be used while the rest of the node is taken
+    /// (see the agent's documentation).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub stranded: BTreeMap<String, u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distances: Option<Vec<u64>>,
+}
+
+/// Amounts of one resource on one NUMA node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub capacity: u64,
+    pub allocatable: u64,
+    /// `null` where the node does not track it per NUMA node (memory under
+    /// the memory manager's `None` policy).
+    pub allocated: Option<u64>,
+}
+
+/// `GET /healthz`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Health {
+    pub status: String,
+    pub enforcement: String,
+    pub allocations: usize,
+    /// What start-up recovery found.
+    pub recovery: Vec<String>,
+}
+
+/// `POST /v1/reconcile` and the reconcile loop: what was released.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Released {
+    pub id: String,
+    pub name: String,
+    pub reason: String,
+}

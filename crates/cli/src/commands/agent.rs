@@ -1,0 +1,266 @@
+//! `topoalign agent`: the node agent daemon — durable allocations, an
+//! HTTP/JSON API on a Unix socket, enforcement, metrics.
+//!
+//! This file parses the arguments, resolves the machine and the kubelet
+//! configuration, sets up logging and the runtime, and hands over to
+//! `topoalign-agent`. Exit status: 0 after a graceful shutdown (SIGTERM or
+//! SIGINT), 2 when it cannot start on this input (unreadable file, a
+//! configuration the kubelet refuses, damaged state, a state directory or
+//! socket in use), 1 when serving fails.
+
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::{Value, json};
+use topoalign_agent::{OpenOptions, Role, ServeConfig};
+use topoalign_enforce::Procfs;
+use topoalign_engine::NodeConfig;
+use topoalign_model::Machine;
+use topoalign_scenario::Scenario;
+
+use crate::Outcome;
+
+/// Own the node's CPU, memory and device allocations: admit workloads
+/// exactly as the kubelet would, keep every allocation on disk before
+/// answering, pin what runs (cpuset cgroups, or CPU affinity and memory
+/// policy), and serve it all over HTTP/JSON.
+#[derive(clap::Args)]
+#[command(after_long_help = AGENT_HELP)]
+pub struct Args {
+    /// The Unix socket to serve on; created with mode 0600, so only its
+    /// owner (root, for the default) may allocate.
+    #[arg(long, value_name = "PATH", default_value = "/run/topoalign/agent.sock")]
+    socket: PathBuf,
+    /// Where the allocations are kept: a checksummed journal, synced to
+    /// disk before every answer. One agent per directory.
+    #[arg(long, value_name = "DIR", default_value = "/var/lib/topoalign")]
+    state_dir: PathBuf,
+    /// Serve the machine a scenario file describes (its `topology:` block,
+    /// and its `kubelet:` block unless --kubelet-config is given) instead
+    /// of discovering this one. Implies --no-enforce.
+    #[arg(long, value_name = "FILE")]
+    node: Option<PathBuf>,
+    /// A KubeletConfiguration file (YAML): topology, CPU and memory manager
+    /// policies, scope, options, reservations. Without one: the --node
+    /// file's kubelet block, else static CPU manager, best-effort topology
+    /// policy, the lowest CPU reserved.
+    #[arg(long, value_name = "FILE")]
+    kubelet_config: Option<PathBuf>,
+    /// Record and serve allocations without pinning anything.
+    #[arg(long)]
+    no_enforce: bool,
+    /// Enforce even with --node (the file must then describe this machine,
+    /// with its real CPU and NUMA node ids).
+    #[arg(long, conflicts_with = "no_enforce")]
+    enforce: bool,
+    /// Never use cgroups: `topoalign run` confines commands with CPU
+    /// affinity and memory policy instead (the fallback where cgroups are
+    /// not writable, e.g. when another manager owns the cpuset hierarchy).
+    #[arg(long, conflicts_with = "no_enforce")]
+    no_cgroups: bool,
+    /// Also serve on this TCP address (e.g. 127.0.0.1:7787); every request
+    /// must carry `Authorization: Bearer <token>`.
+    #[arg(long, value_name = "ADDR", requires = "token_file")]
+    listen: Option<SocketAddr>,
+    /// The file holding the bearer token for --listen.
+    #[arg(long, value_name = "FILE", requires = "listen")]
+    token_file: Option<PathBuf>,
+    /// The cgroup, directly under the cpuset hierarchy's root, that holds
+    /// one `alloc-<id>` cgroup per allocation.
+    #[arg(long, value_name = "NAME", default_value = "topoalign")]
+    cgroup_parent: String,
+    /// Seconds between checks for allocations whose process has exited.
+    #[arg(long, value_name = "SECONDS", default_value_t = 5)]
+    reconcile_interval: u64,
+    /// Log format (the level comes from RUST_LOG, default info).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+const AGENT_HELP: &str = "\
+Examples:
+  sudo topoalign agent --kubelet-config /var/lib/kubelet/config.yaml
+  topoalign agent --node examples/scenarios/two-socket-gpu.yaml \\
+      --socket /tmp/ta.sock --state-dir /tmp/ta-state        # a what-if node, nothing pinned
+
+Then, as the socket's owner:
+  topoalign run --socket /tmp/ta.sock --cpus 4 --memory 8Gi -- ./my-job
+  curl --unix-socket /tmp/ta.sock http://agent/v1/allocations
+  curl --unix-socket /tmp/ta.sock -XPOST http://agent/v1/allocations -d '{\"cpus\": 2, \"memory\": \"1Gi\"}'
+  curl --unix-socket /tmp/ta.sock -XDELETE http://agent/v1/allocations/a1
+
+API: GET /v1/topology, GET /v1/allocations[/{id}], POST /v1/allocations (a Pod
+manifest, JSON or YAML, or a plain request {cpus, memory, hugepages, devices,
+policy, pid, name}), DELETE /v1/allocations/{id}, POST /v1/reconcile,
+GET /healthz, GET /metrics.
+
+An allocation with a pid is released when that process has exited and its
+cgroup is empty. A damaged state file stops the agent with a report of what
+survives; it is never reset silently.";
+
+pub fn run(args: &Args) -> anyhow::Result<Outcome> {
+    init_logging(args.log_format);
+    let (machine, config, source) = match load_node(args.node.as_deref(), args.kubelet_config.as_deref()) {
+        Ok(node) => node,
+        Err(message) => {
+            eprintln!("topoalign agent: {message}");
+            return Ok(Outcome::BadInput);
+        }
+    };
+    let token = match &args.token_file {
+        None => None,
+        Some(path) => match read_token(path) {
+            Ok(token) => Some(token),
+            Err(message) => {
+                eprintln!("topoalign agent: {message}");
+                return Ok(Outcome::BadInput);
+            }
+        },
+    };
+    let enforce = args.enforce || (!args.no_enforce && args.node.is_none());
+    tracing::info!(machine = %source, enforce, "starting");
+    let opened = topoalign_agent::open(
+        machine,
+        config,
+        OpenOptions {
+            state_dir: &args.state_dir,
+            role: Role::Agent,
+            enforce,
+            cgroups: !args.no_cgroups,
+            cgroup_parent: &args.cgroup_parent,
+            procfs: Procfs::default(),
+        },
+    );
+    let (agent, _lock) = match opened {
+        Ok(opened) => opened,
+        Err(error) => {
+            eprintln!("topoalign agent: {error}");
+            return Ok(Outcome::BadInput);
+        }
+    };
+    let serve_config = ServeConfig {
+        socket: Some(args.socket.clone()),
+        tcp: args.listen.zip(token),
+        reconcile_every: Duration::from_secs(args.reconcile_interval.max(1)),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let shutdown = topoalign_agent::termination_signal().context("cannot install signal handlers")?;
+        match topoalign_agent::serve(agent, serve_config, shutdown).await {
+            Ok(()) => Ok(Outcome::Success),
+            Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => {
+                eprintln!("topoalign agent: {error}");
+                Ok(Outcome::BadInput)
+            }
+            Err(error) => Err(anyhow::Error::new(error).context("serving failed")),
+        }
+    })
+}
+
+fn init_logging(format: LogFormat) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
+    // A second initialisation (tests in one process) is harmless.
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
+fn read_token(path: &Path) -> Result<String, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("cannot read the token file {}: {e}", path.display()))?;
+    let token = text.trim().to_string();
+    if token.len() < 16 || token.contains(char::is_whitespace) {
+        return Err(format!(
+            "{}: the token must be one word of at least 16 characters (e.g. `openssl rand -hex 32`)",
+            path.display()
+        ));
+    }
+    Ok(token)
+}
+
+/// The machine and kubelet configuration the agent (or `run
+/// --standalone`) serves, and where the machine came from.
+///
+/// The machine: a scenario file's `topology:` block with `node`, else this
+/// machine (sysfs and NVML). The configuration: `kubelet_config`, else the
+/// scenario's `kubelet:` block, else [`default_kubelet`].
+///
+/// # Errors
+/// A message naming the file and what is wrong with it.
+pub fn load_node(node: Option<&Path>, kubelet_config: Option<&Path>) -> Result<(Machine, NodeConfig, String), String> {
+    let read = |path: &Path| std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()));
+    let (machine, scenario_kubelet, source) = match node {
+        Some(path) => {
+            let scenario = Scenario::parse(&read(path)?).map_err(|e| format!("{}: {e}", path.display()))?;
+            let machine = scenario
+                .topology
+                .to_machine()
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let kubelet = (!scenario.kubelet.is_null()).then_some(scenario.kubelet);
+            (machine, kubelet, path.display().to_string())
+        }
+        None => {
+            let topology = topoalign_discovery::read_local()
+                .map_err(|e| format!("cannot read this machine ({e}); describe it with --node FILE"))?;
+            for warning in &topology.warnings {
+                tracing::warn!(%warning, "discovery");
+            }
+            let machine = topology.to_machine().map_err(|e| format!("{}: {e}", topology.source))?;
+            (machine, None, topology.source.clone())
+        }
+    };
+    let kubelet = match (kubelet_config, scenario_kubelet) {
+        (Some(path), _) => {
+            let text = read(path)?;
+            topoalign_k8s::KubeletConfiguration::from_file_text(&text)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let value: Value = serde_yaml_ng::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            value
+        }
+        (None, Some(block)) => block,
+        (None, None) => default_kubelet(&machine),
+    };
+    let config = match topoalign_k8s::node_config_from_value(&kubelet, &machine) {
+        Ok(config) => config,
+        Err(topoalign_k8s::ConfigError::Refused(text)) => {
+            return Err(format!(
+                "the kubelet would refuse to start with this configuration: {text}"
+            ));
+        }
+        Err(topoalign_k8s::ConfigError::Invalid { path, message }) => {
+            return Err(format!("kubelet configuration: {path}: {message}"));
+        }
+    };
+    Ok((machine, config, source))
+}
+
+/// The configuration without a file: the static CPU manager (so
+/// Guaranteed workloads get exclusive CPUs) with the lowest CPU reserved
+/// for everything else, and the best-effort topology policy.
+pub fn default_kubelet(machine: &Machine) -> Value {
+    let lowest = machine.cpus().iter().map(|c| c.id).min().unwrap_or(0);
+    json!({
+        "cpuManagerPolicy": "static",
+        "reservedSystemCPUs": lowest.to_string(),
+        "topologyManagerPolicy": "best-effort",
+    })
+}

@@ -1,0 +1,12 @@
+//! `topoalign explain POD.yaml [more.yaml …]`: `admit` with the
+//! explanation for every pod — per-NUMA free vs requested, each provider's
+//! hints and the merged hint in words, the policy's rule, and fixes checked
+//! by running the engine again.
+
+use crate::Outcome;
+
+pub use super::admit::Args;
+
+pub fn run(args: &Args) -> anyhow::Result<Outcome> {
+    super::admit::run_with(args, true)
+}

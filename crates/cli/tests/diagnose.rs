@@ -1,0 +1,144 @@
+//! `topoalign diagnose` on the kubelet's own checkpoint files
+//! (`shared/kubelet-state/`): every folder reproduces the allocation map of
+//! its scenario's expected `final` state, with checksums verified the
+//! kubelet's way; every corrupt variant is reported with the kubelet's own
+//! error.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn shared() -> PathBuf {
+    repo().join("../shared")
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn diagnose(dir: &Path, scenario: &str, extra: &[&str]) -> (i32, Value) {
+    let output = Command::cargo_bin("topoalign")
+        .expect("binary")
+        .arg("diagnose")
+        .arg("--kubelet-dir")
+        .arg(dir)
+        .arg("--node")
+        .arg(shared().join(format!("conformance/scenarios/{scenario}.json")))
+        .args(extra)
+        .args(["-o", "json"])
+        .output()
+        .expect("runs");
+    let document = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{}: {e}: {}", dir.display(), String::from_utf8_lossy(&output.stderr)));
+    (output.status.code().unwrap_or(-1), document)
+}
+
+fn folders() -> Vec<String> {
+    let index = read_json(&shared().join("kubelet-state/index.json"));
+    let folders: Vec<String> = index["fixtures"]
+        .as_object()
+        .expect("fixtures")
+        .keys()
+        .cloned()
+        .collect();
+    assert!(folders.len() >= 13, "the shared folders are all there");
+    folders
+}
+
+#[test]
+fn every_folder_reproduces_the_expected_final_state() {
+    let index = read_json(&shared().join("kubelet-state/index.json"));
+    for folder in folders() {
+        let dir = shared().join("kubelet-state").join(&folder);
+        let fixture = &index["fixtures"][&folder];
+        let scenario = fixture["scenario"].as_str().expect("scenario");
+        let (status, doc) = diagnose(&dir, scenario, &[]);
+        assert_eq!(status, 0, "{folder}: {doc}");
+        assert_eq!(doc["restart"]["ok"], true, "{folder}: {}", doc["restart"]);
+        let expected = read_json(&shared().join(format!("conformance/expected/{scenario}.json")));
+        let expected = &expected["final"];
+        for field in ["defaultCpuSet", "cpuAssignments", "memoryAssignments"] {
+            assert_eq!(doc[field], expected[field], "{folder}: {field}");
+        }
+        assert_eq!(doc["unknownUids"], serde_json::json!([]), "{folder}");
+        // Checksums verified the kubelet's way, equal to what it wrote.
+        let checkpoints = doc["checkpoints"].as_array().expect("checkpoints");
+        assert_eq!(checkpoints[0]["storedChecksum"], fixture["cpuChecksum"], "{folder}");
+        assert_eq!(checkpoints[0]["computedChecksum"], fixture["cpuChecksum"], "{folder}");
+        if fixture["memoryChecksum"].is_number() {
+            assert_eq!(
+                checkpoints[1]["computedChecksum"], fixture["memoryChecksum"],
+                "{folder}"
+            );
+        } else {
+            assert_eq!(checkpoints[1]["present"], false, "{folder}");
+        }
+    }
+}
+
+/// Without a pod list the state's UIDs stand for the pods, and the map is
+/// the same (keyed by UID).
+#[test]
+fn without_pods_the_uids_name_the_pods() {
+    let dir = shared().join("kubelet-state/0023");
+    let empty = std::env::temp_dir().join("topoalign-diagnose-no-pods");
+    std::fs::create_dir_all(&empty).expect("temp dir");
+    for file in ["cpu_manager_state", "memory_manager_state", "kubelet-config.yaml"] {
+        std::fs::copy(dir.join(file), empty.join(file)).expect("copy");
+    }
+    let (status, doc) = diagnose(&empty, "0023", &[]);
+    assert_eq!(status, 0, "{doc}");
+    assert_eq!(
+        doc["cpuAssignments"]["00000000-0000-0000-0000-000000000001"]["app"],
+        "12-15,36-39"
+    );
+    assert_eq!(doc["unknownUids"][0], "00000000-0000-0000-0000-000000000001");
+}
+
+#[test]
+fn corrupt_checkpoints_get_the_kubelets_own_errors() {
+    let index = read_json(&shared().join("kubelet-state/index.json"));
+    let base = shared().join("kubelet-state/0023");
+    let variants = index["corrupt"].as_object().expect("corrupt variants");
+    assert!(variants.len() >= 3);
+    for (variant, info) in variants {
+        let dir = shared().join("kubelet-state/corrupt").join(variant);
+        let (status, doc) = diagnose(
+            &dir,
+            "0023",
+            &[
+                "--kubelet-config",
+                &base.join("kubelet-config.yaml").display().to_string(),
+                "--pods",
+                &base.join("pods.yaml").display().to_string(),
+            ],
+        );
+        assert_eq!(status, 2, "{variant}: state the kubelet refuses is not healthy");
+        assert_eq!(doc["restart"]["ok"], false, "{variant}");
+        for report in doc["checkpoints"].as_array().expect("checkpoints") {
+            let file = Path::new(report["file"].as_str().expect("file"))
+                .file_name()
+                .expect("name")
+                .to_string_lossy()
+                .into_owned();
+            match info["kubeletStartError"].get(&file) {
+                Some(expected) => {
+                    let expected = expected
+                        .as_str()
+                        .expect("text")
+                        .replace("/var/lib/kubelet", &dir.display().to_string());
+                    assert_eq!(report["ok"], false, "{variant} {file}");
+                    assert_eq!(report["kubeletError"], expected.as_str(), "{variant} {file}");
+                    assert!(report["problem"].is_string(), "{variant} {file}: says what is wrong");
+                }
+                None => assert_eq!(report["present"], false, "{variant} {file}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! `topoalign topology` driven as a user would: the real binary on the real
+//! machines of shared/topologies, every output format, and the errors.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn topologies() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/topologies")
+}
+
+fn corona() -> PathBuf {
+    topologies().join("hwloc-xml/mpibind-epyc-corona.xml")
+}
+
+fn topoalign() -> Command {
+    Command::cargo_bin("topoalign").expect("binary is built")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("topology-{name}"))
+}
+
+#[test]
+fn text_shows_sockets_nodes_cores_devices_distances_and_gpu_links() {
+    topoalign()
+        .args(["topology", "--hwloc"])
+        .arg(corona())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "Summary  2 sockets · 8 NUMA nodes · 48 cores · 96 CPUs (2 threads/core) · 16 L3 groups",
+        ))
+        .stdout(predicate::str::contains("  NUMA node 5 · 12 CPUs · 32.0 GiB"))
+        .stdout(predicate::str::contains("L3 #0 8.0 MiB   0+48 1+49 2+50"))
+        .stdout(predicate::str::contains("GPU  53:00.0  1002:66a1"))
+        .stdout(predicate::str::contains("     0 10 16 16 16 32 32 32 32"))
+        .stdout(predicate::str::contains("GPU links (PCI topology)"))
+        .stdout(predicate::str::contains("amd.com/gpu"));
+}
+
+#[test]
+fn a_sysfs_capture_archive_is_read_directly() {
+    topoalign()
+        .args(["topology", "--sysfs"])
+        .arg(topologies().join("sysfs/hwloc-16em64t-4s2c2t-offlines.tar.bz2"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("4 sockets · 1 NUMA node · 7 cores · 12 CPUs"))
+        .stdout(predicate::str::contains(
+            "! 4 CPU(s) offline or not available: 2,5,13-14",
+        ));
+}
+
+#[test]
+fn json_and_yaml_hold_the_whole_machine() {
+    let output = topoalign()
+        .args(["topology", "--format", "json", "--hwloc"])
+        .arg(corona())
+        .output()
+        .expect("runs");
+    assert!(output.status.success());
+    let doc: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(doc["numaNodes"].as_array().map(Vec::len), Some(8));
+    assert_eq!(doc["packages"][1]["cpus"], "24-47,72-95");
+    assert_eq!(doc["cpus"][48]["core"], 0, "CPU 48 is CPU 0's sibling");
+    assert_eq!(doc["pciDevices"][0]["kind"], "nvme");
+    assert_eq!(doc["numaNodes"][0]["distances"]["4"], 32);
+    topoalign()
+        .args(["topology", "--format", "yaml", "--hwloc"])
+        .arg(corona())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("numaNodes:"))
+        .stdout(predicate::str::contains("cpuModel: AMD EPYC 7401 24-Core Processor"));
+}
+
+#[test]
+fn a_machine_written_as_a_scenario_replays() {
+    let scenario = scratch("corona-scenario.json");
+    topoalign()
+        .args(["topology", "--format", "scenario", "-o"])
+        .arg(&scenario)
+        .arg("--hwloc")
+        .arg(corona())
+        .assert()
+        .success();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&scenario).expect("written")).expect("JSON");
+    assert_eq!(doc["events"], serde_json::json!([]));
+    assert_eq!(doc["topology"]["numaNodes"][0]["memory"], "33440596Ki");
+    assert_eq!(
+        doc["topology"]["devices"]["amd.com/gpu"][0]["numa"],
+        serde_json::json!([1])
+    );
+    let replayed = topoalign().arg("replay").arg(&scenario).output().expect("runs");
+    assert!(
+        replayed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&replayed.stdout)
+    );
+    let result: Value = serde_json::from_slice(&replayed.stdout).expect("result");
+    assert_eq!(result["results"], serde_json::json!([]));
+    // And read back: the same machine.
+    topoalign()
+        .args(["topology", "--scenario"])
+        .arg(&scenario)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "2 sockets · 8 NUMA nodes · 48 cores · 96 CPUs",
+        ));
+}
+
+#[test]
+fn pictures_as_svg_and_png() {
+    topoalign()
+        .args(["topology", "--format", "svg", "--hwloc"])
+        .arg(corona())
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("<svg"))
+        .stdout(predicate::str::contains(r#"id="cpu-95""#))
+        .stdout(predicate::str::contains("NUMA 7 · 32.0 GiB"));
+    let png = scratch("corona.png");
+    topoalign()
+        .args(["topology", "--format", "png", "-o"])
+        .arg(&png)
+        .arg("--hwloc")
+        .arg(corona())
+        .assert()
+        .success();
+    let bytes = std::fs::read(&png).expect("png written");
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"));
+    topoalign()
+        .args(["topology", "--format", "png", "--hwloc"])
+        .arg(corona())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("give the file with -o FILE"));
+}
+
+#[test]
+fn without_arguments_the_local_machine() {
+    topoalign()
+        .arg("topology")
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("Machine  sysfs /"))
+        .stdout(predicate::str::contains("NUMA node 0"));
+}
+
+#[test]
+fn unreadable_input_exits_2_naming_the_path() {
+    topoalign()
+        .args(["topology", "--sysfs", "/nonexistent/capture.tar.gz"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot read /nonexistent/capture.tar.gz"));
+    let readme = topologies().join("README.md");
+    topoalign()
+        .args(["topology", "--hwloc"])
+        .arg(&readme)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(format!(
+            "{}: not an hwloc XML topology",
+            readme.display()
+        )));
+    topoalign()
+        .args(["topology", "--sysfs"])
+        .arg(&readme)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot unpack the capture: not a tar archive"));
+    topoalign()
+        .args(["topology", "--sysfs", "/tmp", "--hwloc"])
+        .arg(corona())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot be used with"));
+}
+
+#[test]
+fn machines_the_engine_cannot_model_are_not_written_as_scenarios() {
+    // GPU memory NUMA nodes 250-255 do not fit the kubelet's 64-bit masks.
+    topoalign()
+        .args(["topology", "--format", "scenario", "--sysfs"])
+        .arg(topologies().join("sysfs/hwloc-nvidiagpunumanodes.tar.bz2"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "cannot be written as a scenario: NUMA node id 250 is too large",
+        ));
+}

@@ -1,0 +1,87 @@
+//! Restoring the static policy's state after a kubelet restart: the
+//! checkpointed shared pool and exclusive assignments are taken as they are,
+//! after the kubelet's `validateState` checks (its start-up refusals, with
+//! its texts). Reading the checkpoint file is the caller's job
+//! (`topoalign-k8s`); this module only judges and installs the content.
+//!
+//! Must not touch: allocation. `cpusToReuse` starts empty, as it does in a
+//! freshly started kubelet.
+
+use std::collections::BTreeMap;
+
+use topoalign_model::CpuSet;
+
+use super::StaticPolicy;
+use crate::restore::CpuRestoreError;
+
+impl StaticPolicy {
+    /// The kubelet's `validateState` on restored content, then installs it.
+    /// An empty shared pool with no assignments is a fresh state (the
+    /// kubelet then initialises the pool to every CPU).
+    pub(crate) fn restore(
+        &mut self,
+        shared: CpuSet,
+        assignments: BTreeMap<String, BTreeMap<String, CpuSet>>,
+    ) -> Result<(), CpuRestoreError> {
+        let mut all_cpus = self.topology.all_cpus().clone();
+        if self.options.strict_cpu_reservation {
+            all_cpus = all_cpus.difference(&self.reserved);
+        }
+        if shared.is_empty() {
+            if assignments.values().any(|containers| !containers.is_empty()) || !assignments.is_empty() {
+                return Err(CpuRestoreError::EmptyDefaultCpuSet);
+            }
+            self.shared = all_cpus;
+            self.assignments.clear();
+            self.cpus_to_reuse.clear();
+            return Ok(());
+        }
+        let reserved_in_pool = self.reserved.intersection(&shared);
+        if self.options.strict_cpu_reservation {
+            if !reserved_in_pool.is_empty() {
+                return Err(CpuRestoreError::StrictReservedInPool {
+                    reserved: reserved_in_pool,
+                    pool: shared,
+                });
+            }
+        } else if reserved_in_pool != self.reserved {
+            return Err(CpuRestoreError::ReservedNotInPool {
+                reserved: self.reserved.clone(),
+                pool: shared,
+            });
+        }
+        // The kubelet walks Go maps here; pods and containers go in name
+        // order, so the first overlap reported is the lowest in that order.
+        for (pod, containers) in &assignments {
+            for (container, cpus) in containers {
+                if cpus.intersection_len(&shared) != 0 {
+                    return Err(CpuRestoreError::OverlapsPool {
+                        pod: pod.clone(),
+                        container: container.clone(),
+                        cpus: cpus.clone(),
+                        pool: shared,
+                    });
+                }
+            }
+        }
+        let known = assignments
+            .values()
+            .flat_map(|containers| containers.values())
+            .fold(shared.clone(), |acc, cpus| acc.union(cpus));
+        if known != all_cpus {
+            return Err(CpuRestoreError::CpusChanged {
+                machine: all_cpus,
+                state: known,
+            });
+        }
+        self.shared = shared;
+        self.assignments = assignments;
+        self.cpus_to_reuse.clear();
+        Ok(())
+    }
+
+    /// The reserved CPUs.
+    pub(crate) fn reserved(&self) -> &CpuSet {
+        &self.reserved
+    }
+}

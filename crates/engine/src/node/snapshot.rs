@@ -1,0 +1,199 @@
+//! A node's allocation state as plain data ([`NodeSnapshot`]: what the
+//! kubelet's checkpoint files and pod list hold), taking one from a node and
+//! restoring a node from one the way a restarting kubelet does; and the
+//! free resources per NUMA node that explanations show ([`NumaFree`]).
+//!
+//! Owns: [`Node::snapshot`], [`Node::restore`], [`Node::numa_free`],
+//! [`RestoreError`]. Must not touch: admission — a restored node admits
+//! with the same code as any other. No I/O: reading checkpoint files is
+//! `topoalign-k8s`'s job.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use topoalign_cpu_manager::{CpuManagerState, CpuRestoreError};
+use topoalign_device_manager::{DeviceAssignments, DeviceRestoreError};
+use topoalign_memory_manager::{MemoryManagerState, MemoryRestoreError};
+use topoalign_model::{CpuSet, Pod, Quantity};
+
+use super::Node;
+
+/// Everything a node holds: the admitted pods (in admission order) and each
+/// manager's state, keyed by pod uid.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeSnapshot {
+    pub pods: Vec<Pod>,
+    /// `cpu_manager_state`.
+    pub cpu: CpuManagerState,
+    /// `memory_manager_state`; `None` when there is none to restore (the
+    /// `None` policy, or no file: a fresh start).
+    pub memory: Option<MemoryManagerState>,
+    /// The device manager's record.
+    pub devices: DeviceAssignments,
+}
+
+/// Why a restarting kubelet would refuse restored state. Display is the
+/// kubelet's `ContainerManager.Start` text where the kubelet has one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RestoreError {
+    #[error("start cpu manager error: {0}")]
+    Cpu(#[from] CpuRestoreError),
+    #[error("start memory manager error: {0}")]
+    Memory(#[from] MemoryRestoreError),
+    #[error("device manager state: {0}")]
+    Devices(#[from] DeviceRestoreError),
+}
+
+/// What is free on one NUMA node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NumaFree {
+    pub node: usize,
+    /// CPUs free for exclusive allocation (shared pool minus reserved
+    /// CPUs); `None` under the `none` CPU policy, which hands out none.
+    pub cpus: Option<CpuSet>,
+    /// Free `memory` and huge pages per resource, in the memory manager's
+    /// table; empty under the `None` memory policy, which keeps none.
+    pub memory: BTreeMap<String, Quantity>,
+    /// Free device ids per resource, of devices attached to this node.
+    pub devices: BTreeMap<String, Vec<String>>,
+}
+
+impl Node {
+    /// The node's state as plain data; [`Node::restore`] on a node started
+    /// with the same machine and configuration gives this node back.
+    pub fn snapshot(&self) -> NodeSnapshot {
+        NodeSnapshot {
+            pods: self.active.clone(),
+            cpu: self.cpus.state(),
+            memory: self.memory.state(),
+            devices: self.devices.assignments(),
+        }
+    }
+
+    /// Replaces the node's pods and state with `snapshot`, the way a
+    /// restarting kubelet restores its checkpoints (each manager checks what
+    /// it restores, with the kubelet's texts). State held for a uid that is
+    /// not among `snapshot.pods` is then released — the managers'
+    /// stale-state collection, which the kubelet runs before it reads the
+    /// state again.
+    ///
+    /// # Errors
+    /// [`RestoreError`] for state the kubelet would refuse; the node is then
+    /// unchanged.
+    pub fn restore(&mut self, snapshot: NodeSnapshot) -> Result<(), RestoreError> {
+        let mut restored = self.clone();
+        restored.cpus.restore(snapshot.cpu)?;
+        if let Some(memory) = snapshot.memory {
+            restored.memory.restore(memory)?;
+        } else {
+            restored.memory.restore(Default::default())?;
+        }
+        restored.devices.restore(snapshot.devices)?;
+        restored.active = snapshot.pods;
+        let active: BTreeSet<String> = restored.active.iter().map(|p| p.uid.clone()).collect();
+        let mut held: BTreeSet<String> = restored.cpus.assignments().into_keys().collect();
+        held.extend(restored.memory.assignments().into_keys());
+        held.extend(restored.devices.assignments().into_keys());
+        for uid in held.difference(&active) {
+            restored.release(uid);
+        }
+        *self = restored;
+        Ok(())
+    }
+
+    /// What is free on each NUMA node, ascending by node id.
+    pub fn numa_free(&self) -> Vec<NumaFree> {
+        let available = self.cpus.available_cpus();
+        let mut memory = self.memory.free();
+        self.machine
+            .numa_nodes()
+            .iter()
+            .map(|numa| {
+                let cpus = available.as_ref().map(|free| {
+                    self.machine
+                        .cpus()
+                        .iter()
+                        .filter(|cpu| cpu.numa == numa.id && free.contains(cpu.id))
+                        .map(|cpu| cpu.id)
+                        .collect()
+                });
+                let devices = self
+                    .machine
+                    .devices()
+                    .iter()
+                    .map(|(resource, devices)| {
+                        let in_use = self.devices.devices_in_use(resource);
+                        let free = devices
+                            .iter()
+                            .filter(|d| d.numa.contains(&numa.id) && !in_use.contains(&d.id))
+                            .map(|d| d.id.clone())
+                            .collect();
+                        (resource.clone(), free)
+                    })
+                    .collect();
+                NumaFree {
+                    node: numa.id,
+                    cpus,
+                    memory: memory.remove(&numa.id).unwrap_or_default(),
+                    devices,
+                }
+            })
+            .collect()
+    }
+
+    /// Free device ids per resource of devices without NUMA affinity.
+    pub fn free_devices_without_numa(&self) -> BTreeMap<String, Vec<String>> {
+        self.machine
+            .devices()
+            .iter()
+            .filter_map(|(resource, devices)| {
+                let in_use = self.devices.devices_in_use(resource);
+                let free: Vec<String> = devices
+                    .iter()
+                    .filter(|d| d.numa.is_empty() && !in_use.contains(&d.id))
+                    .map(|d| d.id.clone())
+                    .collect();
+                (!free.is_empty()).then(|| (resource.clone(), free))
+            })
+            .collect()
+    }
+}
+
+impl Node {
+    /// Gives the running pods devices when no device record was restored
+    /// (the kubelet's `kubelet_internal_checkpoint` was not read): each
+    /// container, in admission order, gets what the device manager would
+    /// allocate for it aligned to the NUMA nodes of its exclusive CPUs and
+    /// pinned memory. Returns a note per container whose devices could not
+    /// be allocated. An inference, not the kubelet's record: the caller
+    /// should say so.
+    pub fn infer_device_assignments(&mut self) -> Vec<String> {
+        let mut notes = Vec::new();
+        let pods = self.active.clone();
+        for pod in &pods {
+            for (container, _) in pod.all_containers() {
+                let cpus = self.cpus.container_cpus(&pod.uid, &container.name).unwrap_or_default();
+                let mut nodes: BTreeSet<usize> = self
+                    .machine
+                    .cpus()
+                    .iter()
+                    .filter(|c| cpus.contains(c.id))
+                    .map(|c| c.numa)
+                    .collect();
+                nodes.extend(
+                    self.memory
+                        .container_numa_nodes(&pod.uid, &container.name)
+                        .unwrap_or_default(),
+                );
+                let hint = if nodes.is_empty() {
+                    topoalign_model::TopologyHint::any(false)
+                } else {
+                    topoalign_model::TopologyHint::new(topoalign_model::NumaMask::from_nodes(nodes), true)
+                };
+                if let Err(error) = self.devices.allocate(pod, container, hint) {
+                    notes.push(format!("{} {}: {error}", pod.key(), container.name));
+                }
+            }
+        }
+        notes
+    }
+}

@@ -1,0 +1,526 @@
+//! Counterfactual fixes: the smallest changes that would admit a rejected
+//! pod, each found — and so checked — by admitting the pod again on a copy
+//! of the node with the change applied. Nothing here is guessed.
+//!
+//! Kinds of change, in the order they are offered:
+//! 1. the pod asks for less: for each resource, the largest request that
+//!    fits now (the others unchanged); when no single resource can be
+//!    shrunk enough, the whole pod shrunk to what one NUMA node has free;
+//! 2. the kubelet is configured differently: another topology manager scope,
+//!    then `restricted` / `best-effort` (the new configuration is started
+//!    and the node's state restored into it, as a restarted kubelet would);
+//! 3. running pods go away first: the fewest whose removal makes room.
+//!
+//! Owns: the search and [`apply`], which re-checks any fix. Must not touch:
+//! decisions (the engine's), files.
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use topoalign_engine::{Decision, Node, TopologyPolicyName, TopologyScope};
+use topoalign_k8s::{KubeletConfiguration, PodError, node_config, pod_from_value};
+use topoalign_model::{Pod, Quantity, QuantityFormat};
+
+use crate::hints::nodes_text;
+use crate::report::affinity;
+use crate::requests::{container_requests, pod_requests};
+use crate::{EmptyNode, Situation};
+
+/// At most this many removal sets are tried (they grow combinatorially).
+const REMOVAL_ATTEMPTS: usize = 2000;
+/// At most this many pods are removed together.
+const REMOVAL_SET_SIZE: usize = 3;
+/// Removal fixes of the smallest size found, at most.
+const REMOVAL_FIXES: usize = 3;
+
+/// A change that admits the pod.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Fix {
+    /// The change and its outcome, in words.
+    pub description: String,
+    #[serde(flatten)]
+    pub change: Change,
+}
+
+/// Exactly one kind of change.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Change {
+    /// The changed Pod manifest.
+    Pod(Value),
+    /// The changed KubeletConfiguration fields.
+    Kubelet(Map<String, Value>),
+    /// `namespace/name` of the pods to remove first.
+    Remove(Vec<String>),
+}
+
+/// Why a change could not be tried.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FixError {
+    #[error("the changed pod is invalid: {0}")]
+    Pod(#[from] PodError),
+    #[error("the changed kubelet configuration is invalid: {0}")]
+    Kubelet(String),
+    #[error("a kubelet with the changed configuration would not start: {0}")]
+    Startup(String),
+    #[error("no running pod {0}")]
+    UnknownPod(String),
+}
+
+/// Admits the situation's pod again with `change` applied, on a copy of
+/// the node; the node itself is untouched.
+///
+/// # Errors
+/// [`FixError`] when the change cannot be applied at all.
+pub fn apply(situation: &Situation<'_>, change: &Change) -> Result<Decision, FixError> {
+    let node = situation.node;
+    match change {
+        Change::Pod(manifest) => {
+            let pod = pod_from_value(manifest, &situation.pod.uid)?;
+            Ok(node.clone().admit(pod))
+        }
+        Change::Kubelet(fields) => {
+            let mut merged = situation.kubelet.as_object().cloned().unwrap_or_default();
+            merged.extend(fields.clone());
+            let config = KubeletConfiguration::from_value(&Value::Object(merged))
+                .map_err(|e| FixError::Kubelet(e.to_string()))?;
+            let config = node_config(&config, node.machine()).map_err(|e| FixError::Startup(e.to_string()))?;
+            let mut restarted =
+                Node::start(node.machine().clone(), config).map_err(|e| FixError::Startup(e.to_string()))?;
+            restarted
+                .restore(node.snapshot())
+                .map_err(|e| FixError::Startup(e.to_string()))?;
+            Ok(restarted.admit(situation.pod.clone()))
+        }
+        Change::Remove(keys) => {
+            let mut copy = node.clone();
+            for key in keys {
+                let uid = node
+                    .pods()
+                    .iter()
+                    .find(|p| p.key() == *key)
+                    .map(|p| p.uid.clone())
+                    .ok_or_else(|| FixError::UnknownPod(key.clone()))?;
+                copy.remove(&uid);
+            }
+            Ok(copy.admit(situation.pod.clone()))
+        }
+    }
+}
+
+/// Whether `change` admits the pod; the decision when it does.
+fn admits(situation: &Situation<'_>, change: &Change) -> Option<Decision> {
+    apply(situation, change).ok().filter(Decision::admitted)
+}
+
+fn outcome(decision: &Decision) -> String {
+    match affinity(decision) {
+        Some(nodes) => format!("admitted, aligned to NUMA {}", nodes_text(&nodes)),
+        None => "admitted, without NUMA alignment".to_owned(),
+    }
+}
+
+/// Every fix for a rejected pod, in the order of the module docs.
+pub(crate) fn find(situation: &Situation<'_>, empty_node: &EmptyNode) -> Vec<Fix> {
+    let mut fixes = shrink_each(situation);
+    if fixes.is_empty() {
+        fixes.extend(shrink_to_a_node(situation));
+    }
+    fixes.extend(kubelet_fixes(situation));
+    if empty_node.admitted {
+        fixes.extend(removal_fixes(situation));
+    }
+    fixes
+}
+
+/// Where one container sits in the manifest and pod.
+#[derive(Clone, Copy)]
+struct Target {
+    init: bool,
+    index: usize,
+}
+
+impl Target {
+    fn container(self, pod: &Pod) -> &topoalign_model::Container {
+        if self.init {
+            &pod.init_containers[self.index]
+        } else {
+            &pod.containers[self.index]
+        }
+    }
+
+    fn name(self, pod: &Pod) -> &str {
+        &self.container(pod).name
+    }
+}
+
+/// The container asking for the most of `resource` (the first of equals).
+fn largest_requester(pod: &Pod, resource: &str) -> Option<Target> {
+    let targets = (0..pod.init_containers.len())
+        .map(|index| Target { init: true, index })
+        .chain((0..pod.containers.len()).map(|index| Target { init: false, index }));
+    let mut best: Option<(Target, Quantity)> = None;
+    for target in targets {
+        let amount = target.container(pod).request(resource);
+        if !amount.is_zero() && best.is_none_or(|(_, b)| amount > b) {
+            best = Some((target, amount));
+        }
+    }
+    best.map(|(t, _)| t)
+}
+
+/// The manifest with `resource` of one container set to `amount` in its
+/// requests and its limits (where each is given).
+fn with_amount(manifest: &Value, pod: &Pod, target: Target, resource: &str, amount: Quantity) -> Value {
+    let mut changed = manifest.clone();
+    let list = if target.init { "initContainers" } else { "containers" };
+    let had_limit = !target.container(pod).limit(resource).is_zero();
+    if let Some(container) = changed
+        .get_mut("spec")
+        .and_then(|s| s.get_mut(list))
+        .and_then(|l| l.get_mut(target.index))
+        .and_then(Value::as_object_mut)
+    {
+        let resources = container
+            .entry("resources")
+            .or_insert_with(|| json!({}))
+            .as_object_mut();
+        if let Some(resources) = resources {
+            for field in ["requests", "limits"] {
+                let present = resources.get(field).and_then(|f| f.get(resource)).is_some();
+                if (present || (field == "limits" && had_limit))
+                    && let Some(map) = resources.entry(field).or_insert_with(|| json!({})).as_object_mut()
+                {
+                    map.insert(resource.to_owned(), json!(amount.to_string()));
+                }
+            }
+        }
+    }
+    changed
+}
+
+/// The step a request of `resource` moves in: whole CPUs and devices, MiB
+/// of memory, whole huge pages.
+fn step(resource: &str) -> Quantity {
+    if resource == "memory" {
+        Quantity::from_units(1 << 20).with_format(QuantityFormat::BinarySI)
+    } else if let Some(size) = resource.strip_prefix("hugepages-") {
+        topoalign_k8s::parse_quantity(size)
+            .unwrap_or(Quantity::from_units(1 << 20))
+            .with_format(QuantityFormat::BinarySI)
+    } else {
+        Quantity::from_units(1)
+    }
+}
+
+/// `steps` steps of `resource`, formatted the way people write it.
+fn amount_of(resource: &str, steps: i128) -> Quantity {
+    let step = step(resource);
+    Quantity::from_units(step.value() * steps).with_format(step.format())
+}
+
+/// 1. The largest request of each resource that fits now.
+fn shrink_each(situation: &Situation<'_>) -> Vec<Fix> {
+    let pod = situation.pod;
+    let mut fixes = Vec::new();
+    for resource in pod_requests(situation.node, pod).into_keys() {
+        let Some(target) = largest_requester(pod, &resource) else {
+            continue;
+        };
+        let current = target.container(pod).request(&resource);
+        // Fractional CPUs are not pinned anyway; shrinking them cannot help
+        // alignment.
+        if resource == "cpu" && !current.is_whole() {
+            continue;
+        }
+        let unit = step(&resource).value();
+        let current_steps = current.value() / unit;
+        let try_steps = |steps: i128| {
+            let amount = amount_of(&resource, steps);
+            let manifest = with_amount(situation.manifest, pod, target, &resource, amount);
+            let change = Change::Pod(manifest);
+            admits(situation, &change).map(|decision| (amount, change, decision))
+        };
+        let found = if resource == "memory" || resource.starts_with("hugepages-") {
+            largest_admitted_by_bisection(current_steps - 1, try_steps)
+        } else {
+            // Whole CPUs and devices: few candidates, and admission need not
+            // be monotonic (full-pcpus-only wants multiples of a core).
+            (1..current_steps).rev().find_map(try_steps)
+        };
+        if let Some((amount, change, decision)) = found {
+            fixes.push(Fix {
+                description: format!(
+                    "Ask for {resource}: {amount} instead of {current} in container {} (the largest that fits now): {}.",
+                    target.name(pod),
+                    outcome(&decision)
+                ),
+                change,
+            });
+        }
+    }
+    fixes
+}
+
+/// The largest `steps` in `1..=max` that admits, assuming that admitting
+/// is monotonic in the amount; checked at the end.
+fn largest_admitted_by_bisection<T>(max: i128, try_steps: impl Fn(i128) -> Option<T>) -> Option<T> {
+    if max < 1 {
+        return None;
+    }
+    let mut best = try_steps(1)?;
+    let (mut low, mut high) = (1, max);
+    while low < high {
+        let middle = low + (high - low + 1) / 2;
+        match try_steps(middle) {
+            Some(found) => {
+                best = found;
+                low = middle;
+            }
+            None => high = middle - 1,
+        }
+    }
+    Some(best)
+}
+
+/// 1b. The whole pod shrunk to what one NUMA node has free: every resource
+/// the node falls short of is cut by the shortfall, from the container
+/// asking for the most of it.
+fn shrink_to_a_node(situation: &Situation<'_>) -> Option<Fix> {
+    let (node, pod) = (situation.node, situation.pod);
+    let requested = match node.config().topology_scope {
+        TopologyScope::Pod => pod_requests(node, pod),
+        TopologyScope::Container => pod
+            .all_containers()
+            .map(|(c, _)| container_requests(node, pod, c))
+            .fold(
+                Default::default(),
+                |mut acc: std::collections::BTreeMap<String, Quantity>, each| {
+                    for (resource, amount) in each {
+                        let entry = acc.entry(resource).or_default();
+                        *entry = (*entry).max(amount);
+                    }
+                    acc
+                },
+            ),
+    };
+    let per_core = cpus_per_core(node);
+    let mut best: Option<Shrunk> = None;
+    for free in node.numa_free() {
+        let mut manifest = situation.manifest.clone();
+        let mut changes = Vec::new();
+        let mut possible = true;
+        for (resource, &wanted) in &requested {
+            let available = if resource == "cpu" {
+                free.cpus.as_ref().map(|c| {
+                    let whole = c.len() - c.len() % per_core;
+                    Quantity::from_units(i128::try_from(whole).unwrap_or(0))
+                })
+            } else if resource == "memory" || resource.starts_with("hugepages-") {
+                free.memory.get(resource).copied()
+            } else {
+                free.devices
+                    .get(resource)
+                    .map(|ids| Quantity::from_units(i128::try_from(ids.len()).unwrap_or(0)))
+            };
+            let Some(available) = available else { continue };
+            if available >= wanted {
+                continue;
+            }
+            let Some(target) = largest_requester(pod, resource) else {
+                continue;
+            };
+            let current = target.container(pod).request(resource);
+            let unit = step(resource).value();
+            let cut = current.value() - (wanted.value() - available.value());
+            let steps = cut.div_euclid(unit);
+            if steps < 1 {
+                possible = false;
+                break;
+            }
+            let amount = amount_of(resource, steps);
+            manifest = with_amount(&manifest, pod, target, resource, amount);
+            changes.push((resource.clone(), amount, current));
+        }
+        if !possible || changes.is_empty() {
+            continue;
+        }
+        let change = Change::Pod(manifest);
+        if let Some(decision) = admits(situation, &change) {
+            let better = best
+                .as_ref()
+                .is_none_or(|previous| total(&changes) > total(&previous.changes));
+            if better {
+                best = Some(Shrunk {
+                    changes,
+                    change,
+                    decision,
+                    numa: free.node,
+                });
+            }
+        }
+    }
+    let Shrunk {
+        changes,
+        change,
+        decision,
+        numa,
+    } = best?;
+    let listed: Vec<String> = changes
+        .iter()
+        .map(|(resource, amount, current)| format!("{resource}: {amount} instead of {current}"))
+        .collect();
+    Some(Fix {
+        description: format!(
+            "Shrink it to what NUMA {numa} has free ({}): {}.",
+            listed.join(", "),
+            outcome(&decision)
+        ),
+        change,
+    })
+}
+
+/// A pod shrunk to fit one NUMA node: (resource, new, old) amounts.
+struct Shrunk {
+    changes: Vec<(String, Quantity, Quantity)>,
+    change: Change,
+    decision: Decision,
+    numa: usize,
+}
+
+/// How much a shrink keeps, compared resource by resource in name order.
+fn total(changes: &[(String, Quantity, Quantity)]) -> Vec<Quantity> {
+    changes.iter().map(|(_, amount, _)| *amount).collect()
+}
+
+/// Logical CPUs per physical core (1 without SMT); with `full-pcpus-only`
+/// only whole cores can be handed out.
+fn cpus_per_core(node: &Node) -> usize {
+    let full_cores = node
+        .config()
+        .cpu_options
+        .get("full-pcpus-only")
+        .is_some_and(|v| v == "true");
+    if !full_cores {
+        return 1;
+    }
+    let machine = node.machine();
+    machine
+        .cpus()
+        .first()
+        .map(|first| {
+            machine
+                .cpus()
+                .iter()
+                .filter(|c| c.core == first.core && c.numa == first.numa)
+                .count()
+        })
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// 2. Other topology manager settings that admit the pod.
+fn kubelet_fixes(situation: &Situation<'_>) -> Vec<Fix> {
+    let config = situation.node.config();
+    let (policy, scope) = (config.topology_policy, config.topology_scope);
+    let other_scope = match scope {
+        TopologyScope::Container => TopologyScope::Pod,
+        TopologyScope::Pod => TopologyScope::Container,
+    };
+    let mut candidates: Vec<(Option<TopologyPolicyName>, Option<TopologyScope>)> = Vec::new();
+    if policy != TopologyPolicyName::None && situation.pod.init_containers.len() + situation.pod.containers.len() > 1 {
+        candidates.push((None, Some(other_scope)));
+    }
+    for looser in [TopologyPolicyName::Restricted, TopologyPolicyName::BestEffort] {
+        if looser != policy && policy != TopologyPolicyName::None {
+            candidates.push((Some(looser), None));
+        }
+    }
+    let mut fixes: Vec<Fix> = Vec::new();
+    for (new_policy, new_scope) in candidates {
+        let mut fields = Map::new();
+        if let Some(p) = new_policy {
+            fields.insert("topologyManagerPolicy".into(), json!(p.as_str()));
+        }
+        if let Some(s) = new_scope {
+            fields.insert("topologyManagerScope".into(), json!(s.as_str()));
+        }
+        let change = Change::Kubelet(fields);
+        if let Some(decision) = admits(situation, &change) {
+            let setting = match (new_policy, new_scope) {
+                (Some(p), _) => format!("topologyManagerPolicy: {}", p.as_str()),
+                (None, Some(s)) => format!("topologyManagerScope: {}", s.as_str()),
+                (None, None) => continue,
+            };
+            fixes.push(Fix {
+                description: format!(
+                    "Set {setting} in the kubelet configuration (applies at a kubelet restart; running pods keep their CPUs and memory): {}.",
+                    outcome(&decision)
+                ),
+                change,
+            });
+        }
+    }
+    fixes
+}
+
+/// 3. The fewest running pods whose removal makes room.
+fn removal_fixes(situation: &Situation<'_>) -> Vec<Fix> {
+    let pods: Vec<String> = situation.node.pods().iter().map(Pod::key).collect();
+    let mut attempts = 0;
+    for size in 1..=REMOVAL_SET_SIZE.min(pods.len()) {
+        let mut fixes = Vec::new();
+        for set in combinations(pods.len(), size) {
+            if attempts >= REMOVAL_ATTEMPTS || fixes.len() >= REMOVAL_FIXES {
+                break;
+            }
+            attempts += 1;
+            let keys: Vec<String> = set.iter().map(|&i| pods[i].clone()).collect();
+            let change = Change::Remove(keys.clone());
+            if let Some(decision) = admits(situation, &change) {
+                fixes.push(Fix {
+                    description: format!("Remove {} first: {}.", keys.join(" and "), outcome(&decision)),
+                    change,
+                });
+            }
+        }
+        if !fixes.is_empty() {
+            return fixes;
+        }
+    }
+    Vec::new()
+}
+
+/// Every `size`-subset of `0..n`, in lexicographic order.
+fn combinations(n: usize, size: usize) -> impl Iterator<Item = Vec<usize>> {
+    let mut next = (size <= n).then(|| (0..size).collect::<Vec<_>>());
+    std::iter::from_fn(move || {
+        let current = next.take()?;
+        let mut following = current.clone();
+        let mut i = size;
+        while i > 0 {
+            i -= 1;
+            if following[i] < n - size + i {
+                following[i] += 1;
+                for j in i + 1..size {
+                    following[j] = following[j - 1] + 1;
+                }
+                next = Some(following);
+                break;
+            }
+        }
+        Some(current)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::combinations;
+
+    #[test]
+    fn combinations_in_order() {
+        let all: Vec<Vec<usize>> = combinations(4, 2).collect();
+        assert_eq!(all, [[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]]);
+        assert_eq!(combinations(2, 3).count(), 0);
+        assert_eq!(combinations(3, 0).collect::<Vec<_>>(), [Vec::<usize>::new()]);
+    }
+}

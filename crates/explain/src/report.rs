@@ -1,0 +1,95 @@
+//! The per-pod document front ends print (`topoalign admit -o json`): the
+//! fields of a `replay` result entry (shared/SCENARIO.md) plus the QoS
+//! class, the NUMA affinity chosen, warnings and, for a rejected pod (or on
+//! request), the explanation.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use topoalign_engine::Decision;
+
+use crate::{Explanation, Situation, explain, warnings};
+
+/// One pod's outcome.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodReport {
+    /// The pod's position among the pods admitted (0-based).
+    pub event: usize,
+    /// `namespace/name`.
+    pub pod: String,
+    pub admitted: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub containers: Option<Vec<ContainerReport>>,
+    /// `Guaranteed`, `Burstable`, `BestEffort`.
+    pub qos_class: String,
+    /// The NUMA nodes the topology manager aligned the admitted pod to (the
+    /// union over its containers under the container scope); `null` when
+    /// nothing was aligned or the pod was rejected.
+    pub affinity: Option<Vec<usize>>,
+    pub warnings: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Explanation>,
+}
+
+/// One admitted container, as in a `replay` result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerReport {
+    pub name: String,
+    pub init: bool,
+    /// Exclusive CPUs in list form; `null` = the shared pool.
+    pub cpus: Option<String>,
+    /// NUMA nodes of pinned memory; `null` = not pinned.
+    pub memory_numa: Option<Vec<usize>>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub devices: BTreeMap<String, Vec<String>>,
+}
+
+/// The NUMA nodes a decision aligned the pod to: the union of the merged
+/// hints' affinities (`None` when no merge chose any).
+pub fn affinity(decision: &Decision) -> Option<Vec<usize>> {
+    let union = decision
+        .explanation
+        .merges
+        .iter()
+        .filter_map(|m| m.best.affinity)
+        .fold(None, |acc: Option<topoalign_model::NumaMask>, mask| {
+            Some(acc.map_or(mask, |a| a | mask))
+        })?;
+    Some(union.nodes().collect())
+}
+
+/// The report for `decision` on `situation`; the explanation is included
+/// for a rejected pod, and for an admitted one when `always_explain`.
+pub fn pod_report(event: usize, situation: &Situation<'_>, decision: &Decision, always_explain: bool) -> PodReport {
+    let explanation = (always_explain || !decision.admitted()).then(|| explain(situation, decision));
+    PodReport {
+        event,
+        pod: decision.pod.clone(),
+        admitted: decision.admitted(),
+        reason: decision.rejection.as_ref().map(|r| r.reason.clone()),
+        message: decision.rejection.as_ref().map(|r| r.message.clone()),
+        containers: decision.admitted().then(|| {
+            decision
+                .containers
+                .iter()
+                .map(|c| ContainerReport {
+                    name: c.name.clone(),
+                    init: c.init,
+                    cpus: c.cpus.as_ref().map(ToString::to_string),
+                    memory_numa: c.memory_numa.clone(),
+                    devices: c.devices.clone(),
+                })
+                .collect()
+        }),
+        qos_class: decision.qos.as_str().to_owned(),
+        affinity: decision.admitted().then(|| affinity(decision)).flatten(),
+        warnings: warnings::warnings(situation.node, situation.pod),
+        explanation,
+    }
+}

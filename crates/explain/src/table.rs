@@ -1,0 +1,170 @@
+//! The per-NUMA-node table of free vs requested: for every resource the pod
+//! asks the aligned managers for (CPUs, memory, each huge page size, each
+//! device resource), what each NUMA node has free right now and whether it
+//! falls short.
+//!
+//! "Free" is what the managers themselves would hand out: CPUs of the
+//! shared pool minus the reserved ones (static CPU policy), the memory
+//! manager's free bytes (Static memory policy), devices not held by any
+//! container. A manager that does not place a resource (`none` / `None`
+//! policies) shows no free amount for it.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use topoalign_engine::{Decision, Node, TopologyScope};
+use topoalign_model::{Pod, Quantity};
+
+use crate::requests::{container_requests, pod_requests};
+
+/// Free vs requested per NUMA node.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceTable {
+    /// Whose requests the table compares with: `pod`, or `container <name>`
+    /// (the container whose alignment failed, under the container scope).
+    pub requested_by: String,
+    /// Resource → requested amount.
+    pub requested: BTreeMap<String, String>,
+    /// One row per NUMA node, ascending.
+    pub numa: Vec<NumaRow>,
+}
+
+/// One NUMA node's free amounts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NumaRow {
+    pub node: usize,
+    pub resources: BTreeMap<String, ResourceCell>,
+}
+
+/// One resource on one NUMA node.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceCell {
+    /// Free amount; `None` when no manager places this resource on NUMA
+    /// nodes (CPU policy `none`, memory policy `None`).
+    pub free: Option<String>,
+    /// Whether the node alone has less free than requested.
+    pub short: bool,
+    /// Whether the node has none of this resource at all (a device
+    /// resource none of whose devices is attached to it).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub absent: bool,
+}
+
+/// The table for `pod` on `node` (the node before the pod was admitted).
+pub fn resource_table(node: &Node, pod: &Pod, decision: &Decision) -> ResourceTable {
+    let failed_container = (decision.explanation.scope == TopologyScope::Container)
+        .then(|| decision.explanation.merges.iter().find(|m| !m.admitted))
+        .flatten()
+        .and_then(|m| m.container.clone());
+    let (requested_by, requested) = match failed_container
+        .as_deref()
+        .and_then(|name| pod.all_containers().find(|(c, _)| c.name == name))
+    {
+        Some((container, _)) => (
+            format!("container {}", container.name),
+            container_requests(node, pod, container),
+        ),
+        None => ("pod".to_owned(), pod_requests(node, pod)),
+    };
+    let numa = node
+        .numa_free()
+        .into_iter()
+        .map(|free| {
+            let resources = requested
+                .iter()
+                .map(|(resource, &amount)| {
+                    let free_amount: Option<Quantity> = if resource == "cpu" {
+                        free.cpus.as_ref().map(|cpus| units(cpus.len()))
+                    } else if resource == "memory" || resource.starts_with("hugepages-") {
+                        free.memory.get(resource).copied()
+                    } else {
+                        free.devices.get(resource).map(|ids| units(ids.len()))
+                    };
+                    let absent = node
+                        .machine()
+                        .devices()
+                        .get(resource)
+                        .is_some_and(|devices| !devices.iter().any(|d| d.numa.contains(&free.node)));
+                    let cell = ResourceCell {
+                        free: free_amount.map(|q| q.to_string()),
+                        short: free_amount.is_some_and(|f| f < amount),
+                        absent,
+                    };
+                    (resource.clone(), cell)
+                })
+                .collect();
+            NumaRow {
+                node: free.node,
+                resources,
+            }
+        })
+        .collect();
+    ResourceTable {
+        requested_by,
+        requested: requested.iter().map(|(r, q)| (r.clone(), q.to_string())).collect(),
+        numa,
+    }
+}
+
+fn units(n: usize) -> Quantity {
+    Quantity::from_units(i128::try_from(n).unwrap_or(i128::MAX))
+}
+
+impl ResourceTable {
+    /// Each NUMA node's shortfalls in words: `NUMA 0 has only 4 of the 5
+    /// CPUs free; NUMA 1 has only 15Gi of the 18Gi of memory free`. Empty
+    /// when no node is short.
+    pub fn shortfalls_text(&self) -> String {
+        let parts: Vec<String> = self
+            .numa
+            .iter()
+            .filter_map(|row| {
+                let short: Vec<String> = row
+                    .resources
+                    .iter()
+                    .filter(|(_, cell)| cell.short)
+                    .map(|(resource, cell)| {
+                        if cell.absent {
+                            return format!("no {resource} at all");
+                        }
+                        let free = cell.free.as_deref().unwrap_or("0");
+                        let wanted = self.requested.get(resource).map_or("?", String::as_str);
+                        match resource.as_str() {
+                            "cpu" => format!("{free} of the {wanted} CPUs"),
+                            "memory" => format!("{free} of the {wanted} of memory"),
+                            other if other.starts_with("hugepages-") => format!("{free} of the {wanted} of {other}"),
+                            other => format!("{free} of the {wanted} {other}"),
+                        }
+                    })
+                    .collect();
+                (!short.is_empty()).then(|| (row.node, short.join(" and ")))
+            })
+            .map(|(node, short)| {
+                if short.starts_with("no ") {
+                    format!("NUMA {node} has {short}")
+                } else {
+                    format!("NUMA {node} has only {short} free")
+                }
+            })
+            .collect();
+        parts.join("; ")
+    }
+
+    /// The resources every NUMA node falls short of.
+    pub fn short_everywhere(&self) -> Vec<String> {
+        self.requested
+            .keys()
+            .filter(|resource| {
+                !self.numa.is_empty()
+                    && self
+                        .numa
+                        .iter()
+                        .all(|row| row.resources.get(*resource).is_some_and(|cell| cell.short))
+            })
+            .cloned()
+            .collect()
+    }
+}

@@ -1,0 +1,79 @@
+//! Warnings for the silent no-ops people fall into: settings under which
+//! the kubelet admits a pod but aligns less than they think — a pod that is
+//! not Guaranteed, a fractional CPU request, a CPU manager left at `none`
+//! under a topology policy, a memory manager at `None`, a device resource
+//! the node does not have, a topology policy of `none`.
+
+use topoalign_engine::{CpuPolicyName, MemoryPolicyName, Node, TopologyPolicyName};
+use topoalign_model::{Pod, QosClass};
+
+/// The warnings for `pod` on `node`, in a fixed order.
+pub fn warnings(node: &Node, pod: &Pod) -> Vec<String> {
+    let config = node.config();
+    let mut warnings = Vec::new();
+    let asks = |resource: &str| pod.all_containers().any(|(c, _)| !c.request(resource).is_zero());
+    let pins_cpus = config.cpu_policy == CpuPolicyName::Static;
+    let pins_memory = config.memory_policy == MemoryPolicyName::Static;
+    let aligns = config.topology_policy != TopologyPolicyName::None;
+
+    if pod.qos != QosClass::Guaranteed && (pins_cpus || pins_memory || aligns) {
+        warnings.push(format!(
+            "not Guaranteed (QoS {}): requests differ from limits or are missing, so it gets no exclusive CPUs and \
+             no pinned memory; it runs in the shared CPU pool",
+            pod.qos.as_str()
+        ));
+    }
+    if pod.qos == QosClass::Guaranteed && pins_cpus {
+        for (container, _) in pod.all_containers() {
+            let cpu = container.request("cpu");
+            if !cpu.is_zero() && !cpu.is_whole() {
+                warnings.push(format!(
+                    "container {} asks for {cpu} CPU, not a whole number: it gets no exclusive CPUs and runs in the \
+                     shared pool (ask for a whole number, e.g. {}, to pin it)",
+                    container.name,
+                    cpu.value().max(1)
+                ));
+            }
+        }
+    }
+    if aligns && !pins_cpus && asks("cpu") {
+        warnings.push(format!(
+            "cpuManagerPolicy is none: the CPU manager gives no hints, so topologyManagerPolicy {} has no CPUs to \
+             align (every container runs in the shared pool)",
+            config.topology_policy.as_str()
+        ));
+    }
+    if !pins_memory && pod.qos == QosClass::Guaranteed && asks("memory") {
+        warnings.push(
+            "memoryManagerPolicy is None: memory is not pinned to NUMA nodes (it may come from any node)".to_owned(),
+        );
+    }
+    if !aligns && pod.qos == QosClass::Guaranteed && (pins_cpus || pins_memory) {
+        warnings.push(
+            "topologyManagerPolicy is none: CPUs, memory and devices are each placed on their own, not aligned \
+             to common NUMA nodes"
+                .to_owned(),
+        );
+    }
+    let mut unknown: Vec<&str> = pod
+        .all_containers()
+        .flat_map(|(c, _)| c.requests.keys().chain(c.limits.keys()))
+        .map(String::as_str)
+        .filter(|r| is_extended(r) && !node.machine().devices().contains_key(*r))
+        .collect();
+    unknown.sort_unstable();
+    unknown.dedup();
+    for resource in unknown {
+        warnings.push(format!(
+            "{resource} is not a device resource of this node: the kubelet ignores the request, and no device is \
+             allocated"
+        ));
+    }
+    warnings
+}
+
+/// Kubernetes' extended resources: domain-prefixed names outside
+/// `kubernetes.io/` (devices, `example.com/nic`), not huge pages.
+fn is_extended(name: &str) -> bool {
+    name.contains('/') && !name.contains("kubernetes.io/") && !name.starts_with("requests.")
+}

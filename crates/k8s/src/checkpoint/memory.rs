@@ -1,0 +1,366 @@
+//! `memory_manager_state`: the memory manager's checkpoint, read and
+//! checked as the kubelet's memory manager `stateCheckpoint.restoreState`
+//! reads it. Unlike the CPU manager's, a checksum of 0 is not accepted.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+use topoalign_engine::{MemoryBlock, MemoryManagerState, MemoryTableState, NumaMemoryState};
+
+use super::go_json::{self, At};
+use super::spew::{Spew, fnv32a};
+use super::{CheckpointError, CheckpointKind};
+
+/// A memory manager checkpoint as the kubelet decodes it. `None` stands for
+/// Go's nil (a `null` in the file), which prints differently in the
+/// checksum from an empty map or slice.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryCheckpoint {
+    pub policy_name: String,
+    /// `machineState`: NUMA id → node.
+    pub machine_state: Option<BTreeMap<i64, Option<NumaNodeEntry>>>,
+    /// `entries`: pod uid → container → blocks.
+    pub entries: Option<Entries>,
+    /// The checksum stored in the file.
+    pub checksum: u64,
+}
+
+/// `entries`: pod uid → container → blocks, each level possibly Go's nil.
+pub type Entries = BTreeMap<String, Option<BTreeMap<String, Option<Vec<BlockEntry>>>>>;
+
+/// One `machineState` node (`NUMANodeState`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NumaNodeEntry {
+    pub number_of_assignments: i64,
+    pub memory_map: Option<BTreeMap<String, Option<MemoryTableEntry>>>,
+    pub cells: Option<Vec<i64>>,
+}
+
+/// One `memoryMap` table (`MemoryTable`), bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryTableEntry {
+    pub total: u64,
+    pub system_reserved: u64,
+    pub allocatable: u64,
+    pub reserved: u64,
+    pub free: u64,
+}
+
+/// One block (`Block`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockEntry {
+    pub numa_affinity: Option<Vec<i64>>,
+    /// `type`: `memory`, `hugepages-1Gi`, ...
+    pub resource: String,
+    pub size: u64,
+}
+
+impl MemoryCheckpoint {
+    /// Reads the file's bytes and verifies the checksum.
+    ///
+    /// # Errors
+    /// [`CheckpointError::Decode`] or [`CheckpointError::Corrupt`].
+    pub fn parse(bytes: &[u8]) -> Result<MemoryCheckpoint, CheckpointError> {
+        let checkpoint = decode(&go_json::parse(bytes)?)?;
+        let computed = u64::from(checkpoint.computed_checksum());
+        if computed != checkpoint.checksum {
+            return Err(CheckpointError::Corrupt {
+                stored: checkpoint.checksum,
+                computed,
+            });
+        }
+        Ok(checkpoint)
+    }
+
+    /// The checksum of the content (checksum field taken as 0), computed
+    /// the kubelet's way.
+    pub fn computed_checksum(&self) -> u32 {
+        let mut spew = Spew::default();
+        spew.raw("(*state.MemoryManagerCheckpoint){");
+        spew.field("PolicyName", "string").raw(&self.policy_name);
+        spew.field("MachineState", "state.NUMANodeMap");
+        spew.map(self.machine_state.as_ref(), |s, id, node| {
+            s.display(id).raw(":");
+            let Some(node) = node else {
+                s.raw("<nil>");
+                return;
+            };
+            s.raw("<*>{");
+            s.field("NumberOfAssignments", "int")
+                .display(node.number_of_assignments);
+            s.field("MemoryMap", "map[v1.ResourceName]*state.MemoryTable");
+            s.map(node.memory_map.as_ref(), |s, resource, table| {
+                s.raw(resource).raw(":");
+                let Some(t) = table else {
+                    s.raw("<nil>");
+                    return;
+                };
+                s.raw("<*>{");
+                s.field("TotalMemSize", "uint64").display(t.total);
+                s.field("SystemReserved", "uint64").display(t.system_reserved);
+                s.field("Allocatable", "uint64").display(t.allocatable);
+                s.field("Reserved", "uint64").display(t.reserved);
+                s.field("Free", "uint64").display(t.free);
+                s.raw("}");
+            });
+            s.field("Cells", "[]int");
+            s.slice(node.cells.as_ref(), |s, cell| {
+                s.display(cell);
+            });
+            s.raw("}");
+        });
+        spew.field("Entries", "state.ContainerMemoryAssignments");
+        spew.map(self.entries.as_ref(), |s, pod, containers| {
+            s.raw(pod).raw(":");
+            s.map(containers.as_ref(), |s, container, blocks| {
+                s.raw(container).raw(":");
+                s.slice(blocks.as_ref(), |s, block| {
+                    s.raw("{");
+                    s.field("NUMAAffinity", "[]int");
+                    s.slice(block.numa_affinity.as_ref(), |s, node| {
+                        s.display(node);
+                    });
+                    s.field("Type", "v1.ResourceName").raw(&block.resource);
+                    s.field("Size", "uint64").display(block.size);
+                    s.raw("}");
+                });
+            });
+        });
+        spew.field("Checksum", "checksum.Checksum").raw("0}");
+        fnv32a(spew.into_string().as_bytes())
+    }
+
+    /// The state the memory manager restores with `configured_policy`
+    /// (`memoryManagerPolicy`), which must be the checkpoint's.
+    ///
+    /// # Errors
+    /// [`CheckpointError::PolicyMismatch`] with the kubelet's text;
+    /// [`CheckpointError::OutOfRange`] for a negative NUMA id.
+    pub fn to_state(&self, configured_policy: &str) -> Result<MemoryManagerState, CheckpointError> {
+        if configured_policy != self.policy_name {
+            return Err(CheckpointError::PolicyMismatch {
+                kind: CheckpointKind::Memory,
+                configured: configured_policy.to_owned(),
+                stored: self.policy_name.clone(),
+            });
+        }
+        let numa = |id: i64| usize::try_from(id).map_err(|_| CheckpointError::OutOfRange { what: "NUMA node", id });
+        let mut machine_state = BTreeMap::new();
+        for (&id, node) in self.machine_state.iter().flatten() {
+            let state = match node {
+                None => NumaMemoryState::default(),
+                Some(node) => NumaMemoryState {
+                    number_of_assignments: node.number_of_assignments,
+                    memory: node
+                        .memory_map
+                        .iter()
+                        .flatten()
+                        .map(|(resource, table)| {
+                            let t = table.unwrap_or_default();
+                            let table = MemoryTableState {
+                                total: t.total,
+                                system_reserved: t.system_reserved,
+                                allocatable: t.allocatable,
+                                reserved: t.reserved,
+                                free: t.free,
+                            };
+                            (resource.clone(), table)
+                        })
+                        .collect(),
+                    cells: node
+                        .cells
+                        .iter()
+                        .flatten()
+                        .map(|&c| numa(c))
+                        .collect::<Result<_, _>>()?,
+                },
+            };
+            machine_state.insert(numa(id)?, state);
+        }
+        let mut assignments = BTreeMap::new();
+        for (pod, containers) in self.entries.iter().flatten() {
+            let mut by_container = BTreeMap::new();
+            for (container, blocks) in containers.iter().flatten() {
+                let mut converted = Vec::new();
+                for block in blocks.iter().flatten() {
+                    converted.push(MemoryBlock {
+                        numa_affinity: block
+                            .numa_affinity
+                            .iter()
+                            .flatten()
+                            .map(|&n| numa(n))
+                            .collect::<Result<_, _>>()?,
+                        resource: block.resource.clone(),
+                        size: block.size,
+                    });
+                }
+                by_container.insert(container.clone(), converted);
+            }
+            assignments.insert(pod.clone(), by_container);
+        }
+        Ok(MemoryManagerState {
+            machine_state,
+            assignments,
+        })
+    }
+}
+
+fn at(path: &str) -> At<'_> {
+    At {
+        go_struct: "MemoryManagerCheckpoint",
+        path,
+    }
+}
+
+fn decode(value: &Value) -> Result<MemoryCheckpoint, CheckpointError> {
+    let Some(object) = go_json::top_object(value, "state.MemoryManagerCheckpoint")? else {
+        return Ok(MemoryCheckpoint {
+            policy_name: String::new(),
+            machine_state: Some(BTreeMap::new()),
+            entries: Some(BTreeMap::new()),
+            checksum: 0,
+        });
+    };
+    // The kubelet pre-makes both maps, so a missing one is empty, not nil.
+    let machine_state = match go_json::object(
+        go_json::field(object, "machineState"),
+        at("machineState"),
+        "state.NUMANodeMap",
+    )? {
+        None => Some(BTreeMap::new()),
+        Some(None) => None,
+        Some(Some(nodes)) => Some(decode_nodes(nodes)?),
+    };
+    let entries = match go_json::object(
+        go_json::field(object, "entries"),
+        at("entries"),
+        "state.ContainerMemoryAssignments",
+    )? {
+        None => Some(BTreeMap::new()),
+        Some(None) => None,
+        Some(Some(pods)) => Some(decode_entries(pods)?),
+    };
+    Ok(MemoryCheckpoint {
+        policy_name: go_json::string(go_json::field(object, "policyName"), at("policyName"))?,
+        machine_state,
+        entries,
+        checksum: go_json::uint64(go_json::field(object, "checksum"), at("checksum"))?,
+    })
+}
+
+fn decode_nodes(nodes: &Map<String, Value>) -> Result<BTreeMap<i64, Option<NumaNodeEntry>>, CheckpointError> {
+    let mut decoded = BTreeMap::new();
+    for (key, node) in nodes {
+        let id = crate::go::parse_int64(key).map_err(|_| {
+            CheckpointError::Decode(format!(
+                "json: cannot unmarshal number {key} into Go struct field MemoryManagerCheckpoint.machineState of type int"
+            ))
+        })?;
+        let node = match go_json::object(Some(node), at("machineState"), "state.NUMANodeState")? {
+            Some(Some(fields)) => Some(decode_node(fields)?),
+            _ => None,
+        };
+        decoded.insert(id, node);
+    }
+    Ok(decoded)
+}
+
+fn decode_node(fields: &Map<String, Value>) -> Result<NumaNodeEntry, CheckpointError> {
+    let at = |path| At {
+        go_struct: "NUMANodeState",
+        path,
+    };
+    let memory_map = match go_json::object(
+        go_json::field(fields, "memoryMap"),
+        at("machineState.memoryMap"),
+        "map[v1.ResourceName]*state.MemoryTable",
+    )? {
+        None | Some(None) => None,
+        Some(Some(tables)) => {
+            let mut decoded = BTreeMap::new();
+            for (resource, table) in tables {
+                let table = match go_json::object(Some(table), at("machineState.memoryMap"), "state.MemoryTable")? {
+                    Some(Some(t)) => {
+                        let at = |path| At {
+                            go_struct: "MemoryTable",
+                            path,
+                        };
+                        let number = |name: &'static str| go_json::uint64(go_json::field(t, name), at(name));
+                        Some(MemoryTableEntry {
+                            total: number("total")?,
+                            system_reserved: number("systemReserved")?,
+                            allocatable: number("allocatable")?,
+                            reserved: number("reserved")?,
+                            free: number("free")?,
+                        })
+                    }
+                    _ => None,
+                };
+                decoded.insert(resource.clone(), table);
+            }
+            Some(decoded)
+        }
+    };
+    Ok(NumaNodeEntry {
+        number_of_assignments: go_json::int(
+            go_json::field(fields, "numberOfAssignments"),
+            at("machineState.numberOfAssignments"),
+            "int",
+        )?,
+        memory_map,
+        cells: int_list(go_json::field(fields, "cells"), at("machineState.cells"))?,
+    })
+}
+
+fn int_list(value: Option<&Value>, at: At<'_>) -> Result<Option<Vec<i64>>, CheckpointError> {
+    go_json::array(value, at, "[]int")?
+        .map(|items| items.iter().map(|item| go_json::int(Some(item), at, "int")).collect())
+        .transpose()
+}
+
+fn decode_entries(pods: &Map<String, Value>) -> Result<Entries, CheckpointError> {
+    let at_block = |path| At {
+        go_struct: "Block",
+        path,
+    };
+    let mut decoded = BTreeMap::new();
+    for (pod, containers) in pods {
+        let containers = match go_json::object(Some(containers), at("entries"), "map[string][]state.Block")? {
+            Some(Some(containers)) => {
+                let mut by_container = BTreeMap::new();
+                for (container, blocks) in containers {
+                    let blocks = go_json::array(Some(blocks), at("entries"), "[]state.Block")?
+                        .map(|items| {
+                            items
+                                .iter()
+                                .map(|item| {
+                                    let Some(Some(b)) = go_json::object(Some(item), at("entries"), "state.Block")?
+                                    else {
+                                        return Ok(BlockEntry {
+                                            numa_affinity: None,
+                                            resource: String::new(),
+                                            size: 0,
+                                        });
+                                    };
+                                    Ok(BlockEntry {
+                                        numa_affinity: int_list(
+                                            go_json::field(b, "numaAffinity"),
+                                            at_block("entries.numaAffinity"),
+                                        )?,
+                                        resource: go_json::string(go_json::field(b, "type"), at_block("entries.type"))?,
+                                        size: go_json::uint64(go_json::field(b, "size"), at_block("entries.size"))?,
+                                    })
+                                })
+                                .collect::<Result<Vec<_>, CheckpointError>>()
+                        })
+                        .transpose()?;
+                    by_container.insert(container.clone(), blocks);
+                }
+                Some(by_container)
+            }
+            _ => None,
+        };
+        decoded.insert(pod.clone(), containers);
+    }
+    Ok(decoded)
+}

@@ -1,0 +1,101 @@
+//! Go's `spew` printing of the checkpoint structs, as the kubelet's
+//! `hashutil.DeepHashObject` writes them into the checksum hash: `%#v` with
+//! sorted map keys and methods disabled. Only the shapes the checkpoints
+//! use are needed:
+//!
+//! - the top-level pointer prints `(*state.Type)` then the struct;
+//! - a struct prints `{Field:(type)value Field:(type)value}` — every field
+//!   with its type, because fields are not "already typed";
+//! - a map prints `map[k:v k:v]` in sorted key order, and a slice `[a b]`;
+//!   their keys and elements carry no type;
+//! - a pointer inside a map prints `<*>` then its value, a nil one `<nil>`;
+//!   a nil map or slice prints `<nil>`; strings print unquoted.
+
+use std::fmt::Write;
+
+/// FNV-32a, Go's `hash/fnv.New32a`.
+pub fn fnv32a(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c_9dc5_u32, |hash, &byte| {
+        (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193)
+    })
+}
+
+/// A spew printing being built.
+#[derive(Default)]
+pub(crate) struct Spew(String);
+
+impl Spew {
+    /// The printing so far.
+    pub(crate) fn into_string(self) -> String {
+        self.0
+    }
+
+    pub(crate) fn raw(&mut self, text: &str) -> &mut Self {
+        self.0.push_str(text);
+        self
+    }
+
+    /// `Name:(type)` before a struct field's value.
+    pub(crate) fn field(&mut self, name: &str, type_name: &str) -> &mut Self {
+        if !self.0.ends_with('{') {
+            self.0.push(' ');
+        }
+        let _ = write!(self.0, "{name}:({type_name})");
+        self
+    }
+
+    pub(crate) fn display(&mut self, value: impl std::fmt::Display) -> &mut Self {
+        let _ = write!(self.0, "{value}");
+        self
+    }
+
+    /// A map or nil map: `map[` entries `]`, each entry printed by `entry`.
+    pub(crate) fn map<K, V>(
+        &mut self,
+        entries: Option<impl IntoIterator<Item = (K, V)>>,
+        mut entry: impl FnMut(&mut Spew, K, V),
+    ) -> &mut Self {
+        let Some(entries) = entries else {
+            return self.raw("<nil>");
+        };
+        self.raw("map[");
+        for (i, (key, value)) in entries.into_iter().enumerate() {
+            if i > 0 {
+                self.raw(" ");
+            }
+            entry(self, key, value);
+        }
+        self.raw("]")
+    }
+
+    /// A slice or nil slice.
+    pub(crate) fn slice<T>(
+        &mut self,
+        items: Option<impl IntoIterator<Item = T>>,
+        mut item: impl FnMut(&mut Spew, T),
+    ) -> &mut Self {
+        let Some(items) = items else {
+            return self.raw("<nil>");
+        };
+        self.raw("[");
+        for (i, value) in items.into_iter().enumerate() {
+            if i > 0 {
+                self.raw(" ");
+            }
+            item(self, value);
+        }
+        self.raw("]")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv32a_matches_go() {
+        // Go: fnv.New32a() over "" and "a".
+        assert_eq!(fnv32a(b""), 0x811c_9dc5);
+        assert_eq!(fnv32a(b"a"), 0xe40c_292c);
+    }
+}

@@ -1,0 +1,197 @@
+//! Checkpoints written by the kubelet's own code (from
+//! `shared/kubelet-state/0023`), their corrupted variants, and the kubelet's
+//! texts for each failure.
+
+use super::*;
+
+/// `0023/cpu_manager_state`, byte for byte.
+const CPU_0023: &str = r#"{"policyName":"static","defaultCpuSet":"0-11,16-35,40-47","entries":{"00000000-0000-0000-0000-000000000001":{"app":"12-15,36-39"}},"checksum":2541130207}"#;
+/// `0023/memory_manager_state`, byte for byte.
+const MEMORY_0023: &str = r#"{"policyName":"Static","machineState":{"0":{"numberOfAssignments":0,"memoryMap":{"hugepages-1Gi":{"total":0,"systemReserved":0,"allocatable":0,"reserved":0,"free":0},"hugepages-2Mi":{"total":0,"systemReserved":0,"allocatable":0,"reserved":0,"free":0},"memory":{"total":68719476736,"systemReserved":1178599424,"allocatable":67540877312,"reserved":0,"free":67540877312}},"cells":[0]},"1":{"numberOfAssignments":1,"memoryMap":{"hugepages-1Gi":{"total":0,"systemReserved":0,"allocatable":0,"reserved":0,"free":0},"hugepages-2Mi":{"total":0,"systemReserved":0,"allocatable":0,"reserved":0,"free":0},"memory":{"total":68719476736,"systemReserved":0,"allocatable":68719476736,"reserved":17179869184,"free":51539607552}},"cells":[1]}},"entries":{"00000000-0000-0000-0000-000000000001":{"app":[{"numaAffinity":[1],"type":"memory","size":17179869184}]}},"checksum":156301432}"#;
+
+const PATH_CPU: &str = "/var/lib/kubelet/cpu_manager_state";
+const PATH_MEMORY: &str = "/var/lib/kubelet/memory_manager_state";
+
+#[test]
+fn real_checkpoints_verify() {
+    let cpu = CpuCheckpoint::parse(CPU_0023.as_bytes()).expect("valid");
+    assert_eq!((cpu.version, cpu.checksum), (2, 2_541_130_207));
+    assert_eq!(u64::from(cpu.computed_checksum()), cpu.checksum);
+    let state = cpu.to_state("static").expect("static");
+    assert_eq!(state.default_cpu_set.to_string(), "0-11,16-35,40-47");
+    assert_eq!(
+        state.assignments["00000000-0000-0000-0000-000000000001"]["app"].to_string(),
+        "12-15,36-39"
+    );
+
+    let memory = MemoryCheckpoint::parse(MEMORY_0023.as_bytes()).expect("valid");
+    assert_eq!(u64::from(memory.computed_checksum()), 156_301_432);
+    let state = memory.to_state("Static").expect("Static");
+    assert_eq!(state.machine_state[&1].memory["memory"].free, 51_539_607_552);
+    assert_eq!(state.machine_state[&1].cells, [1]);
+    let blocks = &state.assignments["00000000-0000-0000-0000-000000000001"]["app"];
+    assert_eq!(
+        (blocks[0].numa_affinity.as_slice(), blocks[0].size),
+        (&[1][..], 16 << 30)
+    );
+}
+
+/// The files a kubelet writes for empty state, with the checksums it wrote
+/// (`1184/cpu_manager_state`; the `None` memory policy's file).
+#[test]
+fn empty_state_checksums() {
+    let none = r#"{"policyName":"none","defaultCpuSet":"","checksum":1353318690}"#;
+    let cpu = CpuCheckpoint::parse(none.as_bytes()).expect("valid");
+    assert_eq!(u64::from(cpu.computed_checksum()), 1_353_318_690);
+    assert!(cpu.to_state("none").expect("none").assignments.is_empty());
+    let memory_none = r#"{"policyName":"None","machineState":{},"checksum":4236770233}"#;
+    let memory = MemoryCheckpoint::parse(memory_none.as_bytes()).expect("valid");
+    assert_eq!(memory.policy_name, "None");
+}
+
+/// The corrupt variants of `shared/kubelet-state/corrupt`, with the texts
+/// the kubelet gave for each.
+#[test]
+fn corrupt_checkpoints_get_the_kubelet_texts() {
+    let corrupted = "could not restore state from checkpoint: checkpoint is corrupted, please drain this node and \
+                     delete the CPU manager checkpoint file \"/var/lib/kubelet/cpu_manager_state\" before restarting \
+                     Kubelet";
+    let digit = CPU_0023.replace("2541130207", "2541140207");
+    let error = CpuCheckpoint::parse(digit.as_bytes()).expect_err("corrupt");
+    assert_eq!(
+        error,
+        CheckpointError::Corrupt {
+            stored: 2_541_140_207,
+            computed: 2_541_130_207
+        }
+    );
+    assert_eq!(error.kubelet_text(CheckpointKind::Cpu, PATH_CPU), corrupted);
+    assert_eq!(
+        error.kubelet_start_text(CheckpointKind::Cpu, PATH_CPU),
+        format!("start cpu manager error: {corrupted}")
+    );
+
+    let edited = CPU_0023.replace("12-15,36-39", "12-15,36-39,47");
+    let error = CpuCheckpoint::parse(edited.as_bytes()).expect_err("corrupt");
+    assert_eq!(error.kubelet_text(CheckpointKind::Cpu, PATH_CPU), corrupted);
+
+    let truncated = &CPU_0023.as_bytes()[..76];
+    assert_eq!(
+        CpuCheckpoint::parse(truncated)
+            .expect_err("cut")
+            .kubelet_text(CheckpointKind::Cpu, PATH_CPU),
+        "could not restore state from checkpoint: unexpected end of JSON input, please drain this node and delete \
+         the CPU manager checkpoint file \"/var/lib/kubelet/cpu_manager_state\" before restarting Kubelet"
+    );
+
+    let digit = MEMORY_0023.replace("156301432", "156311432");
+    assert_eq!(
+        MemoryCheckpoint::parse(digit.as_bytes())
+            .expect_err("corrupt")
+            .kubelet_start_text(CheckpointKind::Memory, PATH_MEMORY),
+        "start memory manager error: could not restore state from checkpoint: checkpoint is corrupted, please \
+         drain this node and delete the memory manager checkpoint file \"/var/lib/kubelet/memory_manager_state\" \
+         before restarting Kubelet"
+    );
+    let truncated = &MEMORY_0023.as_bytes()[..432];
+    assert_eq!(
+        MemoryCheckpoint::parse(truncated).expect_err("cut").to_string(),
+        "unexpected end of JSON input"
+    );
+}
+
+#[test]
+fn checksum_zero_is_accepted_by_the_cpu_manager_only() {
+    let cpu = CPU_0023.replace("2541130207", "0");
+    assert!(CpuCheckpoint::parse(cpu.as_bytes()).is_ok());
+    let memory = MEMORY_0023.replace("156301432", "0");
+    assert!(matches!(
+        MemoryCheckpoint::parse(memory.as_bytes()),
+        Err(CheckpointError::Corrupt { stored: 0, .. })
+    ));
+}
+
+#[test]
+fn policy_and_cpuset_errors_have_the_kubelet_texts() {
+    let cpu = CpuCheckpoint::parse(CPU_0023.as_bytes()).expect("valid");
+    assert_eq!(
+        cpu.to_state("none").expect_err("mismatch").to_string(),
+        "configured policy \"none\" differs from state checkpoint policy \"static\""
+    );
+    let memory = MemoryCheckpoint::parse(MEMORY_0023.as_bytes()).expect("valid");
+    assert_eq!(
+        memory.to_state("None").expect_err("mismatch").to_string(),
+        "[memorymanager] configured policy \"None\" differs from state checkpoint policy \"Static\""
+    );
+    let mut bad = cpu.clone();
+    bad.default_cpu_set = "0-x".into();
+    assert_eq!(
+        bad.to_state("static").expect_err("bad").to_string(),
+        "could not parse default cpu set \"0-x\": strconv.Atoi: parsing \"x\": invalid syntax"
+    );
+    let mut bad = cpu;
+    bad.entries = Some([("pod".to_string(), Some([("app".to_string(), "3-1".to_string())].into()))].into());
+    assert_eq!(
+        bad.to_state("static").expect_err("bad").to_string(),
+        "could not parse cpuset \"3-1\" for container \"app\" in pod \"pod\": invalid range \"3-1\" (3 > 1)"
+    );
+}
+
+#[test]
+fn decoding_follows_go() {
+    // Wrong types name the field; unknown fields are ignored; a null map is
+    // nil (and hashes as such).
+    let error = CpuCheckpoint::parse(br#"{"policyName":"static","defaultCpuSet":7,"checksum":1}"#).expect_err("type");
+    assert_eq!(
+        error.to_string(),
+        "json: cannot unmarshal number 7 into Go struct field CPUManagerCheckpoint.defaultCpuSet of type string"
+    );
+    assert_eq!(
+        CpuCheckpoint::parse(b"[1]").expect_err("array").to_string(),
+        "json: cannot unmarshal array into Go value of type state.CPUManagerCheckpoint"
+    );
+    assert_eq!(
+        CpuCheckpoint::parse(b"").expect_err("empty").to_string(),
+        "unexpected end of JSON input"
+    );
+    let with_extra = CPU_0023.replace("\"checksum\"", "\"someday\":[1,2],\"checksum\"");
+    assert!(CpuCheckpoint::parse(with_extra.as_bytes()).is_ok());
+    let nil_entries = CpuCheckpoint {
+        version: 2,
+        policy_name: "static".into(),
+        default_cpu_set: "0-3".into(),
+        entries: None,
+        checksum: 0,
+    };
+    let empty_entries = CpuCheckpoint {
+        entries: Some(Default::default()),
+        ..nil_entries.clone()
+    };
+    assert_ne!(nil_entries.computed_checksum(), empty_entries.computed_checksum());
+    let text = format!(
+        r#"{{"policyName":"static","defaultCpuSet":"0-3","entries":null,"checksum":{}}}"#,
+        nil_entries.computed_checksum()
+    );
+    assert_eq!(CpuCheckpoint::parse(text.as_bytes()).expect("valid").entries, None);
+}
+
+#[test]
+fn v1_checkpoints_migrate_only_without_container_entries() {
+    let v1 = CpuCheckpoint {
+        version: 1,
+        policy_name: "static".into(),
+        default_cpu_set: "0-7".into(),
+        entries: Some(Default::default()),
+        checksum: 0,
+    };
+    let text = r#"{"policyName":"static","defaultCpuSet":"0-7","entries":{"abc123":"1-2"},"checksum":0}"#;
+    assert_eq!(
+        CpuCheckpoint::parse(text.as_bytes())
+            .expect_err("v1 entries")
+            .to_string(),
+        "error migrating v1 checkpoint state to v2 checkpoint state: containerID 'abc123' not found in initial \
+         containers list"
+    );
+    let text = r#"{"policyName":"static","defaultCpuSet":"0-7","checksum":0}"#;
+    assert_eq!(CpuCheckpoint::parse(text.as_bytes()).expect("v1"), v1);
+}

@@ -1,0 +1,386 @@
+//! Pods from the files people actually have: several YAML (or JSON)
+//! documents in one stream, `v1 List`s as `kubectl get -o yaml` writes them,
+//! and workloads — Deployments, StatefulSets, DaemonSets, ReplicaSets,
+//! ReplicationControllers, Jobs, CronJobs, PodTemplates — that count by their
+//! pod template.
+//!
+//! Owns: splitting a stream into documents, dispatch on `kind`, turning a
+//! pod template into Pod manifests, and errors that name the document and
+//! the field (`document 2: spec.template: a Deployment needs a pod
+//! template`). Must not touch: reading files (callers pass text; they add
+//! the file name) or Pod conversion itself ([`crate::pod`]).
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use topoalign_model::Pod;
+
+use crate::pod::pod_from_value;
+
+/// One pod read from a stream.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ManifestPod {
+    /// Where it came from, for people: `Pod default/web`, `Deployment
+    /// ml/train, replica 2`.
+    pub origin: String,
+    /// The Pod manifest as admitted (for a workload, its template made into
+    /// a Pod named `<workload>-<replica>`).
+    pub manifest: Value,
+    pub pod: Pod,
+}
+
+/// Everything a stream holds.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Manifests {
+    pub pods: Vec<ManifestPod>,
+    /// Documents without pods (a Service, a ConfigMap, ...), for people:
+    /// `document 3: Service default/web has no pod template`.
+    pub skipped: Vec<String>,
+}
+
+/// How to read a stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ManifestOptions {
+    /// Pods made from each workload's template.
+    pub replicas: u32,
+    /// Pods without `metadata.uid` get `<uid_prefix><n>`, n counting every
+    /// pod of the stream from 0.
+    pub uid_prefix: String,
+}
+
+impl Default for ManifestOptions {
+    fn default() -> Self {
+        ManifestOptions {
+            replicas: 1,
+            uid_prefix: "topoalign-pod-".to_owned(),
+        }
+    }
+}
+
+/// A stream that cannot be read: which document (1-based, when the stream
+/// has several), which field, what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{}{message}",
+    document.map(|d| format!("document {d}: ")).unwrap_or_default(),
+    if path.is_empty() { String::new() } else { format!("{path}: ") })]
+pub struct ManifestError {
+    pub document: Option<usize>,
+    /// `spec.template.spec.containers[0].resources.limits.cpu`; empty for
+    /// the whole document.
+    pub path: String,
+    pub message: String,
+}
+
+/// The workload kinds and where their pod template sits.
+const WORKLOADS: [(&str, &[&str]); 8] = [
+    ("Deployment", &["spec", "template"]),
+    ("StatefulSet", &["spec", "template"]),
+    ("DaemonSet", &["spec", "template"]),
+    ("ReplicaSet", &["spec", "template"]),
+    ("ReplicationController", &["spec", "template"]),
+    ("Job", &["spec", "template"]),
+    ("CronJob", &["spec", "jobTemplate", "spec", "template"]),
+    ("PodTemplate", &["template"]),
+];
+
+/// Reads every pod of a YAML or JSON stream, in order.
+///
+/// # Errors
+/// [`ManifestError`] for malformed YAML (with line and column), a document
+/// that is not a Kubernetes object, a workload without a pod template, or a
+/// pod [`pod_from_value`] refuses (no containers, negative or malformed
+/// quantities, ...), naming the document and field.
+pub fn read_manifests(text: &str, options: &ManifestOptions) -> Result<Manifests, ManifestError> {
+    let (documents, count) = split_documents(text)?;
+    let numbered = count > 1;
+    let mut reader = Reader {
+        options,
+        manifests: Manifests::default(),
+    };
+    for (index, document) in documents {
+        let number = numbered.then_some(index + 1);
+        reader
+            .object(&document, "", None)
+            .map_err(|(path, message)| ManifestError {
+                document: number,
+                path,
+                message,
+            })?;
+        // Skipped-document notes name their document once it is known.
+        for note in &mut reader.manifests.skipped {
+            if let Some(rest) = note.strip_prefix('\u{0}') {
+                *note = match number {
+                    Some(n) => format!("document {n}: {rest}"),
+                    None => rest.to_owned(),
+                };
+            }
+        }
+    }
+    Ok(reader.manifests)
+}
+
+/// The non-empty documents of a stream with their positions, merge keys
+/// (`<<`) applied, and how many documents the stream has.
+fn split_documents(text: &str) -> Result<(Vec<(usize, Value)>, usize), ManifestError> {
+    let mut documents = Vec::new();
+    let mut count = 0;
+    for (index, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+        count = index + 1;
+        let syntax = |error: serde_yaml_ng::Error| ManifestError {
+            document: Some(index + 1),
+            path: String::new(),
+            message: error.to_string(),
+        };
+        let mut value = serde_yaml_ng::Value::deserialize(document).map_err(syntax)?;
+        value.apply_merge().map_err(syntax)?;
+        let value: Value = serde_json::to_value(&value).map_err(|e| ManifestError {
+            document: Some(index + 1),
+            path: String::new(),
+            message: e.to_string(),
+        })?;
+        if !value.is_null() {
+            documents.push((index, value));
+        }
+    }
+    Ok((documents, count))
+}
+
+type Failure = (String, String);
+
+struct Reader<'a> {
+    options: &'a ManifestOptions,
+    manifests: Manifests,
+}
+
+fn join(parent: &str, child: &str) -> String {
+    match (parent.is_empty(), child.is_empty()) {
+        (true, _) => child.to_owned(),
+        (_, true) => parent.to_owned(),
+        _ => format!("{parent}.{child}"),
+    }
+}
+
+fn name_of(object: &Map<String, Value>) -> String {
+    let metadata = object.get("metadata").and_then(Value::as_object);
+    let text = |key| metadata.and_then(|m| m.get(key)).and_then(Value::as_str).unwrap_or("");
+    let name = text("name");
+    let namespace = text("namespace");
+    let namespace = if namespace.is_empty() { "default" } else { namespace };
+    format!("{namespace}/{name}")
+}
+
+impl Reader<'_> {
+    /// One object at `at`; `list_kind` is the kind items of a typed list
+    /// (`PodList`) have when they do not say.
+    fn object(&mut self, value: &Value, at: &str, list_kind: Option<&str>) -> Result<(), Failure> {
+        let Some(object) = value.as_object() else {
+            return Err((
+                at.to_owned(),
+                format!("expected a Kubernetes object (a mapping), found {}", kind_of(value)),
+            ));
+        };
+        let kind = match object.get("kind") {
+            Some(Value::String(kind)) => kind.as_str(),
+            None | Some(Value::Null) => match list_kind {
+                Some(kind) => kind,
+                // A bare pod spec document is read as a Pod.
+                None if object.get("spec").and_then(|s| s.get("containers")).is_some() => "Pod",
+                None => {
+                    return Err((
+                        join(at, "kind"),
+                        "missing: expected a Pod, a List, or a workload (Deployment, StatefulSet, DaemonSet, \
+                         ReplicaSet, Job, CronJob)"
+                            .to_owned(),
+                    ));
+                }
+            },
+            Some(other) => return Err((join(at, "kind"), format!("expected a string, found {other}"))),
+        };
+        if kind == "Pod" {
+            let origin = format!("Pod {}", name_of(object));
+            return self.pod(value.clone(), at, origin);
+        }
+        if kind == "List" || kind.ends_with("List") {
+            let item_kind = kind.strip_suffix("List").filter(|k| !k.is_empty());
+            return match object.get("items") {
+                None | Some(Value::Null) => Ok(()),
+                Some(Value::Array(items)) => {
+                    for (i, item) in items.iter().enumerate() {
+                        self.object(item, &join(at, &format!("items[{i}]")), item_kind)?;
+                    }
+                    Ok(())
+                }
+                Some(other) => Err((join(at, "items"), format!("expected a list, found {}", kind_of(other)))),
+            };
+        }
+        if let Some((_, template_path)) = WORKLOADS.iter().find(|(k, _)| *k == kind) {
+            return self.workload(kind, object, template_path, at);
+        }
+        self.manifests
+            .skipped
+            .push(format!("\u{0}{kind} {} has no pod template; skipped", name_of(object)));
+        Ok(())
+    }
+
+    fn workload(
+        &mut self,
+        kind: &str,
+        object: &Map<String, Value>,
+        template_path: &[&str],
+        at: &str,
+    ) -> Result<(), Failure> {
+        let path = join(at, &template_path.join("."));
+        let (first, rest) = template_path.split_first().unwrap_or((&"template", &[]));
+        let template = rest
+            .iter()
+            .try_fold(object.get(*first), |current, key| Some(current?.get(key)))
+            .flatten()
+            .filter(|t| !t.is_null());
+        let Some(template) = template else {
+            return Err((path, format!("a {kind} needs a pod template")));
+        };
+        let Some(template) = template.as_object() else {
+            return Err((
+                path,
+                format!("expected a pod template (a mapping), found {}", kind_of(template)),
+            ));
+        };
+        let workload = name_of(object);
+        let (namespace, name) = workload.split_once('/').unwrap_or(("default", workload.as_str()));
+        if name.is_empty() {
+            return Err((join(at, "metadata.name"), format!("a {kind} needs a name")));
+        }
+        let mut metadata = template
+            .get("metadata")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        metadata.insert("namespace".into(), json!(namespace));
+        metadata.remove("uid");
+        let spec = template.get("spec").cloned().unwrap_or(Value::Null);
+        for replica in 0..self.options.replicas {
+            let mut metadata = metadata.clone();
+            metadata.insert("name".into(), json!(format!("{name}-{replica}")));
+            let manifest = json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec});
+            let origin = format!("{kind} {workload}, replica {replica}");
+            self.pod(manifest, &path, origin)?;
+        }
+        Ok(())
+    }
+
+    fn pod(&mut self, manifest: Value, at: &str, origin: String) -> Result<(), Failure> {
+        let uid = format!("{}{}", self.options.uid_prefix, self.manifests.pods.len());
+        let pod = pod_from_value(&manifest, &uid).map_err(|e| (join(at, e.path()), e.message()))?;
+        self.manifests.pods.push(ManifestPod { origin, manifest, pod });
+        Ok(())
+    }
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "nothing",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Result<Manifests, ManifestError> {
+        read_manifests(text, &ManifestOptions::default())
+    }
+
+    fn keys(m: &Manifests) -> Vec<String> {
+        m.pods.iter().map(|p| p.pod.key()).collect()
+    }
+
+    const POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n  - name: app\n    \
+                       resources: {limits: {cpu: '2', memory: 1Gi}}\n";
+
+    #[test]
+    fn streams_lists_and_workloads() {
+        let text = format!(
+            "{POD}---\n# only a comment\n---\napiVersion: v1\nkind: List\nitems:\n- {{kind: Pod, metadata: {{name: a, \
+             namespace: t}}, spec: {{containers: [{{name: c}}]}}}}\n---\nkind: Service\nmetadata: {{name: s}}\n---\n\
+             apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: train, namespace: ml}}\nspec:\n  replicas: 5\n  \
+             template:\n    metadata: {{labels: {{app: train}}}}\n    spec:\n      containers: [{{name: t, resources: \
+             {{limits: {{cpu: '4', memory: 8Gi}}}}}}]\n---\nkind: CronJob\nmetadata: {{name: nightly}}\nspec:\n  \
+             jobTemplate:\n    spec:\n      template:\n        spec: {{containers: [{{name: j}}]}}\n"
+        );
+        let options = ManifestOptions {
+            replicas: 2,
+            ..ManifestOptions::default()
+        };
+        let m = read_manifests(&text, &options).expect("valid");
+        assert_eq!(
+            keys(&m),
+            [
+                "default/web",
+                "t/a",
+                "ml/train-0",
+                "ml/train-1",
+                "default/nightly-0",
+                "default/nightly-1"
+            ]
+        );
+        assert_eq!(m.pods[2].origin, "Deployment ml/train, replica 0");
+        assert_eq!(m.pods[2].manifest["metadata"]["labels"]["app"], "train");
+        assert_eq!(m.pods[3].pod.uid, "topoalign-pod-3");
+        assert_eq!(
+            m.skipped,
+            ["document 4: Service default/s has no pod template; skipped"]
+        );
+    }
+
+    #[test]
+    fn kubectl_lists_keep_their_uids() {
+        let text = "apiVersion: v1\nkind: PodList\nitems:\n- metadata: {name: p, uid: abc}\n  spec: {containers: [{name: c}]}\n";
+        let m = read(text).expect("valid");
+        assert_eq!(m.pods[0].pod.uid, "abc");
+    }
+
+    #[test]
+    fn errors_name_the_document_and_field() {
+        let table = [
+            (
+                "kind: Pod\nmetadata: {name: p}\nspec: {containers: []}\n",
+                "spec.containers: a pod needs at least one container",
+            ),
+            (
+                "kind: Deployment\nmetadata: {name: d}\nspec: {replicas: 1}\n",
+                "spec.template: a Deployment needs a pod template",
+            ),
+            (
+                "kind: CronJob\nmetadata: {name: c}\nspec: {jobTemplate: {spec: {}}}\n",
+                "spec.jobTemplate.spec.template: a CronJob needs a pod template",
+            ),
+            (
+                "kind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec: {containers: [{name: c, resources: {limits: {cpu: '-1'}}}]}\n",
+                "spec.template.spec.containers[0].resources.limits.cpu: must be greater than or equal to 0, got \"-1\"",
+            ),
+            (
+                "metadata: {name: p}\n",
+                "kind: missing: expected a Pod, a List, or a workload (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob)",
+            ),
+            ("- 1\n- 2\n", "expected a Kubernetes object (a mapping), found a list"),
+            (
+                "kind: List\nitems:\n- kind: Pod\n  metadata: {name: x}\n",
+                "items[0].spec.containers: a pod needs at least one container",
+            ),
+        ];
+        for (text, expected) in table {
+            assert_eq!(read(text).expect_err(text).to_string(), expected, "{text}");
+        }
+        let error = read(&format!(
+            "{POD}---\nkind: Pod\nmetadata: {{name: q}}\nspec:\n  containers: [\n"
+        ))
+        .expect_err("bad YAML");
+        assert_eq!(error.document, Some(2));
+        assert!(error.to_string().starts_with("document 2: "), "{error}");
+        assert!(error.message.contains("line"), "YAML errors say where: {error}");
+    }
+}

@@ -1,0 +1,209 @@
+//! The memory manager's state as its checkpoint (`memory_manager_state`)
+//! holds it, and restoring a manager from it the way a restarting kubelet
+//! does (checkpoint restore, then the Static policy's `validateState`).
+//!
+//! Owns: [`MemoryManagerState`] and its parts, [`MemoryManager::state`],
+//! [`MemoryManager::restore`] and its [`MemoryRestoreError`] texts. Must
+//! not touch: the checkpoint file format and checksum (`topoalign-k8s`) or
+//! any allocation decision.
+
+use std::collections::BTreeMap;
+
+use topoalign_model::NumaMask;
+
+use crate::machine_state::{Block, MachineState, MemoryTable, NumaNodeState};
+use crate::{MemoryManager, Policy};
+
+/// What `memory_manager_state` records.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemoryManagerState {
+    /// `machineState`: per NUMA node; empty = none recorded (a fresh start).
+    pub machine_state: BTreeMap<usize, NumaMemoryState>,
+    /// `entries`: pod uid → container name → memory blocks.
+    pub assignments: BTreeMap<String, BTreeMap<String, Vec<MemoryBlock>>>,
+}
+
+/// One NUMA node of the machine state (kubelet `NUMANodeState`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NumaMemoryState {
+    /// Blocks placed on the node.
+    pub number_of_assignments: i64,
+    /// Per resource (`memory`, `hugepages-1Gi`, ...).
+    pub memory: BTreeMap<String, MemoryTableState>,
+    /// The node's group: itself, or the nodes a multi-node block spans.
+    pub cells: Vec<usize>,
+}
+
+/// One resource on one NUMA node, in bytes (kubelet `MemoryTable`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryTableState {
+    pub total: u64,
+    pub system_reserved: u64,
+    pub allocatable: u64,
+    pub reserved: u64,
+    pub free: u64,
+}
+
+/// One pinned piece of a container's memory (kubelet `Block`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryBlock {
+    pub numa_affinity: Vec<usize>,
+    /// `memory` or `hugepages-<size>`.
+    pub resource: String,
+    /// Bytes.
+    pub size: u64,
+}
+
+/// Why a restarting kubelet refuses restored memory manager state. Display
+/// is the kubelet's text; it reports it as `start memory manager error:
+/// <text>`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MemoryRestoreError {
+    #[error("[memorymanager] machine state can not be empty when it has memory assignments")]
+    EmptyMachineState,
+    #[error(
+        "[memorymanager] (pod: {pod}, container: {container}) the memory assignment uses the NUMA that does not exist"
+    )]
+    UnknownNumaNode { pod: String, container: String },
+    #[error(
+        "[memorymanager] (pod: {pod}, container: {container}) the memory assignment uses memory resource that does not exist"
+    )]
+    UnknownResource { pod: String, container: String },
+    #[error("[memorymanager] the expected machine state is different from the real one")]
+    MachineStateDiffers,
+}
+
+impl MemoryManager {
+    /// The state as the kubelet would checkpoint it now; `None` under the
+    /// `None` policy, whose checkpoint records nothing.
+    pub fn state(&self) -> Option<MemoryManagerState> {
+        let Policy::Static(policy) = &self.policy else {
+            return None;
+        };
+        let machine_state = policy
+            .machine_state()
+            .nodes
+            .iter()
+            .map(|(&id, node)| {
+                let memory = node
+                    .memory
+                    .iter()
+                    .map(|(resource, t)| {
+                        let table = MemoryTableState {
+                            total: t.total,
+                            system_reserved: t.system_reserved,
+                            allocatable: t.allocatable,
+                            reserved: t.reserved,
+                            free: t.free,
+                        };
+                        (resource.clone(), table)
+                    })
+                    .collect();
+                let state = NumaMemoryState {
+                    number_of_assignments: node.assignments,
+                    memory,
+                    cells: node.cells.nodes().collect(),
+                };
+                (id, state)
+            })
+            .collect();
+        let mut assignments: BTreeMap<String, BTreeMap<String, Vec<MemoryBlock>>> = BTreeMap::new();
+        for (uid, container, blocks) in policy.all_blocks() {
+            let blocks = blocks
+                .iter()
+                .map(|b| MemoryBlock {
+                    numa_affinity: b.affinity.nodes().collect(),
+                    resource: b.resource.clone(),
+                    size: b.size,
+                })
+                .collect();
+            assignments
+                .entry(uid.to_owned())
+                .or_default()
+                .insert(container.to_owned(), blocks);
+        }
+        Some(MemoryManagerState {
+            machine_state,
+            assignments,
+        })
+    }
+
+    /// Replaces the state with a restored one, as a restarting kubelet does:
+    /// the Static policy recomputes the machine state from the blocks,
+    /// refuses a stored one that differs, and keeps the stored one; the
+    /// `None` policy keeps and checks nothing. The policy name recorded in
+    /// the checkpoint is the caller's to compare.
+    ///
+    /// # Errors
+    /// [`MemoryRestoreError`] with the kubelet's text; the manager is then
+    /// unchanged.
+    pub fn restore(&mut self, state: MemoryManagerState) -> Result<(), MemoryRestoreError> {
+        let Policy::Static(policy) = &mut self.policy else {
+            return Ok(());
+        };
+        let machine = if state.machine_state.is_empty() {
+            None
+        } else {
+            Some(to_machine_state(&state.machine_state).ok_or(MemoryRestoreError::MachineStateDiffers)?)
+        };
+        let mut blocks = BTreeMap::new();
+        for (pod, containers) in state.assignments {
+            let mut pod_blocks = Vec::new();
+            for (container, list) in containers {
+                let mut converted = Vec::with_capacity(list.len());
+                for block in list {
+                    let affinity = mask(&block.numa_affinity).ok_or_else(|| MemoryRestoreError::UnknownNumaNode {
+                        pod: pod.clone(),
+                        container: container.clone(),
+                    })?;
+                    converted.push(Block {
+                        affinity,
+                        resource: block.resource,
+                        size: block.size,
+                    });
+                }
+                pod_blocks.push((container, converted));
+            }
+            blocks.insert(pod, pod_blocks);
+        }
+        policy.restore(machine, blocks)
+    }
+}
+
+/// NUMA ids as a mask; `None` for an id a mask cannot hold (no machine has
+/// such a node).
+fn mask(nodes: &[usize]) -> Option<NumaMask> {
+    nodes
+        .iter()
+        .all(|&n| n < topoalign_model::MAX_NUMA_NODES)
+        .then(|| NumaMask::from_nodes(nodes.iter().copied()))
+}
+
+fn to_machine_state(nodes: &BTreeMap<usize, NumaMemoryState>) -> Option<MachineState> {
+    let nodes = nodes
+        .iter()
+        .map(|(&id, node)| {
+            let memory = node
+                .memory
+                .iter()
+                .map(|(resource, t)| {
+                    let table = MemoryTable {
+                        total: t.total,
+                        system_reserved: t.system_reserved,
+                        allocatable: t.allocatable,
+                        reserved: t.reserved,
+                        free: t.free,
+                    };
+                    (resource.clone(), table)
+                })
+                .collect();
+            let state = NumaNodeState {
+                memory,
+                assignments: node.number_of_assignments,
+                cells: mask(&node.cells)?,
+            };
+            Some((id, state))
+        })
+        .collect::<Option<_>>()?;
+    Some(MachineState { nodes })
+}
