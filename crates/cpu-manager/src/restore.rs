@@ -94,31 +94,14 @@ impl CpuManager {
 mod tests {
     use std::collections::BTreeMap;
 
-    use topoalign_model::{Cpu, CpuSet, FeatureGates, Machine, NumaNode};
+    use topoalign_model::{CpuSet, FeatureGates, Machine};
 
     use crate::{CpuManager, CpuManagerConfig, CpuPolicyName, CpuRestoreError, restore::CpuManagerState};
 
     /// The kubelet's `topoDualSocketHT` as a machine: 2 sockets (= NUMA
     /// nodes) of 3 cores, siblings N and N+6, even CPUs on socket 0.
     fn dual_socket_ht() -> Machine {
-        let nodes = (0..2)
-            .map(|id| NumaNode {
-                id,
-                memory: 1 << 30,
-                hugepages: BTreeMap::new(),
-                distances: None,
-            })
-            .collect();
-        let cpus = (0..12)
-            .map(|c| Cpu {
-                id: c,
-                core: c % 6,
-                socket: c % 2,
-                numa: (c % 2) as usize,
-                uncore_cache: None,
-            })
-            .collect();
-        Machine::new(nodes, cpus, BTreeMap::new()).expect("valid machine")
+        crate::tests::machine_from(12, |c| (c % 6, c % 2, (c % 2) as usize, None))
     }
 
     fn cpus(text: &str) -> CpuSet {

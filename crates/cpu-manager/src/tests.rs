@@ -12,7 +12,7 @@ fn two_node_ht() -> Machine {
     machine_from(16, |c| (c % 8, c % 8 / 4, (c % 8 / 4) as usize, None))
 }
 
-fn machine_from(cpus: u32, f: impl Fn(u32) -> (u32, u32, usize, Option<u32>)) -> Machine {
+pub(crate) fn machine_from(cpus: u32, f: impl Fn(u32) -> (u32, u32, usize, Option<u32>)) -> Machine {
     let cpus: Vec<Cpu> = (0..cpus)
         .map(|id| {
             let (core, socket, numa, uncore_cache) = f(id);

@@ -103,40 +103,10 @@ impl DeviceManager {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
-    use topoalign_model::{Cpu, Device, Machine, NumaNode};
-
     use super::*;
 
     fn manager() -> DeviceManager {
-        let nodes = (0..2)
-            .map(|id| NumaNode {
-                id,
-                memory: 1 << 30,
-                hugepages: BTreeMap::new(),
-                distances: None,
-            })
-            .collect();
-        let cpus = vec![Cpu {
-            id: 0,
-            core: 0,
-            socket: 0,
-            numa: 0,
-            uncore_cache: None,
-        }];
-        let gpus = vec![
-            Device {
-                id: "gpu0".into(),
-                numa: vec![0],
-            },
-            Device {
-                id: "gpu1".into(),
-                numa: vec![1],
-            },
-        ];
-        let machine = Machine::new(nodes, cpus, [("nvidia.com/gpu".to_string(), gpus)].into()).expect("machine");
-        DeviceManager::new(&machine)
+        DeviceManager::new(&crate::testing::machine(2, &[("nvidia.com/gpu", "gpu0@0 gpu1@1")]))
     }
 
     fn record(entries: &[(&str, &str, &str, &[&str])]) -> DeviceAssignments {

@@ -33,9 +33,11 @@ pub(crate) fn is_hugepage_resource(name: &str) -> bool {
 /// `systemReservedMemory`, built from `reservedMemory`).
 pub(crate) type SystemReserved = BTreeMap<usize, BTreeMap<String, u64>>;
 
-/// One resource on one NUMA node (kubelet `state.MemoryTable`).
+/// One resource on one NUMA node, in bytes (kubelet `state.MemoryTable`);
+/// the checkpoint records it as it is (public as
+/// [`crate::MemoryTableState`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct MemoryTable {
+pub struct MemoryTable {
     pub total: u64,
     pub system_reserved: u64,
     pub allocatable: u64,

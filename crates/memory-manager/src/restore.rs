@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use topoalign_model::NumaMask;
 
-use crate::machine_state::{Block, MachineState, MemoryTable, NumaNodeState};
+use crate::machine_state::{Block, MachineState, NumaNodeState};
 use crate::{MemoryManager, Policy};
 
 /// What `memory_manager_state` records.
@@ -34,15 +34,9 @@ pub struct NumaMemoryState {
     pub cells: Vec<usize>,
 }
 
-/// One resource on one NUMA node, in bytes (kubelet `MemoryTable`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MemoryTableState {
-    pub total: u64,
-    pub system_reserved: u64,
-    pub allocatable: u64,
-    pub reserved: u64,
-    pub free: u64,
-}
+/// One resource on one NUMA node, in bytes (kubelet `MemoryTable`): the
+/// policy's own table, recorded as it is.
+pub use crate::machine_state::MemoryTable as MemoryTableState;
 
 /// One pinned piece of a container's memory (kubelet `Block`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,23 +79,9 @@ impl MemoryManager {
             .nodes
             .iter()
             .map(|(&id, node)| {
-                let memory = node
-                    .memory
-                    .iter()
-                    .map(|(resource, t)| {
-                        let table = MemoryTableState {
-                            total: t.total,
-                            system_reserved: t.system_reserved,
-                            allocatable: t.allocatable,
-                            reserved: t.reserved,
-                            free: t.free,
-                        };
-                        (resource.clone(), table)
-                    })
-                    .collect();
                 let state = NumaMemoryState {
                     number_of_assignments: node.assignments,
-                    memory,
+                    memory: node.memory.clone(),
                     cells: node.cells.nodes().collect(),
                 };
                 (id, state)
@@ -183,22 +163,8 @@ fn to_machine_state(nodes: &BTreeMap<usize, NumaMemoryState>) -> Option<MachineS
     let nodes = nodes
         .iter()
         .map(|(&id, node)| {
-            let memory = node
-                .memory
-                .iter()
-                .map(|(resource, t)| {
-                    let table = MemoryTable {
-                        total: t.total,
-                        system_reserved: t.system_reserved,
-                        allocatable: t.allocatable,
-                        reserved: t.reserved,
-                        free: t.free,
-                    };
-                    (resource.clone(), table)
-                })
-                .collect();
             let state = NumaNodeState {
-                memory,
+                memory: node.memory.clone(),
                 assignments: node.number_of_assignments,
                 cells: mask(&node.cells)?,
             };

@@ -10,7 +10,7 @@ use topoalign_model::CpuSet;
 
 use super::go_json::{self, At};
 use super::spew::{Spew, fnv32a};
-use super::{CheckpointError, CheckpointKind};
+use super::{CheckpointError, CheckpointKind, check_policy, verify_checksum};
 use crate::cpu_list::parse_cpu_list;
 
 /// The largest CPU id a checkpoint may name (far beyond any machine; keeps
@@ -49,13 +49,7 @@ impl CpuCheckpoint {
         }
         let checkpoint = decode_v2(&value)?;
         if checkpoint.checksum != 0 {
-            let computed = u64::from(checkpoint.computed_checksum());
-            if computed != checkpoint.checksum {
-                return Err(CheckpointError::Corrupt {
-                    stored: checkpoint.checksum,
-                    computed,
-                });
-            }
+            verify_checksum(checkpoint.checksum, checkpoint.computed_checksum())?;
         }
         Ok(checkpoint)
     }
@@ -86,13 +80,7 @@ impl CpuCheckpoint {
     /// [`CheckpointError::PolicyMismatch`], [`CheckpointError::DefaultCpuSet`],
     /// [`CheckpointError::ContainerCpuSet`], with the kubelet's texts.
     pub fn to_state(&self, configured_policy: &str) -> Result<CpuManagerState, CheckpointError> {
-        if configured_policy != self.policy_name {
-            return Err(CheckpointError::PolicyMismatch {
-                kind: CheckpointKind::Cpu,
-                configured: configured_policy.to_owned(),
-                stored: self.policy_name.clone(),
-            });
-        }
+        check_policy(CheckpointKind::Cpu, configured_policy, &self.policy_name)?;
         let default_cpu_set = cpu_set(&self.default_cpu_set).map_err(|error| CheckpointError::DefaultCpuSet {
             text: self.default_cpu_set.clone(),
             error,
@@ -194,13 +182,7 @@ fn decode_v1(value: &Value) -> Result<V1, CheckpointError> {
         checksum: go_json::uint64(go_json::field(object, "checksum"), at("checksum"))?,
     };
     if v1.checksum != 0 {
-        let computed = u64::from(v1.computed_checksum());
-        if computed != v1.checksum {
-            return Err(CheckpointError::Corrupt {
-                stored: v1.checksum,
-                computed,
-            });
-        }
+        verify_checksum(v1.checksum, v1.computed_checksum())?;
     }
     Ok(v1)
 }

@@ -9,7 +9,7 @@ use topoalign_engine::{MemoryBlock, MemoryManagerState, MemoryTableState, NumaMe
 
 use super::go_json::{self, At};
 use super::spew::{Spew, fnv32a};
-use super::{CheckpointError, CheckpointKind};
+use super::{CheckpointError, CheckpointKind, check_policy, verify_checksum};
 
 /// A memory manager checkpoint as the kubelet decodes it. `None` stands for
 /// Go's nil (a `null` in the file), which prints differently in the
@@ -32,18 +32,8 @@ pub type Entries = BTreeMap<String, Option<BTreeMap<String, Option<Vec<BlockEntr
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NumaNodeEntry {
     pub number_of_assignments: i64,
-    pub memory_map: Option<BTreeMap<String, Option<MemoryTableEntry>>>,
+    pub memory_map: Option<BTreeMap<String, Option<MemoryTableState>>>,
     pub cells: Option<Vec<i64>>,
-}
-
-/// One `memoryMap` table (`MemoryTable`), bytes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MemoryTableEntry {
-    pub total: u64,
-    pub system_reserved: u64,
-    pub allocatable: u64,
-    pub reserved: u64,
-    pub free: u64,
 }
 
 /// One block (`Block`).
@@ -62,13 +52,7 @@ impl MemoryCheckpoint {
     /// [`CheckpointError::Decode`] or [`CheckpointError::Corrupt`].
     pub fn parse(bytes: &[u8]) -> Result<MemoryCheckpoint, CheckpointError> {
         let checkpoint = decode(&go_json::parse(bytes)?)?;
-        let computed = u64::from(checkpoint.computed_checksum());
-        if computed != checkpoint.checksum {
-            return Err(CheckpointError::Corrupt {
-                stored: checkpoint.checksum,
-                computed,
-            });
-        }
+        verify_checksum(checkpoint.checksum, checkpoint.computed_checksum())?;
         Ok(checkpoint)
     }
 
@@ -137,13 +121,7 @@ impl MemoryCheckpoint {
     /// [`CheckpointError::PolicyMismatch`] with the kubelet's text;
     /// [`CheckpointError::OutOfRange`] for a negative NUMA id.
     pub fn to_state(&self, configured_policy: &str) -> Result<MemoryManagerState, CheckpointError> {
-        if configured_policy != self.policy_name {
-            return Err(CheckpointError::PolicyMismatch {
-                kind: CheckpointKind::Memory,
-                configured: configured_policy.to_owned(),
-                stored: self.policy_name.clone(),
-            });
-        }
+        check_policy(CheckpointKind::Memory, configured_policy, &self.policy_name)?;
         let numa = |id: i64| usize::try_from(id).map_err(|_| CheckpointError::OutOfRange { what: "NUMA node", id });
         let mut machine_state = BTreeMap::new();
         for (&id, node) in self.machine_state.iter().flatten() {
@@ -155,17 +133,7 @@ impl MemoryCheckpoint {
                         .memory_map
                         .iter()
                         .flatten()
-                        .map(|(resource, table)| {
-                            let t = table.unwrap_or_default();
-                            let table = MemoryTableState {
-                                total: t.total,
-                                system_reserved: t.system_reserved,
-                                allocatable: t.allocatable,
-                                reserved: t.reserved,
-                                free: t.free,
-                            };
-                            (resource.clone(), table)
-                        })
+                        .map(|(resource, table)| (resource.clone(), table.unwrap_or_default()))
                         .collect(),
                     cells: node
                         .cells
@@ -286,7 +254,7 @@ fn decode_node(fields: &Map<String, Value>) -> Result<NumaNodeEntry, CheckpointE
                             path,
                         };
                         let number = |name: &'static str| go_json::uint64(go_json::field(t, name), at(name));
-                        Some(MemoryTableEntry {
+                        Some(MemoryTableState {
                             total: number("total")?,
                             system_reserved: number("systemReserved")?,
                             allocatable: number("allocatable")?,

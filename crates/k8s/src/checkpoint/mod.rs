@@ -25,7 +25,7 @@ mod memory;
 mod spew;
 
 pub use cpu::CpuCheckpoint;
-pub use memory::{BlockEntry, MemoryCheckpoint, MemoryTableEntry, NumaNodeEntry};
+pub use memory::{BlockEntry, MemoryCheckpoint, NumaNodeEntry};
 pub use spew::fnv32a;
 
 /// The CPU manager's checkpoint file name in the kubelet's root directory.
@@ -129,6 +129,29 @@ impl CheckpointError {
     /// What a restarting kubelet fails `ContainerManager.Start` with.
     pub fn kubelet_start_text(&self, kind: CheckpointKind, path: &str) -> String {
         format!("{}: {}", kind.start_prefix(), self.kubelet_text(kind, path))
+    }
+}
+
+/// `checksum.Verify`: the stored checksum must be the content's.
+fn verify_checksum(stored: u64, computed: u32) -> Result<(), CheckpointError> {
+    let computed = u64::from(computed);
+    if computed == stored {
+        Ok(())
+    } else {
+        Err(CheckpointError::Corrupt { stored, computed })
+    }
+}
+
+/// A checkpoint is only restored under the policy that wrote it.
+fn check_policy(kind: CheckpointKind, configured: &str, stored: &str) -> Result<(), CheckpointError> {
+    if configured == stored {
+        Ok(())
+    } else {
+        Err(CheckpointError::PolicyMismatch {
+            kind,
+            configured: configured.to_owned(),
+            stored: stored.to_owned(),
+        })
     }
 }
 
