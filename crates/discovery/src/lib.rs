@@ -3,7 +3,8 @@
 //! `.tar.xz` archive), hwloc XML exports (v1 and v2/v3), NVIDIA GPUs through
 //! NVML, and the scenario `topology:` block — into a [`Topology`], which
 //! becomes the engine's [`Machine`](topoalign_model::Machine) with
-//! [`Topology::to_machine`] and a scenario block with [`topology_spec`].
+//! [`Topology::to_machine`] (and from there a scenario block with
+//! `topoalign-scenario`'s `TopologySpec::from_machine`).
 //!
 //! For people: [`render_text`] (better than `numactl --hardware` and
 //! `nvidia-smi topo -m` together) and [`render_svg`]/[`render_png`], which
@@ -32,7 +33,7 @@ pub use hwloc::{HwlocError, parse_hwloc_xml, read_hwloc};
 pub use links::pcie_level;
 pub use nvml::{NvmlGpu, NvmlSnapshot, apply_nvml, probe as probe_nvml};
 pub use picture::{Colour, Colouring, PictureError, render_png, render_svg};
-pub use scenario::{byte_quantity, parse_scenario_topology, read_scenario, scenario_document, topology_spec};
+pub use scenario::{parse_scenario_topology, read_scenario};
 pub use sysfs::read_sysfs;
 pub use text::{human_bytes, render_text};
 pub use topology::{

@@ -3,8 +3,6 @@
 //! class, the NUMA affinity chosen, warnings and, for a rejected pod (or on
 //! request), the explanation.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 use topoalign_engine::Decision;
 
@@ -36,19 +34,8 @@ pub struct PodReport {
     pub explanation: Option<Explanation>,
 }
 
-/// One admitted container, as in a `replay` result.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ContainerReport {
-    pub name: String,
-    pub init: bool,
-    /// Exclusive CPUs in list form; `null` = the shared pool.
-    pub cpus: Option<String>,
-    /// NUMA nodes of pinned memory; `null` = not pinned.
-    pub memory_numa: Option<Vec<usize>>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub devices: BTreeMap<String, Vec<String>>,
-}
+/// One admitted container, exactly as in a `replay` result.
+pub use topoalign_scenario::ContainerResult as ContainerReport;
 
 /// The NUMA nodes a decision aligned the pod to: the union of the merged
 /// hints' affinities (`None` when no merge chose any).
@@ -74,19 +61,9 @@ pub fn pod_report(event: usize, situation: &Situation<'_>, decision: &Decision, 
         admitted: decision.admitted(),
         reason: decision.rejection.as_ref().map(|r| r.reason.clone()),
         message: decision.rejection.as_ref().map(|r| r.message.clone()),
-        containers: decision.admitted().then(|| {
-            decision
-                .containers
-                .iter()
-                .map(|c| ContainerReport {
-                    name: c.name.clone(),
-                    init: c.init,
-                    cpus: c.cpus.as_ref().map(ToString::to_string),
-                    memory_numa: c.memory_numa.clone(),
-                    devices: c.devices.clone(),
-                })
-                .collect()
-        }),
+        containers: decision
+            .admitted()
+            .then(|| decision.containers.iter().map(ContainerReport::from).collect()),
         qos_class: decision.qos.as_str().to_owned(),
         affinity: decision.admitted().then(|| affinity(decision)).flatten(),
         warnings: warnings::warnings(situation.node, situation.pod),

@@ -1,6 +1,6 @@
 //! The scenario document (shared/SCENARIO.md v1): its serde shape, reading
 //! it from JSON or YAML with errors that name the field, and turning its
-//! `topology:` block into a [`Machine`].
+//! `topology:` block into a [`Machine`] and back.
 //!
 //! Pods and the `kubelet:` block stay raw JSON values here: the
 //! `topoalign-k8s` crate reads them, and errors get this document's path
@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer, Serialize};
-use topoalign_model::{Cpu, Device, Machine, NumaNode};
+use topoalign_model::{Cpu, Device, Machine, NumaNode, hugepage_resource_name};
 
 use crate::ScenarioError;
 
@@ -164,33 +164,119 @@ impl TopologySpec {
                 distances: spec.distances.clone(),
             });
         }
-        let cpus = self
-            .cpus
-            .iter()
-            .map(|c| Cpu {
-                id: c.id,
-                core: c.core,
-                socket: c.socket,
-                numa: c.numa,
-                uncore_cache: c.uncore_cache,
-            })
-            .collect();
+        let cpus = self.cpus.iter().map(Cpu::from).collect();
         let devices = self
             .devices
             .iter()
-            .map(|(resource, list)| {
-                let devices = list
-                    .iter()
-                    .map(|d| Device {
-                        id: d.id.clone(),
-                        numa: d.numa.clone(),
-                    })
-                    .collect();
-                (resource.clone(), devices)
-            })
+            .map(|(resource, list)| (resource.clone(), list.iter().map(Device::from).collect()))
             .collect();
         Machine::new(numa_nodes, cpus, devices).map_err(|e| field("topology".into(), e.to_string()))
     }
+
+    /// The block describing `machine`, so that [`TopologySpec::to_machine`]
+    /// builds it again. Quantities are written in the largest binary unit
+    /// that divides them exactly (`64Gi`, `1536Mi`, plain bytes otherwise);
+    /// every huge page pool is written, empty ones as `"0"`.
+    pub fn from_machine(machine: &Machine) -> TopologySpec {
+        let numa_nodes = machine
+            .numa_nodes()
+            .iter()
+            .map(|node| NumaNodeSpec {
+                id: node.id,
+                memory: byte_quantity(node.memory),
+                distances: node.distances.clone(),
+                other: node
+                    .hugepages
+                    .iter()
+                    .map(|(&size, &bytes)| {
+                        (
+                            hugepage_resource_name(size),
+                            serde_json::Value::String(byte_quantity(bytes)),
+                        )
+                    })
+                    .collect(),
+            })
+            .collect();
+        TopologySpec {
+            numa_nodes,
+            cpus: machine.cpus().iter().map(CpuSpec::from).collect(),
+            devices: machine
+                .devices()
+                .iter()
+                .map(|(name, list)| (name.clone(), list.iter().map(DeviceSpec::from).collect()))
+                .collect(),
+        }
+    }
+}
+
+impl Scenario {
+    /// A complete scenario for `machine`: its `topology:` block, an empty
+    /// `kubelet:` block (the kubelet's defaults) and no events, ready for
+    /// replay once events are added.
+    pub fn for_machine(machine: &Machine) -> Scenario {
+        Scenario {
+            topology: TopologySpec::from_machine(machine),
+            kubelet: serde_json::Value::Object(serde_json::Map::new()),
+            events: Vec::new(),
+        }
+    }
+}
+
+impl From<&CpuSpec> for Cpu {
+    fn from(c: &CpuSpec) -> Cpu {
+        Cpu {
+            id: c.id,
+            core: c.core,
+            socket: c.socket,
+            numa: c.numa,
+            uncore_cache: c.uncore_cache,
+        }
+    }
+}
+
+impl From<&Cpu> for CpuSpec {
+    fn from(c: &Cpu) -> CpuSpec {
+        CpuSpec {
+            id: c.id,
+            core: c.core,
+            socket: c.socket,
+            numa: c.numa,
+            uncore_cache: c.uncore_cache,
+        }
+    }
+}
+
+impl From<&DeviceSpec> for Device {
+    fn from(d: &DeviceSpec) -> Device {
+        Device {
+            id: d.id.clone(),
+            numa: d.numa.clone(),
+        }
+    }
+}
+
+impl From<&Device> for DeviceSpec {
+    fn from(d: &Device) -> DeviceSpec {
+        DeviceSpec {
+            id: d.id.clone(),
+            numa: d.numa.clone(),
+        }
+    }
+}
+
+/// Bytes as a Kubernetes quantity in the largest exact binary unit (the
+/// inverse of [`byte_count`] for what it returns).
+pub fn byte_quantity(bytes: u64) -> String {
+    if bytes == 0 {
+        return "0".into();
+    }
+    let units: BTreeMap<u32, &str> = [(40, "Ti"), (30, "Gi"), (20, "Mi"), (10, "Ki")].into_iter().collect();
+    for (&shift, suffix) in units.iter().rev() {
+        if bytes.trailing_zeros() >= shift {
+            return format!("{}{suffix}", bytes >> shift);
+        }
+    }
+    bytes.to_string()
 }
 
 /// A non-negative whole number of bytes from a Kubernetes quantity.
@@ -200,4 +286,18 @@ fn byte_count(text: &str) -> Result<u64, String> {
         return Err(format!("{text:?} is not a whole, non-negative number of bytes"));
     }
     u64::try_from(quantity.value()).map_err(|_| format!("{text:?} is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantities_use_the_largest_exact_unit() {
+        assert_eq!(byte_quantity(64 << 30), "64Gi");
+        assert_eq!(byte_quantity(1536 << 20), "1536Mi");
+        assert_eq!(byte_quantity(33771839488), "32980312Ki");
+        assert_eq!(byte_quantity(1000), "1000");
+        assert_eq!(byte_quantity(0), "0");
+    }
 }

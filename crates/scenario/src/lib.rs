@@ -11,7 +11,7 @@ mod document;
 mod replay;
 mod result;
 
-pub use document::{CpuSpec, DeviceSpec, EventSpec, NumaNodeSpec, Scenario, TopologySpec};
+pub use document::{CpuSpec, DeviceSpec, EventSpec, NumaNodeSpec, Scenario, TopologySpec, byte_quantity};
 pub use replay::{Replay, replay, replay_with};
 pub use result::{ContainerResult, EventResult, FinalState, ResultDocument};
 pub use topoalign_engine::MergeStrategy;

@@ -156,19 +156,7 @@ fn admission_result(index: usize, decision: &Decision) -> EventResult {
         },
         None => EventResult {
             admitted: Some(true),
-            containers: Some(
-                decision
-                    .containers
-                    .iter()
-                    .map(|c| ContainerResult {
-                        name: c.name.clone(),
-                        init: c.init,
-                        cpus: c.cpus.as_ref().map(ToString::to_string),
-                        memory_numa: c.memory_numa.clone(),
-                        devices: c.devices.clone(),
-                    })
-                    .collect(),
-            ),
+            containers: Some(decision.containers.iter().map(ContainerResult::from).collect()),
             ..blank(index, decision.pod.clone())
         },
     }

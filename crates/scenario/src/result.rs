@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+use topoalign_engine::ContainerPlacement;
 
 /// What `topoalign replay` prints for a scenario the kubelet would run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -42,6 +43,18 @@ pub struct ContainerResult {
     pub memory_numa: Option<Vec<usize>>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub devices: BTreeMap<String, Vec<String>>,
+}
+
+impl From<&ContainerPlacement> for ContainerResult {
+    fn from(c: &ContainerPlacement) -> ContainerResult {
+        ContainerResult {
+            name: c.name.clone(),
+            init: c.init,
+            cpus: c.cpus.as_ref().map(ToString::to_string),
+            memory_numa: c.memory_numa.clone(),
+            devices: c.devices.clone(),
+        }
+    }
 }
 
 /// The node state after the last event.

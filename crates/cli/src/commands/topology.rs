@@ -13,8 +13,8 @@ use std::path::PathBuf;
 use anyhow::Context;
 use topoalign_discovery::{
     DiscoveryError, Topology, read_hwloc, read_local, read_scenario, read_sysfs, render_png, render_svg, render_text,
-    scenario_document,
 };
+use topoalign_scenario::Scenario;
 
 use crate::Outcome;
 
@@ -82,7 +82,7 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
         Format::Json => (serde_json::to_string_pretty(&topology)? + "\n").into_bytes(),
         Format::Yaml => serde_yaml_ng::to_string(&topology)?.into_bytes(),
         Format::Scenario => match topology.to_machine() {
-            Ok(machine) => (serde_json::to_string_pretty(&scenario_document(&machine))? + "\n").into_bytes(),
+            Ok(machine) => (serde_json::to_string_pretty(&Scenario::for_machine(&machine))? + "\n").into_bytes(),
             Err(error) => {
                 eprintln!("topoalign: this machine cannot be written as a scenario: {error}");
                 return Ok(Outcome::BadInput);
