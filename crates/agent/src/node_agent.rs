@@ -24,7 +24,7 @@ use crate::metrics::Metrics;
 use crate::record::Holder;
 use crate::request::Workload;
 use crate::usage;
-use crate::wire::{AdmitResponse, Allocation, ContainerAllocation, Health, Released, Topology};
+use crate::wire::{AdmitResponse, Allocation, Health, Released, Topology};
 
 /// Why a request failed; the server maps each to an HTTP status.
 #[derive(Debug, thiserror::Error)]
@@ -367,16 +367,7 @@ impl NodeAgent {
             policy: held.record.policy.clone(),
             enforcement: self.enforcement.mode().to_string(),
             cgroup: self.enforcement.cgroup_path(held.id()).map(|p| p.display().to_string()),
-            containers: placements
-                .iter()
-                .map(|p| ContainerAllocation {
-                    name: p.name.clone(),
-                    init: p.init,
-                    cpus: p.cpus.clone(),
-                    memory_numa: p.memory_numa.clone(),
-                    devices: p.devices.clone(),
-                })
-                .collect(),
+            containers: placements.to_vec(),
         }
     }
 }

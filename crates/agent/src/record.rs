@@ -6,11 +6,8 @@
 //! gave — replaying the manifest must give the same placement, and recovery
 //! checks that it does.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use topoalign_engine::ContainerPlacement;
 
 /// One journal record.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -75,27 +72,6 @@ impl From<&Holder> for topoalign_enforce::ProcessIdentity {
     }
 }
 
-/// One container's placement, as recorded.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Placement {
-    pub name: String,
-    pub init: bool,
-    /// Exclusive CPUs in list syntax; `null`: the shared pool.
-    pub cpus: Option<String>,
-    pub memory_numa: Option<Vec<usize>>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub devices: BTreeMap<String, Vec<String>>,
-}
-
-impl From<&ContainerPlacement> for Placement {
-    fn from(p: &ContainerPlacement) -> Placement {
-        Placement {
-            name: p.name.clone(),
-            init: p.init,
-            cpus: p.cpus.as_ref().map(ToString::to_string),
-            memory_numa: p.memory_numa.clone(),
-            devices: p.devices.clone(),
-        }
-    }
-}
+/// One container's placement, recorded exactly as the API shows it (a
+/// change to that shape is a change to the journal format too).
+pub use crate::wire::ContainerAllocation as Placement;

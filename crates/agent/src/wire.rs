@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use topoalign_engine::ContainerPlacement;
 
 /// One allocation, as `GET /v1/allocations` lists it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,17 +48,30 @@ pub struct Allocation {
     pub containers: Vec<ContainerAllocation>,
 }
 
-/// One container's share of an allocation.
+/// One container's share of an allocation (also the journal's record of
+/// a container's placement).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerAllocation {
     pub name: String,
     pub init: bool,
-    /// Exclusive CPUs; `null`: the shared pool.
+    /// Exclusive CPUs in list syntax; `null`: the shared pool.
     pub cpus: Option<String>,
     pub memory_numa: Option<Vec<usize>>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub devices: BTreeMap<String, Vec<String>>,
+}
+
+impl From<&ContainerPlacement> for ContainerAllocation {
+    fn from(p: &ContainerPlacement) -> ContainerAllocation {
+        ContainerAllocation {
+            name: p.name.clone(),
+            init: p.init,
+            cpus: p.cpus.as_ref().map(ToString::to_string),
+            memory_numa: p.memory_numa.clone(),
+            devices: p.devices.clone(),
+        }
+    }
 }
 
 /// The answer to `POST /v1/allocations`.

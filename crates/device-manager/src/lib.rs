@@ -121,17 +121,7 @@ impl DeviceManager {
             } else {
                 let available = self.available(&resource, devices);
                 let reusable = self.reusable.for_pod(&pod.uid, &resource);
-                if count(&available.union(&reusable).cloned().collect()) < requested {
-                    ResourceHints::Impossible
-                } else {
-                    ResourceHints::from_rule(hints::DeviceHintRule::new(
-                        self.numa_nodes,
-                        devices,
-                        &available,
-                        &reusable,
-                        requested,
-                    ))
-                }
+                self.fresh_hints(devices, &available, &reusable, requested)
             };
             hints.by_resource.insert(resource, resource_hints);
         }
@@ -154,17 +144,7 @@ impl DeviceManager {
                 self.regenerate(devices, &held, requested)
             } else {
                 let available = self.available(&resource, devices);
-                if count(&available) < requested {
-                    ResourceHints::Impossible
-                } else {
-                    ResourceHints::from_rule(hints::DeviceHintRule::new(
-                        self.numa_nodes,
-                        devices,
-                        &available,
-                        &DeviceSet::new(),
-                        requested,
-                    ))
-                }
+                self.fresh_hints(devices, &available, &DeviceSet::new(), requested)
             };
             hints.by_resource.insert(resource, resource_hints);
         }
@@ -285,6 +265,29 @@ impl DeviceManager {
     fn available(&self, resource: &str, devices: &ResourceDevices) -> DeviceSet {
         let in_use = self.pod_devices.in_use(resource);
         devices.ids().filter(|id| !in_use.contains(*id)).cloned().collect()
+    }
+
+    /// Hints for a request nothing is allocated to yet: impossible when
+    /// the free devices and those reusable from the pod's init containers
+    /// are too few together.
+    fn fresh_hints(
+        &self,
+        devices: &ResourceDevices,
+        available: &DeviceSet,
+        reusable: &DeviceSet,
+        requested: i128,
+    ) -> ResourceHints {
+        let usable = available.len() + reusable.difference(available).count();
+        if i128::try_from(usable).unwrap_or(i128::MAX) < requested {
+            return ResourceHints::Impossible;
+        }
+        ResourceHints::from_rule(hints::DeviceHintRule::new(
+            self.numa_nodes,
+            devices,
+            available,
+            reusable,
+            requested,
+        ))
     }
 
     fn regenerate(&self, devices: &ResourceDevices, held: &DeviceSet, requested: i128) -> ResourceHints {

@@ -130,6 +130,13 @@ pub fn text(resolved: &ResolvedNode, pods: &[ManifestPod], reports: &[PodReport]
     for note in &resolved.notes {
         out.push_str(&render::wrap("note: ", "    ", note));
     }
+    out.push_str(&pod_blocks(resolved, pods, reports));
+    out
+}
+
+/// Each pod's block, after a blank line, in order.
+pub fn pod_blocks(resolved: &ResolvedNode, pods: &[ManifestPod], reports: &[PodReport]) -> String {
+    let mut out = String::new();
     for (pod, report) in pods.iter().zip(reports) {
         out.push('\n');
         out.push_str(&render::pod_text(

@@ -667,14 +667,6 @@ fn text(diagnosis: &Diagnosis, resolved: &ResolvedNode, explained: &[ManifestPod
             &diagnosis.unknown_uids.join(", "),
         ));
     }
-    for (pod, report) in explained.iter().zip(&diagnosis.results) {
-        out.push('\n');
-        out.push_str(&render::pod_text(
-            resolved.node.machine(),
-            &pod.pod,
-            &pod.origin,
-            report,
-        ));
-    }
+    out.push_str(&admit::pod_blocks(resolved, explained, &diagnosis.results));
     out
 }
