@@ -145,12 +145,13 @@ pub fn topology(ledger: &Ledger, enforcement: &str) -> Topology {
 /// Free amounts per (NUMA node, resource) in the memory manager's table;
 /// empty under the `None` policy.
 fn memory_table(node: &Node) -> BTreeMap<(usize, String), u64> {
-    node.memory_free()
+    node.numa_free()
         .into_iter()
-        .flat_map(|(numa, resources)| {
-            resources
+        .flat_map(|free| {
+            let numa = free.node;
+            free.memory
                 .into_iter()
-                .map(move |(resource, free)| ((numa, resource), bytes(free)))
+                .map(move |(resource, quantity)| ((numa, resource), bytes(quantity)))
         })
         .collect()
 }

@@ -191,12 +191,6 @@ impl Node {
         Ok(decision)
     }
 
-    /// Free memory and huge pages per NUMA node as the memory manager's
-    /// table holds them (empty under the `None` policy, which keeps none).
-    pub fn memory_free(&self) -> BTreeMap<usize, BTreeMap<String, topoalign_model::Quantity>> {
-        self.memory.free()
-    }
-
     /// Deletes the pod with `uid`, releasing everything it holds. Returns
     /// whether such a pod was admitted.
     pub fn remove(&mut self, uid: &str) -> bool {

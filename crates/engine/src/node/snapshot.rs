@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use topoalign_cpu_manager::{CpuManagerState, CpuRestoreError};
 use topoalign_device_manager::{DeviceAssignments, DeviceRestoreError};
 use topoalign_memory_manager::{MemoryManagerState, MemoryRestoreError};
-use topoalign_model::{CpuSet, Pod, Quantity};
+use topoalign_model::{CpuSet, Device, Pod, Quantity};
 
 use super::Node;
 
@@ -121,12 +121,7 @@ impl Node {
                     .devices()
                     .iter()
                     .map(|(resource, devices)| {
-                        let in_use = self.devices.devices_in_use(resource);
-                        let free = devices
-                            .iter()
-                            .filter(|d| d.numa.contains(&numa.id) && !in_use.contains(&d.id))
-                            .map(|d| d.id.clone())
-                            .collect();
+                        let free = self.free_devices(resource, devices, |d| d.numa.contains(&numa.id));
                         (resource.clone(), free)
                     })
                     .collect();
@@ -146,14 +141,20 @@ impl Node {
             .devices()
             .iter()
             .filter_map(|(resource, devices)| {
-                let in_use = self.devices.devices_in_use(resource);
-                let free: Vec<String> = devices
-                    .iter()
-                    .filter(|d| d.numa.is_empty() && !in_use.contains(&d.id))
-                    .map(|d| d.id.clone())
-                    .collect();
+                let free = self.free_devices(resource, devices, |d| d.numa.is_empty());
                 (!free.is_empty()).then(|| (resource.clone(), free))
             })
+            .collect()
+    }
+
+    /// The ids of `resource`'s `devices` that `wanted` accepts and no
+    /// container holds, in the machine's order.
+    fn free_devices(&self, resource: &str, devices: &[Device], wanted: impl Fn(&Device) -> bool) -> Vec<String> {
+        let in_use = self.devices.devices_in_use(resource);
+        devices
+            .iter()
+            .filter(|d| wanted(d) && !in_use.contains(&d.id))
+            .map(|d| d.id.clone())
             .collect()
     }
 }
