@@ -52,12 +52,7 @@ pub fn topology(ledger: &Ledger, enforcement: &str) -> Topology {
         .numa_nodes()
         .iter()
         .map(|numa| {
-            let cpus: CpuSet = machine
-                .cpus()
-                .iter()
-                .filter(|c| c.numa == numa.id)
-                .map(|c| c.id)
-                .collect();
+            let cpus = machine.numa_cpus(numa.id);
             let mut resources = BTreeMap::new();
             let cpu = Usage {
                 capacity: cpus.len() as u64,

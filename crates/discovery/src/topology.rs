@@ -646,12 +646,7 @@ impl Topology {
             .numa_nodes()
             .iter()
             .map(|node| {
-                let cpus: CpuSet = machine
-                    .cpus()
-                    .iter()
-                    .filter(|c| c.numa == node.id)
-                    .map(|c| c.id)
-                    .collect();
+                let cpus = machine.numa_cpus(node.id);
                 NumaNode {
                     id: node.id,
                     local_cpus: cpus.clone(),

@@ -179,6 +179,12 @@ impl Machine {
         self.cpus.iter().map(|c| c.id).collect()
     }
 
+    /// The logical CPUs of NUMA node `node` (empty for a node without CPUs
+    /// or an unknown id).
+    pub fn numa_cpus(&self, node: usize) -> CpuSet {
+        self.cpus.iter().filter(|c| c.numa == node).map(|c| c.id).collect()
+    }
+
     /// Device-plugin resources and their devices.
     pub fn devices(&self) -> &BTreeMap<String, Vec<Device>> {
         &self.devices

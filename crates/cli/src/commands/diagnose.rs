@@ -24,7 +24,7 @@ use topoalign_engine::{CpuManagerState, MemoryManagerState, NodeSnapshot};
 use topoalign_explain::PodReport;
 use topoalign_k8s::checkpoint::{CheckpointError, CheckpointKind, CpuCheckpoint, MemoryCheckpoint};
 use topoalign_k8s::{ManifestPod, read_manifests};
-use topoalign_model::{Container, CpuSet, Pod, QosClass, Quantity, QuantityFormat, ResourceList};
+use topoalign_model::{Container, Pod, QosClass, Quantity, QuantityFormat, ResourceList};
 
 use super::admit::{self, Format};
 use super::node_source::{self, BadInput, Events, NodeArgs, ResolvedNode};
@@ -222,6 +222,30 @@ fn read_checkpoint<T>(
     }
 }
 
+/// The state a read checkpoint restores to; one the kubelet would refuse
+/// marks its report and adds the kubelet's error.
+fn restored_state<C, S>(
+    checkpoint: Option<&C>,
+    to_state: impl FnOnce(&C) -> Result<S, CheckpointError>,
+    kind: CheckpointKind,
+    dir: &Path,
+    report: &mut CheckpointReport,
+    errors: &mut Vec<String>,
+) -> Option<S> {
+    match to_state(checkpoint?) {
+        Ok(state) => Some(state),
+        Err(error) => {
+            let path = dir.join(kind.file_name()).display().to_string();
+            report.ok = false;
+            report.problem = Some(error.to_string());
+            let text = error.kubelet_start_text(kind, &path);
+            report.kubelet_error = Some(text.clone());
+            errors.push(text);
+            None
+        }
+    }
+}
+
 fn read_checkpoints(dir: &Path) -> Checkpoints {
     let (cpu_report, cpu) = read_checkpoint(dir, CheckpointKind::Cpu, CpuCheckpoint::parse, |c| {
         (c.policy_name.clone(), c.checksum, u64::from(c.computed_checksum()))
@@ -317,36 +341,22 @@ fn diagnose(args: &Args) -> Result<(Diagnosis, String), BadInput> {
     let mut errors: Vec<String> = reports.iter().filter_map(|r| r.kubelet_error.clone()).collect();
 
     // The restored content, as the kubelet's restoreState takes it.
-    let cpu_state = match &checkpoints.cpu {
-        Some(checkpoint) => match checkpoint.to_state(cpu_policy) {
-            Ok(state) => Some(state),
-            Err(error) => {
-                let path = dir.join(CheckpointKind::Cpu.file_name()).display().to_string();
-                reports[0].ok = false;
-                reports[0].problem = Some(error.to_string());
-                let text = error.kubelet_start_text(CheckpointKind::Cpu, &path);
-                reports[0].kubelet_error = Some(text.clone());
-                errors.push(text);
-                None
-            }
-        },
-        None => None,
-    };
-    let memory_state = match &checkpoints.memory {
-        Some(checkpoint) => match checkpoint.to_state(memory_policy) {
-            Ok(state) => Some(state),
-            Err(error) => {
-                let path = dir.join(CheckpointKind::Memory.file_name()).display().to_string();
-                reports[1].ok = false;
-                reports[1].problem = Some(error.to_string());
-                let text = error.kubelet_start_text(CheckpointKind::Memory, &path);
-                reports[1].kubelet_error = Some(text.clone());
-                errors.push(text);
-                None
-            }
-        },
-        None => None,
-    };
+    let cpu_state = restored_state(
+        checkpoints.cpu.as_ref(),
+        |c| c.to_state(cpu_policy),
+        CheckpointKind::Cpu,
+        dir,
+        &mut reports[0],
+        &mut errors,
+    );
+    let memory_state = restored_state(
+        checkpoints.memory.as_ref(),
+        |c| c.to_state(memory_policy),
+        CheckpointKind::Memory,
+        dir,
+        &mut reports[1],
+        &mut errors,
+    );
 
     let key_of = |uid: &str| names.get(uid).cloned().unwrap_or_else(|| uid.to_owned());
     let mut state_uids: BTreeSet<String> = BTreeSet::new();
@@ -480,12 +490,7 @@ fn numa_map(
         .numa_nodes()
         .iter()
         .map(|numa| {
-            let on_node: CpuSet = machine
-                .cpus()
-                .iter()
-                .filter(|c| c.numa == numa.id)
-                .map(|c| c.id)
-                .collect();
+            let on_node = machine.numa_cpus(numa.id);
             let mut exclusive = BTreeMap::new();
             for (uid, containers) in cpu.map(|s| &s.assignments).into_iter().flatten() {
                 for (name, cpus) in containers {

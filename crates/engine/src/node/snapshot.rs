@@ -108,14 +108,9 @@ impl Node {
             .numa_nodes()
             .iter()
             .map(|numa| {
-                let cpus = available.as_ref().map(|free| {
-                    self.machine
-                        .cpus()
-                        .iter()
-                        .filter(|cpu| cpu.numa == numa.id && free.contains(cpu.id))
-                        .map(|cpu| cpu.id)
-                        .collect()
-                });
+                let cpus = available
+                    .as_ref()
+                    .map(|free| self.machine.numa_cpus(numa.id).intersection(free));
                 let devices = self
                     .machine
                     .devices()
