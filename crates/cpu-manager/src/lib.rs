@@ -211,6 +211,15 @@ impl CpuManager {
         }
     }
 
+    /// The reserved CPUs (never handed out exclusively); empty under the
+    /// `none` policy, which reserves no particular CPU.
+    pub fn reserved_cpus(&self) -> CpuSet {
+        match &self.policy {
+            Policy::None => CpuSet::new(),
+            Policy::Static(p) => p.reserved().clone(),
+        }
+    }
+
     /// All exclusive assignments: pod uid → container name → CPUs.
     pub fn assignments(&self) -> BTreeMap<String, BTreeMap<String, CpuSet>> {
         match &self.policy {

@@ -115,6 +115,10 @@ impl StaticPolicy {
         &self.shared
     }
 
+    pub(crate) fn reserved(&self) -> &CpuSet {
+        &self.reserved
+    }
+
     pub(crate) fn assignments(&self) -> &Assignments {
         &self.assignments
     }

@@ -249,6 +249,20 @@ impl DeviceManager {
             .collect()
     }
 
+    /// The ids of the devices in use per device-plugin resource, in
+    /// ascending id order.
+    pub fn devices_in_use(&self) -> BTreeMap<String, Vec<String>> {
+        self.registry
+            .iter()
+            .map(|(resource, _)| {
+                (
+                    resource.clone(),
+                    self.pod_devices.in_use(resource).into_iter().collect(),
+                )
+            })
+            .collect()
+    }
+
     fn allocate_container_resources(
         &mut self,
         pod: &Pod,

@@ -15,6 +15,7 @@ pub use config::{CpuPolicyName, MemoryPolicyName, NodeConfig, ReservedMemory, To
 pub use decision::{ContainerPlacement, Decision, Explanation, MergeRecord, Provider, Rejection, RejectionStage};
 pub use node::{Node, NodeState};
 pub use reservation::node_allocatable_reservation;
+pub use topoalign_memory_manager::MemoryUsage;
 pub use topoalign_topology_manager::MergeStrategy;
 
 use topoalign_cpu_manager::CpuManagerStartError;

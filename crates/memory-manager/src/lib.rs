@@ -217,6 +217,50 @@ impl MemoryManager {
     }
 }
 
+/// One memory resource on one NUMA node, as the Static policy's table
+/// holds it (the kubelet's `state.MemoryTable`), in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryUsage {
+    pub total: u64,
+    pub system_reserved: u64,
+    pub allocatable: u64,
+    pub reserved: u64,
+    pub free: u64,
+}
+
+impl MemoryManager {
+    /// The whole table: NUMA id → resource (`memory`, `hugepages-<size>`)
+    /// → usage. Empty under the `None` policy, which keeps no table. For
+    /// reports (NodeResourceTopology zones); no decision reads it.
+    pub fn numa_usage(&self) -> BTreeMap<usize, BTreeMap<String, MemoryUsage>> {
+        let Policy::Static(policy) = &self.policy else {
+            return BTreeMap::new();
+        };
+        policy
+            .machine_state()
+            .nodes
+            .iter()
+            .map(|(&node, state)| {
+                let usage = state
+                    .memory
+                    .iter()
+                    .map(|(resource, t)| {
+                        let usage = MemoryUsage {
+                            total: t.total,
+                            system_reserved: t.system_reserved,
+                            allocatable: t.allocatable,
+                            reserved: t.reserved,
+                            free: t.free,
+                        };
+                        (resource.clone(), usage)
+                    })
+                    .collect();
+                (node, usage)
+            })
+            .collect()
+    }
+}
+
 /// The union of the blocks' NUMA nodes, ascending; `None` when empty.
 fn numa_nodes_of(blocks: &[machine_state::Block]) -> Option<Vec<usize>> {
     let mask = blocks.iter().fold(NumaMask::EMPTY, |mask, block| mask | block.affinity);

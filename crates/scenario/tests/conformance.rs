@@ -163,5 +163,9 @@ fn alternative_texts_are_accepted_and_nothing_else() {
     assert!(!matches(&ours("third"), &expected, Some(&alternatives)));
     assert!(!matches(&ours("second"), &expected, None));
     let refused = json!({"error": "a"});
-    assert!(matches(&json!({"error": "b"}), &refused, Some(&json!({"error": ["a", "b"]}))));
+    assert!(matches(
+        &json!({"error": "b"}),
+        &refused,
+        Some(&json!({"error": ["a", "b"]}))
+    ));
 }
