@@ -166,6 +166,12 @@ impl Node {
         self.active.len() != before
     }
 
+    /// The shared CPU pool (`defaultCpuSet`; empty under the CPU manager's
+    /// `none` policy). Cheaper than [`Node::state`].
+    pub fn default_cpu_set(&self) -> CpuSet {
+        self.cpus.default_cpu_set()
+    }
+
     /// The CPUs the CPU manager never hands out exclusively (empty under
     /// its `none` policy).
     pub fn reserved_cpus(&self) -> CpuSet {

@@ -20,7 +20,7 @@
 
 use std::collections::BTreeMap;
 
-use topoalign_engine::Node;
+use topoalign_engine::{CpuPolicyName, Node};
 use topoalign_model::{Quantity, QuantityFormat, hugepage_resource_name};
 
 /// One resource's amounts in one zone.
@@ -50,13 +50,12 @@ impl ZoneUsage {
 pub fn zone_usage(node: &Node) -> Vec<ZoneUsage> {
     let machine = node.machine();
     let reserved = node.reserved_cpus();
-    let state = node.state();
-    let mut exclusive = topoalign_model::CpuSet::new();
-    for containers in state.cpu_assignments.values() {
-        for cpus in containers.values() {
-            exclusive = exclusive.union(cpus);
-        }
-    }
+    // Under the static policy every CPU is either in the shared pool or
+    // assigned exclusively; the `none` policy assigns nothing.
+    let exclusive = match node.config().cpu_policy {
+        CpuPolicyName::Static => machine.cpu_set().difference(&node.default_cpu_set()),
+        CpuPolicyName::None => topoalign_model::CpuSet::new(),
+    };
     let memory = node.memory_usage();
     let in_use = node.devices_in_use();
     let units = |n: usize| Quantity::from_units(i128::try_from(n).unwrap_or(i128::MAX));

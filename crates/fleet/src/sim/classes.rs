@@ -25,7 +25,7 @@ use std::collections::{BTreeSet, HashMap};
 use topoalign_engine::Node;
 use topoalign_nrt::ZoneUsage;
 
-use super::shapes::Shapes;
+use super::shapes::{CPU, MEMORY, Shapes};
 
 pub(crate) type ClassId = u32;
 
@@ -78,10 +78,38 @@ impl Class {
     }
 }
 
+/// What a scheduler reads of a live class, packed together.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LiveRow {
+    pub class: ClassId,
+    pub group: u32,
+    pub first_member: u32,
+    /// Free fractions of cpu and memory after the class's non-zero
+    /// requests, summed: the scheduler's preference (see `run::Rank`).
+    pub free_fraction: f64,
+    pub allocatable_cpu: i64,
+    pub allocatable_memory: i64,
+}
+
+/// A live class's place in its group's preference order: smaller first.
+pub(crate) type OrderKey = (i64, u32, ClassId);
+
+/// Per group and per requirement (a shape's request vector), the live
+/// classes with room for it, in preference order: a pod's candidates are
+/// the head of one set, not a scan of the fleet.
+type FittingSets = Vec<Vec<std::collections::BTreeSet<OrderKey>>>;
+
 pub(crate) struct ClassTable {
     pub classes: Vec<Class>,
     /// Classes with at least one member.
-    pub live: Vec<ClassId>,
+    pub live: Vec<LiveRow>,
+    /// `[group][requirement]`: see [`FittingSets`].
+    pub fitting: FittingSets,
+    requirements: Vec<Vec<(usize, i64)>>,
+    /// Emptiest first (spread) or fullest first (bin-pack).
+    emptiest_first: bool,
+    /// Allocatable vector of each group.
+    allocatable: Vec<Vec<i64>>,
     transitions: HashMap<(ClassId, ClassEvent), Outcome>,
     pub reasons: Vec<String>,
     reason_ids: HashMap<String, u32>,
@@ -89,10 +117,19 @@ pub(crate) struct ClassTable {
 }
 
 impl ClassTable {
-    pub fn new(resources: usize) -> Self {
+    pub fn new(
+        resources: usize,
+        allocatable: Vec<Vec<i64>>,
+        emptiest_first: bool,
+        requirements: Vec<Vec<(usize, i64)>>,
+    ) -> Self {
         ClassTable {
             classes: Vec::new(),
             live: Vec::new(),
+            fitting: vec![vec![std::collections::BTreeSet::new(); requirements.len()]; allocatable.len()],
+            requirements,
+            emptiest_first,
+            allocatable,
             transitions: HashMap::new(),
             reasons: Vec::new(),
             reason_ids: HashMap::new(),
@@ -126,11 +163,54 @@ impl ClassTable {
         u32::try_from(self.classes.len() - 1).unwrap_or(u32::MAX)
     }
 
+    /// The class's key in its group's order.
+    pub fn order_key(&self, row: &LiveRow) -> OrderKey {
+        // Fixed point keeps equal states equal and orders the rest.
+        let fixed = (row.free_fraction * 1e12) as i64;
+        let key = if self.emptiest_first { -fixed } else { fixed };
+        (key, row.first_member, row.class)
+    }
+
     fn mark_live(&mut self, id: ClassId) {
+        let at = self.live.len();
         let class = &mut self.classes[id as usize];
-        if class.live_at.is_none() {
-            class.live_at = Some(self.live.len());
-            self.live.push(id);
+        if class.live_at.is_some() {
+            return;
+        }
+        class.live_at = Some(at);
+        let allocatable = &self.allocatable[class.group as usize];
+        let of = |r: usize| allocatable.get(r).copied().unwrap_or(0);
+        let fraction = |capacity: i64, requested: i64| {
+            if capacity <= 0 {
+                0.0
+            } else {
+                (capacity - requested) as f64 / capacity as f64
+            }
+        };
+        let row = LiveRow {
+            class: id,
+            group: class.group,
+            first_member: class.first_member(),
+            free_fraction: fraction(of(CPU), class.nonzero_cpu) + fraction(of(MEMORY), class.nonzero_memory),
+            allocatable_cpu: of(CPU),
+            allocatable_memory: of(MEMORY),
+        };
+        self.live.push(row);
+        self.index(&row, true);
+    }
+
+    /// Keeps a live class's first member (its tie-break) current.
+    fn refresh_first_member(&mut self, id: ClassId) {
+        let class = &self.classes[id as usize];
+        let first = class.first_member();
+        if let Some(at) = class.live_at
+            && self.live[at].first_member != first
+        {
+            let row = self.live[at];
+            self.index(&row, false);
+            self.live[at].first_member = first;
+            let row = self.live[at];
+            self.index(&row, true);
         }
     }
 
@@ -138,30 +218,71 @@ impl ClassTable {
         let Some(at) = self.classes[id as usize].live_at.take() else {
             return;
         };
-        self.live.swap_remove(at);
-        if let Some(&moved) = self.live.get(at) {
-            self.classes[moved as usize].live_at = Some(at);
+        let row = self.live.swap_remove(at);
+        self.index(&row, false);
+        if let Some(moved) = self.live.get(at) {
+            self.classes[moved.class as usize].live_at = Some(at);
         }
         let class = &mut self.classes[id as usize];
         class.node = None;
         class.zones = None;
     }
 
+    /// Adds a row to (or removes it from) the fitting sets it belongs to.
+    fn index(&mut self, row: &LiveRow, insert: bool) {
+        let key = self.order_key(row);
+        let class = &self.classes[row.class as usize];
+        let allocatable = &self.allocatable[row.group as usize];
+        let sets = &mut self.fitting[row.group as usize];
+        for (q, request) in self.requirements.iter().enumerate() {
+            let fits = request.iter().all(|&(r, amount)| {
+                class.used.get(r).copied().unwrap_or(0) + amount <= allocatable.get(r).copied().unwrap_or(0)
+            });
+            if fits {
+                if insert {
+                    sets[q].insert(key);
+                } else {
+                    sets[q].remove(&key);
+                }
+            }
+        }
+    }
+
+    /// Drops a live class from one requirement's set (a filter turned it
+    /// down for the only shape with that requirement).
+    pub fn drop_candidate(&mut self, id: ClassId, requirement: usize) {
+        if let Some(row) = self.row(id).copied() {
+            let key = self.order_key(&row);
+            self.fitting[row.group as usize][requirement].remove(&key);
+        }
+    }
+
+    /// The live row of a live class.
+    pub fn row(&self, id: ClassId) -> Option<&LiveRow> {
+        self.classes[id as usize].live_at.map(|at| &self.live[at])
+    }
+
     /// The engine's answer to `event` on a node of class `from` (which must
     /// have members, so its engine node exists). Cached.
-    pub fn transition(&mut self, from: ClassId, event: ClassEvent, shapes: &Shapes) -> Outcome {
+    ///
+    /// When the class's only member is the node the event happens to, and
+    /// it will follow the outcome (`leaving`), the class's engine node is
+    /// taken rather than copied: the class is about to die anyway. A
+    /// rejected pod leaves the node as the kubelet leaves it — everything
+    /// the pod was given released — and the node goes back.
+    pub fn transition(&mut self, from: ClassId, event: ClassEvent, shapes: &Shapes, leaving: bool) -> Outcome {
         if let Some(&outcome) = self.transitions.get(&(from, event)) {
             if let Outcome::Moved(to) = outcome
                 && self.classes[to as usize].node.is_none()
             {
                 // Rebuild a dropped engine node the same way as before.
-                if let Ok(node) = self.apply(from, event, shapes) {
+                if let Ok(node) = self.apply(from, event, shapes, leaving) {
                     self.classes[to as usize].node = Some(Box::new(node));
                 }
             }
             return outcome;
         }
-        let outcome = match self.apply(from, event, shapes) {
+        let outcome = match self.apply(from, event, shapes, leaving) {
             Ok(node) => {
                 let parent = &self.classes[from as usize];
                 let mut used = parent.used.clone();
@@ -207,33 +328,54 @@ impl ClassTable {
 
     /// Whether the engine would admit a pod of `shape` on class `of`,
     /// without creating a class for the result (end-of-run analysis).
-    pub fn would_admit(&self, of: ClassId, shape: u32, shapes: &Shapes) -> bool {
+    pub fn would_admit(&mut self, of: ClassId, shape: u32, shapes: &Shapes) -> bool {
         match self.transitions.get(&(of, ClassEvent::Add(shape))) {
             Some(Outcome::Moved(_)) => true,
             Some(Outcome::Rejected(_)) => false,
-            None => self.apply(of, ClassEvent::Add(shape), shapes).is_ok(),
+            None => self.trial(of, shape, shapes),
         }
     }
 
-    /// Runs `event` on a copy of `from`'s engine node.
-    fn apply(&self, from: ClassId, event: ClassEvent, shapes: &Shapes) -> Result<Node, String> {
-        let class = &self.classes[from as usize];
+    /// Whether the engine admits a pod of `shape` on a copy of `of`'s node.
+    fn trial(&self, of: ClassId, shape: u32, shapes: &Shapes) -> bool {
+        let class = &self.classes[of as usize];
         let Some(node) = class.node.as_deref() else {
-            // A class with members always has its engine node.
-            return Err("internal: class without engine state".into());
+            return false;
         };
         let mut node = node.clone();
+        node.admit(canonical_pod(class.depth, shape, shapes)).admitted()
+    }
+
+    /// Runs `event` on `from`'s engine node: taken when `from` has this one
+    /// member and it is `leaving`, a copy otherwise. A taken node that
+    /// rejects the pod goes back to `from`.
+    fn apply(&mut self, from: ClassId, event: ClassEvent, shapes: &Shapes, leaving: bool) -> Result<Node, String> {
+        let class = &mut self.classes[from as usize];
+        let take = leaving && class.members.len() == 1;
+        let mut node = match (take, class.node.take()) {
+            (_, None) => {
+                // A class with members always has its engine node.
+                return Err("internal: class without engine state".into());
+            }
+            (true, Some(node)) => *node,
+            (false, Some(node)) => {
+                let copy = (*node).clone();
+                class.node = Some(node);
+                copy
+            }
+        };
+        let depth = class.depth;
         match event {
             ClassEvent::Add(shape) => {
-                let mut pod = shapes.shapes[shape as usize].template.clone();
-                let uid = format!("c{:010}", class.depth + 1);
-                pod.namespace = "sim".into();
-                pod.name.clone_from(&uid);
-                pod.uid = uid;
-                let decision = node.admit(pod);
+                let decision = node.admit(canonical_pod(depth, shape, shapes));
                 match decision.rejection {
                     None => Ok(node),
-                    Some(rejection) => Err(rejection.reason),
+                    Some(rejection) => {
+                        if take {
+                            class.node = Some(Box::new(node));
+                        }
+                        Err(rejection.reason)
+                    }
                 }
             }
             ClassEvent::Remove(at) => {
@@ -252,8 +394,11 @@ impl ClassTable {
         self.classes[from as usize].members.remove(&member);
         self.classes[to as usize].members.insert(member);
         self.mark_live(to);
+        self.refresh_first_member(to);
         if self.classes[from as usize].members.is_empty() {
             self.mark_dead(from);
+        } else {
+            self.refresh_first_member(from);
         }
     }
 
@@ -265,4 +410,15 @@ impl ClassTable {
         }
         class.zones.as_deref().unwrap_or_default()
     }
+}
+
+/// The class-internal copy of a pod of `shape`, admitted as event
+/// `depth + 1`: its uid orders like the workload's uids (by admission).
+fn canonical_pod(depth: u32, shape: u32, shapes: &Shapes) -> topoalign_model::Pod {
+    let mut pod = shapes.shapes[shape as usize].template.clone();
+    let uid = format!("c{:010}", depth + 1);
+    pod.namespace = "sim".into();
+    pod.name.clone_from(&uid);
+    pod.uid = uid;
+    pod
 }

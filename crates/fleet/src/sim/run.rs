@@ -24,7 +24,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use topoalign_engine::{Node, TopologyPolicyName, TopologyScope};
 use topoalign_model::ResourceList;
 
-use super::classes::{ClassEvent, ClassId, ClassTable, Outcome};
+use std::ops::Bound::{Excluded, Unbounded};
+
+use super::classes::{ClassEvent, ClassId, ClassTable, LiveRow, OrderKey, Outcome};
 use super::nrt_filter;
 use super::shapes::{CPU, MEMORY, Shapes};
 use crate::report::{Fragmentation, RunReport, ZoneCapacity};
@@ -68,7 +70,10 @@ struct Run<'a> {
 }
 
 pub(crate) fn run(input: RunInput<'_>, progress: &(dyn Fn(u64) + Sync)) -> RunOutput {
-    let mut table = ClassTable::new(input.resources);
+    let allocatable = input.groups.iter().map(|g| g.allocatable.clone()).collect();
+    let emptiest_first = input.scoring == Scoring::LeastAllocated;
+    let requirements = input.shapes.requirements.clone();
+    let mut table = ClassTable::new(input.resources, allocatable, emptiest_first, requirements);
     let mut roots = Vec::new();
     for (g, group) in input.groups.iter().enumerate() {
         let g = u32::try_from(g).unwrap_or(u32::MAX);
@@ -107,7 +112,7 @@ pub(crate) fn run(input: RunInput<'_>, progress: &(dyn Fn(u64) + Sync)) -> RunOu
                             logs[node as usize].push(event);
                         }
                         let from = run.node_class[node as usize];
-                        match run.table.transition(from, ClassEvent::Add(shape), input.shapes) {
+                        match run.table.transition(from, ClassEvent::Add(shape), input.shapes, true) {
                             Outcome::Moved(to) => {
                                 run.table.move_member(node, from, to);
                                 run.node_class[node as usize] = to;
@@ -135,7 +140,9 @@ pub(crate) fn run(input: RunInput<'_>, progress: &(dyn Fn(u64) + Sync)) -> RunOu
                         }
                         let from = run.node_class[node as usize];
                         let at = u32::try_from(at).unwrap_or(u32::MAX);
-                        if let Outcome::Moved(to) = run.table.transition(from, ClassEvent::Remove(at), input.shapes) {
+                        if let Outcome::Moved(to) =
+                            run.table.transition(from, ClassEvent::Remove(at), input.shapes, true)
+                        {
                             run.table.move_member(node, from, to);
                             run.node_class[node as usize] = to;
                         }
@@ -170,27 +177,6 @@ impl Run<'_> {
             .all(|&(r, amount)| class.used[r] + amount <= allocatable.get(r).copied().unwrap_or(0))
     }
 
-    fn score(&self, c: ClassId, shape: u32) -> i64 {
-        let class = &self.table.classes[c as usize];
-        let allocatable = &self.input.groups[class.group as usize].allocatable;
-        let s = &self.input.shapes.shapes[shape as usize];
-        let one = |capacity: i64, requested: i64| -> i64 {
-            if capacity <= 0 {
-                return 0;
-            }
-            let (capacity, requested) = (i128::from(capacity), i128::from(requested));
-            let score = match self.input.scoring {
-                Scoring::LeastAllocated if requested > capacity => 0,
-                Scoring::LeastAllocated => (capacity - requested) * 100 / capacity,
-                Scoring::MostAllocated => requested.min(capacity) * 100 / capacity,
-            };
-            i64::try_from(score).unwrap_or(0)
-        };
-        (one(allocatable[CPU], class.nonzero_cpu + s.nonzero_cpu)
-            + one(allocatable[MEMORY], class.nonzero_memory + s.nonzero_memory))
-            / 2
-    }
-
     /// The scheduler's filter beyond the resource fit, cached per class.
     fn passes_filter(&mut self, c: ClassId, shape: u32) -> bool {
         if let Some(verdict) = self.table.classes[c as usize].verdict(shape) {
@@ -205,8 +191,11 @@ impl Run<'_> {
                 let zones = self.table.zones(c).to_vec();
                 nrt_filter::admits(policy, scope, &zones, &group.allocatable_list, pod)
             }
+            // Asked only of the class whose first member is about to be
+            // chosen if it passes, so that member is the one leaving.
             Scheduler::Exact => matches!(
-                self.table.transition(c, ClassEvent::Add(shape), self.input.shapes),
+                self.table
+                    .transition(c, ClassEvent::Add(shape), self.input.shapes, true),
                 Outcome::Moved(_)
             ),
         };
@@ -214,46 +203,47 @@ impl Run<'_> {
         verdict
     }
 
-    /// The node the scheduler binds a pod of `shape` to, if any.
+    /// The node the scheduler binds a pod of `shape` to, if any: the
+    /// best-ranked class that fits and passes the filter. Each group keeps
+    /// the classes with room for the pod's cpu and memory in preference
+    /// order, in which the pod's rank only falls; the groups' heads are
+    /// merged, and the walk stops at the first class that passes.
     fn choose(&mut self, shape: u32) -> Option<u32> {
-        let key = |run: &Run, c: ClassId| {
-            (
-                run.score(c, shape),
-                std::cmp::Reverse(run.table.classes[c as usize].first_member()),
-            )
-        };
-        // The common case: the best-scored class passes the filter.
-        let mut best: Option<((i64, std::cmp::Reverse<u32>), ClassId)> = None;
-        for &c in &self.table.live {
-            if !self.fits(c, shape) || self.table.classes[c as usize].verdict(shape) == Some(false) {
-                continue;
+        let s = &self.input.shapes.shapes[shape as usize];
+        let q = s.requirement;
+        let (pod_cpu, pod_memory) = (s.nonzero_cpu, s.nonzero_memory);
+        let scoring = self.input.scoring;
+        let groups = self.table.fitting.len();
+        // Per group: the last key offered and turned down.
+        let mut after: Vec<Option<OrderKey>> = vec![None; groups];
+        loop {
+            let mut best: Option<(Rank, OrderKey)> = None;
+            let mut best_group = 0;
+            for (g, last) in after.iter().enumerate() {
+                let set = &self.table.fitting[g][q];
+                let mut walk = match last {
+                    None => set.range(..),
+                    Some(last) => set.range((Excluded(*last), Unbounded)),
+                };
+                let head = walk.find(|key| self.table.classes[key.2 as usize].verdict(shape) != Some(false));
+                let Some(&key) = head else { continue };
+                let Some(row) = self.table.row(key.2) else { continue };
+                let rank = Rank::of(row, pod_cpu, pod_memory, scoring);
+                if best.is_none_or(|(b, _)| rank > b) {
+                    best = Some((rank, key));
+                    best_group = g;
+                }
             }
-            let k = key(self, c);
-            if best.is_none_or(|(b, _)| k > b) {
-                best = Some((k, c));
+            let (_, key) = best?;
+            if self.passes_filter(key.2, shape) {
+                return Some(self.table.classes[key.2 as usize].first_member());
             }
-        }
-        let (_, first) = best?;
-        if self.passes_filter(first, shape) {
-            return Some(self.table.classes[first as usize].first_member());
-        }
-        // Otherwise walk every fitting class in score order.
-        let mut candidates: Vec<((i64, std::cmp::Reverse<u32>), ClassId)> = self
-            .table
-            .live
-            .iter()
-            .filter(|&&c| {
-                c != first && self.fits(c, shape) && self.table.classes[c as usize].verdict(shape) != Some(false)
-            })
-            .map(|&c| (key(self, c), c))
-            .collect();
-        candidates.sort_unstable_by_key(|c| std::cmp::Reverse(c.0));
-        for (_, c) in candidates {
-            if self.passes_filter(c, shape) {
-                return Some(self.table.classes[c as usize].first_member());
+            if self.input.shapes.one_per_shape {
+                self.table.drop_candidate(key.2, q);
+            } else {
+                after[best_group] = Some(key);
             }
         }
-        None
     }
 
     /// Free and stranded capacity and fragmentation at the end of the run.
@@ -270,7 +260,14 @@ impl Run<'_> {
         let mut outside_memory = 0.0;
         let mut free_cpu_total = 0.0;
         let mut free_memory_total = 0.0;
-        let live = self.table.live.clone();
+        // Smallest first: a node that admits any failed shape most likely
+        // admits the smallest, which ends the check early.
+        let mut failed: Vec<u32> = failed.iter().copied().collect();
+        failed.sort_by_key(|&s| {
+            let shape = &self.input.shapes.shapes[s as usize];
+            (shape.nonzero_cpu, shape.nonzero_memory)
+        });
+        let live: Vec<ClassId> = self.table.live.iter().map(|row| row.class).collect();
         for c in live {
             let members = self.table.classes[c as usize].members.len() as f64;
             let group = self.table.classes[c as usize].group as usize;
@@ -331,5 +328,40 @@ impl Run<'_> {
                 0.0
             },
         };
+    }
+}
+
+/// A candidate's rank. The score is the kube-scheduler's
+/// `NodeResourcesFit` formula on cpu and memory (weights 1, the pod's
+/// non-zero requests added) without its integer rounding: least allocated
+/// `50 · Σ (allocatable − requested) / allocatable`, most allocated
+/// `50 · Σ requested / allocatable`. The kube-scheduler picks at random
+/// among nodes of equal rounded score; here the unrounded score decides,
+/// then the node that comes first in the fleet.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
+struct Rank {
+    score: f64,
+    first_member: std::cmp::Reverse<u32>,
+}
+
+impl Rank {
+    fn of(row: &LiveRow, pod_cpu: i64, pod_memory: i64, scoring: Scoring) -> Rank {
+        let share = |request: i64, capacity: i64| {
+            if capacity <= 0 {
+                0.0
+            } else {
+                request as f64 / capacity as f64
+            }
+        };
+        let pod = share(pod_cpu, row.allocatable_cpu) + share(pod_memory, row.allocatable_memory);
+        let free_after = row.free_fraction - pod;
+        let score = match scoring {
+            Scoring::LeastAllocated => 50.0 * free_after,
+            Scoring::MostAllocated => 50.0 * (2.0 - free_after),
+        };
+        Rank {
+            score,
+            first_member: std::cmp::Reverse(row.first_member),
+        }
     }
 }

@@ -86,6 +86,8 @@ pub(crate) struct Shape {
     pub request: Vec<(ResourceIndex, i64)>,
     pub nonzero_cpu: i64,
     pub nonzero_memory: i64,
+    /// Index of its request in [`Shapes::requirements`].
+    pub requirement: usize,
 }
 
 /// Shapes of a workload's pods.
@@ -94,7 +96,16 @@ pub(crate) struct Shapes {
     pub shapes: Vec<Shape>,
     /// Pod index → shape id.
     pub of_pod: Vec<u32>,
+    /// The distinct request vectors of the shapes; one per shape when
+    /// [`Shapes::one_per_shape`].
+    pub requirements: Vec<Vec<(ResourceIndex, i64)>>,
+    pub one_per_shape: bool,
 }
+
+/// Up to this many shapes, each has its own requirement (and so its own
+/// candidate index in the simulator, from which rejected classes can be
+/// dropped); beyond, shapes with equal requests share one.
+const SHAPES_WITH_OWN_REQUIREMENT: usize = 32;
 
 impl Shapes {
     pub fn intern(pods: &[Pod], resources: &mut ResourceTable) -> Shapes {
@@ -112,7 +123,27 @@ impl Shapes {
             });
             of_pod.push(id);
         }
-        Shapes { shapes, of_pod }
+        let one_per_shape = shapes.len() <= SHAPES_WITH_OWN_REQUIREMENT;
+        let mut requirements: Vec<Vec<(ResourceIndex, i64)>> = Vec::new();
+        for shape in &mut shapes {
+            let mut request = shape.request.clone();
+            request.sort_unstable();
+            let existing = if one_per_shape {
+                None
+            } else {
+                requirements.iter().position(|r| *r == request)
+            };
+            shape.requirement = existing.unwrap_or_else(|| {
+                requirements.push(request);
+                requirements.len() - 1
+            });
+        }
+        Shapes {
+            shapes,
+            of_pod,
+            requirements,
+            one_per_shape,
+        }
     }
 }
 
@@ -139,5 +170,6 @@ fn shape_of(pod: &Pod, resources: &mut ResourceTable) -> Shape {
         request,
         nonzero_cpu: nonzero("cpu", DEFAULT_MILLI_CPU, CPU),
         nonzero_memory: nonzero("memory", DEFAULT_MEMORY, MEMORY),
+        requirement: 0,
     }
 }
