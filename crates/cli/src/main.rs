@@ -5,6 +5,7 @@
 //! to start with.
 
 mod commands;
+mod plot;
 
 use std::process::ExitCode;
 
@@ -23,6 +24,9 @@ struct Cli {
 enum Command {
     /// Play a scenario (shared/SCENARIO.md) exactly as the kubelet would.
     Replay(commands::replay::Args),
+    /// Place a workload over a fleet under each policy with three
+    /// schedulers (topology-unaware, NRT-approximate, exact) and compare.
+    Simulate(commands::simulate::Args),
 }
 
 /// How a command ended, mapped to the exit status.
@@ -36,6 +40,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Replay(args) => commands::replay::run(&args),
+        Command::Simulate(args) => commands::simulate::run(&args),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,

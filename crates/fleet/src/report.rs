@@ -54,6 +54,12 @@ pub struct RunReport {
     /// The same per NUMA zone (`node-<id>`), summed over nodes.
     pub stranded_by_zone: Vec<ZoneCapacity>,
     pub fragmentation: Fragmentation,
+    /// With `--verify`: the admission rejections counted when the run's
+    /// placements are replayed node by node through fresh engine nodes
+    /// ([`crate::replay_check`]); zero for `exact`, `rejectedAtAdmission`
+    /// for the others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay_rejected_at_admission: Option<usize>,
     /// Set when the kubelet configuration would not start under this
     /// policy and scope; the counts are then zero.
     #[serde(skip_serializing_if = "Option::is_none")]

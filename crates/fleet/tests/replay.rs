@@ -82,3 +82,37 @@ fn under_both_scopes() {
         Scoring::LeastAllocated,
     );
 }
+
+/// Regression: canonical pods inside a class once took their uid from the
+/// class's depth, so a pod admitted after a rejected trial on the same node
+/// reused the rejected pod's uid — and with it the CPU manager's leftover
+/// reusable init-container CPUs for that uid. The exact scheduler then
+/// placed a pod the node's replay rejected. The example workload (init
+/// containers, restricted policy, shuffled) showed it.
+#[test]
+fn a_pod_after_a_rejected_trial_does_not_inherit_its_leftovers() {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/fleet");
+    let read = |name: &str| std::fs::read_to_string(examples.join(name)).unwrap();
+    let fleet = Fleet::parse(&read("fleet.yaml"), |p| {
+        std::fs::read_to_string(examples.join(p)).map_err(|e| e.to_string())
+    })
+    .unwrap();
+    let mut workload = Workload::parse(&read("workload.yaml")).unwrap();
+    workload.shuffle(1);
+    let options = Options {
+        policies: vec![TopologyPolicyName::Restricted],
+        keep_logs: true,
+        ..Options::default()
+    };
+    let simulation = simulate(&fleet, &workload, &options, &|_| {});
+    for ((run, key), logs) in simulation
+        .report
+        .runs
+        .iter()
+        .zip(&simulation.keys)
+        .zip(&simulation.logs)
+    {
+        let replay = replay_check(&fleet, &workload, key, logs.as_ref().unwrap()).unwrap();
+        assert_eq!(replay.rejected, run.rejected_at_admission, "{key:?}");
+    }
+}

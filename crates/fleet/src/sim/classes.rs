@@ -13,7 +13,9 @@
 //! again rebuilds it from the class it comes from.
 //!
 //! Inside a class's engine node the pods are canonical copies
-//! (`sim/c<depth>`), never the workload's pods; the replay check
+//! (`sim/c<n>`, `n` from a counter of admission attempts: unique, as the
+//! kubelet's uids are, and growing along every node's history), never the
+//! workload's pods; the replay check
 //! ([`crate::replay`]) replays the real pods node by node to prove the
 //! grouping changed nothing.
 //!
@@ -50,8 +52,6 @@ pub(crate) enum Outcome {
 
 pub(crate) struct Class {
     pub group: u32,
-    /// Events since the group's empty node: the canonical uid counter.
-    depth: u32,
     pub node: Option<Box<Node>>,
     pub members: BTreeSet<u32>,
     /// Scheduler-visible requested totals (the shapes' request vectors).
@@ -114,6 +114,8 @@ pub(crate) struct ClassTable {
     pub reasons: Vec<String>,
     reason_ids: HashMap<String, u32>,
     resources: usize,
+    /// Admission attempts so far (canonical uids).
+    next_uid: std::cell::Cell<u64>,
 }
 
 impl ClassTable {
@@ -134,6 +136,7 @@ impl ClassTable {
             reasons: Vec::new(),
             reason_ids: HashMap::new(),
             resources,
+            next_uid: std::cell::Cell::new(0),
         }
     }
 
@@ -141,7 +144,6 @@ impl ClassTable {
     pub fn add_root(&mut self, group: u32, node: Node, members: impl IntoIterator<Item = u32>) -> ClassId {
         let id = self.push(Class {
             group,
-            depth: 0,
             node: Some(Box::new(node)),
             members: members.into_iter().collect(),
             used: vec![0; self.resources],
@@ -300,7 +302,6 @@ impl ClassTable {
                 }
                 let class = Class {
                     group: parent.group,
-                    depth: parent.depth + 1,
                     node: Some(Box::new(node)),
                     members: BTreeSet::new(),
                     used,
@@ -343,7 +344,9 @@ impl ClassTable {
             return false;
         };
         let mut node = node.clone();
-        node.admit(canonical_pod(class.depth, shape, shapes)).admitted()
+        let uid = self.next_uid.get() + 1;
+        self.next_uid.set(uid);
+        node.admit(canonical_pod(uid, shape, shapes)).admitted()
     }
 
     /// Runs `event` on `from`'s engine node: taken when `from` has this one
@@ -364,10 +367,11 @@ impl ClassTable {
                 copy
             }
         };
-        let depth = class.depth;
+        let uid = self.next_uid.get() + 1;
+        self.next_uid.set(uid);
         match event {
             ClassEvent::Add(shape) => {
-                let decision = node.admit(canonical_pod(depth, shape, shapes));
+                let decision = node.admit(canonical_pod(uid, shape, shapes));
                 match decision.rejection {
                     None => Ok(node),
                     Some(rejection) => {
@@ -412,11 +416,16 @@ impl ClassTable {
     }
 }
 
-/// The class-internal copy of a pod of `shape`, admitted as event
-/// `depth + 1`: its uid orders like the workload's uids (by admission).
-fn canonical_pod(depth: u32, shape: u32, shapes: &Shapes) -> topoalign_model::Pod {
+/// The class-internal copy of a pod of `shape`, admission attempt `n`.
+///
+/// Uids must never repeat: the kubelet keeps per-uid leftovers of a
+/// rejected pod (the CPU manager's reusable init-container CPUs), harmless
+/// only because no later pod has that uid. They must also grow along a
+/// node's history as the workload's `sim-<index>` uids do, in case an order
+/// by uid matters; a counter of attempts does both.
+fn canonical_pod(n: u64, shape: u32, shapes: &Shapes) -> topoalign_model::Pod {
     let mut pod = shapes.shapes[shape as usize].template.clone();
-    let uid = format!("c{:010}", depth + 1);
+    let uid = format!("c{n:012}");
     pod.namespace = "sim".into();
     pod.name.clone_from(&uid);
     pod.uid = uid;

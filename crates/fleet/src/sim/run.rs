@@ -246,14 +246,25 @@ impl Run<'_> {
         }
     }
 
+    /// Whether an empty node of `group` admits a pod of `shape`.
+    fn empty_node_admits(&self, group: usize, shape: u32) -> bool {
+        let setup = &self.input.groups[group];
+        let template = &self.input.shapes.shapes[shape as usize];
+        let fits = template
+            .request
+            .iter()
+            .all(|&(r, amount)| amount <= setup.allocatable.get(r).copied().unwrap_or(0));
+        fits && setup.root.clone().admit(template.template.clone()).admitted()
+    }
+
     /// Free and stranded capacity and fragmentation at the end of the run.
     ///
     /// Free capacity per node: each NUMA zone's `available` (exclusive
     /// CPUs, the memory manager's free memory, free devices), with a node's
     /// CPU and memory totals capped at what its allocatable minus its
     /// requested totals leaves. A node's free capacity is *stranded* when
-    /// some pods failed (rejected or unplaced) and the engine would admit
-    /// none of their shapes on it. Fragmentation: the share of free CPUs
+    /// some pods failed (rejected or unplaced) that an empty node of its
+    /// shape would admit, and the engine admits none of them on it now. Fragmentation: the share of free CPUs
     /// (memory) outside each node's largest free zone.
     fn capacity_report(&mut self, failed: &BTreeSet<u32>, report: &mut RunReport) {
         let mut outside_cpu = 0.0;
@@ -268,6 +279,7 @@ impl Run<'_> {
             (shape.nonzero_cpu, shape.nonzero_memory)
         });
         let live: Vec<ClassId> = self.table.live.iter().map(|row| row.class).collect();
+        let mut empty_admits: std::collections::HashMap<(usize, u32), bool> = std::collections::HashMap::new();
         for c in live {
             let members = self.table.classes[c as usize].members.len() as f64;
             let group = self.table.classes[c as usize].group as usize;
@@ -275,8 +287,19 @@ impl Run<'_> {
             let used = self.table.classes[c as usize].used.clone();
             let node_cpu = (allocatable[CPU] - used[CPU]).max(0) as f64 / 1000.0;
             let node_memory = (allocatable[MEMORY] - used[MEMORY]).max(0) as f64;
-            let stranded = !failed.is_empty()
-                && failed
+            // The failed shapes an empty node of this shape would admit:
+            // the ones this node's free capacity was wanted for.
+            let wanted: Vec<u32> = failed
+                .iter()
+                .copied()
+                .filter(|&s| {
+                    *empty_admits
+                        .entry((group, s))
+                        .or_insert_with(|| self.empty_node_admits(group, s))
+                })
+                .collect();
+            let stranded = !wanted.is_empty()
+                && wanted
                     .iter()
                     .all(|&s| !self.fits(c, s) || !self.table.would_admit(c, s, self.input.shapes));
             let zones = self.table.zones(c).to_vec();
