@@ -5,6 +5,7 @@
 //! to start with. `run` exits with its command's status (see its docs).
 
 mod commands;
+mod plot;
 
 use std::process::ExitCode;
 
@@ -42,6 +43,9 @@ enum Command {
     /// Run a command on aligned CPUs, memory and devices from the agent
     /// (or --standalone); exits with the command's status.
     Run(commands::run::Args),
+    /// Place a workload over a fleet under each policy with three
+    /// schedulers (topology-unaware, NRT-approximate, exact) and compare.
+    Simulate(commands::simulate::Args),
 }
 
 /// How a command ended, mapped to the exit status.
@@ -63,6 +67,7 @@ fn main() -> ExitCode {
         Command::Topology(args) => commands::topology::run(&args),
         Command::Agent(args) => commands::agent::run(&args),
         Command::Run(args) => commands::run::run(&args),
+        Command::Simulate(args) => commands::simulate::run(&args),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,

@@ -264,6 +264,13 @@ impl SchedulerResources {
     }
 }
 
+/// The pod's effective requests as the scheduler and the resource-fit
+/// check count them (see [`check_fit`]): app containers and sidecars
+/// summed, or the largest init container when larger, plus overhead.
+pub fn pod_request_totals(pod: &Pod) -> ResourceList {
+    pod_requests(pod, |_| true)
+}
+
 /// component-helpers `PodRequests` (v1.32, pod-level resources off): the
 /// sum of app containers and sidecars, or, when larger, the biggest init
 /// container next to the sidecars started before it; plus the pod

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use topoalign_cpu_manager::{CpuAllocateError, CpuManager, CpuManagerConfig};
 use topoalign_device_manager::DeviceManager;
-use topoalign_memory_manager::{MemoryManager, MemoryManagerConfig};
+use topoalign_memory_manager::{MemoryManager, MemoryManagerConfig, MemoryTableState};
 use topoalign_model::{CpuSet, Machine, Pod, ProviderHints, TopologyHint};
 use topoalign_topology_manager::{MergeStrategy, TopologyManager, TopologyPolicyName, TopologyScope};
 
@@ -198,6 +198,60 @@ impl Node {
         self.active.retain(|p| p.uid != uid);
         self.release(uid);
         self.active.len() != before
+    }
+
+    /// The shared CPU pool (`defaultCpuSet`; empty under the CPU manager's
+    /// `none` policy). Cheaper than [`Node::state`].
+    pub fn default_cpu_set(&self) -> CpuSet {
+        self.cpus.default_cpu_set()
+    }
+
+    /// The CPUs the CPU manager never hands out exclusively (empty under
+    /// its `none` policy).
+    pub fn reserved_cpus(&self) -> CpuSet {
+        self.cpus.reserved_cpus()
+    }
+
+    /// The memory manager's table: NUMA id → resource → usage (empty
+    /// under its `None` policy).
+    pub fn memory_usage(&self) -> BTreeMap<usize, BTreeMap<String, MemoryTableState>> {
+        self.memory
+            .state()
+            .map(|state| {
+                state
+                    .machine_state
+                    .into_iter()
+                    .map(|(node, numa)| (node, numa.memory))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Device ids in use per device-plugin resource, ascending.
+    pub fn devices_in_use(&self) -> BTreeMap<String, Vec<String>> {
+        self.machine
+            .devices()
+            .keys()
+            .map(|resource| (resource.clone(), self.devices.devices_in_use(resource)))
+            .collect()
+    }
+
+    /// What each container of the admitted pod `uid` holds now (init
+    /// containers first): exclusive CPUs, pinned memory NUMA nodes,
+    /// devices. Empty when no such pod is admitted.
+    pub fn current_placements(&self, uid: &str) -> Vec<ContainerPlacement> {
+        let Some(pod) = self.active.iter().find(|p| p.uid == uid) else {
+            return Vec::new();
+        };
+        pod.all_containers()
+            .map(|(container, init)| ContainerPlacement {
+                name: container.name.clone(),
+                init,
+                cpus: self.cpus.container_cpus(uid, &container.name),
+                memory_numa: self.memory.container_numa_nodes(uid, &container.name),
+                devices: self.devices.container_devices(uid, &container.name),
+            })
+            .collect()
     }
 
     /// The allocation state, keyed by `namespace/name`.

@@ -8,4 +8,5 @@ mod node_source;
 mod render;
 pub mod replay;
 pub mod run;
+pub mod simulate;
 pub mod topology;

@@ -1,0 +1,269 @@
+//! `topoalign simulate FLEET WORKLOAD`: place a workload over a fleet under
+//! each topology-manager policy with three schedulers side by side, and
+//! report admission failures, never-placed pods, stranded capacity and
+//! fragmentation — as a table, JSON (`-o json`) and charts (`--plot`).
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use comfy_table::{Table, presets::UTF8_FULL};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use topoalign_engine::{TopologyPolicyName, TopologyScope};
+use topoalign_fleet::{Fleet, Options, Report, Scheduler, Scoring, Workload, replay_check, simulate};
+
+use crate::Outcome;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The fleet file (JSON or YAML): `{"nodes": [{"name", "count",
+    /// "topology", "kubelet"} | {"name", "count", "scenario": PATH}]}`.
+    fleet: PathBuf,
+    /// The workload: Kubernetes YAML/JSON (Pods, Deployments, StatefulSets,
+    /// Jobs, ReplicaSets, v1 Lists) or a `generator:` document; `-` reads
+    /// standard input.
+    workload: PathBuf,
+    /// Topology manager policies to compare (default: all four).
+    #[arg(long = "policy", value_enum, value_delimiter = ',')]
+    policies: Vec<PolicyArg>,
+    /// Scopes to compare (default: each node shape's own).
+    #[arg(long = "scope", value_enum, value_delimiter = ',')]
+    scopes: Vec<ScopeArg>,
+    /// Schedulers to compare (default: all three).
+    #[arg(long = "scheduler", value_enum, value_delimiter = ',')]
+    schedulers: Vec<SchedulerArg>,
+    /// How the schedulers rank the nodes that pass their filter.
+    #[arg(long, value_enum, default_value_t = ScoringArg::LeastAllocated)]
+    scoring: ScoringArg,
+    /// Mix the workload's pods with this seed instead of file order.
+    #[arg(long, value_name = "SEED")]
+    shuffle: Option<u64>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
+    output: Format,
+    /// Write charts to this file (.png or .svg); may be repeated.
+    #[arg(long, value_name = "FILE")]
+    plot: Vec<PathBuf>,
+    /// Replay every run's placements node by node through fresh engine
+    /// nodes and report the admission failures found.
+    #[arg(long)]
+    verify: bool,
+    /// Worker threads (default: the machine's parallelism).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum PolicyArg {
+    None,
+    BestEffort,
+    Restricted,
+    SingleNumaNode,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ScopeArg {
+    Container,
+    Pod,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum SchedulerArg {
+    Unaware,
+    Nrt,
+    Exact,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ScoringArg {
+    LeastAllocated,
+    MostAllocated,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Format {
+    Table,
+    Json,
+}
+
+pub fn run(args: &Args) -> anyhow::Result<Outcome> {
+    let (fleet, mut workload) = match read_inputs(args) {
+        Ok(inputs) => inputs,
+        Err(error) => {
+            eprintln!("topoalign: {error:#}");
+            return Ok(Outcome::BadInput);
+        }
+    };
+    if let Some(seed) = args.shuffle {
+        workload.shuffle(seed);
+    }
+    let options = options(args);
+    let runs = options.policies.len() * options.scopes.as_ref().map_or(1, Vec::len) * options.schedulers.len();
+    let progress = progress_bar((runs * workload.events.len()) as u64);
+    let tick = |n: u64| progress.inc(n);
+    let simulation = simulate(&fleet, &workload, &options, &tick);
+    progress.finish_and_clear();
+
+    let mut report = simulation.report;
+    if args.verify {
+        for ((run, key), logs) in report.runs.iter_mut().zip(&simulation.keys).zip(&simulation.logs) {
+            if let Some(logs) = logs {
+                let counts = replay_check(&fleet, &workload, key, logs).map_err(anyhow::Error::msg)?;
+                run.replay_rejected_at_admission = Some(counts.rejected);
+            }
+        }
+    }
+    for path in &args.plot {
+        crate::plot::write(path, &report.runs)?;
+    }
+    match args.output {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Format::Table => print!("{}", render_table(&report, args.verify)),
+    }
+    Ok(Outcome::Success)
+}
+
+fn read_inputs(args: &Args) -> anyhow::Result<(Fleet, Workload)> {
+    let fleet_text = read(&args.fleet)?;
+    let base = args.fleet.parent().map(Path::to_path_buf).unwrap_or_default();
+    let fleet = Fleet::parse(&fleet_text, |path| {
+        std::fs::read_to_string(base.join(path)).map_err(|e| e.to_string())
+    })
+    .with_context(|| format!("invalid fleet: {}", args.fleet.display()))?;
+    let workload_text = read(&args.workload)?;
+    let workload =
+        Workload::parse(&workload_text).with_context(|| format!("invalid workload: {}", args.workload.display()))?;
+    Ok((fleet, workload))
+}
+
+fn read(path: &Path) -> anyhow::Result<String> {
+    if path.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin()).context("cannot read standard input")
+    } else {
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+    }
+}
+
+fn options(args: &Args) -> Options {
+    let mut options = Options::default();
+    if !args.policies.is_empty() {
+        options.policies = args
+            .policies
+            .iter()
+            .map(|p| match p {
+                PolicyArg::None => TopologyPolicyName::None,
+                PolicyArg::BestEffort => TopologyPolicyName::BestEffort,
+                PolicyArg::Restricted => TopologyPolicyName::Restricted,
+                PolicyArg::SingleNumaNode => TopologyPolicyName::SingleNumaNode,
+            })
+            .collect();
+    }
+    if !args.scopes.is_empty() {
+        options.scopes = Some(
+            args.scopes
+                .iter()
+                .map(|s| match s {
+                    ScopeArg::Container => TopologyScope::Container,
+                    ScopeArg::Pod => TopologyScope::Pod,
+                })
+                .collect(),
+        );
+    }
+    if !args.schedulers.is_empty() {
+        options.schedulers = args
+            .schedulers
+            .iter()
+            .map(|s| match s {
+                SchedulerArg::Unaware => Scheduler::Unaware,
+                SchedulerArg::Nrt => Scheduler::Nrt,
+                SchedulerArg::Exact => Scheduler::Exact,
+            })
+            .collect();
+    }
+    options.scoring = match args.scoring {
+        ScoringArg::LeastAllocated => Scoring::LeastAllocated,
+        ScoringArg::MostAllocated => Scoring::MostAllocated,
+    };
+    options.threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+    options.keep_logs = args.verify;
+    options
+}
+
+/// A progress bar on standard error, hidden when that is not a terminal.
+fn progress_bar(total: u64) -> ProgressBar {
+    let bar = ProgressBar::new(total);
+    if !std::io::stderr().is_terminal() {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    if let Ok(style) = ProgressStyle::with_template("{spinner} simulating [{bar:40}] {percent}% ({eta} left)") {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
+}
+
+fn render_table(report: &Report, verify: bool) -> String {
+    let mut table = Table::new();
+    table.load_style(UTF8_FULL);
+    let mut header = vec![
+        "policy",
+        "scope",
+        "scheduler",
+        "scheduled",
+        "rejected at admission",
+        "never placed",
+        "stranded CPUs",
+        "stranded memory",
+        "stranded devices",
+        "CPU fragmentation",
+    ];
+    if verify {
+        header.push("replayed rejections");
+    }
+    table.set_header(header);
+    for run in &report.runs {
+        if let Some(error) = &run.error {
+            table.add_row(vec![
+                run.policy.clone(),
+                run.scope.clone(),
+                run.scheduler.clone(),
+                format!("node would not start: {error}"),
+            ]);
+            continue;
+        }
+        let devices: Vec<String> = run
+            .stranded_devices
+            .iter()
+            .filter(|(_, n)| **n > 0.0)
+            .map(|(r, n)| format!("{n:.0} {r}"))
+            .collect();
+        let mut row = vec![
+            run.policy.clone(),
+            run.scope.clone(),
+            run.scheduler.clone(),
+            run.scheduled.to_string(),
+            run.rejected_at_admission.to_string(),
+            run.unplaced.to_string(),
+            format!("{:.1}", run.stranded_cpus),
+            format!("{:.1} GiB", run.stranded_memory_bytes / f64::from(1u32 << 30)),
+            devices.join(", "),
+            format!("{:.0}%", run.fragmentation.cpu * 100.0),
+        ];
+        if verify {
+            row.push(
+                run.replay_rejected_at_admission
+                    .map_or(String::new(), |n| n.to_string()),
+            );
+        }
+        table.add_row(row);
+    }
+    let mut out = format!(
+        "{} nodes, {} pods ({} events)\n{table}\n",
+        report.nodes, report.pods, report.events
+    );
+    for (kind, count) in &report.skipped {
+        out.push_str(&format!("skipped {count} {kind} document(s): not a workload\n"));
+    }
+    out
+}

@@ -1,0 +1,177 @@
+//! The fleet file: node shapes, each a `topology` + `kubelet` pair in the
+//! format of shared/SCENARIO.md (or a `scenario: PATH` standing for both),
+//! repeated `count` times as nodes `<name>-0`, `<name>-1`, …
+//!
+//! ```yaml
+//! nodes:
+//!   - name: gpu-a
+//!     count: 100
+//!     topology: {numaNodes: [...], cpus: [...], devices: {...}}
+//!     kubelet: {topologyManagerPolicy: single-numa-node, cpuManagerPolicy: static, ...}
+//!   - name: cpu-b
+//!     count: 50
+//!     scenario: scenarios/two-socket.yaml   # its topology and kubelet blocks; events ignored
+//!     kubelet: {topologyManagerScope: pod}   # optional: keys laid over the scenario's kubelet block
+//! ```
+//!
+//! Owns: the file's shape, its errors (naming the entry and field), and
+//! reading the shapes into machines. Must not touch the file system:
+//! `scenario:` paths are read by a caller-supplied function.
+
+use serde::Deserialize;
+use topoalign_model::Machine;
+use topoalign_nrt::NodeSpec;
+use topoalign_scenario::{Scenario, TopologySpec};
+
+/// A fleet file that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FleetError {
+    #[error("not a valid fleet document: {0}")]
+    Syntax(String),
+    #[error("{path}: {message}")]
+    Field { path: String, message: String },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FleetFile {
+    nodes: Vec<EntrySpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EntrySpec {
+    name: String,
+    #[serde(default = "one")]
+    count: u32,
+    #[serde(default)]
+    topology: Option<TopologySpec>,
+    #[serde(default)]
+    kubelet: Option<serde_json::Value>,
+    #[serde(default)]
+    scenario: Option<String>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// One node shape and how many nodes have it.
+#[derive(Clone, Debug)]
+pub struct NodeGroup {
+    /// The entry's name; its nodes are `<name>-<i>`.
+    pub name: String,
+    pub count: u32,
+    pub spec: NodeSpec,
+    pub machine: Machine,
+}
+
+/// A whole fleet.
+#[derive(Clone, Debug)]
+pub struct Fleet {
+    pub groups: Vec<NodeGroup>,
+}
+
+impl Fleet {
+    /// Reads a fleet from JSON or YAML text; `read_scenario` returns the
+    /// text of a `scenario:` path (relative paths are the caller's to
+    /// resolve).
+    ///
+    /// # Errors
+    /// [`FleetError`] naming the entry and field.
+    pub fn parse(
+        text: &str,
+        mut read_scenario: impl FnMut(&str) -> Result<String, String>,
+    ) -> Result<Fleet, FleetError> {
+        let value: serde_json::Value = if text.trim_start().starts_with('{') {
+            serde_json::from_str(text).map_err(|e| FleetError::Syntax(format!("JSON: {e}")))?
+        } else {
+            serde_yaml_ng::from_str(text).map_err(|e| FleetError::Syntax(format!("YAML: {e}")))?
+        };
+        let file = read_file(value)?;
+        if file.nodes.is_empty() {
+            return Err(field("nodes".into(), "a fleet needs at least one entry".into()));
+        }
+        let mut groups: Vec<NodeGroup> = Vec::new();
+        for (i, entry) in file.nodes.into_iter().enumerate() {
+            let at = |name: &str| format!("nodes[{i}].{name}");
+            if entry.name.is_empty() {
+                return Err(field(at("name"), "must not be empty".into()));
+            }
+            if groups.iter().any(|g| g.name == entry.name) {
+                return Err(field(
+                    at("name"),
+                    format!("{:?} is used by an earlier entry", entry.name),
+                ));
+            }
+            let (topology, kubelet) = match (entry.scenario, entry.topology) {
+                (Some(_), Some(_)) => {
+                    return Err(field(
+                        at("scenario"),
+                        "give either `scenario` or `topology`, not both".into(),
+                    ));
+                }
+                (None, None) => return Err(field(at("topology"), "missing: give `topology` or `scenario`".into())),
+                (None, Some(topology)) => (topology, entry.kubelet.unwrap_or(serde_json::Value::Null)),
+                (Some(path), None) => {
+                    let text = read_scenario(&path).map_err(|e| field(at("scenario"), format!("{path}: {e}")))?;
+                    let scenario = Scenario::parse(&text).map_err(|e| field(at("scenario"), format!("{path}: {e}")))?;
+                    let kubelet = overlay(scenario.kubelet, entry.kubelet);
+                    (scenario.topology, kubelet)
+                }
+            };
+            let machine = topology
+                .to_machine()
+                .map_err(|e| field(at("topology"), e.to_string()))?;
+            groups.push(NodeGroup {
+                name: entry.name,
+                count: entry.count,
+                spec: NodeSpec { topology, kubelet },
+                machine,
+            });
+        }
+        Ok(Fleet { groups })
+    }
+
+    /// The number of nodes.
+    pub fn node_count(&self) -> usize {
+        self.groups.iter().map(|g| g.count as usize).sum()
+    }
+
+    /// Node names in fleet order, with their group index.
+    pub fn node_names(&self) -> Vec<(String, usize)> {
+        let mut names = Vec::with_capacity(self.node_count());
+        for (g, group) in self.groups.iter().enumerate() {
+            for i in 0..group.count {
+                names.push((format!("{}-{i}", group.name), g));
+            }
+        }
+        names
+    }
+}
+
+/// `base` with the keys of `over` laid on top (one level deep).
+fn overlay(base: serde_json::Value, over: Option<serde_json::Value>) -> serde_json::Value {
+    match (base, over) {
+        (base, None) => base,
+        (serde_json::Value::Object(mut base), Some(serde_json::Value::Object(over))) => {
+            base.extend(over);
+            serde_json::Value::Object(base)
+        }
+        (_, Some(over)) => over,
+    }
+}
+
+fn field(path: String, message: String) -> FleetError {
+    FleetError::Field { path, message }
+}
+
+fn read_file(value: serde_json::Value) -> Result<FleetFile, FleetError> {
+    if !value.is_object() {
+        return Err(FleetError::Syntax("a fleet is a mapping with a `nodes` list".into()));
+    }
+    serde_path_to_error::deserialize(value).map_err(|e| FleetError::Field {
+        path: e.path().to_string(),
+        message: e.into_inner().to_string(),
+    })
+}

@@ -1,0 +1,216 @@
+//! The simulator: every requested policy × scope × scheduler over one
+//! fleet and workload, runs spread over worker threads.
+//!
+//! Owns: setting each run up (the kubelet configuration with the policy
+//! and scope laid over each node shape's, started once per shape) and
+//! collecting the reports. The event loop is [`run`]; state sharing
+//! between nodes is [`classes`].
+
+mod classes;
+mod nrt_filter;
+mod run;
+mod shapes;
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use topoalign_engine::{Node, TopologyPolicyName, TopologyScope};
+
+use crate::fleet::Fleet;
+use crate::report::{Report, RunReport};
+use crate::workload::{Event, Workload};
+use crate::{Scheduler, Scoring};
+
+use run::{GroupSetup, RunInput};
+use shapes::{ResourceTable, Shapes};
+
+/// A run's report and its per-node logs.
+type RunResult = (RunReport, Option<Vec<Vec<Event>>>);
+
+/// What to simulate.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub policies: Vec<TopologyPolicyName>,
+    /// `None`: keep each node shape's own scope.
+    pub scopes: Option<Vec<TopologyScope>>,
+    pub schedulers: Vec<Scheduler>,
+    pub scoring: Scoring,
+    /// Worker threads (at least 1).
+    pub threads: usize,
+    /// Keep per-node event logs for [`crate::replay_check`].
+    pub keep_logs: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            policies: vec![
+                TopologyPolicyName::None,
+                TopologyPolicyName::BestEffort,
+                TopologyPolicyName::Restricted,
+                TopologyPolicyName::SingleNumaNode,
+            ],
+            scopes: None,
+            schedulers: vec![Scheduler::Unaware, Scheduler::Nrt, Scheduler::Exact],
+            scoring: Scoring::LeastAllocated,
+            threads: 1,
+            keep_logs: false,
+        }
+    }
+}
+
+/// One run's identity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunKey {
+    pub policy: TopologyPolicyName,
+    pub scope: Option<TopologyScope>,
+    pub scheduler: Scheduler,
+}
+
+/// The report, and per run the node-by-node event logs when
+/// [`Options::keep_logs`] was set (`None` for a run that could not start).
+pub struct Simulation {
+    pub report: Report,
+    pub keys: Vec<RunKey>,
+    pub logs: Vec<Option<Vec<Vec<Event>>>>,
+}
+
+/// Runs the simulation. `progress` is called with the number of workload
+/// events processed since its last call, from any worker thread.
+pub fn simulate(fleet: &Fleet, workload: &Workload, options: &Options, progress: &(dyn Fn(u64) + Sync)) -> Simulation {
+    let mut resources = ResourceTable::new();
+    let shapes = Shapes::intern(&workload.pods, &mut resources);
+    let node_groups: Vec<u32> = fleet
+        .node_names()
+        .iter()
+        .map(|&(_, g)| u32::try_from(g).unwrap_or(u32::MAX))
+        .collect();
+
+    let scopes: Vec<Option<TopologyScope>> = match &options.scopes {
+        None => vec![None],
+        Some(list) => list.iter().copied().map(Some).collect(),
+    };
+    let mut keys = Vec::new();
+    for &policy in &options.policies {
+        for &scope in &scopes {
+            for &scheduler in &options.schedulers {
+                keys.push(RunKey {
+                    policy,
+                    scope,
+                    scheduler,
+                });
+            }
+        }
+    }
+
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<RunResult>>> = Mutex::new(vec![None; keys.len()]);
+    let worker = || {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(key) = keys.get(i) else { break };
+            let outcome = match setup_groups(fleet, key, &mut resources.clone()) {
+                Err(error) => {
+                    progress(workload.events.len() as u64);
+                    (
+                        RunReport {
+                            error: Some(error),
+                            ..RunReport::default()
+                        },
+                        None,
+                    )
+                }
+                Ok(groups) => {
+                    let output = run::run(
+                        RunInput {
+                            groups,
+                            node_groups: &node_groups,
+                            shapes: &shapes,
+                            resources: resources.len(),
+                            workload,
+                            scheduler: key.scheduler,
+                            scoring: options.scoring,
+                            keep_logs: options.keep_logs,
+                        },
+                        progress,
+                    );
+                    (output.report, output.logs)
+                }
+            };
+            if let Ok(mut results) = results.lock() {
+                results[i] = Some(outcome);
+            }
+        }
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..options.threads.max(1).min(keys.len().max(1)) {
+            scope.spawn(worker);
+        }
+        worker();
+    });
+
+    let results = results.into_inner().unwrap_or_default();
+    let mut report = Report {
+        nodes: node_groups.len(),
+        pods: workload.adds(),
+        events: workload.events.len(),
+        skipped: workload.skipped.clone(),
+        runs: Vec::new(),
+    };
+    let mut logs = Vec::new();
+    for (key, result) in keys.iter().zip(results) {
+        let (mut run, log) = result.unwrap_or_default();
+        run.policy = key.policy.as_str().to_string();
+        run.scope = key.scope.map_or("as-configured", TopologyScope::as_str).to_string();
+        run.scheduler = key.scheduler.as_str().to_string();
+        for (i, zone) in run.stranded_by_zone.iter_mut().enumerate() {
+            zone.zone = topoalign_nrt::zone_name(i);
+        }
+        report.runs.push(run);
+        logs.push(log);
+    }
+    Simulation { report, keys, logs }
+}
+
+/// Each node shape's kubelet configuration with the run's policy (and
+/// scope) laid over it, started.
+fn setup_groups(fleet: &Fleet, key: &RunKey, resources: &mut ResourceTable) -> Result<Vec<GroupSetup>, String> {
+    let mut groups = Vec::new();
+    for group in &fleet.groups {
+        let node = start_group(group, key.policy, key.scope).map_err(|e| format!("{}: {e}", group.name))?;
+        let allocatable_list = node.resources().allocatable.clone();
+        let allocatable = resources.dense(&allocatable_list);
+        groups.push(GroupSetup {
+            policy: node.config().topology_policy,
+            scope: node.config().topology_scope,
+            root: node,
+            allocatable,
+            allocatable_list,
+        });
+    }
+    Ok(groups)
+}
+
+/// Starts one node of `group` under `policy` (and `scope`, when given).
+///
+/// # Errors
+/// The kubelet's start-up refusal, or a malformed kubelet block.
+pub fn start_group(
+    group: &crate::NodeGroup,
+    policy: TopologyPolicyName,
+    scope: Option<TopologyScope>,
+) -> Result<Node, String> {
+    let mut kubelet = match &group.spec.kubelet {
+        serde_json::Value::Object(map) => map.clone(),
+        _ => serde_json::Map::new(),
+    };
+    kubelet.insert("topologyManagerPolicy".into(), policy.as_str().into());
+    if let Some(scope) = scope {
+        kubelet.insert("topologyManagerScope".into(), scope.as_str().into());
+    }
+    let spec = topoalign_nrt::NodeSpec {
+        topology: group.spec.topology.clone(),
+        kubelet: serde_json::Value::Object(kubelet),
+    };
+    topoalign_nrt::start_node(&spec).map_err(|e| e.to_string())
+}

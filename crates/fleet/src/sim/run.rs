@@ -1,0 +1,390 @@
+//! One simulation run: a workload placed over the fleet by one scheduler
+//! under one topology-manager policy and scope.
+//!
+//! The three schedulers share everything but their filter:
+//! - every one keeps only nodes where the pod fits the node's allocatable
+//!   next to what the node already holds (kube-scheduler
+//!   `NodeResourcesFit`: cpu, memory, pods, huge pages, extended
+//!   resources);
+//! - `unaware` stops there (the default kube-scheduler);
+//! - `nrt` adds the NodeResourceTopologyMatch filter on the node's NRT zones
+//!   ([`super::nrt_filter`]);
+//! - `exact` adds the engine itself: the node's exact state admits the pod
+//!   (the extender's filter).
+//!
+//! Among the nodes left, the highest score wins ([`Scoring`]); ties go to
+//! the node that comes first in the fleet. The chosen node's kubelet (the
+//! engine) then admits or rejects the pod. A rejected pod is counted and
+//! not retried; a pod no node passes is "unplaced".
+//!
+//! Owns: the event loop, node choice, the end-of-run capacity analysis.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use topoalign_engine::{Node, TopologyPolicyName, TopologyScope};
+use topoalign_model::ResourceList;
+
+use std::ops::Bound::{Excluded, Unbounded};
+
+use super::classes::{ClassEvent, ClassId, ClassTable, LiveRow, OrderKey, Outcome};
+use super::nrt_filter;
+use super::shapes::{CPU, MEMORY, Shapes};
+use crate::report::{Fragmentation, RunReport, ZoneCapacity};
+use crate::workload::{Event, Workload};
+use crate::{Scheduler, Scoring};
+
+/// A node group as one run sees it.
+pub(crate) struct GroupSetup {
+    pub root: Node,
+    pub allocatable: Vec<i64>,
+    pub allocatable_list: ResourceList,
+    pub policy: TopologyPolicyName,
+    pub scope: TopologyScope,
+}
+
+pub(crate) struct RunInput<'a> {
+    pub groups: Vec<GroupSetup>,
+    /// Node index → group index.
+    pub node_groups: &'a [u32],
+    pub shapes: &'a Shapes,
+    pub resources: usize,
+    pub workload: &'a Workload,
+    pub scheduler: Scheduler,
+    pub scoring: Scoring,
+    pub keep_logs: bool,
+}
+
+/// What happened, plus the per-node event logs when asked.
+pub(crate) struct RunOutput {
+    pub report: RunReport,
+    pub logs: Option<Vec<Vec<Event>>>,
+}
+
+struct Run<'a> {
+    input: &'a RunInput<'a>,
+    table: ClassTable,
+    node_class: Vec<ClassId>,
+    node_pods: Vec<Vec<u32>>,
+    placed: Vec<Option<u32>>,
+    logs: Option<Vec<Vec<Event>>>,
+}
+
+pub(crate) fn run(input: RunInput<'_>, progress: &(dyn Fn(u64) + Sync)) -> RunOutput {
+    let allocatable = input.groups.iter().map(|g| g.allocatable.clone()).collect();
+    let emptiest_first = input.scoring == Scoring::LeastAllocated;
+    let requirements = input.shapes.requirements.clone();
+    let mut table = ClassTable::new(input.resources, allocatable, emptiest_first, requirements);
+    let mut roots = Vec::new();
+    for (g, group) in input.groups.iter().enumerate() {
+        let g = u32::try_from(g).unwrap_or(u32::MAX);
+        let members = input
+            .node_groups
+            .iter()
+            .enumerate()
+            .filter(|&(_, &ng)| ng == g)
+            .map(|(n, _)| u32::try_from(n).unwrap_or(u32::MAX));
+        roots.push(table.add_root(g, group.root.clone(), members));
+    }
+    let nodes = input.node_groups.len();
+    let mut run = Run {
+        input: &input,
+        table,
+        node_class: input.node_groups.iter().map(|&g| roots[g as usize]).collect(),
+        node_pods: vec![Vec::new(); nodes],
+        placed: vec![None; input.workload.pods.len()],
+        logs: input.keep_logs.then(|| vec![Vec::new(); nodes]),
+    };
+    let mut report = RunReport::default();
+    let mut reasons: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut failed_shapes: BTreeSet<u32> = BTreeSet::new();
+    let mut pending = 0u64;
+    for &event in &input.workload.events {
+        match event {
+            Event::Add(pod) => {
+                let shape = input.shapes.of_pod[pod as usize];
+                match run.choose(shape) {
+                    None => {
+                        report.unplaced += 1;
+                        failed_shapes.insert(shape);
+                    }
+                    Some(node) => {
+                        if let Some(logs) = &mut run.logs {
+                            logs[node as usize].push(event);
+                        }
+                        let from = run.node_class[node as usize];
+                        match run.table.transition(from, ClassEvent::Add(shape), input.shapes, true) {
+                            Outcome::Moved(to) => {
+                                run.table.move_member(node, from, to);
+                                run.node_class[node as usize] = to;
+                                run.node_pods[node as usize].push(pod);
+                                run.placed[pod as usize] = Some(node);
+                                report.scheduled += 1;
+                            }
+                            Outcome::Rejected(reason) => {
+                                report.rejected_at_admission += 1;
+                                *reasons.entry(reason).or_default() += 1;
+                                failed_shapes.insert(shape);
+                            }
+                        }
+                    }
+                }
+            }
+            Event::Delete(pod) => {
+                report.deleted += 1;
+                if let Some(node) = run.placed[pod as usize].take() {
+                    let pods = &mut run.node_pods[node as usize];
+                    if let Some(at) = pods.iter().position(|&p| p == pod) {
+                        pods.remove(at);
+                        if let Some(logs) = &mut run.logs {
+                            logs[node as usize].push(event);
+                        }
+                        let from = run.node_class[node as usize];
+                        let at = u32::try_from(at).unwrap_or(u32::MAX);
+                        if let Outcome::Moved(to) =
+                            run.table.transition(from, ClassEvent::Remove(at), input.shapes, true)
+                        {
+                            run.table.move_member(node, from, to);
+                            run.node_class[node as usize] = to;
+                        }
+                    }
+                }
+            }
+        }
+        pending += 1;
+        if pending == 1024 {
+            progress(pending);
+            pending = 0;
+        }
+    }
+    progress(pending);
+    report.rejection_reasons = reasons
+        .into_iter()
+        .map(|(id, count)| (run.table.reasons[id as usize].clone(), count))
+        .collect();
+    run.capacity_report(&failed_shapes, &mut report);
+    RunOutput { report, logs: run.logs }
+}
+
+impl Run<'_> {
+    /// Whether a pod of `shape` fits class `c`'s allocatable next to what
+    /// it holds (the scheduler's `NodeResourcesFit`).
+    fn fits(&self, c: ClassId, shape: u32) -> bool {
+        let class = &self.table.classes[c as usize];
+        let allocatable = &self.input.groups[class.group as usize].allocatable;
+        self.input.shapes.shapes[shape as usize]
+            .request
+            .iter()
+            .all(|&(r, amount)| class.used[r] + amount <= allocatable.get(r).copied().unwrap_or(0))
+    }
+
+    /// The scheduler's filter beyond the resource fit, cached per class.
+    fn passes_filter(&mut self, c: ClassId, shape: u32) -> bool {
+        if let Some(verdict) = self.table.classes[c as usize].verdict(shape) {
+            return verdict;
+        }
+        let verdict = match self.input.scheduler {
+            Scheduler::Unaware => true,
+            Scheduler::Nrt => {
+                let group = &self.input.groups[self.table.classes[c as usize].group as usize];
+                let (policy, scope) = (group.policy, group.scope);
+                let pod = &self.input.shapes.shapes[shape as usize].template;
+                let zones = self.table.zones(c).to_vec();
+                nrt_filter::admits(policy, scope, &zones, &group.allocatable_list, pod)
+            }
+            // Asked only of the class whose first member is about to be
+            // chosen if it passes, so that member is the one leaving.
+            Scheduler::Exact => matches!(
+                self.table
+                    .transition(c, ClassEvent::Add(shape), self.input.shapes, true),
+                Outcome::Moved(_)
+            ),
+        };
+        self.table.classes[c as usize].verdicts.push((shape, verdict));
+        verdict
+    }
+
+    /// The node the scheduler binds a pod of `shape` to, if any: the
+    /// best-ranked class that fits and passes the filter. Each group keeps
+    /// the classes with room for the pod's cpu and memory in preference
+    /// order, in which the pod's rank only falls; the groups' heads are
+    /// merged, and the walk stops at the first class that passes.
+    fn choose(&mut self, shape: u32) -> Option<u32> {
+        let s = &self.input.shapes.shapes[shape as usize];
+        let q = s.requirement;
+        let (pod_cpu, pod_memory) = (s.nonzero_cpu, s.nonzero_memory);
+        let scoring = self.input.scoring;
+        let groups = self.table.fitting.len();
+        // Per group: the last key offered and turned down.
+        let mut after: Vec<Option<OrderKey>> = vec![None; groups];
+        loop {
+            let mut best: Option<(Rank, OrderKey)> = None;
+            let mut best_group = 0;
+            for (g, last) in after.iter().enumerate() {
+                let set = &self.table.fitting[g][q];
+                let mut walk = match last {
+                    None => set.range(..),
+                    Some(last) => set.range((Excluded(*last), Unbounded)),
+                };
+                let head = walk.find(|key| self.table.classes[key.2 as usize].verdict(shape) != Some(false));
+                let Some(&key) = head else { continue };
+                let Some(row) = self.table.row(key.2) else { continue };
+                let rank = Rank::of(row, pod_cpu, pod_memory, scoring);
+                if best.is_none_or(|(b, _)| rank > b) {
+                    best = Some((rank, key));
+                    best_group = g;
+                }
+            }
+            let (_, key) = best?;
+            if self.passes_filter(key.2, shape) {
+                return Some(self.table.classes[key.2 as usize].first_member());
+            }
+            if self.input.shapes.one_per_shape {
+                self.table.drop_candidate(key.2, q);
+            } else {
+                after[best_group] = Some(key);
+            }
+        }
+    }
+
+    /// Whether an empty node of `group` admits a pod of `shape`.
+    fn empty_node_admits(&self, group: usize, shape: u32) -> bool {
+        let setup = &self.input.groups[group];
+        let template = &self.input.shapes.shapes[shape as usize];
+        let fits = template
+            .request
+            .iter()
+            .all(|&(r, amount)| amount <= setup.allocatable.get(r).copied().unwrap_or(0));
+        fits && setup.root.clone().admit(template.template.clone()).admitted()
+    }
+
+    /// Free and stranded capacity and fragmentation at the end of the run.
+    ///
+    /// Free capacity per node: each NUMA zone's `available` (exclusive
+    /// CPUs, the memory manager's free memory, free devices), with a node's
+    /// CPU and memory totals capped at what its allocatable minus its
+    /// requested totals leaves. A node's free capacity is *stranded* when
+    /// some pods failed (rejected or unplaced) that an empty node of its
+    /// shape would admit, and the engine admits none of them on it now. Fragmentation: the share of free CPUs
+    /// (memory) outside each node's largest free zone.
+    fn capacity_report(&mut self, failed: &BTreeSet<u32>, report: &mut RunReport) {
+        let mut outside_cpu = 0.0;
+        let mut outside_memory = 0.0;
+        let mut free_cpu_total = 0.0;
+        let mut free_memory_total = 0.0;
+        // Smallest first: a node that admits any failed shape most likely
+        // admits the smallest, which ends the check early.
+        let mut failed: Vec<u32> = failed.iter().copied().collect();
+        failed.sort_by_key(|&s| {
+            let shape = &self.input.shapes.shapes[s as usize];
+            (shape.nonzero_cpu, shape.nonzero_memory)
+        });
+        let live: Vec<ClassId> = self.table.live.iter().map(|row| row.class).collect();
+        let mut empty_admits: std::collections::HashMap<(usize, u32), bool> = std::collections::HashMap::new();
+        for c in live {
+            let members = self.table.classes[c as usize].members.len() as f64;
+            let group = self.table.classes[c as usize].group as usize;
+            let allocatable = &self.input.groups[group].allocatable;
+            let used = self.table.classes[c as usize].used.clone();
+            let node_cpu = (allocatable[CPU] - used[CPU]).max(0) as f64 / 1000.0;
+            let node_memory = (allocatable[MEMORY] - used[MEMORY]).max(0) as f64;
+            // The failed shapes an empty node of this shape would admit:
+            // the ones this node's free capacity was wanted for.
+            let wanted: Vec<u32> = failed
+                .iter()
+                .copied()
+                .filter(|&s| {
+                    *empty_admits
+                        .entry((group, s))
+                        .or_insert_with(|| self.empty_node_admits(group, s))
+                })
+                .collect();
+            let stranded = !wanted.is_empty()
+                && wanted
+                    .iter()
+                    .all(|&s| !self.fits(c, s) || !self.table.would_admit(c, s, self.input.shapes));
+            let zones = self.table.zones(c).to_vec();
+            let zone_cpu: Vec<f64> = zones
+                .iter()
+                .map(|z| z.available("cpu").milli() as f64 / 1000.0)
+                .collect();
+            let zone_memory: Vec<f64> = zones.iter().map(|z| z.available("memory").value() as f64).collect();
+            let cpu = zone_cpu.iter().sum::<f64>().min(node_cpu);
+            let memory = zone_memory.iter().sum::<f64>().min(node_memory);
+            report.free_cpus += cpu * members;
+            report.free_memory_bytes += memory * members;
+            free_cpu_total += cpu * members;
+            free_memory_total += memory * members;
+            outside_cpu += (cpu - zone_cpu.iter().copied().fold(0.0, f64::max).min(cpu)) * members;
+            outside_memory += (memory - zone_memory.iter().copied().fold(0.0, f64::max).min(memory)) * members;
+            if !stranded {
+                continue;
+            }
+            report.stranded_cpus += cpu * members;
+            report.stranded_memory_bytes += memory * members;
+            for zone in &zones {
+                let numa = zone.numa;
+                if report.stranded_by_zone.len() <= numa {
+                    report.stranded_by_zone.resize_with(numa + 1, ZoneCapacity::default);
+                }
+                let entry = &mut report.stranded_by_zone[numa];
+                entry.zone = topoalign_nrt::zone_name(numa);
+                entry.cpus += zone.available("cpu").milli() as f64 / 1000.0 * members;
+                entry.memory_bytes += zone.available("memory").value() as f64 * members;
+                for (resource, amounts) in &zone.resources {
+                    if resource.contains('/') {
+                        let free = amounts.available.value() as f64 * members;
+                        *entry.devices.entry(resource.clone()).or_default() += free;
+                        *report.stranded_devices.entry(resource.clone()).or_default() += free;
+                    }
+                }
+            }
+        }
+        report.fragmentation = Fragmentation {
+            cpu: if free_cpu_total > 0.0 {
+                outside_cpu / free_cpu_total
+            } else {
+                0.0
+            },
+            memory: if free_memory_total > 0.0 {
+                outside_memory / free_memory_total
+            } else {
+                0.0
+            },
+        };
+    }
+}
+
+/// A candidate's rank. The score is the kube-scheduler's
+/// `NodeResourcesFit` formula on cpu and memory (weights 1, the pod's
+/// non-zero requests added) without its integer rounding: least allocated
+/// `50 · Σ (allocatable − requested) / allocatable`, most allocated
+/// `50 · Σ requested / allocatable`. The kube-scheduler picks at random
+/// among nodes of equal rounded score; here the unrounded score decides,
+/// then the node that comes first in the fleet.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
+struct Rank {
+    score: f64,
+    first_member: std::cmp::Reverse<u32>,
+}
+
+impl Rank {
+    fn of(row: &LiveRow, pod_cpu: i64, pod_memory: i64, scoring: Scoring) -> Rank {
+        let share = |request: i64, capacity: i64| {
+            if capacity <= 0 {
+                0.0
+            } else {
+                request as f64 / capacity as f64
+            }
+        };
+        let pod = share(pod_cpu, row.allocatable_cpu) + share(pod_memory, row.allocatable_memory);
+        let free_after = row.free_fraction - pod;
+        let score = match scoring {
+            Scoring::LeastAllocated => 50.0 * free_after,
+            Scoring::MostAllocated => 50.0 * (2.0 - free_after),
+        };
+        Rank {
+            score,
+            first_member: std::cmp::Reverse(row.first_member),
+        }
+    }
+}

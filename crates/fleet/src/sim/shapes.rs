@@ -1,0 +1,175 @@
+//! Pod shapes and the scheduler's resource vector.
+//!
+//! Pods that differ only in identity (namespace, name, uid) get the same
+//! decisions from the engine, so the simulator interns them into *shapes*
+//! and caches decisions per shape. Each shape also carries what the
+//! schedulers need without touching the engine: its requests as a sparse
+//! vector over the fleet's resources (the scheduler's `NodeResourcesFit`
+//! view) and its "non-zero" CPU and memory requests for scoring.
+//!
+//! Owns: interning, resource indexing, those derived numbers.
+
+use std::collections::HashMap;
+
+use topoalign_model::{Pod, ResourceList};
+
+/// Index of a resource in the fleet's resource vector.
+pub(crate) type ResourceIndex = usize;
+
+pub(crate) const CPU: ResourceIndex = 0;
+pub(crate) const MEMORY: ResourceIndex = 1;
+pub(crate) const PODS: ResourceIndex = 2;
+
+/// The kube-scheduler's defaults for containers without a request, used
+/// only for scoring (`DefaultMilliCPURequest`, `DefaultMemoryRequest`).
+const DEFAULT_MILLI_CPU: i64 = 100;
+const DEFAULT_MEMORY: i64 = 200 * 1024 * 1024;
+
+/// Resource names ↔ indices; `cpu`, `memory`, `pods` come first.
+#[derive(Clone, Debug)]
+pub(crate) struct ResourceTable {
+    names: Vec<String>,
+    index: HashMap<String, ResourceIndex>,
+}
+
+impl ResourceTable {
+    pub fn new() -> Self {
+        let mut table = ResourceTable {
+            names: Vec::new(),
+            index: HashMap::new(),
+        };
+        for name in ["cpu", "memory", "pods"] {
+            table.intern(name);
+        }
+        table
+    }
+
+    pub fn intern(&mut self, name: &str) -> ResourceIndex {
+        if let Some(&i) = self.index.get(name) {
+            return i;
+        }
+        self.names.push(name.to_string());
+        self.index.insert(name.to_string(), self.names.len() - 1);
+        self.names.len() - 1
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// A resource list as a dense vector (cpu in millicores, everything
+    /// else in whole units); unknown names are interned.
+    pub fn dense(&mut self, list: &ResourceList) -> Vec<i64> {
+        let mut out = vec![0; self.len()];
+        for (name, amount) in list {
+            let i = self.intern(name);
+            if out.len() <= i {
+                out.resize(i + 1, 0);
+            }
+            out[i] = amount_of(i, *amount);
+        }
+        out
+    }
+}
+
+fn amount_of(index: ResourceIndex, amount: topoalign_model::Quantity) -> i64 {
+    let raw = if index == CPU { amount.milli() } else { amount.value() };
+    i64::try_from(raw).unwrap_or(if raw < 0 { i64::MIN } else { i64::MAX })
+}
+
+/// One pod shape.
+#[derive(Clone, Debug)]
+pub(crate) struct Shape {
+    /// A pod of this shape (identity to be replaced).
+    pub template: Pod,
+    /// Non-zero requests, `pods` = 1 included.
+    pub request: Vec<(ResourceIndex, i64)>,
+    pub nonzero_cpu: i64,
+    pub nonzero_memory: i64,
+    /// Index of its request in [`Shapes::requirements`].
+    pub requirement: usize,
+}
+
+/// Shapes of a workload's pods.
+#[derive(Clone, Debug)]
+pub(crate) struct Shapes {
+    pub shapes: Vec<Shape>,
+    /// Pod index → shape id.
+    pub of_pod: Vec<u32>,
+    /// The distinct request vectors of the shapes; one per shape when
+    /// [`Shapes::one_per_shape`].
+    pub requirements: Vec<Vec<(ResourceIndex, i64)>>,
+    pub one_per_shape: bool,
+}
+
+/// Up to this many shapes, each has its own requirement (and so its own
+/// candidate index in the simulator, from which rejected classes can be
+/// dropped); beyond, shapes with equal requests share one.
+const SHAPES_WITH_OWN_REQUIREMENT: usize = 32;
+
+impl Shapes {
+    pub fn intern(pods: &[Pod], resources: &mut ResourceTable) -> Shapes {
+        let mut by_key: HashMap<String, u32> = HashMap::new();
+        let mut shapes = Vec::new();
+        let mut of_pod = Vec::with_capacity(pods.len());
+        for pod in pods {
+            let key = format!(
+                "{:?}|{:?}|{:?}|{:?}",
+                pod.qos, pod.init_containers, pod.containers, pod.overhead
+            );
+            let id = *by_key.entry(key).or_insert_with(|| {
+                shapes.push(shape_of(pod, resources));
+                u32::try_from(shapes.len() - 1).unwrap_or(u32::MAX)
+            });
+            of_pod.push(id);
+        }
+        let one_per_shape = shapes.len() <= SHAPES_WITH_OWN_REQUIREMENT;
+        let mut requirements: Vec<Vec<(ResourceIndex, i64)>> = Vec::new();
+        for shape in &mut shapes {
+            let mut request = shape.request.clone();
+            request.sort_unstable();
+            let existing = if one_per_shape {
+                None
+            } else {
+                requirements.iter().position(|r| *r == request)
+            };
+            shape.requirement = existing.unwrap_or_else(|| {
+                requirements.push(request);
+                requirements.len() - 1
+            });
+        }
+        Shapes {
+            shapes,
+            of_pod,
+            requirements,
+            one_per_shape,
+        }
+    }
+}
+
+fn shape_of(pod: &Pod, resources: &mut ResourceTable) -> Shape {
+    let totals = topoalign_engine::fit::pod_request_totals(pod);
+    let mut request: Vec<(ResourceIndex, i64)> = totals
+        .iter()
+        .map(|(name, amount)| {
+            let i = resources.intern(name);
+            (i, amount_of(i, *amount))
+        })
+        .filter(|&(i, amount)| amount > 0 && i != PODS)
+        .collect();
+    request.push((PODS, 1));
+    let nonzero = |resource: &str, default: i64, index: ResourceIndex| {
+        let of = |c: &topoalign_model::Container| c.requests.get(resource).map_or(default, |q| amount_of(index, *q));
+        let apps: i64 = pod.containers.iter().map(of).sum();
+        let inits = pod.init_containers.iter().map(of).max().unwrap_or(0);
+        let overhead = pod.overhead.get(resource).map_or(0, |q| amount_of(index, *q));
+        apps.max(inits) + overhead
+    };
+    Shape {
+        template: pod.clone(),
+        request,
+        nonzero_cpu: nonzero("cpu", DEFAULT_MILLI_CPU, CPU),
+        nonzero_memory: nonzero("memory", DEFAULT_MEMORY, MEMORY),
+        requirement: 0,
+    }
+}

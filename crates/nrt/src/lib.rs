@@ -1,0 +1,23 @@
+//! NodeResourceTopology (`topology.node.k8s.io/v1alpha2`) for topoalign:
+//! the object's shape ([`object`]), the per-NUMA accounting of a started
+//! engine node ([`zone_usage`]), the object of a node ([`build`]), and the
+//! exact-state attributes that let a scheduler rebuild the node's engine
+//! state ([`exact`]).
+//!
+//! Pure: no I/O, no clock. Publishing to an API server is the
+//! `topoalign-nrt-publisher` crate's job. Must not touch: admission
+//! decisions (the engine's).
+
+mod build;
+pub mod exact;
+pub mod object;
+mod zones;
+
+pub use build::{BuildOptions, POLICY_ATTRIBUTE, SCOPE_ATTRIBUTE, build, legacy_policy};
+pub use exact::{
+    Fidelity, NodeSpec, PodRecord, RestoreError, Restored, restore, restore_from, start_node, topology_spec,
+};
+pub use object::{
+    AttributeInfo, CostInfo, NodeResourceTopology, ObjectMeta, ResourceInfo, Zone, numa_of_zone, zone_name,
+};
+pub use zones::{Amounts, ZoneUsage, zone_usage};

@@ -1,0 +1,107 @@
+//! The `topology.node.k8s.io/v1alpha2` NodeResourceTopology object, as the
+//! upstream API (`k8stopologyawareschedwg/noderesourcetopology-api`)
+//! serializes it: `zones`, `attributes` and the deprecated
+//! `topologyPolicies` sit at the object's root, not under a `spec`.
+//!
+//! Owns: the serde shape only. Filling it from a node is [`crate::build`].
+
+use serde::{Deserialize, Serialize};
+
+/// `apiVersion` of the objects written here.
+pub const API_VERSION: &str = "topology.node.k8s.io/v1alpha2";
+/// `kind` of the objects written here.
+pub const KIND: &str = "NodeResourceTopology";
+/// The API group, for URLs.
+pub const GROUP: &str = "topology.node.k8s.io";
+/// The version, for URLs.
+pub const VERSION: &str = "v1alpha2";
+/// The resource's plural name, for URLs.
+pub const PLURAL: &str = "noderesourcetopologies";
+
+/// One node's resources and their topology. Cluster-scoped; its name is
+/// the node's name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeResourceTopology {
+    #[serde(rename = "apiVersion")]
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: ObjectMeta,
+    /// Deprecated in v1alpha2 (consumers read [`Self::attributes`] first)
+    /// but still filled: older NodeResourceTopologyMatch versions only
+    /// read this.
+    #[serde(rename = "topologyPolicies", default)]
+    pub topology_policies: Vec<String>,
+    pub zones: Vec<Zone>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attributes: Vec<AttributeInfo>,
+}
+
+/// The part of `metadata` written here.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectMeta {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub labels: std::collections::BTreeMap<String, String>,
+    #[serde(rename = "resourceVersion", default, skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<String>,
+}
+
+/// A topology zone; here always one NUMA node (`type: Node`, name
+/// `node-<id>`, as the resource-topology-exporter and NFD name them).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Zone {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub zone_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub costs: Vec<CostInfo>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attributes: Vec<AttributeInfo>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<ResourceInfo>,
+}
+
+/// One resource of a zone. Quantities are Kubernetes quantity strings.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceInfo {
+    pub name: String,
+    pub capacity: String,
+    pub allocatable: String,
+    pub available: String,
+}
+
+/// The distance from this zone to the zone `name`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CostInfo {
+    pub name: String,
+    pub value: i64,
+}
+
+/// A name/value pair.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttributeInfo {
+    pub name: String,
+    pub value: String,
+}
+
+impl NodeResourceTopology {
+    /// The value of the top-level attribute `name`.
+    pub fn attribute(&self, name: &str) -> Option<&str> {
+        self.attributes
+            .iter()
+            .find(|a| a.name == name)
+            .map(|a| a.value.as_str())
+    }
+}
+
+/// The zone name of NUMA node `id`.
+pub fn zone_name(numa: usize) -> String {
+    format!("node-{numa}")
+}
+
+/// The NUMA id of a zone name written by [`zone_name`].
+pub fn numa_of_zone(name: &str) -> Option<usize> {
+    name.strip_prefix("node-")?.parse().ok()
+}
