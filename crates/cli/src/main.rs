@@ -27,6 +27,8 @@ enum Command {
     /// Place a workload over a fleet under each policy with three
     /// schedulers (topology-unaware, NRT-approximate, exact) and compare.
     Simulate(commands::simulate::Args),
+    /// Serve the kube-scheduler extender API with the engine's answers.
+    Extender(commands::extender::Args),
 }
 
 /// How a command ended, mapped to the exit status.
@@ -41,6 +43,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Replay(args) => commands::replay::run(&args),
         Command::Simulate(args) => commands::simulate::run(&args),
+        Command::Extender(args) => commands::extender::run(&args),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,

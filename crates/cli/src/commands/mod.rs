@@ -1,4 +1,5 @@
 //! One module per subcommand.
 
+pub mod extender;
 pub mod replay;
 pub mod simulate;
