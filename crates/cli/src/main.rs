@@ -29,6 +29,8 @@ enum Command {
     Simulate(commands::simulate::Args),
     /// Serve the kube-scheduler extender API with the engine's answers.
     Extender(commands::extender::Args),
+    /// Write nodes' NodeResourceTopology (v1alpha2) objects.
+    Nrt(commands::nrt::Args),
 }
 
 /// How a command ended, mapped to the exit status.
@@ -44,6 +46,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => commands::replay::run(&args),
         Command::Simulate(args) => commands::simulate::run(&args),
         Command::Extender(args) => commands::extender::run(&args),
+        Command::Nrt(args) => commands::nrt::run(&args),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
