@@ -34,6 +34,11 @@ pub struct Args {
     /// Write here instead of standard output.
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Also server-side apply the objects to the API server of the
+    /// in-cluster configuration or the kubeconfig (the CRD must be
+    /// installed: deploy/noderesourcetopology-crd.yaml).
+    #[arg(long)]
+    publish: bool,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -71,7 +76,22 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     };
     match &args.output {
         Some(path) => std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?,
+        None if args.publish => {}
         None => std::io::stdout().write_all(text.as_bytes())?,
+    }
+    if args.publish {
+        let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+        runtime.block_on(async {
+            let publisher = topoalign_nrt_publisher::Publisher::connect().await?;
+            for object in &objects {
+                let version = publisher.apply(object).await?;
+                println!(
+                    "applied noderesourcetopology/{} (resourceVersion {version})",
+                    object.metadata.name
+                );
+            }
+            Ok::<(), topoalign_nrt_publisher::PublishError>(())
+        })?;
     }
     Ok(Outcome::Success)
 }
