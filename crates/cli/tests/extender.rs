@@ -66,5 +66,7 @@ fn without_nodes_it_refuses_to_start() {
         .output()
         .expect("runs");
     assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("give --fleet FILE and/or --nrt FILE"));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("give --fleet FILE, --nrt FILE and/or --nrt-from-cluster")
+    );
 }

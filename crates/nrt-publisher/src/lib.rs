@@ -103,6 +103,25 @@ impl Publisher {
     }
 }
 
+impl Publisher {
+    /// Every NodeResourceTopology object the API server holds (for the
+    /// extender, which reads nodes' states from them).
+    ///
+    /// # Errors
+    /// [`PublishError::Api`] from the list call; an object that does not
+    /// parse is [`PublishError::Serialize`].
+    pub async fn list(&self) -> Result<Vec<NodeResourceTopology>, PublishError> {
+        let list = self.api.list(&kube::api::ListParams::default()).await?;
+        list.items
+            .into_iter()
+            .map(|object| {
+                let value = serde_json::to_value(&object)?;
+                Ok(serde_json::from_value(value)?)
+            })
+            .collect()
+    }
+}
+
 /// What to do next with the objects handed to a [`Throttle`].
 #[derive(Debug, PartialEq)]
 pub enum Next {

@@ -82,12 +82,24 @@ async fn resource(
     (StatusCode::OK, stored.to_string())
 }
 
+async fn collection(State(server): State<Shared>) -> String {
+    let server = server.lock().unwrap();
+    let items: Vec<&Value> = server.stored.values().collect();
+    json!({"apiVersion": "topology.node.k8s.io/v1alpha2", "kind": "NodeResourceTopologyList",
+           "metadata": {"resourceVersion": server.version.to_string()}, "items": items})
+    .to_string()
+}
+
 async fn start() -> (Shared, kube::Client) {
     let server: Shared = Arc::default();
     let app = Router::new()
         .route(
             "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies/{name}",
             any(resource),
+        )
+        .route(
+            "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies",
+            axum::routing::get(collection),
         )
         .with_state(server.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -136,9 +148,9 @@ async fn an_apply_is_a_forced_server_side_apply_patch_with_a_valid_body() {
     assert_eq!(version, "1");
     let version = publisher.apply(&object_with(&["a", "b"])).await.unwrap();
     assert_eq!(version, "2");
-    let server = server.lock().unwrap();
-    assert_eq!(server.requests.len(), 2);
-    for seen in &server.requests {
+    let seen = server.lock().unwrap().requests.clone();
+    assert_eq!(seen.len(), 2);
+    for seen in &seen {
         assert_eq!(seen.method, Method::PATCH);
         assert_eq!(seen.name, "worker-1");
         assert_eq!(seen.content_type, "application/apply-patch+yaml");
@@ -147,9 +159,12 @@ async fn an_apply_is_a_forced_server_side_apply_patch_with_a_valid_body() {
         assert_eq!(query, ["fieldManager=topoalign", "force=true"]);
         assert_eq!(seen.problems, Vec::<String>::new());
     }
-    // What the server holds is the latest object, and it rebuilds the node.
-    let stored: NodeResourceTopology = serde_json::from_value(server.stored["worker-1"].clone()).unwrap();
-    let rebuilt = topoalign_nrt::restore(&stored).unwrap();
+    // What the server holds is the latest object, it lists back (as the
+    // extender reads it), and it rebuilds the node.
+    let listed = publisher.list().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].metadata.resource_version.as_deref(), Some("2"));
+    let rebuilt = topoalign_nrt::restore(&listed[0]).unwrap();
     assert_eq!(rebuilt.pods.len(), 2);
     assert_eq!(rebuilt.fidelity, topoalign_nrt::Fidelity::Exact);
 }

@@ -22,6 +22,13 @@ pub struct Args {
     /// `topoalign nrt` writes them) giving nodes' exact states.
     #[arg(long, value_name = "FILE")]
     nrt: Vec<PathBuf>,
+    /// Read NodeResourceTopology objects from the API server (in-cluster
+    /// configuration or kubeconfig), again every `--nrt-poll` seconds.
+    #[arg(long)]
+    nrt_from_cluster: bool,
+    /// Seconds between two reads of the API server's objects.
+    #[arg(long, default_value_t = 5)]
+    nrt_poll: u64,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8888")]
     listen: String,
@@ -80,14 +87,21 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
             .await
             .with_context(|| format!("cannot listen on {}", args.listen))?;
         let address = listener.local_addr()?;
-        println!(
-            "topoalign extender: {} nodes, listening on http://{address}",
-            cluster.len()
-        );
+        let shared = Arc::new(Mutex::new(cluster));
+        if args.nrt_from_cluster {
+            let source = topoalign_nrt_publisher::Publisher::connect().await?;
+            tokio::spawn(poll_cluster(
+                source,
+                shared.clone(),
+                Duration::from_secs(args.nrt_poll.max(1)),
+            ));
+        }
+        let nodes = shared.lock().map(|c| c.len()).unwrap_or_default();
+        println!("topoalign extender: {nodes} nodes, listening on http://{address}");
         let shutdown = async {
             tokio::signal::ctrl_c().await.ok();
         };
-        server::serve(listener, Arc::new(Mutex::new(cluster)), shutdown)
+        server::serve(listener, shared, shutdown)
             .await
             .context("the server failed")
     })?;
@@ -95,8 +109,10 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
 }
 
 fn load(args: &Args, config: ExtenderConfig) -> anyhow::Result<Cluster> {
-    if args.fleet.is_none() && args.nrt.is_empty() {
-        anyhow::bail!("give --fleet FILE and/or --nrt FILE: the extender needs nodes to answer for");
+    if args.fleet.is_none() && args.nrt.is_empty() && !args.nrt_from_cluster {
+        anyhow::bail!(
+            "give --fleet FILE, --nrt FILE and/or --nrt-from-cluster: the extender needs nodes to answer for"
+        );
     }
     let mut cluster = match &args.fleet {
         Some(path) => {
@@ -120,4 +136,24 @@ fn load(args: &Args, config: ExtenderConfig) -> anyhow::Result<Cluster> {
         }
     }
     Ok(cluster)
+}
+
+/// Reads every NRT object from the API server, again and again, into the
+/// cluster; errors are reported and the next round tries again.
+async fn poll_cluster(source: topoalign_nrt_publisher::Publisher, cluster: Arc<Mutex<Cluster>>, every: Duration) {
+    loop {
+        match source.list().await {
+            Ok(objects) => {
+                if let Ok(mut cluster) = cluster.lock() {
+                    for object in &objects {
+                        if let Err(error) = cluster.apply_nrt(object, Instant::now()) {
+                            eprintln!("topoalign extender: {error}");
+                        }
+                    }
+                }
+            }
+            Err(error) => eprintln!("topoalign extender: cannot list NodeResourceTopology objects: {error}"),
+        }
+        tokio::time::sleep(every).await;
+    }
 }
