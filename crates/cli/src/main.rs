@@ -46,6 +46,10 @@ enum Command {
     /// Place a workload over a fleet under each policy with three
     /// schedulers (topology-unaware, NRT-approximate, exact) and compare.
     Simulate(commands::simulate::Args),
+    /// Serve the kube-scheduler extender API with the engine's answers.
+    Extender(commands::extender::Args),
+    /// Write nodes' NodeResourceTopology (v1alpha2) objects.
+    Nrt(commands::nrt::Args),
 }
 
 /// How a command ended, mapped to the exit status.
@@ -68,6 +72,8 @@ fn main() -> ExitCode {
         Command::Agent(args) => commands::agent::run(&args),
         Command::Run(args) => commands::run::run(&args),
         Command::Simulate(args) => commands::simulate::run(&args),
+        Command::Extender(args) => commands::extender::run(&args),
+        Command::Nrt(args) => commands::nrt::run(&args),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,

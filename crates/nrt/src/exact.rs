@@ -343,3 +343,45 @@ pub fn restore_from(spec: &NodeSpec, records: &[PodRecord]) -> Result<Restored, 
     }
     Ok(Restored { node, pods, fidelity })
 }
+
+/// The node a scenario leaves behind: its machine and kubelet blocks, and
+/// the engine node after all its events (adds and deletes, as `topoalign
+/// replay` plays them).
+///
+/// # Errors
+/// A message naming the malformed part, or the kubelet's start-up refusal.
+pub fn scenario_node(scenario: &topoalign_scenario::Scenario) -> Result<(NodeSpec, Node), String> {
+    let spec = NodeSpec {
+        topology: scenario.topology.clone(),
+        kubelet: scenario.kubelet.clone(),
+    };
+    let mut node = start_node(&spec).map_err(|e| e.to_string())?;
+    let mut added: Vec<(String, String)> = Vec::new();
+    for (index, event) in scenario.events.iter().enumerate() {
+        match (&event.add, &event.delete) {
+            (Some(manifest), None) => {
+                let pod = topoalign_k8s::pod_from_value(manifest, &format!("topoalign-event-{index}"))
+                    .map_err(|e| format!("events[{index}].add: {}: {}", e.path(), e.message()))?;
+                added.push((pod.key(), pod.uid.clone()));
+                node.admit(pod);
+            }
+            (None, Some(key)) => {
+                let key = if key.contains('/') {
+                    key.clone()
+                } else {
+                    format!("default/{key}")
+                };
+                if let Some(position) = added.iter().rposition(|(k, _)| *k == key) {
+                    let (_, uid) = added.remove(position);
+                    node.remove(&uid);
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "events[{index}]: an event has exactly one of `add` or `delete`"
+                ));
+            }
+        }
+    }
+    Ok((spec, node))
+}

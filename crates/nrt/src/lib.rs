@@ -11,11 +11,13 @@
 mod build;
 pub mod exact;
 pub mod object;
+pub mod schema;
 mod zones;
 
 pub use build::{BuildOptions, POLICY_ATTRIBUTE, SCOPE_ATTRIBUTE, build, legacy_policy};
 pub use exact::{
-    Fidelity, NodeSpec, PodRecord, RestoreError, Restored, restore, restore_from, start_node, topology_spec,
+    Fidelity, NodeSpec, PodRecord, RestoreError, Restored, restore, restore_from, scenario_node, start_node,
+    topology_spec,
 };
 pub use object::{
     AttributeInfo, CostInfo, NodeResourceTopology, ObjectMeta, ResourceInfo, Zone, numa_of_zone, zone_name,

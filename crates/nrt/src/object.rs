@@ -105,3 +105,38 @@ pub fn zone_name(numa: usize) -> String {
 pub fn numa_of_zone(name: &str) -> Option<usize> {
     name.strip_prefix("node-")?.parse().ok()
 }
+
+/// Reads NodeResourceTopology objects from text: a JSON object, a JSON
+/// list (or a `List` with `items`), or YAML documents.
+///
+/// # Errors
+/// The first document that is not an object of this shape.
+pub fn parse_objects(text: &str) -> Result<Vec<NodeResourceTopology>, String> {
+    let trimmed = text.trim_start();
+    let values: Vec<serde_json::Value> = if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        match serde_json::from_str(text).map_err(|e| format!("JSON: {e}"))? {
+            serde_json::Value::Array(items) => items,
+            other => vec![other],
+        }
+    } else {
+        let mut values = Vec::new();
+        for document in serde_yaml_ng::Deserializer::from_str(text) {
+            let value = serde_json::Value::deserialize(document).map_err(|e| format!("YAML: {e}"))?;
+            if !value.is_null() {
+                values.push(value);
+            }
+        }
+        values
+    };
+    let mut objects = Vec::new();
+    for value in values {
+        let items = match value.get("items").and_then(|i| i.as_array()) {
+            Some(items) => items.clone(),
+            None => vec![value],
+        };
+        for item in items {
+            objects.push(serde_json::from_value(item).map_err(|e| e.to_string())?);
+        }
+    }
+    Ok(objects)
+}

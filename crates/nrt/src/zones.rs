@@ -11,9 +11,11 @@
 //!   the exclusive CPUs assigned on `n`. (Shared-pool pods take no CPU
 //!   from a zone, as in the resource-topology-exporter.)
 //! - `memory` and each non-empty `hugepages-<size>` pool: the memory
-//!   manager's table (total, allocatable, free) under its Static policy;
-//!   under `None`, which keeps no table, capacity = allocatable = available
-//!   = what the NUMA node has.
+//!   manager's table (total, allocatable, free) under its Static policy —
+//!   regular memory's total is the NUMA node's memory, its allocatable
+//!   leaves out the reservation and the huge page pools; under `None`, which
+//!   keeps no table, capacity = the NUMA node's memory and allocatable =
+//!   available = that minus the huge page pools.
 //! - each device resource: the devices whose affinity includes `n`
 //!   (a device attached to several NUMA nodes counts in each); available =
 //!   those not in use. Devices without affinity belong to no zone.
@@ -108,7 +110,7 @@ pub fn zone_usage(node: &Node) -> Vec<ZoneUsage> {
                     resources.insert(
                         "memory".to_string(),
                         Amounts {
-                            capacity: regular,
+                            capacity: bytes(numa.memory),
                             allocatable: regular,
                             available: regular,
                         },

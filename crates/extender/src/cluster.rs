@@ -1,0 +1,528 @@
+//! The extender's picture of the cluster and its three verbs.
+//!
+//! Each known node is an engine [`Node`] in the node's exact state: from the
+//! fleet file (`--fleet`: empty nodes) or rebuilt from the node's
+//! NodeResourceTopology object and its topoalign exact-state attributes
+//! ([`topoalign_nrt::restore`]), plus the pods this extender *assumed* onto
+//! it but the node has not reported yet.
+//!
+//! - `filter`: each candidate node admits the pod, or not, exactly as its
+//!   kubelet would (the engine on a copy of its state); a refusal is
+//!   reported with its one-line summary, under `FailedAndUnresolvableNodes`
+//!   when even an empty node of that shape would refuse (preempting pods
+//!   cannot help). Nodes the extender does not know pass through.
+//! - `prioritize`: the [`Strategy`] score of the placement the engine made.
+//!   With `assume_on_prioritize`, the pod is assumed on the best-scored node
+//!   (the scheduler's own choice is not sent to extenders that do not
+//!   bind); `bind` records the scheduler's actual choice.
+//! - An assumed pod holds its resources until the node's NRT object lists it
+//!   or `assume_timeout` passes.
+//!
+//! Speed: nodes in the same state — the same machine and configuration and
+//! the same pods, in the same order — give the same answer, so answers are
+//! cached by (state key, pod shape) and a call evaluates the engine once per
+//! distinct state, spread over worker threads.
+//!
+//! Owns: node states, assumptions, the answer cache. No I/O: time comes in
+//! as an argument.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::time::{Duration, Instant};
+
+use topoalign_engine::{Decision, Node};
+use topoalign_model::Pod;
+use topoalign_nrt::{Fidelity, NodeResourceTopology};
+
+use crate::scoring::{Scores, Strategy, score};
+
+/// How the extender behaves.
+#[derive(Clone, Debug)]
+pub struct ExtenderConfig {
+    pub strategy: Strategy,
+    /// How long an assumed pod holds its resources without the node
+    /// reporting it.
+    pub assume_timeout: Duration,
+    /// Assume the pod on the best-scored node at `prioritize`.
+    pub assume_on_prioritize: bool,
+    /// Worker threads for engine evaluations.
+    pub threads: usize,
+}
+
+impl Default for ExtenderConfig {
+    fn default() -> Self {
+        ExtenderConfig {
+            strategy: Strategy::LeastAllocated,
+            assume_timeout: Duration::from_secs(30),
+            assume_on_prioritize: true,
+            threads: 1,
+        }
+    }
+}
+
+/// The engine's answer for one pod shape on one node state.
+#[derive(Clone, Debug)]
+struct Trial {
+    admitted: bool,
+    summary: String,
+    scores: Scores,
+}
+
+struct KnownNode {
+    node: Node,
+    spec_key: u64,
+    state_key: u64,
+    /// How the state was obtained from an NRT object.
+    fidelity: Fidelity,
+}
+
+struct Assumption {
+    node: String,
+    pod: Pod,
+    since: Instant,
+}
+
+/// What `filter` decided.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FilterOutcome {
+    /// Candidates that pass, in request order (unknown nodes included).
+    pub passed: Vec<String>,
+    pub failed: BTreeMap<String, String>,
+    pub unresolvable: BTreeMap<String, String>,
+}
+
+/// Why a pod cannot be evaluated.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClusterError {
+    #[error("invalid pod: {0}")]
+    Pod(String),
+    #[error("invalid NodeResourceTopology {name}: {message}")]
+    Nrt { name: String, message: String },
+}
+
+/// The cluster as the extender sees it.
+pub struct Cluster {
+    config: ExtenderConfig,
+    nodes: HashMap<String, KnownNode>,
+    /// An empty node per spec key, for "would preemption help?".
+    empty: HashMap<u64, Node>,
+    assumed: HashMap<String, Assumption>,
+    /// Pods seen by `filter` / `prioritize`, for `bind` (which sends only
+    /// names): uid → pod and when it was seen.
+    seen: HashMap<String, (Pod, Instant)>,
+    trials: HashMap<(u64, u64), Trial>,
+    empty_trials: HashMap<(u64, u64), bool>,
+}
+
+/// Answers kept before the cache is dropped and rebuilt.
+const TRIAL_CACHE_LIMIT: usize = 500_000;
+
+impl Cluster {
+    /// An empty cluster.
+    pub fn new(config: ExtenderConfig) -> Cluster {
+        Cluster {
+            config,
+            nodes: HashMap::new(),
+            empty: HashMap::new(),
+            assumed: HashMap::new(),
+            seen: HashMap::new(),
+            trials: HashMap::new(),
+            empty_trials: HashMap::new(),
+        }
+    }
+
+    /// A cluster of the fleet file's nodes, all empty, each under its own
+    /// kubelet configuration.
+    ///
+    /// # Errors
+    /// The name of a node shape the kubelet would not start, and why.
+    pub fn from_fleet(fleet: &topoalign_fleet::Fleet, config: ExtenderConfig) -> Result<Cluster, String> {
+        let mut cluster = Cluster::new(config);
+        for (g, group) in fleet.groups.iter().enumerate() {
+            let node = topoalign_nrt::start_node(&group.spec).map_err(|e| format!("{}: {e}", group.name))?;
+            let spec_key = hash(&("fleet", g, &group.name));
+            cluster.empty.insert(spec_key, node.clone());
+            for i in 0..group.count {
+                cluster.nodes.insert(
+                    format!("{}-{i}", group.name),
+                    KnownNode {
+                        node: node.clone(),
+                        spec_key,
+                        state_key: spec_key,
+                        fidelity: Fidelity::Exact,
+                    },
+                );
+            }
+        }
+        Ok(cluster)
+    }
+
+    /// Number of known nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether no node is known.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Takes a node's NRT object: its state is rebuilt from the topoalign
+    /// attributes; assumed pods it now lists are confirmed, the others (not
+    /// expired) are laid on top again. An object without topoalign
+    /// attributes makes the node unknown (passed through).
+    ///
+    /// # Errors
+    /// [`ClusterError::Nrt`] for malformed attributes or a configuration
+    /// the kubelet would not start.
+    pub fn apply_nrt(&mut self, object: &NodeResourceTopology, now: Instant) -> Result<(), ClusterError> {
+        let name = object.metadata.name.clone();
+        let error = |message: String| ClusterError::Nrt {
+            name: name.clone(),
+            message,
+        };
+        let restored = match topoalign_nrt::restore(object) {
+            Ok(restored) => restored,
+            Err(topoalign_nrt::RestoreError::Missing(_)) => {
+                self.nodes.remove(&name);
+                return Ok(());
+            }
+            Err(e) => return Err(error(e.to_string())),
+        };
+        let spec_text = object
+            .attribute(topoalign_nrt::exact::NODE_SPEC_ATTRIBUTE)
+            .unwrap_or_default();
+        let spec_key = hash(&("nrt", spec_text));
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.empty.entry(spec_key) {
+            let spec: topoalign_nrt::NodeSpec = serde_json::from_str(spec_text).map_err(|e| error(e.to_string()))?;
+            slot.insert(topoalign_nrt::start_node(&spec).map_err(|e| error(e.to_string()))?);
+        }
+        // The state without identities: same machine, same pods, same
+        // placements → same key.
+        let anonymous: Vec<_> = topoalign_nrt::exact::pod_records(&restored.node)
+            .into_iter()
+            .map(|mut r| {
+                r.uid.clear();
+                r.name.clear();
+                r.namespace.clear();
+                r
+            })
+            .collect();
+        let state_key = hash(&(spec_key, serde_json::to_string(&anonymous).unwrap_or_default()));
+        let reported: Vec<String> = restored.pods.iter().map(|p| p.uid.clone()).collect();
+        self.nodes.insert(
+            name.clone(),
+            KnownNode {
+                node: restored.node,
+                spec_key,
+                state_key,
+                fidelity: restored.fidelity,
+            },
+        );
+        // Assumptions on this node: confirmed, or laid on top again.
+        let mine: Vec<String> = self
+            .assumed
+            .iter()
+            .filter(|(_, a)| a.node == name)
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        for uid in mine {
+            if reported.contains(&uid) {
+                self.assumed.remove(&uid);
+                continue;
+            }
+            let expired = self
+                .assumed
+                .get(&uid)
+                .is_some_and(|a| now.duration_since(a.since) > self.config.assume_timeout);
+            let pod = self.assumed.get(&uid).map(|a| a.pod.clone());
+            match (expired, pod) {
+                (false, Some(pod)) => {
+                    if let Some(known) = self.nodes.get_mut(&name) {
+                        admit_into(known, pod);
+                    }
+                }
+                _ => {
+                    self.assumed.remove(&uid);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// How faithfully a node's state was rebuilt (`None`: unknown node).
+    pub fn fidelity(&self, node: &str) -> Option<&Fidelity> {
+        self.nodes.get(node).map(|k| &k.fidelity)
+    }
+
+    /// Reads the pod of a request.
+    ///
+    /// # Errors
+    /// [`ClusterError::Pod`] naming the field.
+    pub fn read_pod(manifest: &serde_json::Value) -> Result<Pod, ClusterError> {
+        let uid = manifest
+            .pointer("/metadata/uid")
+            .and_then(|u| u.as_str())
+            .unwrap_or_default()
+            .to_string();
+        let fallback = if uid.is_empty() {
+            "extender-pod".to_string()
+        } else {
+            uid
+        };
+        topoalign_k8s::pod_from_value(manifest, &fallback).map_err(|e| {
+            let path = e.path().to_string();
+            ClusterError::Pod(if path.is_empty() {
+                e.message()
+            } else {
+                format!("{path}: {}", e.message())
+            })
+        })
+    }
+
+    /// `filter`.
+    pub fn filter(&mut self, pod: &Pod, candidates: &[String], now: Instant) -> FilterOutcome {
+        self.expire(now);
+        self.seen.insert(pod.uid.clone(), (pod.clone(), now));
+        let shape = shape_key(pod);
+        self.evaluate(pod, shape, candidates);
+        let mut outcome = FilterOutcome::default();
+        for name in candidates {
+            let Some(known) = self.nodes.get(name) else {
+                outcome.passed.push(name.clone());
+                continue;
+            };
+            let trial = &self.trials[&(known.state_key, shape)];
+            if trial.admitted {
+                outcome.passed.push(name.clone());
+                continue;
+            }
+            let spec_key = known.spec_key;
+            let summary = trial.summary.clone();
+            if self.empty_admits(spec_key, shape, pod) {
+                outcome.failed.insert(name.clone(), summary);
+            } else {
+                outcome
+                    .unresolvable
+                    .insert(name.clone(), format!("{summary} (even on an empty node)"));
+            }
+        }
+        outcome
+    }
+
+    /// `prioritize`: a score per candidate (unknown or refusing nodes: 0).
+    /// With `assume_on_prioritize`, the pod is assumed on the first of the
+    /// best-scored nodes that admit it.
+    pub fn prioritize(&mut self, pod: &Pod, candidates: &[String], now: Instant) -> Vec<(String, i64)> {
+        self.expire(now);
+        self.seen.insert(pod.uid.clone(), (pod.clone(), now));
+        let shape = shape_key(pod);
+        self.evaluate(pod, shape, candidates);
+        let strategy = self.config.strategy;
+        let scores: Vec<(String, i64, bool)> = candidates
+            .iter()
+            .map(|name| match self.nodes.get(name) {
+                None => (name.clone(), 0, false),
+                Some(known) => {
+                    let trial = &self.trials[&(known.state_key, shape)];
+                    let score = if trial.admitted { trial.scores.get(strategy) } else { 0 };
+                    (name.clone(), score, trial.admitted)
+                }
+            })
+            .collect();
+        if self.config.assume_on_prioritize {
+            let best = scores
+                .iter()
+                .filter(|(_, _, admitted)| *admitted)
+                .max_by(|a, b| a.1.cmp(&b.1).then(std::cmp::Ordering::Greater));
+            if let Some((name, _, _)) = best {
+                let name = name.clone();
+                self.assume(pod, &name, now);
+            }
+        }
+        scores.into_iter().map(|(name, score, _)| (name, score)).collect()
+    }
+
+    /// `bind`: the scheduler chose `node` for the pod `uid` (seen by an
+    /// earlier `filter` or `prioritize`).
+    ///
+    /// # Errors
+    /// A message when the pod was never seen.
+    pub fn bind(&mut self, uid: &str, node: &str, now: Instant) -> Result<(), String> {
+        self.expire(now);
+        let Some((pod, _)) = self.seen.get(uid).cloned() else {
+            return Err(format!("pod {uid} was not seen by filter or prioritize"));
+        };
+        self.assume(&pod, node, now);
+        Ok(())
+    }
+
+    /// Assumes `pod` on `node` (moving it if it was assumed elsewhere).
+    pub fn assume(&mut self, pod: &Pod, node: &str, now: Instant) {
+        if let Some(previous) = self.assumed.get(&pod.uid) {
+            if previous.node == node {
+                return;
+            }
+            self.unassume(&pod.uid);
+        }
+        let Some(known) = self.nodes.get_mut(node) else {
+            return;
+        };
+        if admit_into(known, pod.clone()) {
+            self.assumed.insert(
+                pod.uid.clone(),
+                Assumption {
+                    node: node.to_string(),
+                    pod: pod.clone(),
+                    since: now,
+                },
+            );
+        }
+    }
+
+    /// The pods assumed and not yet confirmed or expired: uid → node.
+    pub fn assumptions(&self) -> BTreeMap<String, String> {
+        self.assumed
+            .iter()
+            .map(|(uid, a)| (uid.clone(), a.node.clone()))
+            .collect()
+    }
+
+    fn unassume(&mut self, uid: &str) {
+        let Some(assumption) = self.assumed.remove(uid) else {
+            return;
+        };
+        if let Some(known) = self.nodes.get_mut(&assumption.node)
+            && let Some(position) = known.node.pods().iter().position(|p| p.uid == uid)
+        {
+            known.node.remove(uid);
+            known.state_key = hash(&(known.state_key, "remove", position));
+        }
+    }
+
+    /// Drops assumptions older than the timeout, and pods seen long ago.
+    fn expire(&mut self, now: Instant) {
+        let timeout = self.config.assume_timeout;
+        let expired: Vec<String> = self
+            .assumed
+            .iter()
+            .filter(|(_, a)| now.duration_since(a.since) > timeout)
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        for uid in expired {
+            self.unassume(&uid);
+        }
+        let assumed = &self.assumed;
+        self.seen.retain(|uid, (_, at)| {
+            assumed.contains_key(uid) || now.duration_since(*at) <= timeout.max(Duration::from_secs(60))
+        });
+    }
+
+    /// Fills the answer cache for every distinct state among `candidates`.
+    fn evaluate(&mut self, pod: &Pod, shape: u64, candidates: &[String]) {
+        if self.trials.len() > TRIAL_CACHE_LIMIT {
+            self.trials.clear();
+        }
+        let mut missing: Vec<(u64, &Node)> = Vec::new();
+        let mut queued: std::collections::HashSet<u64> = std::collections::HashSet::new();
+        for name in candidates {
+            if let Some(known) = self.nodes.get(name)
+                && !self.trials.contains_key(&(known.state_key, shape))
+                && queued.insert(known.state_key)
+            {
+                missing.push((known.state_key, &known.node));
+            }
+        }
+        if missing.is_empty() {
+            return;
+        }
+        let threads = self.config.threads.max(1).min(missing.len());
+        let chunk = missing.len().div_ceil(threads);
+        let results: Vec<(u64, Trial)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = missing
+                .chunks(chunk)
+                .map(|part| {
+                    scope.spawn(move || {
+                        part.iter()
+                            .map(|&(key, node)| (key, trial(node, pod)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+        });
+        for (key, result) in results {
+            self.trials.insert((key, shape), result);
+        }
+    }
+
+    fn empty_admits(&mut self, spec_key: u64, shape: u64, pod: &Pod) -> bool {
+        if let Some(&known) = self.empty_trials.get(&(spec_key, shape)) {
+            return known;
+        }
+        let admits = self.empty.get(&spec_key).is_some_and(|node| trial(node, pod).admitted);
+        self.empty_trials.insert((spec_key, shape), admits);
+        admits
+    }
+}
+
+/// Admits `pod` into a known node for real, keeping its state key.
+fn admit_into(known: &mut KnownNode, pod: Pod) -> bool {
+    let shape = shape_key(&pod);
+    if known.node.admit(pod).admitted() {
+        known.state_key = hash(&(known.state_key, "add", shape));
+        true
+    } else {
+        false
+    }
+}
+
+fn trial(node: &Node, pod: &Pod) -> Trial {
+    let mut copy = node.clone();
+    let decision = copy.admit(pod.clone());
+    match &decision.rejection {
+        Some(_) => Trial {
+            admitted: false,
+            summary: summary(&decision),
+            scores: Scores::default(),
+        },
+        None => Trial {
+            admitted: true,
+            summary: String::new(),
+            scores: score(&copy, &decision, pod),
+        },
+    }
+}
+
+/// The one-line summary of a refusal: the kubelet's reason and message,
+/// and for a topology refusal the policy that made it.
+pub fn summary(decision: &Decision) -> String {
+    let Some(rejection) = &decision.rejection else {
+        return "admitted".to_string();
+    };
+    match rejection.stage {
+        topoalign_engine::RejectionStage::TopologyPolicy => format!(
+            "{}: {} (topology manager policy {}, scope {})",
+            rejection.reason,
+            rejection.message,
+            decision.explanation.policy.as_str(),
+            decision.explanation.scope.as_str()
+        ),
+        _ => format!("{}: {}", rejection.reason, rejection.message),
+    }
+}
+
+/// Pods with equal resources get equal answers: the key ignores identity.
+fn shape_key(pod: &Pod) -> u64 {
+    hash(&format!(
+        "{:?}|{:?}|{:?}|{:?}",
+        pod.qos, pod.init_containers, pod.containers, pod.overhead
+    ))
+}
+
+fn hash<T: Hash>(value: &T) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    value.hash(&mut hasher);
+    hasher.finish()
+}

@@ -1,0 +1,18 @@
+//! `topoalign extender`: a kube-scheduler extender that filters and scores
+//! nodes with topoalign's engine — the same code as the node — so that a
+//! pod the scheduler binds is a pod the node's kubelet admits.
+//!
+//! Code map:
+//! - [`api`]: the `k8s.io/kube-scheduler/extender/v1` wire types;
+//! - [`cluster`]: node states (fleet file or NRT objects), assumed pods,
+//!   `filter` / `prioritize` / `bind`, the answer cache;
+//! - [`scoring`]: the four NUMA-zone-level scoring strategies;
+//! - [`server`]: the HTTP routes (axum).
+
+pub mod api;
+pub mod cluster;
+pub mod scoring;
+pub mod server;
+
+pub use cluster::{Cluster, ClusterError, ExtenderConfig, FilterOutcome};
+pub use scoring::Strategy;

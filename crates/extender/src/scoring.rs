@@ -1,0 +1,141 @@
+//! Node scores for `prioritize`, 0–10 (`MaxExtenderPriority`), at NUMA-zone
+//! level, from the engine's actual placement of the pod on a copy of the
+//! node — not, as the NodeResourceTopologyMatch plugin must, from a guess
+//! of which zones the kubelet would pick.
+//!
+//! The zones a pod *uses* are the NUMA nodes of its exclusive CPUs, its
+//! pinned memory and its devices; a pod that gets none of those (shared
+//! pool, unpinned memory) uses every zone. Over the used zones, for each
+//! resource the pod requests that the zones account (cpu, memory, huge
+//! pages, devices), `free = available / allocatable` after the placement:
+//! - `LeastAllocated`: 10 × mean free share (spread);
+//! - `MostAllocated`: 10 × (1 − mean free share) (pack);
+//! - `BalancedAllocation`: 10 × (1 − standard deviation of the used
+//!   shares) (resources used evenly);
+//! - `LeastNUMANodes`: 10 × (N − k + 1) / N for a pod spanning k of the
+//!   node's N NUMA nodes (10 when it needs no zone at all).
+//!
+//! Owns: these formulas. Must not touch: the decision itself.
+
+use std::collections::BTreeSet;
+
+use topoalign_engine::{Decision, Node};
+use topoalign_model::Pod;
+
+use crate::api::MAX_EXTENDER_PRIORITY;
+
+/// How `prioritize` ranks nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    LeastAllocated,
+    MostAllocated,
+    BalancedAllocation,
+    LeastNumaNodes,
+}
+
+impl Strategy {
+    pub const ALL: [Strategy; 4] = [
+        Strategy::LeastAllocated,
+        Strategy::MostAllocated,
+        Strategy::BalancedAllocation,
+        Strategy::LeastNumaNodes,
+    ];
+
+    /// The name used on the command line and in scheduler-plugins.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::LeastAllocated => "LeastAllocated",
+            Strategy::MostAllocated => "MostAllocated",
+            Strategy::BalancedAllocation => "BalancedAllocation",
+            Strategy::LeastNumaNodes => "LeastNUMANodes",
+        }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            Strategy::LeastAllocated => 0,
+            Strategy::MostAllocated => 1,
+            Strategy::BalancedAllocation => 2,
+            Strategy::LeastNumaNodes => 3,
+        }
+    }
+}
+
+/// The scores of one placement under every strategy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Scores([i64; 4]);
+
+impl Scores {
+    pub fn get(self, strategy: Strategy) -> i64 {
+        self.0[strategy.index()]
+    }
+}
+
+/// Scores `pod` as placed by `decision` on `after` (the node with the pod
+/// admitted).
+pub fn score(after: &Node, decision: &Decision, pod: &Pod) -> Scores {
+    let machine = after.machine();
+    let mut used: BTreeSet<usize> = BTreeSet::new();
+    for container in &decision.containers {
+        if let Some(cpus) = &container.cpus {
+            used.extend(cpus.iter().filter_map(|cpu| machine.cpu(cpu)).map(|c| c.numa));
+        }
+        used.extend(container.memory_numa.iter().flatten().copied());
+        for (resource, ids) in &container.devices {
+            let devices = machine.devices().get(resource).map(Vec::as_slice).unwrap_or_default();
+            for id in ids {
+                if let Some(device) = devices.iter().find(|d| &d.id == id) {
+                    used.extend(device.numa.iter().copied());
+                }
+            }
+        }
+    }
+    let zones = topoalign_nrt::zone_usage(after);
+    let in_use: Vec<&topoalign_nrt::ZoneUsage> = zones
+        .iter()
+        .filter(|z| used.is_empty() || used.contains(&z.numa))
+        .collect();
+    let requested = topoalign_engine::fit::pod_request_totals(pod);
+    let mut names: Vec<&str> = requested
+        .iter()
+        .filter(|(_, q)| q.milli() > 0)
+        .map(|(r, _)| r.as_str())
+        .filter(|r| in_use.iter().any(|z| z.resources.contains_key(*r)))
+        .collect();
+    if names.is_empty() {
+        names = vec!["cpu", "memory"];
+    }
+    let free: Vec<f64> = names
+        .iter()
+        .map(|r| {
+            let (available, allocatable) = in_use.iter().fold((0.0, 0.0), |(a, t), z| {
+                let amounts = z.resources.get(*r).copied().unwrap_or_default();
+                (
+                    a + amounts.available.milli() as f64,
+                    t + amounts.allocatable.milli() as f64,
+                )
+            });
+            if allocatable > 0.0 {
+                (available / allocatable).clamp(0.0, 1.0)
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let mean = free.iter().sum::<f64>() / free.len() as f64;
+    let variance = free.iter().map(|f| (f - mean).powi(2)).sum::<f64>() / free.len() as f64;
+    let max = MAX_EXTENDER_PRIORITY as f64;
+    let numa_count = machine.numa_nodes().len().max(1) as f64;
+    let least_numa = if used.is_empty() {
+        max
+    } else {
+        max * (numa_count - used.len() as f64 + 1.0) / numa_count
+    };
+    let round = |x: f64| (x.round() as i64).clamp(0, MAX_EXTENDER_PRIORITY);
+    Scores([
+        round(max * mean),
+        round(max * (1.0 - mean)),
+        round(max * (1.0 - variance.sqrt())),
+        round(least_numa),
+    ])
+}

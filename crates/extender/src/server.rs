@@ -1,0 +1,130 @@
+//! The HTTP side: `POST /filter`, `/prioritize`, `/bind` with the
+//! extender v1 JSON bodies, `GET /healthz`. Each request locks the cluster
+//! for its duration (the scheduler calls an extender one pod at a time).
+//!
+//! Both `nodeCacheCapable` settings are served by every verb: a request
+//! with `NodeNames` gets `NodeNames` back; one with a `Nodes` list gets the
+//! same list back, filtered, objects untouched.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::extract::{DefaultBodyLimit, State};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+
+use crate::api::{
+    ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult, HostPriority, filter_node_list,
+    node_list_names,
+};
+use crate::cluster::Cluster;
+
+/// Shared state of the handlers.
+pub type Shared = Arc<Mutex<Cluster>>;
+
+/// Largest request body accepted: a `NodeList` of thousands of full Node
+/// objects runs to tens of megabytes.
+const BODY_LIMIT: usize = 512 << 20;
+
+/// The extender's routes.
+pub fn router(cluster: Shared) -> Router {
+    Router::new()
+        .route("/filter", post(filter))
+        .route("/prioritize", post(prioritize))
+        .route("/bind", post(bind))
+        .route("/healthz", get(healthz))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(cluster)
+}
+
+/// Serves on `listener` until `shutdown` completes.
+///
+/// # Errors
+/// The listener's I/O error.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    cluster: Shared,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(cluster))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// The candidates of a request, and whether they came as names.
+fn candidates(args: &ExtenderArgs) -> (Vec<String>, bool) {
+    match (&args.node_names, &args.nodes) {
+        (Some(names), _) => (names.clone(), true),
+        (None, Some(list)) => (node_list_names(list), false),
+        (None, None) => (Vec::new(), true),
+    }
+}
+
+async fn filter(State(cluster): State<Shared>, Json(args): Json<ExtenderArgs>) -> Json<ExtenderFilterResult> {
+    let (names, by_name) = candidates(&args);
+    let answer = |error: String| ExtenderFilterResult {
+        error,
+        ..ExtenderFilterResult::default()
+    };
+    let Some(manifest) = &args.pod else {
+        return Json(answer("no Pod in the request".into()));
+    };
+    let pod = match Cluster::read_pod(manifest) {
+        Ok(pod) => pod,
+        Err(e) => return Json(answer(e.to_string())),
+    };
+    let outcome = match cluster.lock() {
+        Ok(mut cluster) => cluster.filter(&pod, &names, Instant::now()),
+        Err(_) => return Json(answer("internal: state lock poisoned".into())),
+    };
+    let mut result = ExtenderFilterResult {
+        failed_nodes: outcome.failed,
+        failed_and_unresolvable_nodes: outcome.unresolvable,
+        ..ExtenderFilterResult::default()
+    };
+    if by_name {
+        result.node_names = Some(outcome.passed);
+    } else if let Some(list) = &args.nodes {
+        let passed: std::collections::HashSet<&str> = outcome.passed.iter().map(String::as_str).collect();
+        result.nodes = Some(filter_node_list(list, |name| passed.contains(name)));
+    }
+    Json(result)
+}
+
+async fn prioritize(State(cluster): State<Shared>, Json(args): Json<ExtenderArgs>) -> Json<Vec<HostPriority>> {
+    let (names, _) = candidates(&args);
+    let pod = args.pod.as_ref().and_then(|m| Cluster::read_pod(m).ok());
+    let scores = match (pod, cluster.lock()) {
+        (Some(pod), Ok(mut cluster)) => cluster.prioritize(&pod, &names, Instant::now()),
+        // Without a readable pod every node scores the same.
+        _ => names.iter().map(|n| (n.clone(), 0)).collect(),
+    };
+    Json(
+        scores
+            .into_iter()
+            .map(|(host, score)| HostPriority { host, score })
+            .collect(),
+    )
+}
+
+async fn bind(State(cluster): State<Shared>, Json(args): Json<ExtenderBindingArgs>) -> Json<ExtenderBindingResult> {
+    let error = match cluster.lock() {
+        Ok(mut cluster) => cluster
+            .bind(&args.pod_uid, &args.node, Instant::now())
+            .err()
+            .unwrap_or_default(),
+        Err(_) => "internal: state lock poisoned".into(),
+    };
+    Json(ExtenderBindingResult { error })
+}
+
+async fn healthz(State(cluster): State<Shared>) -> String {
+    match cluster.lock() {
+        Ok(cluster) => format!(
+            "ok: {} nodes, {} assumed pods\n",
+            cluster.len(),
+            cluster.assumptions().len()
+        ),
+        Err(_) => "state lock poisoned\n".into(),
+    }
+}

@@ -1,0 +1,168 @@
+//! The extender's cluster model without HTTP: assumptions and their
+//! timeout, NRT objects as the source of state, the scoring strategies.
+
+#![allow(clippy::unwrap_used)] // a panic is how a test reports failure
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use topoalign_extender::{Cluster, ExtenderConfig, Strategy};
+use topoalign_model::Pod;
+
+fn spec() -> topoalign_nrt::NodeSpec {
+    let cpus: Vec<Value> = (0..16)
+        .map(|id| {
+            let core = id % 8;
+            json!({"id": id, "core": core, "socket": core / 4, "numa": core / 4})
+        })
+        .collect();
+    serde_json::from_value(json!({
+        "topology": {
+            "numaNodes": [{"id": 0, "memory": "16Gi"}, {"id": 1, "memory": "16Gi"}],
+            "cpus": cpus,
+            "devices": {"nvidia.com/gpu": [{"id": "gpu0", "numa": [1]}]}
+        },
+        "kubelet": {"topologyManagerPolicy": "single-numa-node", "cpuManagerPolicy": "static", "reservedSystemCPUs": "0"}
+    }))
+    .unwrap()
+}
+
+fn fleet(count: u32) -> topoalign_fleet::Fleet {
+    let spec = spec();
+    let text = json!({"nodes": [{"name": "gpu", "count": count, "topology": spec.topology, "kubelet": spec.kubelet}]});
+    topoalign_fleet::Fleet::parse(&text.to_string(), |_| Err("no files".into())).unwrap()
+}
+
+fn pod(name: &str, cpu: &str, gpus: u32) -> Pod {
+    let mut limits = json!({"cpu": cpu, "memory": "2Gi"});
+    if gpus > 0 {
+        limits["nvidia.com/gpu"] = json!(gpus.to_string());
+    }
+    let manifest = json!({"metadata": {"name": name, "uid": format!("uid-{name}")},
+        "spec": {"containers": [{"name": "app", "resources": {"limits": limits}}]}});
+    Cluster::read_pod(&manifest).unwrap()
+}
+
+fn names(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn an_assumed_pod_holds_its_resources_until_the_timeout() {
+    let config = ExtenderConfig {
+        assume_timeout: Duration::from_secs(30),
+        ..ExtenderConfig::default()
+    };
+    let mut cluster = Cluster::from_fleet(&fleet(2), config).unwrap();
+    let t0 = Instant::now();
+    cluster.assume(&pod("a", "4", 1), "gpu-0", t0);
+    let candidates = names(&["gpu-0", "gpu-1"]);
+    let during = cluster.filter(&pod("b", "4", 1), &candidates, t0 + Duration::from_secs(29));
+    assert_eq!(during.passed, ["gpu-1"]);
+    let after = cluster.filter(&pod("b", "4", 1), &candidates, t0 + Duration::from_secs(31));
+    assert_eq!(after.passed, ["gpu-0", "gpu-1"]);
+    assert!(cluster.assumptions().is_empty());
+}
+
+#[test]
+fn nrt_objects_carry_the_exact_state_and_confirm_assumptions() {
+    let spec = spec();
+    let mut node = topoalign_nrt::start_node(&spec).unwrap();
+    assert!(node.admit(pod("running", "4", 1)).admitted());
+    let options = topoalign_nrt::BuildOptions {
+        exact_state: Some(&spec),
+    };
+    let t0 = Instant::now();
+    let mut cluster = Cluster::new(ExtenderConfig::default());
+    cluster
+        .apply_nrt(&topoalign_nrt::build("worker-1", &node, options), t0)
+        .unwrap();
+    assert_eq!(cluster.fidelity("worker-1"), Some(&topoalign_nrt::Fidelity::Exact));
+    // The node's GPU is in use: a GPU pod does not fit; a CPU pod does.
+    let candidates = names(&["worker-1", "unknown"]);
+    assert_eq!(cluster.filter(&pod("g", "2", 1), &candidates, t0).passed, ["unknown"]);
+    assert_eq!(
+        cluster.filter(&pod("c", "2", 0), &candidates, t0).passed,
+        ["worker-1", "unknown"]
+    );
+
+    // Assume a pod the node has not reported yet (all 7 free CPUs of NUMA
+    // 0): a newer NRT object without it keeps the reservation, one with it
+    // confirms it; either way a 5-CPU pod no longer fits.
+    assert!(
+        cluster
+            .filter(&pod("five", "5", 0), &candidates, t0)
+            .passed
+            .contains(&"worker-1".to_string())
+    );
+    let assumed = pod("next", "7", 0);
+    cluster.assume(&assumed, "worker-1", t0);
+    cluster
+        .apply_nrt(&topoalign_nrt::build("worker-1", &node, options), t0)
+        .unwrap();
+    assert_eq!(
+        cluster.assumptions().get("uid-next").map(String::as_str),
+        Some("worker-1")
+    );
+    assert!(
+        !cluster
+            .filter(&pod("five", "5", 0), &candidates, t0)
+            .passed
+            .contains(&"worker-1".to_string())
+    );
+    assert!(node.admit(assumed).admitted());
+    cluster
+        .apply_nrt(&topoalign_nrt::build("worker-1", &node, options), t0)
+        .unwrap();
+    assert!(cluster.assumptions().is_empty());
+    assert!(
+        !cluster
+            .filter(&pod("five", "5", 0), &candidates, t0)
+            .passed
+            .contains(&"worker-1".to_string())
+    );
+
+    // An NRT object from another exporter (no topoalign attributes): the
+    // node is unknown and passes through.
+    let plain = topoalign_nrt::build("worker-1", &node, topoalign_nrt::BuildOptions { exact_state: None });
+    cluster.apply_nrt(&plain, t0).unwrap();
+    assert_eq!(cluster.fidelity("worker-1"), None);
+    assert_eq!(
+        cluster.filter(&pod("g", "2", 1), &candidates, t0).passed,
+        ["worker-1", "unknown"]
+    );
+}
+
+#[test]
+fn the_scoring_strategies_rank_a_fuller_and_an_emptier_node() {
+    // gpu-0 holds 6 CPUs on NUMA 0 (reserved CPU 0 leaves 7 there).
+    let score = |strategy: Strategy, pod: &Pod| {
+        let config = ExtenderConfig {
+            strategy,
+            assume_on_prioritize: false,
+            ..ExtenderConfig::default()
+        };
+        let mut cluster = Cluster::from_fleet(&fleet(2), config).unwrap();
+        let now = Instant::now();
+        cluster.assume(&pod_with_cpus(), "gpu-0", now);
+        cluster.prioritize(pod, &names(&["gpu-0", "gpu-1"]), now)
+    };
+    fn pod_with_cpus() -> Pod {
+        pod("holder", "6", 0)
+    }
+    let small = pod("small", "1", 0);
+    let least = score(Strategy::LeastAllocated, &small);
+    let most = score(Strategy::MostAllocated, &small);
+    assert!(least[0].1 < least[1].1, "{least:?}");
+    assert!(most[0].1 > most[1].1, "{most:?}");
+    // One NUMA node used on a two-NUMA machine: the best LeastNUMANodes score.
+    assert_eq!(
+        score(Strategy::LeastNumaNodes, &small),
+        [("gpu-0".to_string(), 10), ("gpu-1".to_string(), 10)]
+    );
+    let balanced = score(Strategy::BalancedAllocation, &small);
+    assert!(balanced.iter().all(|(_, s)| (0..=10).contains(s)), "{balanced:?}");
+    // A node that refuses scores 0.
+    let too_big = score(Strategy::LeastAllocated, &pod("huge", "9", 0));
+    assert_eq!(too_big, [("gpu-0".to_string(), 0), ("gpu-1".to_string(), 0)]);
+}

@@ -1,0 +1,237 @@
+//! Publishing NodeResourceTopology objects to a Kubernetes API server.
+//!
+//! - [`Publisher`]: one object → one server-side apply (`PATCH
+//!   /apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies/<node>`,
+//!   `application/apply-patch+yaml`, field manager `topoalign`, forced),
+//!   which creates the object or updates it — no read-modify-write race
+//!   with other writers of other fields. The client comes from the usual
+//!   places ([`Publisher::connect`]: in-cluster service account, else
+//!   `$KUBECONFIG` / `~/.kube/config`). With a CRD schema
+//!   ([`Publisher::with_schema`]) an object is checked before it is sent.
+//! - [`Throttle`] and [`run`]: the node agent hands over a new object after
+//!   every allocation change; at most one apply goes out per interval, the
+//!   latest object wins, and an object equal to the last one sent is not
+//!   sent again.
+//!
+//! Tested against a local HTTP server playing the API server for this one
+//! resource (`tests/fake_api_server.rs`); see the README for what was not
+//! tried against a real cluster.
+
+use std::time::Duration;
+
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use tokio::time::Instant;
+use topoalign_nrt::NodeResourceTopology;
+use topoalign_nrt::object::{GROUP, KIND, PLURAL, VERSION};
+
+/// The field manager named in every apply.
+pub const FIELD_MANAGER: &str = "topoalign";
+
+/// Why an object was not published.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    #[error("no Kubernetes client configuration: {0}")]
+    Config(String),
+    #[error("the object does not validate against the CRD schema: {}", .0.join("; "))]
+    Invalid(Vec<String>),
+    #[error("the API server refused the apply: {0}")]
+    Api(#[from] kube::Error),
+    #[error("cannot serialize the object: {0}")]
+    Serialize(#[from] serde_json::Error),
+}
+
+/// Applies NRT objects with a client.
+#[derive(Clone)]
+pub struct Publisher {
+    api: Api<DynamicObject>,
+    schema: Option<serde_json::Value>,
+}
+
+impl Publisher {
+    /// A publisher using `client`.
+    pub fn new(client: kube::Client) -> Publisher {
+        let gvk = GroupVersionKind::gvk(GROUP, VERSION, KIND);
+        let resource = ApiResource::from_gvk_with_plural(&gvk, PLURAL);
+        Publisher {
+            api: Api::all_with(client, &resource),
+            schema: None,
+        }
+    }
+
+    /// A publisher with the default client: in-cluster configuration, else
+    /// the kubeconfig.
+    ///
+    /// # Errors
+    /// [`PublishError::Config`] when neither is available.
+    pub async fn connect() -> Result<Publisher, PublishError> {
+        let client = kube::Client::try_default()
+            .await
+            .map_err(|e| PublishError::Config(e.to_string()))?;
+        Ok(Publisher::new(client))
+    }
+
+    /// Checks every object against this `openAPIV3Schema` before sending.
+    #[must_use]
+    pub fn with_schema(mut self, schema: serde_json::Value) -> Publisher {
+        self.schema = Some(schema);
+        self
+    }
+
+    /// Server-side applies `object`; returns the stored object's
+    /// `resourceVersion`.
+    ///
+    /// # Errors
+    /// [`PublishError`] from validation or the API server.
+    pub async fn apply(&self, object: &NodeResourceTopology) -> Result<String, PublishError> {
+        let mut value = serde_json::to_value(object)?;
+        // The API server owns resourceVersion; an apply must not carry one.
+        if let Some(metadata) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+            metadata.remove("resourceVersion");
+        }
+        if let Some(schema) = &self.schema {
+            let problems = topoalign_nrt::schema::validate(schema, &value);
+            if !problems.is_empty() {
+                return Err(PublishError::Invalid(problems));
+            }
+        }
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        let stored = self
+            .api
+            .patch(&object.metadata.name, &params, &Patch::Apply(&value))
+            .await?;
+        Ok(stored.metadata.resource_version.unwrap_or_default())
+    }
+}
+
+impl Publisher {
+    /// Every NodeResourceTopology object the API server holds (for the
+    /// extender, which reads nodes' states from them).
+    ///
+    /// # Errors
+    /// [`PublishError::Api`] from the list call; an object that does not
+    /// parse is [`PublishError::Serialize`].
+    pub async fn list(&self) -> Result<Vec<NodeResourceTopology>, PublishError> {
+        let list = self.api.list(&kube::api::ListParams::default()).await?;
+        list.items
+            .into_iter()
+            .map(|object| {
+                let value = serde_json::to_value(&object)?;
+                Ok(serde_json::from_value(value)?)
+            })
+            .collect()
+    }
+}
+
+/// What to do next with the objects handed to a [`Throttle`].
+#[derive(Debug, PartialEq)]
+pub enum Next {
+    /// Send this object now.
+    Send(Box<NodeResourceTopology>),
+    /// Something is pending; it may go out at this instant.
+    WaitUntil(Instant),
+    /// Nothing to send.
+    Idle,
+}
+
+/// Rate limiting and coalescing: at most one send per `min_interval`, the
+/// latest object wins, an object equal to the last one sent is dropped.
+#[derive(Debug)]
+pub struct Throttle {
+    min_interval: Duration,
+    last_sent: Option<(Instant, NodeResourceTopology)>,
+    last_attempt: Option<Instant>,
+    pending: Option<NodeResourceTopology>,
+}
+
+impl Throttle {
+    pub fn new(min_interval: Duration) -> Throttle {
+        Throttle {
+            min_interval,
+            last_sent: None,
+            last_attempt: None,
+            pending: None,
+        }
+    }
+
+    /// A newer object (replaces any pending one).
+    pub fn offer(&mut self, object: NodeResourceTopology) {
+        self.pending = Some(object);
+    }
+
+    /// What to do at `now`.
+    pub fn next(&mut self, now: Instant) -> Next {
+        let Some(pending) = &self.pending else {
+            return Next::Idle;
+        };
+        if self.last_sent.as_ref().is_some_and(|(_, sent)| sent == pending) {
+            self.pending = None;
+            return Next::Idle;
+        }
+        if let Some(at) = self.last_attempt
+            && now < at + self.min_interval
+        {
+            return Next::WaitUntil(at + self.min_interval);
+        }
+        self.last_attempt = Some(now);
+        match self.pending.take() {
+            Some(object) => Next::Send(Box::new(object)),
+            None => Next::Idle,
+        }
+    }
+
+    /// `object` went out at `now`.
+    pub fn sent(&mut self, object: NodeResourceTopology, now: Instant) {
+        self.last_sent = Some((now, object));
+    }
+
+    /// Sending `object` failed: it is retried after the interval unless a
+    /// newer one arrived meanwhile.
+    pub fn failed(&mut self, object: NodeResourceTopology) {
+        if self.pending.is_none() {
+            self.pending = Some(object);
+        }
+    }
+}
+
+/// Publishes every object that arrives on `updates` (the node agent sends
+/// one after each allocation change), through a [`Throttle`], until the
+/// sender is dropped; then sends what is still pending and returns.
+/// Failures are reported to `on_error` and retried.
+pub async fn run(
+    publisher: Publisher,
+    mut updates: tokio::sync::mpsc::Receiver<NodeResourceTopology>,
+    min_interval: Duration,
+    mut on_error: impl FnMut(&PublishError),
+) {
+    let mut throttle = Throttle::new(min_interval);
+    let mut open = true;
+    loop {
+        match throttle.next(Instant::now()) {
+            Next::Send(object) => match publisher.apply(&object).await {
+                Ok(_) => throttle.sent(*object, Instant::now()),
+                Err(error) => {
+                    on_error(&error);
+                    throttle.failed(*object);
+                    if !open {
+                        return;
+                    }
+                }
+            },
+            Next::WaitUntil(at) if open => {
+                tokio::select! {
+                    update = updates.recv() => match update {
+                        Some(object) => throttle.offer(object),
+                        None => open = false,
+                    },
+                    () = tokio::time::sleep_until(at) => {}
+                }
+            }
+            Next::WaitUntil(at) => tokio::time::sleep_until(at).await,
+            Next::Idle if open => match updates.recv().await {
+                Some(object) => throttle.offer(object),
+                None => open = false,
+            },
+            Next::Idle => return,
+        }
+    }
+}

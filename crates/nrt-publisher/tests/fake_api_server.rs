@@ -1,0 +1,252 @@
+//! The publisher against a local HTTP server playing the Kubernetes API
+//! server for the one resource it writes: it checks what arrives — verb,
+//! path, query, content type, a body valid against the shipped CRD schema —
+//! and stores the object as server-side apply would.
+
+#![allow(clippy::unwrap_used)] // a panic is how a test reports failure
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::routing::any;
+use serde_json::{Value, json};
+use topoalign_nrt::{BuildOptions, NodeResourceTopology, NodeSpec, build, start_node};
+use topoalign_nrt_publisher::{Next, Publisher, Throttle, run};
+
+#[derive(Default)]
+struct ApiServer {
+    requests: Vec<Seen>,
+    stored: BTreeMap<String, Value>,
+    version: u64,
+}
+
+#[derive(Clone, Debug)]
+struct Seen {
+    method: Method,
+    name: String,
+    query: String,
+    content_type: String,
+    problems: Vec<String>,
+}
+
+type Shared = Arc<Mutex<ApiServer>>;
+
+fn crd_schema() -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/noderesourcetopology-crd.yaml");
+    topoalign_nrt::schema::crd_schema(&std::fs::read_to_string(path).unwrap(), "v1alpha2").unwrap()
+}
+
+async fn resource(
+    State(server): State<Shared>,
+    method: Method,
+    Path(name): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> (StatusCode, String) {
+    let content_type = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let object: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let problems = topoalign_nrt::schema::validate(&crd_schema(), &object);
+    let mut server = server.lock().unwrap();
+    server.requests.push(Seen {
+        method: method.clone(),
+        name: name.clone(),
+        query: query.unwrap_or_default(),
+        content_type: content_type.clone(),
+        problems: problems.clone(),
+    });
+    if method != Method::PATCH || content_type != "application/apply-patch+yaml" {
+        return (
+            StatusCode::METHOD_NOT_ALLOWED,
+            json!({"kind": "Status", "code": 405}).to_string(),
+        );
+    }
+    if !problems.is_empty() || object["metadata"]["name"] != name.as_str() {
+        let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Invalid",
+                            "message": problems.join("; "), "code": 422});
+        return (StatusCode::UNPROCESSABLE_ENTITY, status.to_string());
+    }
+    server.version += 1;
+    let mut stored = object;
+    stored["metadata"]["resourceVersion"] = json!(server.version.to_string());
+    server.stored.insert(name, stored.clone());
+    (StatusCode::OK, stored.to_string())
+}
+
+async fn collection(State(server): State<Shared>) -> String {
+    let server = server.lock().unwrap();
+    let items: Vec<&Value> = server.stored.values().collect();
+    json!({"apiVersion": "topology.node.k8s.io/v1alpha2", "kind": "NodeResourceTopologyList",
+           "metadata": {"resourceVersion": server.version.to_string()}, "items": items})
+    .to_string()
+}
+
+async fn start() -> (Shared, kube::Client) {
+    let server: Shared = Arc::default();
+    let app = Router::new()
+        .route(
+            "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies/{name}",
+            any(resource),
+        )
+        .route(
+            "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies",
+            axum::routing::get(collection),
+        )
+        .with_state(server.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.ok() });
+    let config = kube::Config::new(url.parse().unwrap());
+    (server, kube::Client::try_from(config).unwrap())
+}
+
+fn spec() -> NodeSpec {
+    let cpus: Vec<Value> = (0..8)
+        .map(|id| json!({"id": id, "core": id % 4, "socket": 0, "numa": (id % 4) / 2}))
+        .collect();
+    serde_json::from_value(json!({
+        "topology": {"numaNodes": [{"id": 0, "memory": "8Gi"}, {"id": 1, "memory": "8Gi"}], "cpus": cpus},
+        "kubelet": {"topologyManagerPolicy": "single-numa-node", "cpuManagerPolicy": "static", "reservedSystemCPUs": "0"}
+    }))
+    .unwrap()
+}
+
+fn object_with(pods: &[&str]) -> NodeResourceTopology {
+    let spec = spec();
+    let mut node = start_node(&spec).unwrap();
+    for name in pods {
+        let pod = topoalign_k8s::pod_from_value(
+            &json!({"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}}),
+            &format!("uid-{name}"),
+        )
+        .unwrap();
+        assert!(node.admit(pod).admitted());
+    }
+    build(
+        "worker-1",
+        &node,
+        BuildOptions {
+            exact_state: Some(&spec),
+        },
+    )
+}
+
+#[tokio::test]
+async fn an_apply_is_a_forced_server_side_apply_patch_with_a_valid_body() {
+    let (server, client) = start().await;
+    let publisher = Publisher::new(client).with_schema(crd_schema());
+    let version = publisher.apply(&object_with(&["a"])).await.unwrap();
+    assert_eq!(version, "1");
+    let version = publisher.apply(&object_with(&["a", "b"])).await.unwrap();
+    assert_eq!(version, "2");
+    let seen = server.lock().unwrap().requests.clone();
+    assert_eq!(seen.len(), 2);
+    for seen in &seen {
+        assert_eq!(seen.method, Method::PATCH);
+        assert_eq!(seen.name, "worker-1");
+        assert_eq!(seen.content_type, "application/apply-patch+yaml");
+        let mut query: Vec<&str> = seen.query.split('&').filter(|p| !p.is_empty()).collect();
+        query.sort_unstable();
+        assert_eq!(query, ["fieldManager=topoalign", "force=true"]);
+        assert_eq!(seen.problems, Vec::<String>::new());
+    }
+    // What the server holds is the latest object, it lists back (as the
+    // extender reads it), and it rebuilds the node.
+    let listed = publisher.list().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].metadata.resource_version.as_deref(), Some("2"));
+    let rebuilt = topoalign_nrt::restore(&listed[0]).unwrap();
+    assert_eq!(rebuilt.pods.len(), 2);
+    assert_eq!(rebuilt.fidelity, topoalign_nrt::Fidelity::Exact);
+}
+
+#[tokio::test]
+async fn an_invalid_object_is_refused_before_it_is_sent() {
+    let (server, client) = start().await;
+    let publisher = Publisher::new(client.clone()).with_schema(crd_schema());
+    let mut object = object_with(&[]);
+    object.zones[0].resources[0].available = "lots".into();
+    let error = publisher.apply(&object).await.unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("the object does not validate against the CRD schema: zones[0].resources[0].available"),
+        "{error}"
+    );
+    assert!(server.lock().unwrap().requests.is_empty());
+    // Without the local check, the (fake) API server refuses it: 422.
+    let error = Publisher::new(client).apply(&object).await.unwrap_err();
+    assert!(
+        error.to_string().starts_with("the API server refused the apply"),
+        "{error}"
+    );
+    let server = server.lock().unwrap();
+    assert_eq!(server.requests.len(), 1);
+    assert!(!server.requests[0].problems.is_empty());
+    assert!(server.stored.is_empty());
+}
+
+#[tokio::test]
+async fn rapid_updates_are_coalesced_and_rate_limited() {
+    let (server, client) = start().await;
+    let (updates, receiver) = tokio::sync::mpsc::channel(64);
+    let publisher = Publisher::new(client).with_schema(crd_schema());
+    let task = tokio::spawn(run(publisher, receiver, Duration::from_millis(300), |e| panic!("{e}")));
+    // Ten allocation changes in a burst, then the same object again.
+    let names = ["p0", "p1", "p2", "p3", "p4", "p5"];
+    for n in 1..=names.len() {
+        updates.send(object_with(&names[..n])).await.unwrap();
+    }
+    updates.send(object_with(&names)).await.unwrap();
+    drop(updates);
+    task.await.unwrap();
+    let server = server.lock().unwrap();
+    // The first goes out at once; the rest coalesce into one more.
+    assert!(server.requests.len() <= 2, "{:?}", server.requests);
+    let stored: NodeResourceTopology = serde_json::from_value(server.stored["worker-1"].clone()).unwrap();
+    assert_eq!(topoalign_nrt::restore(&stored).unwrap().pods.len(), names.len());
+}
+
+#[test]
+fn the_throttle_sends_at_most_once_per_interval_and_never_repeats_itself() {
+    let interval = Duration::from_secs(5);
+    let t0 = tokio::time::Instant::now();
+    let mut throttle = Throttle::new(interval);
+    assert_eq!(throttle.next(t0), Next::Idle);
+    throttle.offer(object_with(&["a"]));
+    let Next::Send(first) = throttle.next(t0) else {
+        panic!("the first goes out at once")
+    };
+    throttle.sent(*first, t0);
+    throttle.offer(object_with(&["a", "b"]));
+    throttle.offer(object_with(&["a", "b", "c"]));
+    assert_eq!(
+        throttle.next(t0 + Duration::from_secs(1)),
+        Next::WaitUntil(t0 + interval)
+    );
+    let Next::Send(latest) = throttle.next(t0 + interval) else {
+        panic!("due")
+    };
+    assert_eq!(*latest, object_with(&["a", "b", "c"]));
+    throttle.sent(*latest, t0 + interval);
+    // The same state again: nothing to send.
+    throttle.offer(object_with(&["a", "b", "c"]));
+    assert_eq!(throttle.next(t0 + interval * 3), Next::Idle);
+    // A failure is retried after the interval.
+    throttle.offer(object_with(&["a"]));
+    let Next::Send(failing) = throttle.next(t0 + interval * 3) else {
+        panic!("due")
+    };
+    throttle.failed(*failing);
+    assert_eq!(throttle.next(t0 + interval * 3), Next::WaitUntil(t0 + interval * 4));
+    assert!(matches!(throttle.next(t0 + interval * 4), Next::Send(_)));
+}

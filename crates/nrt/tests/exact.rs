@@ -1,0 +1,125 @@
+//! The exact-state attributes: a node rebuilt from its NRT object is the
+//! node, or the rebuild says where it diverged.
+
+#![allow(clippy::unwrap_used)] // a panic is how a test reports failure
+
+use serde_json::json;
+use topoalign_nrt::{BuildOptions, Fidelity, NodeSpec, build, restore, start_node};
+
+fn spec() -> NodeSpec {
+    let cpus: Vec<_> = (0..16)
+        .map(|id| {
+            let core = id % 8;
+            json!({"id": id, "core": core, "socket": core / 4, "numa": core / 4})
+        })
+        .collect();
+    serde_json::from_value(json!({
+        "topology": {
+            "numaNodes": [{"id": 0, "memory": "16Gi"}, {"id": 1, "memory": "16Gi"}],
+            "cpus": cpus,
+            "devices": {"example.com/nic": [{"id": "nic0", "numa": [0]}, {"id": "nic1", "numa": [1]}]}
+        },
+        "kubelet": {"topologyManagerPolicy": "single-numa-node", "cpuManagerPolicy": "static",
+                    "memoryManagerPolicy": "Static", "reservedSystemCPUs": "0",
+                    "systemReserved": {"memory": "1Gi"},
+                    "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1124Mi"}}]}
+    }))
+    .unwrap()
+}
+
+fn pod(name: &str, cpu: &str, nic: bool) -> topoalign_model::Pod {
+    let mut limits = json!({"cpu": cpu, "memory": "1Gi"});
+    if nic {
+        limits["example.com/nic"] = json!("1");
+    }
+    topoalign_k8s::pod_from_value(
+        &json!({"metadata": {"name": name, "namespace": "team"},
+                "spec": {"initContainers": [{"name": "init", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}],
+                         "containers": [{"name": "app", "resources": {"limits": limits}}]}}),
+        &format!("uid-{name}"),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_node_without_deletions_is_rebuilt_exactly() {
+    let spec = spec();
+    let mut node = start_node(&spec).unwrap();
+    for (name, cpu, nic) in [("a", "2", true), ("b", "3", false), ("c", "1", false)] {
+        let decision = node.admit(pod(name, cpu, nic));
+        assert!(decision.admitted(), "{name}: {:?}", decision.rejection);
+    }
+    let object = build(
+        "w",
+        &node,
+        BuildOptions {
+            exact_state: Some(&spec),
+        },
+    );
+    // Through JSON, as it travels.
+    let object: topoalign_nrt::NodeResourceTopology =
+        serde_json::from_str(&serde_json::to_string(&object).unwrap()).unwrap();
+    let rebuilt = restore(&object).unwrap();
+    assert_eq!(rebuilt.fidelity, Fidelity::Exact);
+    assert_eq!(rebuilt.node.state(), node.state());
+    assert_eq!(rebuilt.node.devices_in_use(), node.devices_in_use());
+    assert_eq!(
+        rebuilt.pods.iter().map(|p| p.uid.as_str()).collect::<Vec<_>>(),
+        ["uid-a", "uid-b", "uid-c"]
+    );
+}
+
+#[test]
+fn a_history_the_pod_list_cannot_reproduce_is_reported_as_diverged() {
+    let spec = spec();
+    let mut node = start_node(&spec).unwrap();
+    assert!(node.admit(pod("a", "2", false)).admitted());
+    assert!(node.admit(pod("b", "2", false)).admitted());
+    node.remove("uid-a");
+    // c takes the CPUs a left; admitting b then c again gives b a's CPUs.
+    assert!(node.admit(pod("c", "2", false)).admitted());
+    let object = build(
+        "w",
+        &node,
+        BuildOptions {
+            exact_state: Some(&spec),
+        },
+    );
+    let rebuilt = restore(&object).unwrap();
+    match rebuilt.fidelity {
+        Fidelity::Diverged { pod, detail } => {
+            assert_eq!(pod, "team/b");
+            assert!(detail.starts_with("container "), "{detail}");
+        }
+        Fidelity::Exact => panic!("expected a divergence"),
+    }
+}
+
+#[test]
+fn missing_or_malformed_attributes_are_errors_that_say_which() {
+    let spec = spec();
+    let node = start_node(&spec).unwrap();
+    let plain = build("w", &node, BuildOptions { exact_state: None });
+    assert_eq!(
+        restore(&plain).unwrap_err().to_string(),
+        "attribute topoalign.io/node-spec is missing"
+    );
+    let mut bad = build(
+        "w",
+        &node,
+        BuildOptions {
+            exact_state: Some(&spec),
+        },
+    );
+    for attribute in &mut bad.attributes {
+        if attribute.name == topoalign_nrt::exact::PODS_ATTRIBUTE {
+            attribute.value = "[{\"namespace\": 1}]".into();
+        }
+    }
+    assert!(
+        restore(&bad)
+            .unwrap_err()
+            .to_string()
+            .starts_with("attribute topoalign.io/pods: invalid type")
+    );
+}
