@@ -9,6 +9,7 @@
 //! [`crate::assignment`]) or hint masks (that is [`crate::hints`]).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use topoalign_model::{Container, CpuSet, NumaMask, Pod, ProviderHints, QosClass, ResourceHints};
 
@@ -52,7 +53,9 @@ type Assignments = BTreeMap<String, BTreeMap<String, CpuSet>>;
 /// The static policy and its state.
 #[derive(Clone, Debug)]
 pub(crate) struct StaticPolicy {
-    topology: CpuTopology,
+    /// Immutable after start; shared between clones of the node (a clone
+    /// per trial admission must stay cheap).
+    topology: Arc<CpuTopology>,
     options: StaticPolicyOptions,
     /// Never handed out exclusively.
     reserved: CpuSet,
@@ -99,7 +102,7 @@ impl StaticPolicy {
             shared = shared.difference(&reserved);
         }
         Ok(StaticPolicy {
-            topology,
+            topology: Arc::new(topology),
             options,
             reserved,
             reserved_physical,

@@ -37,6 +37,7 @@ mod testing;
 mod tests;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use topoalign_model::{Container, Machine, NumaMask, Pod, ProviderHints, ResourceHints, TopologyHint};
 
@@ -65,7 +66,8 @@ pub struct DeviceManager {
     /// The NUMA nodes hints are built over (the machine's, as cAdvisor
     /// reports them).
     numa_nodes: NumaMask,
-    registry: Registry,
+    /// Never changes after start; shared between clones of the node.
+    registry: Arc<Registry>,
     pod_devices: PodDevices,
     reusable: ReusableDevices,
 }
@@ -95,7 +97,7 @@ impl DeviceManager {
     pub fn new(machine: &Machine) -> DeviceManager {
         DeviceManager {
             numa_nodes: machine.numa_mask(),
-            registry: Registry::from_machine(machine),
+            registry: Arc::new(Registry::from_machine(machine)),
             pod_devices: PodDevices::default(),
             reusable: ReusableDevices::default(),
         }

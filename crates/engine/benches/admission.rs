@@ -140,5 +140,29 @@ fn admission(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, admission);
+/// Copying a node holding a few pods: what the extender pays per trial
+/// admission on top of the admission itself.
+fn clone(c: &mut Criterion) {
+    let mut group = c.benchmark_group("clone");
+    for numa_nodes in [2, 4] {
+        let Ok(mut node) = Node::start(
+            machine(numa_nodes),
+            config(TopologyPolicyName::SingleNumaNode, numa_nodes),
+        ) else {
+            continue;
+        };
+        for i in 0..3 {
+            let mut pod = pod();
+            pod.uid = format!("held-{i}");
+            pod.name = format!("held-{i}");
+            node.admit(pod);
+        }
+        group.bench_with_input(BenchmarkId::new("node with 3 pods", numa_nodes), &numa_nodes, |b, _| {
+            b.iter(|| black_box(node.clone()))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, admission, clone);
 criterion_main!(benches);

@@ -8,6 +8,7 @@
 //! each manager's crate — nor any I/O.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use topoalign_cpu_manager::{CpuAllocateError, CpuManager, CpuManagerConfig};
 use topoalign_device_manager::DeviceManager;
@@ -28,9 +29,11 @@ pub use snapshot::{NodeSnapshot, NumaFree, RestoreError};
 /// pods it holds.
 #[derive(Clone, Debug)]
 pub struct Node {
-    machine: Machine,
-    config: NodeConfig,
-    resources: NodeResources,
+    // The parts admission never changes are shared between clones: the
+    // extender clones a node for every trial admission.
+    machine: Arc<Machine>,
+    config: Arc<NodeConfig>,
+    resources: Arc<NodeResources>,
     topology: TopologyManager,
     devices: DeviceManager,
     cpus: CpuManager,
@@ -89,9 +92,9 @@ impl Node {
         )?;
         fit::validate_node_allocatable(&resources, &reservation).map_err(StartupError::NodeAllocatable)?;
         Ok(Node {
-            machine,
-            config,
-            resources,
+            machine: Arc::new(machine),
+            config: Arc::new(config),
+            resources: Arc::new(resources),
             topology,
             devices,
             cpus,

@@ -15,6 +15,7 @@ mod policy;
 pub mod reference;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 pub use merge::{HintSource, merge, merge_by_search, merge_lists};
 pub use numa_info::{MissingDistances, NumaInfo};
@@ -97,7 +98,8 @@ pub struct TopologyManager {
     policy: TopologyPolicyName,
     scope: TopologyScope,
     options: PolicyOptions,
-    numa: NumaInfo,
+    /// Never changes after start; shared between clones of the node.
+    numa: Arc<NumaInfo>,
     strategy: MergeStrategy,
 }
 
@@ -121,7 +123,7 @@ impl TopologyManager {
                 policy,
                 scope,
                 options: PolicyOptions::default(),
-                numa: NumaInfo::new(machine),
+                numa: Arc::new(NumaInfo::new(machine)),
                 strategy: MergeStrategy::Fast,
             });
         }
@@ -145,7 +147,7 @@ impl TopologyManager {
             policy,
             scope,
             options,
-            numa,
+            numa: Arc::new(numa),
             strategy: MergeStrategy::Fast,
         })
     }
