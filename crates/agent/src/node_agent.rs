@@ -6,7 +6,8 @@
 //! (durably) and the request fails. A release is durable before its cgroup
 //! goes. Reconciliation releases allocations whose holder has exited and
 //! whose cgroup (if any) is empty, and removes cgroups nobody holds.
-//! Logs every change with `tracing`.
+//! Logs every change with `tracing`, and tells the change listener (if
+//! any, see [`NodeAgent::on_change`]) once the change is durable.
 //!
 //! Must not touch: HTTP (the server's), decisions (the engine's).
 
@@ -64,6 +65,18 @@ pub struct NodeAgent {
     procfs: Procfs,
     metrics: Metrics,
     recovery_notes: Vec<String>,
+    listener: Option<ChangeListener>,
+}
+
+/// Called with the engine node after every durable allocation change.
+pub type ChangeListenerFn = dyn Fn(&Node) + Send;
+
+struct ChangeListener(Box<ChangeListenerFn>);
+
+impl std::fmt::Debug for ChangeListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ChangeListener")
+    }
 }
 
 impl NodeAgent {
@@ -108,6 +121,7 @@ impl NodeAgent {
             procfs,
             metrics: Metrics::new(),
             recovery_notes: notes,
+            listener: None,
         };
         let released = agent.reconcile();
         for r in &released {
@@ -122,6 +136,21 @@ impl NodeAgent {
         }
         agent.refresh();
         agent
+    }
+
+    /// Calls `listener` with the node now, and again after every
+    /// allocation change once it is on disk (admissions, releases,
+    /// reconciliation). It runs while the agent is locked: it must be quick
+    /// and must not block (hand the work to another task).
+    pub fn on_change(&mut self, listener: impl Fn(&Node) + Send + 'static) {
+        listener(self.ledger.node());
+        self.listener = Some(ChangeListener(Box::new(listener)));
+    }
+
+    fn changed(&self) {
+        if let Some(ChangeListener(listener)) = &self.listener {
+            listener(self.ledger.node());
+        }
     }
 
     /// The ledger.
@@ -198,6 +227,7 @@ impl NodeAgent {
         }
         self.refresh_shared();
         self.refresh();
+        self.changed();
         let allocation = self.allocation(&id);
         tracing::info!(
             %id,
@@ -238,6 +268,7 @@ impl NodeAgent {
             }
             self.refresh_shared();
             self.refresh();
+            self.changed();
         }
         Ok(())
     }

@@ -8,21 +8,28 @@
 //!   places ([`Publisher::connect`]: in-cluster service account, else
 //!   `$KUBECONFIG` / `~/.kube/config`). With a CRD schema
 //!   ([`Publisher::with_schema`]) an object is checked before it is sent.
+//! - [`FileSink`]: the same objects written to a file (replaced
+//!   atomically) or standard output, for clusters that only want the data.
 //! - [`Throttle`] and [`run`]: the node agent hands over a new object after
-//!   every allocation change; at most one apply goes out per interval, the
-//!   latest object wins, and an object equal to the last one sent is not
-//!   sent again.
+//!   every allocation change; at most one delivery to a [`Destination`]
+//!   goes out per interval, the latest object wins, and an object equal to
+//!   the last one sent is not sent again.
 //!
 //! Tested against a local HTTP server playing the API server for this one
 //! resource (`tests/fake_api_server.rs`); see the README for what was not
 //! tried against a real cluster.
 
+mod file;
+
+use std::future::Future;
 use std::time::Duration;
 
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use tokio::time::Instant;
 use topoalign_nrt::NodeResourceTopology;
 use topoalign_nrt::object::{GROUP, KIND, PLURAL, VERSION};
+
+pub use file::FileSink;
 
 /// The field manager named in every apply.
 pub const FIELD_MANAGER: &str = "topoalign";
@@ -122,6 +129,21 @@ impl Publisher {
     }
 }
 
+/// Where [`run`] delivers objects: an API server ([`Publisher`]), a file
+/// or standard output ([`FileSink`]).
+pub trait Destination {
+    type Error: std::fmt::Display;
+    /// Delivers one object.
+    fn deliver(&self, object: &NodeResourceTopology) -> impl Future<Output = Result<(), Self::Error>> + Send;
+}
+
+impl Destination for Publisher {
+    type Error = PublishError;
+    async fn deliver(&self, object: &NodeResourceTopology) -> Result<(), PublishError> {
+        self.apply(object).await.map(|_| ())
+    }
+}
+
 /// What to do next with the objects handed to a [`Throttle`].
 #[derive(Debug, PartialEq)]
 pub enum Next {
@@ -193,22 +215,23 @@ impl Throttle {
     }
 }
 
-/// Publishes every object that arrives on `updates` (the node agent sends
-/// one after each allocation change), through a [`Throttle`], until the
-/// sender is dropped; then sends what is still pending and returns.
-/// Failures are reported to `on_error` and retried.
-pub async fn run(
-    publisher: Publisher,
+/// Delivers every object that arrives on `updates` (the node agent sends
+/// one after each allocation change) to `destination`, through a
+/// [`Throttle`], until the sender is dropped; then sends what is still
+/// pending and returns. Failures are reported to `on_error` and retried
+/// after the interval.
+pub async fn run<D: Destination>(
+    destination: D,
     mut updates: tokio::sync::mpsc::Receiver<NodeResourceTopology>,
     min_interval: Duration,
-    mut on_error: impl FnMut(&PublishError),
+    mut on_error: impl FnMut(&D::Error),
 ) {
     let mut throttle = Throttle::new(min_interval);
     let mut open = true;
     loop {
         match throttle.next(Instant::now()) {
-            Next::Send(object) => match publisher.apply(&object).await {
-                Ok(_) => throttle.sent(*object, Instant::now()),
+            Next::Send(object) => match destination.deliver(&object).await {
+                Ok(()) => throttle.sent(*object, Instant::now()),
                 Err(error) => {
                     on_error(&error);
                     throttle.failed(*object);

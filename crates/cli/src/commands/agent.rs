@@ -3,7 +3,10 @@
 //!
 //! This file parses the arguments, resolves the machine and the kubelet
 //! configuration, sets up logging and the runtime, and hands over to
-//! `topoalign-agent`. Exit status: 0 after a graceful shutdown (SIGTERM or
+//! `topoalign-agent`; with `--nrt-publish` / `--nrt-file` it also hands
+//! the node's NodeResourceTopology object, after every durable allocation
+//! change, to `topoalign-nrt-publisher` (throttled, failures logged and
+//! retried; allocations never wait for it). Exit status: 0 after a graceful shutdown (SIGTERM or
 //! SIGINT), 2 when it cannot start on this input (unreadable file, a
 //! configuration the kubelet refuses, damaged state, a state directory or
 //! socket in use), 1 when serving fails.
@@ -22,6 +25,9 @@ use topoalign_model::Machine;
 use topoalign_scenario::Scenario;
 
 use crate::Outcome;
+
+#[path = "agent_nrt.rs"]
+mod agent_nrt;
 
 /// Own the node's CPU, memory and device allocations: admit workloads
 /// exactly as the kubelet would, keep every allocation on disk before
@@ -75,6 +81,32 @@ pub struct Args {
     /// Seconds between checks for allocations whose process has exited.
     #[arg(long, value_name = "SECONDS", default_value_t = 5)]
     reconcile_interval: u64,
+    /// Publish the node's NodeResourceTopology object to the API server
+    /// (server-side apply; in-cluster configuration, else the kubeconfig),
+    /// after every allocation change. The CRD must be installed
+    /// (deploy/noderesourcetopology-crd.yaml).
+    #[arg(long)]
+    nrt_publish: bool,
+    /// Write the node's NodeResourceTopology object (YAML) to this file,
+    /// replaced atomically after every allocation change; `-` writes one
+    /// YAML document per change to standard output.
+    #[arg(long, value_name = "PATH")]
+    nrt_file: Option<PathBuf>,
+    /// The NodeResourceTopology object's name: the Kubernetes node name.
+    /// Default: this machine's hostname.
+    #[arg(long, value_name = "NAME")]
+    nrt_node_name: Option<String>,
+    /// At most one NodeResourceTopology update per this many milliseconds
+    /// (per destination; the latest state wins, failures are retried after
+    /// it).
+    #[arg(long, value_name = "MS", default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(100..))]
+    nrt_interval: u64,
+    /// Leave topoalign's exact-state attributes (machine, kubelet
+    /// configuration, pods and placements) out of the NodeResourceTopology
+    /// object.
+    #[arg(long)]
+    nrt_no_exact_state: bool,
     /// Log format (the level comes from RUST_LOG, default info).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -103,13 +135,18 @@ manifest, JSON or YAML, or a plain request {cpus, memory, hugepages, devices,
 policy, pid, name}), DELETE /v1/allocations/{id}, POST /v1/reconcile,
 GET /healthz, GET /metrics.
 
+NodeResourceTopology: --nrt-publish (server-side apply; in-cluster config or
+kubeconfig) and/or --nrt-file PATH (YAML, replaced atomically; - for stdout),
+updated after every allocation change, at most once per --nrt-interval ms.
+
 An allocation with a pid is released when that process has exited and its
 cgroup is empty. A damaged state file stops the agent with a report of what
 survives; it is never reset silently.";
 
 pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     init_logging(args.log_format);
-    let (machine, config, source) = match load_node(args.node.as_deref(), args.kubelet_config.as_deref()) {
+    let loaded = load_node_and_kubelet(args.node.as_deref(), args.kubelet_config.as_deref());
+    let (machine, config, source, kubelet) = match loaded {
         Ok(node) => node,
         Err(message) => {
             eprintln!("topoalign agent: {message}");
@@ -126,6 +163,13 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
             }
         },
     };
+    let nrt = match nrt_plan(args, &machine, kubelet) {
+        Ok(plan) => plan,
+        Err(message) => {
+            eprintln!("topoalign agent: {message}");
+            return Ok(Outcome::BadInput);
+        }
+    };
     let enforce = args.enforce || (!args.no_enforce && args.node.is_none());
     tracing::info!(machine = %source, enforce, "starting");
     let opened = topoalign_agent::open(
@@ -140,7 +184,7 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
             procfs: Procfs::default(),
         },
     );
-    let (agent, _lock) = match opened {
+    let (mut agent, _lock) = match opened {
         Ok(opened) => opened,
         Err(error) => {
             eprintln!("topoalign agent: {error}");
@@ -159,7 +203,23 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
         let shutdown = topoalign_agent::termination_signal().context("cannot install signal handlers")?;
-        match topoalign_agent::serve(agent, serve_config, shutdown).await {
+        let publishing = match nrt {
+            None => None,
+            Some(plan) => match agent_nrt::start(plan, &mut agent).await {
+                Ok(publishing) => Some(publishing),
+                Err(message) => {
+                    eprintln!("topoalign agent: {message}");
+                    return Ok(Outcome::BadInput);
+                }
+            },
+        };
+        let served = topoalign_agent::serve(agent, serve_config, shutdown).await;
+        if let Some(publishing) = publishing {
+            // The agent (and with it the change listener) is gone: deliver
+            // the last state, but do not hang on an unreachable server.
+            publishing.finish(Duration::from_secs(5)).await;
+        }
+        match served {
             Ok(()) => Ok(Outcome::Success),
             Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => {
                 eprintln!("topoalign agent: {error}");
@@ -197,6 +257,27 @@ fn read_token(path: &Path) -> Result<String, String> {
     Ok(token)
 }
 
+fn nrt_plan(args: &Args, machine: &Machine, kubelet: Value) -> Result<Option<agent_nrt::Plan>, String> {
+    if !args.nrt_publish && args.nrt_file.is_none() {
+        return Ok(None);
+    }
+    let node_name = match &args.nrt_node_name {
+        Some(name) => name.clone(),
+        None => agent_nrt::hostname()?,
+    };
+    let spec = (!args.nrt_no_exact_state).then(|| topoalign_nrt::NodeSpec {
+        topology: topoalign_nrt::topology_spec(machine),
+        kubelet,
+    });
+    Ok(Some(agent_nrt::Plan {
+        node_name,
+        exact_state: spec,
+        publish: args.nrt_publish,
+        file: args.nrt_file.clone(),
+        interval: Duration::from_millis(args.nrt_interval),
+    }))
+}
+
 /// The machine and kubelet configuration the agent (or `run
 /// --standalone`) serves, and where the machine came from.
 ///
@@ -207,6 +288,14 @@ fn read_token(path: &Path) -> Result<String, String> {
 /// # Errors
 /// A message naming the file and what is wrong with it.
 pub fn load_node(node: Option<&Path>, kubelet_config: Option<&Path>) -> Result<(Machine, NodeConfig, String), String> {
+    load_node_and_kubelet(node, kubelet_config).map(|(machine, config, source, _)| (machine, config, source))
+}
+
+/// [`load_node`], and the kubelet configuration block it was made from.
+fn load_node_and_kubelet(
+    node: Option<&Path>,
+    kubelet_config: Option<&Path>,
+) -> Result<(Machine, NodeConfig, String, Value), String> {
     let read = |path: &Path| std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()));
     let (machine, scenario_kubelet, source) = match node {
         Some(path) => {
@@ -250,7 +339,7 @@ pub fn load_node(node: Option<&Path>, kubelet_config: Option<&Path>) -> Result<(
             return Err(format!("kubelet configuration: {path}: {message}"));
         }
     };
-    Ok((machine, config, source))
+    Ok((machine, config, source, kubelet))
 }
 
 /// The configuration without a file: the static CPU manager (so

@@ -71,10 +71,15 @@ impl AgentProcess {
     /// Starts `topoalign agent` with its socket and state under `dir` and
     /// `args` added, and waits until it answers `/healthz`.
     pub fn start(dir: &Path, args: &[&str]) -> Result<AgentProcess, String> {
+        AgentProcess::start_with_env(dir, args, &[])
+    }
+
+    /// [`AgentProcess::start`] with these environment variables set.
+    pub fn start_with_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<AgentProcess, String> {
         let socket = dir.join("agent.sock");
         let state_dir = dir.join("state");
         let log = dir.join(format!("agent-{}.log", unique()));
-        let child = Self::spawn(&socket, &state_dir, &log, args)?;
+        let child = Self::spawn(&socket, &state_dir, &log, args, env)?;
         let mut agent = AgentProcess {
             child,
             socket,
@@ -93,7 +98,13 @@ impl AgentProcess {
         AgentProcess::start(dir, &all)
     }
 
-    fn spawn(socket: &Path, state_dir: &Path, log: &Path, args: &[&str]) -> Result<Child, String> {
+    fn spawn(
+        socket: &Path,
+        state_dir: &Path,
+        log: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<Child, String> {
         let log_file = std::fs::File::create(log).map_err(|e| e.to_string())?;
         Command::new(binary())
             .arg("agent")
@@ -103,6 +114,7 @@ impl AgentProcess {
             .arg(state_dir)
             .args(args)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file)

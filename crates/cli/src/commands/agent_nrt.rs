@@ -1,0 +1,125 @@
+//! The agent's NodeResourceTopology output: after every durable allocation
+//! change the agent's change listener builds the node's object and drops it
+//! into a `watch` channel (never blocking the allocation); one task per
+//! destination (API server, file or stdout) takes the latest object and
+//! delivers it through `topoalign_nrt_publisher::run` — throttled, failures
+//! logged and retried.
+//!
+//! Must not touch: the objects' contents (`topoalign-nrt`), how they are
+//! sent (`topoalign-nrt-publisher`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+use topoalign_agent::NodeAgent;
+use topoalign_nrt::{BuildOptions, NodeResourceTopology, NodeSpec, build};
+use topoalign_nrt_publisher::{Destination, FileSink, Publisher, run};
+
+/// What to produce and where to send it.
+pub struct Plan {
+    pub node_name: String,
+    /// With topoalign's exact-state attributes when given.
+    pub exact_state: Option<NodeSpec>,
+    pub publish: bool,
+    pub file: Option<PathBuf>,
+    pub interval: Duration,
+}
+
+/// The running destination tasks.
+pub struct Publishing {
+    tasks: JoinSet<()>,
+}
+
+/// Connects (for `publish`), installs the change listener on `agent` and
+/// starts one task per destination.
+///
+/// # Errors
+/// A message when there is no Kubernetes client configuration.
+pub async fn start(plan: Plan, agent: &mut NodeAgent) -> Result<Publishing, String> {
+    let publisher = if plan.publish {
+        Some(Publisher::connect().await.map_err(|e| format!("--nrt-publish: {e}"))?)
+    } else {
+        None
+    };
+    let (latest, _) = watch::channel::<Option<NodeResourceTopology>>(None);
+    let mut tasks = JoinSet::new();
+    if let Some(publisher) = publisher {
+        tracing::info!(node = %plan.node_name, "publishing NodeResourceTopology to the API server");
+        tasks.spawn(deliver(publisher, "api-server", latest.subscribe(), plan.interval));
+    }
+    if let Some(path) = plan.file {
+        tracing::info!(node = %plan.node_name, file = %path.display(), "writing NodeResourceTopology");
+        tasks.spawn(deliver(FileSink::new(path), "file", latest.subscribe(), plan.interval));
+    }
+    let name = plan.node_name;
+    let spec = plan.exact_state;
+    agent.on_change(move |node| {
+        let object = build(
+            &name,
+            node,
+            BuildOptions {
+                exact_state: spec.as_ref(),
+            },
+        );
+        latest.send_replace(Some(object));
+    });
+    Ok(Publishing { tasks })
+}
+
+impl Publishing {
+    /// Waits (at most `limit`) for the destinations to deliver the last
+    /// state; call after the agent, which holds the listener, is dropped.
+    pub async fn finish(mut self, limit: Duration) {
+        let all = async { while self.tasks.join_next().await.is_some() {} };
+        if tokio::time::timeout(limit, all).await.is_err() {
+            tracing::warn!("NodeResourceTopology: the last update was not delivered before shutdown");
+        }
+    }
+}
+
+/// Forwards the latest object to `run` until the listener is gone.
+async fn deliver<D>(
+    destination: D,
+    label: &'static str,
+    mut latest: watch::Receiver<Option<NodeResourceTopology>>,
+    interval: Duration,
+) where
+    D: Destination + Send + 'static,
+    D::Error: Send,
+{
+    let (updates, receiver) = mpsc::channel(1);
+    let sender = tokio::spawn(run(destination, receiver, interval, move |error| {
+        tracing::warn!(destination = label, %error, "NodeResourceTopology update failed; will retry");
+    }));
+    // The current value first (the listener sends one at installation),
+    // then every change; `watch` keeps only the latest, so a slow
+    // destination sees a coalesced stream.
+    loop {
+        let object = latest.borrow_and_update().clone();
+        if let Some(object) = object
+            && updates.send(object).await.is_err()
+        {
+            break;
+        }
+        if latest.changed().await.is_err() {
+            break;
+        }
+    }
+    drop(updates);
+    let _ = sender.await;
+}
+
+/// This machine's hostname (the Kubernetes node name by default).
+///
+/// # Errors
+/// A message asking for `--nrt-node-name` when it cannot be read.
+pub fn hostname() -> Result<String, String> {
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .filter_map(|path| std::fs::read_to_string(path).ok())
+        .map(|text| text.trim().to_lowercase())
+        .find(|name| !name.is_empty())
+        .ok_or_else(|| "cannot read this machine's hostname; give --nrt-node-name".to_string())
+}
