@@ -356,32 +356,6 @@ pub fn scenario_node(scenario: &topoalign_scenario::Scenario) -> Result<(NodeSpe
         kubelet: scenario.kubelet.clone(),
     };
     let mut node = start_node(&spec).map_err(|e| e.to_string())?;
-    let mut added: Vec<(String, String)> = Vec::new();
-    for (index, event) in scenario.events.iter().enumerate() {
-        match (&event.add, &event.delete) {
-            (Some(manifest), None) => {
-                let pod = topoalign_k8s::pod_from_value(manifest, &format!("topoalign-event-{index}"))
-                    .map_err(|e| format!("events[{index}].add: {}: {}", e.path(), e.message()))?;
-                added.push((pod.key(), pod.uid.clone()));
-                node.admit(pod);
-            }
-            (None, Some(key)) => {
-                let key = if key.contains('/') {
-                    key.clone()
-                } else {
-                    format!("default/{key}")
-                };
-                if let Some(position) = added.iter().rposition(|(k, _)| *k == key) {
-                    let (_, uid) = added.remove(position);
-                    node.remove(&uid);
-                }
-            }
-            _ => {
-                return Err(format!(
-                    "events[{index}]: an event has exactly one of `add` or `delete`"
-                ));
-            }
-        }
-    }
+    topoalign_scenario::play_events(&mut node, scenario).map_err(|e| e.to_string())?;
     Ok((spec, node))
 }

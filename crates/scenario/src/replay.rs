@@ -55,41 +55,70 @@ pub fn replay_with(scenario: &Scenario, strategy: MergeStrategy) -> Result<Repla
     };
     node.set_merge_strategy(strategy);
 
-    // Pods added and not yet deleted: (namespace/name, uid), newest last.
-    let mut added: Vec<(String, String)> = Vec::new();
-    let mut results = Vec::with_capacity(events.len());
-    for (index, event) in events.into_iter().enumerate() {
-        match event {
-            Event::Add(pod) => {
-                added.push((pod.key(), pod.uid.clone()));
-                let decision = node.admit(pod);
-                results.push(admission_result(index, &decision));
-            }
-            Event::Delete { key } => {
-                let found = added.iter().rposition(|(k, _)| *k == key);
-                let result = match found {
-                    Some(position) => {
-                        let (_, uid) = added.remove(position);
-                        node.remove(&uid);
-                        EventResult {
-                            deleted: Some(true),
-                            ..blank(index, key)
-                        }
-                    }
-                    None => EventResult {
-                        deleted: Some(false),
-                        message: Some("pod not found".into()),
-                        ..blank(index, key)
-                    },
-                };
-                results.push(result);
-            }
-        }
-    }
+    let results = apply_events(&mut node, events)
+        .into_iter()
+        .enumerate()
+        .map(|(index, outcome)| match outcome {
+            EventOutcome::Admission(decision) => admission_result(index, &decision),
+            EventOutcome::Deletion { pod, found: true } => EventResult {
+                deleted: Some(true),
+                ..blank(index, pod)
+            },
+            EventOutcome::Deletion { pod, found: false } => EventResult {
+                deleted: Some(false),
+                message: Some("pod not found".into()),
+                ..blank(index, pod)
+            },
+        })
+        .collect();
     Ok(Replay::Completed(ResultDocument {
         results,
         final_state: final_state(&node.state()),
     }))
+}
+
+/// What one event did to the node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EventOutcome {
+    /// An `add`: the engine's decision.
+    Admission(Decision),
+    /// A `delete` of `namespace/name`; `found` is false when no such pod
+    /// was added (or it was deleted already).
+    Deletion { pod: String, found: bool },
+}
+
+/// Plays a scenario's events onto a started `node` (its adds and deletes
+/// in order, a delete removing the newest pod of that name), the way
+/// [`replay`] does. Every event is read before the first is played, so a
+/// malformed scenario leaves the node untouched.
+///
+/// # Errors
+/// [`ScenarioError`] naming the malformed event.
+pub fn play_events(node: &mut Node, scenario: &Scenario) -> Result<Vec<EventOutcome>, ScenarioError> {
+    let events = read_events(scenario)?;
+    Ok(apply_events(node, events))
+}
+
+fn apply_events(node: &mut Node, events: Vec<Event>) -> Vec<EventOutcome> {
+    // Pods added and not yet deleted: (namespace/name, uid), newest last.
+    let mut added: Vec<(String, String)> = Vec::new();
+    events
+        .into_iter()
+        .map(|event| match event {
+            Event::Add(pod) => {
+                added.push((pod.key(), pod.uid.clone()));
+                EventOutcome::Admission(node.admit(pod))
+            }
+            Event::Delete { key } => match added.iter().rposition(|(k, _)| *k == key) {
+                Some(position) => {
+                    let (_, uid) = added.remove(position);
+                    node.remove(&uid);
+                    EventOutcome::Deletion { pod: key, found: true }
+                }
+                None => EventOutcome::Deletion { pod: key, found: false },
+            },
+        })
+        .collect()
 }
 
 fn read_events(scenario: &Scenario) -> Result<Vec<Event>, ScenarioError> {

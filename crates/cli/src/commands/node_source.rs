@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 use topoalign_engine::{Node, NodeConfig};
-use topoalign_k8s::{KubeletConfiguration, node_config, pod_from_value};
+use topoalign_k8s::{KubeletConfiguration, node_config};
 use topoalign_model::Machine;
-use topoalign_scenario::Scenario;
+use topoalign_scenario::{EventOutcome, Scenario, play_events};
 
 /// Bad input: the message is printed as is and the exit status is 2.
 #[derive(Debug)]
@@ -255,38 +255,15 @@ fn node_config_for(kubelet: &Value, machine: &Machine, source: &str) -> Result<N
 /// Plays the scenario's events: its adds and deletes are the node's
 /// history, and the pods still admitted are the pods running now.
 fn replay_events(node: &mut Node, scenario: &Scenario, path: &Path, notes: &mut Vec<String>) -> Result<(), BadInput> {
-    let mut added: Vec<(String, String)> = Vec::new();
-    for (index, event) in scenario.events.iter().enumerate() {
-        match (&event.add, &event.delete) {
-            (Some(manifest), None) => {
-                let pod = pod_from_value(manifest, &format!("topoalign-event-{index}"))
-                    .map_err(|e| BadInput(format!("{}: events[{index}].add: {e}", path.display())))?;
-                added.push((pod.key(), pod.uid.clone()));
-                let decision = node.admit(pod);
-                if let Some(rejection) = decision.rejection {
-                    notes.push(format!(
-                        "{} (event {index}) was not admitted on this node: {}",
-                        decision.pod, rejection.reason
-                    ));
-                }
-            }
-            (None, Some(key)) => {
-                let key = if key.contains('/') {
-                    key.clone()
-                } else {
-                    format!("default/{key}")
-                };
-                if let Some(position) = added.iter().rposition(|(k, _)| *k == key) {
-                    let (_, uid) = added.remove(position);
-                    node.remove(&uid);
-                }
-            }
-            _ => {
-                return Err(BadInput(format!(
-                    "{}: events[{index}]: an event has exactly one of `add` or `delete`",
-                    path.display()
-                )));
-            }
+    let outcomes = play_events(node, scenario).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
+    for (index, outcome) in outcomes.into_iter().enumerate() {
+        if let EventOutcome::Admission(decision) = outcome
+            && let Some(rejection) = decision.rejection
+        {
+            notes.push(format!(
+                "{} (event {index}) was not admitted on this node: {}",
+                decision.pod, rejection.reason
+            ));
         }
     }
     Ok(())
