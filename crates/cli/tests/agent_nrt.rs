@@ -122,25 +122,31 @@ fn kubeconfig(dir: &Path, server: &str) -> Result<String, std::io::Error> {
     Ok(path.display().to_string())
 }
 
-#[test]
-fn the_agent_applies_its_object_to_the_api_server_after_each_change() -> TestResult {
-    let runtime = tokio::runtime::Runtime::new()?;
-    let (server, url) = runtime.block_on(fake_api::serve());
-    let dir = tempfile::tempdir()?;
-    let config = kubeconfig(dir.path(), &url)?;
-    let agent = AgentProcess::start_with_env(
-        dir.path(),
+/// An agent on the test node publishing as `worker-7` every 100 ms to the
+/// API server `kubeconfig` names.
+fn publishing_agent(dir: &Path, kubeconfig: &str) -> Result<AgentProcess, Box<dyn std::error::Error>> {
+    Ok(AgentProcess::start_with_env(
+        dir,
         &[
             "--node",
-            agent_support::write_test_node(dir.path())?.to_str().unwrap_or_default(),
+            agent_support::write_test_node(dir)?.to_str().unwrap_or_default(),
             "--nrt-publish",
             "--nrt-node-name",
             "worker-7",
             "--nrt-interval",
             "100",
         ],
-        &[("KUBECONFIG", config.as_str())],
-    )?;
+        &[("KUBECONFIG", kubeconfig)],
+    )?)
+}
+
+#[test]
+fn the_agent_applies_its_object_to_the_api_server_after_each_change() -> TestResult {
+    let runtime = tokio::runtime::Runtime::new()?;
+    let (server, url) = runtime.block_on(fake_api::serve());
+    let dir = tempfile::tempdir()?;
+    let config = kubeconfig(dir.path(), &url)?;
+    let agent = publishing_agent(dir.path(), &config)?;
     let stored = |pods: usize| {
         let server = server.lock().ok()?;
         let object: NodeResourceTopology = serde_json::from_value(server.stored.get("worker-7")?.clone()).ok()?;
@@ -176,19 +182,7 @@ fn an_unreachable_api_server_never_holds_up_an_allocation() -> TestResult {
     };
     let dir = tempfile::tempdir()?;
     let config = kubeconfig(dir.path(), &url)?;
-    let agent = AgentProcess::start_with_env(
-        dir.path(),
-        &[
-            "--node",
-            agent_support::write_test_node(dir.path())?.to_str().unwrap_or_default(),
-            "--nrt-publish",
-            "--nrt-node-name",
-            "worker-7",
-            "--nrt-interval",
-            "100",
-        ],
-        &[("KUBECONFIG", config.as_str())],
-    )?;
+    let agent = publishing_agent(dir.path(), &config)?;
     let client = agent.client();
     for name in ["a", "b", "c"] {
         let response = client.admit(&json!({"name": name, "cpus": 1, "memory": "256Mi"}))?;
