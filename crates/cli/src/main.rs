@@ -22,7 +22,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Play a scenario (shared/SCENARIO.md) exactly as the kubelet would.
+    /// Play a scenario (docs/scenario.md) exactly as the kubelet would.
     Replay(commands::replay::Args),
     /// Would the kubelet admit these pods on this node, and on what CPUs,
     /// NUMA nodes and devices? Explains rejections, with fixes.

@@ -1,5 +1,5 @@
 //! `topoalign diagnose` on the kubelet's own checkpoint files
-//! (`shared/kubelet-state/`): every folder reproduces the allocation map of
+//! (`testdata/kubelet-state/`): every folder reproduces the allocation map of
 //! its scenario's expected `final` state, with checksums verified the
 //! kubelet's way; every corrupt variant is reported with the kubelet's own
 //! error.
@@ -13,8 +13,8 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn shared() -> PathBuf {
-    repo().join("../shared")
+fn testdata() -> PathBuf {
+    repo().join("testdata")
 }
 
 fn read_json(path: &Path) -> Value {
@@ -29,7 +29,7 @@ fn diagnose(dir: &Path, scenario: &str, extra: &[&str]) -> (i32, Value) {
         .arg("--kubelet-dir")
         .arg(dir)
         .arg("--node")
-        .arg(shared().join(format!("conformance/scenarios/{scenario}.json")))
+        .arg(testdata().join(format!("conformance/1.32/scenarios/{scenario}.json")))
         .args(extra)
         .args(["-o", "json"])
         .output()
@@ -40,7 +40,7 @@ fn diagnose(dir: &Path, scenario: &str, extra: &[&str]) -> (i32, Value) {
 }
 
 fn folders() -> Vec<String> {
-    let index = read_json(&shared().join("kubelet-state/index.json"));
+    let index = read_json(&testdata().join("kubelet-state/index.json"));
     let folders: Vec<String> = index["fixtures"]
         .as_object()
         .expect("fixtures")
@@ -53,15 +53,15 @@ fn folders() -> Vec<String> {
 
 #[test]
 fn every_folder_reproduces_the_expected_final_state() {
-    let index = read_json(&shared().join("kubelet-state/index.json"));
+    let index = read_json(&testdata().join("kubelet-state/index.json"));
     for folder in folders() {
-        let dir = shared().join("kubelet-state").join(&folder);
+        let dir = testdata().join("kubelet-state").join(&folder);
         let fixture = &index["fixtures"][&folder];
         let scenario = fixture["scenario"].as_str().expect("scenario");
         let (status, doc) = diagnose(&dir, scenario, &[]);
         assert_eq!(status, 0, "{folder}: {doc}");
         assert_eq!(doc["restart"]["ok"], true, "{folder}: {}", doc["restart"]);
-        let expected = read_json(&shared().join(format!("conformance/expected/{scenario}.json")));
+        let expected = read_json(&testdata().join(format!("conformance/1.32/expected/{scenario}.json")));
         let expected = &expected["final"];
         for field in ["defaultCpuSet", "cpuAssignments", "memoryAssignments"] {
             assert_eq!(doc[field], expected[field], "{folder}: {field}");
@@ -86,7 +86,7 @@ fn every_folder_reproduces_the_expected_final_state() {
 /// the same (keyed by UID).
 #[test]
 fn without_pods_the_uids_name_the_pods() {
-    let dir = shared().join("kubelet-state/0023");
+    let dir = testdata().join("kubelet-state/0023");
     let empty = std::env::temp_dir().join("topoalign-diagnose-no-pods");
     std::fs::create_dir_all(&empty).expect("temp dir");
     for file in ["cpu_manager_state", "memory_manager_state", "kubelet-config.yaml"] {
@@ -103,12 +103,12 @@ fn without_pods_the_uids_name_the_pods() {
 
 #[test]
 fn corrupt_checkpoints_get_the_kubelets_own_errors() {
-    let index = read_json(&shared().join("kubelet-state/index.json"));
-    let base = shared().join("kubelet-state/0023");
+    let index = read_json(&testdata().join("kubelet-state/index.json"));
+    let base = testdata().join("kubelet-state/0023");
     let variants = index["corrupt"].as_object().expect("corrupt variants");
     assert!(variants.len() >= 3);
     for (variant, info) in variants {
-        let dir = shared().join("kubelet-state/corrupt").join(variant);
+        let dir = testdata().join("kubelet-state/corrupt").join(variant);
         let (status, doc) = diagnose(
             &dir,
             "0023",

@@ -113,9 +113,9 @@ const EXAMPLES: [(&str, &[&str]); 9] = [
         &[
             "diagnose",
             "--kubelet-dir",
-            "../shared/kubelet-state/0023",
+            "testdata/kubelet-state/0023",
             "--node",
-            "../shared/conformance/scenarios/0023.json",
+            "testdata/conformance/1.32/scenarios/0023.json",
         ],
     ),
 ];

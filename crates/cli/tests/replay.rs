@@ -46,7 +46,7 @@ fn text_format_is_a_table_for_people() {
 
 #[test]
 fn a_conformance_vector_matches_through_the_binary() {
-    let shared = repo().join("../shared/conformance");
+    let shared = repo().join("testdata/conformance/1.32");
     let output = topoalign()
         .arg("replay")
         .arg(shared.join("scenarios/1112.json"))

@@ -1,5 +1,5 @@
 //! `topoalign topology` driven as a user would: the real binary on the real
-//! machines of shared/topologies, every output format, and the errors.
+//! machines of testdata/topologies, every output format, and the errors.
 
 use std::path::{Path, PathBuf};
 
@@ -8,7 +8,7 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 fn topologies() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/topologies")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies")
 }
 
 fn corona() -> PathBuf {

@@ -1,4 +1,4 @@
-//! Every real machine of `shared/topologies` (hwloc XML exports and sysfs
+//! Every real machine of `testdata/topologies` (hwloc XML exports and sysfs
 //! captures) loads and matches the figures of its `expected.json`: NUMA
 //! nodes, packages, cores, PUs, L3 groups and memory, node by node; and the
 //! sysfs reader agrees with hwloc where both views of one machine exist.
@@ -11,7 +11,7 @@ use topoalign_discovery::{DeviceKind, Topology, read_hwloc, read_sysfs};
 use topoalign_model::CpuSet;
 
 fn topologies() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/topologies")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies")
 }
 
 fn expected() -> BTreeMap<String, Value> {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use topoalign_discovery::{Colour, Colouring, Topology, read_hwloc, read_sysfs, render_png, render_svg, render_text};
 
 fn machines() -> Vec<(String, Topology)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/topologies");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies");
     let mut all = Vec::new();
     for (dir, xml) in [("hwloc-xml", true), ("sysfs", false)] {
         let mut paths: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
@@ -69,7 +69,7 @@ fn every_node_and_gpu_is_in_the_text_report() {
 
 #[test]
 fn a_colouring_fills_cpus_and_devices_and_adds_a_legend() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/topologies");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies");
     let t = read_hwloc(&root.join("hwloc-xml/mpibind-g4dnmetal.xml")).expect("g4dn");
     let pod = Colour(220, 38, 38);
     let mut colouring = Colouring::default();

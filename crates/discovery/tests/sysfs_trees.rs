@@ -207,7 +207,7 @@ fn an_unreadable_file_names_its_path() {
 
 #[test]
 fn broken_archives_name_the_archive() {
-    let topologies = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/topologies/sysfs");
+    let topologies = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/topologies/sysfs");
     let whole = fs::read(topologies.join("ghw-linux-amd64-offlineCPUs.tar.gz")).expect("capture");
     let dir = tempfile::tempdir().expect("temp dir");
     let cut = dir.path().join("cut.tar.gz");

@@ -1,5 +1,5 @@
 //! The per-pod document front ends print (`topoalign admit -o json`): the
-//! fields of a `replay` result entry (shared/SCENARIO.md) plus the QoS
+//! fields of a `replay` result entry (docs/scenario.md) plus the QoS
 //! class, the NUMA affinity chosen, warnings and, for a rejected pod (or on
 //! request), the explanation.
 

@@ -209,7 +209,7 @@ fn warnings_name_the_silent_no_ops() {
 /// way. (Kubelet fixes restart a node this way.)
 #[test]
 fn snapshots_restore_exactly_on_every_conformance_scenario() {
-    let dir = repo().join("../shared/conformance/scenarios");
+    let dir = repo().join("testdata/conformance/1.32/scenarios");
     let mut checked = 0;
     let mut refused = 0;
     let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)

@@ -1,5 +1,5 @@
 //! The fleet file: node shapes, each a `topology` + `kubelet` pair in the
-//! format of shared/SCENARIO.md (or a `scenario: PATH` standing for both),
+//! format of docs/scenario.md (or a `scenario: PATH` standing for both),
 //! repeated `count` times as nodes `<name>-0`, `<name>-1`, …
 //!
 //! ```yaml

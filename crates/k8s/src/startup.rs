@@ -460,10 +460,8 @@ mod tests {
 
     #[test]
     fn every_public_conformance_refusal_of_these_steps() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance");
-        let Ok(entries) = std::fs::read_dir(root.join("expected")) else {
-            return;
-        };
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/conformance/1.32");
+        let entries = std::fs::read_dir(root.join("expected")).expect("the repository's v1.32 conformance vectors");
         let mut checked = 0;
         for entry in entries.flatten() {
             let expected: Value = serde_json::from_str(&std::fs::read_to_string(entry.path()).unwrap()).unwrap();

@@ -10,7 +10,7 @@
 //!
 //! - [`NODE_SPEC_ATTRIBUTE`] (`topoalign.io/node-spec`): JSON
 //!   `{"topology": …, "kubelet": …}` — the machine and kubelet blocks of
-//!   shared/SCENARIO.md, enough to start the same engine node;
+//!   docs/scenario.md, enough to start the same engine node;
 //! - [`PODS_ATTRIBUTE`] (`topoalign.io/pods`): JSON list of the admitted
 //!   pods in admission order — requests, limits, init/sidecar containers,
 //!   overhead, and what each container holds now (CPUs, memory NUMA nodes,

@@ -1,4 +1,4 @@
-//! The scenario document (shared/SCENARIO.md v1): its serde shape, reading
+//! The scenario document (docs/scenario.md v1): its serde shape, reading
 //! it from JSON or YAML with errors that name the field, and turning its
 //! `topology:` block into a [`Machine`] and back.
 //!

@@ -1,4 +1,4 @@
-//! The scenario format of shared/SCENARIO.md: reading a scenario, replaying
+//! The scenario format of docs/scenario.md: reading a scenario, replaying
 //! it through the engine exactly as a kubelet would, and the result
 //! document.
 //!

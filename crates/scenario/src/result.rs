@@ -1,4 +1,4 @@
-//! The result document of a replay (shared/SCENARIO.md, "Result document").
+//! The result document of a replay (docs/scenario.md, "Result document").
 
 use std::collections::BTreeMap;
 

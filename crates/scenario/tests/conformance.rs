@@ -1,5 +1,5 @@
-//! Every conformance vector in shared/conformance (and the large-machine
-//! sample in shared/conformance-large) replayed through the engine and
+//! Every conformance vector in testdata/conformance/1.32 (and the
+//! large-machine sample in testdata/conformance-large) replayed through the engine and
 //! compared with the real kubelet's answer.
 //!
 //! `TOPOALIGN_VECTORS=0001,1112` limits a run to some vectors;
@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use topoalign_scenario::{MergeStrategy, Replay, Scenario, replay_with};
 
-fn shared() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
+fn testdata() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
 }
 
 /// What we answer for one scenario file, as a JSON document.
@@ -82,7 +82,7 @@ fn first_difference(ours: &Value, expected: &Value) -> String {
 }
 
 fn run_set(set: &str, strategy: MergeStrategy) -> (usize, Vec<(String, String)>) {
-    let dir = shared().join(set);
+    let dir = testdata().join(set);
     let index: BTreeMap<String, Value> =
         serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).expect("index.json")).expect("index");
     let only: Option<Vec<String>> = std::env::var("TOPOALIGN_VECTORS")
@@ -138,7 +138,7 @@ fn check(set: &str, strategy: MergeStrategy) {
 
 #[test]
 fn public_conformance_vectors() {
-    check("conformance", MergeStrategy::Fast);
+    check("conformance/1.32", MergeStrategy::Fast);
 }
 
 #[test]
@@ -149,7 +149,7 @@ fn large_machine_vectors() {
 /// The candidate search that large machines use, held to every vector.
 #[test]
 fn public_conformance_vectors_through_the_search_merge() {
-    check("conformance", MergeStrategy::CandidateSearch);
+    check("conformance/1.32", MergeStrategy::CandidateSearch);
 }
 
 /// The judge's leniency is itself tested: an alternative text the kubelet

@@ -14,7 +14,7 @@ use crate::Outcome;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A scenario (shared/SCENARIO.md): the object of its node after all
+    /// A scenario (docs/scenario.md): the object of its node after all
     /// its events.
     #[arg(conflicts_with = "fleet", required_unless_present = "fleet")]
     scenario: Option<PathBuf>,

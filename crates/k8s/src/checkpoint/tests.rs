@@ -1,5 +1,5 @@
 //! Checkpoints written by the kubelet's own code (from
-//! `shared/kubelet-state/0023`), their corrupted variants, and the kubelet's
+//! `testdata/kubelet-state/0023`), their corrupted variants, and the kubelet's
 //! texts for each failure.
 
 use super::*;
@@ -49,7 +49,7 @@ fn empty_state_checksums() {
     assert_eq!(memory.policy_name, "None");
 }
 
-/// The corrupt variants of `shared/kubelet-state/corrupt`, with the texts
+/// The corrupt variants of `testdata/kubelet-state/corrupt`, with the texts
 /// the kubelet gave for each.
 #[test]
 fn corrupt_checkpoints_get_the_kubelet_texts() {
