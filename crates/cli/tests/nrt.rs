@@ -40,11 +40,13 @@ fn a_scenarios_node_as_yaml_validates_against_the_crd() {
         .find(|r| r.name == "nvidia.com/gpu")
         .expect("GPU listed");
     assert_eq!(gpu.available, "0");
-    // Its exact-state attributes rebuild the same node.
-    assert_eq!(
-        topoalign_nrt::restore(&objects[0]).expect("rebuilds").fidelity,
-        topoalign_nrt::Fidelity::Exact
-    );
+    // Its exact-state attributes rebuild the node the scenario leaves.
+    let text = std::fs::read_to_string(repo().join("examples/scenarios/two-socket-gpu.yaml")).expect("scenario");
+    let scenario = topoalign_scenario::Scenario::parse(&text).expect("scenario parses");
+    let (_, node) = topoalign_nrt::scenario_node(&scenario).expect("the scenario's node");
+    let rebuilt = topoalign_nrt::restore(&objects[0]).expect("rebuilds").node;
+    assert_eq!(rebuilt.state(), node.state());
+    assert_eq!(rebuilt.devices_in_use(), node.devices_in_use());
 }
 
 #[test]

@@ -7,7 +7,7 @@
 //! [`DeviceManager::devices_in_use`]. Must not touch: device choice or
 //! hints.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use crate::DeviceManager;
 use crate::pod_devices::PodDevices;
@@ -50,12 +50,16 @@ impl DeviceManager {
     /// restart re-reads its device checkpoint the same way). Reusable init
     /// container devices start empty.
     ///
+    /// Within one pod a device may appear under several containers: the
+    /// kubelet hands an init container's devices on to the pod's later
+    /// containers. Two pods never share one.
+    ///
     /// # Errors
     /// [`DeviceRestoreError`] for a resource or device this node does not
-    /// have, or a device held twice; the manager is then unchanged.
+    /// have, or a device held by two pods; the manager is then unchanged.
     pub fn restore(&mut self, assignments: DeviceAssignments) -> Result<(), DeviceRestoreError> {
         let mut restored = PodDevices::default();
-        let mut held: BTreeSet<(String, String)> = BTreeSet::new();
+        let mut holder: BTreeMap<(&str, &str), &str> = BTreeMap::new();
         for (pod, containers) in &assignments {
             for (container, resources) in containers {
                 for (resource, ids) in resources {
@@ -75,7 +79,8 @@ impl DeviceManager {
                                 id: id.clone(),
                             });
                         }
-                        if !held.insert((resource.clone(), id.clone())) {
+                        let first = *holder.entry((resource.as_str(), id.as_str())).or_insert(pod.as_str());
+                        if first != pod {
                             return Err(DeviceRestoreError::HeldTwice {
                                 pod: pod.clone(),
                                 container: container.clone(),
@@ -150,6 +155,15 @@ mod tests {
                 "nvidia.com/gpu device \"gpu0\" is held twice (pod q, container b)",
             ),
         ];
+        // An init container's device handed on to an app container of the
+        // same pod is one holder, not two.
+        let mut m = manager();
+        let handed_on = record(&[
+            ("p", "init", "nvidia.com/gpu", &["gpu0"]),
+            ("p", "app", "nvidia.com/gpu", &["gpu0"]),
+        ]);
+        m.restore(handed_on.clone()).expect("valid");
+        assert_eq!(m.assignments(), handed_on);
         for (held, expected) in table {
             let mut m = manager();
             assert_eq!(m.restore(held).expect_err("refused").to_string(), expected);

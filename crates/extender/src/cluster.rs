@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use topoalign_engine::{Decision, Node};
 use topoalign_model::Pod;
-use topoalign_nrt::{Fidelity, NodeResourceTopology};
+use topoalign_nrt::NodeResourceTopology;
 
 use crate::scoring::{Scores, Strategy, score};
 
@@ -73,8 +73,6 @@ struct KnownNode {
     node: Node,
     spec_key: u64,
     state_key: u64,
-    /// How the state was obtained from an NRT object.
-    fidelity: Fidelity,
 }
 
 struct Assumption {
@@ -150,7 +148,6 @@ impl Cluster {
                         node: node.clone(),
                         spec_key,
                         state_key: spec_key,
-                        fidelity: Fidelity::Exact,
                     },
                 );
             }
@@ -199,16 +196,31 @@ impl Cluster {
             slot.insert(topoalign_nrt::start_node(&spec).map_err(|e| error(e.to_string()))?);
         }
         // The state without identities: same machine, same pods, same
-        // placements → same key.
-        let anonymous: Vec<_> = topoalign_nrt::exact::pod_records(&restored.node)
-            .into_iter()
-            .map(|mut r| {
-                r.uid.clear();
-                r.name.clear();
-                r.namespace.clear();
-                r
-            })
+        // placements → same key. Uids are replaced by their pod's place in
+        // the admission order, so that the key still tells pods apart.
+        let mut anonymous = topoalign_nrt::StateRecord::of(&restored.node);
+        let order: HashMap<String, String> = anonymous
+            .pods
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.uid.clone(), i.to_string()))
             .collect();
+        let renamed = |uid: &String| order.get(uid).cloned().unwrap_or_default();
+        for pod in &mut anonymous.pods {
+            pod.uid = renamed(&pod.uid);
+            pod.name.clear();
+            pod.namespace.clear();
+        }
+        anonymous.cpu.entries = anonymous
+            .cpu
+            .entries
+            .iter()
+            .map(|(u, c)| (renamed(u), c.clone()))
+            .collect();
+        if let Some(memory) = &mut anonymous.memory {
+            memory.entries = memory.entries.iter().map(|(u, c)| (renamed(u), c.clone())).collect();
+        }
+        anonymous.devices = anonymous.devices.iter().map(|(u, c)| (renamed(u), c.clone())).collect();
         let state_key = hash(&(spec_key, serde_json::to_string(&anonymous).unwrap_or_default()));
         let reported: Vec<String> = restored.pods.iter().map(|p| p.uid.clone()).collect();
         self.nodes.insert(
@@ -217,7 +229,6 @@ impl Cluster {
                 node: restored.node,
                 spec_key,
                 state_key,
-                fidelity: restored.fidelity,
             },
         );
         // Assumptions on this node: confirmed, or laid on top again.
@@ -249,11 +260,6 @@ impl Cluster {
             }
         }
         Ok(())
-    }
-
-    /// How faithfully a node's state was rebuilt (`None`: unknown node).
-    pub fn fidelity(&self, node: &str) -> Option<&Fidelity> {
-        self.nodes.get(node).map(|k| &k.fidelity)
     }
 
     /// Reads the pod of a request.

@@ -79,7 +79,6 @@ async fn an_apply_is_a_forced_server_side_apply_patch_with_a_valid_body() {
     assert_eq!(listed[0].metadata.resource_version.as_deref(), Some("2"));
     let rebuilt = topoalign_nrt::restore(&listed[0]).unwrap();
     assert_eq!(rebuilt.pods.len(), 2);
-    assert_eq!(rebuilt.fidelity, topoalign_nrt::Fidelity::Exact);
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@
 
 use topoalign_engine::{Node, TopologyPolicyName, TopologyScope};
 
-use crate::exact::{NODE_SPEC_ATTRIBUTE, NodeSpec, PODS_ATTRIBUTE, pod_records};
+use crate::exact::{NODE_SPEC_ATTRIBUTE, NodeSpec, STATE_ATTRIBUTE, StateRecord};
 use crate::object::{
     API_VERSION, AttributeInfo, CostInfo, KIND, NodeResourceTopology, ObjectMeta, ResourceInfo, Zone, zone_name,
 };
@@ -87,8 +87,8 @@ pub fn build(name: &str, node: &Node, options: BuildOptions<'_>) -> NodeResource
             value: text(serde_json::to_string(spec)),
         });
         attributes.push(AttributeInfo {
-            name: PODS_ATTRIBUTE.to_string(),
-            value: text(serde_json::to_string(&pod_records(node))),
+            name: STATE_ATTRIBUTE.to_string(),
+            value: text(serde_json::to_string(&StateRecord::of(node))),
         });
     }
     NodeResourceTopology {

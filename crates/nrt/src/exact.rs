@@ -5,39 +5,43 @@
 //! enough for an approximate scheduler, not for an exact one: whether the
 //! kubelet admits the next pod depends on *which* CPUs are taken (whole
 //! cores, uncore caches), on the memory manager's multi-NUMA groups and on
-//! which device ids are free. So a node that topoalign manages publishes two
-//! more top-level attributes (plain strings, as the CRD requires):
+//! which device ids are free. So a node that topoalign describes publishes
+//! two more top-level attributes (plain strings, as the CRD requires):
 //!
 //! - [`NODE_SPEC_ATTRIBUTE`] (`topoalign.io/node-spec`): JSON
 //!   `{"topology": …, "kubelet": …}` — the machine and kubelet blocks of
 //!   docs/scenario.md, enough to start the same engine node;
-//! - [`PODS_ATTRIBUTE`] (`topoalign.io/pods`): JSON list of the admitted
-//!   pods in admission order — requests, limits, init/sidecar containers,
-//!   overhead, and what each container holds now (CPUs, memory NUMA nodes,
-//!   device ids).
+//! - [`STATE_ATTRIBUTE`] (`topoalign.io/state`): JSON [`StateRecord`] — a
+//!   *snapshot* of what the node holds, in the shape of the kubelet's own
+//!   checkpoints: the admitted pods (requests, limits, init and sidecar
+//!   containers, overhead: what the resource-fit check counts), the CPU
+//!   manager's shared pool and exclusive assignments (`cpu_manager_state`),
+//!   the memory manager's machine state and memory blocks
+//!   (`memory_manager_state`), and the device manager's assignments.
 //!
-//! [`restore`] starts the node and admits the pods again in that order.
-//! The engine is deterministic, so when the node's history had no
-//! deletions this gives back the very same state; after deletions the
-//! re-admitted placements can differ (a pod admitted after a deletion may
-//! have taken CPUs a replay hands out differently). [`restore`] compares
-//! every container's CPUs, memory NUMA nodes and devices with the published
-//! ones and says whether the rebuilt state is [`Fidelity::Exact`]; callers
-//! treat a [`Fidelity::Diverged`] node as unknown rather than guess.
+//! [`restore`] starts the node and restores the snapshot through the
+//! engine's restore path — the one a restarting kubelet takes and
+//! `diagnose` uses — so the rebuilt node *is* the published node, whatever
+//! history of admissions and deletions led there. (An earlier format
+//! carried only the pods and admitted them again; after a deletion that
+//! could give other CPUs.) A snapshot the engine refuses to restore is an
+//! error, never a guess.
 //!
 //! Owns: the attribute formats and the rebuild. Must not touch: decisions.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use topoalign_engine::{ContainerPlacement, Node};
-use topoalign_model::{Container, Pod, Quantity, ResourceList};
+use topoalign_engine::{
+    CpuManagerState, MemoryBlock, MemoryManagerState, MemoryTableState, Node, NodeSnapshot, NumaMemoryState,
+};
+use topoalign_model::{Container, CpuSet, Pod, Quantity, ResourceList};
 use topoalign_scenario::{CpuSpec, DeviceSpec, NumaNodeSpec, TopologySpec};
 
 /// Attribute holding the node's machine and kubelet configuration.
 pub const NODE_SPEC_ATTRIBUTE: &str = "topoalign.io/node-spec";
-/// Attribute holding the admitted pods and their placements.
-pub const PODS_ATTRIBUTE: &str = "topoalign.io/pods";
+/// Attribute holding the node's allocation state ([`StateRecord`]).
+pub const STATE_ATTRIBUTE: &str = "topoalign.io/state";
 
 /// A node's machine and kubelet configuration, in the scenario format.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -47,7 +51,25 @@ pub struct NodeSpec {
     pub kubelet: serde_json::Value,
 }
 
-/// One admitted pod.
+/// Everything a node holds, as plain data: the engine's [`NodeSnapshot`]
+/// in the kubelet checkpoints' vocabulary.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateRecord {
+    /// The admitted pods, in admission order.
+    pub pods: Vec<PodRecord>,
+    /// `cpu_manager_state` without its checksum.
+    pub cpu: CpuRecord,
+    /// `memory_manager_state` without its checksum; absent under the
+    /// `None` memory policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryRecord>,
+    /// Device ids per pod uid, container and resource.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub devices: BTreeMap<String, BTreeMap<String, BTreeMap<String, Vec<String>>>>,
+}
+
+/// One admitted pod: what the resource-fit check and the managers need of it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodRecord {
@@ -61,7 +83,7 @@ pub struct PodRecord {
     pub overhead: BTreeMap<String, String>,
 }
 
-/// One container: what it asked for and what it holds.
+/// One container's resources.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerRecord {
@@ -72,13 +94,59 @@ pub struct ContainerRecord {
     pub limits: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub restartable: bool,
-    /// Exclusive CPUs (kubelet list form); absent = shared pool.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpus: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_numa: Option<Vec<usize>>,
+}
+
+/// The CPU manager's state (`cpu_manager_state`'s fields).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CpuRecord {
+    /// The shared pool, in kubelet list form.
+    pub default_cpu_set: String,
+    /// Pod uid → container → exclusive CPUs.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub devices: BTreeMap<String, Vec<String>>,
+    pub entries: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// The memory manager's state (`memory_manager_state`'s fields).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryRecord {
+    /// Per NUMA node.
+    pub machine_state: BTreeMap<usize, NumaMemoryRecord>,
+    /// Pod uid → container → memory blocks.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub entries: BTreeMap<String, BTreeMap<String, Vec<BlockRecord>>>,
+}
+
+/// One NUMA node of the memory manager's machine state.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NumaMemoryRecord {
+    pub number_of_assignments: i64,
+    /// Per resource (`memory`, `hugepages-<size>`), in bytes.
+    pub memory_map: BTreeMap<String, TableRecord>,
+    pub cells: Vec<usize>,
+}
+
+/// One resource's table on one NUMA node, in bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TableRecord {
+    pub total: u64,
+    pub system_reserved: u64,
+    pub allocatable: u64,
+    pub reserved: u64,
+    pub free: u64,
+}
+
+/// One memory block of a container.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BlockRecord {
+    pub numa_affinity: Vec<usize>,
+    #[serde(rename = "type")]
+    pub resource: String,
+    pub size: u64,
 }
 
 /// Why the published state cannot be rebuilt.
@@ -91,15 +159,10 @@ pub enum RestoreError {
     /// The kubelet would not start with this machine and configuration.
     #[error("the node would not start: {0}")]
     Refused(String),
-}
-
-/// How faithful a rebuilt node is.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Fidelity {
-    /// Every pod admitted again with exactly the published placements.
-    Exact,
-    /// The first pod whose re-admission differs, and how.
-    Diverged { pod: String, detail: String },
+    /// The node refuses the published state, as a restarting kubelet
+    /// would (the text is the kubelet's).
+    #[error("the published state cannot be restored: {0}")]
+    Unrestorable(String),
 }
 
 /// A rebuilt node.
@@ -108,38 +171,164 @@ pub struct Restored {
     pub node: Node,
     /// The pods in admission order (uids as published).
     pub pods: Vec<Pod>,
-    pub fidelity: Fidelity,
 }
 
-/// The record of one admitted pod of `node`.
-pub fn pod_record(node: &Node, pod: &Pod) -> PodRecord {
-    let placements = node.current_placements(&pod.uid);
-    let find = |name: &str, init: bool| placements.iter().find(|p| p.name == name && p.init == init);
-    let container = |c: &Container, init: bool| {
-        let placed = find(&c.name, init);
-        ContainerRecord {
-            name: c.name.clone(),
-            requests: texts(&c.requests),
-            limits: texts(&c.limits),
-            restartable: c.restartable,
-            cpus: placed.and_then(|p| p.cpus.as_ref()).map(ToString::to_string),
-            memory_numa: placed.and_then(|p| p.memory_numa.clone()),
-            devices: placed.map(|p| p.devices.clone()).unwrap_or_default(),
+impl StateRecord {
+    /// The state `node` holds now.
+    pub fn of(node: &Node) -> StateRecord {
+        let snapshot = node.snapshot();
+        StateRecord {
+            pods: snapshot.pods.iter().map(PodRecord::of).collect(),
+            cpu: CpuRecord {
+                default_cpu_set: snapshot.cpu.default_cpu_set.to_string(),
+                entries: snapshot
+                    .cpu
+                    .assignments
+                    .iter()
+                    .map(|(uid, containers)| {
+                        let containers = containers.iter().map(|(c, cpus)| (c.clone(), cpus.to_string()));
+                        (uid.clone(), containers.collect())
+                    })
+                    .collect(),
+            },
+            memory: snapshot.memory.as_ref().map(MemoryRecord::of),
+            devices: snapshot.devices,
         }
-    };
-    PodRecord {
-        namespace: pod.namespace.clone(),
-        name: pod.name.clone(),
-        uid: pod.uid.clone(),
-        init_containers: pod.init_containers.iter().map(|c| container(c, true)).collect(),
-        containers: pod.containers.iter().map(|c| container(c, false)).collect(),
-        overhead: texts(&pod.overhead),
+    }
+
+    /// The engine's snapshot this record describes.
+    ///
+    /// # Errors
+    /// A message naming the malformed part (a bad quantity or CPU list).
+    pub fn to_snapshot(&self) -> Result<NodeSnapshot, String> {
+        let pods = self
+            .pods
+            .iter()
+            .map(|record| {
+                record
+                    .to_pod()
+                    .map_err(|message| format!("pod {}/{}: {message}", record.namespace, record.name))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let cpu_list = |text: &str, at: &dyn Fn() -> String| CpuSet::parse(text).map_err(|e| format!("{}: {e}", at()));
+        let default_cpu_set = cpu_list(&self.cpu.default_cpu_set, &|| "cpu.defaultCpuSet".to_string())?;
+        let mut assignments = BTreeMap::new();
+        for (uid, containers) in &self.cpu.entries {
+            let mut parsed = BTreeMap::new();
+            for (container, cpus) in containers {
+                let at = || format!("cpu.entries.{uid}.{container}");
+                parsed.insert(container.clone(), cpu_list(cpus, &at)?);
+            }
+            assignments.insert(uid.clone(), parsed);
+        }
+        Ok(NodeSnapshot {
+            pods,
+            cpu: CpuManagerState {
+                default_cpu_set,
+                assignments,
+            },
+            memory: self.memory.as_ref().map(MemoryRecord::to_state),
+            devices: self.devices.clone(),
+        })
     }
 }
 
-/// Every admitted pod of `node`, in admission order.
-pub fn pod_records(node: &Node) -> Vec<PodRecord> {
-    node.pods().iter().map(|pod| pod_record(node, pod)).collect()
+impl MemoryRecord {
+    fn of(state: &MemoryManagerState) -> MemoryRecord {
+        MemoryRecord {
+            machine_state: state
+                .machine_state
+                .iter()
+                .map(|(&numa, node)| {
+                    let record = NumaMemoryRecord {
+                        number_of_assignments: node.number_of_assignments,
+                        memory_map: node
+                            .memory
+                            .iter()
+                            .map(|(resource, t)| {
+                                let table = TableRecord {
+                                    total: t.total,
+                                    system_reserved: t.system_reserved,
+                                    allocatable: t.allocatable,
+                                    reserved: t.reserved,
+                                    free: t.free,
+                                };
+                                (resource.clone(), table)
+                            })
+                            .collect(),
+                        cells: node.cells.clone(),
+                    };
+                    (numa, record)
+                })
+                .collect(),
+            entries: state
+                .assignments
+                .iter()
+                .map(|(uid, containers)| {
+                    let containers = containers.iter().map(|(container, blocks)| {
+                        let blocks = blocks
+                            .iter()
+                            .map(|b| BlockRecord {
+                                numa_affinity: b.numa_affinity.clone(),
+                                resource: b.resource.clone(),
+                                size: b.size,
+                            })
+                            .collect();
+                        (container.clone(), blocks)
+                    });
+                    (uid.clone(), containers.collect())
+                })
+                .collect(),
+        }
+    }
+
+    fn to_state(&self) -> MemoryManagerState {
+        MemoryManagerState {
+            machine_state: self
+                .machine_state
+                .iter()
+                .map(|(&numa, record)| {
+                    let node = NumaMemoryState {
+                        number_of_assignments: record.number_of_assignments,
+                        memory: record
+                            .memory_map
+                            .iter()
+                            .map(|(resource, t)| {
+                                let table = MemoryTableState {
+                                    total: t.total,
+                                    system_reserved: t.system_reserved,
+                                    allocatable: t.allocatable,
+                                    reserved: t.reserved,
+                                    free: t.free,
+                                };
+                                (resource.clone(), table)
+                            })
+                            .collect(),
+                        cells: record.cells.clone(),
+                    };
+                    (numa, node)
+                })
+                .collect(),
+            assignments: self
+                .entries
+                .iter()
+                .map(|(uid, containers)| {
+                    let containers = containers.iter().map(|(container, blocks)| {
+                        let blocks = blocks
+                            .iter()
+                            .map(|b| MemoryBlock {
+                                numa_affinity: b.numa_affinity.clone(),
+                                resource: b.resource.clone(),
+                                size: b.size,
+                            })
+                            .collect();
+                        (container.clone(), blocks)
+                    });
+                    (uid.clone(), containers.collect())
+                })
+                .collect(),
+        }
+    }
 }
 
 fn texts(list: &ResourceList) -> BTreeMap<String, String> {
@@ -147,6 +336,24 @@ fn texts(list: &ResourceList) -> BTreeMap<String, String> {
 }
 
 impl PodRecord {
+    /// The record of an engine pod.
+    pub fn of(pod: &Pod) -> PodRecord {
+        let container = |c: &Container| ContainerRecord {
+            name: c.name.clone(),
+            requests: texts(&c.requests),
+            limits: texts(&c.limits),
+            restartable: c.restartable,
+        };
+        PodRecord {
+            namespace: pod.namespace.clone(),
+            name: pod.name.clone(),
+            uid: pod.uid.clone(),
+            init_containers: pod.init_containers.iter().map(container).collect(),
+            containers: pod.containers.iter().map(container).collect(),
+            overhead: texts(&pod.overhead),
+        }
+    }
+
     /// The engine's pod (QoS recomputed from the resources).
     ///
     /// # Errors
@@ -175,36 +382,6 @@ impl PodRecord {
             containers,
             overhead: quantities(&self.overhead)?,
         })
-    }
-
-    /// Whether `placements` (from the engine) are what this record says.
-    fn differs_from(&self, placements: &[ContainerPlacement]) -> Option<String> {
-        let records = self
-            .init_containers
-            .iter()
-            .map(|c| (c, true))
-            .chain(self.containers.iter().map(|c| (c, false)));
-        for (record, init) in records {
-            let Some(placed) = placements.iter().find(|p| p.name == record.name && p.init == init) else {
-                return Some(format!("container {} not placed", record.name));
-            };
-            let cpus = placed.cpus.as_ref().map(ToString::to_string);
-            if cpus != record.cpus {
-                return Some(format!(
-                    "container {}: CPUs {} published, {} rebuilt",
-                    record.name,
-                    record.cpus.as_deref().unwrap_or("shared"),
-                    cpus.as_deref().unwrap_or("shared")
-                ));
-            }
-            if placed.memory_numa != record.memory_numa {
-                return Some(format!("container {}: memory NUMA nodes differ", record.name));
-            }
-            if placed.devices != record.devices {
-                return Some(format!("container {}: devices differ", record.name));
-            }
-        }
-        None
     }
 }
 
@@ -295,8 +472,8 @@ pub fn start_node(spec: &NodeSpec) -> Result<Node, RestoreError> {
 /// attributes (see the module docs).
 ///
 /// # Errors
-/// [`RestoreError`] when an attribute is missing or malformed, or the node
-/// would not start.
+/// [`RestoreError`] when an attribute is missing or malformed, the node
+/// would not start, or it refuses the published state.
 pub fn restore(object: &crate::NodeResourceTopology) -> Result<Restored, RestoreError> {
     let spec_text = object
         .attribute(NODE_SPEC_ATTRIBUTE)
@@ -305,43 +482,30 @@ pub fn restore(object: &crate::NodeResourceTopology) -> Result<Restored, Restore
         attribute: NODE_SPEC_ATTRIBUTE,
         message: e.to_string(),
     })?;
-    let records: Vec<PodRecord> = match object.attribute(PODS_ATTRIBUTE) {
-        Some(text) => serde_json::from_str(text).map_err(|e| RestoreError::Malformed {
-            attribute: PODS_ATTRIBUTE,
-            message: e.to_string(),
-        })?,
-        None => Vec::new(),
-    };
-    restore_from(&spec, &records)
+    let state_text = object
+        .attribute(STATE_ATTRIBUTE)
+        .ok_or(RestoreError::Missing(STATE_ATTRIBUTE))?;
+    let state: StateRecord = serde_json::from_str(state_text).map_err(|e| RestoreError::Malformed {
+        attribute: STATE_ATTRIBUTE,
+        message: e.to_string(),
+    })?;
+    restore_from(&spec, &state)
 }
 
 /// [`restore`] from already parsed parts.
 ///
 /// # Errors
 /// As [`restore`].
-pub fn restore_from(spec: &NodeSpec, records: &[PodRecord]) -> Result<Restored, RestoreError> {
+pub fn restore_from(spec: &NodeSpec, state: &StateRecord) -> Result<Restored, RestoreError> {
     let mut node = start_node(spec)?;
-    let mut pods = Vec::with_capacity(records.len());
-    let mut fidelity = Fidelity::Exact;
-    for record in records {
-        let pod = record.to_pod().map_err(|message| RestoreError::Malformed {
-            attribute: PODS_ATTRIBUTE,
-            message: format!("pod {}/{}: {message}", record.namespace, record.name),
-        })?;
-        let key = pod.key();
-        let decision = node.admit(pod.clone());
-        if fidelity == Fidelity::Exact {
-            let detail = match &decision.rejection {
-                Some(rejection) => Some(format!("not admitted again: {}", rejection.reason)),
-                None => record.differs_from(&node.current_placements(&pod.uid)),
-            };
-            if let Some(detail) = detail {
-                fidelity = Fidelity::Diverged { pod: key, detail };
-            }
-        }
-        pods.push(pod);
-    }
-    Ok(Restored { node, pods, fidelity })
+    let snapshot = state.to_snapshot().map_err(|message| RestoreError::Malformed {
+        attribute: STATE_ATTRIBUTE,
+        message,
+    })?;
+    let pods = snapshot.pods.clone();
+    node.restore(snapshot)
+        .map_err(|e| RestoreError::Unrestorable(e.to_string()))?;
+    Ok(Restored { node, pods })
 }
 
 /// The node a scenario leaves behind: its machine and kubelet blocks, and

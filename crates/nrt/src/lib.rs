@@ -16,7 +16,7 @@ mod zones;
 
 pub use build::{BuildOptions, POLICY_ATTRIBUTE, SCOPE_ATTRIBUTE, build, legacy_policy};
 pub use exact::{
-    Fidelity, NodeSpec, PodRecord, RestoreError, Restored, restore, restore_from, scenario_node, start_node,
+    NodeSpec, PodRecord, RestoreError, Restored, StateRecord, restore, restore_from, scenario_node, start_node,
     topology_spec,
 };
 pub use object::{

@@ -1,10 +1,10 @@
 //! The exact-state attributes: a node rebuilt from its NRT object is the
-//! node, or the rebuild says where it diverged.
+//! node, whatever history of admissions and deletions led to it.
 
 #![allow(clippy::unwrap_used)] // a panic is how a test reports failure
 
 use serde_json::json;
-use topoalign_nrt::{BuildOptions, Fidelity, NodeSpec, build, restore, start_node};
+use topoalign_nrt::{BuildOptions, NodeSpec, build, restore, start_node};
 
 fn spec() -> NodeSpec {
     let cpus: Vec<_> = (0..16)
@@ -60,7 +60,6 @@ fn a_node_without_deletions_is_rebuilt_exactly() {
     let object: topoalign_nrt::NodeResourceTopology =
         serde_json::from_str(&serde_json::to_string(&object).unwrap()).unwrap();
     let rebuilt = restore(&object).unwrap();
-    assert_eq!(rebuilt.fidelity, Fidelity::Exact);
     assert_eq!(rebuilt.node.state(), node.state());
     assert_eq!(rebuilt.node.devices_in_use(), node.devices_in_use());
     assert_eq!(
@@ -69,8 +68,10 @@ fn a_node_without_deletions_is_rebuilt_exactly() {
     );
 }
 
+/// Regression: the first format carried only the pods and admitted them
+/// again; after a deletion that gave `b` the CPUs `a` had left.
 #[test]
-fn a_history_the_pod_list_cannot_reproduce_is_reported_as_diverged() {
+fn a_node_after_deletions_is_rebuilt_exactly() {
     let spec = spec();
     let mut node = start_node(&spec).unwrap();
     assert!(node.admit(pod("a", "2", false)).admitted());
@@ -86,13 +87,17 @@ fn a_history_the_pod_list_cannot_reproduce_is_reported_as_diverged() {
         },
     );
     let rebuilt = restore(&object).unwrap();
-    match rebuilt.fidelity {
-        Fidelity::Diverged { pod, detail } => {
-            assert_eq!(pod, "team/b");
-            assert!(detail.starts_with("container "), "{detail}");
-        }
-        Fidelity::Exact => panic!("expected a divergence"),
+    assert_eq!(rebuilt.node.state(), node.state());
+    assert_eq!(
+        rebuilt.pods.iter().map(|p| p.uid.as_str()).collect::<Vec<_>>(),
+        ["uid-b", "uid-c"]
+    );
+    // Admitting the same pods again in order does not give this node back.
+    let mut readmitted = start_node(&spec).unwrap();
+    for pod in rebuilt.pods {
+        assert!(readmitted.admit(pod).admitted());
     }
+    assert_ne!(readmitted.state(), node.state());
 }
 
 #[test]
@@ -112,14 +117,58 @@ fn missing_or_malformed_attributes_are_errors_that_say_which() {
         },
     );
     for attribute in &mut bad.attributes {
-        if attribute.name == topoalign_nrt::exact::PODS_ATTRIBUTE {
-            attribute.value = "[{\"namespace\": 1}]".into();
+        if attribute.name == topoalign_nrt::exact::STATE_ATTRIBUTE {
+            attribute.value = "{\"pods\": [{\"namespace\": 1}]}".into();
         }
     }
     assert!(
         restore(&bad)
             .unwrap_err()
             .to_string()
-            .starts_with("attribute topoalign.io/pods: invalid type")
+            .starts_with("attribute topoalign.io/state: invalid type")
     );
+}
+
+/// The object of a large, busy node stays well inside what the API server
+/// stores (etcd's default request limit is 1.5 MiB): 256 CPUs on 8 NUMA
+/// nodes, 200 pods with exclusive CPUs and pinned memory.
+#[test]
+fn a_large_busy_node_fits_the_api_servers_limits() {
+    let cpus: Vec<_> = (0..256)
+        .map(|id| {
+            let core = id % 128;
+            json!({"id": id, "core": core, "socket": core / 64, "numa": core / 16})
+        })
+        .collect();
+    let numa: Vec<_> = (0..8).map(|id| json!({"id": id, "memory": "64Gi"})).collect();
+    let spec: NodeSpec = serde_json::from_value(json!({
+        "topology": {"numaNodes": numa, "cpus": cpus},
+        "kubelet": {"topologyManagerPolicy": "single-numa-node", "cpuManagerPolicy": "static",
+                    "memoryManagerPolicy": "Static", "reservedSystemCPUs": "0,128",
+                    "systemReserved": {"memory": "1Gi"},
+                    "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1124Mi"}}],
+                    "maxPods": 250}
+    }))
+    .unwrap();
+    let mut node = start_node(&spec).unwrap();
+    for i in 0..200 {
+        let pod = topoalign_k8s::pod_from_value(
+            &json!({"metadata": {"name": format!("inference-worker-{i:04}"), "namespace": "production-serving"},
+                    "spec": {"containers": [{"name": "server", "resources": {"limits": {"cpu": "1", "memory": "2Gi"}}}]}}),
+            &format!("0b5f0c2e-4f6a-4d3b-9c1e-{i:012}"),
+        )
+        .unwrap();
+        assert!(node.admit(pod).admitted(), "pod {i}");
+    }
+    let object = build(
+        "big",
+        &node,
+        BuildOptions {
+            exact_state: Some(&spec),
+        },
+    );
+    let bytes = serde_json::to_vec(&object).unwrap().len();
+    eprintln!("256 CPUs, 8 NUMA nodes, 200 pods: {bytes} bytes of JSON");
+    assert!(bytes < 512 * 1024, "{bytes} bytes");
+    assert_eq!(restore(&object).unwrap().node.state(), node.state());
 }
