@@ -1,0 +1,195 @@
+//! Wire messages to plain data and back. Reading checks every id against
+//! the bounds in the crate root and names the field that is off
+//! (`pod_resources[2].containers[0].cpu_ids[3]`).
+
+use std::collections::BTreeMap;
+
+use topoalign_model::CpuSet;
+
+use crate::v1;
+use crate::{Allocatable, ContainerAllocation, DeviceGroup, MAX_CPU_ID, MAX_NUMA_ID, MemoryBlock, PodAllocation};
+
+/// A field that is off: its path and what is wrong.
+pub(crate) struct Invalid {
+    pub field: String,
+    pub message: String,
+}
+
+fn invalid(field: String, message: impl Into<String>) -> Invalid {
+    Invalid {
+        field,
+        message: message.into(),
+    }
+}
+
+fn cpus(ids: &[i64], at: &str) -> Result<CpuSet, Invalid> {
+    ids.iter()
+        .enumerate()
+        .map(|(i, &id)| {
+            u32::try_from(id).ok().filter(|&id| id <= MAX_CPU_ID).ok_or_else(|| {
+                invalid(
+                    format!("{at}.cpu_ids[{i}]"),
+                    format!("{id} is not a CPU id (0..={MAX_CPU_ID})"),
+                )
+            })
+        })
+        .collect()
+}
+
+fn numa(topology: Option<&v1::TopologyInfo>, at: &str) -> Result<Vec<usize>, Invalid> {
+    let mut nodes = topology
+        .map(|t| t.nodes.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(i, node)| {
+            usize::try_from(node.id)
+                .ok()
+                .filter(|&id| id <= MAX_NUMA_ID)
+                .ok_or_else(|| {
+                    invalid(
+                        format!("{at}.topology.nodes[{i}].ID"),
+                        format!("{} is not a NUMA node id (0..={MAX_NUMA_ID})", node.id),
+                    )
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    nodes.sort_unstable();
+    nodes.dedup();
+    Ok(nodes)
+}
+
+fn memory(blocks: &[v1::ContainerMemory], at: &str) -> Result<Vec<MemoryBlock>, Invalid> {
+    blocks
+        .iter()
+        .enumerate()
+        .map(|(i, block)| {
+            let at = format!("{at}.memory[{i}]");
+            if block.memory_type.is_empty() {
+                return Err(invalid(format!("{at}.memory_type"), "empty"));
+            }
+            Ok(MemoryBlock {
+                resource: block.memory_type.clone(),
+                size: block.size,
+                numa: numa(block.topology.as_ref(), &at)?,
+            })
+        })
+        .collect()
+}
+
+fn devices(groups: &[v1::ContainerDevices], at: &str) -> Result<BTreeMap<String, Vec<DeviceGroup>>, Invalid> {
+    let mut by_resource: BTreeMap<String, Vec<DeviceGroup>> = BTreeMap::new();
+    for (i, group) in groups.iter().enumerate() {
+        let at = format!("{at}.devices[{i}]");
+        if group.resource_name.is_empty() {
+            return Err(invalid(format!("{at}.resource_name"), "empty"));
+        }
+        by_resource
+            .entry(group.resource_name.clone())
+            .or_default()
+            .push(DeviceGroup {
+                ids: group.device_ids.clone(),
+                numa: numa(group.topology.as_ref(), &at)?,
+            });
+    }
+    Ok(by_resource)
+}
+
+pub(crate) fn pod(pod: &v1::PodResources, at: &str) -> Result<PodAllocation, Invalid> {
+    let containers = pod
+        .containers
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let at = format!("{at}.containers[{i}]");
+            Ok(ContainerAllocation {
+                name: c.name.clone(),
+                cpus: cpus(&c.cpu_ids, &at)?,
+                memory: memory(&c.memory, &at)?,
+                devices: devices(&c.devices, &at)?,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(PodAllocation {
+        namespace: pod.namespace.clone(),
+        name: pod.name.clone(),
+        containers,
+    })
+}
+
+pub(crate) fn allocatable(answer: &v1::AllocatableResourcesResponse) -> Result<Allocatable, Invalid> {
+    Ok(Allocatable {
+        cpus: cpus(&answer.cpu_ids, "allocatable")?,
+        memory: memory(&answer.memory, "allocatable")?,
+        devices: devices(&answer.devices, "allocatable")?,
+    })
+}
+
+fn topology(numa: &[usize]) -> Option<v1::TopologyInfo> {
+    // Ids were bounded on the way in; a usize that does not fit an i64
+    // cannot come from one.
+    let nodes = numa
+        .iter()
+        .map(|&id| v1::NumaNode {
+            id: i64::try_from(id).unwrap_or(i64::MAX),
+        })
+        .collect();
+    Some(v1::TopologyInfo { nodes })
+}
+
+fn wire_memory(blocks: &[MemoryBlock]) -> Vec<v1::ContainerMemory> {
+    blocks
+        .iter()
+        .map(|b| v1::ContainerMemory {
+            memory_type: b.resource.clone(),
+            size: b.size,
+            topology: topology(&b.numa),
+        })
+        .collect()
+}
+
+fn wire_devices(devices: &BTreeMap<String, Vec<DeviceGroup>>) -> Vec<v1::ContainerDevices> {
+    devices
+        .iter()
+        .flat_map(|(resource, groups)| {
+            groups.iter().map(move |g| v1::ContainerDevices {
+                resource_name: resource.clone(),
+                device_ids: g.ids.clone(),
+                // The kubelet sends no topology for a device without one.
+                topology: if g.numa.is_empty() { None } else { topology(&g.numa) },
+            })
+        })
+        .collect()
+}
+
+fn wire_cpus(cpus: &CpuSet) -> Vec<i64> {
+    cpus.iter().map(i64::from).collect()
+}
+
+pub(crate) fn wire_pod(pod: &PodAllocation) -> v1::PodResources {
+    v1::PodResources {
+        name: pod.name.clone(),
+        namespace: pod.namespace.clone(),
+        containers: pod
+            .containers
+            .iter()
+            .map(|c| v1::ContainerResources {
+                name: c.name.clone(),
+                devices: wire_devices(&c.devices),
+                cpu_ids: wire_cpus(&c.cpus),
+                memory: wire_memory(&c.memory),
+                dynamic_resources: Vec::new(),
+            })
+            .collect(),
+        cpu_ids: Vec::new(),
+        memory: Vec::new(),
+    }
+}
+
+pub(crate) fn wire_allocatable(allocatable: &Allocatable) -> v1::AllocatableResourcesResponse {
+    v1::AllocatableResourcesResponse {
+        devices: wire_devices(&allocatable.devices),
+        cpu_ids: wire_cpus(&allocatable.cpus),
+        memory: wire_memory(&allocatable.memory),
+    }
+}

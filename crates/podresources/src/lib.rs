@@ -1,0 +1,123 @@
+//! The kubelet's PodResources API v1 — `List`, `GetAllocatableResources`
+//! and `Get` on the kubelet's Unix socket (by default
+//! [`DEFAULT_SOCKET`]) — as topoalign uses it:
+//!
+//! - [`Client`] asks a kubelet what it allocated, and gives the answer as
+//!   plain data ([`PodAllocation`], [`Allocatable`]), checked (a CPU id or
+//!   NUMA node id no machine has is an error naming the field);
+//! - [`serve`] answers the same calls for a node no kubelet runs on (tests,
+//!   simulated nodes), from whatever [`Snapshot`] the caller provides —
+//!   the real protocol on a real socket.
+//!
+//! The wire types are generated from the kubelet's own `proto/api.proto`
+//! ([`v1`]). Owns: the protocol and its conversion. Must not touch:
+//! decisions (the engine's) or what the allocations mean for a node's state
+//! (the follower's).
+
+mod client;
+mod convert;
+mod server;
+
+use std::collections::BTreeMap;
+
+use topoalign_model::CpuSet;
+
+pub use client::Client;
+pub use server::{SnapshotSource, serve};
+
+/// The generated wire types and service stubs of `proto/api.proto`.
+#[allow(clippy::unwrap_used, missing_docs)] // reason: generated code
+pub mod v1 {
+    tonic::include_proto!("v1");
+}
+
+/// Where a kubelet serves the API.
+pub const DEFAULT_SOCKET: &str = "/var/lib/kubelet/pod-resources/kubelet.sock";
+
+/// The largest CPU id accepted from a peer: Linux's `NR_CPUS` upper bound
+/// (`CONFIG_NR_CPUS` is at most 8192 on every architecture the kubelet
+/// supports). Beyond it an id is an error, not a bitmap to allocate.
+pub const MAX_CPU_ID: u32 = 8191;
+
+/// The largest NUMA node id accepted from a peer (Linux `MAX_NUMNODES`
+/// is at most 1024).
+pub const MAX_NUMA_ID: usize = 1023;
+
+/// What a kubelet reports of one pod.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PodAllocation {
+    pub namespace: String,
+    pub name: String,
+    pub containers: Vec<ContainerAllocation>,
+}
+
+/// What a kubelet reports of one container.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ContainerAllocation {
+    pub name: String,
+    /// Exclusive CPUs (empty when the container runs in the shared pool).
+    pub cpus: CpuSet,
+    /// Memory and huge pages the memory manager pinned.
+    pub memory: Vec<MemoryBlock>,
+    /// Device ids per resource.
+    pub devices: BTreeMap<String, Vec<DeviceGroup>>,
+}
+
+/// Memory of one type on some NUMA nodes (`ContainerMemory`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryBlock {
+    /// `memory` or `hugepages-<size>`.
+    pub resource: String,
+    /// Bytes.
+    pub size: u64,
+    /// NUMA nodes, ascending.
+    pub numa: Vec<usize>,
+}
+
+/// Devices of one resource that share a topology (`ContainerDevices`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceGroup {
+    pub ids: Vec<String>,
+    /// NUMA nodes, ascending; empty when the device has no affinity.
+    pub numa: Vec<usize>,
+}
+
+/// What the node can allocate (`GetAllocatableResources`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Allocatable {
+    pub cpus: CpuSet,
+    pub memory: Vec<MemoryBlock>,
+    pub devices: BTreeMap<String, Vec<DeviceGroup>>,
+}
+
+/// Everything a server answers from: the pods with their allocations and
+/// what the node can allocate.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    pub pods: Vec<PodAllocation>,
+    pub allocatable: Allocatable,
+}
+
+/// Why a PodResources call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PodResourcesError {
+    /// The socket could not be reached.
+    #[error("{socket}: cannot connect to the kubelet's PodResources API: {message}")]
+    Connect { socket: String, message: String },
+    /// The kubelet answered the call with an error status.
+    #[error("{socket}: {method}: {code:?}: {message}")]
+    Call {
+        socket: String,
+        method: &'static str,
+        code: tonic::Code,
+        message: String,
+    },
+    /// The answer holds a value no node has.
+    #[error("{socket}: {method}: {field}: {message}")]
+    Invalid {
+        socket: String,
+        method: &'static str,
+        field: String,
+        message: String,
+    },
+}
