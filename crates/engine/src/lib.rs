@@ -3,7 +3,9 @@
 //!
 //! Owns: the wiring of the topology, device, CPU and memory managers in the
 //! kubelet's order, the resource-fit check, decisions and explanations,
-//! snapshots of a node's state and restoring them (`node/snapshot.rs`).
+//! snapshots of a node's state and restoring them (`node/snapshot.rs`),
+//! and the one read side of that state: per NUMA node what is there, what
+//! may be given, what is given and what is free (`node/usage.rs`).
 //! Pure: no files, clocks, network or async; callers do I/O and logging.
 
 mod config;
@@ -14,7 +16,7 @@ mod reservation;
 
 pub use config::{CpuPolicyName, MemoryPolicyName, NodeConfig, ReservedMemory, TopologyPolicyName, TopologyScope};
 pub use decision::{ContainerPlacement, Decision, Explanation, MergeRecord, Provider, Rejection, RejectionStage};
-pub use node::{Node, NodeSnapshot, NodeState, NumaFree, RestoreError};
+pub use node::{Node, NodeSnapshot, NodeState, NumaUsage, ResourceUsage, RestoreError};
 pub use reservation::node_allocatable_reservation;
 /// The managers' state types a [`NodeSnapshot`] is made of.
 pub use topoalign_cpu_manager::CpuManagerState;

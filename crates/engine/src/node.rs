@@ -22,8 +22,10 @@ use crate::reservation::node_allocatable_reservation;
 use crate::{NodeConfig, StartupError};
 
 mod snapshot;
+mod usage;
 
-pub use snapshot::{NodeSnapshot, NumaFree, RestoreError};
+pub use snapshot::{NodeSnapshot, RestoreError};
+pub use usage::{NumaUsage, ResourceUsage};
 
 /// A started node: machine, configuration, the managers' state and the
 /// pods it holds.

@@ -23,6 +23,7 @@ use topoalign_model::{Pod, Quantity, QuantityFormat};
 use crate::hints::nodes_text;
 use crate::report::affinity;
 use crate::requests::{container_requests, pod_requests};
+use crate::table::free_amount;
 use crate::{EmptyNode, Situation};
 
 /// At most this many removal sets are tried (they grow combinatorially).
@@ -303,25 +304,21 @@ fn shrink_to_a_node(situation: &Situation<'_>) -> Option<Fix> {
                 },
             ),
     };
-    let per_core = cpus_per_core(node);
+    let per_core = i128::try_from(cpus_per_core(node)).unwrap_or(1).max(1);
     let mut best: Option<Shrunk> = None;
-    for free in node.numa_free() {
+    for usage in node.numa_usage() {
         let mut manifest = situation.manifest.clone();
         let mut changes = Vec::new();
         let mut possible = true;
         for (resource, &wanted) in &requested {
-            let available = if resource == "cpu" {
-                free.cpus.as_ref().map(|c| {
-                    let whole = c.len() - c.len() % per_core;
-                    Quantity::from_units(i128::try_from(whole).unwrap_or(0))
-                })
-            } else if resource == "memory" || resource.starts_with("hugepages-") {
-                free.memory.get(resource).copied()
-            } else {
-                free.devices
-                    .get(resource)
-                    .map(|ids| Quantity::from_units(i128::try_from(ids.len()).unwrap_or(0)))
-            };
+            let available = free_amount(node, &usage, resource).map(|free| {
+                if resource == "cpu" {
+                    // Whole cores only.
+                    Quantity::from_units(free.value() - free.value() % per_core)
+                } else {
+                    free
+                }
+            });
             let Some(available) = available else { continue };
             if available >= wanted {
                 continue;
@@ -354,7 +351,7 @@ fn shrink_to_a_node(situation: &Situation<'_>) -> Option<Fix> {
                     changes,
                     change,
                     decision,
-                    numa: free.node,
+                    numa: usage.numa,
                 });
             }
         }

@@ -3,8 +3,9 @@
 //! device resource), what each NUMA node has free right now and whether it
 //! falls short.
 //!
-//! "Free" is what the managers themselves would hand out: CPUs of the
-//! shared pool minus the reserved ones (static CPU policy), the memory
+//! "Free" is what the managers themselves would hand out, the `available`
+//! amount of the engine's one read side ([`Node::numa_usage`]): CPUs of
+//! the shared pool minus the reserved ones (static CPU policy), the memory
 //! manager's free bytes (Static memory policy), devices not held by any
 //! container. A manager that does not place a resource (`none` / `None`
 //! policies) shows no free amount for it.
@@ -12,7 +13,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use topoalign_engine::{Decision, Node, TopologyScope};
+use topoalign_engine::{Decision, Node, NumaUsage, TopologyScope};
 use topoalign_model::{Pod, Quantity};
 
 use crate::requests::{container_requests, pod_requests};
@@ -70,24 +71,18 @@ pub fn resource_table(node: &Node, pod: &Pod, decision: &Decision) -> ResourceTa
         None => ("pod".to_owned(), pod_requests(node, pod)),
     };
     let numa = node
-        .numa_free()
+        .numa_usage()
         .into_iter()
-        .map(|free| {
+        .map(|usage| {
             let resources = requested
                 .iter()
                 .map(|(resource, &amount)| {
-                    let free_amount: Option<Quantity> = if resource == "cpu" {
-                        free.cpus.as_ref().map(|cpus| units(cpus.len()))
-                    } else if resource == "memory" || resource.starts_with("hugepages-") {
-                        free.memory.get(resource).copied()
-                    } else {
-                        free.devices.get(resource).map(|ids| units(ids.len()))
-                    };
+                    let free_amount = free_amount(node, &usage, resource);
                     let absent = node
                         .machine()
                         .devices()
                         .get(resource)
-                        .is_some_and(|devices| !devices.iter().any(|d| d.numa.contains(&free.node)));
+                        .is_some_and(|devices| !devices.iter().any(|d| d.numa.contains(&usage.numa)));
                     let cell = ResourceCell {
                         free: free_amount.map(|q| q.to_string()),
                         short: free_amount.is_some_and(|f| f < amount),
@@ -97,7 +92,7 @@ pub fn resource_table(node: &Node, pod: &Pod, decision: &Decision) -> ResourceTa
                 })
                 .collect();
             NumaRow {
-                node: free.node,
+                node: usage.numa,
                 resources,
             }
         })
@@ -109,8 +104,19 @@ pub fn resource_table(node: &Node, pod: &Pod, decision: &Decision) -> ResourceTa
     }
 }
 
-fn units(n: usize) -> Quantity {
-    Quantity::from_units(i128::try_from(n).unwrap_or(i128::MAX))
+/// What a manager would hand out of `resource` on the NUMA node of `usage`
+/// ([`Node::numa_usage`]'s available amount): `None` when no manager places
+/// it on NUMA nodes (CPU policy `none`, memory policy `None`, resources no
+/// manager aligns); zero for a placed resource the node has none of (an
+/// empty huge page pool, a device resource without devices here).
+pub(crate) fn free_amount(node: &Node, usage: &NumaUsage, resource: &str) -> Option<Quantity> {
+    let memory_like = resource == "memory" || resource.starts_with("hugepages-");
+    let placed = match resource {
+        "cpu" => usage.get("cpu").is_some_and(|c| c.placed),
+        _ if memory_like => usage.get("memory").is_some_and(|m| m.placed),
+        _ => node.machine().devices().contains_key(resource),
+    };
+    placed.then(|| usage.available(resource))
 }
 
 impl ResourceTable {

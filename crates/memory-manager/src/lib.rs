@@ -196,6 +196,15 @@ impl MemoryManager {
         assignments
     }
 
+    /// The Static policy's table for NUMA node `numa` (resource → usage);
+    /// `None` under the `None` policy, which keeps no table.
+    pub fn table(&self, numa: usize) -> Option<&BTreeMap<String, MemoryTableState>> {
+        let Policy::Static(policy) = &self.policy else {
+            return None;
+        };
+        policy.machine_state().nodes.get(&numa).map(|state| &state.memory)
+    }
+
     /// Free amount per NUMA node and resource, for explanations. Empty
     /// under the `None` policy, which keeps no table.
     pub fn free(&self) -> BTreeMap<usize, BTreeMap<String, Quantity>> {

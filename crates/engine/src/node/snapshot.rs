@@ -1,19 +1,17 @@
 //! A node's allocation state as plain data ([`NodeSnapshot`]: what the
 //! kubelet's checkpoint files and pod list hold), taking one from a node and
-//! restoring a node from one the way a restarting kubelet does; and the
-//! free resources per NUMA node that explanations show ([`NumaFree`]).
+//! restoring a node from one the way a restarting kubelet does.
 //!
-//! Owns: [`Node::snapshot`], [`Node::restore`], [`Node::numa_free`],
-//! [`RestoreError`]. Must not touch: admission — a restored node admits
+//! Owns: [`Node::snapshot`], [`Node::restore`], [`RestoreError`]. Must not touch: admission — a restored node admits
 //! with the same code as any other. No I/O: reading checkpoint files is
 //! `topoalign-k8s`'s job.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use topoalign_cpu_manager::{CpuManagerState, CpuRestoreError};
 use topoalign_device_manager::{DeviceAssignments, DeviceRestoreError};
 use topoalign_memory_manager::{MemoryManagerState, MemoryRestoreError};
-use topoalign_model::{CpuSet, Device, Pod, Quantity};
+use topoalign_model::Pod;
 
 use super::Node;
 
@@ -41,20 +39,6 @@ pub enum RestoreError {
     Memory(#[from] MemoryRestoreError),
     #[error("device manager state: {0}")]
     Devices(#[from] DeviceRestoreError),
-}
-
-/// What is free on one NUMA node.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NumaFree {
-    pub node: usize,
-    /// CPUs free for exclusive allocation (shared pool minus reserved
-    /// CPUs); `None` under the `none` CPU policy, which hands out none.
-    pub cpus: Option<CpuSet>,
-    /// Free `memory` and huge pages per resource, in the memory manager's
-    /// table; empty under the `None` memory policy, which keeps none.
-    pub memory: BTreeMap<String, Quantity>,
-    /// Free device ids per resource, of devices attached to this node.
-    pub devices: BTreeMap<String, Vec<String>>,
 }
 
 impl Node {
@@ -98,59 +82,6 @@ impl Node {
         }
         *self = restored;
         Ok(())
-    }
-
-    /// What is free on each NUMA node, ascending by node id.
-    pub fn numa_free(&self) -> Vec<NumaFree> {
-        let available = self.cpus.available_cpus();
-        let mut memory = self.memory.free();
-        self.machine
-            .numa_nodes()
-            .iter()
-            .map(|numa| {
-                let cpus = available
-                    .as_ref()
-                    .map(|free| self.machine.numa_cpus(numa.id).intersection(free));
-                let devices = self
-                    .machine
-                    .devices()
-                    .iter()
-                    .map(|(resource, devices)| {
-                        let free = self.free_devices(resource, devices, |d| d.numa.contains(&numa.id));
-                        (resource.clone(), free)
-                    })
-                    .collect();
-                NumaFree {
-                    node: numa.id,
-                    cpus,
-                    memory: memory.remove(&numa.id).unwrap_or_default(),
-                    devices,
-                }
-            })
-            .collect()
-    }
-
-    /// Free device ids per resource of devices without NUMA affinity.
-    pub fn free_devices_without_numa(&self) -> BTreeMap<String, Vec<String>> {
-        self.machine
-            .devices()
-            .iter()
-            .filter_map(|(resource, devices)| {
-                let free = self.free_devices(resource, devices, |d| d.numa.is_empty());
-                (!free.is_empty()).then(|| (resource.clone(), free))
-            })
-            .collect()
-    }
-
-    /// The ids of `resource`'s `devices` that `wanted` accepts and no
-    /// container holds, in the machine's order.
-    fn free_devices(&self, resource: &str, devices: &[Device], wanted: impl Fn(&Device) -> bool) -> Vec<String> {
-        let in_use = self.devices.devices_in_use(resource);
-        devices
-            .iter()
-            .filter(|d| wanted(d) && !in_use.contains(&d.id))
-            .map(|d| d.id.clone())
-            .collect()
     }
 }
 

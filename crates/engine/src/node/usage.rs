@@ -1,0 +1,220 @@
+//! The read side of a node's state: what each NUMA node has, may give to
+//! pods, has given and has left, per resource ([`Node::numa_usage`]). The
+//! one place where "what is free on NUMA 1" is computed; the agent's
+//! `/v1/topology` and metrics, NodeResourceTopology zones, `diagnose`,
+//! explanations and the fleet's and extender's scoring all read it.
+//!
+//! Owns: the meaning of capacity, allocatable, allocated and available per
+//! NUMA node (documented on [`NumaUsage`]). Must not touch: any decision —
+//! it only reads the managers' state.
+
+use std::collections::BTreeMap;
+
+use topoalign_model::{CpuSet, Quantity, QuantityFormat, hugepage_resource_name};
+
+use super::Node;
+
+/// One NUMA node's resources, as the node's managers account them.
+///
+/// Per resource ([`NumaUsage::resources`]), in the kubelet's meaning:
+///
+/// - `cpu` (counts CPUs): *capacity* = the node's logical CPUs;
+///   *allocatable* = capacity minus the CPU manager's reserved CPUs on the
+///   node — under the `static` policy the set it keeps for the system,
+///   whether named by `reservedSystemCPUs` or chosen by the policy for a
+///   count (`systemReserved` + `kubeReserved` `cpu`, rounded up, taken by
+///   topology like any allocation); the `none` policy reserves no CPU set;
+///   *allocated* = CPUs on the node held exclusively by containers;
+///   *available* = allocatable − allocated = the free CPU set's size.
+///   Shared-pool pods take no CPU from a NUMA node.
+/// - `memory` and each `hugepages-<size>` with a non-empty pool (bytes):
+///   under the memory manager's `Static` policy its table (the kubelet's
+///   `memory_manager_state`): *capacity* = `total` (for `memory` the NUMA
+///   node's whole memory, huge page pools included, as the node's capacity
+///   counts it; for a pool its whole pages), *allocatable* = total minus
+///   `reservedMemory` on the node (and, for `memory`, minus the pools),
+///   *allocated* = pinned by containers, *available* = `free`. Under
+///   `None`, which keeps no table and pins nothing, capacity is the same,
+///   allocatable = capacity minus the pools for `memory` (no per-node
+///   reservation exists), allocated = 0 and available = allocatable.
+/// - each device-plugin resource with a device attached to the node:
+///   *capacity* = *allocatable* = those devices (a device attached to
+///   several NUMA nodes counts on each), *allocated* = those held by a
+///   container, *available* = the rest. Devices without NUMA affinity
+///   belong to no NUMA node.
+///
+/// For every resource allocated + available = allocatable ≤ capacity; no
+/// CPU, byte or device is counted twice on one node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NumaUsage {
+    /// The NUMA node id.
+    pub numa: usize,
+    /// All of the node's logical CPUs.
+    pub cpus: CpuSet,
+    /// The CPU manager's reserved CPUs on this node (empty under `none`).
+    pub reserved_cpus: CpuSet,
+    /// CPUs free for exclusive allocation: the shared pool on this node
+    /// minus the reserved CPUs. `None` under the `none` CPU policy, which
+    /// hands out no CPU exclusively.
+    pub free_cpus: Option<CpuSet>,
+    /// Resource name → amounts, in name order.
+    pub resources: BTreeMap<String, ResourceUsage>,
+    /// Device resource → ids of its devices on this node that no container
+    /// holds, in the machine's order (resources with a device here only).
+    pub free_devices: BTreeMap<String, Vec<String>>,
+}
+
+/// One resource's amounts on one NUMA node (see [`NumaUsage`] for what
+/// each means). `cpu` and devices are counts, memory is bytes in binary
+/// notation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResourceUsage {
+    pub capacity: Quantity,
+    pub allocatable: Quantity,
+    pub allocated: Quantity,
+    pub available: Quantity,
+    /// Whether a manager assigns this resource to NUMA nodes: the `static`
+    /// CPU policy, the `Static` memory policy, devices. When not, nothing is
+    /// ever allocated here and a pod's use of it is not attributed to a
+    /// NUMA node.
+    pub placed: bool,
+}
+
+impl NumaUsage {
+    /// The amounts of `resource` on this node, if the node has any.
+    pub fn get(&self, resource: &str) -> Option<&ResourceUsage> {
+        self.resources.get(resource)
+    }
+
+    /// What is left of `resource` (zero when the node does not have it).
+    pub fn available(&self, resource: &str) -> Quantity {
+        self.get(resource).map(|r| r.available).unwrap_or_default()
+    }
+}
+
+impl Node {
+    /// What each NUMA node has, may give and has left, ascending by NUMA
+    /// id; see [`NumaUsage`] for the meaning of every number.
+    pub fn numa_usage(&self) -> Vec<NumaUsage> {
+        let cpu_placed = self.cpus.available_cpus().is_some();
+        let shared = self.cpus.default_cpu_set();
+        let reserved = self.cpus.reserved_cpus();
+        let exclusive = self
+            .cpus
+            .assignments()
+            .values()
+            .flat_map(BTreeMap::values)
+            .fold(CpuSet::new(), |all, cpus| all.union(cpus))
+            .difference(&reserved);
+        self.machine
+            .numa_nodes()
+            .iter()
+            .map(|numa| {
+                let cpus = self.machine.numa_cpus(numa.id);
+                let reserved_here = cpus.intersection(&reserved);
+                let allocatable = cpus.len() - reserved_here.len();
+                let allocated = cpus.intersection_len(&exclusive);
+                let mut resources = BTreeMap::from([(
+                    "cpu".to_owned(),
+                    ResourceUsage {
+                        capacity: units(cpus.len()),
+                        allocatable: units(allocatable),
+                        allocated: units(allocated),
+                        available: units(allocatable.saturating_sub(allocated)),
+                        placed: cpu_placed,
+                    },
+                )]);
+                self.add_memory(numa, &mut resources);
+                let mut free_devices = BTreeMap::new();
+                for (resource, devices) in self.machine.devices() {
+                    let here: Vec<&str> = devices
+                        .iter()
+                        .filter(|d| d.numa.contains(&numa.id))
+                        .map(|d| d.id.as_str())
+                        .collect();
+                    if here.is_empty() {
+                        continue;
+                    }
+                    let count = here.len();
+                    let in_use = self.devices.devices_in_use(resource);
+                    let free: Vec<String> = here
+                        .into_iter()
+                        .filter(|id| !in_use.iter().any(|used| used == id))
+                        .map(str::to_owned)
+                        .collect();
+                    resources.insert(
+                        resource.clone(),
+                        ResourceUsage {
+                            capacity: units(count),
+                            allocatable: units(count),
+                            allocated: units(count - free.len()),
+                            available: units(free.len()),
+                            placed: true,
+                        },
+                    );
+                    free_devices.insert(resource.clone(), free);
+                }
+                NumaUsage {
+                    numa: numa.id,
+                    free_cpus: cpu_placed.then(|| cpus.intersection(&shared).difference(&reserved)),
+                    cpus,
+                    reserved_cpus: reserved_here,
+                    resources,
+                    free_devices,
+                }
+            })
+            .collect()
+    }
+
+    /// Adds `memory` and the non-empty huge page pools of `numa`.
+    fn add_memory(&self, numa: &topoalign_model::NumaNode, resources: &mut BTreeMap<String, ResourceUsage>) {
+        if let Some(table) = self.memory.table(numa.id) {
+            for (resource, usage) in table {
+                if usage.total == 0 && resource != "memory" {
+                    continue;
+                }
+                resources.insert(
+                    resource.clone(),
+                    ResourceUsage {
+                        capacity: bytes(usage.total),
+                        allocatable: bytes(usage.allocatable),
+                        allocated: bytes(usage.reserved),
+                        available: bytes(usage.free),
+                        placed: true,
+                    },
+                );
+            }
+            return;
+        }
+        let unplaced = |capacity: u64, allocatable: u64| ResourceUsage {
+            capacity: bytes(capacity),
+            allocatable: bytes(allocatable),
+            allocated: bytes(0),
+            available: bytes(allocatable),
+            placed: false,
+        };
+        let mut pools = 0u64;
+        for (&size, &pool) in &numa.hugepages {
+            // Whole pages only, as cAdvisor reports them (and as the
+            // memory manager's table counts them under Static).
+            let total = pool.checked_div(size).map_or(0, |pages| pages * size);
+            if total > 0 {
+                pools = pools.saturating_add(total);
+                resources.insert(hugepage_resource_name(size), unplaced(total, total));
+            }
+        }
+        resources.insert(
+            "memory".to_owned(),
+            unplaced(numa.memory, numa.memory.saturating_sub(pools)),
+        );
+    }
+}
+
+fn units(n: usize) -> Quantity {
+    Quantity::from_units(i128::try_from(n).unwrap_or(i128::MAX))
+}
+
+/// Bytes read best in binary notation (`31644Mi`).
+fn bytes(n: u64) -> Quantity {
+    Quantity::from_units(i128::from(n)).with_format(QuantityFormat::BinarySI)
+}
