@@ -90,8 +90,8 @@ pub fn score(after: &Node, decision: &Decision, pod: &Pod) -> Scores {
             }
         }
     }
-    let zones = topoalign_nrt::zone_usage(after);
-    let in_use: Vec<&topoalign_nrt::ZoneUsage> = zones
+    let zones = after.numa_usage();
+    let in_use: Vec<&topoalign_engine::NumaUsage> = zones
         .iter()
         .filter(|z| used.is_empty() || used.contains(&z.numa))
         .collect();

@@ -1,8 +1,9 @@
 //! [`build`]: the NodeResourceTopology object of one node — zones from
-//! [`zone_usage`](crate::zone_usage), costs from the machine's distance
-//! matrix, the topology manager's policy and scope as attributes (the names
-//! NodeResourceTopologyMatch reads), and, when asked, topoalign's
-//! exact-state attributes (see [`crate::exact`]).
+//! the engine's [`Node::numa_usage`] (capacity, allocatable and available
+//! per NUMA node and resource, as documented on `NumaUsage`), costs from
+//! the machine's distance matrix, the topology manager's policy and scope
+//! as attributes (the names NodeResourceTopologyMatch reads), and, when
+//! asked, topoalign's exact-state attributes (see [`crate::exact`]).
 
 use topoalign_engine::{Node, TopologyPolicyName, TopologyScope};
 
@@ -10,7 +11,6 @@ use crate::exact::{NODE_SPEC_ATTRIBUTE, NodeSpec, STATE_ATTRIBUTE, StateRecord};
 use crate::object::{
     API_VERSION, AttributeInfo, CostInfo, KIND, NodeResourceTopology, ObjectMeta, ResourceInfo, Zone, zone_name,
 };
-use crate::zones::zone_usage;
 
 /// Attribute with the topology manager policy (`single-numa-node`, …).
 pub const POLICY_ATTRIBUTE: &str = "topologyManagerPolicy";
@@ -29,7 +29,8 @@ pub struct BuildOptions<'a> {
 /// The NRT object of node `name`.
 pub fn build(name: &str, node: &Node, options: BuildOptions<'_>) -> NodeResourceTopology {
     let machine = node.machine();
-    let zones = zone_usage(node)
+    let zones = node
+        .numa_usage()
         .into_iter()
         .map(|zone| {
             let costs = machine

@@ -1,6 +1,6 @@
 //! NodeResourceTopology (`topology.node.k8s.io/v1alpha2`) for topoalign:
-//! the object's shape ([`object`]), the per-NUMA accounting of a started
-//! engine node ([`zone_usage`]), the object of a node ([`build`]), and the
+//! the object's shape ([`object`]), the object of a node ([`build`]: its
+//! zones are the engine's one read side, `Node::numa_usage`), and the
 //! exact-state attributes that let a scheduler rebuild the node's engine
 //! state ([`exact`]).
 //!
@@ -12,7 +12,6 @@ mod build;
 pub mod exact;
 pub mod object;
 pub mod schema;
-mod zones;
 
 pub use build::{BuildOptions, POLICY_ATTRIBUTE, SCOPE_ATTRIBUTE, build, legacy_policy};
 pub use exact::{
@@ -22,4 +21,3 @@ pub use exact::{
 pub use object::{
     AttributeInfo, CostInfo, NodeResourceTopology, ObjectMeta, ResourceInfo, Zone, numa_of_zone, zone_name,
 };
-pub use zones::{Amounts, ZoneUsage, zone_usage};

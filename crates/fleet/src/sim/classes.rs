@@ -24,8 +24,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use topoalign_engine::Node;
-use topoalign_nrt::ZoneUsage;
+use topoalign_engine::{Node, NumaUsage};
 
 use super::shapes::{CPU, MEMORY, Shapes};
 
@@ -61,7 +60,7 @@ pub(crate) struct Class {
     /// Shapes of the admitted pods, in admission order.
     pub pod_shapes: Vec<u32>,
     /// NRT zones of the engine node, computed on demand.
-    pub zones: Option<Vec<ZoneUsage>>,
+    pub zones: Option<Vec<NumaUsage>>,
     /// The run's filter verdicts for shapes on this class.
     pub verdicts: Vec<(u32, bool)>,
     live_at: Option<usize>,
@@ -407,10 +406,10 @@ impl ClassTable {
     }
 
     /// The class's NRT zones (computed once while the class lives).
-    pub fn zones(&mut self, id: ClassId) -> &[ZoneUsage] {
+    pub fn zones(&mut self, id: ClassId) -> &[NumaUsage] {
         let class = &mut self.classes[id as usize];
         if class.zones.is_none() {
-            class.zones = Some(class.node.as_deref().map(topoalign_nrt::zone_usage).unwrap_or_default());
+            class.zones = Some(class.node.as_deref().map(Node::numa_usage).unwrap_or_default());
         }
         class.zones.as_deref().unwrap_or_default()
     }

@@ -18,15 +18,14 @@
 //!   non-Guaranteed pods cpu, memory and huge pages always fit; otherwise
 //!   the zone's `available` must cover the request.
 
-use topoalign_engine::{TopologyPolicyName, TopologyScope};
+use topoalign_engine::{NumaUsage, TopologyPolicyName, TopologyScope};
 use topoalign_model::{Pod, QosClass, Quantity, ResourceList};
-use topoalign_nrt::ZoneUsage;
 
 /// Whether the plugin lets `pod` onto a node with these zones.
 pub(crate) fn admits(
     policy: TopologyPolicyName,
     scope: TopologyScope,
-    zones: &[ZoneUsage],
+    zones: &[NumaUsage],
     node_allocatable: &ResourceList,
     pod: &Pod,
 ) -> bool {
@@ -70,7 +69,7 @@ pub(crate) fn admits(
 /// The lowest-numbered zone every requested resource fits in (index into
 /// `zones`), as the plugin's `resourcesAvailableInAnyNUMANodes`.
 fn fitting_zone(
-    zones: &[ZoneUsage],
+    zones: &[NumaUsage],
     node_allocatable: &ResourceList,
     request: &ResourceList,
     qos: QosClass,
@@ -117,19 +116,25 @@ fn is_native(resource: &str) -> bool {
 mod tests {
     use std::collections::BTreeMap;
 
-    use topoalign_model::Container;
-    use topoalign_nrt::Amounts;
+    use topoalign_engine::ResourceUsage;
+    use topoalign_model::{Container, CpuSet};
 
     use super::*;
 
-    fn zone(numa: usize, cpus: i128, memory_gi: i128) -> ZoneUsage {
-        let amounts = |q: Quantity| Amounts {
+    fn zone(numa: usize, cpus: i128, memory_gi: i128) -> NumaUsage {
+        let amounts = |q: Quantity| ResourceUsage {
             capacity: q,
             allocatable: q,
+            allocated: Quantity::ZERO,
             available: q,
+            placed: true,
         };
-        ZoneUsage {
+        NumaUsage {
             numa,
+            cpus: CpuSet::new(),
+            reserved_cpus: CpuSet::new(),
+            free_cpus: None,
+            free_devices: BTreeMap::new(),
             resources: BTreeMap::from([
                 ("cpu".to_string(), amounts(Quantity::from_units(cpus))),
                 ("memory".to_string(), amounts(Quantity::from_units(memory_gi << 30))),
