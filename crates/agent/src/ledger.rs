@@ -219,7 +219,8 @@ impl Ledger {
     }
 
     /// The node with nothing allocated.
-    pub fn empty_node(&self) -> &Node {
+    #[cfg(test)]
+    pub(crate) fn empty_node(&self) -> &Node {
         &self.genesis
     }
 

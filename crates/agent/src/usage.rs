@@ -1,27 +1,24 @@
-//! Per-NUMA-node capacity, allocatable and allocated amounts, and
-//! stranded capacity: what `GET /v1/topology` shows and the gauges export.
+//! `GET /v1/topology` and the per-NUMA gauges: the engine's one read side
+//! ([`Node::numa_usage`](topoalign_engine::Node::numa_usage), where every
+//! number's meaning is documented) as the API's document, plus stranded
+//! capacity.
 //!
-//! Owns the arithmetic; reads the ledger's node (never changes it).
+//! Owns: the document's shape of those numbers and the stranded rule;
+//! reads the ledger's node (never changes it).
 //!
-//! - `cpu`: capacity = the node's logical CPUs; allocatable = capacity
-//!   minus `reservedSystemCPUs` on the node (a reservation given only as a
-//!   count, `systemReserved.cpu`, is not attributed to a node);
-//!   allocated = CPUs held exclusively.
-//! - `memory`, `hugepages-<size>`: under the memory manager's `Static`
-//!   policy, from its table (allocatable = free on the empty node,
-//!   allocated = allocatable − free now); under `None` nothing is tracked
-//!   per node, so `allocated` is absent.
-//! - device resources: devices local to the node (a device local to two
-//!   nodes counts on both), and those held.
+//! - per resource: capacity, allocatable and allocated as the engine
+//!   counts them; `allocated` is absent where no manager places the
+//!   resource on NUMA nodes (CPUs under the CPU manager's `none` policy,
+//!   memory under the memory manager's `None`).
 //! - stranded: free CPUs on a node whose allocatable memory is all taken,
 //!   and free memory on a node whose allocatable CPUs are all taken —
 //!   capacity no Guaranteed workload can use (only computed where both are
-//!   tracked: static CPU and memory managers).
+//!   placed: static CPU and memory managers).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-use topoalign_engine::{CpuPolicyName, Node};
-use topoalign_model::{CpuSet, Quantity};
+use topoalign_engine::{CpuPolicyName, ResourceUsage};
+use topoalign_model::Quantity;
 
 use crate::ledger::Ledger;
 use crate::wire::{NumaNodeUsage, Topology, Usage};
@@ -31,93 +28,22 @@ pub fn topology(ledger: &Ledger, enforcement: &str) -> Topology {
     let node = ledger.node();
     let machine = node.machine();
     let config = node.config();
-    let state = node.state();
-    let exclusive: CpuSet = state
-        .cpu_assignments
-        .values()
-        .flat_map(|containers| containers.values())
-        .fold(CpuSet::new(), |all, cpus| all.union(cpus));
-    let reserved = config.reserved_system_cpus.clone().unwrap_or_default();
-    let allocatable_memory = memory_table(ledger.empty_node());
-    let free_memory = memory_table(node);
-    let held_devices: BTreeSet<(&str, &str)> = ledger
-        .held()
-        .iter()
-        .flat_map(|h| h.record.placements.iter())
-        .flat_map(|p| p.devices.iter())
-        .flat_map(|(resource, ids)| ids.iter().map(move |id| (resource.as_str(), id.as_str())))
-        .collect();
-
-    let numa_nodes = machine
-        .numa_nodes()
-        .iter()
-        .map(|numa| {
-            let cpus = machine.numa_cpus(numa.id);
-            let mut resources = BTreeMap::new();
-            let cpu = Usage {
-                capacity: cpus.len() as u64,
-                allocatable: cpus.difference(&reserved).len() as u64,
-                allocated: Some(cpus.intersection_len(&exclusive) as u64),
-            };
-            resources.insert("cpu".to_string(), cpu);
-
-            let hugepage_total: u64 = numa.hugepages.values().sum();
-            let mut capacities: BTreeMap<String, u64> = numa
-                .hugepages
+    let numa_nodes = node
+        .numa_usage()
+        .into_iter()
+        .map(|usage| {
+            let resources: BTreeMap<String, Usage> = usage
+                .resources
                 .iter()
-                .map(|(&page, &total)| (topoalign_model::hugepage_resource_name(page), total))
+                .map(|(resource, amounts)| (resource.clone(), wire_usage(amounts)))
                 .collect();
-            capacities.insert("memory".to_string(), numa.memory.saturating_sub(hugepage_total));
-            for (resource, capacity) in capacities {
-                let tracked = allocatable_memory.get(&(numa.id, resource.clone()));
-                let usage = match tracked {
-                    Some(&allocatable) => {
-                        let free = free_memory.get(&(numa.id, resource.clone())).copied().unwrap_or(0);
-                        Usage {
-                            capacity,
-                            allocatable,
-                            allocated: Some(allocatable.saturating_sub(free)),
-                        }
-                    }
-                    None => Usage {
-                        capacity,
-                        allocatable: capacity,
-                        allocated: None,
-                    },
-                };
-                resources.insert(resource, usage);
-            }
-
-            for (resource, devices) in machine.devices() {
-                let local: Vec<&str> = devices
-                    .iter()
-                    .filter(|d| d.numa.contains(&numa.id))
-                    .map(|d| d.id.as_str())
-                    .collect();
-                if local.is_empty() {
-                    continue;
-                }
-                let held = local
-                    .iter()
-                    .filter(|id| held_devices.contains(&(resource.as_str(), **id)))
-                    .count();
-                resources.insert(
-                    resource.clone(),
-                    Usage {
-                        capacity: local.len() as u64,
-                        allocatable: local.len() as u64,
-                        allocated: Some(held as u64),
-                    },
-                );
-            }
-
             let stranded = stranded(&resources, config.cpu_policy == CpuPolicyName::Static);
             NumaNodeUsage {
-                id: numa.id,
-                cpus: cpus.to_string(),
+                id: usage.numa,
+                cpus: usage.cpus.to_string(),
                 resources,
                 stranded,
-                distances: numa.distances.clone(),
+                distances: machine.numa_node(usage.numa).and_then(|n| n.distances.clone()),
             }
         })
         .collect();
@@ -132,27 +58,19 @@ pub fn topology(ledger: &Ledger, enforcement: &str) -> Topology {
         .to_string(),
         memory_policy: format!("{:?}", config.memory_policy),
         enforcement: enforcement.to_string(),
-        shared_cpus: state.default_cpu_set.to_string(),
+        shared_cpus: node.default_cpu_set().to_string(),
         numa_nodes,
     }
 }
 
-/// Free amounts per (NUMA node, resource) in the memory manager's table;
-/// empty under the `None` policy.
-fn memory_table(node: &Node) -> BTreeMap<(usize, String), u64> {
-    node.numa_free()
-        .into_iter()
-        .flat_map(|free| {
-            let numa = free.node;
-            free.memory
-                .into_iter()
-                .map(move |(resource, quantity)| ((numa, resource), bytes(quantity)))
-        })
-        .collect()
-}
-
-fn bytes(quantity: Quantity) -> u64 {
-    u64::try_from(quantity.value().max(0)).unwrap_or(u64::MAX)
+/// One resource's engine amounts as the document's counts.
+fn wire_usage(amounts: &ResourceUsage) -> Usage {
+    let count = |quantity: Quantity| u64::try_from(quantity.value().max(0)).unwrap_or(u64::MAX);
+    Usage {
+        capacity: count(amounts.capacity),
+        allocatable: count(amounts.allocatable),
+        allocated: amounts.placed.then(|| count(amounts.allocated)),
+    }
 }
 
 fn stranded(resources: &BTreeMap<String, Usage>, cpus_tracked: bool) -> BTreeMap<String, u64> {
