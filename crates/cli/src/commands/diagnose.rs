@@ -485,7 +485,7 @@ fn numa_map(
     let machine = resolved.node.machine();
     let shared = cpu.map(|s| s.default_cpu_set.clone()).unwrap_or_default();
     let assignments = resolved.node.snapshot().devices;
-    let free = resolved.node.numa_free();
+    let usage = resolved.node.numa_usage();
     machine
         .numa_nodes()
         .iter()
@@ -503,6 +503,9 @@ fn numa_map(
             let mut memory_lines = BTreeMap::new();
             let mut pinned: BTreeMap<String, Vec<String>> = BTreeMap::new();
             if let Some(state) = memory {
+                // The kubelet's own table as its checkpoint records it, shown
+                // even when it is refused; a restored node's `numa_usage`
+                // agrees with it (the restore checks the table).
                 if let Some(node) = state.machine_state.get(&numa.id) {
                     for (resource, table) in &node.memory {
                         if table.allocatable == 0 && table.total == 0 {
@@ -558,12 +561,11 @@ fn numa_map(
                 }
             }
             let pool = shared.intersection(&on_node);
-            let reserved = free
+            let reserved = usage
                 .iter()
-                .find(|f| f.node == numa.id)
-                .and_then(|f| f.cpus.as_ref())
+                .find(|u| u.numa == numa.id)
                 .filter(|_| restored)
-                .map(|available| pool.difference(available).to_string())
+                .map(|u| pool.intersection(&u.reserved_cpus).to_string())
                 .unwrap_or_default();
             NumaAllocation {
                 node: numa.id,
