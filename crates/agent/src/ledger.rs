@@ -91,6 +91,8 @@ impl Held {
 pub struct Admission {
     /// The pod as the engine saw it.
     pub pod: Pod,
+    /// Its manifest, as admitted (with the id as uid).
+    pub manifest: serde_json::Value,
     pub decision: Decision,
     /// The new allocation's id when admitted (it is durable then).
     pub id: Option<String>,
@@ -296,13 +298,14 @@ impl Ledger {
         if !decision.admitted() {
             return Ok(Admission {
                 pod,
+                manifest,
                 decision,
                 id: None,
             });
         }
         let record = AdmitRecord {
             id: id.clone(),
-            pod: manifest,
+            pod: manifest.clone(),
             policy: workload.options.policy.clone(),
             holder,
             placements: decision.containers.iter().map(Placement::from).collect(),
@@ -313,6 +316,7 @@ impl Ledger {
         self.held.push(Held { record, key: pod.key() });
         Ok(Admission {
             pod,
+            manifest,
             decision,
             id: Some(id),
         })

@@ -11,8 +11,9 @@
 //! - [`enforcement`]: cgroups / affinity / none, over `topoalign-enforce`;
 //! - [`node_agent`]: ledger + enforcement + liveness + metrics, the unit
 //!   the server and `run --standalone` drive;
-//! - [`usage`], [`explain`], [`metrics`]: per-NUMA usage, decisions in
-//!   words, Prometheus;
+//! - [`usage`], [`metrics`]: per-NUMA usage (the engine's
+//!   `Node::numa_usage` as the API's document), Prometheus; decisions in
+//!   words come from `topoalign-explain`;
 //! - [`api`], [`server`]: HTTP over the Unix socket (and TCP with a
 //!   token), shutdown; [`wire`]: the JSON documents; [`client`]: a
 //!   blocking client; [`state_lock`]: one owner per state directory.
@@ -24,7 +25,6 @@ pub mod api;
 pub mod client;
 mod crc32;
 pub mod enforcement;
-pub mod explain;
 pub mod journal;
 pub mod ledger;
 pub mod metrics;

@@ -14,18 +14,19 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use serde_json::Value;
 use topoalign_enforce::Procfs;
-use topoalign_engine::Node;
+use topoalign_engine::{Node, NodeConfig, TopologyPolicyName};
+use topoalign_explain::{Change, Situation, words};
 use topoalign_model::CpuSet;
 
 use crate::enforcement::Enforcement;
-use crate::explain::explain;
-use crate::ledger::{Held, Ledger, LedgerError, Recovery};
+use crate::ledger::{Admission, Held, Ledger, LedgerError, Recovery};
 use crate::metrics::Metrics;
 use crate::record::Holder;
 use crate::request::Workload;
 use crate::usage;
-use crate::wire::{AdmitResponse, Allocation, Health, Released, Topology};
+use crate::wire::{AdmitResponse, Allocation, Explanation, Health, Merge, Released, Topology};
 
 /// Why a request failed; the server maps each to an HTTP status.
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +67,10 @@ pub struct NodeAgent {
     metrics: Metrics,
     recovery_notes: Vec<String>,
     listener: Option<ChangeListener>,
+    /// The KubeletConfiguration fields the node's configuration was read
+    /// from: explanations re-check kubelet fixes with them (without them
+    /// no kubelet fix is offered).
+    kubelet: Option<Value>,
 }
 
 /// Called with the engine node after every durable allocation change.
@@ -122,6 +127,7 @@ impl NodeAgent {
             metrics: Metrics::new(),
             recovery_notes: notes,
             listener: None,
+            kubelet: None,
         };
         let released = agent.reconcile();
         for r in &released {
@@ -145,6 +151,14 @@ impl NodeAgent {
     pub fn on_change(&mut self, listener: impl Fn(&Node) + Send + 'static) {
         listener(self.ledger.node());
         self.listener = Some(ChangeListener(Box::new(listener)));
+    }
+
+    /// The KubeletConfiguration fields (as
+    /// `topoalign_k8s::KubeletConfiguration::from_value` reads them) the
+    /// node's configuration was made from, so that explanations can offer
+    /// kubelet fixes, each checked by restarting a copy of the node.
+    pub fn set_kubelet_configuration(&mut self, kubelet: Value) {
+        self.kubelet = Some(kubelet);
     }
 
     fn changed(&self) {
@@ -196,20 +210,18 @@ impl NodeAgent {
             config.cpu_policy,
             config.memory_policy,
         );
-        let cpu_policy = config.cpu_policy;
         let Some(id) = admission.id.clone() else {
             tracing::info!(
                 pod = %admission.decision.pod,
                 reason = admission.decision.rejection.as_ref().map(|r| r.reason.as_str()).unwrap_or_default(),
                 "rejected"
             );
-            let topology = self.topology();
             return Ok(AdmitResponse {
                 admitted: false,
                 allocation: None,
                 reason: admission.decision.rejection.as_ref().map(|r| r.reason.clone()),
                 message: admission.decision.rejection.as_ref().map(|r| r.message.clone()),
-                explanation: explain(&admission.pod, &admission.decision, &topology, cpu_policy),
+                explanation: self.explanation(&admission),
             });
         };
         let held = self.ledger.get(&id).cloned();
@@ -236,14 +248,95 @@ impl NodeAgent {
             pid = ?workload.options.pid,
             "admitted"
         );
-        let topology = self.topology();
         Ok(AdmitResponse {
             admitted: true,
             allocation,
             reason: None,
             message: None,
-            explanation: explain(&admission.pod, &admission.decision, &topology, cpu_policy),
+            explanation: self.explanation(&admission),
         })
+    }
+
+    /// The API's explanation of `admission`: the decision in one line, the
+    /// merges, warnings about silent no-ops and, for a rejection, why
+    /// (`topoalign-explain` on the node as the request saw it) and the
+    /// fixes it checked by admitting the pod again.
+    fn explanation(&self, admission: &Admission) -> Explanation {
+        let decision = &admission.decision;
+        let node = self.ledger.node();
+        let numa_count = node.machine().numa_nodes().len();
+        let mut summary = words::decision_line(decision);
+        let mut fixes = Vec::new();
+        // A rejection leaves the ledger's node as the request found it.
+        if !decision.admitted() {
+            match self.as_requested(decision.explanation.policy) {
+                Ok((node, kubelet)) => {
+                    let situation = Situation {
+                        node: &node,
+                        kubelet: &kubelet,
+                        manifest: &admission.manifest,
+                        pod: &admission.pod,
+                    };
+                    let why = topoalign_explain::explain(&situation, decision);
+                    summary = format!("{summary} {} Free now: {}.", why.summary, words::free_now(&node));
+                    let overridden = decision.explanation.policy != self.ledger.node().config().topology_policy;
+                    fixes = why
+                        .fixes
+                        .into_iter()
+                        .filter_map(|fix| match &fix.change {
+                            // Checked against a configuration that is not the node's.
+                            Change::Kubelet(_) if self.kubelet.is_none() => None,
+                            // This request chose its own policy: another one
+                            // is the request's to ask for, not the kubelet's.
+                            Change::Kubelet(fields) if overridden && fields.len() == 1 => fields
+                                .get("topologyManagerPolicy")
+                                .and_then(Value::as_str)
+                                .map(|policy| format!("Ask with policy {policy}: {}.", fix.outcome)),
+                            _ => Some(fix.description),
+                        })
+                        .collect();
+                }
+                Err(error) => tracing::warn!(%error, "cannot explain the rejection"),
+            }
+        }
+        Explanation {
+            policy: decision.explanation.policy.as_str().to_string(),
+            scope: decision.explanation.scope.as_str().to_string(),
+            summary,
+            notes: topoalign_explain::warnings::warnings(node, &admission.pod),
+            merges: decision
+                .explanation
+                .merges
+                .iter()
+                .map(|merge| Merge::of(merge, numa_count))
+                .collect(),
+            fixes,
+        }
+    }
+
+    /// The node as a request under topology policy `policy` sees it, and
+    /// the kubelet fields that make it: the ledger's node, or — for a
+    /// request that overrides the policy — a copy started with that policy
+    /// and the same state.
+    fn as_requested(&self, policy: TopologyPolicyName) -> Result<(Node, Value), String> {
+        let node = self.ledger.node();
+        let mut kubelet = self
+            .kubelet
+            .clone()
+            .unwrap_or_else(|| Value::Object(Default::default()));
+        if policy == node.config().topology_policy {
+            return Ok((node.clone(), kubelet));
+        }
+        if let Some(fields) = kubelet.as_object_mut() {
+            fields.insert("topologyManagerPolicy".to_string(), Value::from(policy.as_str()));
+        }
+        let config = NodeConfig {
+            topology_policy: policy,
+            ..node.config().clone()
+        };
+        let mut copy = Node::start(node.machine().clone(), config).map_err(|e| e.to_string())?;
+        copy.restore(node.snapshot()).map_err(|e| e.to_string())?;
+        Ok((copy, kubelet))
     }
 
     /// Releases allocation `id`.

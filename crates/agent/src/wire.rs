@@ -8,7 +8,8 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use topoalign_engine::ContainerPlacement;
+use topoalign_engine::{ContainerPlacement, MergeRecord};
+use topoalign_model::{ResourceHints, TopologyHint};
 
 /// One allocation, as `GET /v1/allocations` lists it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,6 +106,10 @@ pub struct Explanation {
     pub notes: Vec<String>,
     #[serde(default)]
     pub merges: Vec<Merge>,
+    /// For a rejection: changes that would admit it, each checked by
+    /// admitting it again on a copy of the node (`topoalign-explain`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fixes: Vec<String>,
 }
 
 /// One topology-manager merge.
@@ -117,6 +122,32 @@ pub struct Merge {
     pub hints: BTreeMap<String, BTreeMap<String, Hints>>,
     pub best: Hint,
     pub admitted: bool,
+}
+
+/// Machines up to this many NUMA nodes list every hint; larger ones say
+/// how narrow the narrowest is.
+const LIST_HINTS_UP_TO_NODES: usize = 8;
+
+impl Merge {
+    /// The document of one of the engine's merges on a machine of
+    /// `numa_count` NUMA nodes.
+    pub fn of(merge: &MergeRecord, numa_count: usize) -> Merge {
+        let mut hints: BTreeMap<String, BTreeMap<String, Hints>> = BTreeMap::new();
+        for (provider, provider_hints) in &merge.hints {
+            let by_resource = provider_hints
+                .by_resource
+                .iter()
+                .map(|(resource, h)| (resource.clone(), Hints::of(h, numa_count)))
+                .collect();
+            hints.insert(provider.as_str().to_string(), by_resource);
+        }
+        Merge {
+            container: merge.container.clone(),
+            hints,
+            best: Hint::from(&merge.best),
+            admitted: merge.admitted,
+        }
+    }
 }
 
 /// A provider's hints for one resource.
@@ -134,12 +165,39 @@ pub enum Hints {
     Rule { narrowest: Option<u32> },
 }
 
+impl Hints {
+    fn of(hints: &ResourceHints, numa_count: usize) -> Hints {
+        match hints {
+            ResourceHints::NoPreference => Hints::NoPreference,
+            ResourceHints::Impossible => Hints::Impossible,
+            ResourceHints::Hints(list) => Hints::List {
+                hints: list.iter().map(Hint::from).collect(),
+            },
+            ResourceHints::Rule(rule) if numa_count <= LIST_HINTS_UP_TO_NODES => Hints::List {
+                hints: rule.to_list().iter().map(Hint::from).collect(),
+            },
+            ResourceHints::Rule(rule) => Hints::Rule {
+                narrowest: rule.narrowest_count(),
+            },
+        }
+    }
+}
+
 /// One placement: NUMA nodes (`null`: any) and whether it is preferred.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Hint {
     pub numa: Option<Vec<usize>>,
     pub preferred: bool,
+}
+
+impl From<&TopologyHint> for Hint {
+    fn from(hint: &TopologyHint) -> Hint {
+        Hint {
+            numa: hint.affinity.map(|mask| mask.nodes().collect()),
+            preferred: hint.preferred,
+        }
+    }
 }
 
 /// An error answer: what went wrong, in words a person can act on.

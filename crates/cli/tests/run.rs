@@ -239,7 +239,15 @@ fn a_rejected_request_explains_and_does_not_start_the_command() -> TestResult {
         stderr.contains("not started") && stderr.contains("TopologyAffinityError"),
         "{stderr}"
     );
-    assert!(stderr.contains("At most 8 CPUs are free on one NUMA node"), "{stderr}");
+    // The fixes are the engine's, each checked by admitting the request again.
+    assert!(
+        stderr.contains("fix: Ask for cpu: 8 instead of 9 in container main (the largest that fits now): admitted"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("fix: Ask with policy best-effort: admitted, aligned to NUMA 0+1."),
+        "{stderr}"
+    );
     assert!(!marker.exists(), "the command must not run");
     // No agent at all: also 125, with what to do.
     let output = run(&dir.path().join("nobody.sock"), &["--", "true"])?;

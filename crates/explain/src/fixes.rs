@@ -40,6 +40,22 @@ pub struct Fix {
     pub description: String,
     #[serde(flatten)]
     pub change: Change,
+    /// The outcome alone (`admitted, aligned to NUMA 1`), for front ends
+    /// that word the change their own way.
+    #[serde(skip)]
+    pub outcome: String,
+}
+
+impl Fix {
+    /// The fix `what` (the change in words) with the outcome `decision`.
+    fn new(what: String, change: Change, decision: &Decision) -> Fix {
+        let outcome = outcome(decision);
+        Fix {
+            description: format!("{what}: {outcome}."),
+            change,
+            outcome,
+        }
+    }
 }
 
 /// Exactly one kind of change.
@@ -249,14 +265,11 @@ fn shrink_each(situation: &Situation<'_>) -> Vec<Fix> {
             (1..current_steps).rev().find_map(try_steps)
         };
         if let Some((amount, change, decision)) = found {
-            fixes.push(Fix {
-                description: format!(
-                    "Ask for {resource}: {amount} instead of {current} in container {} (the largest that fits now): {}.",
-                    target.name(pod),
-                    outcome(&decision)
-                ),
-                change,
-            });
+            let what = format!(
+                "Ask for {resource}: {amount} instead of {current} in container {} (the largest that fits now)",
+                target.name(pod)
+            );
+            fixes.push(Fix::new(what, change, &decision));
         }
     }
     fixes
@@ -366,14 +379,8 @@ fn shrink_to_a_node(situation: &Situation<'_>) -> Option<Fix> {
         .iter()
         .map(|(resource, amount, current)| format!("{resource}: {amount} instead of {current}"))
         .collect();
-    Some(Fix {
-        description: format!(
-            "Shrink it to what NUMA {numa} has free ({}): {}.",
-            listed.join(", "),
-            outcome(&decision)
-        ),
-        change,
-    })
+    let what = format!("Shrink it to what NUMA {numa} has free ({})", listed.join(", "));
+    Some(Fix::new(what, change, &decision))
 }
 
 /// A pod shrunk to fit one NUMA node: (resource, new, old) amounts.
@@ -448,13 +455,10 @@ fn kubelet_fixes(situation: &Situation<'_>) -> Vec<Fix> {
                 (None, Some(s)) => format!("topologyManagerScope: {}", s.as_str()),
                 (None, None) => continue,
             };
-            fixes.push(Fix {
-                description: format!(
-                    "Set {setting} in the kubelet configuration (applies at a kubelet restart; running pods keep their CPUs and memory): {}.",
-                    outcome(&decision)
-                ),
-                change,
-            });
+            let what = format!(
+                "Set {setting} in the kubelet configuration (applies at a kubelet restart; running pods keep their CPUs and memory)"
+            );
+            fixes.push(Fix::new(what, change, &decision));
         }
     }
     fixes
@@ -474,10 +478,11 @@ fn removal_fixes(situation: &Situation<'_>) -> Vec<Fix> {
             let keys: Vec<String> = set.iter().map(|&i| pods[i].clone()).collect();
             let change = Change::Remove(keys.clone());
             if let Some(decision) = admits(situation, &change) {
-                fixes.push(Fix {
-                    description: format!("Remove {} first: {}.", keys.join(" and "), outcome(&decision)),
+                fixes.push(Fix::new(
+                    format!("Remove {} first", keys.join(" and ")),
                     change,
-                });
+                    &decision,
+                ));
             }
         }
         if !fixes.is_empty() {

@@ -5,8 +5,9 @@
 //!
 //! Owns: the per-NUMA table of free vs requested ([`table`]), provider hints
 //! and the policy's rule in words ([`hints`]), counterfactual fixes
-//! ([`fixes`]), warnings for silent no-ops ([`warnings`]), and the report
-//! documents front ends print ([`report`]). Must not touch: any decision
+//! ([`fixes`]), warnings for silent no-ops ([`warnings`]), the report
+//! documents front ends print ([`report`]), and a decision in one line
+//! ([`words`]: the extender's and the agent's wording). Must not touch: any decision
 //! (the engine makes them all; this crate only asks it again), files or
 //! output formatting for terminals.
 //!
@@ -20,6 +21,7 @@ pub mod report;
 mod requests;
 pub mod table;
 pub mod warnings;
+pub mod words;
 
 use serde::Serialize;
 use serde_json::Value;

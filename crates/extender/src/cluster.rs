@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
 
-use topoalign_engine::{Decision, Node};
+use topoalign_engine::Node;
 use topoalign_model::Pod;
 use topoalign_nrt::NodeResourceTopology;
 
@@ -490,7 +490,7 @@ fn trial(node: &Node, pod: &Pod) -> Trial {
     match &decision.rejection {
         Some(_) => Trial {
             admitted: false,
-            summary: summary(&decision),
+            summary: topoalign_explain::words::refusal(&decision),
             scores: Scores::default(),
         },
         None => Trial {
@@ -498,24 +498,6 @@ fn trial(node: &Node, pod: &Pod) -> Trial {
             summary: String::new(),
             scores: score(&copy, &decision, pod),
         },
-    }
-}
-
-/// The one-line summary of a refusal: the kubelet's reason and message,
-/// and for a topology refusal the policy that made it.
-pub fn summary(decision: &Decision) -> String {
-    let Some(rejection) = &decision.rejection else {
-        return "admitted".to_string();
-    };
-    match rejection.stage {
-        topoalign_engine::RejectionStage::TopologyPolicy => format!(
-            "{}: {} (topology manager policy {}, scope {})",
-            rejection.reason,
-            rejection.message,
-            decision.explanation.policy.as_str(),
-            decision.explanation.scope.as_str()
-        ),
-        _ => format!("{}: {}", rejection.reason, rejection.message),
     }
 }
 

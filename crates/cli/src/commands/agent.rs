@@ -163,7 +163,7 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
             }
         },
     };
-    let nrt = match nrt_plan(args, &machine, kubelet) {
+    let nrt = match nrt_plan(args, &machine, kubelet.clone()) {
         Ok(plan) => plan,
         Err(message) => {
             eprintln!("topoalign agent: {message}");
@@ -191,6 +191,7 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
             return Ok(Outcome::BadInput);
         }
     };
+    agent.set_kubelet_configuration(kubelet);
     let serve_config = ServeConfig {
         socket: Some(args.socket.clone()),
         tcp: args.listen.zip(token),
@@ -287,12 +288,9 @@ fn nrt_plan(args: &Args, machine: &Machine, kubelet: Value) -> Result<Option<age
 ///
 /// # Errors
 /// A message naming the file and what is wrong with it.
-pub fn load_node(node: Option<&Path>, kubelet_config: Option<&Path>) -> Result<(Machine, NodeConfig, String), String> {
-    load_node_and_kubelet(node, kubelet_config).map(|(machine, config, source, _)| (machine, config, source))
-}
-
-/// [`load_node`], and the kubelet configuration block it was made from.
-fn load_node_and_kubelet(
+/// With the machine and configuration comes the kubelet configuration
+/// block the configuration was made from.
+pub fn load_node_and_kubelet(
     node: Option<&Path>,
     kubelet_config: Option<&Path>,
 ) -> Result<(Machine, NodeConfig, String, Value), String> {

@@ -122,8 +122,9 @@ struct StandaloneNode {
 
 impl StandaloneNode {
     fn open(&self) -> Result<(topoalign_agent::NodeAgent, topoalign_agent::StateLock), String> {
-        let (machine, config, _) = super::agent::load_node(self.node.as_deref(), self.kubelet_config.as_deref())?;
-        topoalign_agent::open(
+        let (machine, config, _, kubelet) =
+            super::agent::load_node_and_kubelet(self.node.as_deref(), self.kubelet_config.as_deref())?;
+        let (mut agent, lock) = topoalign_agent::open(
             machine,
             config,
             OpenOptions {
@@ -135,7 +136,9 @@ impl StandaloneNode {
                 procfs: Procfs::default(),
             },
         )
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?;
+        agent.set_kubelet_configuration(kubelet);
+        Ok((agent, lock))
     }
 }
 
@@ -166,6 +169,9 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
         eprintln!("topoalign run: not started: {}", answer.explanation.summary);
         for note in &answer.explanation.notes {
             eprintln!("topoalign run: note: {note}");
+        }
+        for fix in &answer.explanation.fixes {
+            eprintln!("topoalign run: fix: {fix}");
         }
         return Ok(Outcome::Exit(NOT_STARTED));
     };
