@@ -9,31 +9,10 @@ mod agent_support;
 mod fake_api;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
-use agent_support::{AgentProcess, TestResult};
+use agent_support::{AgentProcess, TestResult, eventually, read_nrt_object};
 use serde_json::json;
 use topoalign_nrt::NodeResourceTopology;
-
-/// Polls `probe` (every 20 ms, at most 20 s) until it yields a value.
-fn eventually<T>(what: &str, agent: &AgentProcess, mut probe: impl FnMut() -> Option<T>) -> Result<T, String> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(value) = probe() {
-            return Ok(value);
-        }
-        if Instant::now() > deadline {
-            return Err(format!("{what}: not within 20 s; agent log:\n{}", agent.log_text()));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn read_object(path: &Path) -> Option<NodeResourceTopology> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let mut objects = topoalign_nrt::object::parse_objects(&text).ok()?;
-    (objects.len() == 1).then(|| objects.remove(0))
-}
 
 fn pod_count(object: &NodeResourceTopology) -> Option<usize> {
     topoalign_nrt::restore(object).ok().map(|restored| restored.pods.len())
@@ -69,7 +48,7 @@ fn the_nrt_file_follows_admissions_and_releases() -> TestResult {
             "100",
         ],
     )?;
-    let initial = eventually("the first object", &agent, || read_object(&file))?;
+    let initial = eventually("the first object", &agent, || read_nrt_object(&file))?;
     validates(&initial)?;
     assert_eq!(initial.metadata.name, "worker-7");
     assert_eq!(pod_count(&initial), Some(0));
@@ -88,7 +67,7 @@ fn the_nrt_file_follows_admissions_and_releases() -> TestResult {
         .copied()
         .ok_or("pinned")?;
     let admitted = eventually("the admission in the file", &agent, || {
-        read_object(&file).filter(|o| pod_count(o) == Some(1))
+        read_nrt_object(&file).filter(|o| pod_count(o) == Some(1))
     })?;
     validates(&admitted)?;
     let (allocatable, available) = cpus_of(&admitted, numa).ok_or("cpu listed")?;
@@ -97,7 +76,7 @@ fn the_nrt_file_follows_admissions_and_releases() -> TestResult {
 
     client.release(&web.id)?;
     let released = eventually("the release in the file", &agent, || {
-        read_object(&file).filter(|o| pod_count(o) == Some(0))
+        read_nrt_object(&file).filter(|o| pod_count(o) == Some(0))
     })?;
     assert_eq!(released, initial, "back to the empty node");
     // Replaced atomically: no temporary file is left beside it.

@@ -10,69 +10,14 @@
 
 mod agent_support;
 
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::time::{Duration, Instant};
-
-use agent_support::{AgentProcess, TestResult, binary};
+use agent_support::{AgentProcess, TEST_NODE, TestResult, binary, eventually, read_nrt_object};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use topoalign_model::CpuSet;
 use topoalign_nrt::NodeResourceTopology;
 
-/// Two NUMA nodes × 4 cores × 2 threads; 2 CPUs reserved by count (the
-/// static policy takes one whole core, CPUs 0 and 8, on NUMA 0).
-const NODE: &str = r#"
-topology:
-  numaNodes:
-    - {id: 0, memory: 8Gi, hugepages-1Gi: 2Gi}
-    - {id: 1, memory: 8Gi}
-  cpus:
-    - {id: 0, core: 0, socket: 0, numa: 0}
-    - {id: 1, core: 1, socket: 0, numa: 0}
-    - {id: 2, core: 2, socket: 0, numa: 0}
-    - {id: 3, core: 3, socket: 0, numa: 0}
-    - {id: 4, core: 4, socket: 1, numa: 1}
-    - {id: 5, core: 5, socket: 1, numa: 1}
-    - {id: 6, core: 6, socket: 1, numa: 1}
-    - {id: 7, core: 7, socket: 1, numa: 1}
-    - {id: 8, core: 0, socket: 0, numa: 0}
-    - {id: 9, core: 1, socket: 0, numa: 0}
-    - {id: 10, core: 2, socket: 0, numa: 0}
-    - {id: 11, core: 3, socket: 0, numa: 0}
-    - {id: 12, core: 4, socket: 1, numa: 1}
-    - {id: 13, core: 5, socket: 1, numa: 1}
-    - {id: 14, core: 6, socket: 1, numa: 1}
-    - {id: 15, core: 7, socket: 1, numa: 1}
-kubelet:
-  topologyManagerPolicy: single-numa-node
-  cpuManagerPolicy: static
-  memoryManagerPolicy: None
-  systemReserved: {cpu: "1", memory: 1Gi}
-  kubeReserved: {cpu: "1"}
-"#;
-
 /// Per NUMA node: (capacity, allocatable, allocated, available) CPUs.
 type CpuCounts = BTreeMap<usize, (u64, u64, u64, u64)>;
-
-/// Polls `probe` (every 20 ms, at most 20 s) until it yields a value.
-fn eventually<T>(what: &str, agent: &AgentProcess, mut probe: impl FnMut() -> Option<T>) -> Result<T, String> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(value) = probe() {
-            return Ok(value);
-        }
-        if Instant::now() > deadline {
-            return Err(format!("{what}: not within 20 s; agent log:\n{}", agent.log_text()));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn read_object(path: &Path) -> Option<NodeResourceTopology> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let mut objects = topoalign_nrt::object::parse_objects(&text).ok()?;
-    (objects.len() == 1).then(|| objects.remove(0))
-}
 
 /// (capacity, allocatable, available) of `resource` in zone `node-<numa>`.
 fn zone_amounts(object: &NodeResourceTopology, numa: usize, resource: &str) -> Option<(String, String, String)> {
@@ -88,8 +33,21 @@ fn count(text: &str) -> Result<u64, String> {
 #[test]
 fn every_view_shows_the_same_numa_numbers_when_cpus_are_reserved_by_count() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let node = dir.path().join("node.yaml");
-    std::fs::write(&node, NODE)?;
+    // The agent tests' machine (2 NUMA nodes × 4 cores × 2 threads, CPUs
+    // n and n+8 siblings) with a 2Gi huge page pool on NUMA 0; 2 CPUs
+    // reserved by count: the static policy takes one whole core, CPUs 0
+    // and 8, on NUMA 0.
+    let mut scenario: Value = serde_yaml_ng::from_str(TEST_NODE)?;
+    scenario["topology"]["numaNodes"][0]["hugepages-1Gi"] = json!("2Gi");
+    scenario["kubelet"] = json!({
+        "topologyManagerPolicy": "single-numa-node",
+        "cpuManagerPolicy": "static",
+        "memoryManagerPolicy": "None",
+        "systemReserved": {"cpu": "1", "memory": "1Gi"},
+        "kubeReserved": {"cpu": "1"},
+    });
+    let node = dir.path().join("node.json");
+    std::fs::write(&node, scenario.to_string())?;
     let nrt_file = dir.path().join("nrt.yaml");
     let node_arg = node.to_str().ok_or("path")?;
     let nrt_arg = nrt_file.to_str().ok_or("path")?;
@@ -127,7 +85,7 @@ fn every_view_shows_the_same_numa_numbers_when_cpus_are_reserved_by_count() -> T
 
     // The NRT object the same agent writes, once it shows the admission.
     let object = eventually("the admission in the NRT file", &agent, || {
-        read_object(&nrt_file).filter(|o| {
+        read_nrt_object(&nrt_file).filter(|o| {
             topoalign_nrt::restore(o)
                 .ok()
                 .is_some_and(|restored| restored.pods.len() == 1)

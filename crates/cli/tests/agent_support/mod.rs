@@ -193,6 +193,28 @@ fn unique() -> u64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
+/// Polls `probe` (every 20 ms, at most 20 s) until it yields a value.
+pub fn eventually<T>(what: &str, agent: &AgentProcess, mut probe: impl FnMut() -> Option<T>) -> Result<T, String> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(value) = probe() {
+            return Ok(value);
+        }
+        if Instant::now() > deadline {
+            return Err(format!("{what}: not within 20 s; agent log:\n{}", agent.log_text()));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The one NodeResourceTopology object in the YAML file at `path`, if
+/// there is one.
+pub fn read_nrt_object(path: &Path) -> Option<topoalign_nrt::NodeResourceTopology> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut objects = topoalign_nrt::object::parse_objects(&text).ok()?;
+    (objects.len() == 1).then(|| objects.remove(0))
+}
+
 pub fn write_test_node(dir: &Path) -> Result<PathBuf, String> {
     let path = dir.join("node.yaml");
     std::fs::write(&path, TEST_NODE).map_err(|e| e.to_string())?;
