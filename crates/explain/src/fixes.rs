@@ -235,22 +235,59 @@ fn amount_of(resource: &str, steps: i128) -> Quantity {
     Quantity::from_units(step.value() * steps).with_format(step.format())
 }
 
-/// 1. The largest request of each resource that fits now.
+/// The most of `resource` the node could ever give one pod, in the
+/// resource's own units (CPUs, bytes, devices): a search for a smaller
+/// request never looks above it, so its cost follows the machine's size,
+/// not the number a user wrote (`cpu: "1e30"`).
+fn node_ceiling(node: &Node, resource: &str) -> i128 {
+    let machine = node.machine();
+    let count = |n: usize| i128::try_from(n).unwrap_or(i128::MAX);
+    match resource {
+        "cpu" => count(machine.cpus().len()),
+        _ if resource == "memory" || resource.starts_with("hugepages-") => node
+            .numa_usage()
+            .iter()
+            .map(|usage| usage.get(resource).map_or(0, |r| r.capacity.value()))
+            .sum(),
+        _ => count(machine.devices().get(resource).map_or(0, Vec::len)),
+    }
+}
+
+/// Kind 1: the largest request of each resource that fits now. Where whole
+/// cores are required and a CPU count is not a whole number of cores, the
+/// next multiple up as well.
 fn shrink_each(situation: &Situation<'_>) -> Vec<Fix> {
     let pod = situation.pod;
     let mut fixes = Vec::new();
-    for resource in pod_requests(situation.node, pod).into_keys() {
+    // What the managers align, and whatever else the resource-fit check
+    // counts (a Burstable pod's CPUs refused with OutOfcpu).
+    let mut resources: Vec<String> = pod_requests(situation.node, pod).into_keys().collect();
+    for (container, _) in pod.all_containers() {
+        resources.extend(
+            container
+                .requests
+                .iter()
+                .filter(|(_, q)| !q.is_zero())
+                .map(|(r, _)| r.clone()),
+        );
+    }
+    resources.sort();
+    resources.dedup();
+    for resource in resources {
         let Some(target) = largest_requester(pod, &resource) else {
             continue;
         };
         let current = target.container(pod).request(&resource);
-        // Fractional CPUs are not pinned anyway; shrinking them cannot help
-        // alignment.
+        let ceiling = node_ceiling(situation.node, &resource);
         if resource == "cpu" && !current.is_whole() {
+            // Fractional CPUs are never pinned; only the resource-fit check
+            // can refuse them, and it is monotonic in the amount.
+            fixes.extend(shrink_fractional_cpu(situation, target, current, ceiling));
             continue;
         }
         let unit = step(&resource).value();
         let current_steps = current.value() / unit;
+        let most = (current_steps - 1).min(ceiling / unit);
         let try_steps = |steps: i128| {
             let amount = amount_of(&resource, steps);
             let manifest = with_amount(situation.manifest, pod, target, &resource, amount);
@@ -258,11 +295,12 @@ fn shrink_each(situation: &Situation<'_>) -> Vec<Fix> {
             admits(situation, &change).map(|decision| (amount, change, decision))
         };
         let found = if resource == "memory" || resource.starts_with("hugepages-") {
-            largest_admitted_by_bisection(current_steps - 1, try_steps)
+            largest_admitted_by_bisection(most, try_steps)
         } else {
-            // Whole CPUs and devices: few candidates, and admission need not
-            // be monotonic (full-pcpus-only wants multiples of a core).
-            (1..current_steps).rev().find_map(try_steps)
+            // Whole CPUs and devices: at most as many candidates as the
+            // node has of them, and admission need not be monotonic
+            // (full-pcpus-only wants multiples of a core).
+            (1..=most).rev().find_map(try_steps)
         };
         if let Some((amount, change, decision)) = found {
             let what = format!(
@@ -271,8 +309,47 @@ fn shrink_each(situation: &Situation<'_>) -> Vec<Fix> {
             );
             fixes.push(Fix::new(what, change, &decision));
         }
+        if resource == "cpu" {
+            fixes.extend(whole_cores(situation, target, current));
+        }
     }
     fixes
+}
+
+/// With `full-pcpus-only` a CPU count must be a multiple of the CPUs per
+/// core (`SMTAlignmentError`): the next multiple up, when it fits.
+fn whole_cores(situation: &Situation<'_>, target: Target, current: Quantity) -> Option<Fix> {
+    let per_core = i128::try_from(cpus_per_core(situation.node)).ok()?;
+    let cpus = current.value();
+    if per_core < 2 || cpus % per_core == 0 || cpus > node_ceiling(situation.node, "cpu") {
+        return None;
+    }
+    let amount = Quantity::from_units(cpus + per_core - cpus % per_core);
+    let manifest = with_amount(situation.manifest, situation.pod, target, "cpu", amount);
+    let change = Change::Pod(manifest);
+    let decision = admits(situation, &change)?;
+    let what = format!(
+        "Ask for cpu: {amount} instead of {current} in container {} (full-pcpus-only hands out whole cores of {per_core} CPUs)",
+        target.name(situation.pod)
+    );
+    Some(Fix::new(what, change, &decision))
+}
+
+/// The largest fractional CPU request that fits now, to the milli-CPU.
+fn shrink_fractional_cpu(situation: &Situation<'_>, target: Target, current: Quantity, ceiling: i128) -> Option<Fix> {
+    let most = (current.milli() - 1).min(ceiling.saturating_mul(1000));
+    let try_milli = |milli: i128| {
+        let amount = Quantity::from_milli(milli).with_format(current.format());
+        let manifest = with_amount(situation.manifest, situation.pod, target, "cpu", amount);
+        let change = Change::Pod(manifest);
+        admits(situation, &change).map(|decision| (amount, change, decision))
+    };
+    let (amount, change, decision) = largest_admitted_by_bisection(most, try_milli)?;
+    let what = format!(
+        "Ask for cpu: {amount} instead of {current} in container {} (the largest that fits now)",
+        target.name(situation.pod)
+    );
+    Some(Fix::new(what, change, &decision))
 }
 
 /// The largest `steps` in `1..=max` that admits, assuming that admitting
@@ -461,7 +538,29 @@ fn kubelet_fixes(situation: &Situation<'_>) -> Vec<Fix> {
             fixes.push(Fix::new(what, change, &decision));
         }
     }
+    fixes.extend(without_cpu_option(situation, "full-pcpus-only"));
     fixes
+}
+
+/// The node without one CPU manager policy option it has on.
+fn without_cpu_option(situation: &Situation<'_>, option: &str) -> Option<Fix> {
+    let options = &situation.node.config().cpu_options;
+    if options.get(option).is_none_or(|v| v != "true") {
+        return None;
+    }
+    let kept: Map<String, Value> = options
+        .iter()
+        .filter(|(name, _)| name.as_str() != option)
+        .map(|(name, value)| (name.clone(), json!(value)))
+        .collect();
+    let mut fields = Map::new();
+    fields.insert("cpuManagerPolicyOptions".into(), Value::Object(kept));
+    let change = Change::Kubelet(fields);
+    let decision = admits(situation, &change)?;
+    let what = format!(
+        "Turn off the CPU manager option {option} in the kubelet configuration (applies at a kubelet restart; running pods keep their CPUs)"
+    );
+    Some(Fix::new(what, change, &decision))
 }
 
 /// 3. The fewest running pods whose removal makes room.

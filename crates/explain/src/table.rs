@@ -156,6 +156,13 @@ impl ResourceTable {
                 }
             })
             .collect();
+        // A large machine would list every node: name a few, count the rest.
+        const NAMED: usize = 4;
+        if parts.len() > NAMED + 1 {
+            let more = parts.len() - NAMED;
+            let named = parts[..NAMED].join("; ");
+            return format!("{named}; and {more} more NUMA nodes are short likewise");
+        }
         parts.join("; ")
     }
 

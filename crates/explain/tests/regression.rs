@@ -1,0 +1,149 @@
+//! One test per answer that was missing or slow, named after what it
+//! reproduces. Every fix found is replayed and must admit.
+
+#![allow(clippy::unwrap_used)] // a panic is how a test reports failure
+
+use serde_json::{Value, json};
+use topoalign_engine::Node;
+use topoalign_explain::{Explanation, Situation, explain, fixes};
+use topoalign_k8s::{KubeletConfiguration, node_config, pod_from_value};
+
+/// `numa` NUMA nodes of `cores` cores × `threads` threads, 16Gi each.
+fn node(numa: usize, cores: usize, threads: usize, kubelet: &Value) -> Node {
+    let mut cpus = Vec::new();
+    let per_numa = cores * threads;
+    for n in 0..numa {
+        for c in 0..cores {
+            for t in 0..threads {
+                let core = n * cores + c;
+                // Siblings N and N + numa·cores, as on Intel machines.
+                let id = t * numa * cores + core;
+                cpus.push(json!({"id": id, "core": core, "socket": 0, "numa": n}));
+            }
+        }
+    }
+    assert_eq!(cpus.len(), numa * per_numa);
+    let numa_nodes: Vec<_> = (0..numa).map(|id| json!({"id": id, "memory": "16Gi"})).collect();
+    let topology: topoalign_scenario::TopologySpec =
+        serde_json::from_value(json!({"numaNodes": numa_nodes, "cpus": cpus})).unwrap();
+    let machine = topology.to_machine().unwrap();
+    let config = node_config(&KubeletConfiguration::from_value(kubelet).unwrap(), &machine).unwrap();
+    Node::start(machine, config).unwrap()
+}
+
+fn pod_manifest(resources: Value) -> Value {
+    json!({"metadata": {"name": "want", "namespace": "default"},
+           "spec": {"containers": [{"name": "app", "resources": resources}]}})
+}
+
+/// Explains `manifest` on `node`, replays every fix and returns the
+/// explanation.
+fn explain_and_replay(node: &Node, kubelet: &Value, manifest: &Value) -> Explanation {
+    let pod = pod_from_value(manifest, "uid-want").unwrap();
+    let decision = node.clone().admit(pod.clone());
+    assert!(!decision.admitted(), "the pod must be rejected for this test");
+    let situation = Situation {
+        node,
+        kubelet,
+        manifest,
+        pod: &pod,
+    };
+    let explanation = explain(&situation, &decision);
+    for fix in &explanation.fixes {
+        let replayed = fixes::apply(&situation, &fix.change).unwrap();
+        assert!(replayed.admitted(), "{}", fix.description);
+    }
+    explanation
+}
+
+fn descriptions(explanation: &Explanation) -> Vec<&str> {
+    explanation.fixes.iter().map(|f| f.description.as_str()).collect()
+}
+
+#[test]
+fn smt_alignment_error_gets_a_whole_core_fix_and_an_option_fix() {
+    let kubelet = json!({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0,8",
+                         "cpuManagerPolicyOptions": {"full-pcpus-only": "true"}});
+    let node = node(2, 4, 2, &kubelet);
+    let manifest = pod_manifest(json!({"limits": {"cpu": "1", "memory": "1Gi"}}));
+    let explanation = explain_and_replay(&node, &kubelet, &manifest);
+    let texts = descriptions(&explanation);
+    assert!(
+        texts.iter().any(|t| t.starts_with("Ask for cpu: 2 instead of 1")),
+        "{texts:?}"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.starts_with("Turn off the CPU manager option full-pcpus-only")),
+        "{texts:?}"
+    );
+}
+
+#[test]
+fn an_absurd_cpu_request_is_answered_with_a_bounded_search() {
+    let kubelet = json!({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0",
+                         "topologyManagerPolicy": "single-numa-node"});
+    let node = node(2, 4, 1, &kubelet);
+    for cpu in ["10000000", "1e30"] {
+        let manifest = pod_manifest(json!({"limits": {"cpu": cpu, "memory": "1Gi"}}));
+        let explanation = explain_and_replay(&node, &kubelet, &manifest);
+        // The largest that fits: a whole free NUMA node (4 CPUs; NUMA 0
+        // has only 3 left beside the reserved one).
+        assert!(
+            descriptions(&explanation)
+                .iter()
+                .any(|t| t.starts_with("Ask for cpu: 4 instead of")),
+            "{cpu}: {:?}",
+            descriptions(&explanation)
+        );
+    }
+}
+
+#[test]
+fn an_absurd_memory_request_is_answered_with_a_bounded_search() {
+    let kubelet = json!({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0"});
+    let node = node(2, 4, 1, &kubelet);
+    let manifest = pod_manifest(json!({"limits": {"cpu": "1", "memory": "1e30"}}));
+    let explanation = explain_and_replay(&node, &kubelet, &manifest);
+    assert!(
+        descriptions(&explanation)
+            .iter()
+            .any(|t| t.starts_with("Ask for memory: ")),
+        "{:?}",
+        descriptions(&explanation)
+    );
+}
+
+#[test]
+fn out_of_cpu_for_a_fractional_request_gets_a_fix() {
+    let kubelet = json!({});
+    let node = node(1, 4, 1, &kubelet);
+    let manifest = pod_manifest(json!({"requests": {"cpu": "5500m", "memory": "1Gi"}}));
+    let explanation = explain_and_replay(&node, &kubelet, &manifest);
+    assert!(
+        descriptions(&explanation)
+            .iter()
+            .any(|t| t.starts_with("Ask for cpu: 4 instead of 5500m")),
+        "{:?}",
+        descriptions(&explanation)
+    );
+}
+
+#[test]
+fn the_why_sentence_on_a_64_numa_machine_names_a_few_nodes() {
+    let kubelet = json!({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0",
+                         "topologyManagerPolicy": "single-numa-node",
+                         "topologyManagerPolicyOptions": {"max-allowable-numa-nodes": "64"}});
+    let node = node(64, 2, 1, &kubelet);
+    let manifest = pod_manifest(json!({"limits": {"cpu": "3", "memory": "1Gi"}}));
+    let explanation = explain_and_replay(&node, &kubelet, &manifest);
+    assert!(
+        explanation
+            .summary
+            .contains("and 60 more NUMA nodes are short likewise"),
+        "{}",
+        explanation.summary
+    );
+    assert!(!explanation.summary.contains("NUMA 63"), "{}", explanation.summary);
+}
