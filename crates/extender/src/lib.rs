@@ -4,12 +4,15 @@
 //!
 //! Code map:
 //! - [`api`]: the `k8s.io/kube-scheduler/extender/v1` wire types;
+//! - [`binder`]: creating a pod's Binding where the scheduler delegates
+//!   binding (`bindVerb`);
 //! - [`cluster`]: node states (fleet file or NRT objects), assumed pods,
 //!   `filter` / `prioritize` / `bind`, the answer cache;
 //! - [`scoring`]: the four NUMA-zone-level scoring strategies;
 //! - [`server`]: the HTTP routes (axum).
 
 pub mod api;
+pub mod binder;
 pub mod cluster;
 pub mod scoring;
 pub mod server;

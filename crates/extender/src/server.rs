@@ -1,6 +1,8 @@
 //! The HTTP side: `POST /filter`, `/prioritize`, `/bind` with the
 //! extender v1 JSON bodies, `GET /healthz`. Each request locks the cluster
 //! for its duration (the scheduler calls an extender one pod at a time).
+//! `/bind` creates the pod's Binding when given a [`Binder`], then records
+//! the placement.
 //!
 //! Both `nodeCacheCapable` settings are served by every verb: a request
 //! with `NodeNames` gets `NodeNames` back; one with a `Nodes` list gets the
@@ -17,24 +19,32 @@ use crate::api::{
     ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult, HostPriority, filter_node_list,
     node_list_names,
 };
+use crate::binder::Binder;
 use crate::cluster::Cluster;
 
-/// Shared state of the handlers.
+/// The node states the handlers share.
 pub type Shared = Arc<Mutex<Cluster>>;
+
+/// Everything the handlers read.
+#[derive(Clone)]
+struct AppState {
+    cluster: Shared,
+    binder: Option<Arc<dyn Binder>>,
+}
 
 /// Largest request body accepted: a `NodeList` of thousands of full Node
 /// objects runs to tens of megabytes.
 const BODY_LIMIT: usize = 512 << 20;
 
-/// The extender's routes.
-pub fn router(cluster: Shared) -> Router {
+/// The extender's routes; `/bind` creates Bindings with `binder` when given.
+pub fn router(cluster: Shared, binder: Option<Arc<dyn Binder>>) -> Router {
     Router::new()
         .route("/filter", post(filter))
         .route("/prioritize", post(prioritize))
         .route("/bind", post(bind))
         .route("/healthz", get(healthz))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .with_state(cluster)
+        .with_state(AppState { cluster, binder })
 }
 
 /// Serves on `listener` until `shutdown` completes.
@@ -44,9 +54,10 @@ pub fn router(cluster: Shared) -> Router {
 pub async fn serve(
     listener: tokio::net::TcpListener,
     cluster: Shared,
+    binder: Option<Arc<dyn Binder>>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(cluster))
+    axum::serve(listener, router(cluster, binder))
         .with_graceful_shutdown(shutdown)
         .await
 }
@@ -60,7 +71,7 @@ fn candidates(args: &ExtenderArgs) -> (Vec<String>, bool) {
     }
 }
 
-async fn filter(State(cluster): State<Shared>, Json(args): Json<ExtenderArgs>) -> Json<ExtenderFilterResult> {
+async fn filter(State(AppState { cluster, .. }): State<AppState>, Json(args): Json<ExtenderArgs>) -> Json<ExtenderFilterResult> {
     let (names, by_name) = candidates(&args);
     let answer = |error: String| ExtenderFilterResult {
         error,
@@ -91,7 +102,7 @@ async fn filter(State(cluster): State<Shared>, Json(args): Json<ExtenderArgs>) -
     Json(result)
 }
 
-async fn prioritize(State(cluster): State<Shared>, Json(args): Json<ExtenderArgs>) -> Json<Vec<HostPriority>> {
+async fn prioritize(State(AppState { cluster, .. }): State<AppState>, Json(args): Json<ExtenderArgs>) -> Json<Vec<HostPriority>> {
     let (names, _) = candidates(&args);
     let pod = args.pod.as_ref().and_then(|m| Cluster::read_pod(m).ok());
     let scores = match (pod, cluster.lock()) {
@@ -107,19 +118,32 @@ async fn prioritize(State(cluster): State<Shared>, Json(args): Json<ExtenderArgs
     )
 }
 
-async fn bind(State(cluster): State<Shared>, Json(args): Json<ExtenderBindingArgs>) -> Json<ExtenderBindingResult> {
-    let error = match cluster.lock() {
-        Ok(mut cluster) => cluster
-            .bind(&args.pod_uid, &args.node, Instant::now())
-            .err()
-            .unwrap_or_default(),
-        Err(_) => "internal: state lock poisoned".into(),
+async fn bind(State(state): State<AppState>, Json(args): Json<ExtenderBindingArgs>) -> Json<ExtenderBindingResult> {
+    if let Some(binder) = &state.binder
+        && let Err(error) = binder.bind(&args).await
+    {
+        return Json(ExtenderBindingResult { error });
+    }
+    let recorded = match state.cluster.lock() {
+        Ok(mut cluster) => cluster.bind(&args.pod_uid, &args.node, Instant::now()),
+        Err(_) => Err("internal: state lock poisoned".into()),
+    };
+    let error = match recorded {
+        Ok(()) => String::new(),
+        // The Binding exists: the pod is bound even though its placement
+        // could not be recorded (an extender restarted between the
+        // scheduler's filter and bind has not seen the pod).
+        Err(error) if state.binder.is_some() => {
+            eprintln!("topoalign extender: pod {} bound to {} but not assumed: {error}", args.pod_uid, args.node);
+            String::new()
+        }
+        Err(error) => error,
     };
     Json(ExtenderBindingResult { error })
 }
 
-async fn healthz(State(cluster): State<Shared>) -> String {
-    match cluster.lock() {
+async fn healthz(State(state): State<AppState>) -> String {
+    match state.cluster.lock() {
         Ok(cluster) => format!(
             "ok: {} nodes, {} assumed pods\n",
             cluster.len(),

@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use topoalign_extender::api::ExtenderBindingArgs;
+use topoalign_extender::binder::{BindFuture, Binder};
 use topoalign_extender::{Cluster, ExtenderConfig, Strategy, server};
 
 /// Two NUMA nodes × 4 cores × 2 threads, 16Gi each, one GPU on NUMA 1;
@@ -68,11 +70,18 @@ fn node_object(name: &str) -> Value {
 }
 
 async fn start(config: ExtenderConfig) -> (String, tokio::sync::oneshot::Sender<()>) {
+    start_with_binder(config, None).await
+}
+
+async fn start_with_binder(
+    config: ExtenderConfig,
+    binder: Option<Arc<dyn Binder>>,
+) -> (String, tokio::sync::oneshot::Sender<()>) {
     let cluster = Cluster::from_fleet(&fleet(), config).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap().to_string();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(server::serve(listener, Arc::new(Mutex::new(cluster)), async {
+    tokio::spawn(server::serve(listener, Arc::new(Mutex::new(cluster)), binder, async {
         stopped.await.ok();
     }));
     (address, stop)
@@ -214,4 +223,66 @@ async fn a_malformed_pod_is_an_error_not_a_crash() {
     let none = post(&address, "/filter", &json!({"NodeNames": ["gpu-0"]})).await;
     assert_eq!(none["Error"], "no Pod in the request");
     stop.send(()).ok();
+}
+
+/// Records the Bindings it is asked for; refuses them all when given a
+/// refusal.
+struct RecordingBinder {
+    bound: Mutex<Vec<String>>,
+    refusal: Option<String>,
+}
+
+impl Binder for RecordingBinder {
+    fn bind<'a>(&'a self, args: &'a ExtenderBindingArgs) -> BindFuture<'a> {
+        Box::pin(async move {
+            self.bound.lock().unwrap().push(format!(
+                "{}/{} {} -> {}",
+                args.pod_namespace, args.pod_name, args.pod_uid, args.node
+            ));
+            self.refusal.clone().map_or(Ok(()), Err)
+        })
+    }
+}
+
+#[tokio::test]
+async fn with_a_binder_bind_creates_the_binding_then_records_the_placement() {
+    for refusal in [None, Some("pods \"train-a\" not found".to_string())] {
+        let binder = Arc::new(RecordingBinder {
+            bound: Mutex::new(Vec::new()),
+            refusal: refusal.clone(),
+        });
+        let (address, stop) = start_with_binder(
+            ExtenderConfig {
+                assume_on_prioritize: false,
+                ..ExtenderConfig::default()
+            },
+            Some(binder.clone()),
+        )
+        .await;
+        let names = json!(["gpu-0"]);
+        let first = json!({"Pod": pod("train-a", "uid-a", "4", 1), "NodeNames": names});
+        assert_eq!(post(&address, "/filter", &first).await["NodeNames"], names);
+        let bound = post(
+            &address,
+            "/bind",
+            &json!({"PodName": "train-a", "PodNamespace": "team", "PodUID": "uid-a", "Node": "gpu-0"}),
+        )
+        .await;
+        assert_eq!(*binder.bound.lock().unwrap(), ["team/train-a uid-a -> gpu-0"]);
+        let second = json!({"Pod": pod("train-b", "uid-b", "4", 1), "NodeNames": names});
+        let after = post(&address, "/filter", &second).await;
+        match refusal {
+            // Bound: the node's only GPU is held.
+            None => {
+                assert_eq!(bound, json!({"Error": ""}));
+                assert_eq!(after["NodeNames"], json!([]));
+            }
+            // Not bound: the scheduler gets the reason and nothing is held.
+            Some(reason) => {
+                assert_eq!(bound, json!({"Error": reason}));
+                assert_eq!(after["NodeNames"], names);
+            }
+        }
+        stop.send(()).ok();
+    }
 }

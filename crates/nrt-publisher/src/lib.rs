@@ -41,10 +41,40 @@ pub enum PublishError {
     Config(String),
     #[error("the object does not validate against the CRD schema: {}", .0.join("; "))]
     Invalid(Vec<String>),
+    /// The API server does not let this identity write the objects (HTTP
+    /// 403): retrying cannot help until someone grants the permission.
+    #[error(
+        "the API server forbids this identity to apply NodeResourceTopology objects: {0} (its RBAC role needs \
+         `create` and `patch` on noderesourcetopologies.topology.node.k8s.io, as deploy/topoalign-rbac.yaml grants \
+         the topoalign-agent service account)"
+    )]
+    Forbidden(String),
+    /// The API server does not accept the credentials (HTTP 401).
+    #[error("the API server does not accept this client's credentials: {0}")]
+    Unauthorized(String),
     #[error("the API server refused the apply: {0}")]
-    Api(#[from] kube::Error),
+    Api(kube::Error),
     #[error("cannot serialize the object: {0}")]
     Serialize(#[from] serde_json::Error),
+}
+
+impl From<kube::Error> for PublishError {
+    fn from(error: kube::Error) -> PublishError {
+        match error {
+            kube::Error::Api(status) if status.code == 403 => PublishError::Forbidden(status.message),
+            kube::Error::Api(status) if status.code == 401 => PublishError::Unauthorized(status.message),
+            other => PublishError::Api(other),
+        }
+    }
+}
+
+impl PublishError {
+    /// Whether sending again, unchanged, cannot succeed: the API server
+    /// refuses this identity ([`PublishError::Forbidden`],
+    /// [`PublishError::Unauthorized`]).
+    pub fn is_refusal(&self) -> bool {
+        matches!(self, PublishError::Forbidden(_) | PublishError::Unauthorized(_))
+    }
 }
 
 /// Applies NRT objects with a client.
@@ -135,12 +165,20 @@ pub trait Destination {
     type Error: std::fmt::Display;
     /// Delivers one object.
     fn deliver(&self, object: &NodeResourceTopology) -> impl Future<Output = Result<(), Self::Error>> + Send;
+    /// Whether `error` ends the deliveries: trying again would only repeat
+    /// it (an RBAC refusal), so [`run`] stops instead of retrying forever.
+    fn is_final(_error: &Self::Error) -> bool {
+        false
+    }
 }
 
 impl Destination for Publisher {
     type Error = PublishError;
     async fn deliver(&self, object: &NodeResourceTopology) -> Result<(), PublishError> {
         self.apply(object).await.map(|_| ())
+    }
+    fn is_final(error: &PublishError) -> bool {
+        error.is_refusal()
     }
 }
 
@@ -219,7 +257,8 @@ impl Throttle {
 /// one after each allocation change) to `destination`, through a
 /// [`Throttle`], until the sender is dropped; then sends what is still
 /// pending and returns. Failures are reported to `on_error` and retried
-/// after the interval.
+/// after the interval, except a final one ([`Destination::is_final`]):
+/// `run` returns once it is reported.
 pub async fn run<D: Destination>(
     destination: D,
     mut updates: tokio::sync::mpsc::Receiver<NodeResourceTopology>,
@@ -234,6 +273,9 @@ pub async fn run<D: Destination>(
                 Ok(()) => throttle.sent(*object, Instant::now()),
                 Err(error) => {
                     on_error(&error);
+                    if D::is_final(&error) {
+                        return;
+                    }
                     throttle.failed(*object);
                     if !open {
                         return;

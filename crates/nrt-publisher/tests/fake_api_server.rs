@@ -162,3 +162,48 @@ fn the_throttle_sends_at_most_once_per_interval_and_never_repeats_itself() {
     assert_eq!(throttle.next(t0 + interval * 3), Next::WaitUntil(t0 + interval * 4));
     assert!(matches!(throttle.next(t0 + interval * 4), Next::Send(_)));
 }
+
+/// An API server refusing the identity (HTTP 403, as RBAC answers) ends
+/// the deliveries after one attempt: `run` returns although more updates
+/// could come, with an error naming the permission; a second request
+/// would mean a retry loop.
+#[tokio::test]
+async fn an_rbac_refusal_is_reported_once_and_not_retried() {
+    use std::sync::{Arc, Mutex};
+
+    use axum::http::StatusCode;
+
+    let (retried, mut second_request) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let requests = Arc::new(Mutex::new(0_usize));
+    let app = axum::Router::new().fallback(move || {
+        let requests = requests.clone();
+        let retried = retried.clone();
+        async move {
+            let mut n = requests.lock().unwrap();
+            *n += 1;
+            if *n > 1 {
+                retried.send(()).unwrap();
+            }
+            let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden", "code": 403,
+                "message": "noderesourcetopologies.topology.node.k8s.io \"worker-1\" is forbidden: User \"system:serviceaccount:default:x\" cannot patch resource \"noderesourcetopologies\""});
+            (StatusCode::FORBIDDEN, [("content-type", "application/json")], status.to_string())
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let client = kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap();
+
+    let (updates, receiver) = tokio::sync::mpsc::channel(4);
+    updates.send(object_with(&["a"])).await.unwrap();
+    let mut errors = Vec::new();
+    tokio::select! {
+        () = run(Publisher::new(client), receiver, Duration::from_millis(10), |e| errors.push(e.to_string())) => {}
+        _ = second_request.recv() => panic!("the refused apply was retried"),
+    }
+    drop(updates);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    for part in ["forbids", "cannot patch", "deploy/topoalign-rbac.yaml"] {
+        assert!(errors[0].contains(part), "{part:?} not in {:?}", errors[0]);
+    }
+}

@@ -3,7 +3,8 @@
 //! into a `watch` channel (never blocking the allocation); one task per
 //! destination (API server, file or stdout) takes the latest object and
 //! delivers it through `topoalign_nrt_publisher::run` — throttled, failures
-//! logged and retried.
+//! logged and retried, except a refusal of the agent's identity (RBAC),
+//! which stops that destination.
 //!
 //! Must not touch: the objects' contents (`topoalign-nrt`), how they are
 //! sent (`topoalign-nrt-publisher`).
@@ -91,7 +92,16 @@ async fn deliver<D>(
 {
     let (updates, receiver) = mpsc::channel(1);
     let sender = tokio::spawn(run(destination, receiver, interval, move |error| {
-        tracing::warn!(destination = label, %error, "NodeResourceTopology update failed; will retry");
+        if D::is_final(error) {
+            tracing::error!(
+                destination = label,
+                %error,
+                "NodeResourceTopology publishing stopped: retrying cannot succeed; allocations go on, restart the \
+                 agent once this is fixed"
+            );
+        } else {
+            tracing::warn!(destination = label, %error, "NodeResourceTopology update failed; will retry");
+        }
     }));
     // The current value first (the listener sends one at installation),
     // then every change; `watch` keeps only the latest, so a slow

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use topoalign_extender::binder::{ApiServerBinder, Binder};
 use topoalign_extender::{Cluster, ExtenderConfig, Strategy, server};
 use topoalign_fleet::Fleet;
 
@@ -26,6 +27,12 @@ pub struct Args {
     /// configuration or kubeconfig), again every `--nrt-poll` seconds.
     #[arg(long)]
     nrt_from_cluster: bool,
+    /// `/bind` creates the pod's Binding through the API server
+    /// (in-cluster configuration or kubeconfig), then records the
+    /// placement. Needed where kube-scheduler's configuration sets
+    /// `bindVerb`: the scheduler then leaves binding to the extender.
+    #[arg(long)]
+    create_bindings: bool,
     /// Seconds between two reads of the API server's objects.
     #[arg(long, default_value_t = 5)]
     nrt_poll: u64,
@@ -96,12 +103,21 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
                 Duration::from_secs(args.nrt_poll.max(1)),
             ));
         }
+        let binder: Option<Arc<dyn Binder>> = if args.create_bindings {
+            Some(Arc::new(
+                ApiServerBinder::connect()
+                    .await
+                    .map_err(|e| anyhow::anyhow!("--create-bindings: {e}"))?,
+            ))
+        } else {
+            None
+        };
         let nodes = shared.lock().map(|c| c.len()).unwrap_or_default();
         println!("topoalign extender: {nodes} nodes, listening on http://{address}");
         let shutdown = async {
             tokio::signal::ctrl_c().await.ok();
         };
-        server::serve(listener, shared, shutdown)
+        server::serve(listener, shared, binder, shutdown)
             .await
             .context("the server failed")
     })?;

@@ -1,0 +1,275 @@
+// Package controlplane starts a real Kubernetes control plane for the
+// end-to-end tests: etcd and kube-apiserver (and, on request,
+// kube-scheduler) built from their Go modules by build-tools.sh, on
+// 127.0.0.1 and free ports, with generated certificates, static tokens,
+// RBAC authorization and a service-account signing key (so TokenRequest
+// works). No kubelet, no controller manager, no container runtime.
+//
+// Every process is stopped by Stop, on SIGINT/SIGTERM (StopOnSignal), and
+// by the kernel if the test binary dies (Pdeathsig).
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// BinDirEnv names the directory holding etcd, kube-apiserver and
+// kube-scheduler (build-tools.sh prints it; run.sh sets it).
+const BinDirEnv = "TOPOALIGN_E2E_BIN"
+
+// serviceIP is the first address of the service range: the in-cluster
+// "kubernetes" service, which the serving certificate also names.
+const serviceIP = "10.0.0.1"
+
+// Binaries are the executables of the control plane.
+type Binaries struct {
+	Etcd, APIServer, Scheduler string
+	// SchedulerPlugins is the scheduler-plugins scheduler; empty when it
+	// was not built.
+	SchedulerPlugins string
+}
+
+// BinariesFromEnv finds the binaries in $TOPOALIGN_E2E_BIN; an error names
+// what is missing and how to build it.
+func BinariesFromEnv() (Binaries, error) {
+	dir := os.Getenv(BinDirEnv)
+	if dir == "" {
+		return Binaries{}, fmt.Errorf("$%s is not set: run e2e/run.sh, or set it to the directory e2e/build-tools.sh prints", BinDirEnv)
+	}
+	b := Binaries{
+		Etcd:      filepath.Join(dir, "etcd"),
+		APIServer: filepath.Join(dir, "kube-apiserver"),
+		Scheduler: filepath.Join(dir, "kube-scheduler"),
+	}
+	var missing []string
+	for _, path := range []string{b.Etcd, b.APIServer, b.Scheduler} {
+		if _, err := os.Stat(path); err != nil {
+			missing = append(missing, path)
+		}
+	}
+	if len(missing) > 0 {
+		return b, fmt.Errorf("control-plane binaries missing: %s (build them with e2e/build-tools.sh)", strings.Join(missing, ", "))
+	}
+	if path := os.Getenv("TOPOALIGN_E2E_SCHEDULER_PLUGINS"); path != "" {
+		b.SchedulerPlugins = path
+	}
+	return b, nil
+}
+
+// ControlPlane is a running etcd + kube-apiserver.
+type ControlPlane struct {
+	// Dir holds certificates, kubeconfigs, data and logs.
+	Dir string
+	// URL of the API server (https://127.0.0.1:PORT).
+	URL string
+	// CAPEM is the certificate authority of the API server's certificate.
+	CAPEM []byte
+	// AdminToken authenticates as a member of system:masters.
+	AdminToken string
+	// SchedulerToken authenticates as system:kube-scheduler.
+	SchedulerToken string
+	// AdminKubeconfig is a kubeconfig file for AdminToken.
+	AdminKubeconfig string
+
+	bins      Binaries
+	etcd      *Process
+	apiserver *Process
+}
+
+// Start brings up etcd and kube-apiserver under dir and waits until the
+// API server is ready (at most two minutes).
+func Start(ctx context.Context, bins Binaries, dir string) (*ControlPlane, error) {
+	cp := &ControlPlane{Dir: dir, bins: bins}
+	ok := false
+	defer func() {
+		if !ok {
+			cp.Stop()
+		}
+	}()
+	creds, err := newCredentials(dir)
+	if err != nil {
+		return nil, fmt.Errorf("certificates: %w", err)
+	}
+	cp.CAPEM, cp.AdminToken, cp.SchedulerToken = creds.caPEM, creds.adminToken, creds.schedulerToken
+
+	ports, err := FreePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	etcdClient := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	etcdPeer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
+	cp.etcd, err = StartProcess("etcd", bins.Etcd, []string{
+		"--name=e2e",
+		"--data-dir=" + filepath.Join(dir, "etcd"),
+		"--listen-client-urls=" + etcdClient,
+		"--advertise-client-urls=" + etcdClient,
+		"--listen-peer-urls=" + etcdPeer,
+		"--initial-advertise-peer-urls=" + etcdPeer,
+		"--initial-cluster=e2e=" + etcdPeer,
+		// A throwaway store: durability buys nothing here and fsyncs
+		// dominate on small disks.
+		"--unsafe-no-fsync",
+		"--log-level=warn",
+	}, nil, filepath.Join(dir, "etcd.log"))
+	if err != nil {
+		return nil, err
+	}
+
+	cp.URL = "https://127.0.0.1:" + strconv.Itoa(ports[2])
+	cp.apiserver, err = StartProcess("kube-apiserver", bins.APIServer, []string{
+		"--etcd-servers=" + etcdClient,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(ports[2]),
+		"--cert-dir=" + filepath.Join(dir, "apiserver-certs"),
+		"--tls-cert-file=" + creds.certFile,
+		"--tls-private-key-file=" + creds.keyFile,
+		"--client-ca-file=" + creds.caFile,
+		"--token-auth-file=" + creds.tokenFile,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file=" + creds.saKeyFile,
+		"--service-account-signing-key-file=" + creds.saKeyFile,
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--enable-priority-and-fairness=false",
+		"--profiling=false",
+	}, nil, filepath.Join(dir, "kube-apiserver.log"))
+	if err != nil {
+		return nil, err
+	}
+
+	cp.AdminKubeconfig = filepath.Join(dir, "admin.kubeconfig")
+	if err := cp.WriteKubeconfig(cp.AdminKubeconfig, "admin", cp.AdminToken); err != nil {
+		return nil, err
+	}
+	if err := cp.waitReady(ctx, 2*time.Minute); err != nil {
+		return nil, err
+	}
+	ok = true
+	return cp, nil
+}
+
+// waitReady polls /readyz until it answers 200, failing early when etcd
+// or the API server exits.
+func (cp *ControlPlane) waitReady(ctx context.Context, limit time.Duration) error {
+	client := cp.httpClient()
+	deadline := time.Now().Add(limit)
+	last := "no answer yet"
+	for {
+		for _, p := range []*Process{cp.etcd, cp.apiserver} {
+			if exited, err := p.Exited(); exited {
+				return fmt.Errorf("%s exited during start-up (%v); log: %s\n%s", p.Name, err, p.Log, Tail(p.Log, 30))
+			}
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cp.URL+"/readyz", nil)
+		req.Header.Set("Authorization", "Bearer "+cp.AdminToken)
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kube-apiserver not ready within %v (last: %s); log: %s\n%s", limit, last, cp.apiserver.Log, Tail(cp.apiserver.Log, 30))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (cp *ControlPlane) httpClient() *http.Client {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(cp.CAPEM)
+	return &http.Client{
+		Timeout:   5 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
+	}
+}
+
+// RESTConfig is a client configuration authenticating with token.
+func (cp *ControlPlane) RESTConfig(token string) *rest.Config {
+	return &rest.Config{
+		Host:            cp.URL,
+		BearerToken:     token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: cp.CAPEM},
+		QPS:             200,
+		Burst:           400,
+	}
+}
+
+// WriteKubeconfig writes a kubeconfig for this API server, authenticating
+// as user with token.
+func (cp *ControlPlane) WriteKubeconfig(path, user, token string) error {
+	config := clientcmdapi.NewConfig()
+	config.Clusters["e2e"] = &clientcmdapi.Cluster{Server: cp.URL, CertificateAuthorityData: cp.CAPEM}
+	config.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
+	config.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: user}
+	config.CurrentContext = "e2e"
+	return clientcmd.WriteToFile(*config, path)
+}
+
+// Stop stops the API server, then etcd.
+func (cp *ControlPlane) Stop() error {
+	var errs []error
+	for _, p := range []*Process{cp.apiserver, cp.etcd} {
+		if p != nil {
+			errs = append(errs, p.Stop())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// FreePorts returns n distinct ports free on 127.0.0.1 at the time of the
+// call (the listeners are closed before the ports are handed out).
+func FreePorts(n int) ([]int, error) {
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("no free port: %w", err)
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// Tail is the last n lines of the file at path (for failure reports).
+func Tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,79 @@
+package controlplane
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// Process is one component started by the tests, its output in a log file.
+type Process struct {
+	Name string
+	Log  string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// StartProcess starts path with args, standard output and error appended
+// to logPath. The process gets its own process group (so Stop reaches its
+// children too) and is killed by the kernel if the test binary dies first
+// (Pdeathsig): an aborted run leaves nothing behind.
+func StartProcess(name, path string, args []string, env []string, logPath string) (*Process, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Stdout = log
+	cmd.Stderr = log
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	p := &Process{Name: name, Log: logPath, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		log.Close()
+		close(p.done)
+	}()
+	register(p)
+	return p, nil
+}
+
+// Exited reports whether the process has ended, and how.
+func (p *Process) Exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// Stop sends SIGTERM to the process group, waits up to 15 s, then kills it.
+// Stopping a process that already ended is not an error.
+func (p *Process) Stop() error {
+	defer unregister(p)
+	if exited, _ := p.Exited(); exited {
+		return nil
+	}
+	pgid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(15 * time.Second):
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	<-p.done
+	return errors.New(p.Name + ": did not stop within 15 s of SIGTERM; killed")
+}
