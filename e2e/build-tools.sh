@@ -2,13 +2,15 @@
 # Builds the control-plane binaries the end-to-end tests start, at the
 # versions pinned in go.mod (etcd, kube-apiserver, kube-scheduler) and
 # scheduler-plugins/go.mod (the scheduler-plugins scheduler, with
-# NodeResourceTopologyMatch), into a cache outside the repository keyed by
-# those files and the Go version: a second run finds them and builds
-# nothing. Builds run one at a time (the machines are small).
+# NodeResourceTopologyMatch), into a cache outside the repository
+# (${TOPOALIGN_CACHE:-~/.cache/topoalign}/e2e/bin/<name>-<key>), keyed by the
+# module versions each binary is built from, the Go version and the flags:
+# a second run finds them and builds nothing. Builds run one at a time (the
+# machines are small).
 #
-# Prints, as its last two lines, the variables the suite reads:
-#   TOPOALIGN_E2E_BIN=<directory of etcd, kube-apiserver, kube-scheduler>
-#   TOPOALIGN_E2E_SCHEDULER_PLUGINS=<the scheduler-plugins scheduler>
+# Prints the variables the suite reads, one NAME=PATH a line:
+# TOPOALIGN_E2E_ETCD, TOPOALIGN_E2E_KUBE_APISERVER,
+# TOPOALIGN_E2E_KUBE_SCHEDULER, TOPOALIGN_E2E_SCHEDULER_PLUGINS.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -19,30 +21,45 @@ if ! command -v go >/dev/null 2>&1; then
     exit 1
 fi
 
-# key MODULE_DIR: a short hash of what decides the binaries of one module.
+flags=(-trimpath -ldflags='-s -w')
+
+# key MODULE_DIR PACKAGE: a short hash of what decides a binary: the
+# versions of the modules its packages come from (not the whole go.sum, so
+# test-only dependencies of the suite do not force a rebuild), the Go
+# version and the build flags.
 key() {
-    (cat "$1/go.mod" "$1/go.sum"; go env GOVERSION GOOS GOARCH) | sha256sum | cut -c1-16
+    (
+        cd "$1"
+        go list -deps -f '{{with .Module}}{{.Path}}@{{.Version}}{{with .Replace}}=>{{.Path}}@{{.Version}}{{end}}{{end}}' "$2" | sort -u
+        go env GOVERSION GOOS GOARCH
+        echo "${flags[@]}"
+    ) | sha256sum | cut -c1-16
 }
 
-# build MODULE_DIR OUT_DIR NAME PACKAGE
+# build MODULE_DIR NAME PACKAGE: the binary's path on standard output.
 build() {
-    local module=$1 out=$2 name=$3 pkg=$4
-    [ -x "$out/$name" ] && return 0
+    local module=$1 name=$2 pkg=$3
+    local out
+    out=$cache/$name-$(key "$module" "$pkg")
+    if [ -x "$out/$name" ]; then
+        echo "$out/$name"
+        return 0
+    fi
     mkdir -p "$out"
     local start=$SECONDS
     echo "e2e: building $name ($pkg) ..." >&2
-    (cd "$module" && go build -trimpath -ldflags='-s -w' -o "$out/$name.partial" "$pkg")
+    (cd "$module" && go build "${flags[@]}" -o "$out/$name.partial" "$pkg")
     mv -f "$out/$name.partial" "$out/$name"
     echo "e2e: built $name in $((SECONDS - start)) s" >&2
+    echo "$out/$name"
 }
 
-main_dir=$cache/$(key "$here")
-build "$here" "$main_dir" etcd go.etcd.io/etcd/server/v3
-build "$here" "$main_dir" kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
-build "$here" "$main_dir" kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+etcd=$(build "$here" etcd go.etcd.io/etcd/server/v3)
+apiserver=$(build "$here" kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver)
+scheduler=$(build "$here" kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler)
+plugins=$(build "$here/scheduler-plugins" scheduler-plugins sigs.k8s.io/scheduler-plugins/cmd/scheduler)
 
-plugins_dir=$cache/scheduler-plugins-$(key "$here/scheduler-plugins")
-build "$here/scheduler-plugins" "$plugins_dir" scheduler sigs.k8s.io/scheduler-plugins/cmd/scheduler
-
-echo "TOPOALIGN_E2E_BIN=$main_dir"
-echo "TOPOALIGN_E2E_SCHEDULER_PLUGINS=$plugins_dir/scheduler"
+echo "TOPOALIGN_E2E_ETCD=$etcd"
+echo "TOPOALIGN_E2E_KUBE_APISERVER=$apiserver"
+echo "TOPOALIGN_E2E_KUBE_SCHEDULER=$scheduler"
+echo "TOPOALIGN_E2E_SCHEDULER_PLUGINS=$plugins"

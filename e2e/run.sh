@@ -17,10 +17,11 @@ if ! command -v go >/dev/null 2>&1; then
     exit 1
 fi
 
+# TOPOALIGN_E2E_ETCD=..., TOPOALIGN_E2E_KUBE_APISERVER=..., ...
 tools=$("$here/build-tools.sh")
-export TOPOALIGN_E2E_BIN TOPOALIGN_E2E_SCHEDULER_PLUGINS
-TOPOALIGN_E2E_BIN=$(sed -n 's/^TOPOALIGN_E2E_BIN=//p' <<<"$tools")
-TOPOALIGN_E2E_SCHEDULER_PLUGINS=$(sed -n 's/^TOPOALIGN_E2E_SCHEDULER_PLUGINS=//p' <<<"$tools")
+while IFS='=' read -r name path; do
+    export "$name=$path"
+done <<<"$tools"
 
 echo "e2e: building topoalign (cargo build -p topoalign)" >&2
 (cd "$root" && cargo build -q -p topoalign)

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,45 +29,45 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// BinDirEnv names the directory holding etcd, kube-apiserver and
-// kube-scheduler (build-tools.sh prints it; run.sh sets it).
-const BinDirEnv = "TOPOALIGN_E2E_BIN"
-
 // serviceIP is the first address of the service range: the in-cluster
 // "kubernetes" service, which the serving certificate also names.
 const serviceIP = "10.0.0.1"
 
-// Binaries are the executables of the control plane.
+// Binaries are the executables of the control plane, from the
+// environment build-tools.sh prints (run.sh exports it).
 type Binaries struct {
-	Etcd, APIServer, Scheduler string
-	// SchedulerPlugins is the scheduler-plugins scheduler; empty when it
-	// was not built.
+	Etcd      string
+	APIServer string
+	Scheduler string
+	// SchedulerPlugins is the scheduler-plugins scheduler.
 	SchedulerPlugins string
 }
 
-// BinariesFromEnv finds the binaries in $TOPOALIGN_E2E_BIN; an error names
-// what is missing and how to build it.
+// BinariesFromEnv finds the binaries; an error names every one that is
+// missing and how to build it.
 func BinariesFromEnv() (Binaries, error) {
-	dir := os.Getenv(BinDirEnv)
-	if dir == "" {
-		return Binaries{}, fmt.Errorf("$%s is not set: run e2e/run.sh, or set it to the directory e2e/build-tools.sh prints", BinDirEnv)
-	}
 	b := Binaries{
-		Etcd:      filepath.Join(dir, "etcd"),
-		APIServer: filepath.Join(dir, "kube-apiserver"),
-		Scheduler: filepath.Join(dir, "kube-scheduler"),
+		Etcd:             os.Getenv("TOPOALIGN_E2E_ETCD"),
+		APIServer:        os.Getenv("TOPOALIGN_E2E_KUBE_APISERVER"),
+		Scheduler:        os.Getenv("TOPOALIGN_E2E_KUBE_SCHEDULER"),
+		SchedulerPlugins: os.Getenv("TOPOALIGN_E2E_SCHEDULER_PLUGINS"),
 	}
 	var missing []string
-	for _, path := range []string{b.Etcd, b.APIServer, b.Scheduler} {
-		if _, err := os.Stat(path); err != nil {
-			missing = append(missing, path)
+	for variable, path := range map[string]string{
+		"TOPOALIGN_E2E_ETCD":              b.Etcd,
+		"TOPOALIGN_E2E_KUBE_APISERVER":    b.APIServer,
+		"TOPOALIGN_E2E_KUBE_SCHEDULER":    b.Scheduler,
+		"TOPOALIGN_E2E_SCHEDULER_PLUGINS": b.SchedulerPlugins,
+	} {
+		if path == "" {
+			missing = append(missing, "$"+variable+" is not set")
+		} else if _, err := os.Stat(path); err != nil {
+			missing = append(missing, "$"+variable+": "+err.Error())
 		}
 	}
 	if len(missing) > 0 {
-		return b, fmt.Errorf("control-plane binaries missing: %s (build them with e2e/build-tools.sh)", strings.Join(missing, ", "))
-	}
-	if path := os.Getenv("TOPOALIGN_E2E_SCHEDULER_PLUGINS"); path != "" {
-		b.SchedulerPlugins = path
+		slices.Sort(missing)
+		return b, fmt.Errorf("control-plane binaries missing (run e2e/run.sh, or e2e/build-tools.sh and export what it prints): %s", strings.Join(missing, "; "))
 	}
 	return b, nil
 }

@@ -1,8 +1,8 @@
 // Package suite is topoalign's end-to-end suite: the real `topoalign`
 // binary against a real kube-apiserver (and kube-scheduler), started by
 // package controlplane. Run it with e2e/run.sh, which builds what is
-// missing and sets $TOPOALIGN_BIN and $TOPOALIGN_E2E_BIN. A missing
-// component fails the suite; nothing is skipped.
+// missing and sets $TOPOALIGN_BIN and the $TOPOALIGN_E2E_* paths of the
+// control plane. A missing component fails the suite; nothing is skipped.
 package suite
 
 import (

@@ -26,9 +26,6 @@ const nrtPluginProfile = "topology-aware-scheduler"
 // CPUs available (single-numa-node), it binds a 3-CPU Guaranteed pod and
 // refuses a 7-CPU one, although the Node's allocatable has room for both.
 func TestNodeResourceTopologyMatchReadsTopoalignsObjects(t *testing.T) {
-	if bins.SchedulerPlugins == "" {
-		t.Fatal("$TOPOALIGN_E2E_SCHEDULER_PLUGINS is not set: build the scheduler-plugins scheduler with e2e/build-tools.sh (e2e/run.sh does)")
-	}
 	ctx := testContext(t, 3*time.Minute)
 	c := admin(t)
 	publisher := []string{"KUBECONFIG=" + agentKubeconfig(t, ctx, c)}
@@ -37,7 +34,7 @@ func TestNodeResourceTopologyMatchReadsTopoalignsObjects(t *testing.T) {
 	// what scheduler-plugins' own manifests grant.
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-scheduler-nrt"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"topology.node.k8s.io"}, Resources: []string{"noderesourcetopologies"}, Verbs: []string{"get", "list", "watch"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"topology.node.k8s.io"}, Resources: []string{"noderesourcetopologies"}, Verbs: []string{"get", "list", "watch"}}},
 	}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-scheduler-nrt"},
