@@ -147,6 +147,9 @@ func Start(ctx context.Context, bins Binaries, dir string) (*ControlPlane, error
 		"--service-account-key-file=" + creds.saKeyFile,
 		"--service-account-signing-key-file=" + creds.saKeyFile,
 		"--service-cluster-ip-range=10.0.0.0/24",
+		// The "kubernetes" service's endpoints may not be a loopback
+		// address, and nothing in-cluster needs them.
+		"--endpoint-reconciler-type=none",
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
 	}, nil, filepath.Join(dir, "kube-apiserver.log"))

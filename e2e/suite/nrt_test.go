@@ -46,6 +46,10 @@ func readObject(t *testing.T, path string) map[string]any {
 // sent must come back unchanged; the API server adds only metadata of its
 // own (uid, resourceVersion, managedFields, ...).
 func sameAsSent(sent map[string]any, stored *unstructured.Unstructured) string {
+	// Both through encoding/json, so that numbers compare as numbers
+	// whichever decoder read them.
+	sent, storedObject := plainJSON(sent), plainJSON(stored.Object)
+	stored = &unstructured.Unstructured{Object: storedObject}
 	var problems []string
 	for key, value := range sent {
 		if key == "metadata" {
@@ -71,6 +75,19 @@ func sameAsSent(sent map[string]any, stored *unstructured.Unstructured) string {
 		}
 	}
 	return strings.Join(problems, "; ")
+}
+
+// plainJSON is object as encoding/json decodes it (numbers float64).
+func plainJSON(object map[string]any) map[string]any {
+	data, err := json.Marshal(object)
+	if err != nil {
+		return map[string]any{"unencodable": err.Error()}
+	}
+	var plain map[string]any
+	if err := json.Unmarshal(data, &plain); err != nil {
+		return map[string]any{"undecodable": err.Error()}
+	}
+	return plain
 }
 
 func compact(value any) string {

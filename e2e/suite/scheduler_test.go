@@ -133,9 +133,9 @@ func (r *recorder) of(verb, pod string) []extenderCall {
 // machine and history it has.
 type testNode struct{ name, scenario string }
 
-// createNode registers a Node as its kubelet would: the scenario's
-// machine (16 CPUs, 64Gi) in capacity, minus the reservations in
-// allocatable, Ready.
+// createNode registers a Node as its kubelet would: the machine of
+// examples/nodes/two-numa.yaml (16 CPUs, 64Gi; e2e/testdata/fragmented.yaml
+// has the same) in capacity, minus the reservations in allocatable, Ready.
 func createNode(t *testing.T, ctx context.Context, c *clients, name string) {
 	t.Helper()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
@@ -152,10 +152,10 @@ func createNode(t *testing.T, ctx context.Context, c *clients, name string) {
 			corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"),
 			corev1.ResourcePods: resource.MustParse("110"),
 		},
-		// reservedSystemCPUs "0"; 1948Mi system-reserved and the kubelet's
-		// 100Mi hard eviction threshold.
+		// systemReserved 1 CPU and 1Gi, and the kubelet's 100Mi hard
+		// eviction threshold.
 		Allocatable: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("15"), corev1.ResourceMemory: resource.MustParse("62Gi"),
+			corev1.ResourceCPU: resource.MustParse("15"), corev1.ResourceMemory: resource.MustParse("64412Mi"),
 			corev1.ResourcePods: resource.MustParse("110"),
 		},
 		Conditions: []corev1.NodeCondition{{
@@ -163,7 +163,17 @@ func createNode(t *testing.T, ctx context.Context, c *clients, name string) {
 			LastHeartbeatTime: now, LastTransitionTime: now,
 		}},
 	}
-	if _, err := c.kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	updated, err := c.kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The API server taints a new Node not-ready (TaintNodesByCondition);
+	// the node lifecycle controller lifts the taint once the node is
+	// Ready. No controller manager runs here: lift it as it would.
+	updated.Spec.Taints = slices.DeleteFunc(updated.Spec.Taints, func(taint corev1.Taint) bool {
+		return taint.Key == corev1.TaintNodeNotReady
+	})
+	if _, err := c.kube.CoreV1().Nodes().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -251,8 +261,9 @@ func namespace(t *testing.T, ctx context.Context, c *clients, name string) {
 
 // The stock kube-scheduler with deploy/'s configuration (its extender URL
 // pointed at a recorder in front of `topoalign extender`): for Guaranteed
-// pods of 7 CPUs on two empty two-NUMA nodes and one fragmented node whose
-// kubelet (single-numa-node) would refuse them, the scheduler calls filter
+// pods of 7 CPUs on two empty two-NUMA nodes and one fragmented node (4
+// and 3 CPUs free on its NUMA nodes) whose kubelet (single-numa-node)
+// would refuse them, the scheduler calls filter
 // and prioritize, binds each pod to a node the extender passed, never to
 // the fragmented one — although it has the most allocatable CPU left —
 // and leaves the fifth pod Pending with the extender's reason. With
@@ -276,7 +287,7 @@ func schedulerCallsExtender(t *testing.T, variant string, bind bool) {
 	nodes := []testNode{
 		{"e2e-" + variant + "-a", "examples/nodes/two-numa.yaml"},
 		{"e2e-" + variant + "-b", "examples/nodes/two-numa.yaml"},
-		{fragmented, "examples/nodes/two-numa-fragmented.yaml"},
+		{fragmented, "e2e/testdata/fragmented.yaml"},
 	}
 	for _, n := range nodes {
 		createNode(t, ctx, c, n.name)
