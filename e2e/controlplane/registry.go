@@ -3,45 +3,46 @@ package controlplane
 import (
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 )
 
-// Every process started and not yet stopped, so that an interrupt stops
-// them all before the test binary exits.
+// Every process started and not yet stopped, oldest first, so that an
+// interrupt stops them all before the test binary exits.
 var (
 	mu      sync.Mutex
-	running = map[*Process]struct{}{}
+	running []*Process
 )
 
 func register(p *Process) {
 	mu.Lock()
 	defer mu.Unlock()
-	running[p] = struct{}{}
+	running = append(running, p)
 }
 
 func unregister(p *Process) {
 	mu.Lock()
 	defer mu.Unlock()
-	delete(running, p)
+	running = slices.DeleteFunc(running, func(q *Process) bool { return q == p })
 }
 
-// StopAll stops every process still running (newest first is not needed:
-// each is independent once the tests are over).
+// StopAll stops every process still running, newest first: clients (a
+// scheduler, an agent) before the API server, the API server before etcd,
+// which it needs to shut down cleanly.
 func StopAll() {
 	mu.Lock()
-	all := make([]*Process, 0, len(running))
-	for p := range running {
-		all = append(all, p)
-	}
+	all := slices.Clone(running)
 	mu.Unlock()
+	slices.Reverse(all)
 	for _, p := range all {
 		_ = p.Stop()
 	}
 }
 
-// StopOnSignal stops every process and exits with status 1 on SIGINT or
-// SIGTERM (Ctrl-C, a CI cancellation), so no component outlives the run.
+// StopOnSignal stops every process and exits with status 1 on SIGINT,
+// SIGTERM or SIGHUP (Ctrl-C, a CI cancellation), so no component outlives
+// the run.
 func StopOnSignal() {
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
