@@ -71,7 +71,10 @@ fn candidates(args: &ExtenderArgs) -> (Vec<String>, bool) {
     }
 }
 
-async fn filter(State(AppState { cluster, .. }): State<AppState>, Json(args): Json<ExtenderArgs>) -> Json<ExtenderFilterResult> {
+async fn filter(
+    State(AppState { cluster, .. }): State<AppState>,
+    Json(args): Json<ExtenderArgs>,
+) -> Json<ExtenderFilterResult> {
     let (names, by_name) = candidates(&args);
     let answer = |error: String| ExtenderFilterResult {
         error,
@@ -102,7 +105,10 @@ async fn filter(State(AppState { cluster, .. }): State<AppState>, Json(args): Js
     Json(result)
 }
 
-async fn prioritize(State(AppState { cluster, .. }): State<AppState>, Json(args): Json<ExtenderArgs>) -> Json<Vec<HostPriority>> {
+async fn prioritize(
+    State(AppState { cluster, .. }): State<AppState>,
+    Json(args): Json<ExtenderArgs>,
+) -> Json<Vec<HostPriority>> {
     let (names, _) = candidates(&args);
     let pod = args.pod.as_ref().and_then(|m| Cluster::read_pod(m).ok());
     let scores = match (pod, cluster.lock()) {
@@ -134,7 +140,10 @@ async fn bind(State(state): State<AppState>, Json(args): Json<ExtenderBindingArg
         // could not be recorded (an extender restarted between the
         // scheduler's filter and bind has not seen the pod).
         Err(error) if state.binder.is_some() => {
-            eprintln!("topoalign extender: pod {} bound to {} but not assumed: {error}", args.pod_uid, args.node);
+            eprintln!(
+                "topoalign extender: pod {} bound to {} but not assumed: {error}",
+                args.pod_uid, args.node
+            );
             String::new()
         }
         Err(error) => error,
