@@ -22,7 +22,7 @@ import (
 const nrtPluginProfile = "topology-aware-scheduler"
 
 // The scheduler-plugins scheduler's NodeResourceTopologyMatch plugin reads
-// the objects topoalign publishes: on a node whose NUMA zones have 4 and 3
+// the objects topoalign publishes: on a node whose NUMA zones have 4 and 6
 // CPUs available (single-numa-node), it binds a 3-CPU Guaranteed pod and
 // refuses a 7-CPU one, although the Node's allocatable has room for both.
 func TestNodeResourceTopologyMatchReadsTopoalignsObjects(t *testing.T) {
@@ -50,7 +50,7 @@ func TestNodeResourceTopologyMatchReadsTopoalignsObjects(t *testing.T) {
 
 	const node = "e2e-nrt-plugin-fragmented"
 	createNode(t, ctx, c, node)
-	out := runTopoalign(t, ctx, publisher, "nrt", "e2e/testdata/fragmented.yaml", "--name", node, "--publish")
+	out := runTopoalign(t, ctx, publisher, "nrt", "examples/nodes/two-numa-fragmented.yaml", "--name", node, "--publish")
 	if out.code != 0 {
 		t.Fatalf("publishing %s: exit %d: %s", node, out.code, out.stderr)
 	}
@@ -115,7 +115,7 @@ profiles:
 			return false, err.Error()
 		}
 		if pod.Spec.NodeName != "" {
-			t.Fatalf("the 7-CPU pod was bound to %s, whose NUMA zones have at most 4 CPUs free", pod.Spec.NodeName)
+			t.Fatalf("the 7-CPU pod was bound to %s, whose NUMA zones have at most 6 CPUs free", pod.Spec.NodeName)
 		}
 		for _, condition := range pod.Status.Conditions {
 			if condition.Type == corev1.PodScheduled && condition.Reason == corev1.PodReasonUnschedulable {

@@ -258,14 +258,19 @@ func TestAgentPublishesItsNodeAfterEachChange(t *testing.T) {
 		})
 		return sent
 	}
-	podsOf := func(object map[string]any) string {
+	// holds says whether the object's exact state (topoalign's
+	// attributes other than the machine) lists the pod named name.
+	holds := func(object map[string]any, name string) bool {
 		attributes, _ := object["attributes"].([]any)
 		for _, a := range attributes {
-			if a, ok := a.(map[string]any); ok && a["name"] == "topoalign.io/pods" {
-				return fmt.Sprint(a["value"])
+			a, _ := a.(map[string]any)
+			key, _ := a["name"].(string)
+			value, _ := a["value"].(string)
+			if strings.HasPrefix(key, "topoalign.io/") && key != "topoalign.io/node-spec" && strings.Contains(value, `"name":"`+name+`"`) {
+				return true
 			}
 		}
-		return ""
+		return false
 	}
 	initial := storedMatchesFile("the empty node stored", func(map[string]any) bool { return true })
 
@@ -275,13 +280,13 @@ func TestAgentPublishesItsNodeAfterEachChange(t *testing.T) {
 	if id == "" {
 		t.Fatalf("no allocation id in %v", admitted)
 	}
-	busy := storedMatchesFile("the admission stored", func(o map[string]any) bool { return strings.Contains(podsOf(o), "web") })
+	busy := storedMatchesFile("the admission stored", func(o map[string]any) bool { return holds(o, "web") })
 	if reflect.DeepEqual(busy["zones"], initial["zones"]) {
 		t.Errorf("the admission did not change any zone: %s", compact(busy["zones"]))
 	}
 
 	a.call(t, http.MethodDelete, "/v1/allocations/"+id, "", http.StatusOK)
-	released := storedMatchesFile("the release stored", func(o map[string]any) bool { return !strings.Contains(podsOf(o), "web") })
+	released := storedMatchesFile("the release stored", func(o map[string]any) bool { return !holds(o, "web") })
 	if !reflect.DeepEqual(released["zones"], initial["zones"]) {
 		t.Errorf("after the release the zones are %s, want the empty node's %s", compact(released["zones"]), compact(initial["zones"]))
 	}

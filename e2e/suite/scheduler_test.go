@@ -134,8 +134,8 @@ func (r *recorder) of(verb, pod string) []extenderCall {
 type testNode struct{ name, scenario string }
 
 // createNode registers a Node as its kubelet would: the machine of
-// examples/nodes/two-numa.yaml (16 CPUs, 64Gi; e2e/testdata/fragmented.yaml
-// has the same) in capacity, minus the reservations in allocatable, Ready.
+// examples/nodes/two-numa.yaml and two-numa-fragmented.yaml (16 CPUs,
+// 64Gi) in capacity, minus the reservations in allocatable, Ready.
 func createNode(t *testing.T, ctx context.Context, c *clients, name string) {
 	t.Helper()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
@@ -152,8 +152,9 @@ func createNode(t *testing.T, ctx context.Context, c *clients, name string) {
 			corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"),
 			corev1.ResourcePods: resource.MustParse("110"),
 		},
-		// systemReserved 1 CPU and 1Gi, and the kubelet's 100Mi hard
-		// eviction threshold.
+		// One CPU and 1Gi reserved (two-numa.yaml's kubelet; the fragmented
+		// node reserves more memory, which the 2Gi pods here never reach),
+		// and the kubelet's 100Mi hard eviction threshold.
 		Allocatable: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("15"), corev1.ResourceMemory: resource.MustParse("64412Mi"),
 			corev1.ResourcePods: resource.MustParse("110"),
@@ -262,7 +263,7 @@ func namespace(t *testing.T, ctx context.Context, c *clients, name string) {
 // The stock kube-scheduler with deploy/'s configuration (its extender URL
 // pointed at a recorder in front of `topoalign extender`): for Guaranteed
 // pods of 7 CPUs on two empty two-NUMA nodes and one fragmented node (4
-// and 3 CPUs free on its NUMA nodes) whose kubelet (single-numa-node)
+// and 6 CPUs free on its NUMA nodes) whose kubelet (single-numa-node)
 // would refuse them, the scheduler calls filter
 // and prioritize, binds each pod to a node the extender passed, never to
 // the fragmented one — although it has the most allocatable CPU left —
@@ -287,7 +288,7 @@ func schedulerCallsExtender(t *testing.T, variant string, bind bool) {
 	nodes := []testNode{
 		{"e2e-" + variant + "-a", "examples/nodes/two-numa.yaml"},
 		{"e2e-" + variant + "-b", "examples/nodes/two-numa.yaml"},
-		{fragmented, "e2e/testdata/fragmented.yaml"},
+		{fragmented, "examples/nodes/two-numa-fragmented.yaml"},
 	}
 	for _, n := range nodes {
 		createNode(t, ctx, c, n.name)
