@@ -28,6 +28,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
+
+	"topoalign/e2e/controlplane"
 )
 
 // clients of the admin identity.
@@ -239,4 +241,18 @@ func eventually(t *testing.T, ctx context.Context, what string, probe func() (bo
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// stopAtEnd stops p when the test ends, showing the end of its log if the
+// test failed.
+func stopAtEnd(t *testing.T, p *controlplane.Process) {
+	t.Helper()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s log:\n%s", p.Name, controlplane.Tail(p.Log, 40))
+		}
+		if err := p.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
 }

@@ -13,8 +13,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"topoalign/e2e/controlplane"
 )
 
 // nrtPluginProfile is the scheduler name of the NodeResourceTopologyMatch
@@ -83,14 +81,7 @@ profiles:
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("scheduler-plugins log:\n%s", controlplane.Tail(scheduler.Log, 40))
-		}
-		if err := scheduler.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	stopAtEnd(t, scheduler)
 
 	ns := "e2e-nrt-plugin"
 	namespace(t, ctx, c, ns)

@@ -169,11 +169,7 @@ func startAgent(t *testing.T, ctx context.Context, dir string, env []string, arg
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := p.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	stopAtEnd(t, p)
 	a := &agent{process: p, socket: socket, http: &http.Client{
 		Timeout: 10 * time.Second,
 		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {

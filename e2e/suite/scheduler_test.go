@@ -197,14 +197,7 @@ func startExtender(t *testing.T, ctx context.Context, c *clients, nodes int, arg
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := p.Stop(); err != nil {
-			t.Error(err)
-		}
-		if t.Failed() {
-			t.Logf("extender log:\n%s", controlplane.Tail(p.Log, 40))
-		}
-	})
+	stopAtEnd(t, p)
 	url := "http://" + address
 	eventually(t, ctx, "the extender reads the "+strconv.Itoa(nodes)+" NRT objects", func() (bool, string) {
 		if exited, err := p.Exited(); exited {
@@ -317,14 +310,7 @@ func schedulerCallsExtender(t *testing.T, variant string, bind bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("kube-scheduler log:\n%s", controlplane.Tail(scheduler.Log, 40))
-		}
-		if err := scheduler.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	stopAtEnd(t, scheduler)
 
 	ns := "e2e-" + variant
 	namespace(t, ctx, c, ns)
