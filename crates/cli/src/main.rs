@@ -1,8 +1,13 @@
-//! The `topoalign` binary: a thin layer that parses arguments, reads files,
-//! calls the libraries and prints. Exit codes: 0 success, 1 an unexpected
-//! failure (e.g. writing the output), 2 bad input — a file that cannot be
-//! read, a malformed scenario, or a configuration the kubelet would refuse
-//! to start with. `run` exits with its command's status (see its docs).
+//! The `topoalign` binary: a thin layer that parses arguments, reads files
+//! (through `topoalign-intake`), calls the libraries and prints.
+//!
+//! Exit codes (from [`Error::exit_code`] and [`Outcome`]): 0 success; 1 an
+//! unexpected failure (writing the output, starting the runtime, serving);
+//! 2 bad input — a file that cannot be read, a malformed document, a
+//! configuration the kubelet would refuse to start with — or an answer
+//! that is a refusal (`replay` of a configuration the kubelet refuses,
+//! `diagnose` of state it would not restart with). `run` exits with its
+//! command's status (see its docs).
 
 mod commands;
 mod plot;
@@ -10,6 +15,7 @@ mod plot;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use commands::{Error, Outcome};
 
 /// Align CPUs, memory and devices on NUMA nodes exactly as the kubelet's
 /// Topology Manager would, and explain every decision.
@@ -52,18 +58,20 @@ enum Command {
     Nrt(commands::nrt::Args),
 }
 
-/// How a command ended, mapped to the exit status.
-pub enum Outcome {
-    Success,
-    /// The input was refused (exit 2); the command already printed why.
-    BadInput,
-    /// Exit with this status (`run`: the command's own).
-    Exit(u8),
+fn main() -> ExitCode {
+    match try_main() {
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::Refused) => ExitCode::from(2),
+        Ok(Outcome::Exit(status)) => ExitCode::from(status),
+        Err(error) => {
+            eprintln!("topoalign: {error}");
+            ExitCode::from(error.exit_code())
+        }
+    }
 }
 
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let result = match cli.command {
+fn try_main() -> Result<Outcome, Error> {
+    match Cli::parse().command {
         Command::Replay(args) => commands::replay::run(&args),
         Command::Admit(args) => commands::admit::run(&args),
         Command::Explain(args) => commands::explain::run(&args),
@@ -74,14 +82,5 @@ fn main() -> ExitCode {
         Command::Simulate(args) => commands::simulate::run(&args),
         Command::Extender(args) => commands::extender::run(&args),
         Command::Nrt(args) => commands::nrt::run(&args),
-    };
-    match result {
-        Ok(Outcome::Success) => ExitCode::SUCCESS,
-        Ok(Outcome::BadInput) => ExitCode::from(2),
-        Ok(Outcome::Exit(status)) => ExitCode::from(status),
-        Err(error) => {
-            eprintln!("topoalign: {error:#}");
-            ExitCode::from(1)
-        }
     }
 }

@@ -58,7 +58,7 @@ fn a_fleets_objects_feed_the_extender() {
         .expect("binary")
         .args(["nrt", "-o", "json", "--fleet"])
         .arg(repo().join("examples/fleet/fleet.yaml"))
-        .arg("--output")
+        .arg("--out-file")
         .arg(&file)
         .assert()
         .success();

@@ -36,7 +36,7 @@ fn the_readme_example_replays_as_json() {
 #[test]
 fn text_format_is_a_table_for_people() {
     topoalign()
-        .args(["replay", "--format", "text"])
+        .args(["replay", "-o", "text"])
         .arg(repo().join("examples/scenarios/two-socket-gpu.yaml"))
         .assert()
         .success()

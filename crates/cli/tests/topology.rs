@@ -57,7 +57,7 @@ fn a_sysfs_capture_archive_is_read_directly() {
 #[test]
 fn json_and_yaml_hold_the_whole_machine() {
     let output = topoalign()
-        .args(["topology", "--format", "json", "--hwloc"])
+        .args(["topology", "-o", "json", "--hwloc"])
         .arg(corona())
         .output()
         .expect("runs");
@@ -69,7 +69,7 @@ fn json_and_yaml_hold_the_whole_machine() {
     assert_eq!(doc["pciDevices"][0]["kind"], "nvme");
     assert_eq!(doc["numaNodes"][0]["distances"]["4"], 32);
     topoalign()
-        .args(["topology", "--format", "yaml", "--hwloc"])
+        .args(["topology", "-o", "yaml", "--hwloc"])
         .arg(corona())
         .assert()
         .success()
@@ -81,7 +81,7 @@ fn json_and_yaml_hold_the_whole_machine() {
 fn a_machine_written_as_a_scenario_replays() {
     let scenario = scratch("corona-scenario.json");
     topoalign()
-        .args(["topology", "--format", "scenario", "-o"])
+        .args(["topology", "-o", "scenario", "--out-file"])
         .arg(&scenario)
         .arg("--hwloc")
         .arg(corona())
@@ -116,7 +116,7 @@ fn a_machine_written_as_a_scenario_replays() {
 #[test]
 fn pictures_as_svg_and_png() {
     topoalign()
-        .args(["topology", "--format", "svg", "--hwloc"])
+        .args(["topology", "-o", "svg", "--hwloc"])
         .arg(corona())
         .assert()
         .success()
@@ -125,7 +125,7 @@ fn pictures_as_svg_and_png() {
         .stdout(predicate::str::contains("NUMA 7 · 32.0 GiB"));
     let png = scratch("corona.png");
     topoalign()
-        .args(["topology", "--format", "png", "-o"])
+        .args(["topology", "-o", "png", "--out-file"])
         .arg(&png)
         .arg("--hwloc")
         .arg(corona())
@@ -134,11 +134,11 @@ fn pictures_as_svg_and_png() {
     let bytes = std::fs::read(&png).expect("png written");
     assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"));
     topoalign()
-        .args(["topology", "--format", "png", "--hwloc"])
+        .args(["topology", "-o", "png", "--hwloc"])
         .arg(corona())
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("give the file with -o FILE"));
+        .stderr(predicate::str::contains("give the file with --out-file FILE"));
 }
 
 #[test]
@@ -186,7 +186,7 @@ fn unreadable_input_exits_2_naming_the_path() {
 fn machines_the_engine_cannot_model_are_not_written_as_scenarios() {
     // GPU memory NUMA nodes 250-255 do not fit the kubelet's 64-bit masks.
     topoalign()
-        .args(["topology", "--format", "scenario", "--sysfs"])
+        .args(["topology", "-o", "scenario", "--sysfs"])
         .arg(topologies().join("sysfs/hwloc-nvidiagpunumanodes.tar.bz2"))
         .assert()
         .code(2)

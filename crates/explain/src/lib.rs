@@ -15,6 +15,7 @@
 //! pod, [`fixes::apply`] to re-check a fix, [`report::pod_report`] for the
 //! whole per-pod document.
 
+pub mod diagnose;
 pub mod fixes;
 pub mod hints;
 pub mod report;
@@ -30,7 +31,7 @@ use topoalign_model::Pod;
 
 pub use fixes::{Change, Fix, FixError};
 pub use hints::MergeInWords;
-pub use report::{ContainerReport, PodReport, pod_report};
+pub use report::{ContainerReport, PodReport, admit_all, pod_report};
 pub use table::{NumaRow, ResourceCell, ResourceTable};
 
 /// One pod about to be admitted on a node.

@@ -4,7 +4,9 @@
 //! request), the explanation.
 
 use serde::Serialize;
-use topoalign_engine::Decision;
+use serde_json::Value;
+use topoalign_engine::{Decision, Node};
+use topoalign_k8s::ManifestPod;
 
 use crate::{Explanation, Situation, explain, warnings};
 
@@ -69,4 +71,23 @@ pub fn pod_report(event: usize, situation: &Situation<'_>, decision: &Decision, 
         warnings: warnings::warnings(situation.node, situation.pod),
         explanation,
     }
+}
+
+/// Admits `pods` in order on `node`, each on the node as the previous ones
+/// left it, and reports each ([`pod_report`]); `kubelet` is the node's
+/// effective KubeletConfiguration fields.
+pub fn admit_all(node: &mut Node, kubelet: &Value, pods: &[ManifestPod], always_explain: bool) -> Vec<PodReport> {
+    let mut reports = Vec::with_capacity(pods.len());
+    for (event, pod) in pods.iter().enumerate() {
+        let before = node.clone();
+        let decision = node.admit(pod.pod.clone());
+        let situation = Situation {
+            node: &before,
+            kubelet,
+            manifest: &pod.manifest,
+            pod: &pod.pod,
+        };
+        reports.push(pod_report(event, &situation, &decision, always_explain));
+    }
+    reports
 }

@@ -85,7 +85,7 @@ fn bench(c: &mut Criterion) {
     group.bench_function("filter + prioritize, warm", |b| {
         b.iter(|| {
             let now = Instant::now();
-            let kept = cluster.filter(&asked, &names, now);
+            let kept = cluster.filter(&asked, &names, now).expect("evaluated");
             black_box(cluster.prioritize(&asked, &kept.passed, now));
         });
     });
@@ -95,7 +95,7 @@ fn bench(c: &mut Criterion) {
             fresh += 1;
             let new_shape = pod(&format!("p{fresh}"), 3, 6000 + fresh);
             let now = Instant::now();
-            let kept = cluster.filter(&new_shape, &names, now);
+            let kept = cluster.filter(&new_shape, &names, now).expect("evaluated");
             black_box(cluster.prioritize(&new_shape, &kept.passed, now));
         });
     });

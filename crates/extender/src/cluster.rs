@@ -27,7 +27,7 @@
 //! as an argument.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
 
@@ -97,6 +97,20 @@ pub enum ClusterError {
     Pod(String),
     #[error("invalid NodeResourceTopology {name}: {message}")]
     Nrt { name: String, message: String },
+    /// An engine evaluation panicked: a bug, reported instead of an
+    /// answer (nothing of it is cached).
+    #[error("internal error: the engine failed evaluating the pod: {0}")]
+    Engine(String),
+}
+
+/// What [`Cluster::sync_nrt`] did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct SyncReport {
+    /// Objects that could not be taken (their nodes keep their last
+    /// state).
+    pub errors: Vec<ClusterError>,
+    /// Nodes listed before and not any more, now forgotten.
+    pub removed: Vec<String>,
 }
 
 /// The cluster as the extender sees it.
@@ -111,6 +125,8 @@ pub struct Cluster {
     seen: HashMap<String, (Pod, Instant)>,
     trials: HashMap<(u64, u64), Trial>,
     empty_trials: HashMap<(u64, u64), bool>,
+    /// Nodes the last [`Cluster::sync_nrt`] listed.
+    listed: HashSet<String>,
 }
 
 /// Answers kept before the cache is dropped and rebuilt.
@@ -127,6 +143,7 @@ impl Cluster {
             seen: HashMap::new(),
             trials: HashMap::new(),
             empty_trials: HashMap::new(),
+            listed: HashSet::new(),
         }
     }
 
@@ -262,6 +279,36 @@ impl Cluster {
         Ok(())
     }
 
+    /// Takes a whole listing of NRT objects (the API server's, read again
+    /// and again): each object as [`Cluster::apply_nrt`] takes it, and
+    /// every node the previous listing had and this one lacks is removed,
+    /// with the pods assumed on it. Nodes from the fleet file or from
+    /// objects given one by one are never removed here.
+    pub fn sync_nrt(&mut self, objects: &[NodeResourceTopology], now: Instant) -> SyncReport {
+        let mut report = SyncReport::default();
+        let mut listed = HashSet::with_capacity(objects.len());
+        for object in objects {
+            listed.insert(object.metadata.name.clone());
+            if let Err(error) = self.apply_nrt(object, now) {
+                report.errors.push(error);
+            }
+        }
+        let mut vanished: Vec<String> = self.listed.difference(&listed).cloned().collect();
+        vanished.sort();
+        for name in &vanished {
+            self.forget(name);
+        }
+        report.removed = vanished;
+        self.listed = listed;
+        report
+    }
+
+    /// Forgets a node and the pods assumed on it.
+    fn forget(&mut self, name: &str) {
+        self.nodes.remove(name);
+        self.assumed.retain(|_, assumption| assumption.node != name);
+    }
+
     /// Reads the pod of a request.
     ///
     /// # Errors
@@ -288,11 +335,14 @@ impl Cluster {
     }
 
     /// `filter`.
-    pub fn filter(&mut self, pod: &Pod, candidates: &[String], now: Instant) -> FilterOutcome {
+    ///
+    /// # Errors
+    /// [`ClusterError::Engine`] when an evaluation panicked.
+    pub fn filter(&mut self, pod: &Pod, candidates: &[String], now: Instant) -> Result<FilterOutcome, ClusterError> {
         self.expire(now);
         self.seen.insert(pod.uid.clone(), (pod.clone(), now));
         let shape = shape_key(pod);
-        self.evaluate(pod, shape, candidates);
+        self.evaluate(pod, shape, candidates)?;
         let mut outcome = FilterOutcome::default();
         for name in candidates {
             let Some(known) = self.nodes.get(name) else {
@@ -314,17 +364,25 @@ impl Cluster {
                     .insert(name.clone(), format!("{summary} (even on an empty node)"));
             }
         }
-        outcome
+        Ok(outcome)
     }
 
     /// `prioritize`: a score per candidate (unknown or refusing nodes: 0).
     /// With `assume_on_prioritize`, the pod is assumed on the first of the
     /// best-scored nodes that admit it.
-    pub fn prioritize(&mut self, pod: &Pod, candidates: &[String], now: Instant) -> Vec<(String, i64)> {
+    ///
+    /// # Errors
+    /// [`ClusterError::Engine`] when an evaluation panicked.
+    pub fn prioritize(
+        &mut self,
+        pod: &Pod,
+        candidates: &[String],
+        now: Instant,
+    ) -> Result<Vec<(String, i64)>, ClusterError> {
         self.expire(now);
         self.seen.insert(pod.uid.clone(), (pod.clone(), now));
         let shape = shape_key(pod);
-        self.evaluate(pod, shape, candidates);
+        self.evaluate(pod, shape, candidates)?;
         let strategy = self.config.strategy;
         let scores: Vec<(String, i64, bool)> = candidates
             .iter()
@@ -347,7 +405,7 @@ impl Cluster {
                 self.assume(pod, &name, now);
             }
         }
-        scores.into_iter().map(|(name, score, _)| (name, score)).collect()
+        Ok(scores.into_iter().map(|(name, score, _)| (name, score)).collect())
     }
 
     /// `bind`: the scheduler chose `node` for the pod `uid` (seen by an
@@ -426,12 +484,12 @@ impl Cluster {
     }
 
     /// Fills the answer cache for every distinct state among `candidates`.
-    fn evaluate(&mut self, pod: &Pod, shape: u64, candidates: &[String]) {
+    fn evaluate(&mut self, pod: &Pod, shape: u64, candidates: &[String]) -> Result<(), ClusterError> {
         if self.trials.len() > TRIAL_CACHE_LIMIT {
             self.trials.clear();
         }
         let mut missing: Vec<(u64, &Node)> = Vec::new();
-        let mut queued: std::collections::HashSet<u64> = std::collections::HashSet::new();
+        let mut queued: HashSet<u64> = HashSet::new();
         for name in candidates {
             if let Some(known) = self.nodes.get(name)
                 && !self.trials.contains_key(&(known.state_key, shape))
@@ -441,26 +499,20 @@ impl Cluster {
             }
         }
         if missing.is_empty() {
-            return;
+            return Ok(());
         }
         let threads = self.config.threads.max(1).min(missing.len());
         let chunk = missing.len().div_ceil(threads);
-        let results: Vec<(u64, Trial)> = std::thread::scope(|scope| {
-            let handles: Vec<_> = missing
-                .chunks(chunk)
-                .map(|part| {
-                    scope.spawn(move || {
-                        part.iter()
-                            .map(|&(key, node)| (key, trial(node, pod)))
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
-        });
-        for (key, result) in results {
+        let results = on_threads(missing.chunks(chunk), |part| {
+            part.iter()
+                .map(|&(key, node)| (key, trial(node, pod)))
+                .collect::<Vec<_>>()
+        })
+        .map_err(ClusterError::Engine)?;
+        for (key, result) in results.into_iter().flatten() {
             self.trials.insert((key, shape), result);
         }
+        Ok(())
     }
 
     fn empty_admits(&mut self, spec_key: u64, shape: u64, pod: &Pod) -> bool {
@@ -471,6 +523,33 @@ impl Cluster {
         self.empty_trials.insert((spec_key, shape), admits);
         admits
     }
+}
+
+/// `work` on every part, each on its own thread; the results in order, or
+/// the message of a worker's panic.
+fn on_threads<P, R, I>(parts: I, work: impl Fn(P) -> R + Sync) -> Result<Vec<R>, String>
+where
+    I: Iterator<Item = P>,
+    P: Send,
+    R: Send,
+{
+    let work = &work;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = parts.map(|part| scope.spawn(move || work(part))).collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().map_err(|payload| panic_message(payload.as_ref())))
+            .collect()
+    })
+}
+
+/// The text a panic was raised with.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a worker thread panicked".to_owned())
 }
 
 /// Admits `pod` into a known node for real, keeping its state key.
@@ -513,4 +592,21 @@ fn hash<T: Hash>(value: &T) -> u64 {
     let mut hasher = DefaultHasher::new();
     value.hash(&mut hasher);
     hasher.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A worker's panic comes back as an error with its message, not as
+    /// an empty answer.
+    #[test]
+    fn a_worker_panic_is_reported_not_swallowed() {
+        let result = on_threads([1, 2, 3].into_iter(), |n| {
+            assert!(n != 2, "evaluation {n} failed");
+            n * 10
+        });
+        assert_eq!(result, Err("evaluation 2 failed".to_owned()));
+        assert_eq!(on_threads([1, 2].into_iter(), |n| n * 10), Ok(vec![10, 20]));
+    }
 }

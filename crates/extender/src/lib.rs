@@ -9,13 +9,17 @@
 //! - [`cluster`]: node states (fleet file or NRT objects), assumed pods,
 //!   `filter` / `prioritize` / `bind`, the answer cache;
 //! - [`scoring`]: the four NUMA-zone-level scoring strategies;
-//! - [`server`]: the HTTP routes (axum).
+//! - [`server`]: the HTTP routes (axum), the engine work on blocking
+//!   threads;
+//! - [`poll`]: reading NRT objects again and again into the cluster
+//!   (vanished nodes removed).
 
 pub mod api;
 pub mod binder;
 pub mod cluster;
+pub mod poll;
 pub mod scoring;
 pub mod server;
 
-pub use cluster::{Cluster, ClusterError, ExtenderConfig, FilterOutcome};
+pub use cluster::{Cluster, ClusterError, ExtenderConfig, FilterOutcome, SyncReport};
 pub use scoring::Strategy;

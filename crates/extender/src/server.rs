@@ -1,6 +1,8 @@
 //! The HTTP side: `POST /filter`, `/prioritize`, `/bind` with the
 //! extender v1 JSON bodies, `GET /healthz`. Each request locks the cluster
-//! for its duration (the scheduler calls an extender one pod at a time).
+//! for its duration (the scheduler calls an extender one pod at a time);
+//! the lock and the engine work run on a blocking thread
+//! ([`with_cluster`]), never on the async ones.
 //! `/bind` creates the pod's Binding when given a [`Binder`], then records
 //! the placement.
 //!
@@ -71,6 +73,22 @@ fn candidates(args: &ExtenderArgs) -> (Vec<String>, bool) {
     }
 }
 
+/// Runs `work` on the locked cluster on a blocking thread.
+///
+/// # Errors
+/// A message when the lock is poisoned or `work` panicked.
+pub async fn with_cluster<T: Send + 'static>(
+    cluster: Shared,
+    work: impl FnOnce(&mut Cluster) -> T + Send + 'static,
+) -> Result<T, String> {
+    tokio::task::spawn_blocking(move || {
+        let mut cluster = cluster.lock().map_err(|_| "internal: state lock poisoned".to_owned())?;
+        Ok(work(&mut cluster))
+    })
+    .await
+    .map_err(|e| format!("internal: {e}"))?
+}
+
 async fn filter(
     State(AppState { cluster, .. }): State<AppState>,
     Json(args): Json<ExtenderArgs>,
@@ -87,9 +105,14 @@ async fn filter(
         Ok(pod) => pod,
         Err(e) => return Json(answer(e.to_string())),
     };
-    let outcome = match cluster.lock() {
-        Ok(mut cluster) => cluster.filter(&pod, &names, Instant::now()),
-        Err(_) => return Json(answer("internal: state lock poisoned".into())),
+    let outcome = with_cluster(cluster, move |cluster| {
+        cluster.filter(&pod, &names, Instant::now()).map_err(|e| e.to_string())
+    })
+    .await
+    .and_then(|outcome| outcome);
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(error) => return Json(answer(error)),
     };
     let mut result = ExtenderFilterResult {
         failed_nodes: outcome.failed,
@@ -111,10 +134,16 @@ async fn prioritize(
 ) -> Json<Vec<HostPriority>> {
     let (names, _) = candidates(&args);
     let pod = args.pod.as_ref().and_then(|m| Cluster::read_pod(m).ok());
-    let scores = match (pod, cluster.lock()) {
-        (Some(pod), Ok(mut cluster)) => cluster.prioritize(&pod, &names, Instant::now()),
-        // Without a readable pod every node scores the same.
-        _ => names.iter().map(|n| (n.clone(), 0)).collect(),
+    // Without a readable pod, or without an answer, every node scores the
+    // same (the verb has no error field).
+    let even: Vec<(String, i64)> = names.iter().map(|n| (n.clone(), 0)).collect();
+    let scores = match pod {
+        Some(pod) => with_cluster(cluster, move |cluster| cluster.prioritize(&pod, &names, Instant::now()))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or(even),
+        None => even,
     };
     Json(
         scores
@@ -130,10 +159,10 @@ async fn bind(State(state): State<AppState>, Json(args): Json<ExtenderBindingArg
     {
         return Json(ExtenderBindingResult { error });
     }
-    let recorded = match state.cluster.lock() {
-        Ok(mut cluster) => cluster.bind(&args.pod_uid, &args.node, Instant::now()),
-        Err(_) => Err("internal: state lock poisoned".into()),
-    };
+    let (uid, node) = (args.pod_uid.clone(), args.node.clone());
+    let recorded = with_cluster(state.cluster, move |cluster| cluster.bind(&uid, &node, Instant::now()))
+        .await
+        .and_then(|recorded| recorded);
     let error = match recorded {
         Ok(()) => String::new(),
         // The Binding exists: the pod is bound even though its placement
@@ -152,12 +181,13 @@ async fn bind(State(state): State<AppState>, Json(args): Json<ExtenderBindingArg
 }
 
 async fn healthz(State(state): State<AppState>) -> String {
-    match state.cluster.lock() {
-        Ok(cluster) => format!(
+    with_cluster(state.cluster, |cluster| {
+        format!(
             "ok: {} nodes, {} assumed pods\n",
             cluster.len(),
             cluster.assumptions().len()
-        ),
-        Err(_) => "state lock poisoned\n".into(),
-    }
+        )
+    })
+    .await
+    .unwrap_or_else(|error| format!("{error}\n"))
 }

@@ -57,9 +57,13 @@ fn an_assumed_pod_holds_its_resources_until_the_timeout() {
     let t0 = Instant::now();
     cluster.assume(&pod("a", "4", 1), "gpu-0", t0);
     let candidates = names(&["gpu-0", "gpu-1"]);
-    let during = cluster.filter(&pod("b", "4", 1), &candidates, t0 + Duration::from_secs(29));
+    let during = cluster
+        .filter(&pod("b", "4", 1), &candidates, t0 + Duration::from_secs(29))
+        .unwrap();
     assert_eq!(during.passed, ["gpu-1"]);
-    let after = cluster.filter(&pod("b", "4", 1), &candidates, t0 + Duration::from_secs(31));
+    let after = cluster
+        .filter(&pod("b", "4", 1), &candidates, t0 + Duration::from_secs(31))
+        .unwrap();
     assert_eq!(after.passed, ["gpu-0", "gpu-1"]);
     assert!(cluster.assumptions().is_empty());
 }
@@ -79,9 +83,12 @@ fn nrt_objects_carry_the_exact_state_and_confirm_assumptions() {
         .unwrap();
     // The node's GPU is in use: a GPU pod does not fit; a CPU pod does.
     let candidates = names(&["worker-1", "unknown"]);
-    assert_eq!(cluster.filter(&pod("g", "2", 1), &candidates, t0).passed, ["unknown"]);
     assert_eq!(
-        cluster.filter(&pod("c", "2", 0), &candidates, t0).passed,
+        cluster.filter(&pod("g", "2", 1), &candidates, t0).unwrap().passed,
+        ["unknown"]
+    );
+    assert_eq!(
+        cluster.filter(&pod("c", "2", 0), &candidates, t0).unwrap().passed,
         ["worker-1", "unknown"]
     );
 
@@ -91,6 +98,7 @@ fn nrt_objects_carry_the_exact_state_and_confirm_assumptions() {
     assert!(
         cluster
             .filter(&pod("five", "5", 0), &candidates, t0)
+            .unwrap()
             .passed
             .contains(&"worker-1".to_string())
     );
@@ -106,6 +114,7 @@ fn nrt_objects_carry_the_exact_state_and_confirm_assumptions() {
     assert!(
         !cluster
             .filter(&pod("five", "5", 0), &candidates, t0)
+            .unwrap()
             .passed
             .contains(&"worker-1".to_string())
     );
@@ -117,6 +126,7 @@ fn nrt_objects_carry_the_exact_state_and_confirm_assumptions() {
     assert!(
         !cluster
             .filter(&pod("five", "5", 0), &candidates, t0)
+            .unwrap()
             .passed
             .contains(&"worker-1".to_string())
     );
@@ -127,7 +137,7 @@ fn nrt_objects_carry_the_exact_state_and_confirm_assumptions() {
     cluster.apply_nrt(&plain, t0).unwrap();
     assert_eq!(cluster.len(), 0);
     assert_eq!(
-        cluster.filter(&pod("g", "2", 1), &candidates, t0).passed,
+        cluster.filter(&pod("g", "2", 1), &candidates, t0).unwrap().passed,
         ["worker-1", "unknown"]
     );
 }
@@ -144,7 +154,7 @@ fn the_scoring_strategies_rank_a_fuller_and_an_emptier_node() {
         let mut cluster = Cluster::from_fleet(&fleet(2), config).unwrap();
         let now = Instant::now();
         cluster.assume(&pod_with_cpus(), "gpu-0", now);
-        cluster.prioritize(pod, &names(&["gpu-0", "gpu-1"]), now)
+        cluster.prioritize(pod, &names(&["gpu-0", "gpu-1"]), now).unwrap()
     };
     fn pod_with_cpus() -> Pod {
         pod("holder", "6", 0)
@@ -164,4 +174,38 @@ fn the_scoring_strategies_rank_a_fuller_and_an_emptier_node() {
     // A node that refuses scores 0.
     let too_big = score(Strategy::LeastAllocated, &pod("huge", "9", 0));
     assert_eq!(too_big, [("gpu-0".to_string(), 0), ("gpu-1".to_string(), 0)]);
+}
+
+/// A node the API server no longer lists (deleted, or its exporter gone)
+/// leaves the cluster with the pods assumed on it; nodes of the fleet file
+/// are not the listing's to remove.
+#[test]
+fn a_node_missing_from_the_next_listing_is_removed() {
+    let spec = spec();
+    let node = topoalign_nrt::start_node(&spec).unwrap();
+    let options = topoalign_nrt::BuildOptions {
+        exact_state: Some(&spec),
+    };
+    let object = |name: &str| topoalign_nrt::build(name, &node, options);
+    let t0 = Instant::now();
+    let mut cluster = Cluster::from_fleet(&fleet(2), ExtenderConfig::default()).unwrap();
+    let first = cluster.sync_nrt(&[object("worker-1"), object("worker-2")], t0);
+    assert_eq!(first, topoalign_extender::SyncReport::default());
+    assert_eq!(cluster.len(), 4);
+    cluster.assume(&pod("a", "2", 0), "worker-2", t0);
+    assert_eq!(cluster.assumptions().len(), 1);
+
+    let second = cluster.sync_nrt(&[object("worker-1")], t0);
+    assert_eq!(second.removed, ["worker-2"]);
+    assert!(second.errors.is_empty());
+    assert_eq!(cluster.fidelity("worker-2"), None);
+    assert!(cluster.assumptions().is_empty());
+    assert_eq!(cluster.fidelity("worker-1"), Some(&topoalign_nrt::Fidelity::Exact));
+    assert_eq!(cluster.len(), 3, "the fleet's nodes stay");
+    // A removed node passes through like any unknown node.
+    let candidates = names(&["worker-2"]);
+    assert_eq!(
+        cluster.filter(&pod("g", "2", 1), &candidates, t0).unwrap().passed,
+        ["worker-2"]
+    );
 }

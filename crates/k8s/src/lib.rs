@@ -39,5 +39,5 @@ pub use kubelet_config::{ConfigError, KubeletConfiguration, MemoryReservation, M
 pub use manifests::{ManifestError, ManifestOptions, ManifestPod, Manifests, read_manifests};
 pub use pod::{PodError, PodProblem, pod_from_k8s, pod_from_value, pod_from_yaml, pod_qos};
 pub use quantity::{QuantityError, go_string, parse_quantity, parse_quantity_field};
-pub use startup::{KubeletConfigError, node_config, node_config_from_value};
+pub use startup::{KubeletConfigError, node_config, node_config_from_value, start_node};
 pub use validation::validate;

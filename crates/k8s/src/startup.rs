@@ -24,7 +24,7 @@
 use std::collections::BTreeMap;
 
 use topoalign_engine::{
-    CpuPolicyName, MemoryPolicyName, NodeConfig, ReservedMemory, TopologyPolicyName, TopologyScope,
+    CpuPolicyName, MemoryPolicyName, Node, NodeConfig, ReservedMemory, TopologyPolicyName, TopologyScope,
 };
 use topoalign_model::{Machine, Quantity, ResourceList};
 
@@ -184,6 +184,23 @@ pub fn node_config(config: &KubeletConfiguration, machine: &Machine) -> Result<N
 pub fn node_config_from_value(value: &serde_json::Value, machine: &Machine) -> Result<NodeConfig, ConfigError> {
     let config = KubeletConfiguration::from_value(value)?;
     node_config(&config, machine).map_err(|refusal| ConfigError::Refused(refusal.to_string()))
+}
+
+/// Starts the engine node a kubelet with the KubeletConfiguration fields
+/// `kubelet` (a file's fields or a scenario's `kubelet:` block; `null` is
+/// the defaults) would run on `machine`: decoding, the start-up steps of
+/// [`node_config`], then the managers' own checks ([`Node::start`]). The
+/// one way every front end starts a node.
+///
+/// # Errors
+/// [`ConfigError::Invalid`] for fields that do not decode,
+/// [`ConfigError::Refused`] with the kubelet's text for a configuration it
+/// would refuse to start with, whichever step refuses it.
+///
+/// [`Node::start`]: topoalign_engine::Node::start
+pub fn start_node(machine: Machine, kubelet: &serde_json::Value) -> Result<Node, ConfigError> {
+    let config = node_config_from_value(kubelet, &machine)?;
+    Node::start(machine, config).map_err(|refusal| ConfigError::Refused(refusal.to_string()))
 }
 
 /// The kubelet's `parseResourceList` (cmd/kubelet): `cpu`, `memory`,

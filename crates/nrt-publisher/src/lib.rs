@@ -6,20 +6,24 @@
 //!   which creates the object or updates it — no read-modify-write race
 //!   with other writers of other fields. The client comes from the usual
 //!   places ([`Publisher::connect`]: in-cluster service account, else
-//!   `$KUBECONFIG` / `~/.kube/config`). With a CRD schema
-//!   ([`Publisher::with_schema`]) an object is checked before it is sent.
+//!   `$KUBECONFIG` / `~/.kube/config`). Every object is checked against
+//!   the shipped CRD's schema ([`topoalign_nrt::schema::shipped_schema`];
+//!   [`Publisher::with_schema`] for another) before it is sent.
 //! - [`FileSink`]: the same objects written to a file (replaced
 //!   atomically) or standard output, for clusters that only want the data.
 //! - [`Throttle`] and [`run`]: the node agent hands over a new object after
 //!   every allocation change; at most one delivery to a [`Destination`]
 //!   goes out per interval, the latest object wins, and an object equal to
 //!   the last one sent is not sent again.
+//! - [`pipeline`]: the node agent's delivery — the change listener and one
+//!   task per destination.
 //!
 //! Tested against a local HTTP server playing the API server for this one
 //! resource (`tests/fake_api_server.rs`); see the README for what was not
 //! tried against a real cluster.
 
 mod file;
+pub mod pipeline;
 
 use std::future::Future;
 use std::time::Duration;
@@ -52,6 +56,9 @@ pub enum PublishError {
     /// The API server does not accept the credentials (HTTP 401).
     #[error("the API server does not accept this client's credentials: {0}")]
     Unauthorized(String),
+    /// The CRD schema to check against cannot be read.
+    #[error("the CRD schema cannot be read: {0}")]
+    Schema(String),
     #[error("the API server refused the apply: {0}")]
     Api(kube::Error),
     #[error("cannot serialize the object: {0}")]
@@ -81,17 +88,20 @@ impl PublishError {
 #[derive(Clone)]
 pub struct Publisher {
     api: Api<DynamicObject>,
-    schema: Option<serde_json::Value>,
+    /// What objects are checked against (the error is reported at
+    /// [`Publisher::apply`]).
+    schema: Result<serde_json::Value, String>,
 }
 
 impl Publisher {
-    /// A publisher using `client`.
+    /// A publisher using `client`, checking objects against the shipped
+    /// CRD's schema.
     pub fn new(client: kube::Client) -> Publisher {
         let gvk = GroupVersionKind::gvk(GROUP, VERSION, KIND);
         let resource = ApiResource::from_gvk_with_plural(&gvk, PLURAL);
         Publisher {
             api: Api::all_with(client, &resource),
-            schema: None,
+            schema: topoalign_nrt::schema::shipped_schema(),
         }
     }
 
@@ -107,10 +117,11 @@ impl Publisher {
         Ok(Publisher::new(client))
     }
 
-    /// Checks every object against this `openAPIV3Schema` before sending.
+    /// Checks every object against this `openAPIV3Schema` (the CRD the
+    /// cluster has installed) instead of the shipped one.
     #[must_use]
     pub fn with_schema(mut self, schema: serde_json::Value) -> Publisher {
-        self.schema = Some(schema);
+        self.schema = Ok(schema);
         self
     }
 
@@ -118,18 +129,18 @@ impl Publisher {
     /// `resourceVersion`.
     ///
     /// # Errors
-    /// [`PublishError`] from validation or the API server.
+    /// [`PublishError::Invalid`] for an object the schema refuses (nothing
+    /// is sent), else the API server's error.
     pub async fn apply(&self, object: &NodeResourceTopology) -> Result<String, PublishError> {
         let mut value = serde_json::to_value(object)?;
         // The API server owns resourceVersion; an apply must not carry one.
         if let Some(metadata) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
             metadata.remove("resourceVersion");
         }
-        if let Some(schema) = &self.schema {
-            let problems = topoalign_nrt::schema::validate(schema, &value);
-            if !problems.is_empty() {
-                return Err(PublishError::Invalid(problems));
-            }
+        let schema = self.schema.as_ref().map_err(|e| PublishError::Schema(e.clone()))?;
+        let problems = topoalign_nrt::schema::validate(schema, &value);
+        if !problems.is_empty() {
+            return Err(PublishError::Invalid(problems));
         }
         let params = PatchParams::apply(FIELD_MANAGER).force();
         let stored = self

@@ -95,8 +95,13 @@ async fn an_invalid_object_is_refused_before_it_is_sent() {
         "{error}"
     );
     assert!(server.lock().unwrap().requests.is_empty());
-    // Without the local check, the (fake) API server refuses it: 422.
-    let error = Publisher::new(client).apply(&object).await.unwrap_err();
+    // Without the local check (`{}` accepts every object), the (fake) API
+    // server refuses it: 422.
+    let error = Publisher::new(client)
+        .with_schema(serde_json::json!({}))
+        .apply(&object)
+        .await
+        .unwrap_err();
     assert!(
         error.to_string().starts_with("the API server refused the apply"),
         "{error}"
@@ -105,6 +110,26 @@ async fn an_invalid_object_is_refused_before_it_is_sent() {
     assert_eq!(server.requests.len(), 1);
     assert!(!server.requests[0].problems.is_empty());
     assert!(server.stored.is_empty());
+}
+
+/// The publisher the agent and `topoalign nrt --publish` use
+/// (`Publisher::connect` → `Publisher::new`) checks against the shipped
+/// CRD without being told to.
+#[tokio::test]
+async fn the_shipped_publisher_validates_against_the_shipped_crd() {
+    let (server, client) = start().await;
+    let mut object = object_with(&[]);
+    object.zones[0].resources[0].available = "lots".into();
+    let error = Publisher::new(client.clone()).apply(&object).await.unwrap_err();
+    assert!(
+        matches!(&error, topoalign_nrt_publisher::PublishError::Invalid(problems)
+            if problems.iter().any(|p| p.starts_with("zones[0].resources[0].available"))),
+        "{error}"
+    );
+    assert!(server.lock().unwrap().requests.is_empty(), "nothing was sent");
+    // A valid object goes out.
+    Publisher::new(client).apply(&object_with(&[])).await.expect("applied");
+    assert_eq!(server.lock().unwrap().requests.len(), 1);
 }
 
 #[tokio::test]

@@ -157,7 +157,7 @@ pub enum RestoreError {
     #[error("attribute {attribute}: {message}")]
     Malformed { attribute: &'static str, message: String },
     /// The kubelet would not start with this machine and configuration.
-    #[error("the node would not start: {0}")]
+    #[error("the kubelet would refuse to start: {0}")]
     Refused(String),
     /// The node refuses the published state, as a restarting kubelet
     /// would (the text is the kubelet's).
@@ -458,14 +458,10 @@ pub fn start_node(spec: &NodeSpec) -> Result<Node, RestoreError> {
         message,
     };
     let machine = spec.topology.to_machine().map_err(|e| malformed(e.to_string()))?;
-    let config = match topoalign_k8s::node_config_from_value(&spec.kubelet, &machine) {
-        Ok(config) => config,
-        Err(topoalign_k8s::ConfigError::Refused(text)) => return Err(RestoreError::Refused(text)),
-        Err(topoalign_k8s::ConfigError::Invalid { path, message }) => {
-            return Err(malformed(format!("kubelet.{path}: {message}")));
-        }
-    };
-    Node::start(machine, config).map_err(|e| RestoreError::Refused(e.to_string()))
+    topoalign_k8s::start_node(machine, &spec.kubelet).map_err(|error| match error {
+        topoalign_k8s::ConfigError::Refused(text) => RestoreError::Refused(text),
+        topoalign_k8s::ConfigError::Invalid { path, message } => malformed(format!("kubelet.{path}: {message}")),
+    })
 }
 
 /// Rebuilds the node an NRT object describes from its topoalign

@@ -6,11 +6,26 @@
 //! reported too: the API server would silently prune it, which for a
 //! publisher is as bad as a rejection.
 //!
-//! Owns: this validation, and finding a version's schema in a CRD
-//! manifest. Used by the tests and by the publisher before it sends.
+//! Owns: this validation, finding a version's schema in a CRD manifest,
+//! and the shipped CRD ([`shipped_schema`]). Used by the tests and by the
+//! publisher before it sends.
 
 use serde::Deserialize;
 use serde_json::Value;
+
+/// The NodeResourceTopology CRD this repository ships and tells users to
+/// install (`deploy/noderesourcetopology-crd.yaml`).
+pub const SHIPPED_CRD: &str = include_str!("../../../deploy/noderesourcetopology-crd.yaml");
+
+/// The v1alpha2 `openAPIV3Schema` of [`SHIPPED_CRD`]: what the publisher
+/// checks every object against before sending it.
+///
+/// # Errors
+/// A message if the shipped manifest has no such schema (a unit test
+/// proves it has).
+pub fn shipped_schema() -> Result<Value, String> {
+    crd_schema(SHIPPED_CRD, crate::object::VERSION)
+}
 
 /// The `openAPIV3Schema` of `version` in a CRD manifest (YAML, possibly
 /// with several documents; the CRD is the one with
@@ -125,5 +140,18 @@ fn check(schema: &Value, value: &Value, path: &str, problems: &mut Vec<String>) 
         for (i, item) in array.iter().enumerate() {
             check(items, item, &format!("{path}[{i}]"), problems);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_crd_has_a_v1alpha2_schema_for_the_publisher() {
+        let schema = shipped_schema().expect("the shipped CRD's v1alpha2 schema");
+        assert_eq!(schema.get("type").and_then(Value::as_str), Some("object"));
+        // It does check: an object without its required fields is refused.
+        assert!(!validate(&schema, &serde_json::json!({"zones": "none"})).is_empty());
     }
 }

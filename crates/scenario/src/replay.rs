@@ -39,8 +39,8 @@ pub fn replay(scenario: &Scenario) -> Result<Replay, ScenarioError> {
 pub fn replay_with(scenario: &Scenario, strategy: MergeStrategy) -> Result<Replay, ScenarioError> {
     let machine = scenario.topology.to_machine()?;
     let events = read_events(scenario)?;
-    let config = match topoalign_k8s::node_config_from_value(&scenario.kubelet, &machine) {
-        Ok(config) => config,
+    let mut node = match topoalign_k8s::start_node(machine, &scenario.kubelet) {
+        Ok(node) => node,
         Err(topoalign_k8s::ConfigError::Refused(text)) => return Ok(Replay::Refused(text)),
         Err(topoalign_k8s::ConfigError::Invalid { path, message }) => {
             return Err(ScenarioError::Field {
@@ -48,10 +48,6 @@ pub fn replay_with(scenario: &Scenario, strategy: MergeStrategy) -> Result<Repla
                 message,
             });
         }
-    };
-    let mut node = match Node::start(machine, config) {
-        Ok(node) => node,
-        Err(refusal) => return Ok(Replay::Refused(refusal.to_string())),
     };
     node.set_merge_strategy(strategy);
 

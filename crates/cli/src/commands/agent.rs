@@ -1,12 +1,12 @@
 //! `topoalign agent`: the node agent daemon — durable allocations, an
 //! HTTP/JSON API on a Unix socket, enforcement, metrics.
 //!
-//! This file parses the arguments, resolves the machine and the kubelet
-//! configuration, sets up logging and the runtime, and hands over to
-//! `topoalign-agent`; with `--nrt-publish` / `--nrt-file` it also hands
-//! the node's NodeResourceTopology object, after every durable allocation
-//! change, to `topoalign-nrt-publisher` (throttled, failures logged and
-//! retried; allocations never wait for it). Exit status: 0 after a graceful shutdown (SIGTERM or
+//! This file parses the arguments, starts the node through
+//! `topoalign-intake`, sets up logging and the runtime, and hands over to
+//! `topoalign-agent`; with `--nrt-publish` / `--nrt-file` it installs
+//! `topoalign-nrt-publisher`'s delivery pipeline as the agent's change
+//! listener (throttled, failures logged and retried; allocations never
+//! wait for it). Exit status: 0 after a graceful shutdown (SIGTERM or
 //! SIGINT), 2 when it cannot start on this input (unreadable file, a
 //! configuration the kubelet refuses, damaged state, a state directory or
 //! socket in use), 1 when serving fails.
@@ -17,17 +17,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use serde_json::{Value, json};
 use topoalign_agent::{OpenOptions, Role, ServeConfig};
 use topoalign_enforce::Procfs;
-use topoalign_engine::NodeConfig;
-use topoalign_model::Machine;
-use topoalign_scenario::Scenario;
+use topoalign_intake::{NodeInputs, Overrides, StartedNode, WithoutConfig};
+use topoalign_nrt_publisher::pipeline;
 
-use crate::Outcome;
-
-#[path = "agent_nrt.rs"]
-mod agent_nrt;
+use super::{Error, Outcome, Result};
 
 /// Own the node's CPU, memory and device allocations: admit workloads
 /// exactly as the kubelet would, keep every allocation on disk before
@@ -44,9 +39,10 @@ pub struct Args {
     /// disk before every answer. One agent per directory.
     #[arg(long, value_name = "DIR", default_value = "/var/lib/topoalign")]
     state_dir: PathBuf,
-    /// Serve the machine a scenario file describes (its `topology:` block,
-    /// and its `kubelet:` block unless --kubelet-config is given) instead
-    /// of discovering this one. Implies --no-enforce.
+    /// Serve the machine a node file describes instead of discovering this
+    /// one: a scenario (its `topology:` block, and its `kubelet:` block
+    /// unless --kubelet-config is given; its events are not replayed), an
+    /// hwloc XML export, or a sysfs tree or capture. Implies --no-enforce.
     #[arg(long, value_name = "FILE")]
     node: Option<PathBuf>,
     /// A KubeletConfiguration file (YAML): topology, CPU and memory manager
@@ -143,38 +139,20 @@ An allocation with a pid is released when that process has exited and its
 cgroup is empty. A damaged state file stops the agent with a report of what
 survives; it is never reset silently.";
 
-pub fn run(args: &Args) -> anyhow::Result<Outcome> {
+pub fn run(args: &Args) -> Result {
     init_logging(args.log_format);
-    let loaded = load_node_and_kubelet(args.node.as_deref(), args.kubelet_config.as_deref());
-    let (machine, config, source, kubelet) = match loaded {
-        Ok(node) => node,
-        Err(message) => {
-            eprintln!("topoalign agent: {message}");
-            return Ok(Outcome::BadInput);
-        }
-    };
-    let token = match &args.token_file {
-        None => None,
-        Some(path) => match read_token(path) {
-            Ok(token) => Some(token),
-            Err(message) => {
-                eprintln!("topoalign agent: {message}");
-                return Ok(Outcome::BadInput);
-            }
-        },
-    };
-    let nrt = match nrt_plan(args, &machine, kubelet.clone()) {
-        Ok(plan) => plan,
-        Err(message) => {
-            eprintln!("topoalign agent: {message}");
-            return Ok(Outcome::BadInput);
-        }
-    };
+    let started = start_node(args.node.as_deref(), args.kubelet_config.as_deref())?;
+    let token = args.token_file.as_deref().map(read_token).transpose()?;
+    let nrt = nrt_plan(args, &started)?;
     let enforce = args.enforce || (!args.no_enforce && args.node.is_none());
-    tracing::info!(machine = %source, enforce, "starting");
-    let opened = topoalign_agent::open(
-        machine,
-        config,
+    for note in &started.notes {
+        tracing::warn!(%note, "discovery");
+    }
+    tracing::info!(machine = %started.machine_source, enforce, "starting");
+    let node = &started.node;
+    let (mut agent, _lock) = topoalign_agent::open(
+        node.machine().clone(),
+        node.config().clone(),
         OpenOptions {
             state_dir: &args.state_dir,
             role: Role::Agent,
@@ -183,15 +161,9 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
             cgroup_parent: &args.cgroup_parent,
             procfs: Procfs::default(),
         },
-    );
-    let (mut agent, _lock) = match opened {
-        Ok(opened) => opened,
-        Err(error) => {
-            eprintln!("topoalign agent: {error}");
-            return Ok(Outcome::BadInput);
-        }
-    };
-    agent.set_kubelet_configuration(kubelet);
+    )
+    .map_err(Error::bad_input)?;
+    agent.set_kubelet_configuration(started.kubelet.clone());
     let serve_config = ServeConfig {
         socket: Some(args.socket.clone()),
         tcp: args.listen.zip(token),
@@ -206,13 +178,13 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
         let shutdown = topoalign_agent::termination_signal().context("cannot install signal handlers")?;
         let publishing = match nrt {
             None => None,
-            Some(plan) => match agent_nrt::start(plan, &mut agent).await {
-                Ok(publishing) => Some(publishing),
-                Err(message) => {
-                    eprintln!("topoalign agent: {message}");
-                    return Ok(Outcome::BadInput);
-                }
-            },
+            Some(plan) => {
+                let (publishing, listener) = pipeline::start(plan)
+                    .await
+                    .map_err(|e| Error::bad_input(format!("--nrt-publish: {e}")))?;
+                agent.on_change(listener);
+                Some(publishing)
+            }
         };
         let served = topoalign_agent::serve(agent, serve_config, shutdown).await;
         if let Some(publishing) = publishing {
@@ -222,13 +194,26 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
         }
         match served {
             Ok(()) => Ok(Outcome::Success),
-            Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => {
-                eprintln!("topoalign agent: {error}");
-                Ok(Outcome::BadInput)
-            }
-            Err(error) => Err(anyhow::Error::new(error).context("serving failed")),
+            Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => Err(Error::bad_input(error)),
+            Err(error) => Err(anyhow::Error::new(error).context("serving failed").into()),
         }
     })
+}
+
+/// The node the agent (or `run --standalone`) serves: `--node` (any node
+/// file; a scenario's events are not replayed, the journal holds the
+/// node's history) or this machine, `--kubelet-config`, else a scenario's
+/// kubelet block, else the agent's defaults.
+///
+/// # Errors
+/// The intake's error, naming the file.
+pub fn start_node(node: Option<&Path>, kubelet_config: Option<&Path>) -> Result<StartedNode> {
+    let overrides = Overrides::default();
+    let inputs = NodeInputs {
+        without_config: WithoutConfig::AgentDefaults,
+        ..NodeInputs::new(node, kubelet_config, &overrides)
+    };
+    Ok(topoalign_intake::start(&inputs)?)
 }
 
 fn init_logging(format: LogFormat) {
@@ -245,109 +230,36 @@ fn init_logging(format: LogFormat) {
     };
 }
 
-fn read_token(path: &Path) -> Result<String, String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("cannot read the token file {}: {e}", path.display()))?;
+fn read_token(path: &Path) -> Result<String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::bad_input(format!("cannot read the token file {}: {e}", path.display())))?;
     let token = text.trim().to_string();
     if token.len() < 16 || token.contains(char::is_whitespace) {
-        return Err(format!(
+        return Err(Error::bad_input(format!(
             "{}: the token must be one word of at least 16 characters (e.g. `openssl rand -hex 32`)",
             path.display()
-        ));
+        )));
     }
     Ok(token)
 }
 
-fn nrt_plan(args: &Args, machine: &Machine, kubelet: Value) -> Result<Option<agent_nrt::Plan>, String> {
+fn nrt_plan(args: &Args, started: &StartedNode) -> Result<Option<pipeline::Plan>> {
     if !args.nrt_publish && args.nrt_file.is_none() {
         return Ok(None);
     }
     let node_name = match &args.nrt_node_name {
         Some(name) => name.clone(),
-        None => agent_nrt::hostname()?,
+        None => pipeline::hostname().map_err(Error::bad_input)?,
     };
     let spec = (!args.nrt_no_exact_state).then(|| topoalign_nrt::NodeSpec {
-        topology: topoalign_nrt::topology_spec(machine),
-        kubelet,
+        topology: topoalign_nrt::topology_spec(started.node.machine()),
+        kubelet: started.kubelet.clone(),
     });
-    Ok(Some(agent_nrt::Plan {
+    Ok(Some(pipeline::Plan {
         node_name,
         exact_state: spec,
         publish: args.nrt_publish,
         file: args.nrt_file.clone(),
         interval: Duration::from_millis(args.nrt_interval),
     }))
-}
-
-/// The machine and kubelet configuration the agent (or `run
-/// --standalone`) serves, and where the machine came from.
-///
-/// The machine: a scenario file's `topology:` block with `node`, else this
-/// machine (sysfs and NVML). The configuration: `kubelet_config`, else the
-/// scenario's `kubelet:` block, else [`default_kubelet`].
-///
-/// # Errors
-/// A message naming the file and what is wrong with it.
-/// With the machine and configuration comes the kubelet configuration
-/// block the configuration was made from.
-pub fn load_node_and_kubelet(
-    node: Option<&Path>,
-    kubelet_config: Option<&Path>,
-) -> Result<(Machine, NodeConfig, String, Value), String> {
-    let read = |path: &Path| std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()));
-    let (machine, scenario_kubelet, source) = match node {
-        Some(path) => {
-            let scenario = Scenario::parse(&read(path)?).map_err(|e| format!("{}: {e}", path.display()))?;
-            let machine = scenario
-                .topology
-                .to_machine()
-                .map_err(|e| format!("{}: {e}", path.display()))?;
-            let kubelet = (!scenario.kubelet.is_null()).then_some(scenario.kubelet);
-            (machine, kubelet, path.display().to_string())
-        }
-        None => {
-            let topology = topoalign_discovery::read_local()
-                .map_err(|e| format!("cannot read this machine ({e}); describe it with --node FILE"))?;
-            for warning in &topology.warnings {
-                tracing::warn!(%warning, "discovery");
-            }
-            let machine = topology.to_machine().map_err(|e| format!("{}: {e}", topology.source))?;
-            (machine, None, topology.source.clone())
-        }
-    };
-    let kubelet = match (kubelet_config, scenario_kubelet) {
-        (Some(path), _) => {
-            let text = read(path)?;
-            topoalign_k8s::KubeletConfiguration::from_file_text(&text)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
-            let value: Value = serde_yaml_ng::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-            value
-        }
-        (None, Some(block)) => block,
-        (None, None) => default_kubelet(&machine),
-    };
-    let config = match topoalign_k8s::node_config_from_value(&kubelet, &machine) {
-        Ok(config) => config,
-        Err(topoalign_k8s::ConfigError::Refused(text)) => {
-            return Err(format!(
-                "the kubelet would refuse to start with this configuration: {text}"
-            ));
-        }
-        Err(topoalign_k8s::ConfigError::Invalid { path, message }) => {
-            return Err(format!("kubelet configuration: {path}: {message}"));
-        }
-    };
-    Ok((machine, config, source, kubelet))
-}
-
-/// The configuration without a file: the static CPU manager (so
-/// Guaranteed workloads get exclusive CPUs) with the lowest CPU reserved
-/// for everything else, and the best-effort topology policy.
-pub fn default_kubelet(machine: &Machine) -> Value {
-    let lowest = machine.cpus().iter().map(|c| c.id).min().unwrap_or(0);
-    json!({
-        "cpuManagerPolicy": "static",
-        "reservedSystemCPUs": lowest.to_string(),
-        "topologyManagerPolicy": "best-effort",
-    })
 }

@@ -1,10 +1,7 @@
-//! `topoalign diagnose`: a live node's (or a copy's) kubelet state, read
-//! the way the kubelet reads it — `cpu_manager_state` and
-//! `memory_manager_state` decoded and their checksums verified (a mismatch
-//! is reported with the kubelet's own error, never ignored), restored into
-//! the engine with the kubelet's start-up checks — then the per-NUMA
-//! allocation map (who holds which CPUs, memory and devices where) and, for
-//! the pods given, the explanation `explain` gives.
+//! `topoalign diagnose`: a live node's (or a copy's) kubelet state — the
+//! checkpoint files of `--kubelet-dir` read here and judged by
+//! `topoalign_explain::diagnose` — printed as the per-NUMA allocation map
+//! and, for the pods given, the explanation `explain` gives.
 //!
 //! The machine is this one unless `--node` says otherwise; the kubelet
 //! configuration is `DIR/config.yaml` (or `DIR/kubelet-config.yaml`) unless
@@ -15,21 +12,21 @@
 //! refuse (a corrupt or unreadable checkpoint, a failed start-up check) and
 //! for input that cannot be read.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-use topoalign_engine::{CpuManagerState, MemoryManagerState, NodeSnapshot};
-use topoalign_explain::PodReport;
-use topoalign_k8s::checkpoint::{CheckpointError, CheckpointKind, CpuCheckpoint, MemoryCheckpoint};
-use topoalign_k8s::{ManifestPod, read_manifests};
-use topoalign_model::{Container, Pod, QosClass, Quantity, QuantityFormat, ResourceList};
+use topoalign_explain::diagnose::{
+    CheckpointFile, CheckpointStatus, Diagnosis, FileContent, Inputs, Restart, diagnose,
+};
+use topoalign_intake::{Events, StartedNode, read_pods, read_text};
+use topoalign_k8s::checkpoint::CheckpointKind;
+use topoalign_k8s::{ManifestOptions, ManifestPod, read_manifests};
 
 use super::admit::{self, Format};
-use super::node_source::{self, BadInput, Events, NodeArgs, ResolvedNode};
-use super::render;
-use crate::Outcome;
+use super::node_args::{self, NodeArgs};
+use super::output::Output;
+use super::{Error, Outcome, Result, render};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -46,570 +43,108 @@ pub struct Args {
     pub explain: Vec<PathBuf>,
     #[command(flatten)]
     pub node: NodeArgs,
-    /// Output format.
-    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Text)]
-    pub output: Format,
+    #[command(flatten)]
+    pub output: Output<Format>,
 }
 
-/// What `diagnose` found.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Diagnosis {
-    kubelet_dir: String,
-    checkpoints: Vec<CheckpointReport>,
-    /// Whether a kubelet restarting with this state on this machine and
-    /// configuration would start, and its error if not.
-    restart: Restart,
-    /// The allocation map as the checkpoints record it, keyed by
-    /// `namespace/name` (or the UID of a pod the pod list does not name).
-    default_cpu_set: String,
-    cpu_assignments: BTreeMap<String, BTreeMap<String, String>>,
-    memory_assignments: BTreeMap<String, BTreeMap<String, Vec<usize>>>,
-    numa: Vec<NumaAllocation>,
-    /// UIDs in the state that the pod list does not name.
-    unknown_uids: Vec<String>,
-    notes: Vec<String>,
-    /// The pods given to explain.
-    results: Vec<PodReport>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct CheckpointReport {
-    file: String,
-    present: bool,
-    /// Whether the kubelet can restore from it.
-    ok: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    policy: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stored_checksum: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    computed_checksum: Option<u64>,
-    /// What is wrong, in words.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    problem: Option<String>,
-    /// What a restarting kubelet says about it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    kubelet_error: Option<String>,
-}
-
-#[derive(Serialize)]
-struct Restart {
-    ok: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct NumaAllocation {
-    node: usize,
-    cpus: String,
-    /// The shared pool's CPUs on this node.
-    shared_pool: String,
-    /// The pool's CPUs reserved for the system (never exclusive).
-    reserved: String,
-    /// Exclusive CPUs: `namespace/name container` → CPUs on this node.
-    exclusive: BTreeMap<String, String>,
-    /// Per memory resource: allocatable, pinned, free.
-    memory: BTreeMap<String, MemoryLine>,
-    /// Pinned memory blocks touching this node: `namespace/name container`
-    /// → `resource size` (with the group for multi-node blocks).
-    pinned: BTreeMap<String, Vec<String>>,
-    /// Devices attached to this node: id → holder (`null` = free); empty
-    /// when the state could not be restored.
-    devices: BTreeMap<String, BTreeMap<String, Option<String>>>,
-}
-
-#[derive(Serialize)]
-struct MemoryLine {
-    allocatable: String,
-    reserved: String,
-    free: String,
-}
-
-pub fn run(args: &Args) -> anyhow::Result<Outcome> {
-    match diagnose(args) {
-        Ok((diagnosis, text)) => {
-            let healthy = diagnosis.restart.ok;
-            match args.output {
-                Format::Json => println!("{}", serde_json::to_string_pretty(&diagnosis)?),
-                Format::Yaml => print!("{}", serde_yaml_ng::to_string(&diagnosis)?),
-                Format::Text => print!("{text}"),
-            }
-            Ok(if healthy { Outcome::Success } else { Outcome::BadInput })
-        }
-        Err(BadInput(message)) => {
-            eprintln!("topoalign: {message}");
-            Ok(Outcome::BadInput)
-        }
-    }
-}
-
-fn bytes(n: u64) -> String {
-    Quantity::from_units(i128::from(n))
-        .with_format(QuantityFormat::BinarySI)
-        .to_string()
-}
-
-/// The checkpoint files read and checked.
-struct Checkpoints {
-    reports: Vec<CheckpointReport>,
-    cpu: Option<CpuCheckpoint>,
-    memory: Option<MemoryCheckpoint>,
-}
-
-fn read_checkpoint<T>(
-    dir: &Path,
-    kind: CheckpointKind,
-    parse: impl Fn(&[u8]) -> Result<T, CheckpointError>,
-    describe: impl Fn(&T) -> (String, u64, u64),
-) -> (CheckpointReport, Option<T>) {
-    let path = dir.join(kind.file_name());
-    let shown = path.display().to_string();
-    let mut report = CheckpointReport {
-        file: shown.clone(),
-        present: false,
-        ok: false,
-        policy: None,
-        stored_checksum: None,
-        computed_checksum: None,
-        problem: None,
-        kubelet_error: None,
-    };
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            report.ok = true;
-            report.problem = Some("absent: a kubelet starting now begins with empty state".to_owned());
-            return (report, None);
-        }
-        Err(error) => {
-            report.present = true;
-            report.problem = Some(format!("cannot be read: {error}"));
-            return (report, None);
-        }
-    };
-    report.present = true;
-    match parse(&bytes) {
-        Ok(checkpoint) => {
-            let (policy, stored, computed) = describe(&checkpoint);
-            report.ok = true;
-            report.policy = Some(policy);
-            report.stored_checksum = Some(stored);
-            report.computed_checksum = Some(computed);
-            (report, Some(checkpoint))
-        }
-        Err(error) => {
-            report.problem = Some(match &error {
-                CheckpointError::Corrupt { stored, computed } => format!(
-                    "checksum mismatch: the file records {stored}, its content hashes to {computed} — it was \
-                     changed after the kubelet wrote it"
-                ),
-                CheckpointError::Decode(text) if text == "unexpected end of JSON input" => {
-                    format!("cut short ({} bytes): {text}", bytes.len())
-                }
-                other => other.to_string(),
-            });
-            if let CheckpointError::Corrupt { stored, computed } = &error {
-                report.stored_checksum = Some(*stored);
-                report.computed_checksum = Some(*computed);
-            }
-            report.kubelet_error = Some(error.kubelet_start_text(kind, &shown));
-            (report, None)
-        }
-    }
-}
-
-/// The state a read checkpoint restores to; one the kubelet would refuse
-/// marks its report and adds the kubelet's error.
-fn restored_state<C, S>(
-    checkpoint: Option<&C>,
-    to_state: impl FnOnce(&C) -> Result<S, CheckpointError>,
-    kind: CheckpointKind,
-    dir: &Path,
-    report: &mut CheckpointReport,
-    errors: &mut Vec<String>,
-) -> Option<S> {
-    match to_state(checkpoint?) {
-        Ok(state) => Some(state),
-        Err(error) => {
-            let path = dir.join(kind.file_name()).display().to_string();
-            report.ok = false;
-            report.problem = Some(error.to_string());
-            let text = error.kubelet_start_text(kind, &path);
-            report.kubelet_error = Some(text.clone());
-            errors.push(text);
-            None
-        }
-    }
-}
-
-fn read_checkpoints(dir: &Path) -> Checkpoints {
-    let (cpu_report, cpu) = read_checkpoint(dir, CheckpointKind::Cpu, CpuCheckpoint::parse, |c| {
-        (c.policy_name.clone(), c.checksum, u64::from(c.computed_checksum()))
-    });
-    let (memory_report, memory) = read_checkpoint(dir, CheckpointKind::Memory, MemoryCheckpoint::parse, |c| {
-        (c.policy_name.clone(), c.checksum, u64::from(c.computed_checksum()))
-    });
-    Checkpoints {
-        reports: vec![cpu_report, memory_report],
-        cpu,
-        memory,
-    }
-}
-
-/// A stand-in for a pod the pod list does not name, sized from what the
-/// state says it holds, so that it keeps its resources.
-fn stand_in(uid: &str, cpu: &CpuManagerState, memory: Option<&MemoryManagerState>) -> Pod {
-    let mut containers: BTreeMap<String, ResourceList> = BTreeMap::new();
-    for (name, cpus) in cpu.assignments.get(uid).into_iter().flatten() {
-        let units = i128::try_from(cpus.len()).unwrap_or(i128::MAX);
-        containers
-            .entry(name.clone())
-            .or_default()
-            .insert("cpu".into(), Quantity::from_units(units));
-    }
-    for (name, blocks) in memory.and_then(|m| m.assignments.get(uid)).into_iter().flatten() {
-        for block in blocks {
-            let amount = Quantity::from_units(i128::from(block.size)).with_format(QuantityFormat::BinarySI);
-            *containers
-                .entry(name.clone())
-                .or_default()
-                .entry(block.resource.clone())
-                .or_default() += amount;
-        }
-    }
-    Pod {
-        namespace: "unknown".into(),
-        name: uid.to_owned(),
-        uid: uid.to_owned(),
-        qos: QosClass::Guaranteed,
-        init_containers: Vec::new(),
-        containers: containers
-            .into_iter()
-            .map(|(name, requests)| Container {
-                name,
-                limits: requests.clone(),
-                requests,
-                restartable: false,
-            })
-            .collect(),
-        overhead: ResourceList::new(),
-    }
-}
-
-fn diagnose(args: &Args) -> Result<(Diagnosis, String), BadInput> {
+pub fn run(args: &Args) -> Result {
     let dir = &args.kubelet_dir;
     let fallback = ["config.yaml", "kubelet-config.yaml"]
         .iter()
         .map(|name| dir.join(name))
         .find(|path| path.is_file());
-    let mut resolved = node_source::resolve(&args.node, Events::Ignore, fallback.as_deref())?;
-    let mut notes = std::mem::take(&mut resolved.notes);
-
+    let mut started = args.node.start(Events::Ignore, fallback.as_deref())?;
     let pods_file = args
         .pods
         .clone()
         .or_else(|| Some(dir.join("pods.yaml")).filter(|p| p.is_file()));
-    let listed: Vec<ManifestPod> = match &pods_file {
-        Some(path) => {
-            let text = node_source::read_text(path)?;
-            read_manifests(&text, &Default::default())
-                .map_err(|e| BadInput(format!("{}: {e}", path.display())))?
-                .pods
-        }
-        None => {
-            notes.push("no pod list (--pods): pods are named by their UIDs".to_owned());
-            Vec::new()
-        }
+    let listed = pods_file.as_deref().map(read_pod_list).transpose()?;
+    let explained = if args.explain.is_empty() {
+        Vec::new()
+    } else {
+        read_pods(&args.explain, 1, "topoalign-diagnose")?.pods
     };
-    let names: BTreeMap<&str, String> = listed.iter().map(|p| (p.pod.uid.as_str(), p.pod.key())).collect();
-
-    let checkpoints = read_checkpoints(dir);
-    let config = resolved.node.config().clone();
-    let cpu_policy = match config.cpu_policy {
-        topoalign_engine::CpuPolicyName::None => "none",
-        topoalign_engine::CpuPolicyName::Static => "static",
+    let kubelet = started.kubelet.clone();
+    let mut diagnosis = diagnose(Inputs {
+        node: &mut started.node,
+        kubelet: &kubelet,
+        cpu_checkpoint: checkpoint_file(dir, CheckpointKind::Cpu),
+        memory_checkpoint: checkpoint_file(dir, CheckpointKind::Memory),
+        pods: listed.as_deref(),
+        explain: &explained,
+    })
+    .map_err(Error::bad_input)?;
+    let mut notes = std::mem::take(&mut started.notes);
+    notes.append(&mut diagnosis.notes);
+    diagnosis.notes = notes;
+    let healthy = diagnosis.restart == Restart::Starts;
+    let document = serde_json::json!({ "kubeletDir": dir.display().to_string() });
+    let text = match args.output.format() {
+        Format::Json => serde_json::to_string_pretty(&with_dir(document, &diagnosis)?)? + "\n",
+        Format::Yaml => serde_yaml_ng::to_string(&with_dir(document, &diagnosis)?)?,
+        Format::Text => text(dir, &diagnosis, &started, &explained),
     };
-    let memory_policy = match config.memory_policy {
-        topoalign_engine::MemoryPolicyName::None => "None",
-        topoalign_engine::MemoryPolicyName::Static => "Static",
-    };
-    let mut reports = checkpoints.reports;
-    let mut errors: Vec<String> = reports.iter().filter_map(|r| r.kubelet_error.clone()).collect();
-
-    // The restored content, as the kubelet's restoreState takes it.
-    let cpu_state = restored_state(
-        checkpoints.cpu.as_ref(),
-        |c| c.to_state(cpu_policy),
-        CheckpointKind::Cpu,
-        dir,
-        &mut reports[0],
-        &mut errors,
-    );
-    let memory_state = restored_state(
-        checkpoints.memory.as_ref(),
-        |c| c.to_state(memory_policy),
-        CheckpointKind::Memory,
-        dir,
-        &mut reports[1],
-        &mut errors,
-    );
-
-    let key_of = |uid: &str| names.get(uid).cloned().unwrap_or_else(|| uid.to_owned());
-    let mut state_uids: BTreeSet<String> = BTreeSet::new();
-    let mut cpu_assignments = BTreeMap::new();
-    if let Some(state) = &cpu_state {
-        for (uid, containers) in &state.assignments {
-            state_uids.insert(uid.clone());
-            let entry: &mut BTreeMap<String, String> = cpu_assignments.entry(key_of(uid)).or_default();
-            for (name, cpus) in containers {
-                entry.insert(name.clone(), cpus.to_string());
-            }
-        }
-    }
-    let mut memory_assignments = BTreeMap::new();
-    if let Some(state) = &memory_state {
-        for (uid, containers) in &state.assignments {
-            for (name, blocks) in containers {
-                let nodes: BTreeSet<usize> = blocks.iter().flat_map(|b| b.numa_affinity.iter().copied()).collect();
-                if nodes.is_empty() {
-                    continue;
-                }
-                state_uids.insert(uid.clone());
-                let entry: &mut BTreeMap<String, Vec<usize>> = memory_assignments.entry(key_of(uid)).or_default();
-                entry.insert(name.clone(), nodes.into_iter().collect());
-            }
-        }
-    }
-    let unknown_uids: Vec<String> = state_uids
-        .iter()
-        .filter(|u| !names.contains_key(u.as_str()))
-        .cloned()
-        .collect();
-    if !listed.is_empty() && !unknown_uids.is_empty() {
-        notes.push(format!(
-            "{} UID(s) in the state belong to no listed pod: stale entries the kubelet removes at its next admission",
-            unknown_uids.len()
-        ));
-    }
-
-    // Restore into the engine: the kubelet's start-up checks, then the
-    // node as it stands for explanations.
-    let mut pods: Vec<Pod> = listed.iter().map(|p| p.pod.clone()).collect();
-    if listed.is_empty() {
-        let empty = CpuManagerState::default();
-        pods.extend(
-            unknown_uids
-                .iter()
-                .map(|uid| stand_in(uid, cpu_state.as_ref().unwrap_or(&empty), memory_state.as_ref())),
-        );
-    }
-    let snapshot = NodeSnapshot {
-        pods,
-        cpu: cpu_state.clone().unwrap_or_default(),
-        memory: memory_state.clone(),
-        devices: Default::default(),
-    };
-    let usable = errors.is_empty();
-    if usable {
-        if let Err(error) = resolved.node.restore(snapshot) {
-            errors.push(error.to_string());
-        } else {
-            let device_notes = resolved.node.infer_device_assignments();
-            if resolved.node.machine().devices().values().any(|d| !d.is_empty()) {
-                notes.push(
-                    "device assignments are inferred from the pods' requests and NUMA placement (the device \
-                     manager's checkpoint is not read)"
-                        .to_owned(),
-                );
-            }
-            notes.extend(device_notes);
-        }
-    }
-    let restart = Restart {
-        ok: errors.is_empty(),
-        error: errors.first().cloned(),
-    };
-
-    let numa = numa_map(
-        &resolved,
-        cpu_state.as_ref(),
-        memory_state.as_ref(),
-        &key_of,
-        usable && restart.ok,
-    );
-    let default_cpu_set = cpu_state
-        .as_ref()
-        .map(|s| s.default_cpu_set.to_string())
-        .unwrap_or_default();
-
-    let mut results = Vec::new();
-    let mut explained: Vec<ManifestPod> = Vec::new();
-    if !args.explain.is_empty() {
-        if !restart.ok {
-            return Err(BadInput(format!(
-                "cannot explain pods on state the kubelet refuses: {}",
-                restart.error.clone().unwrap_or_default()
-            )));
-        }
-        explained = admit::read_pods(&args.explain, 1, "topoalign-diagnose")?;
-        results = admit::admit_all(&mut resolved, &explained, true);
-    }
-
-    let diagnosis = Diagnosis {
-        kubelet_dir: dir.display().to_string(),
-        checkpoints: reports,
-        restart,
-        default_cpu_set,
-        cpu_assignments,
-        memory_assignments,
-        numa,
-        unknown_uids,
-        notes,
-        results,
-    };
-    let text = text(&diagnosis, &resolved, &explained);
-    Ok((diagnosis, text))
+    args.output.write(text.as_bytes())?;
+    Ok(if healthy { Outcome::Success } else { Outcome::Refused })
 }
 
-fn numa_map(
-    resolved: &ResolvedNode,
-    cpu: Option<&CpuManagerState>,
-    memory: Option<&MemoryManagerState>,
-    key_of: &dyn Fn(&str) -> String,
-    restored: bool,
-) -> Vec<NumaAllocation> {
-    let machine = resolved.node.machine();
-    let shared = cpu.map(|s| s.default_cpu_set.clone()).unwrap_or_default();
-    let assignments = resolved.node.snapshot().devices;
-    let usage = resolved.node.numa_usage();
-    machine
-        .numa_nodes()
-        .iter()
-        .map(|numa| {
-            let on_node = machine.numa_cpus(numa.id);
-            let mut exclusive = BTreeMap::new();
-            for (uid, containers) in cpu.map(|s| &s.assignments).into_iter().flatten() {
-                for (name, cpus) in containers {
-                    let here = cpus.intersection(&on_node);
-                    if !here.is_empty() {
-                        exclusive.insert(format!("{} {name}", key_of(uid)), here.to_string());
-                    }
-                }
-            }
-            let mut memory_lines = BTreeMap::new();
-            let mut pinned: BTreeMap<String, Vec<String>> = BTreeMap::new();
-            if let Some(state) = memory {
-                // The kubelet's own table as its checkpoint records it, shown
-                // even when it is refused; a restored node's `numa_usage`
-                // agrees with it (the restore checks the table).
-                if let Some(node) = state.machine_state.get(&numa.id) {
-                    for (resource, table) in &node.memory {
-                        if table.allocatable == 0 && table.total == 0 {
-                            continue;
-                        }
-                        memory_lines.insert(
-                            resource.clone(),
-                            MemoryLine {
-                                allocatable: bytes(table.allocatable),
-                                reserved: bytes(table.reserved),
-                                free: bytes(table.free),
-                            },
-                        );
-                    }
-                }
-                for (uid, containers) in &state.assignments {
-                    for (name, blocks) in containers {
-                        for block in blocks.iter().filter(|b| b.numa_affinity.contains(&numa.id)) {
-                            let group = if block.numa_affinity.len() > 1 {
-                                let ids: Vec<String> = block.numa_affinity.iter().map(ToString::to_string).collect();
-                                format!(" (shared by NUMA {})", ids.join("+"))
-                            } else {
-                                String::new()
-                            };
-                            pinned
-                                .entry(format!("{} {name}", key_of(uid)))
-                                .or_default()
-                                .push(format!("{} {}{group}", block.resource, bytes(block.size)));
-                        }
-                    }
-                }
-            }
-            let mut devices: BTreeMap<String, BTreeMap<String, Option<String>>> = BTreeMap::new();
-            // Who holds a device is only known once the state is restored.
-            for (resource, list) in machine.devices().iter().filter(|_| restored) {
-                for device in list.iter().filter(|d| d.numa.contains(&numa.id)) {
-                    let holder = restored
-                        .then(|| {
-                            assignments.iter().find_map(|(uid, containers)| {
-                                containers.iter().find_map(|(name, by_resource)| {
-                                    by_resource
-                                        .get(resource)
-                                        .is_some_and(|ids| ids.contains(&device.id))
-                                        .then(|| format!("{} {name}", key_of(uid)))
-                                })
-                            })
-                        })
-                        .flatten();
-                    devices
-                        .entry(resource.clone())
-                        .or_default()
-                        .insert(device.id.clone(), holder);
-                }
-            }
-            let pool = shared.intersection(&on_node);
-            let reserved = usage
-                .iter()
-                .find(|u| u.numa == numa.id)
-                .filter(|_| restored)
-                .map(|u| pool.intersection(&u.reserved_cpus).to_string())
-                .unwrap_or_default();
-            NumaAllocation {
-                node: numa.id,
-                cpus: on_node.to_string(),
-                shared_pool: pool.to_string(),
-                reserved,
-                exclusive,
-                memory: memory_lines,
-                pinned,
-                devices,
-            }
-        })
-        .collect()
+/// The diagnosis document with `kubeletDir` first.
+fn with_dir(mut document: serde_json::Value, diagnosis: &Diagnosis) -> Result<serde_json::Value> {
+    if let (Some(fields), serde_json::Value::Object(rest)) =
+        (document.as_object_mut(), serde_json::to_value(diagnosis)?)
+    {
+        fields.extend(rest);
+    }
+    Ok(document)
 }
 
-fn text(diagnosis: &Diagnosis, resolved: &ResolvedNode, explained: &[ManifestPod]) -> String {
-    let mut out = render::wrap("kubelet state in ", "    ", &diagnosis.kubelet_dir);
-    out.push_str(&render::wrap("node: ", "    ", &node_source::describe(resolved)));
+/// A pod list (it may hold no pods).
+fn read_pod_list(path: &Path) -> Result<Vec<ManifestPod>> {
+    let text = read_text(path)?;
+    let manifests = read_manifests(&text, &ManifestOptions::default())
+        .map_err(|e| Error::bad_input(format!("{}: {e}", path.display())))?;
+    Ok(manifests.pods)
+}
+
+/// A checkpoint file of the kubelet directory, as found.
+fn checkpoint_file(dir: &Path, kind: CheckpointKind) -> CheckpointFile {
+    let path = dir.join(kind.file_name());
+    let content = match std::fs::read(&path) {
+        Ok(bytes) => FileContent::Bytes(bytes),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => FileContent::Absent,
+        Err(error) => FileContent::Unreadable(error.to_string()),
+    };
+    CheckpointFile {
+        path: path.display().to_string(),
+        content,
+    }
+}
+
+fn text(dir: &Path, diagnosis: &Diagnosis, started: &StartedNode, explained: &[ManifestPod]) -> String {
+    let mut out = render::wrap("kubelet state in ", "    ", &dir.display().to_string());
+    out.push_str(&render::wrap("node: ", "    ", &node_args::describe(started)));
     out.push_str(&render::wrap(
         "kubelet configuration: ",
         "    ",
-        &resolved.kubelet_source,
+        &started.kubelet_source,
     ));
     for report in &diagnosis.checkpoints {
         let name = Path::new(&report.file)
             .file_name()
             .map_or(report.file.clone(), |n| n.to_string_lossy().into_owned());
-        let line = match (&report.problem, &report.policy) {
-            (None, Some(policy)) => format!(
-                "policy {policy}, checksum {} verified",
-                report.stored_checksum.map_or_else(String::new, |c| c.to_string())
-            ),
-            (Some(problem), _) if report.ok => problem.clone(),
-            (Some(problem), _) => format!("UNUSABLE: {problem}"),
-            (None, None) => "read".to_owned(),
+        let line = match &report.status {
+            CheckpointStatus::Verified { policy, stored, .. } => format!("policy {policy}, checksum {stored} verified"),
+            status if status.usable() => status.problem().unwrap_or_default(),
+            status => format!("UNUSABLE: {}", status.problem().unwrap_or_default()),
         };
         out.push_str(&render::wrap(&format!("  {name}: "), "      ", &line));
-        if let Some(error) = &report.kubelet_error {
+        if let Some(error) = report.status.kubelet_error() {
             out.push_str(&render::wrap("      the kubelet says: ", "        ", error));
         }
     }
-    match &diagnosis.restart.error {
-        None => out.push_str("  restart check: a kubelet restarting with this state on this node starts\n"),
-        Some(error) => out.push_str(&render::wrap(
+    match &diagnosis.restart {
+        Restart::Starts => out.push_str("  restart check: a kubelet restarting with this state on this node starts\n"),
+        Restart::Fails { error } => out.push_str(&render::wrap(
             "  restart check: FAILS — the kubelet would not start: ",
             "      ",
             error,
@@ -619,7 +154,7 @@ fn text(diagnosis: &Diagnosis, resolved: &ResolvedNode, explained: &[ManifestPod
         out.push_str(&render::wrap("  note: ", "      ", note));
     }
     out.push('\n');
-    let cpu_usable = diagnosis.checkpoints.first().is_some_and(|c| c.ok);
+    let cpu_usable = diagnosis.checkpoints[0].status.usable();
     let _ = writeln!(
         out,
         "shared CPU pool (defaultCpuSet): {}",
@@ -674,6 +209,6 @@ fn text(diagnosis: &Diagnosis, resolved: &ResolvedNode, explained: &[ManifestPod
             &diagnosis.unknown_uids.join(", "),
         ));
     }
-    out.push_str(&admit::pod_blocks(resolved, explained, &diagnosis.results));
+    out.push_str(&admit::pod_blocks(started, explained, &diagnosis.results));
     out
 }

@@ -3,10 +3,8 @@
 //! hints and the merged hint in words, the policy's rule, and fixes checked
 //! by running the engine again.
 
-use crate::Outcome;
-
 pub use super::admit::Args;
 
-pub fn run(args: &Args) -> anyhow::Result<Outcome> {
+pub fn run(args: &Args) -> super::Result {
     super::admit::run_with(args, true)
 }

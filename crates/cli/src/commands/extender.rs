@@ -1,7 +1,8 @@
 //! `topoalign extender`: serve the kube-scheduler extender API (`/filter`,
 //! `/prioritize`, `/bind`) over HTTP, answering with the engine run on each
 //! node's exact state — from a fleet file (`--fleet`) and/or
-//! NodeResourceTopology objects with topoalign's attributes (`--nrt`).
+//! NodeResourceTopology objects with topoalign's attributes (`--nrt`, or
+//! `--nrt-from-cluster`, read again and again by `topoalign_extender::poll`).
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -9,10 +10,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use topoalign_extender::binder::{ApiServerBinder, Binder};
+use topoalign_extender::poll::poll;
 use topoalign_extender::{Cluster, ExtenderConfig, Strategy, server};
-use topoalign_fleet::Fleet;
+use topoalign_intake::{read_fleet, read_text};
 
-use crate::Outcome;
+use super::{Error, Outcome, Result};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -67,7 +69,7 @@ enum ScoringArg {
     LeastNumaNodes,
 }
 
-pub fn run(args: &Args) -> anyhow::Result<Outcome> {
+pub fn run(args: &Args) -> Result {
     let config = ExtenderConfig {
         strategy: match args.scoring {
             ScoringArg::LeastAllocated => Strategy::LeastAllocated,
@@ -81,13 +83,8 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
     };
-    let cluster = match load(args, config) {
-        Ok(cluster) => cluster,
-        Err(error) => {
-            eprintln!("topoalign: {error:#}");
-            return Ok(Outcome::BadInput);
-        }
-    };
+    let cluster = load(args, config)?;
+    let nodes = cluster.len();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(&args.listen)
@@ -96,80 +93,62 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
         let address = listener.local_addr()?;
         let shared = Arc::new(Mutex::new(cluster));
         if args.nrt_from_cluster {
-            let source = topoalign_nrt_publisher::Publisher::connect().await?;
-            tokio::spawn(poll_cluster(
-                source,
+            let source = topoalign_nrt_publisher::Publisher::connect()
+                .await
+                .map_err(|e| Error::bad_input(format!("--nrt-from-cluster: {e}")))?;
+            tokio::spawn(poll(
+                move || {
+                    let source = source.clone();
+                    async move { source.list().await }
+                },
                 shared.clone(),
                 Duration::from_secs(args.nrt_poll.max(1)),
+                |message| eprintln!("topoalign extender: {message}"),
             ));
         }
         let binder: Option<Arc<dyn Binder>> = if args.create_bindings {
             Some(Arc::new(
                 ApiServerBinder::connect()
                     .await
-                    .map_err(|e| anyhow::anyhow!("--create-bindings: {e}"))?,
+                    .map_err(|e| Error::bad_input(format!("--create-bindings: {e}")))?,
             ))
         } else {
             None
         };
-        let nodes = shared.lock().map(|c| c.len()).unwrap_or_default();
         println!("topoalign extender: {nodes} nodes, listening on http://{address}");
         let shutdown = async {
             tokio::signal::ctrl_c().await.ok();
         };
         server::serve(listener, shared, binder, shutdown)
             .await
-            .context("the server failed")
-    })?;
-    Ok(Outcome::Success)
+            .context("the server failed")?;
+        Ok(Outcome::Success)
+    })
 }
 
-fn load(args: &Args, config: ExtenderConfig) -> anyhow::Result<Cluster> {
+/// The nodes of the fleet file and the NRT object files.
+fn load(args: &Args, config: ExtenderConfig) -> Result<Cluster> {
     if args.fleet.is_none() && args.nrt.is_empty() && !args.nrt_from_cluster {
-        anyhow::bail!(
-            "give --fleet FILE, --nrt FILE and/or --nrt-from-cluster: the extender needs nodes to answer for"
-        );
+        return Err(Error::bad_input(
+            "give --fleet FILE, --nrt FILE and/or --nrt-from-cluster: the extender needs nodes to answer for",
+        ));
     }
     let mut cluster = match &args.fleet {
         Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-            let base = path.parent().map(PathBuf::from).unwrap_or_default();
-            let fleet = Fleet::parse(&text, |p| {
-                std::fs::read_to_string(base.join(p)).map_err(|e| e.to_string())
-            })
-            .with_context(|| format!("invalid fleet: {}", path.display()))?;
-            Cluster::from_fleet(&fleet, config).map_err(anyhow::Error::msg)?
+            let fleet = read_fleet(path)?;
+            Cluster::from_fleet(&fleet, config).map_err(|e| Error::bad_input(format!("{}: {e}", path.display())))?
         }
         None => Cluster::new(config),
     };
     let now = Instant::now();
     for path in &args.nrt {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let objects = topoalign_nrt::object::parse_objects(&text)
-            .map_err(|e| anyhow::anyhow!("invalid NodeResourceTopology objects: {}: {e}", path.display()))?;
+        let objects = topoalign_nrt::object::parse_objects(&read_text(path)?)
+            .map_err(|e| Error::bad_input(format!("invalid NodeResourceTopology objects: {}: {e}", path.display())))?;
         for object in &objects {
-            cluster.apply_nrt(object, now)?;
+            cluster
+                .apply_nrt(object, now)
+                .map_err(|e| Error::bad_input(format!("{}: {e}", path.display())))?;
         }
     }
     Ok(cluster)
-}
-
-/// Reads every NRT object from the API server, again and again, into the
-/// cluster; errors are reported and the next round tries again.
-async fn poll_cluster(source: topoalign_nrt_publisher::Publisher, cluster: Arc<Mutex<Cluster>>, every: Duration) {
-    loop {
-        match source.list().await {
-            Ok(objects) => {
-                if let Ok(mut cluster) = cluster.lock() {
-                    for object in &objects {
-                        if let Err(error) = cluster.apply_nrt(object, Instant::now()) {
-                            eprintln!("topoalign extender: {error}");
-                        }
-                    }
-                }
-            }
-            Err(error) => eprintln!("topoalign extender: cannot list NodeResourceTopology objects: {error}"),
-        }
-        tokio::time::sleep(every).await;
-    }
 }

@@ -1,63 +1,61 @@
 //! `topoalign nrt`: the NodeResourceTopology (`topology.node.k8s.io/v1alpha2`)
-//! objects of nodes — one scenario's node after its events, or every node
-//! of a fleet (empty) — as YAML or JSON, on standard output or into a file,
-//! for clusters that want the data without the agent, and for `topoalign
-//! extender --nrt`.
+//! objects of nodes — one node after a scenario's events (or any node file
+//! `--node` takes elsewhere), or every node of a fleet (empty) — as YAML or
+//! JSON, on standard output or into a file, for clusters that want the data
+//! without the agent, and for `topoalign extender --nrt`.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
-use topoalign_nrt::{BuildOptions, NodeResourceTopology, build};
+use topoalign_intake::{Events, NodeInputs, Overrides, read_fleet};
+use topoalign_nrt::{BuildOptions, NodeResourceTopology, NodeSpec, build};
 
-use crate::Outcome;
+use super::output::Output;
+use super::{Error, Outcome, Result};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A scenario (docs/scenario.md): the object of its node after all
-    /// its events.
-    #[arg(conflicts_with = "fleet", required_unless_present = "fleet")]
-    scenario: Option<PathBuf>,
+    /// A node file: a scenario (docs/scenario.md; the object of its node
+    /// after all its events), an hwloc XML export, or a sysfs tree or
+    /// capture.
+    #[arg(conflicts_with = "fleet", required_unless_present = "fleet", value_name = "NODE")]
+    node: Option<PathBuf>,
+    /// A KubeletConfiguration file for the node (replaces a scenario's
+    /// kubelet block).
+    #[arg(long, value_name = "FILE", conflicts_with = "fleet")]
+    kubelet_config: Option<PathBuf>,
     /// A fleet file instead: one object per node, all empty.
     #[arg(long, value_name = "FILE")]
     fleet: Option<PathBuf>,
-    /// The node's name (scenario only).
+    /// The node's name (not for a fleet).
     #[arg(long, default_value = "node")]
     name: String,
     /// Leave out topoalign's exact-state attributes (machine, kubelet
     /// configuration, pods and their placements).
     #[arg(long)]
     no_exact_state: bool,
-    /// Output format.
-    #[arg(short = 'o', long = "format", value_enum, default_value_t = Format::Yaml)]
-    format: Format,
-    /// Write here instead of standard output.
-    #[arg(long, value_name = "FILE")]
-    output: Option<PathBuf>,
+    #[command(flatten)]
+    output: Output<Format>,
     /// Also server-side apply the objects to the API server of the
     /// in-cluster configuration or the kubeconfig (the CRD must be
-    /// installed: deploy/noderesourcetopology-crd.yaml).
+    /// installed: deploy/noderesourcetopology-crd.yaml); each object is
+    /// checked against the CRD first.
     #[arg(long)]
     publish: bool,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
+#[derive(Clone, Copy, Default, clap::ValueEnum)]
 enum Format {
-    /// One YAML document per object.
+    /// One YAML document per object (the default).
+    #[default]
     Yaml,
     /// One object, or a `List` of them.
     Json,
 }
 
-pub fn run(args: &Args) -> anyhow::Result<Outcome> {
-    let objects = match objects(args) {
-        Ok(objects) => objects,
-        Err(error) => {
-            eprintln!("topoalign: {error:#}");
-            return Ok(Outcome::BadInput);
-        }
-    };
-    let text = match args.format {
+pub fn run(args: &Args) -> Result {
+    let objects = objects(args)?;
+    let text = match args.output.format() {
         Format::Yaml => {
             let mut text = String::new();
             for object in &objects {
@@ -74,39 +72,38 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
             format!("{}\n", serde_json::to_string_pretty(&value)?)
         }
     };
-    match &args.output {
-        Some(path) => std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?,
-        None if args.publish => {}
-        None => std::io::stdout().write_all(text.as_bytes())?,
+    if args.output.file.is_some() || !args.publish {
+        args.output.write(text.as_bytes())?;
     }
     if args.publish {
         let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
         runtime.block_on(async {
-            let publisher = topoalign_nrt_publisher::Publisher::connect().await?;
+            let publisher = topoalign_nrt_publisher::Publisher::connect()
+                .await
+                .map_err(|e| Error::bad_input(format!("--publish: {e}")))?;
             for object in &objects {
-                let version = publisher.apply(object).await?;
+                let version = publisher
+                    .apply(object)
+                    .await
+                    .with_context(|| format!("noderesourcetopology/{}", object.metadata.name))?;
                 println!(
                     "applied noderesourcetopology/{} (resourceVersion {version})",
                     object.metadata.name
                 );
             }
-            Ok::<(), topoalign_nrt_publisher::PublishError>(())
+            Ok::<(), Error>(())
         })?;
     }
     Ok(Outcome::Success)
 }
 
-fn objects(args: &Args) -> anyhow::Result<Vec<NodeResourceTopology>> {
+fn objects(args: &Args) -> Result<Vec<NodeResourceTopology>> {
     if let Some(path) = &args.fleet {
-        let text = read(path)?;
-        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let fleet = topoalign_fleet::Fleet::parse(&text, |p| {
-            std::fs::read_to_string(base.join(p)).map_err(|e| e.to_string())
-        })
-        .with_context(|| format!("invalid fleet: {}", path.display()))?;
+        let fleet = read_fleet(path)?;
         let mut objects = Vec::new();
         for group in &fleet.groups {
-            let node = topoalign_nrt::start_node(&group.spec).map_err(|e| anyhow::anyhow!("{}: {e}", group.name))?;
+            let node = topoalign_nrt::start_node(&group.spec)
+                .map_err(|e| Error::bad_input(format!("{}: {}: {e}", path.display(), group.name)))?;
             let exact = (!args.no_exact_state).then_some(&group.spec);
             for i in 0..group.count {
                 objects.push(build(
@@ -118,15 +115,20 @@ fn objects(args: &Args) -> anyhow::Result<Vec<NodeResourceTopology>> {
         }
         return Ok(objects);
     }
-    let path = args.scenario.as_ref().context("give a scenario or --fleet")?;
-    let scenario = topoalign_scenario::Scenario::parse(&read(path)?)
-        .with_context(|| format!("invalid scenario: {}", path.display()))?;
-    let (spec, node) =
-        topoalign_nrt::scenario_node(&scenario).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let overrides = Overrides::default();
+    let inputs = NodeInputs {
+        events: Events::Replay,
+        ..NodeInputs::new(args.node.as_deref(), args.kubelet_config.as_deref(), &overrides)
+    };
+    let started = topoalign_intake::start(&inputs)?;
+    let spec = NodeSpec {
+        topology: topoalign_nrt::topology_spec(started.node.machine()),
+        kubelet: started.kubelet,
+    };
     let exact = (!args.no_exact_state).then_some(&spec);
-    Ok(vec![build(&args.name, &node, BuildOptions { exact_state: exact })])
-}
-
-fn read(path: &Path) -> anyhow::Result<String> {
-    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+    Ok(vec![build(
+        &args.name,
+        &started.node,
+        BuildOptions { exact_state: exact },
+    )])
 }

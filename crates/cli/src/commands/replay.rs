@@ -1,61 +1,55 @@
 //! `topoalign replay SCENARIO`: the result document as JSON (default) or a
-//! table for people.
+//! table for people (`-o text`).
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use comfy_table::{Table, presets::UTF8_FULL};
 use topoalign_scenario::{Replay, ResultDocument, Scenario, replay};
 
-use crate::Outcome;
+use topoalign_intake::read_text;
+
+use super::output::Output;
+use super::{Outcome, Result};
 
 #[derive(clap::Args)]
 pub struct Args {
     /// The scenario file (JSON or YAML); `-` reads standard input.
     scenario: PathBuf,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Json)]
-    format: Format,
+    #[command(flatten)]
+    output: Output<Format>,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
+#[derive(Clone, Copy, Default, clap::ValueEnum)]
 enum Format {
-    /// The result document of SCENARIO.md.
+    /// The result document of docs/scenario.md (the default).
+    #[default]
     Json,
     /// A readable table.
     Text,
 }
 
-pub fn run(args: &Args) -> anyhow::Result<Outcome> {
-    let read = if args.scenario.as_os_str() == "-" {
-        std::io::read_to_string(std::io::stdin()).context("cannot read the scenario from standard input")
-    } else {
-        std::fs::read_to_string(&args.scenario).with_context(|| format!("cannot read {}", args.scenario.display()))
-    };
-    let text = match read {
-        Ok(text) => text,
-        Err(error) => {
-            eprintln!("topoalign: {error:#}");
-            return Ok(Outcome::BadInput);
-        }
-    };
+pub fn run(args: &Args) -> Result {
+    let text = read_text(&args.scenario)?;
     let outcome = Scenario::parse(&text).and_then(|scenario| replay(&scenario));
     let error = match outcome {
         Ok(Replay::Completed(document)) => {
-            match args.format {
-                Format::Json => println!("{}", serde_json::to_string_pretty(&document)?),
-                Format::Text => print!("{}", render_text(&document)),
-            }
+            let text = match args.output.format() {
+                Format::Json => serde_json::to_string_pretty(&document)? + "\n",
+                Format::Text => render_text(&document),
+            };
+            args.output.write(text.as_bytes())?;
             return Ok(Outcome::Success);
         }
         Ok(Replay::Refused(error)) => error,
         Err(invalid) => format!("invalid scenario: {}: {invalid}", args.scenario.display()),
     };
-    match args.format {
-        Format::Json => println!("{}", serde_json::json!({ "error": error })),
+    match args.output.format() {
+        Format::Json => args
+            .output
+            .write(format!("{}\n", serde_json::json!({ "error": error })).as_bytes())?,
         Format::Text => eprintln!("error: {error}"),
     }
-    Ok(Outcome::BadInput)
+    Ok(Outcome::Refused)
 }
 
 fn render_text(document: &ResultDocument) -> String {

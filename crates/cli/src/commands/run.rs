@@ -24,7 +24,7 @@ use topoalign_agent::{Client, ClientError, Endpoint, OpenOptions, Role};
 use topoalign_enforce::{ChildPlacement, Procfs};
 use topoalign_model::CpuSet;
 
-use crate::Outcome;
+use super::{Outcome, Result};
 
 const NOT_STARTED: u8 = 125;
 const CANNOT_EXECUTE: u8 = 126;
@@ -73,8 +73,9 @@ pub struct Args {
     /// $XDG_STATE_HOME/topoalign, or /var/lib/topoalign-standalone for root).
     #[arg(long, value_name = "DIR", requires = "standalone")]
     state_dir: Option<PathBuf>,
-    /// For --standalone: a scenario file describing the machine (implies
-    /// --no-enforce) instead of this machine.
+    /// For --standalone: a node file describing the machine instead of
+    /// this one — a scenario, an hwloc XML export, or a sysfs tree or
+    /// capture (implies --no-enforce).
     #[arg(long, value_name = "FILE", requires = "standalone")]
     node: Option<PathBuf>,
     /// For --standalone: a KubeletConfiguration file.
@@ -121,12 +122,12 @@ struct StandaloneNode {
 }
 
 impl StandaloneNode {
-    fn open(&self) -> Result<(topoalign_agent::NodeAgent, topoalign_agent::StateLock), String> {
-        let (machine, config, _, kubelet) =
-            super::agent::load_node_and_kubelet(self.node.as_deref(), self.kubelet_config.as_deref())?;
+    fn open(&self) -> std::result::Result<(topoalign_agent::NodeAgent, topoalign_agent::StateLock), String> {
+        let started = super::agent::start_node(self.node.as_deref(), self.kubelet_config.as_deref())
+            .map_err(|e| e.to_string())?;
         let (mut agent, lock) = topoalign_agent::open(
-            machine,
-            config,
+            started.node.machine().clone(),
+            started.node.config().clone(),
             OpenOptions {
                 state_dir: &self.state_dir,
                 role: Role::Standalone,
@@ -137,12 +138,12 @@ impl StandaloneNode {
             },
         )
         .map_err(|e| e.to_string())?;
-        agent.set_kubelet_configuration(kubelet);
+        agent.set_kubelet_configuration(started.kubelet);
         Ok((agent, lock))
     }
 }
 
-pub fn run(args: &Args) -> anyhow::Result<Outcome> {
+pub fn run(args: &Args) -> Result {
     let not_started = |message: String| {
         eprintln!("topoalign run: {message}");
         Ok(Outcome::Exit(NOT_STARTED))
@@ -257,7 +258,7 @@ fn execute(args: &Args, allocation: &Allocation) -> u8 {
 }
 
 /// The plain request for the agent, held by this process.
-fn plain_request(args: &Args) -> Result<Value, String> {
+fn plain_request(args: &Args) -> std::result::Result<Value, String> {
     let mut request = Map::new();
     request.insert("cpus".into(), json!(args.cpus));
     if let Some(memory) = &args.memory {
@@ -297,7 +298,7 @@ fn plain_request(args: &Args) -> Result<Value, String> {
     Ok(Value::Object(request))
 }
 
-fn allocate(allocator: &Allocator, request: &Value) -> Result<AdmitResponse, String> {
+fn allocate(allocator: &Allocator, request: &Value) -> std::result::Result<AdmitResponse, String> {
     match allocator {
         Allocator::Agent(client) => client.admit(request).map_err(|e| match e {
             ClientError::Connect { endpoint, source } => format!(
@@ -314,7 +315,7 @@ fn allocate(allocator: &Allocator, request: &Value) -> Result<AdmitResponse, Str
     }
 }
 
-fn release(allocator: &Allocator, id: &str) -> Result<(), String> {
+fn release(allocator: &Allocator, id: &str) -> std::result::Result<(), String> {
     match allocator {
         Allocator::Agent(client) => client.release(id).map(|_| ()).map_err(|e| e.to_string()),
         Allocator::Standalone(node) => {

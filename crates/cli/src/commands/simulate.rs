@@ -4,15 +4,16 @@
 //! fragmentation — as a table, JSON (`-o json`) and charts (`--plot`).
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::Context;
 use comfy_table::{Table, presets::UTF8_FULL};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use topoalign_engine::{TopologyPolicyName, TopologyScope};
-use topoalign_fleet::{Fleet, Options, Report, Scheduler, Scoring, Workload, replay_check, simulate};
+use topoalign_fleet::{Options, Report, Scheduler, Scoring, Workload, replay_check, simulate};
+use topoalign_intake::{read_fleet, read_text};
 
-use crate::Outcome;
+use super::output::Output;
+use super::{Error, Outcome, Result};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -38,9 +39,8 @@ pub struct Args {
     /// Mix the workload's pods with this seed instead of file order.
     #[arg(long, value_name = "SEED")]
     shuffle: Option<u64>,
-    /// Output format.
-    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
-    output: Format,
+    #[command(flatten)]
+    output: Output<Format>,
     /// Write charts to this file (.png or .svg); may be repeated.
     #[arg(long, value_name = "FILE")]
     plot: Vec<PathBuf>,
@@ -80,20 +80,20 @@ enum ScoringArg {
     MostAllocated,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
+#[derive(Clone, Copy, Default, clap::ValueEnum)]
 enum Format {
+    /// A table for people (the default).
+    #[default]
     Table,
+    /// The report document.
     Json,
 }
 
-pub fn run(args: &Args) -> anyhow::Result<Outcome> {
-    let (fleet, mut workload) = match read_inputs(args) {
-        Ok(inputs) => inputs,
-        Err(error) => {
-            eprintln!("topoalign: {error:#}");
-            return Ok(Outcome::BadInput);
-        }
-    };
+pub fn run(args: &Args) -> Result {
+    let fleet = read_fleet(&args.fleet)?;
+    let text = read_text(&args.workload)?;
+    let mut workload = Workload::parse(&text)
+        .map_err(|e| Error::bad_input(format!("invalid workload: {}: {e}", args.workload.display())))?;
     if let Some(seed) = args.shuffle {
         workload.shuffle(seed);
     }
@@ -116,32 +116,12 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
     for path in &args.plot {
         crate::plot::write(path, &report.runs)?;
     }
-    match args.output {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Format::Table => print!("{}", render_table(&report, args.verify)),
-    }
+    let text = match args.output.format() {
+        Format::Json => serde_json::to_string_pretty(&report)? + "\n",
+        Format::Table => render_table(&report, args.verify),
+    };
+    args.output.write(text.as_bytes())?;
     Ok(Outcome::Success)
-}
-
-fn read_inputs(args: &Args) -> anyhow::Result<(Fleet, Workload)> {
-    let fleet_text = read(&args.fleet)?;
-    let base = args.fleet.parent().map(Path::to_path_buf).unwrap_or_default();
-    let fleet = Fleet::parse(&fleet_text, |path| {
-        std::fs::read_to_string(base.join(path)).map_err(|e| e.to_string())
-    })
-    .with_context(|| format!("invalid fleet: {}", args.fleet.display()))?;
-    let workload_text = read(&args.workload)?;
-    let workload =
-        Workload::parse(&workload_text).with_context(|| format!("invalid workload: {}", args.workload.display()))?;
-    Ok((fleet, workload))
-}
-
-fn read(path: &Path) -> anyhow::Result<String> {
-    if path.as_os_str() == "-" {
-        std::io::read_to_string(std::io::stdin()).context("cannot read standard input")
-    } else {
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
-    }
 }
 
 fn options(args: &Args) -> Options {

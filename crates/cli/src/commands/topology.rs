@@ -3,20 +3,20 @@
 //! scenario's `topology:` block — and show it: text for people, JSON/YAML
 //! for tools, a scenario ready for `replay`, or a picture (SVG/PNG).
 //!
+//! `-o/--output FORMAT` chooses the form, `--out-file FILE` where it goes.
 //! Exit status 2 for a machine that cannot be read (the message names the
 //! path); warnings about the machine go to standard error for the machine
 //! formats and into the report for text.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 
-use anyhow::Context;
 use topoalign_discovery::{
     DiscoveryError, Topology, read_hwloc, read_local, read_scenario, read_sysfs, render_png, render_svg, render_text,
 };
 use topoalign_scenario::Scenario;
 
-use crate::Outcome;
+use super::output::Output;
+use super::{Error, Outcome, Result};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -31,18 +31,15 @@ pub struct Args {
     /// Read the `topology:` block of a scenario (JSON or YAML).
     #[arg(long, value_name = "FILE", group = "source")]
     scenario: Option<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    format: Format,
-    /// Write to FILE instead of standard output (needed for png).
-    #[arg(short, long, value_name = "FILE")]
-    output: Option<PathBuf>,
+    #[command(flatten)]
+    output: Output<Format>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 enum Format {
     /// A report for people: sockets, NUMA nodes, cores, memory, devices,
-    /// distances, GPU links.
+    /// distances, GPU links (the default).
+    #[default]
     Text,
     /// Everything discovered, as JSON.
     Json,
@@ -53,23 +50,19 @@ enum Format {
     Scenario,
     /// A picture of the machine.
     Svg,
-    /// The same picture as PNG (needs -o).
+    /// The same picture as PNG (needs --out-file).
     Png,
 }
 
-pub fn run(args: &Args) -> anyhow::Result<Outcome> {
-    if args.format == Format::Png && args.output.is_none() {
-        eprintln!("topoalign: --format png writes an image: give the file with -o FILE");
-        return Ok(Outcome::BadInput);
+pub fn run(args: &Args) -> Result {
+    let format = args.output.format();
+    if format == Format::Png && args.output.file.is_none() {
+        return Err(Error::bad_input(
+            "-o png writes an image: give the file with --out-file FILE",
+        ));
     }
-    let topology = match read(args) {
-        Ok(topology) => topology,
-        Err(error) => {
-            eprintln!("topoalign: {error}");
-            return Ok(Outcome::BadInput);
-        }
-    };
-    if args.format != Format::Text {
+    let topology = read(args).map_err(Error::bad_input)?;
+    if format != Format::Text {
         for warning in &topology.warnings {
             eprintln!("warning: {warning}");
         }
@@ -77,30 +70,24 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
             eprintln!("note: {note}");
         }
     }
-    let bytes = match args.format {
+    let bytes = match format {
         Format::Text => render_text(&topology).into_bytes(),
         Format::Json => (serde_json::to_string_pretty(&topology)? + "\n").into_bytes(),
         Format::Yaml => serde_yaml_ng::to_string(&topology)?.into_bytes(),
-        Format::Scenario => match topology.to_machine() {
-            Ok(machine) => (serde_json::to_string_pretty(&Scenario::for_machine(&machine))? + "\n").into_bytes(),
-            Err(error) => {
-                eprintln!("topoalign: this machine cannot be written as a scenario: {error}");
-                return Ok(Outcome::BadInput);
-            }
-        },
+        Format::Scenario => {
+            let machine = topology
+                .to_machine()
+                .map_err(|error| Error::bad_input(format!("this machine cannot be written as a scenario: {error}")))?;
+            (serde_json::to_string_pretty(&Scenario::for_machine(&machine))? + "\n").into_bytes()
+        }
         Format::Svg => render_svg(&topology, None).into_bytes(),
-        Format::Png => render_png(&render_svg(&topology, None), 2.0)?,
+        Format::Png => render_png(&render_svg(&topology, None), 2.0).map_err(anyhow::Error::from)?,
     };
-    match &args.output {
-        Some(path) => std::fs::write(path, &bytes).with_context(|| format!("cannot write {}", path.display()))?,
-        None => std::io::stdout()
-            .write_all(&bytes)
-            .context("cannot write to standard output")?,
-    }
+    args.output.write(&bytes)?;
     Ok(Outcome::Success)
 }
 
-fn read(args: &Args) -> Result<Topology, DiscoveryError> {
+fn read(args: &Args) -> std::result::Result<Topology, DiscoveryError> {
     match (&args.sysfs, &args.hwloc, &args.scenario) {
         (Some(root), _, _) => read_sysfs(root),
         (_, Some(file), _) => read_hwloc(file),

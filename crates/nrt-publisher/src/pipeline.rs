@@ -1,46 +1,57 @@
-//! The agent's NodeResourceTopology output: after every durable allocation
-//! change the agent's change listener builds the node's object and drops it
-//! into a `watch` channel (never blocking the allocation); one task per
-//! destination (API server, file or stdout) takes the latest object and
-//! delivers it through `topoalign_nrt_publisher::run` — throttled, failures
-//! logged and retried, except a refusal of the agent's identity (RBAC),
-//! which stops that destination.
+//! The node agent's NodeResourceTopology delivery: after every durable
+//! allocation change the agent calls the [`Listener`] [`start`] returns,
+//! which builds the node's object and drops it into a `watch` channel
+//! (never blocking the allocation); one task per destination (API server,
+//! file or stdout) takes the latest object and delivers it through
+//! [`run`](crate::run) — throttled, failures logged and retried, except a
+//! refusal of the agent's identity (RBAC), which stops that destination.
 //!
-//! Must not touch: the objects' contents (`topoalign-nrt`), how they are
-//! sent (`topoalign-nrt-publisher`).
+//! Must not touch: the objects' contents (`topoalign-nrt`), the agent
+//! (it only calls the listener).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
-use topoalign_agent::NodeAgent;
+use topoalign_engine::Node;
 use topoalign_nrt::{BuildOptions, NodeResourceTopology, NodeSpec, build};
-use topoalign_nrt_publisher::{Destination, FileSink, Publisher, run};
+
+use crate::{Destination, FileSink, PublishError, Publisher, run};
 
 /// What to produce and where to send it.
+#[derive(Clone, Debug)]
 pub struct Plan {
+    /// The object's name: the Kubernetes node name.
     pub node_name: String,
     /// With topoalign's exact-state attributes when given.
     pub exact_state: Option<NodeSpec>,
+    /// Server-side apply to the API server of the default client
+    /// configuration.
     pub publish: bool,
+    /// Write to this file (`-`: standard output).
     pub file: Option<PathBuf>,
+    /// At most one delivery per destination per this interval.
     pub interval: Duration,
 }
+
+/// What the agent calls with its node after every change.
+pub type Listener = Box<dyn Fn(&Node) + Send + 'static>;
 
 /// The running destination tasks.
 pub struct Publishing {
     tasks: JoinSet<()>,
 }
 
-/// Connects (for `publish`), installs the change listener on `agent` and
-/// starts one task per destination.
+/// Connects (for `publish`) and starts one task per destination; the
+/// returned listener feeds them.
 ///
 /// # Errors
-/// A message when there is no Kubernetes client configuration.
-pub async fn start(plan: Plan, agent: &mut NodeAgent) -> Result<Publishing, String> {
+/// [`PublishError::Config`] when `publish` is asked for and there is no
+/// Kubernetes client configuration.
+pub async fn start(plan: Plan) -> Result<(Publishing, Listener), PublishError> {
     let publisher = if plan.publish {
-        Some(Publisher::connect().await.map_err(|e| format!("--nrt-publish: {e}"))?)
+        Some(Publisher::connect().await?)
     } else {
         None
     };
@@ -56,7 +67,7 @@ pub async fn start(plan: Plan, agent: &mut NodeAgent) -> Result<Publishing, Stri
     }
     let name = plan.node_name;
     let spec = plan.exact_state;
-    agent.on_change(move |node| {
+    let listener = move |node: &Node| {
         let object = build(
             &name,
             node,
@@ -65,13 +76,14 @@ pub async fn start(plan: Plan, agent: &mut NodeAgent) -> Result<Publishing, Stri
             },
         );
         latest.send_replace(Some(object));
-    });
-    Ok(Publishing { tasks })
+    };
+    Ok((Publishing { tasks }, Box::new(listener)))
 }
 
 impl Publishing {
     /// Waits (at most `limit`) for the destinations to deliver the last
-    /// state; call after the agent, which holds the listener, is dropped.
+    /// state; call once the listener is dropped (with the agent holding
+    /// it).
     pub async fn finish(mut self, limit: Duration) {
         let all = async { while self.tasks.join_next().await.is_some() {} };
         if tokio::time::timeout(limit, all).await.is_err() {
@@ -118,10 +130,13 @@ async fn deliver<D>(
         }
     }
     drop(updates);
-    let _ = sender.await;
+    if let Err(error) = sender.await {
+        tracing::error!(destination = label, %error, "NodeResourceTopology delivery stopped");
+    }
 }
 
-/// This machine's hostname (the Kubernetes node name by default).
+/// This machine's hostname, lower-cased: the Kubernetes node name by
+/// default.
 ///
 /// # Errors
 /// A message asking for `--nrt-node-name` when it cannot be read.

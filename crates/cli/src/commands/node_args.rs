@@ -1,0 +1,104 @@
+//! The node flags of `admit`, `explain` and `diagnose` (`--node`,
+//! `--kubelet-config` and single-field overrides), handed to
+//! `topoalign_intake::start`, and the one line about the started node
+//! people read.
+
+use std::path::{Path, PathBuf};
+
+use topoalign_intake::{Events, NodeInputs, Overrides, StartedNode, WithoutConfig};
+
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct NodeArgs {
+    /// The node: a scenario (its topology and kubelet blocks; its events are
+    /// replayed first, as the pods already running), an hwloc XML export, or
+    /// a sysfs tree or capture archive. Default: this machine.
+    #[arg(long, value_name = "FILE")]
+    pub node: Option<PathBuf>,
+    /// A KubeletConfiguration file (the node's /var/lib/kubelet/config.yaml);
+    /// replaces the scenario's kubelet block.
+    #[arg(long, value_name = "FILE")]
+    pub kubelet_config: Option<PathBuf>,
+    /// Override topologyManagerPolicy.
+    #[arg(long, value_parser = ["none", "best-effort", "restricted", "single-numa-node"])]
+    pub policy: Option<String>,
+    /// Override topologyManagerScope.
+    #[arg(long, value_parser = ["container", "pod"])]
+    pub scope: Option<String>,
+    /// Override cpuManagerPolicy.
+    #[arg(long, value_parser = ["none", "static"])]
+    pub cpu_policy: Option<String>,
+    /// Override memoryManagerPolicy.
+    #[arg(long, value_parser = ["None", "Static"])]
+    pub memory_policy: Option<String>,
+    /// Override reservedSystemCPUs (a CPU list such as 0,24).
+    #[arg(long, value_name = "CPUS")]
+    pub reserved_cpus: Option<String>,
+    /// Set one cpuManagerPolicyOptions entry (repeatable).
+    #[arg(long = "cpu-policy-option", value_name = "KEY=VALUE")]
+    pub cpu_policy_options: Vec<String>,
+    /// Set one topologyManagerPolicyOptions entry (repeatable).
+    #[arg(long = "topology-policy-option", value_name = "KEY=VALUE")]
+    pub topology_policy_options: Vec<String>,
+    /// Set one feature gate (repeatable).
+    #[arg(long = "feature-gate", value_name = "NAME=BOOL")]
+    pub feature_gates: Vec<String>,
+}
+
+impl NodeArgs {
+    /// The overrides as the intake takes them.
+    pub fn overrides(&self) -> Overrides {
+        Overrides {
+            policy: self.policy.clone(),
+            scope: self.scope.clone(),
+            cpu_policy: self.cpu_policy.clone(),
+            memory_policy: self.memory_policy.clone(),
+            reserved_cpus: self.reserved_cpus.clone(),
+            cpu_policy_options: self.cpu_policy_options.clone(),
+            topology_policy_options: self.topology_policy_options.clone(),
+            feature_gates: self.feature_gates.clone(),
+        }
+    }
+
+    /// Starts the node these flags describe (`fallback`: the kubelet
+    /// configuration file read when `--kubelet-config` is not given).
+    ///
+    /// # Errors
+    /// The intake's error, naming the file.
+    pub fn start(&self, events: Events, fallback: Option<&Path>) -> super::Result<StartedNode> {
+        let overrides = self.overrides();
+        let inputs = NodeInputs {
+            node: self.node.as_deref(),
+            kubelet_config: self.kubelet_config.as_deref(),
+            fallback_kubelet_config: fallback.map(Path::to_path_buf),
+            without_config: WithoutConfig::KubeletDefaults,
+            overrides: &overrides,
+            events,
+        };
+        Ok(topoalign_intake::start(&inputs)?)
+    }
+}
+
+/// One line about the node for people.
+pub fn describe(started: &StartedNode) -> String {
+    let node = &started.node;
+    let machine = node.machine();
+    let config = node.config();
+    let gib = machine.total_memory() as f64 / f64::from(1u32 << 30);
+    format!(
+        "{}: {} NUMA node{}, {} CPUs, {gib:.0}Gi; topologyManagerPolicy {} (scope {}), cpuManagerPolicy {}, memoryManagerPolicy {}",
+        started.machine_source,
+        machine.numa_nodes().len(),
+        if machine.numa_nodes().len() == 1 { "" } else { "s" },
+        machine.cpus().len(),
+        config.topology_policy.as_str(),
+        config.topology_scope.as_str(),
+        match config.cpu_policy {
+            topoalign_engine::CpuPolicyName::None => "none",
+            topoalign_engine::CpuPolicyName::Static => "static",
+        },
+        match config.memory_policy {
+            topoalign_engine::MemoryPolicyName::None => "None",
+            topoalign_engine::MemoryPolicyName::Static => "Static",
+        },
+    )
+}

@@ -1,0 +1,299 @@
+//! [`diagnose`] on the kubelet's own checkpoint files
+//! (`testdata/kubelet-state/`): each case names the files, the expected
+//! status of each checkpoint and whether a kubelet would restart.
+
+#![allow(clippy::unwrap_used)] // a panic is how a test reports failure
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use topoalign_engine::Node;
+use topoalign_k8s::{ManifestOptions, ManifestPod, read_manifests};
+
+use super::*;
+
+fn testdata() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
+}
+
+/// The node of fixture 0023: its scenario's machine under its kubelet's
+/// configuration (`changes` laid over it), empty.
+fn node_0023(changes: &[(&str, &str)]) -> (Node, Value) {
+    let scenario = std::fs::read_to_string(testdata().join("conformance/1.32/scenarios/0023.json")).unwrap();
+    let machine = topoalign_scenario::Scenario::parse(&scenario)
+        .unwrap()
+        .topology
+        .to_machine()
+        .unwrap();
+    let config = std::fs::read_to_string(testdata().join("kubelet-state/0023/kubelet-config.yaml")).unwrap();
+    let mut kubelet: Value = serde_yaml_ng::from_str(&config).unwrap();
+    for (field, value) in changes {
+        kubelet[*field] = Value::from(*value);
+    }
+    (topoalign_k8s::start_node(machine, &kubelet).unwrap(), kubelet)
+}
+
+fn pods_0023() -> Vec<ManifestPod> {
+    let text = std::fs::read_to_string(testdata().join("kubelet-state/0023/pods.yaml")).unwrap();
+    read_manifests(&text, &ManifestOptions::default()).unwrap().pods
+}
+
+/// A checkpoint file of a fixture folder, shown under the kubelet's path.
+fn file(folder: &str, name: &str) -> CheckpointFile {
+    let content = match std::fs::read(testdata().join("kubelet-state").join(folder).join(name)) {
+        Ok(bytes) => FileContent::Bytes(bytes),
+        Err(_) => FileContent::Absent,
+    };
+    CheckpointFile {
+        path: format!("/var/lib/kubelet/{name}"),
+        content,
+    }
+}
+
+/// Diagnoses `cpu` and `memory` on node 0023 (with the pod list when
+/// `named`).
+fn check(cpu: CheckpointFile, memory: CheckpointFile, named: bool) -> Diagnosis {
+    let (mut node, kubelet) = node_0023(&[]);
+    let pods = pods_0023();
+    diagnose(Inputs {
+        node: &mut node,
+        kubelet: &kubelet,
+        cpu_checkpoint: cpu,
+        memory_checkpoint: memory,
+        pods: named.then_some(pods.as_slice()),
+        explain: &[],
+    })
+    .unwrap()
+}
+
+fn start_error(variant: &str, file: &str) -> String {
+    let index: Value =
+        serde_json::from_str(&std::fs::read_to_string(testdata().join("kubelet-state/index.json")).unwrap()).unwrap();
+    index["corrupt"][variant]["kubeletStartError"][file]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn healthy_state_is_verified_mapped_and_restarts() {
+    let diagnosis = check(
+        file("0023", "cpu_manager_state"),
+        file("0023", "memory_manager_state"),
+        true,
+    );
+    assert_eq!(diagnosis.restart, Restart::Starts);
+    assert_eq!(
+        diagnosis.checkpoints[0].status,
+        CheckpointStatus::Verified {
+            policy: "static".into(),
+            stored: 2_541_130_207,
+            computed: 2_541_130_207,
+        }
+    );
+    assert!(matches!(
+        diagnosis.checkpoints[1].status,
+        CheckpointStatus::Verified { .. }
+    ));
+    assert_eq!(diagnosis.default_cpu_set, "0-11,16-35,40-47");
+    assert_eq!(diagnosis.cpu_assignments["default/train"]["app"], "12-15,36-39");
+    assert!(diagnosis.unknown_uids.is_empty());
+    let numa1 = &diagnosis.numa[1];
+    assert_eq!(numa1.exclusive["default/train app"], "12-15,36-39");
+    // Who holds the GPU is inferred once the state is restored.
+    assert!(numa1.devices["nvidia.com/gpu"].values().any(|holder| holder.is_some()));
+}
+
+#[test]
+fn absent_files_mean_empty_state() {
+    let absent = |name: &str| CheckpointFile {
+        path: format!("/var/lib/kubelet/{name}"),
+        content: FileContent::Absent,
+    };
+    let diagnosis = check(absent("cpu_manager_state"), absent("memory_manager_state"), false);
+    assert_eq!(diagnosis.restart, Restart::Starts);
+    assert_eq!(diagnosis.checkpoints[0].status, CheckpointStatus::Absent);
+    assert!(diagnosis.checkpoints[0].status.usable());
+    assert!(diagnosis.cpu_assignments.is_empty());
+    assert!(diagnosis.notes.iter().any(|n| n.contains("no pod list")));
+}
+
+#[test]
+fn without_a_pod_list_the_uids_stand_for_the_pods() {
+    let diagnosis = check(
+        file("0023", "cpu_manager_state"),
+        file("0023", "memory_manager_state"),
+        false,
+    );
+    let uid = "00000000-0000-0000-0000-000000000001";
+    assert_eq!(diagnosis.restart, Restart::Starts);
+    assert_eq!(diagnosis.cpu_assignments[uid]["app"], "12-15,36-39");
+    assert_eq!(diagnosis.unknown_uids, [uid]);
+}
+
+#[test]
+fn a_changed_checksum_is_corrupt_with_the_kubelets_error() {
+    let diagnosis = check(
+        file("corrupt/checksum-digit", "cpu_manager_state"),
+        file("corrupt/checksum-digit", "memory_manager_state"),
+        true,
+    );
+    assert_eq!(
+        diagnosis.checkpoints[0].status,
+        CheckpointStatus::Corrupt {
+            stored: 2_541_140_207,
+            computed: 2_541_130_207,
+            kubelet_error: start_error("checksum-digit", "cpu_manager_state"),
+        }
+    );
+    assert_eq!(
+        diagnosis.restart,
+        Restart::Fails {
+            error: start_error("checksum-digit", "cpu_manager_state")
+        }
+    );
+    // Nothing restored: no device holders are claimed.
+    assert!(diagnosis.numa.iter().all(|n| n.devices.is_empty()));
+}
+
+#[test]
+fn an_edited_assignment_is_caught_by_the_checksum() {
+    let diagnosis = check(
+        file("corrupt/edited-cpuset", "cpu_manager_state"),
+        file("0023", "memory_manager_state"),
+        true,
+    );
+    assert!(matches!(
+        diagnosis.checkpoints[0].status,
+        CheckpointStatus::Corrupt { .. }
+    ));
+    assert!(diagnosis.checkpoints[1].status.usable());
+    assert!(matches!(diagnosis.restart, Restart::Fails { .. }));
+}
+
+#[test]
+fn a_cut_file_is_undecodable() {
+    let diagnosis = check(
+        file("corrupt/truncated", "cpu_manager_state"),
+        file("corrupt/truncated", "memory_manager_state"),
+        true,
+    );
+    assert_eq!(
+        diagnosis.checkpoints[0].status,
+        CheckpointStatus::Undecodable {
+            problem: "cut short (76 bytes): unexpected end of JSON input".into(),
+            kubelet_error: start_error("truncated", "cpu_manager_state"),
+        }
+    );
+    assert_eq!(
+        diagnosis.checkpoints[1].status.kubelet_error(),
+        Some(start_error("truncated", "memory_manager_state").as_str())
+    );
+    assert!(matches!(diagnosis.restart, Restart::Fails { .. }));
+}
+
+#[test]
+fn an_unreadable_file_fails_the_restart() {
+    let diagnosis = check(
+        CheckpointFile {
+            path: "/var/lib/kubelet/cpu_manager_state".into(),
+            content: FileContent::Unreadable("permission denied".into()),
+        },
+        file("0023", "memory_manager_state"),
+        true,
+    );
+    assert_eq!(
+        diagnosis.checkpoints[0].status,
+        CheckpointStatus::Unreadable {
+            error: "permission denied".into()
+        }
+    );
+    assert_eq!(
+        diagnosis.restart,
+        Restart::Fails {
+            error: "/var/lib/kubelet/cpu_manager_state: cannot be read: permission denied".into()
+        }
+    );
+}
+
+#[test]
+fn a_checkpoint_of_another_policy_is_refused_and_nothing_is_explained() {
+    let (mut node, kubelet) = node_0023(&[("cpuManagerPolicy", "none"), ("reservedSystemCPUs", "")]);
+    let pods = pods_0023();
+    let inputs = |node| Inputs {
+        node,
+        kubelet: &kubelet,
+        cpu_checkpoint: file("0023", "cpu_manager_state"),
+        memory_checkpoint: file("0023", "memory_manager_state"),
+        pods: Some(pods.as_slice()),
+        explain: &[],
+    };
+    let diagnosis = diagnose(inputs(&mut node)).unwrap();
+    let CheckpointStatus::Refused {
+        policy, kubelet_error, ..
+    } = &diagnosis.checkpoints[0].status
+    else {
+        panic!("{:?}", diagnosis.checkpoints[0].status);
+    };
+    assert_eq!(policy, "static");
+    assert!(
+        kubelet_error.contains("differs from state checkpoint policy static"),
+        "{kubelet_error}"
+    );
+    assert_eq!(
+        diagnosis.restart,
+        Restart::Fails {
+            error: kubelet_error.clone()
+        }
+    );
+    let error = diagnose(Inputs {
+        explain: &pods,
+        ..inputs(&mut node)
+    })
+    .unwrap_err();
+    assert!(matches!(error, DiagnoseError::CannotExplain(_)), "{error}");
+}
+
+#[test]
+fn pods_are_explained_on_the_restored_node() {
+    let (mut node, kubelet) = node_0023(&[]);
+    let pods = pods_0023();
+    let extra = read_manifests(
+        "metadata: {name: extra, uid: extra-1}\nspec: {containers: [{name: c, resources: {limits: {cpu: '2', memory: 1Gi}}}]}",
+        &ManifestOptions::default(),
+    )
+    .unwrap()
+    .pods;
+    let diagnosis = diagnose(Inputs {
+        node: &mut node,
+        kubelet: &kubelet,
+        cpu_checkpoint: file("0023", "cpu_manager_state"),
+        memory_checkpoint: file("0023", "memory_manager_state"),
+        pods: Some(pods.as_slice()),
+        explain: &extra,
+    })
+    .unwrap();
+    assert_eq!(diagnosis.results.len(), 1);
+    let report = &diagnosis.results[0];
+    assert!(report.admitted, "{report:?}");
+    assert!(report.explanation.is_some(), "explained even when admitted");
+    assert_eq!(node.pods().len(), 2, "admitted beside the restored pod");
+}
+
+/// The JSON document keeps its flat records.
+#[test]
+fn the_document_has_flat_checkpoint_records() {
+    let diagnosis = check(
+        file("corrupt/checksum-digit", "cpu_manager_state"),
+        file("0023", "memory_manager_state"),
+        true,
+    );
+    let document = serde_json::to_value(&diagnosis).unwrap();
+    let cpu = &document["checkpoints"][0];
+    assert_eq!(cpu["present"], true);
+    assert_eq!(cpu["ok"], false);
+    assert_eq!(cpu["storedChecksum"], 2_541_140_207_u64);
+    assert!(cpu["problem"].as_str().unwrap().starts_with("checksum mismatch"));
+    assert_eq!(document["restart"]["ok"], false);
+    assert_eq!(document["checkpoints"][1]["ok"], true);
+}

@@ -1,0 +1,56 @@
+//! Reading nodes' NodeResourceTopology objects again and again (from the
+//! API server, through whatever `list` the caller gives) into the shared
+//! cluster: each listing replaces the last ([`Cluster::sync_nrt`]: changed
+//! nodes rebuilt, vanished nodes removed). Rebuilding nodes runs the
+//! engine, so it happens on a blocking thread, never on the async ones.
+
+use std::fmt::Display;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use topoalign_nrt::NodeResourceTopology;
+
+use crate::cluster::SyncReport;
+use crate::server::Shared;
+
+/// Lists the objects every `every` and syncs the cluster with them, until
+/// the task is dropped; failures (a listing, an object, a removal) are
+/// told to `report` and the next round tries again.
+pub async fn poll<L, F, E>(mut list: L, cluster: Shared, every: Duration, mut report: impl FnMut(String))
+where
+    L: FnMut() -> F,
+    F: Future<Output = Result<Vec<NodeResourceTopology>, E>>,
+    E: Display,
+{
+    loop {
+        match list().await {
+            Ok(objects) => match sync(&cluster, objects).await {
+                Ok(synced) => {
+                    for error in synced.errors {
+                        report(error.to_string());
+                    }
+                    for name in synced.removed {
+                        report(format!("node {name} is no longer listed: removed"));
+                    }
+                }
+                Err(error) => report(error),
+            },
+            Err(error) => report(format!("cannot list NodeResourceTopology objects: {error}")),
+        }
+        tokio::time::sleep(every).await;
+    }
+}
+
+/// One listing into the cluster, on a blocking thread.
+///
+/// # Errors
+/// A message when the cluster's lock is poisoned or the work panicked.
+pub async fn sync(cluster: &Shared, objects: Vec<NodeResourceTopology>) -> Result<SyncReport, String> {
+    let cluster = cluster.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut cluster = cluster.lock().map_err(|_| "internal: state lock poisoned".to_owned())?;
+        Ok(cluster.sync_nrt(&objects, Instant::now()))
+    })
+    .await
+    .map_err(|e| format!("internal: syncing the NodeResourceTopology objects failed: {e}"))?
+}

@@ -1,0 +1,346 @@
+//! The node a command works on: [`read_node_file`] for the machine (and a
+//! scenario's blocks), [`read_kubelet_config`] for a configuration file,
+//! and [`start`], which puts them together with the command line's
+//! [`Overrides`] and starts the engine node.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+use topoalign_engine::Node;
+use topoalign_k8s::{ConfigError, KubeletConfiguration};
+use topoalign_model::Machine;
+use topoalign_scenario::{EventOutcome, Scenario, play_events};
+
+use crate::{IntakeError, invalid, read_text};
+
+/// A machine read from a node file, or from this machine.
+#[derive(Clone, Debug)]
+pub struct NodeFile {
+    pub machine: Machine,
+    /// The scenario the machine came from, if it did: its `kubelet:` block
+    /// and events belong to the node too.
+    pub scenario: Option<Scenario>,
+    /// Where the machine came from, for people.
+    pub source: String,
+    /// Discovery's warnings and notes about the machine.
+    pub notes: Vec<String>,
+}
+
+/// Whether `path` is a sysfs tree or a capture archive of one.
+fn is_sysfs(path: &Path) -> bool {
+    let name = path.to_string_lossy();
+    path.is_dir()
+        || [".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz"]
+            .iter()
+            .any(|suffix| name.ends_with(suffix))
+}
+
+/// Reads a node file — a sysfs tree or capture archive (`.tar`, `.tar.gz`,
+/// `.tgz`, `.tar.bz2`, `.tar.xz`), an hwloc XML export (`.xml`, or text
+/// starting with `<`), or a scenario (JSON or YAML; `-` reads standard
+/// input) — or, with `None`, this machine (sysfs and NVML).
+///
+/// # Errors
+/// [`IntakeError`] naming the file and what is wrong with it.
+pub fn read_node_file(path: Option<&Path>) -> Result<NodeFile, IntakeError> {
+    let topology = match path {
+        None => topoalign_discovery::read_local().map_err(IntakeError::Local)?,
+        Some(path) if is_sysfs(path) => topoalign_discovery::read_sysfs(path)?,
+        Some(path) => {
+            let text = read_text(path)?;
+            if path.extension().is_some_and(|e| e == "xml") || text.trim_start().starts_with('<') {
+                topoalign_discovery::parse_hwloc_xml(&text, &format!("hwloc XML {}", path.display()))
+                    .map_err(|e| invalid(path, e))?
+            } else {
+                let scenario = Scenario::parse(&text).map_err(|e| invalid(path, e))?;
+                let machine = scenario.topology.to_machine().map_err(|e| invalid(path, e))?;
+                return Ok(NodeFile {
+                    machine,
+                    scenario: Some(scenario),
+                    source: path.display().to_string(),
+                    notes: Vec::new(),
+                });
+            }
+        }
+    };
+    let machine = topology
+        .to_machine()
+        .map_err(|e| invalid(Path::new(&topology.source), e))?;
+    let mut notes: Vec<String> = topology.warnings.iter().map(ToString::to_string).collect();
+    notes.extend(topology.notes.iter().cloned());
+    Ok(NodeFile {
+        machine,
+        scenario: None,
+        source: topology.source.clone(),
+        notes,
+    })
+}
+
+/// The fields of a KubeletConfiguration file (`/var/lib/kubelet/config.yaml`),
+/// checked to be one (`apiVersion`, `kind`, field types).
+///
+/// # Errors
+/// [`IntakeError::Read`], or [`IntakeError::Invalid`] naming the field.
+pub fn read_kubelet_config(path: &Path) -> Result<Value, IntakeError> {
+    let text = read_text(path)?;
+    KubeletConfiguration::from_file_text(&text).map_err(|e| invalid(path, e))?;
+    serde_yaml_ng::from_str(&text).map_err(|e| invalid(path, e))
+}
+
+/// The command line's single-field changes to the kubelet configuration,
+/// as given (`--policy`, `--cpu-policy-option KEY=VALUE`, …).
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    /// `topologyManagerPolicy`.
+    pub policy: Option<String>,
+    /// `topologyManagerScope`.
+    pub scope: Option<String>,
+    /// `cpuManagerPolicy`.
+    pub cpu_policy: Option<String>,
+    /// `memoryManagerPolicy`.
+    pub memory_policy: Option<String>,
+    /// `reservedSystemCPUs`.
+    pub reserved_cpus: Option<String>,
+    /// `cpuManagerPolicyOptions` entries, `KEY=VALUE`.
+    pub cpu_policy_options: Vec<String>,
+    /// `topologyManagerPolicyOptions` entries, `KEY=VALUE`.
+    pub topology_policy_options: Vec<String>,
+    /// `featureGates` entries, `NAME=BOOL`.
+    pub feature_gates: Vec<String>,
+}
+
+impl Overrides {
+    /// Lays the overrides over `kubelet` (made an object when it is not).
+    ///
+    /// # Errors
+    /// [`IntakeError::Override`] for an entry that is not `KEY=VALUE` (or
+    /// `NAME=true|false` for a feature gate).
+    pub fn apply(&self, kubelet: &mut Value) -> Result<(), IntakeError> {
+        if !kubelet.is_object() {
+            *kubelet = json!({});
+        }
+        let Some(fields) = kubelet.as_object_mut() else {
+            return Ok(());
+        };
+        for (field, value) in [
+            ("topologyManagerPolicy", &self.policy),
+            ("topologyManagerScope", &self.scope),
+            ("cpuManagerPolicy", &self.cpu_policy),
+            ("memoryManagerPolicy", &self.memory_policy),
+            ("reservedSystemCPUs", &self.reserved_cpus),
+        ] {
+            if let Some(value) = value {
+                fields.insert(field.to_owned(), json!(value));
+            }
+        }
+        for (field, flag, entries) in [
+            (
+                "cpuManagerPolicyOptions",
+                "--cpu-policy-option",
+                &self.cpu_policy_options,
+            ),
+            (
+                "topologyManagerPolicyOptions",
+                "--topology-policy-option",
+                &self.topology_policy_options,
+            ),
+        ] {
+            for entry in entries {
+                let (key, value) = key_value(entry, flag, "expected KEY=VALUE")?;
+                insert_into(fields, field, key, json!(value));
+            }
+        }
+        for entry in &self.feature_gates {
+            let expected = "expected NAME=true or NAME=false";
+            let (name, value) = key_value(entry, "--feature-gate", expected)?;
+            let enabled: bool = value.parse().map_err(|_| IntakeError::Override {
+                flag: "--feature-gate",
+                value: entry.clone(),
+                expected,
+            })?;
+            insert_into(fields, "featureGates", name, json!(enabled));
+        }
+        Ok(())
+    }
+}
+
+fn key_value<'a>(text: &'a str, flag: &'static str, expected: &'static str) -> Result<(&'a str, &'a str), IntakeError> {
+    text.split_once('=')
+        .filter(|(key, _)| !key.is_empty())
+        .ok_or_else(|| IntakeError::Override {
+            flag,
+            value: text.to_owned(),
+            expected,
+        })
+}
+
+/// Inserts `key: value` into the map under `field` (made one if it is
+/// missing or not a map).
+fn insert_into(fields: &mut Map<String, Value>, field: &str, key: &str, value: Value) {
+    let mut map = match fields.remove(field) {
+        Some(Value::Object(map)) => map,
+        _ => Map::new(),
+    };
+    map.insert(key.to_owned(), value);
+    fields.insert(field.to_owned(), Value::Object(map));
+}
+
+/// What to do with a scenario's events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Events {
+    /// Replay them: they are the pods already running.
+    Replay,
+    /// Ignore them (the state comes from elsewhere, or the node starts
+    /// empty).
+    Ignore,
+}
+
+/// The configuration when neither a file nor a scenario gives one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WithoutConfig {
+    /// The kubelet's own defaults (CPU manager `none`, topology manager
+    /// `none`): what a kubelet started without a file would do.
+    KubeletDefaults,
+    /// What an allocating agent needs to be useful: the static CPU manager
+    /// (so Guaranteed workloads get exclusive CPUs) with the lowest CPU
+    /// reserved for everything else, and the best-effort topology policy.
+    AgentDefaults,
+}
+
+impl WithoutConfig {
+    fn fields(self, machine: &Machine) -> Value {
+        match self {
+            WithoutConfig::KubeletDefaults => json!({}),
+            WithoutConfig::AgentDefaults => {
+                let lowest = machine.cpus().iter().map(|c| c.id).min().unwrap_or(0);
+                json!({
+                    "cpuManagerPolicy": "static",
+                    "reservedSystemCPUs": lowest.to_string(),
+                    "topologyManagerPolicy": "best-effort",
+                })
+            }
+        }
+    }
+
+    fn source(self) -> &'static str {
+        match self {
+            WithoutConfig::KubeletDefaults => "kubelet defaults",
+            WithoutConfig::AgentDefaults => "the agent's defaults (static CPU manager, best-effort)",
+        }
+    }
+}
+
+/// Where a command's node comes from.
+#[derive(Clone, Debug)]
+pub struct NodeInputs<'a> {
+    /// The node file ([`read_node_file`]); `None`: this machine.
+    pub node: Option<&'a Path>,
+    /// A KubeletConfiguration file; replaces a scenario's `kubelet:` block
+    /// and the fallback.
+    pub kubelet_config: Option<&'a Path>,
+    /// Read when `kubelet_config` is not given, before a scenario's block
+    /// (diagnose: the kubelet directory's own file).
+    pub fallback_kubelet_config: Option<PathBuf>,
+    /// The configuration when nothing gives one.
+    pub without_config: WithoutConfig,
+    /// Laid over whichever configuration was chosen.
+    pub overrides: &'a Overrides,
+    pub events: Events,
+}
+
+impl<'a> NodeInputs<'a> {
+    /// A node file and a configuration file, no overrides, events ignored,
+    /// the kubelet's defaults otherwise.
+    pub fn new(node: Option<&'a Path>, kubelet_config: Option<&'a Path>, overrides: &'a Overrides) -> Self {
+        NodeInputs {
+            node,
+            kubelet_config,
+            fallback_kubelet_config: None,
+            without_config: WithoutConfig::KubeletDefaults,
+            overrides,
+            events: Events::Ignore,
+        }
+    }
+}
+
+/// A started node and what it was made from.
+#[derive(Clone, Debug)]
+pub struct StartedNode {
+    pub node: Node,
+    /// The effective KubeletConfiguration fields.
+    pub kubelet: Value,
+    /// Where the machine came from, for people.
+    pub machine_source: String,
+    /// Where the kubelet configuration came from, for people.
+    pub kubelet_source: String,
+    /// Things people should know: discovery's warnings, replayed events
+    /// the node did not admit.
+    pub notes: Vec<String>,
+    /// `namespace/name` of the pods running once the events are replayed.
+    pub running_before: Vec<String>,
+}
+
+/// Reads the node file and the configuration, starts the node with
+/// [`topoalign_k8s::start_node`] and, with [`Events::Replay`], replays a
+/// scenario's events onto it.
+///
+/// # Errors
+/// [`IntakeError`]: a file that cannot be read or is malformed (named),
+/// a bad override, or [`IntakeError::Refused`] with the kubelet's text.
+pub fn start(inputs: &NodeInputs<'_>) -> Result<StartedNode, IntakeError> {
+    let NodeFile {
+        machine,
+        scenario,
+        source: machine_source,
+        mut notes,
+    } = read_node_file(inputs.node)?;
+    let scenario_block = scenario
+        .as_ref()
+        .map(|s| s.kubelet.clone())
+        .filter(|block| !block.is_null());
+    let file = inputs.kubelet_config.or(inputs.fallback_kubelet_config.as_deref());
+    let (mut kubelet, kubelet_source) = match file {
+        Some(path) => (read_kubelet_config(path)?, path.display().to_string()),
+        None if scenario.is_some() => (
+            scenario_block.unwrap_or_else(|| json!({})),
+            format!("the kubelet block of {machine_source}"),
+        ),
+        None => (
+            inputs.without_config.fields(&machine),
+            inputs.without_config.source().to_owned(),
+        ),
+    };
+    inputs.overrides.apply(&mut kubelet)?;
+    let mut node = topoalign_k8s::start_node(machine, &kubelet).map_err(|error| match error {
+        ConfigError::Refused(text) => IntakeError::Refused(text),
+        invalid @ ConfigError::Invalid { .. } => IntakeError::Kubelet {
+            origin: kubelet_source.clone(),
+            error: invalid,
+        },
+    })?;
+    if let (Events::Replay, Some(scenario)) = (inputs.events, &scenario) {
+        let outcomes = play_events(&mut node, scenario).map_err(|e| IntakeError::Invalid {
+            path: PathBuf::from(&machine_source),
+            message: e.to_string(),
+        })?;
+        for (index, outcome) in outcomes.into_iter().enumerate() {
+            if let EventOutcome::Admission(decision) = outcome
+                && let Some(rejection) = decision.rejection
+            {
+                notes.push(format!(
+                    "{} (event {index}) was not admitted on this node: {}",
+                    decision.pod, rejection.reason
+                ));
+            }
+        }
+    }
+    let running_before = node.pods().iter().map(|p| p.key()).collect();
+    Ok(StartedNode {
+        node,
+        kubelet,
+        machine_source,
+        kubelet_source,
+        notes,
+        running_before,
+    })
+}
