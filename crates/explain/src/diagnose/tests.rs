@@ -220,15 +220,15 @@ fn an_unreadable_file_fails_the_restart() {
 fn a_checkpoint_of_another_policy_is_refused_and_nothing_is_explained() {
     let (mut node, kubelet) = node_0023(&[("cpuManagerPolicy", "none"), ("reservedSystemCPUs", "")]);
     let pods = pods_0023();
-    let inputs = |node| Inputs {
+    let inputs = |node, explain| Inputs {
         node,
         kubelet: &kubelet,
         cpu_checkpoint: file("0023", "cpu_manager_state"),
         memory_checkpoint: file("0023", "memory_manager_state"),
         pods: Some(pods.as_slice()),
-        explain: &[],
+        explain,
     };
-    let diagnosis = diagnose(inputs(&mut node)).unwrap();
+    let diagnosis = diagnose(inputs(&mut node, &[])).unwrap();
     let CheckpointStatus::Refused {
         policy, kubelet_error, ..
     } = &diagnosis.checkpoints[0].status
@@ -237,7 +237,7 @@ fn a_checkpoint_of_another_policy_is_refused_and_nothing_is_explained() {
     };
     assert_eq!(policy, "static");
     assert!(
-        kubelet_error.contains("differs from state checkpoint policy static"),
+        kubelet_error.contains("configured policy \"none\" differs from state checkpoint policy \"static\""),
         "{kubelet_error}"
     );
     assert_eq!(
@@ -246,11 +246,8 @@ fn a_checkpoint_of_another_policy_is_refused_and_nothing_is_explained() {
             error: kubelet_error.clone()
         }
     );
-    let error = diagnose(Inputs {
-        explain: &pods,
-        ..inputs(&mut node)
-    })
-    .unwrap_err();
+    let (mut fresh, _) = node_0023(&[("cpuManagerPolicy", "none"), ("reservedSystemCPUs", "")]);
+    let error = diagnose(inputs(&mut fresh, &pods)).unwrap_err();
     assert!(matches!(error, DiagnoseError::CannotExplain(_)), "{error}");
 }
 
