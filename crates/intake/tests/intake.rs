@@ -1,0 +1,188 @@
+//! The intake on the repository's node files: every kind of node file
+//! gives a machine; configurations are chosen in one documented order;
+//! overrides, refusals and bad files get one text each.
+
+#![allow(clippy::unwrap_used)] // a panic is how a test reports failure
+
+use std::path::{Path, PathBuf};
+
+use topoalign_intake::{Events, IntakeError, NodeInputs, Overrides, WithoutConfig, read_fleet, read_node_file, start};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn every_kind_of_node_file_gives_a_machine() {
+    let scenario = read_node_file(Some(&repo().join("examples/nodes/two-numa.yaml"))).unwrap();
+    assert_eq!(scenario.machine.numa_nodes().len(), 2);
+    assert!(
+        scenario.scenario.is_some(),
+        "a scenario brings its kubelet block and events"
+    );
+
+    let xml = repo().join("testdata/topologies/hwloc-xml/hwloc-16amd64-4distances.xml");
+    let hwloc = read_node_file(Some(&xml)).unwrap();
+    assert_eq!(hwloc.machine.numa_nodes().len(), 8);
+    assert!(hwloc.scenario.is_none());
+
+    let capture = std::fs::read_dir(repo().join("testdata/topologies/sysfs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".tar.gz"))
+        .unwrap();
+    let sysfs = read_node_file(Some(&capture)).unwrap();
+    assert!(!sysfs.machine.cpus().is_empty());
+    assert!(sysfs.scenario.is_none());
+}
+
+#[test]
+fn a_scenarios_events_are_replayed_only_when_asked() {
+    let node = repo().join("examples/nodes/two-numa-fragmented.yaml");
+    let overrides = Overrides::default();
+    let ignored = start(&NodeInputs::new(Some(&node), None, &overrides)).unwrap();
+    assert!(ignored.running_before.is_empty());
+    let replayed = start(&NodeInputs {
+        events: Events::Replay,
+        ..NodeInputs::new(Some(&node), None, &overrides)
+    })
+    .unwrap();
+    assert_eq!(replayed.running_before, ["default/fill-b", "default/fill-a"]);
+    assert_eq!(
+        replayed.kubelet_source,
+        format!("the kubelet block of {}", node.display())
+    );
+}
+
+#[test]
+fn configurations_in_order_file_fallback_scenario_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "kubelet.yaml",
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncpuManagerPolicy: static\nreservedSystemCPUs: \"1\"\n",
+    );
+    let fallback = write(
+        dir.path(),
+        "fallback.yaml",
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ntopologyManagerPolicy: restricted\n",
+    );
+    let node = repo().join("examples/nodes/two-numa.yaml");
+    let xml = repo().join("testdata/topologies/hwloc-xml/hwloc-16amd64-4distances.xml");
+    let overrides = Overrides::default();
+    let source = |node: &Path, file: Option<&Path>, fallback: Option<&Path>, without: WithoutConfig| {
+        let started = start(&NodeInputs {
+            fallback_kubelet_config: fallback.map(Path::to_path_buf),
+            without_config: without,
+            ..NodeInputs::new(Some(node), file, &overrides)
+        })
+        .unwrap();
+        started.kubelet_source
+    };
+    let kubelet = WithoutConfig::KubeletDefaults;
+    assert_eq!(
+        source(&node, Some(&file), Some(&fallback), kubelet),
+        file.display().to_string()
+    );
+    assert_eq!(
+        source(&node, None, Some(&fallback), kubelet),
+        fallback.display().to_string()
+    );
+    assert!(source(&node, None, None, kubelet).starts_with("the kubelet block of"));
+    assert_eq!(source(&xml, None, None, kubelet), "kubelet defaults");
+    assert!(source(&xml, None, None, WithoutConfig::AgentDefaults).starts_with("the agent's defaults"));
+}
+
+#[test]
+fn overrides_are_laid_over_the_configuration() {
+    let node = repo().join("examples/nodes/two-numa.yaml");
+    let overrides = Overrides {
+        policy: Some("restricted".into()),
+        cpu_policy_options: vec!["full-pcpus-only=true".into()],
+        feature_gates: vec!["CPUManagerPolicyOptions=true".into()],
+        ..Overrides::default()
+    };
+    let started = start(&NodeInputs::new(Some(&node), None, &overrides)).unwrap();
+    assert_eq!(started.kubelet["topologyManagerPolicy"], "restricted");
+    assert_eq!(started.kubelet["cpuManagerPolicyOptions"]["full-pcpus-only"], "true");
+    assert_eq!(started.kubelet["featureGates"]["CPUManagerPolicyOptions"], true);
+
+    let bad = Overrides {
+        feature_gates: vec!["CPUManagerPolicyOptions=yes".into()],
+        ..Overrides::default()
+    };
+    let error = start(&NodeInputs::new(Some(&node), None, &bad)).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "--feature-gate \"CPUManagerPolicyOptions=yes\": expected NAME=true or NAME=false"
+    );
+}
+
+/// One text for a refusal, with the kubelet's own words, wherever the
+/// configuration came from.
+#[test]
+fn a_refusal_is_the_kubelets_text_once() {
+    let node = repo().join("examples/nodes/two-numa.yaml");
+    let overrides = Overrides {
+        reserved_cpus: Some("0-99".into()),
+        ..Overrides::default()
+    };
+    let inputs = NodeInputs {
+        without_config: WithoutConfig::KubeletDefaults,
+        ..NodeInputs::new(Some(&node), None, &overrides)
+    };
+    let error = start(&inputs).unwrap_err();
+    assert!(matches!(error, IntakeError::Refused(_)), "{error:?}");
+    assert_eq!(
+        error.to_string(),
+        "the kubelet would refuse to start: reserved-cpus: 0-99 is not a subset of online-cpus: 0-15"
+    );
+}
+
+#[test]
+fn bad_files_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.yaml");
+    let error = read_node_file(Some(&missing)).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with(&format!("cannot read {}", missing.display())),
+        "{error}"
+    );
+
+    let broken = write(dir.path(), "broken.yaml", "topology: {numaNodes: 3}\n");
+    let error = read_node_file(Some(&broken)).unwrap_err();
+    assert!(error.to_string().starts_with(&broken.display().to_string()), "{error}");
+
+    let node = repo().join("examples/nodes/two-numa.yaml");
+    let not_kubelet = write(dir.path(), "kubelet.yaml", "kind: Pod\n");
+    let overrides = Overrides::default();
+    let error = start(&NodeInputs::new(Some(&node), Some(&not_kubelet), &overrides)).unwrap_err();
+    assert!(
+        error.to_string().starts_with(&not_kubelet.display().to_string()),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_fleet_reads_its_scenarios_relative_to_itself() {
+    let fleet = read_fleet(&repo().join("examples/fleet/fleet.yaml")).unwrap();
+    assert!(!fleet.groups.is_empty());
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write(
+        dir.path(),
+        "fleet.yaml",
+        "nodes: [{name: a, count: 1, scenario: nowhere.yaml}]\n",
+    );
+    let error = read_fleet(&bad).unwrap_err();
+    let text = error.to_string();
+    assert!(text.starts_with(&format!("{}: invalid fleet", bad.display())), "{text}");
+    assert!(text.contains("nowhere.yaml"), "{text}");
+}
