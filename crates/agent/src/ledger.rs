@@ -248,8 +248,9 @@ impl Ledger {
     }
 
     /// Starts a new journal once the node is empty and the journal holds at
-    /// least `records` records (default 4096).
-    pub fn set_compaction_records(&mut self, records: u64) {
+    /// least `records` records (default 4096); the tests make it small.
+    #[cfg(test)]
+    pub(crate) fn set_compaction_records(&mut self, records: u64) {
         self.compaction_records = records.max(1);
     }
 

@@ -219,15 +219,19 @@ impl DeviceManager {
 
     /// Whether the pod holds any device (the kubelet's `podDevices.hasPod`,
     /// which decides whether the resource-fit check sanitizes allocatable).
-    pub fn has_pod(&self, pod_uid: &str) -> bool {
+    /// Only the tests ask.
+    #[cfg(test)]
+    pub(crate) fn has_pod(&self, pod_uid: &str) -> bool {
         self.registry
             .iter()
             .any(|(resource, _)| !self.pod_devices.pod_devices(pod_uid, resource).is_empty())
     }
 
     /// Devices in use per device-plugin resource (the kubelet's
-    /// `allocatedDevices`, as `sanitizeNodeAllocatable` reads it).
-    pub fn in_use_counts(&self) -> BTreeMap<String, usize> {
+    /// `allocatedDevices`, as `sanitizeNodeAllocatable` reads it). Only the
+    /// tests ask.
+    #[cfg(test)]
+    pub(crate) fn in_use_counts(&self) -> BTreeMap<String, usize> {
         self.registry
             .iter()
             .map(|(resource, _)| (resource.clone(), self.pod_devices.in_use(resource).len()))

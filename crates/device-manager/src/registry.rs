@@ -83,7 +83,8 @@ impl Registry {
         self.resources.get(resource)
     }
 
-    /// Every resource name with its devices.
+    /// Every resource name with its devices (the tests' view).
+    #[cfg(test)]
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&String, &ResourceDevices)> {
         self.resources.iter()
     }
