@@ -86,7 +86,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let now = Instant::now();
             let kept = cluster.filter(&asked, &names, now).expect("evaluated");
-            black_box(cluster.prioritize(&asked, &kept.passed, now));
+            black_box(cluster.prioritize(&asked, &kept.passed, now).expect("evaluated"));
         });
     });
     let mut fresh = 0u32;
@@ -96,7 +96,7 @@ fn bench(c: &mut Criterion) {
             let new_shape = pod(&format!("p{fresh}"), 3, 6000 + fresh);
             let now = Instant::now();
             let kept = cluster.filter(&new_shape, &names, now).expect("evaluated");
-            black_box(cluster.prioritize(&new_shape, &kept.passed, now));
+            black_box(cluster.prioritize(&new_shape, &kept.passed, now).expect("evaluated"));
         });
     });
     group.finish();

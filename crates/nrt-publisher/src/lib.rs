@@ -7,8 +7,8 @@
 //!   with other writers of other fields. The client comes from the usual
 //!   places ([`Publisher::connect`]: in-cluster service account, else
 //!   `$KUBECONFIG` / `~/.kube/config`). Every object is checked against
-//!   the shipped CRD's schema ([`topoalign_nrt::schema::shipped_schema`];
-//!   [`Publisher::with_schema`] for another) before it is sent.
+//!   the shipped CRD's schema ([`topoalign_nrt::schema::shipped_schema`])
+//!   before it is sent.
 //! - [`FileSink`]: the same objects written to a file (replaced
 //!   atomically) or standard output, for clusters that only want the data.
 //! - [`Throttle`] and [`run`]: the node agent hands over a new object after
@@ -115,14 +115,6 @@ impl Publisher {
             .await
             .map_err(|e| PublishError::Config(e.to_string()))?;
         Ok(Publisher::new(client))
-    }
-
-    /// Checks every object against this `openAPIV3Schema` (the CRD the
-    /// cluster has installed) instead of the shipped one.
-    #[must_use]
-    pub fn with_schema(mut self, schema: serde_json::Value) -> Publisher {
-        self.schema = Ok(schema);
-        self
     }
 
     /// Server-side applies `object`; returns the stored object's
