@@ -198,14 +198,12 @@ fn a_node_missing_from_the_next_listing_is_removed() {
     let second = cluster.sync_nrt(&[object("worker-1")], t0);
     assert_eq!(second.removed, ["worker-2"]);
     assert!(second.errors.is_empty());
-    assert_eq!(cluster.fidelity("worker-2"), None);
     assert!(cluster.assumptions().is_empty());
-    assert_eq!(cluster.fidelity("worker-1"), Some(&topoalign_nrt::Fidelity::Exact));
     assert_eq!(cluster.len(), 3, "the fleet's nodes stay");
-    // A removed node passes through like any unknown node.
-    let candidates = names(&["worker-2"]);
-    assert_eq!(
-        cluster.filter(&pod("g", "2", 1), &candidates, t0).unwrap().passed,
-        ["worker-2"]
-    );
+    // worker-1 is known and refuses a pod larger than the machine; the
+    // removed worker-2 passes through like any unknown node.
+    let too_big = pod("huge", "20", 0);
+    let outcome = cluster.filter(&too_big, &names(&["worker-1", "worker-2"]), t0).unwrap();
+    assert_eq!(outcome.passed, ["worker-2"]);
+    assert!(outcome.unresolvable.contains_key("worker-1"), "{outcome:?}");
 }
