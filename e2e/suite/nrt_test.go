@@ -123,7 +123,7 @@ func TestNRTCommandPublishesThroughTheAgentsServiceAccount(t *testing.T) {
 	var versions []string
 	for i, scenario := range []string{"examples/nodes/two-numa.yaml", "examples/nodes/two-numa-fragmented.yaml"} {
 		sent := filepath.Join(dir, fmt.Sprintf("sent-%d.json", i))
-		out := runTopoalign(t, ctx, env, "nrt", scenario, "--name", name, "-o", "json", "--output", sent, "--publish")
+		out := runTopoalign(t, ctx, env, "nrt", scenario, "--name", name, "-o", "json", "--out-file", sent, "--publish")
 		if out.code != 0 {
 			t.Fatalf("topoalign nrt %s --publish: exit %d\n%s%s", scenario, out.code, out.stdout, out.stderr)
 		}

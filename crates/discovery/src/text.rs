@@ -345,7 +345,7 @@ fn unattached_devices(out: &mut String, t: &Topology) {
     if others > 0 {
         let _ = writeln!(
             out,
-            "\n({}: bridges, storage and USB controllers, … — see --format json)",
+            "\n({}: bridges, storage and USB controllers, … — see -o json)",
             plural(others, "other PCI device", "other PCI devices")
         );
     }
