@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	cadvisorapi "github.com/google/cadvisor/info/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
@@ -46,7 +45,7 @@ func loadConfigFile(name string) (*kubeletconfig.KubeletConfiguration, error) {
 }
 
 // getReservedCPUs is cmd/kubelet/app/server.go getReservedCPUs.
-func getReservedCPUs(machineInfo *cadvisorapi.MachineInfo, cpus string) (cpuset.CPUSet, error) {
+func getReservedCPUs(machineInfo *machineInfoT, cpus string) (cpuset.CPUSet, error) {
 	emptyCPUSet := cpuset.New()
 
 	if cpus == "" {

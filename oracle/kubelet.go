@@ -17,7 +17,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	cadvisorapi "github.com/google/cadvisor/info/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -58,7 +57,7 @@ func refuse(err error) error { return &startupError{err.Error()} }
 // node is a started kubelet's resource-management part.
 type node struct {
 	config   *kubeletconfig.KubeletConfiguration
-	machine  *cadvisorapi.MachineInfo
+	machine  *machineInfoT
 	topology topologymanager.Manager
 	cpu      cpumanager.Manager
 	memory   memorymanager.Manager
@@ -135,7 +134,7 @@ func loadConfig(section map[string]json.RawMessage, dir string) (*kubeletconfig.
 
 // startNode does what cmd/kubelet's run() and the container manager's
 // constructor and Start do for resource management, in their order.
-func startNode(kc *kubeletconfig.KubeletConfiguration, machine *cadvisorapi.MachineInfo, devices map[string][]device) (*node, error) {
+func startNode(kc *kubeletconfig.KubeletConfiguration, machine *machineInfoT, devices map[string][]device) (*node, error) {
 	n := &node{config: kc, machine: machine}
 
 	// cmd/kubelet/app/server.go run()

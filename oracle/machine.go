@@ -7,8 +7,6 @@ package main
 import (
 	"sort"
 	"strconv"
-
-	cadvisorapi "github.com/google/cadvisor/info/v1"
 )
 
 const (
@@ -16,7 +14,7 @@ const (
 	pageSize1Gi = 1 << 30
 )
 
-func machineInfo(s *scenario, nodes []numaNode) *cadvisorapi.MachineInfo {
+func machineInfo(s *scenario, nodes []numaNode) *machineInfoT {
 	// Like cAdvisor on x86-64, every NUMA node reports the 2Mi and the 1Gi
 	// pool (and any other size the scenario uses), empty where the scenario
 	// gives none.
@@ -36,18 +34,18 @@ func machineInfo(s *scenario, nodes []numaNode) *cadvisorapi.MachineInfo {
 		return kbName(sizeList[i]) < kbName(sizeList[j])
 	})
 
-	m := &cadvisorapi.MachineInfo{NumCores: len(s.Topology.CPUs)}
+	m := &machineInfoT{NumCores: len(s.Topology.CPUs)}
 	machinePages := map[int64]uint64{}
 	sockets := map[int]bool{}
 	physical := map[int]bool{}
 	for _, n := range nodes {
-		node := cadvisorapi.Node{Id: n.ID, Memory: uint64(n.Memory), Distances: n.Distances}
+		node := numaNodeInfo{Id: n.ID, Memory: uint64(n.Memory), Distances: n.Distances}
 		for _, size := range sizeList {
 			pages := uint64(n.HugePages[size] / size)
-			node.HugePages = append(node.HugePages, cadvisorapi.HugePagesInfo{PageSize: uint64(size / 1024), NumPages: pages})
+			node.HugePages = append(node.HugePages, hugePagesInfo{PageSize: uint64(size / 1024), NumPages: pages})
 			machinePages[size] += pages
 		}
-		cores := map[int]*cadvisorapi.Core{}
+		cores := map[int]*coreInfo{}
 		var coreIDs []int
 		for _, c := range s.Topology.CPUs {
 			if *c.NUMA != n.ID {
@@ -57,9 +55,9 @@ func machineInfo(s *scenario, nodes []numaNode) *cadvisorapi.MachineInfo {
 			physical[*c.Core] = true
 			core, ok := cores[*c.Core]
 			if !ok {
-				core = &cadvisorapi.Core{Id: *c.Core, SocketID: *c.Socket}
+				core = &coreInfo{Id: *c.Core, SocketID: *c.Socket}
 				if c.UncoreCache != nil {
-					core.UncoreCaches = []cadvisorapi.Cache{{Id: *c.UncoreCache, Level: 3, Type: "Unified"}}
+					core.UncoreCaches = []cacheInfo{{Id: *c.UncoreCache, Level: 3, Type: "Unified"}}
 				}
 				cores[*c.Core] = core
 				coreIDs = append(coreIDs, *c.Core)
@@ -75,7 +73,7 @@ func machineInfo(s *scenario, nodes []numaNode) *cadvisorapi.MachineInfo {
 		m.MemoryCapacity += uint64(n.Memory)
 	}
 	for _, size := range sizeList {
-		m.HugePages = append(m.HugePages, cadvisorapi.HugePagesInfo{PageSize: uint64(size / 1024), NumPages: machinePages[size]})
+		m.HugePages = append(m.HugePages, hugePagesInfo{PageSize: uint64(size / 1024), NumPages: machinePages[size]})
 	}
 	m.NumSockets = len(sockets)
 	m.NumPhysicalCores = len(physical)

@@ -2,7 +2,7 @@
 
 package main
 
-// Kubernetes v1.32 specifics.
+// Start-up glue of cmd/kubelet that changed after v1.32.
 
 import (
 	"fmt"
@@ -12,8 +12,6 @@ import (
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	"k8s.io/kubernetes/pkg/kubelet/eviction"
 )
-
-const kubeletMinor = "1.32"
 
 // applyEvictionHardDefault is the tail of cmd/kubelet/app/server.go
 // loadConfigFile (copied): v1.32 has no merging of evictionHard with the
