@@ -21,6 +21,7 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/cm/memorymanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
 	"k8s.io/kubernetes/pkg/kubelet/config"
+	"k8s.io/kubernetes/pkg/kubelet/kubeletconfig/configfiles"
 	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
 	"k8s.io/kubernetes/pkg/kubelet/nodestatus"
 	"k8s.io/utils/cpuset"
@@ -105,4 +106,19 @@ func collectStale(n *node) {
 // admit runs one admit handler for a pod being added.
 func admit(h lifecycle.PodAdmitHandler, pod *v1.Pod, others []*v1.Pod) lifecycle.PodAdmitResult {
 	return h.Admit(&lifecycle.PodAdmitAttributes{Pod: pod, OtherPods: others})
+}
+
+// setPluginAnswers makes the stub answer with preferredAllocation and allocate.
+func setPluginAnswers(stub *plugin.Stub, hasNUMA map[string]bool) {
+	stub.SetGetPreferredAllocFunc(func(r *pluginapi.PreferredAllocationRequest, _ map[string]*pluginapi.Device) (*pluginapi.PreferredAllocationResponse, error) {
+		return preferredAllocation(r, hasNUMA)
+	})
+	stub.SetAllocFunc(func(r *pluginapi.AllocateRequest, _ map[string]*pluginapi.Device) (*pluginapi.AllocateResponse, error) {
+		return allocate(r)
+	})
+}
+
+// loadWith runs the kubelet's config-file loader.
+func loadWith(loader configfiles.Loader) (*kubeletconfig.KubeletConfiguration, error) {
+	return loader.Load(context.TODO())
 }

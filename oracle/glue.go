@@ -34,7 +34,7 @@ func loadConfigFile(name string) (*kubeletconfig.KubeletConfiguration, error) {
 	if err != nil {
 		return nil, fmt.Errorf(errFmt, name, err)
 	}
-	kc, err := loader.Load()
+	kc, err := loadWith(loader)
 	if err != nil {
 		return nil, fmt.Errorf(errFmt, name, err)
 	}

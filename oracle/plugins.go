@@ -39,7 +39,7 @@ func pluginDevices(devs []device) []*pluginapi.Device {
 // preferredAllocation keeps the devices the kubelet must include, then adds
 // the remaining available devices, those with a NUMA affinity first, each
 // group in ascending device-id order.
-func preferredAllocation(r *pluginapi.PreferredAllocationRequest, devs map[string]pluginapi.Device) (*pluginapi.PreferredAllocationResponse, error) {
+func preferredAllocation(r *pluginapi.PreferredAllocationRequest, hasNUMA map[string]bool) (*pluginapi.PreferredAllocationResponse, error) {
 	resp := &pluginapi.PreferredAllocationResponse{}
 	for _, req := range r.ContainerRequests {
 		must := append([]string(nil), req.MustIncludeDeviceIDs...)
@@ -53,7 +53,7 @@ func preferredAllocation(r *pluginapi.PreferredAllocationRequest, devs map[strin
 			if chosen[id] {
 				continue
 			}
-			if d, ok := devs[id]; ok && d.Topology != nil && len(d.Topology.Nodes) > 0 {
+			if hasNUMA[id] {
 				withNUMA = append(withNUMA, id)
 			} else {
 				without = append(without, id)
@@ -72,7 +72,7 @@ func preferredAllocation(r *pluginapi.PreferredAllocationRequest, devs map[strin
 
 // allocate answers Allocate with an empty response per container: nothing
 // to mount or set, which is all the device manager needs.
-func allocate(r *pluginapi.AllocateRequest, _ map[string]pluginapi.Device) (*pluginapi.AllocateResponse, error) {
+func allocate(r *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
 	resp := &pluginapi.AllocateResponse{}
 	for range r.ContainerRequests {
 		resp.ContainerResponses = append(resp.ContainerResponses, &pluginapi.ContainerAllocateResponse{})
@@ -93,8 +93,11 @@ func startPlugins(devices map[string][]device, kubeletSocket string, allocatable
 	for i, name := range names {
 		socket := filepath.Join(filepath.Dir(kubeletSocket), fmt.Sprintf("oracle-%d-%s.sock", i, strings.NewReplacer("/", "_", ".", "_").Replace(name)))
 		stub := newPluginStub(pluginDevices(devices[name]), socket, name)
-		stub.SetGetPreferredAllocFunc(preferredAllocation)
-		stub.SetAllocFunc(allocate)
+		hasNUMA := map[string]bool{}
+		for _, d := range devices[name] {
+			hasNUMA[d.ID] = len(d.NUMA) > 0
+		}
+		setPluginAnswers(stub, hasNUMA)
 		if err := stub.Start(); err != nil {
 			return stubs, fmt.Errorf("device plugin %s: %v", name, err)
 		}
