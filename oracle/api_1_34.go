@@ -122,3 +122,11 @@ func setPluginAnswers(stub *plugin.Stub, hasNUMA map[string]bool) {
 func loadWith(loader configfiles.Loader) (*kubeletconfig.KubeletConfiguration, error) {
 	return loader.Load(context.TODO())
 }
+
+func startStub(stub *plugin.Stub) error { return stub.Start() }
+
+func registerStub(stub *plugin.Stub, kubeletSocket, name string) error {
+	return stub.Register(kubeletSocket, name, "")
+}
+
+func stopStub(stub *plugin.Stub) error { return stub.Stop() }

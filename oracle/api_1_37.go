@@ -124,3 +124,11 @@ func setPluginAnswers(stub *plugin.Stub, hasNUMA map[string]bool) {
 func loadWith(loader configfiles.Loader) (*kubeletconfig.KubeletConfiguration, error) {
 	return loader.Load(context.TODO())
 }
+
+func startStub(stub *plugin.Stub) error { return stub.Start(context.TODO()) }
+
+func registerStub(stub *plugin.Stub, kubeletSocket, name string) error {
+	return stub.Register(context.TODO(), kubeletSocket, name, "")
+}
+
+func stopStub(stub *plugin.Stub) error { return stub.Stop(klog.Background()) }

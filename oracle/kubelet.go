@@ -28,6 +28,7 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/cadvisor"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager"
+	plugin "k8s.io/kubernetes/pkg/kubelet/cm/devicemanager/plugin/v1beta1"
 	"k8s.io/kubernetes/pkg/kubelet/cm/memorymanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
 	"k8s.io/kubernetes/pkg/kubelet/eviction"
@@ -62,16 +63,13 @@ type node struct {
 	cpu      cpumanager.Manager
 	memory   memorymanager.Manager
 	devices  *devicemanager.ManagerImpl
-	plugins  []runningPlugin
+	plugins  []*plugin.Stub
 
 	admitHandlers []lifecycle.PodAdmitHandler
 
 	mu     sync.Mutex
 	active []*v1.Pod // pods the kubelet considers active, in admission order
 }
-
-// runningPlugin is a running device plugin; Stop is called at the end.
-type runningPlugin interface{ Stop() error }
 
 // sourcesReady reports the kubelet's config sources as seen once the node
 // is set up, so that the managers' stale-state collection sees the real
@@ -232,9 +230,7 @@ func startNode(kc *kubeletconfig.KubeletConfiguration, machine *machineInfoT, de
 		}
 		return out
 	})
-	for _, s := range stubs {
-		n.plugins = append(n.plugins, s)
-	}
+	n.plugins = stubs
 	if err != nil {
 		return n, err
 	}
@@ -302,6 +298,6 @@ func (n *node) activePods() []*v1.Pod {
 
 func (n *node) stop() {
 	for _, p := range n.plugins {
-		_ = p.Stop()
+		_ = stopStub(p)
 	}
 }

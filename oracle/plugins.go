@@ -98,11 +98,11 @@ func startPlugins(devices map[string][]device, kubeletSocket string, allocatable
 			hasNUMA[d.ID] = len(d.NUMA) > 0
 		}
 		setPluginAnswers(stub, hasNUMA)
-		if err := stub.Start(); err != nil {
+		if err := startStub(stub); err != nil {
 			return stubs, fmt.Errorf("device plugin %s: %v", name, err)
 		}
 		stubs = append(stubs, stub)
-		if err := stub.Register(kubeletSocket, name, ""); err != nil {
+		if err := registerStub(stub, kubeletSocket, name); err != nil {
 			return stubs, fmt.Errorf("device plugin %s: register: %v", name, err)
 		}
 	}
