@@ -15,6 +15,7 @@ import (
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	"k8s.io/kubernetes/pkg/kubelet/cm/containermap"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
+	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/topology"
 	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager"
 	plugin "k8s.io/kubernetes/pkg/kubelet/cm/devicemanager/plugin/v1beta1"
 	"k8s.io/kubernetes/pkg/kubelet/cm/memorymanager"
@@ -129,3 +130,14 @@ func registerStub(stub *plugin.Stub, kubeletSocket, name string) error {
 }
 
 func stopStub(stub *plugin.Stub) error { return stub.Stop() }
+
+func discoverTopology(machine *machineInfoT) (*topology.CPUTopology, error) {
+	return topology.Discover(machine)
+}
+
+// newPredicateAdmitHandler is the kubelet's resource-fit admit handler on the
+// given Node, fed by the device manager.
+func newPredicateAdmitHandler(node *v1.Node, devices *devicemanager.ManagerImpl) lifecycle.PodAdmitHandler {
+	return lifecycle.NewPredicateAdmitHandler(func() (*v1.Node, error) { return node, nil },
+		lifecycle.NewAdmissionFailureHandlerStub(), devices.UpdatePluginResources)
+}

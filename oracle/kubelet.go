@@ -255,8 +255,7 @@ func startNode(kc *kubeletconfig.KubeletConfiguration, machine *machineInfoT, de
 	// on resources, in the kubelet's order.
 	n.admitHandlers = []lifecycle.PodAdmitHandler{
 		n.topology,
-		lifecycle.NewPredicateAdmitHandler(func() (*v1.Node, error) { return nodeObj, nil },
-			lifecycle.NewAdmissionFailureHandlerStub(), n.devices.UpdatePluginResources),
+		newPredicateAdmitHandler(nodeObj, n.devices),
 	}
 	ready.ready.Store(true)
 	return n, nil
