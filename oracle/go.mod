@@ -1,0 +1,3 @@
+module topoalign/oracle
+
+go 1.24

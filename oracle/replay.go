@@ -1,0 +1,231 @@
+package main
+
+// The event loop: each add runs the kubelet's admission chain and, when
+// admitted, starts the pod's containers the way kuberuntime does (what
+// PreCreateContainer applies is recorded, then PreStartContainer registers the
+// container with the CPU, memory and topology managers); each delete removes
+// the pod's containers from those managers and makes the pod inactive.
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	_ "k8s.io/kubernetes/pkg/apis/core/install" // core/v1 defaulting functions
+)
+
+// podEntry is a pod added by the scenario.
+type podEntry struct {
+	pod      *v1.Pod
+	key      string // namespace/name
+	admitted bool
+}
+
+// decodePods reads every add event's pod up front, so that a malformed
+// scenario is refused before any kubelet code runs. The k-th pod added gets
+// the UID 00000000-0000-0000-0000-<k in 12 digits> unless it sets one.
+func decodePods(s *scenario) (map[int]*v1.Pod, error) {
+	pods := map[int]*v1.Pod{}
+	live := map[string]bool{}
+	k := 0
+	for i, ev := range s.Events {
+		hasAdd := len(ev.Add) > 0 && string(ev.Add) != "null"
+		switch {
+		case hasAdd && ev.Delete != nil:
+			return nil, invalidf("events[%d]: both add and delete", i)
+		case !hasAdd && ev.Delete == nil:
+			return nil, invalidf("events[%d]: neither add nor delete", i)
+		case ev.Delete != nil:
+			if parts := strings.Split(*ev.Delete, "/"); len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+				return nil, invalidf("events[%d].delete: %q is not namespace/name", i, *ev.Delete)
+			}
+			delete(live, *ev.Delete)
+			continue
+		}
+		pod := &v1.Pod{}
+		if err := json.Unmarshal(ev.Add, pod); err != nil {
+			return nil, invalidf("events[%d].add: %v", i, err)
+		}
+		if pod.Name == "" {
+			return nil, invalidf("events[%d].add.metadata.name: missing", i)
+		}
+		if pod.Namespace == "" {
+			pod.Namespace = "default"
+		}
+		if len(pod.Spec.Containers) == 0 {
+			return nil, invalidf("events[%d].add.spec.containers: a pod has at least one container", i)
+		}
+		key := pod.Namespace + "/" + pod.Name
+		if live[key] {
+			// A delete naming it would be ambiguous.
+			return nil, invalidf("events[%d].add: pod %s is already on the node", i, key)
+		}
+		live[key] = true
+		names := map[string]bool{}
+		for _, c := range append(append([]v1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
+			if c.Name == "" || names[c.Name] {
+				return nil, invalidf("events[%d].add: container name %q missing or used twice", i, c.Name)
+			}
+			names[c.Name] = true
+		}
+		k++
+		if pod.UID == "" {
+			pod.UID = types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", k))
+		}
+		// API-server defaulting (requests default to limits, ...).
+		legacyscheme.Scheme.Default(pod)
+		pods[i] = pod
+	}
+	return pods, nil
+}
+
+// replay plays the events and returns the result document.
+func (n *node) replay(s *scenario, pods map[int]*v1.Pod) map[string]any {
+	live := map[string]*podEntry{} // namespace/name -> pod added and not deleted
+	byUID := map[string]string{}   // UID -> namespace/name of every pod added
+	results := []any{}
+	for i, ev := range s.Events {
+		if ev.Delete != nil {
+			results = append(results, n.deletePod(i, *ev.Delete, live))
+			continue
+		}
+		pod := pods[i]
+		key := pod.Namespace + "/" + pod.Name
+		byUID[string(pod.UID)] = key
+		entry := &podEntry{pod: pod, key: key}
+		live[key] = entry
+		results = append(results, n.addPod(i, entry))
+	}
+	return map[string]any{"results": results, "final": n.final(byUID)}
+}
+
+func (n *node) addPod(i int, e *podEntry) map[string]any {
+	pod := e.pod
+	n.mu.Lock()
+	others := append([]*v1.Pod(nil), n.active...)
+	// The kubelet adds the pod to its pod manager before admitting it, so
+	// the pod being admitted is active for the managers.
+	n.active = append(n.active, pod)
+	n.mu.Unlock()
+
+	for _, h := range n.admitHandlers {
+		if r := admit(h, pod, others); !r.Admit {
+			n.deactivate(pod)
+			return map[string]any{"event": i, "pod": e.key, "admitted": false, "reason": r.Reason, "message": r.Message}
+		}
+	}
+	e.admitted = true
+
+	containers := []any{}
+	start := func(c *v1.Container, init bool) {
+		uid := string(pod.UID)
+		rec := map[string]any{"name": c.Name, "init": init, "cpus": nil, "memoryNuma": nil}
+		if cpus := n.cpu.GetExclusiveCPUs(uid, c.Name); !cpus.IsEmpty() {
+			rec["cpus"] = cpus.String()
+		}
+		if numa := memoryNUMANodes(n, pod, c); numa.Len() > 0 {
+			ids := numa.UnsortedList()
+			sort.Ints(ids)
+			rec["memoryNuma"] = ids
+		}
+		if devs := n.devices.GetDevices(uid, c.Name); len(devs) > 0 {
+			out := map[string][]string{}
+			for res, instances := range devs {
+				for id := range instances {
+					out[res] = append(out[res], id)
+				}
+				sort.Strings(out[res])
+			}
+			rec["devices"] = out
+		}
+		containers = append(containers, rec)
+		startContainer(n, pod, c, containerID(pod, c))
+	}
+	for j := range pod.Spec.InitContainers {
+		start(&pod.Spec.InitContainers[j], true)
+	}
+	for j := range pod.Spec.Containers {
+		start(&pod.Spec.Containers[j], false)
+	}
+	return map[string]any{"event": i, "pod": e.key, "admitted": true, "containers": containers}
+}
+
+func (n *node) deletePod(i int, key string, live map[string]*podEntry) map[string]any {
+	e, ok := live[key]
+	if !ok {
+		return map[string]any{"event": i, "pod": key, "deleted": false, "message": "pod not found"}
+	}
+	delete(live, key)
+	if e.admitted {
+		for _, c := range append(append([]v1.Container(nil), e.pod.Spec.InitContainers...), e.pod.Spec.Containers...) {
+			removeContainer(n, containerID(e.pod, &c))
+		}
+		n.deactivate(e.pod)
+	}
+	return map[string]any{"event": i, "pod": key, "deleted": true}
+}
+
+func containerID(pod *v1.Pod, c *v1.Container) string {
+	return "oracle://" + string(pod.UID) + "/" + c.Name
+}
+
+func (n *node) deactivate(pod *v1.Pod) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for j, p := range n.active {
+		if p.UID == pod.UID {
+			n.active = append(n.active[:j], n.active[j+1:]...)
+			return
+		}
+	}
+}
+
+// final collects the managers' stale state (their own collection, run by a
+// hint request for an empty pod and the device manager's refresh) and reads
+// the CPU and memory manager state.
+func (n *node) final(byUID map[string]string) map[string]any {
+	collectStale(n)
+
+	name := func(uid string) string {
+		if key, ok := byUID[uid]; ok {
+			return key
+		}
+		return uid
+	}
+	cpuAssignments := map[string]map[string]string{}
+	for uid, containers := range n.cpu.State().GetCPUAssignments() {
+		out := map[string]string{}
+		for c, set := range containers {
+			out[c] = set.String()
+		}
+		cpuAssignments[name(uid)] = out
+	}
+	memoryAssignments := map[string]map[string][]int{}
+	for uid, containers := range n.memory.State().GetMemoryAssignments() {
+		out := map[string][]int{}
+		for c, blocks := range containers {
+			seen := map[int]bool{}
+			ids := []int{}
+			for _, b := range blocks {
+				for _, id := range b.NUMAAffinity {
+					if !seen[id] {
+						seen[id] = true
+						ids = append(ids, id)
+					}
+				}
+			}
+			sort.Ints(ids)
+			out[c] = ids
+		}
+		memoryAssignments[name(uid)] = out
+	}
+	return map[string]any{
+		"defaultCpuSet":     n.cpu.State().GetDefaultCPUSet().String(),
+		"cpuAssignments":    cpuAssignments,
+		"memoryAssignments": memoryAssignments,
+	}
+}

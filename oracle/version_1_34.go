@@ -1,0 +1,7 @@
+//go:build k8s_1_34
+
+package main
+
+// kubeletMinor is the Kubernetes release whose kubelet code this build runs
+// (k8s.io/kubernetes v1.34.4).
+const kubeletMinor = "1.34"
