@@ -32,9 +32,13 @@ struct AppState {
     binder: Option<Arc<dyn Binder>>,
 }
 
-/// Largest request body accepted: a `NodeList` of thousands of full Node
-/// objects runs to tens of megabytes.
-const BODY_LIMIT: usize = 512 << 20;
+/// Largest request body accepted (larger ones get 413 before they are
+/// read). The port has no authentication, so this bounds what any peer can
+/// make the extender hold. With `nodeCacheCapable` (as deployed) a body is
+/// the pod and node names, a few KiB; without it, a `NodeList` of 5,000
+/// nodes (Kubernetes' largest supported cluster) at ~10 KiB per Node object
+/// is about 50 MiB.
+pub const BODY_LIMIT: usize = 64 << 20;
 
 /// The extender's routes; `/bind` creates Bindings with `binder` when given.
 pub fn router(cluster: Shared, binder: Option<Arc<dyn Binder>>) -> Router {

@@ -145,10 +145,25 @@ fn load(args: &Args, config: ExtenderConfig) -> anyhow::Result<Cluster> {
     let now = Instant::now();
     for path in &args.nrt {
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let objects = topoalign_nrt::object::parse_objects(&text)
+        let (objects, mut skipped) = topoalign_nrt::object::parse_objects_skipping_bad(&text)
             .map_err(|e| anyhow::anyhow!("invalid NodeResourceTopology objects: {}: {e}", path.display()))?;
         for object in &objects {
-            cluster.apply_nrt(object, now)?;
+            // One malformed object must not keep the extender from serving
+            // the other nodes: that node is left out, with the reason.
+            if let Err(error) = cluster.apply_nrt(object, now) {
+                skipped.push(error.to_string());
+            }
+        }
+        // Only bad objects and nothing else to serve: refuse to start.
+        if !skipped.is_empty() && cluster.is_empty() {
+            anyhow::bail!(
+                "invalid NodeResourceTopology objects: {}: no usable object: {}",
+                path.display(),
+                skipped.join("; ")
+            );
+        }
+        for reason in skipped {
+            eprintln!("topoalign extender: {}: skipped: {reason}", path.display());
         }
     }
     Ok(cluster)
