@@ -153,6 +153,30 @@ fn bytes(n: u64) -> String {
         .to_string()
 }
 
+/// Refuses a directory that holds no kubelet state at all: reading it as a
+/// kubelet that starts with empty state would answer for a node that was
+/// never looked at. (A running kubelet always writes `cpu_manager_state`.)
+fn check_kubelet_dir(dir: &Path) -> Result<(), BadInput> {
+    if !dir.is_dir() {
+        return Err(BadInput(format!("--kubelet-dir {}: not a directory", dir.display())));
+    }
+    let known = [
+        CheckpointKind::Cpu.file_name(),
+        CheckpointKind::Memory.file_name(),
+        "config.yaml",
+        "kubelet-config.yaml",
+    ];
+    if !known.iter().any(|name| dir.join(name).exists()) {
+        return Err(BadInput(format!(
+            "--kubelet-dir {}: no kubelet state here (none of {}); give the kubelet's root directory, \
+             /var/lib/kubelet on most nodes",
+            dir.display(),
+            known.join(", ")
+        )));
+    }
+    Ok(())
+}
+
 /// The checkpoint files read and checked.
 struct Checkpoints {
     reports: Vec<CheckpointReport>,
@@ -302,6 +326,7 @@ fn stand_in(uid: &str, cpu: &CpuManagerState, memory: Option<&MemoryManagerState
 
 fn diagnose(args: &Args) -> Result<(Diagnosis, String), BadInput> {
     let dir = &args.kubelet_dir;
+    check_kubelet_dir(dir)?;
     let fallback = ["config.yaml", "kubelet-config.yaml"]
         .iter()
         .map(|name| dir.join(name))
@@ -359,6 +384,18 @@ fn diagnose(args: &Args) -> Result<(Diagnosis, String), BadInput> {
     );
 
     let key_of = |uid: &str| names.get(uid).cloned().unwrap_or_else(|| uid.to_owned());
+    for shared in cpu_state.iter().flat_map(|state| state.shared_cpus()) {
+        notes.push(format!(
+            "warning: {}: CPUs {} are assigned to both {}/{} and {}/{}; the kubelet does not check this, so both \
+             containers run on these \"exclusive\" CPUs",
+            CheckpointKind::Cpu.file_name(),
+            shared.cpus,
+            key_of(&shared.first.0),
+            shared.first.1,
+            key_of(&shared.second.0),
+            shared.second.1,
+        ));
+    }
     let mut state_uids: BTreeSet<String> = BTreeSet::new();
     let mut cpu_assignments = BTreeMap::new();
     if let Some(state) = &cpu_state {

@@ -128,6 +128,11 @@ pub fn resolve(
         ),
         (None, None, None) => (json!({}), "kubelet defaults".to_owned()),
     };
+    notes.extend(
+        topoalign_k8s::unknown_field_warnings(&kubelet)
+            .into_iter()
+            .map(|warning| format!("{kubelet_source}: {warning}")),
+    );
     apply_overrides(&mut kubelet, args)?;
     let config = node_config_for(&kubelet, &machine, &kubelet_source)?;
     let mut node = Node::start(machine, config)

@@ -39,7 +39,12 @@ pub fn run(args: &Args) -> anyhow::Result<Outcome> {
             return Ok(Outcome::BadInput);
         }
     };
-    let outcome = Scenario::parse(&text).and_then(|scenario| replay(&scenario));
+    let outcome = Scenario::parse(&text).and_then(|scenario| {
+        for warning in topoalign_k8s::unknown_field_warnings(&scenario.kubelet) {
+            eprintln!("topoalign: {}: kubelet: {warning}", args.scenario.display());
+        }
+        replay(&scenario)
+    });
     let error = match outcome {
         Ok(Replay::Completed(document)) => {
             match args.format {
