@@ -245,7 +245,26 @@ fn init_logging(format: LogFormat) {
     };
 }
 
+/// Reads the bearer token. A token file other users can read (or
+/// write) is refused, like ssh refuses such keys: anyone on the machine
+/// could then allocate; one only its group can read gets a warning.
 fn read_token(path: &Path) -> Result<String, String> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(path)
+        .map_err(|e| format!("cannot read the token file {}: {e}", path.display()))?
+        .permissions()
+        .mode();
+    if mode & 0o026 != 0 || mode & 0o004 != 0 {
+        return Err(format!(
+            "the token file {} is readable or writable by other users (mode {:04o}): `chmod 600` it \
+             (for a Kubernetes Secret volume, defaultMode: 0400)",
+            path.display(),
+            mode & 0o7777
+        ));
+    }
+    if mode & 0o040 != 0 {
+        tracing::warn!(file = %path.display(), mode = format!("{:04o}", mode & 0o7777), "the token file is readable by its group");
+    }
     let text =
         std::fs::read_to_string(path).map_err(|e| format!("cannot read the token file {}: {e}", path.display()))?;
     let token = text.trim().to_string();
@@ -261,6 +280,22 @@ fn read_token(path: &Path) -> Result<String, String> {
 fn nrt_plan(args: &Args, machine: &Machine, kubelet: Value) -> Result<Option<agent_nrt::Plan>, String> {
     if !args.nrt_publish && args.nrt_file.is_none() {
         return Ok(None);
+    }
+    if let Some(file) = args.nrt_file.as_deref().filter(|f| f.as_os_str() != "-") {
+        // The file is replaced atomically through a sibling temporary file:
+        // without its directory every update would fail and be retried
+        // forever, so say so now.
+        let parent = match file.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        if !parent.is_dir() {
+            return Err(format!(
+                "--nrt-file {}: the directory {} does not exist (create it first)",
+                file.display(),
+                parent.display()
+            ));
+        }
     }
     let node_name = match &args.nrt_node_name {
         Some(name) => name.clone(),
@@ -302,6 +337,17 @@ pub fn load_node_and_kubelet(
                 .topology
                 .to_machine()
                 .map_err(|e| format!("{}: {e}", path.display()))?;
+            if !scenario.events.is_empty() {
+                // The agent's allocations are its journal's; the scenario's
+                // pods are not played into it. Say so rather than serve a
+                // node that silently lacks them.
+                eprintln!(
+                    "topoalign: {}: the scenario's {} pod event(s) are not played: only its topology and kubelet \
+                     blocks are used; allocations are those in the state directory",
+                    path.display(),
+                    scenario.events.len()
+                );
+            }
             let kubelet = (!scenario.kubelet.is_null()).then_some(scenario.kubelet);
             (machine, kubelet, path.display().to_string())
         }
@@ -326,6 +372,9 @@ pub fn load_node_and_kubelet(
         (None, Some(block)) => block,
         (None, None) => default_kubelet(&machine),
     };
+    for warning in topoalign_k8s::unknown_field_warnings(&kubelet) {
+        eprintln!("topoalign: {warning}");
+    }
     let config = match topoalign_k8s::node_config_from_value(&kubelet, &machine) {
         Ok(config) => config,
         Err(topoalign_k8s::ConfigError::Refused(text)) => {
