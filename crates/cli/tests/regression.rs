@@ -29,26 +29,37 @@ fn path(p: &Path) -> &str {
     p.to_str().expect("UTF-8 path")
 }
 
+/// `topoalign agent` on the example scenario, its socket and state in
+/// `dir`, with `extra` arguments; it is expected to stop at start.
+fn agent_in(dir: &Path, extra: &[&str]) -> Output {
+    let (node, socket, state) = (scenario(), dir.join("s.sock"), dir.join("state"));
+    let mut args = vec![
+        "agent",
+        "--node",
+        path(&node),
+        "--socket",
+        path(&socket),
+        "--state-dir",
+        path(&state),
+    ];
+    args.extend_from_slice(extra);
+    topoalign(&args)
+}
+
+/// A token file in `dir` with `text` and `mode`.
+fn token_file(dir: &Path, text: &str, mode: u32) -> PathBuf {
+    let token = dir.join("token");
+    std::fs::write(&token, text).expect("write");
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    token
+}
+
 /// A token file every local user can read was accepted without a word.
 #[test]
 fn agent_refuses_a_world_readable_token_file() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let token = dir.path().join("token");
-    std::fs::write(&token, "0123456789abcdef0123456789abcdef\n").expect("write");
-    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-    let output = topoalign(&[
-        "agent",
-        "--node",
-        path(&scenario()),
-        "--socket",
-        path(&dir.path().join("s.sock")),
-        "--state-dir",
-        path(&dir.path().join("state")),
-        "--listen",
-        "127.0.0.1:1",
-        "--token-file",
-        path(&token),
-    ]);
+    let token = token_file(dir.path(), "0123456789abcdef0123456789abcdef\n", 0o644);
+    let output = agent_in(dir.path(), &["--listen", "127.0.0.1:1", "--token-file", path(&token)]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(
         stderr(&output).contains("is readable or writable by other users (mode 0644): `chmod 600` it"),
@@ -63,19 +74,7 @@ fn agent_refuses_a_world_readable_token_file() {
 fn agent_nrt_file_into_a_missing_directory_fails_at_start() {
     let dir = tempfile::tempdir().expect("temp dir");
     let missing = dir.path().join("no/such/dir/node.yaml");
-    let output = topoalign(&[
-        "agent",
-        "--node",
-        path(&scenario()),
-        "--socket",
-        path(&dir.path().join("s.sock")),
-        "--state-dir",
-        path(&dir.path().join("state")),
-        "--nrt-file",
-        path(&missing),
-        "--nrt-node-name",
-        "n",
-    ]);
+    let output = agent_in(dir.path(), &["--nrt-file", path(&missing), "--nrt-node-name", "n"]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(stderr(&output).contains("the directory"), "{}", stderr(&output));
     assert!(
@@ -90,18 +89,8 @@ fn agent_nrt_file_into_a_missing_directory_fails_at_start() {
 #[test]
 fn agent_node_scenario_says_its_pods_are_not_played() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let token = dir.path().join("token");
-    std::fs::write(&token, "short").expect("write");
-    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    let output = topoalign(&[
-        "agent",
-        "--node",
-        path(&scenario()),
-        "--listen",
-        "127.0.0.1:1",
-        "--token-file",
-        path(&token),
-    ]);
+    let token = token_file(dir.path(), "short", 0o600);
+    let output = agent_in(dir.path(), &["--listen", "127.0.0.1:1", "--token-file", path(&token)]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
         stderr(&output).contains("pod event(s) are not played: only its topology and kubelet blocks are used"),

@@ -40,8 +40,10 @@ impl CpuManagerState {
     /// run on the same "exclusive" CPUs. Worth a warning; linear in the
     /// state's size.
     pub fn shared_cpus(&self) -> Vec<SharedCpus> {
-        let mut owner: BTreeMap<u32, (&str, &str)> = BTreeMap::new();
-        let mut shared: BTreeMap<((&str, &str), (&str, &str)), CpuSet> = BTreeMap::new();
+        // (pod uid, container)
+        type Holder<'a> = (&'a str, &'a str);
+        let mut owner: BTreeMap<u32, Holder> = BTreeMap::new();
+        let mut shared: BTreeMap<(Holder, Holder), CpuSet> = BTreeMap::new();
         for (pod, containers) in &self.assignments {
             for (container, cpus) in containers {
                 let this = (pod.as_str(), container.as_str());

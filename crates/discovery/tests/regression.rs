@@ -24,7 +24,7 @@ fn cpu_dir(root: &Path) -> PathBuf {
 }
 
 fn error(root: &Path) -> DiscoveryError {
-    read_sysfs(root).err().expect("the reader refuses this tree")
+    read_sysfs(root).expect_err("the reader refuses this tree")
 }
 
 fn topologies() -> PathBuf {
@@ -88,7 +88,7 @@ fn numa_node_with_cpus_past_63_is_still_refused() {
     let node_dir = root.join("sys/devices/system/node");
     fs::rename(node_dir.join("node3"), node_dir.join("node300")).expect("rename");
     let t = read_sysfs(&root).expect("reads");
-    let e = t.to_machine().err().expect("refused");
+    let e = t.to_machine().expect_err("refused");
     assert!(e.to_string().contains("NUMA node id 300"), "{e}");
 }
 
@@ -177,7 +177,7 @@ fn cpu_ids_near_u32_max_are_refused_naming_the_place() {
           <object type="PU" os_index="4294967295" cpuset="0x1" gp_index="4"/>
         </object>
       </object></topology>"#;
-    let e = parse_hwloc_xml(xml, "test").err().expect("refused");
+    let e = parse_hwloc_xml(xml, "test").expect_err("refused");
     assert!(
         e.to_string().contains("PU os_index 4294967295 is larger than 16383"),
         "{e}"

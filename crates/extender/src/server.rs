@@ -11,7 +11,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 
@@ -48,7 +51,28 @@ pub fn router(cluster: Shared, binder: Option<Arc<dyn Binder>>) -> Router {
         .route("/bind", post(bind))
         .route("/healthz", get(healthz))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(middleware::from_fn(refuse_announced_oversize))
         .with_state(AppState { cluster, binder })
+}
+
+/// 413 at once for a body whose `Content-Length` passes [`BODY_LIMIT`]:
+/// the body limit alone would wait for the bytes to arrive, holding the
+/// connection while a peer trickles them in. (A chunked body is still cut
+/// off at the limit as it is read.)
+async fn refuse_announced_oversize(request: Request, next: Next) -> Response {
+    let announced = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if announced.is_some_and(|n| n > BODY_LIMIT as u64) {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the request body is larger than {BODY_LIMIT} bytes"),
+        )
+            .into_response();
+    }
+    next.run(request).await
 }
 
 /// Serves on `listener` until `shutdown` completes.

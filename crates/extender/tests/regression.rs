@@ -17,7 +17,7 @@ async fn request_body_larger_than_the_limit_is_refused_unread() {
     let address = listener.local_addr().unwrap().to_string();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let cluster = Arc::new(Mutex::new(Cluster::new(ExtenderConfig::default())));
-    tokio::spawn(server::serve(listener, cluster, async {
+    tokio::spawn(server::serve(listener, cluster, None, async {
         stopped.await.ok();
     }));
     let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();

@@ -4,7 +4,7 @@
 use topoalign_k8s::{ManifestOptions, PodProblem, check_nesting, pod_from_yaml, read_manifests};
 
 fn pod_error(yaml: &str) -> String {
-    pod_from_yaml(yaml, "uid").err().expect("refused").to_string()
+    pod_from_yaml(yaml, "uid").expect_err("refused").to_string()
 }
 
 fn container(resources: &str) -> String {
@@ -16,9 +16,7 @@ fn container(resources: &str) -> String {
 #[test]
 fn deeply_nested_yaml_is_refused_before_parsing() {
     let text = format!("metadata: {{name: p}}\nspec: {}", "[".repeat(100_000));
-    let error = read_manifests(&text, &ManifestOptions::default())
-        .err()
-        .expect("refused");
+    let error = read_manifests(&text, &ManifestOptions::default()).expect_err("refused");
     assert!(
         error.to_string().contains("line 2: nested more than 128 levels deep"),
         "{error}"
@@ -115,10 +113,7 @@ fn names_with_escapes_nul_or_bidi_marks_are_refused_and_shown_escaped() {
         "a".repeat(254)
     ));
     assert!(e.ends_with("must be no more than 253 characters"), "{e}");
-    assert!(matches!(
-        pod_from_yaml("metadata: {name: a.b-c}\nspec:\n  containers:\n  - name: app\n", "u"),
-        Ok(_)
-    ));
+    pod_from_yaml("metadata: {name: a.b-c}\nspec:\n  containers:\n  - name: app\n", "u").expect("a valid name");
 }
 
 /// `replicas: 1000000000` (or `--replicas`) aborted on allocation.
@@ -130,7 +125,7 @@ fn a_billion_replicas_are_refused_before_any_is_made() {
         replicas: 1_000_000_000,
         ..ManifestOptions::default()
     };
-    let e = read_manifests(deployment, &options).err().expect("refused");
+    let e = read_manifests(deployment, &options).expect_err("refused");
     assert!(e.to_string().contains("at most 1000000 pods"), "{e}");
     let two = ManifestOptions {
         replicas: 2,
@@ -157,8 +152,6 @@ fn kubelet_config_typo_warns_naming_the_close_field() {
 /// The problem kinds a caller can match on stay distinct.
 #[test]
 fn too_large_is_its_own_problem() {
-    let error = pod_from_yaml(&container("{limits: {cpu: '1e30'}}"), "u")
-        .err()
-        .expect("refused");
+    let error = pod_from_yaml(&container("{limits: {cpu: '1e30'}}"), "u").expect_err("refused");
     assert!(matches!(error.problem(), PodProblem::TooLarge { .. }));
 }

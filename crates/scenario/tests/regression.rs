@@ -82,7 +82,7 @@ fn hugepages_larger_than_the_node_memory_are_refused() {
 fn memory_reserved_on_a_node_without_memory_is_refused_not_wrapped() {
     let text = TWO_NODES.replace("{id: 1, memory: 8Gi}", "{id: 1, memory: 0}").replace(
         "kubelet: {cpuManagerPolicy: static, reservedSystemCPUs: \"0\"}",
-        "kubelet:\n  memoryManagerPolicy: Static\n  systemReserved: {memory: 1Gi}\n  evictionHard: {memory.available: \"0\"}\n  \
+        "kubelet:\n  memoryManagerPolicy: Static\n  systemReserved: {memory: 924Mi}\n  \
          reservedMemory: [{numaNode: 1, limits: {memory: 1Gi}}]",
     );
     match outcome(&text) {
