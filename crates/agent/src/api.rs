@@ -82,7 +82,7 @@ async fn require_token(State(token): State<Arc<String>>, request: Request, next:
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+        .and_then(bearer_credentials);
     match presented {
         Some(presented) if constant_time_eq(presented.trim().as_bytes(), token.as_bytes()) => next.run(request).await,
         Some(_) => error(StatusCode::UNAUTHORIZED, "wrong bearer token"),
@@ -91,6 +91,14 @@ async fn require_token(State(token): State<Arc<String>>, request: Request, next:
             "this listener needs `Authorization: Bearer <token>` with the token from the agent's --token-file",
         ),
     }
+}
+
+/// The credentials of a `Bearer` authorization: the scheme is
+/// case-insensitive (RFC 9110, section 11.1), so `bearer` and `BEARER` are
+/// the same scheme.
+fn bearer_credentials(value: &str) -> Option<&str> {
+    let (scheme, credentials) = value.trim_start().split_once([' ', '\t'])?;
+    scheme.eq_ignore_ascii_case("bearer").then_some(credentials)
 }
 
 /// Compares without an early exit, so timing does not tell how much of a
@@ -244,7 +252,16 @@ async fn method_not_allowed(request: Request) -> Response {
 
 #[cfg(test)]
 mod tests {
-    use super::constant_time_eq;
+    use super::{bearer_credentials, constant_time_eq};
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        for header in ["Bearer abc", "bearer abc", "BEARER abc", "  bEaReR abc"] {
+            assert_eq!(bearer_credentials(header), Some("abc"), "{header}");
+        }
+        assert_eq!(bearer_credentials("Basic abc"), None);
+        assert_eq!(bearer_credentials("Bearerabc"), None);
+    }
 
     #[test]
     fn tokens_compare_exactly() {

@@ -55,11 +55,13 @@ pub struct PlainRequest {
     pub pid: Option<u32>,
 }
 
-/// A quantity as JSON may write it: `2`, `"2"`, `"1Gi"`.
+/// A quantity as JSON may write it: `2`, `"2"`, `"1Gi"`. Any number is
+/// taken here (`-1`, `1.5`, `1e30`) so that the checks below can say what
+/// is wrong with it, naming the field.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(untagged)]
 pub enum Quantity {
-    Number(u64),
+    Number(serde_json::Number),
     Text(String),
 }
 
@@ -125,6 +127,7 @@ pub fn read_body(body: &[u8], yaml: bool, query: &AdmitOptions) -> Result<Worklo
                 .into(),
         ));
     }
+    let text = topoalign_k8s::prepare_text(text).map_err(|e| RequestError(format!("the body is {e}")))?;
     let value: Value = if yaml {
         serde_yaml_ng::from_str(text).map_err(|e| RequestError(format!("the body is not valid YAML: {e}")))?
     } else {
@@ -149,10 +152,15 @@ pub fn read_body(body: &[u8], yaml: bool, query: &AdmitOptions) -> Result<Worklo
             .map_err(|e| RequestError(format!("next to \"pod\" only \"pid\" and \"policy\" may be given: {e}")))?;
         return manifest_workload(pod.clone(), merge_options(options, query)?);
     }
-    let plain: PlainRequest = serde_json::from_value(value).map_err(|e| {
+    let plain: PlainRequest = serde_path_to_error::deserialize(value).map_err(|e| {
+        let at = match e.path().to_string() {
+            path if path == "." => String::new(),
+            path => format!("{path}: "),
+        };
         RequestError(format!(
-            "not a Pod manifest, and not a plain request: {e}; a plain request has the fields name, cpus, memory, \
-             hugepages, devices, policy, pid"
+            "not a Pod manifest, and not a plain request: {at}{}; a plain request has the fields name, cpus, \
+             memory, hugepages, devices, policy, pid",
+            e.into_inner()
         ))
     })?;
     plain_workload(&plain, query)
@@ -365,6 +373,13 @@ mod tests {
             (r#"{"cpus": 1, "name": "../etc"}"#, "name \"../etc\""),
             (r#"{"pod": {"spec": {}}, "cpus": 1}"#, "only \"pid\" and \"policy\""),
             (r#"{"cpus": 1, "pid": 3}"#, ""),
+            (r#"{"cpus": -1}"#, "cpus: \"-1\" must be more than zero"),
+            (r#"{"cpus": 1, "memory": -5}"#, "memory: \"-5\" must be more than zero"),
+            (
+                r#"{"cpus": 1, "devices": {"example.com/nic": -1}}"#,
+                "devices.example.com/nic: invalid value",
+            ),
+            (r#"{"cpus": 1, "pid": "x"}"#, "pid: invalid type"),
         ] {
             match read(body) {
                 Ok(_) => assert!(expected.is_empty(), "{body} was accepted"),

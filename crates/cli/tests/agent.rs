@@ -498,6 +498,8 @@ fn tcp_needs_the_bearer_token() -> TestResult {
     let token = "0123456789abcdef0123456789abcdef";
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, format!("{token}\n"))?;
+    // Only its owner may read a token (a world-readable one is refused).
+    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600))?;
     let agent = AgentProcess::start_test_node(
         dir.path(),
         &[
@@ -530,6 +532,12 @@ fn tcp_needs_the_bearer_token() -> TestResult {
     assert!(agent.client().allocations()?.is_empty(), "nothing was admitted");
     let answer = tcp(Some(token)).admit(&json!({"cpus": 1, "memory": "256Mi"}))?;
     assert!(answer.admitted);
+    // The scheme is case-insensitive (RFC 9110).
+    for scheme in ["bearer", "BEARER"] {
+        let authorization = format!("{scheme} {token}");
+        let response = tcp(None).send("GET", "/v1/allocations", None, &[("Authorization", &authorization)])?;
+        assert_eq!(response.status, 200, "{scheme}: {}", response.text());
+    }
     assert_eq!(agent.client().allocations()?.len(), 1, "the socket sees it too");
 
     // A token file that is too short is refused before anything starts.

@@ -24,6 +24,50 @@ pub struct CpuManagerState {
     pub assignments: BTreeMap<String, BTreeMap<String, CpuSet>>,
 }
 
+/// Exclusive CPUs that two containers' assignments both hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SharedCpus {
+    /// `(pod uid, container)` holding them first, in state order.
+    pub first: (String, String),
+    pub second: (String, String),
+    pub cpus: CpuSet,
+}
+
+impl CpuManagerState {
+    /// Assignments that overlap: the kubelet's `validateState` checks each
+    /// assignment against the shared pool and the machine, but not against
+    /// the others, so a kubelet restarts on such a file and both containers
+    /// run on the same "exclusive" CPUs. Worth a warning; linear in the
+    /// state's size.
+    pub fn shared_cpus(&self) -> Vec<SharedCpus> {
+        // (pod uid, container)
+        type Holder<'a> = (&'a str, &'a str);
+        let mut owner: BTreeMap<u32, Holder> = BTreeMap::new();
+        let mut shared: BTreeMap<(Holder, Holder), CpuSet> = BTreeMap::new();
+        for (pod, containers) in &self.assignments {
+            for (container, cpus) in containers {
+                let this = (pod.as_str(), container.as_str());
+                for cpu in cpus.iter() {
+                    match owner.get(&cpu) {
+                        Some(&first) => shared.entry((first, this)).or_default().insert(cpu),
+                        None => {
+                            owner.insert(cpu, this);
+                        }
+                    }
+                }
+            }
+        }
+        shared
+            .into_iter()
+            .map(|((first, second), cpus)| SharedCpus {
+                first: (first.0.to_owned(), first.1.to_owned()),
+                second: (second.0.to_owned(), second.1.to_owned()),
+                cpus,
+            })
+            .collect()
+    }
+}
+
 /// Why a restarting kubelet refuses restored CPU manager state (the static
 /// policy's `validateState`). Display is the kubelet's text; the kubelet
 /// reports it as `start cpu manager error: <text>`.
@@ -93,6 +137,33 @@ impl CpuManager {
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
+
+    #[test]
+    fn overlapping_assignments_are_found_once_per_pair() {
+        use super::{CpuManagerState, SharedCpus};
+        let set = |text: &str| CpuSet::parse(text).unwrap_or_default();
+        let mut state = CpuManagerState {
+            default_cpu_set: set("0"),
+            assignments: BTreeMap::new(),
+        };
+        state
+            .assignments
+            .insert("a".into(), BTreeMap::from([("x".to_owned(), set("1-3"))]));
+        state
+            .assignments
+            .insert("b".into(), BTreeMap::from([("y".to_owned(), set("3-4"))]));
+        state
+            .assignments
+            .insert("c".into(), BTreeMap::from([("z".to_owned(), set("5"))]));
+        assert_eq!(
+            state.shared_cpus(),
+            vec![SharedCpus {
+                first: ("a".into(), "x".into()),
+                second: ("b".into(), "y".into()),
+                cpus: set("3"),
+            }]
+        );
+    }
 
     use topoalign_model::{CpuSet, FeatureGates, Machine};
 

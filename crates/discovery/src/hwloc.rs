@@ -20,6 +20,7 @@ use crate::topology::{
     Cache, Die, GpuLink, HugePages, LogicalCpu, NumaNode, Package, PciDevice, Topology, Warning, assign_home_nodes,
     package_ids,
 };
+use crate::tree::{MAX_INPUT_BYTES, read_bounded};
 use crate::{DiscoveryError, vf};
 
 /// Why an XML text is not a usable hwloc topology.
@@ -40,7 +41,7 @@ pub enum HwlocError {
 /// [`DiscoveryError::NotHwloc`] when it is not an hwloc topology,
 /// [`DiscoveryError::BadHwloc`] when it is one with impossible objects.
 pub fn read_hwloc(path: &Path) -> Result<Topology, DiscoveryError> {
-    let bytes = std::fs::read(path).map_err(|error| DiscoveryError::Io {
+    let bytes = read_bounded(path, MAX_INPUT_BYTES, false).map_err(|error| DiscoveryError::Io {
         path: path.to_path_buf(),
         error,
     })?;
@@ -231,7 +232,12 @@ impl Builder {
             if object.kind != "PU" {
                 continue;
             }
-            let Some(os) = object.os_index.and_then(|o| u32::try_from(o).ok()) else {
+            // Larger ids are refused by `read_cpus`; none may size a set.
+            let Some(os) = object
+                .os_index
+                .and_then(|o| u32::try_from(o).ok())
+                .filter(|&o| o <= CpuSet::MAX_CPU_ID)
+            else {
                 continue;
             };
             for ancestor in std::iter::once(index).chain(self.ancestors(index)) {
@@ -250,11 +256,18 @@ impl Builder {
             if object.kind != "PU" {
                 continue;
             }
-            let id = object
+            let os_index = object
                 .os_index
-                .and_then(|o| u32::try_from(o).ok())
+                .ok_or_else(|| HwlocError::Malformed("a PU has no os_index".into()))?;
+            let id = u32::try_from(os_index)
+                .ok()
                 .filter(|&o| o <= CpuSet::MAX_CPU_ID)
-                .ok_or_else(|| HwlocError::Malformed("a PU has no usable os_index".into()))?;
+                .ok_or_else(|| {
+                    HwlocError::Malformed(format!(
+                        "PU os_index {os_index} is larger than {}, the largest CPU id a Linux machine can have",
+                        CpuSet::MAX_CPU_ID
+                    ))
+                })?;
             if self.pus.contains(id) {
                 return Err(HwlocError::Malformed(format!("PU os_index {id} appears twice")));
             }

@@ -42,7 +42,9 @@ pub use topology::{
 };
 
 /// Reads the machine this program runs on: sysfs under `/`, then NVML for
-/// NVIDIA GPUs (without a driver, a note says so).
+/// NVIDIA GPUs (without a driver, a note says so when the machine has
+/// NVIDIA PCI devices — elsewhere NVML's absence is the normal case and not
+/// worth a line on every command).
 ///
 /// # Errors
 /// [`DiscoveryError`] when `/sys` cannot be read.
@@ -50,7 +52,16 @@ pub fn read_local() -> Result<Topology, DiscoveryError> {
     let mut topology = read_sysfs(std::path::Path::new("/"))?;
     match probe_nvml() {
         Ok(snapshot) => apply_nvml(&mut topology, &snapshot),
-        Err(note) => topology.notes.push(note),
+        Err(note) if nvml_note_relevant(&topology) => topology.notes.push(note),
+        Err(_) => {}
     }
     Ok(topology)
+}
+
+/// PCI vendor id of NVIDIA.
+const NVIDIA_VENDOR: u16 = 0x10de;
+
+/// Whether NVML's absence is worth telling: the machine has NVIDIA devices.
+pub fn nvml_note_relevant(topology: &Topology) -> bool {
+    topology.pci_devices.iter().any(|d| d.vendor == Some(NVIDIA_VENDOR))
 }

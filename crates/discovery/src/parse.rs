@@ -17,7 +17,7 @@ pub struct ParseError {
 }
 
 impl ParseError {
-    fn new(expected: &'static str, found: &str) -> ParseError {
+    pub(crate) fn new(expected: &'static str, found: &str) -> ParseError {
         let found: String = found.trim().chars().take(80).collect();
         ParseError { expected, found }
     }
@@ -28,7 +28,12 @@ impl ParseError {
 /// # Errors
 /// [`ParseError`] for anything else.
 pub fn parse_cpu_list(text: &str) -> Result<CpuSet, ParseError> {
-    CpuSet::parse(text).map_err(|_| ParseError::new("a CPU list like 0-3,8", text))
+    CpuSet::parse(text).map_err(|e| match e {
+        topoalign_model::CpuSetParseError::TooLarge { .. } => {
+            ParseError::new("a CPU list with ids the kernel can have (at most 16383)", text)
+        }
+        _ => ParseError::new("a CPU list like 0-3,8", text),
+    })
 }
 
 /// A hex bit mask, as the kernel writes it (`00000000,0000ffff`: 32-bit

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use topoalign_scenario::Scenario;
 
+use crate::tree::{MAX_INPUT_BYTES, read_bounded};
 use crate::{DiscoveryError, Topology};
 
 /// Reads a scenario file (JSON or YAML) and returns its machine.
@@ -16,9 +17,13 @@ use crate::{DiscoveryError, Topology};
 /// [`DiscoveryError::Scenario`] when it is not a scenario or its
 /// `topology:` block is invalid.
 pub fn read_scenario(path: &Path) -> Result<Topology, DiscoveryError> {
-    let text = std::fs::read_to_string(path).map_err(|error| DiscoveryError::Io {
+    let bytes = read_bounded(path, MAX_INPUT_BYTES, false).map_err(|error| DiscoveryError::Io {
         path: path.to_path_buf(),
         error,
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| DiscoveryError::Scenario {
+        path: path.to_path_buf(),
+        detail: "not UTF-8 text".into(),
     })?;
     parse_scenario_topology(&text, &format!("scenario {}", path.display())).map_err(|detail| DiscoveryError::Scenario {
         path: path.to_path_buf(),

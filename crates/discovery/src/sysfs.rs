@@ -182,21 +182,46 @@ impl Reader<'_> {
     fn read_cpus(&self, topology: &mut Topology) -> Result<CpuFacts, DiscoveryError> {
         let cpu_dir = self.sys(CPU_DIR);
         let names = self.tree.list(&cpu_dir)?.unwrap_or_default();
-        let dirs: CpuSet = names
-            .iter()
-            .filter_map(|n| n.strip_prefix("cpu")?.parse::<u32>().ok())
-            .collect();
+        let mut dirs = CpuSet::new();
+        for id in names.iter().filter_map(|n| n.strip_prefix("cpu")?.parse::<u64>().ok()) {
+            match u32::try_from(id).ok().filter(|&id| id <= CpuSet::MAX_CPU_ID) {
+                Some(id) => dirs.insert(id),
+                None => {
+                    return Err(self.parse_error(
+                        &format!("{cpu_dir}/cpu{id}"),
+                        ParseError::new(
+                            "a CPU id the kernel can have (below NR_CPUS, at most 16383)",
+                            &id.to_string(),
+                        ),
+                    ));
+                }
+            }
+        }
         let online = match self.optional(&join(&cpu_dir, "online"), parse::parse_cpu_list)? {
             Some(mask) => mask,
             None => {
                 // Old kernels have no mask: a CPU is online unless its own
-                // `online` file says 0 (cpu0 often has none).
+                // `online` file says 0 (cpu0 often has none). Some kernels
+                // (a real ia64 capture) leave the file of a CPU that cannot
+                // be taken offline empty: that CPU is online.
                 let mut online = CpuSet::new();
+                let mut empty = CpuSet::new();
                 for cpu in dirs.iter() {
-                    let flag = self.optional(&format!("{cpu_dir}/cpu{cpu}/online"), parse::parse_int)?;
+                    let file = format!("{cpu_dir}/cpu{cpu}/online");
+                    let flag = match self.tree.read(&file)? {
+                        Some(text) if text.trim_matches(['\0', '\n', ' ']).is_empty() => {
+                            empty.insert(cpu);
+                            None
+                        }
+                        Some(_) => self.optional(&file, parse::parse_int)?,
+                        None => None,
+                    };
                     if flag != Some(0) {
                         online.insert(cpu);
                     }
+                }
+                if !empty.is_empty() {
+                    topology.warnings.push(Warning::EmptyOnlineFile { cpus: empty });
                 }
                 online
             }

@@ -101,6 +101,24 @@ pub struct NumaNode {
     pub subtype: Option<String>,
 }
 
+impl NumaNode {
+    /// Whether the engine's machine leaves this node out: a node without
+    /// CPUs that holds device memory — hwloc's `GPUMemory` subtype, or an id
+    /// of 64 and more, where POWER9 firmware puts the NVIDIA GPUs' memory
+    /// (nodes 250-255).
+    ///
+    /// Why leave them out rather than model sparse ids: such memory is the
+    /// GPU's, allocated by its driver, not by the kubelet's memory manager
+    /// for pods, and no pod can be given CPUs there; hwloc hides these nodes
+    /// by default for the same reason (`HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES`).
+    /// The kubelet's own NUMA masks stop at 64 ids too. A node *with* CPUs
+    /// past id 63 is still refused: leaving it out would lose CPUs.
+    pub fn left_out_of_machine(&self) -> bool {
+        self.cpus.is_empty()
+            && (self.id >= topoalign_model::MAX_NUMA_NODES || self.subtype.as_deref() == Some("GPUMemory"))
+    }
+}
+
 /// One huge page pool of a NUMA node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct HugePages {
@@ -423,6 +441,11 @@ pub enum Warning {
     UnknownPackageId { cpus: CpuSet },
     /// A distance row that does not match the node list.
     BadDistances { node: usize, detail: String },
+    /// CPUs whose `online` file is empty (some kernels write nothing for a
+    /// CPU that cannot be taken offline); they are taken as online.
+    EmptyOnlineFile { cpus: CpuSet },
+    /// CPU-less device-memory nodes the machine model leaves out.
+    DeviceMemoryNodesLeftOut { nodes: Vec<usize> },
 }
 
 impl fmt::Display for Warning {
@@ -464,6 +487,18 @@ impl fmt::Display for Warning {
                 "CPU(s) {cpus} report physical_package_id -1 (unknown); they form one package"
             ),
             Warning::BadDistances { node, detail } => write!(f, "NUMA node {node}: distances ignored: {detail}"),
+            Warning::EmptyOnlineFile { cpus } => write!(
+                f,
+                "CPU(s) {cpus} have an empty `online` file (the kernel writes none for a CPU that cannot go offline); taken as online"
+            ),
+            Warning::DeviceMemoryNodesLeftOut { nodes } => {
+                let ids: Vec<String> = nodes.iter().map(ToString::to_string).collect();
+                write!(
+                    f,
+                    "NUMA node(s) {} have no CPUs and hold device memory (e.g. POWER9 GPU memory); left out of the machine model, as hwloc does by default",
+                    ids.join(", ")
+                )
+            }
         }
     }
 }
@@ -536,15 +571,17 @@ impl Topology {
     /// (rows indexed by NUMA id, 0 for ids that do not exist), CPUs with
     /// their core, socket, node and L3 group, and the device-plugin
     /// resources. A CPU without a NUMA node goes to the only node when there
-    /// is one.
+    /// is one. CPU-less device-memory nodes are left out (see
+    /// [`NumaNode::left_out_of_machine`]; the readers warn about them).
     ///
     /// # Errors
     /// [`ToMachineError`] when a CPU has no node on a multi-node machine or
     /// the model refuses the machine (e.g. NUMA ids of 64 and more).
     pub fn to_machine(&self) -> Result<Machine, ToMachineError> {
-        let max_id = self.numa_nodes.iter().map(|n| n.id).max().unwrap_or(0);
-        let nodes: Vec<ModelNumaNode> = self
-            .numa_nodes
+        let kept: Vec<&NumaNode> = self.numa_nodes.iter().filter(|n| !n.left_out_of_machine()).collect();
+        let kept_ids: BTreeSet<usize> = kept.iter().map(|n| n.id).collect();
+        let max_id = kept_ids.last().copied().unwrap_or(0);
+        let nodes: Vec<ModelNumaNode> = kept
             .iter()
             .map(|node| {
                 let hugepages = node
@@ -565,7 +602,7 @@ impl Topology {
                 }
             })
             .collect();
-        let only_node = match self.numa_nodes.as_slice() {
+        let only_node = match kept.as_slice() {
             [only] => Some(only.id),
             _ => None,
         };
@@ -599,7 +636,8 @@ impl Topology {
                     .iter()
                     .map(|d| Device {
                         id: d.id.clone(),
-                        numa: d.numa.clone(),
+                        // Memory attached to a left-out node is no affinity.
+                        numa: d.numa.iter().copied().filter(|n| kept_ids.contains(n)).collect(),
                     })
                     .collect();
                 (name.clone(), devices)
@@ -714,6 +752,16 @@ impl Topology {
                 (_, None) => self.warnings.push(Warning::UnknownNodeMemory { node: node.id }),
                 _ => {}
             }
+        }
+        let left_out: Vec<usize> = self
+            .numa_nodes
+            .iter()
+            .filter(|n| n.left_out_of_machine())
+            .map(|n| n.id)
+            .collect();
+        if !left_out.is_empty() {
+            self.warnings
+                .push(Warning::DeviceMemoryNodesLeftOut { nodes: left_out });
         }
         let plain_nodes = self.numa_nodes.iter().filter(|n| !n.cpus.is_empty()).count();
         if plain_nodes > 1 {

@@ -5,6 +5,13 @@
 //! Owns: opening, decompressing and unpacking archives, reading and listing
 //! by relative path, following symbolic links. Every error names its path
 //! (`archive:member` inside archives). Must not interpret file contents.
+//!
+//! Every read is bounded by the size of what a real machine holds, not by
+//! what a file claims: a file inside a directory tree must be a regular file
+//! (its type is checked before it is opened, so a FIFO cannot block and a
+//! link to `/dev/zero` cannot fill memory) of at most [`MAX_FILE_BYTES`];
+//! an archive member is at most as large, and the archive itself (packed
+//! and unpacked) at most [`MAX_INPUT_BYTES`].
 
 use std::collections::{BTreeSet, HashMap};
 use std::io::{self, Read};
@@ -30,6 +37,57 @@ pub(crate) struct ArchiveTree {
 /// How many symbolic links one lookup may follow before giving up (loops).
 const MAX_LINKS: usize = 40;
 
+/// The largest file discovery reads. A sysfs attribute is at most one page
+/// (4-64 KiB); the largest file read is `/proc/cpuinfo`, about 1.5 KiB per
+/// CPU, so 12 MiB on a machine of 8,192 CPUs.
+pub(crate) const MAX_FILE_BYTES: u64 = 16 << 20;
+
+/// The largest file a person names (a capture archive, an hwloc export, a
+/// scenario), and the most an archive may unpack to (tar headers
+/// included). Captures of the largest machines in the test set unpack to a
+/// few MiB; this leaves room for machines a hundred times larger and stops
+/// a decompression bomb long before it exhausts memory.
+pub(crate) const MAX_INPUT_BYTES: u64 = 512 << 20;
+
+/// Reads a whole file of at most `limit` bytes.
+///
+/// With `regular_only`, anything but a regular file (after following
+/// links) is refused *before it is opened*: opening a FIFO blocks until a
+/// writer appears, and a device such as `/dev/zero` never ends. Without it
+/// (a path a person named, which may be `<(command)`), the size bound alone
+/// keeps the read finite.
+///
+/// # Errors
+/// The open or read error; `InvalidInput` for a file of another type or
+/// one larger than `limit`.
+pub(crate) fn read_bounded(path: &Path, limit: u64, regular_only: bool) -> io::Result<Vec<u8>> {
+    if regular_only {
+        let metadata = std::fs::metadata(path)?;
+        if !metadata.is_file() {
+            let kind = if metadata.is_dir() {
+                "a directory"
+            } else {
+                "not a regular file (a device, FIFO or socket)"
+            };
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, kind));
+        }
+    }
+    let file = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(limit));
+    }
+    Ok(bytes)
+}
+
+fn too_large(limit: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("larger than {} MiB, more than any real machine's file", limit >> 20),
+    )
+}
+
 impl Tree {
     /// Opens a directory, or an archive file.
     ///
@@ -46,7 +104,7 @@ impl Tree {
                 root: path.to_path_buf(),
             })
         } else {
-            let bytes = std::fs::read(path).map_err(|error| DiscoveryError::Io {
+            let bytes = read_bounded(path, MAX_INPUT_BYTES, false).map_err(|error| DiscoveryError::Io {
                 path: path.to_path_buf(),
                 error,
             })?;
@@ -72,7 +130,7 @@ impl Tree {
             error,
         };
         match self {
-            Tree::Directory { root } => match std::fs::read(root.join(rel)) {
+            Tree::Directory { root } => match read_bounded(&root.join(rel), MAX_FILE_BYTES, true) {
                 Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
                 Err(e) if absent(&e) => Ok(None),
                 Err(e) => Err(io_error(e)),
@@ -181,6 +239,11 @@ impl ArchiveTree {
     /// [`DiscoveryError::Archive`] naming the archive for anything that is
     /// not a complete tar archive.
     fn unpack(path: &Path, bytes: &[u8]) -> Result<ArchiveTree, DiscoveryError> {
+        ArchiveTree::unpack_limited(path, bytes, MAX_INPUT_BYTES)
+    }
+
+    /// [`ArchiveTree::unpack`] with `limit` unpacked bytes at most.
+    fn unpack_limited(path: &Path, bytes: &[u8], limit: u64) -> Result<ArchiveTree, DiscoveryError> {
         let archive_error = |detail: String| DiscoveryError::Archive {
             path: path.to_path_buf(),
             detail,
@@ -194,16 +257,16 @@ impl ArchiveTree {
         };
         tree.dirs.insert(String::new(), BTreeSet::new());
         let result = if bytes.starts_with(&[0x1f, 0x8b]) {
-            tree.read_tar(flate2::read::MultiGzDecoder::new(bytes))
+            tree.read_tar(Bounded::new(flate2::read::MultiGzDecoder::new(bytes), limit))
         } else if bytes.starts_with(b"BZh") {
-            tree.read_tar(bzip2::read::MultiBzDecoder::new(bytes))
+            tree.read_tar(Bounded::new(bzip2::read::MultiBzDecoder::new(bytes), limit))
         } else if bytes.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
-            let mut plain = Vec::new();
+            let mut plain = Bounded::new(Vec::new(), limit);
             lzma_rs::xz_decompress(&mut io::BufReader::new(bytes), &mut plain)
                 .map_err(|e| archive_error(format!("xz: {e}")))?;
-            tree.read_tar(plain.as_slice())
+            tree.read_tar(plain.inner.as_slice())
         } else if bytes.get(257..262) == Some(b"ustar") {
-            tree.read_tar(bytes)
+            tree.read_tar(Bounded::new(bytes, limit))
         } else {
             return Err(archive_error(
                 "not a tar archive (.tar, .tar.gz, .tgz, .tar.bz2 or .tar.xz) nor a directory".into(),
@@ -219,7 +282,7 @@ impl ArchiveTree {
     fn read_tar<R: Read>(&mut self, reader: R) -> io::Result<()> {
         let mut archive = tar::Archive::new(reader);
         for entry in archive.entries()? {
-            let mut entry = entry?;
+            let entry = entry?;
             let raw = entry.path()?.to_string_lossy().into_owned();
             let Some(path) = normalize(&raw) else {
                 continue;
@@ -239,8 +302,16 @@ impl ArchiveTree {
                     self.add_parents(&path);
                 }
             } else if kind.is_file() {
+                // Judged by the header, before anything is decompressed.
+                let size = entry.header().size()?;
+                if size > MAX_FILE_BYTES {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("{path}: {size} bytes, {}", too_large(MAX_FILE_BYTES)),
+                    ));
+                }
                 let mut content = Vec::new();
-                entry.read_to_end(&mut content)?;
+                entry.take(MAX_FILE_BYTES).read_to_end(&mut content)?;
                 self.files.insert(path.clone(), content);
                 self.add_parents(&path);
             }
@@ -304,6 +375,51 @@ impl ArchiveTree {
         let path = done.join("/");
         (self.files.contains_key(&path) || self.hardlinks.contains_key(&path) || self.dirs.contains_key(&path))
             .then_some(path)
+    }
+}
+
+/// A decompressed stream (reader) or buffer (writer) that fails, rather
+/// than ends, once it passes `limit` bytes: a truncated stream would be
+/// misreported as a broken archive.
+struct Bounded<T> {
+    inner: T,
+    seen: u64,
+    limit: u64,
+}
+
+impl<T> Bounded<T> {
+    fn new(inner: T, limit: u64) -> Bounded<T> {
+        Bounded { inner, seen: 0, limit }
+    }
+
+    fn count(&mut self, n: usize) -> io::Result<usize> {
+        self.seen += n as u64;
+        if self.seen > self.limit {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("unpacks to more than {} bytes, more than any real capture", self.limit),
+            ));
+        }
+        Ok(n)
+    }
+}
+
+impl<R: Read> Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count(n)
+    }
+}
+
+impl io::Write for Bounded<Vec<u8>> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.count(buf.len())?;
+        self.inner.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -380,6 +496,38 @@ mod tests {
             tree.read("m/sys/devices").is_err(),
             "a directory is not a readable file"
         );
+    }
+
+    #[test]
+    fn unpacking_stops_at_the_limit_in_every_format() {
+        let member = vec![0u8; 64 << 10];
+        let entries: Vec<(String, Option<&str>, &[u8])> = (0..20)
+            .map(|i| (format!("m/sys/f{i}"), None, member.as_slice()))
+            .collect();
+        let entries: Vec<(&str, Option<&str>, &[u8])> = entries.iter().map(|(p, l, c)| (p.as_str(), *l, *c)).collect();
+        let tar = tar_of(&entries);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        io::Write::write_all(&mut gz, &tar).unwrap();
+        let mut xz = Vec::new();
+        lzma_rs::xz_compress(&mut io::Cursor::new(&tar), &mut xz).unwrap();
+        for (name, bytes) in [
+            ("m.tar", tar.clone()),
+            ("m.tgz", gz.finish().unwrap()),
+            ("m.tar.xz", xz),
+        ] {
+            // The whole archive is about 1.3 MiB unpacked.
+            assert!(
+                ArchiveTree::unpack_limited(Path::new(name), &bytes, 4 << 20).is_ok(),
+                "{name}"
+            );
+            let error = ArchiveTree::unpack_limited(Path::new(name), &bytes, 1 << 20)
+                .err()
+                .unwrap();
+            assert!(
+                error.to_string().contains("unpacks to more than 1048576 bytes"),
+                "{name}: {error}"
+            );
+        }
     }
 
     #[test]

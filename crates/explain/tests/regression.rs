@@ -85,7 +85,7 @@ fn an_absurd_cpu_request_is_answered_with_a_bounded_search() {
     let kubelet = json!({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0",
                          "topologyManagerPolicy": "single-numa-node"});
     let node = node(2, 4, 1, &kubelet);
-    for cpu in ["10000000", "1e30"] {
+    for cpu in ["10000000", "1e15"] {
         let manifest = pod_manifest(json!({"limits": {"cpu": cpu, "memory": "1Gi"}}));
         let explanation = explain_and_replay(&node, &kubelet, &manifest);
         // The largest that fits: a whole free NUMA node (4 CPUs; NUMA 0
@@ -104,7 +104,7 @@ fn an_absurd_cpu_request_is_answered_with_a_bounded_search() {
 fn an_absurd_memory_request_is_answered_with_a_bounded_search() {
     let kubelet = json!({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0"});
     let node = node(2, 4, 1, &kubelet);
-    let manifest = pod_manifest(json!({"limits": {"cpu": "1", "memory": "1e30"}}));
+    let manifest = pod_manifest(json!({"limits": {"cpu": "1", "memory": "8E"}}));
     let explanation = explain_and_replay(&node, &kubelet, &manifest);
     assert!(
         descriptions(&explanation)

@@ -13,7 +13,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 
@@ -34,9 +37,13 @@ struct AppState {
     binder: Option<Arc<dyn Binder>>,
 }
 
-/// Largest request body accepted: a `NodeList` of thousands of full Node
-/// objects runs to tens of megabytes.
-const BODY_LIMIT: usize = 512 << 20;
+/// Largest request body accepted (larger ones get 413 before they are
+/// read). The port has no authentication, so this bounds what any peer can
+/// make the extender hold. With `nodeCacheCapable` (as deployed) a body is
+/// the pod and node names, a few KiB; without it, a `NodeList` of 5,000
+/// nodes (Kubernetes' largest supported cluster) at ~10 KiB per Node object
+/// is about 50 MiB.
+pub const BODY_LIMIT: usize = 64 << 20;
 
 /// The extender's routes; `/bind` creates Bindings with `binder` when given.
 pub fn router(cluster: Shared, binder: Option<Arc<dyn Binder>>) -> Router {
@@ -46,7 +53,28 @@ pub fn router(cluster: Shared, binder: Option<Arc<dyn Binder>>) -> Router {
         .route("/bind", post(bind))
         .route("/healthz", get(healthz))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(middleware::from_fn(refuse_announced_oversize))
         .with_state(AppState { cluster, binder })
+}
+
+/// 413 at once for a body whose `Content-Length` passes [`BODY_LIMIT`]:
+/// the body limit alone would wait for the bytes to arrive, holding the
+/// connection while a peer trickles them in. (A chunked body is still cut
+/// off at the limit as it is read.)
+async fn refuse_announced_oversize(request: Request, next: Next) -> Response {
+    let announced = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if announced.is_some_and(|n| n > BODY_LIMIT as u64) {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the request body is larger than {BODY_LIMIT} bytes"),
+        )
+            .into_response();
+    }
+    next.run(request).await
 }
 
 /// Serves on `listener` until `shutdown` completes.

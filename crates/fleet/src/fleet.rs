@@ -56,6 +56,11 @@ fn one() -> u32 {
     1
 }
 
+/// The most nodes a fleet may have. Kubernetes supports 5,000 nodes per
+/// cluster (some providers 65,000); the bound keeps memory and time
+/// following what a person chose, not a number inside the file.
+pub const MAX_NODES: usize = 1_000_000;
+
 /// One node shape and how many nodes have it.
 #[derive(Clone, Debug)]
 pub struct NodeGroup {
@@ -83,6 +88,7 @@ impl Fleet {
         text: &str,
         mut read_scenario: impl FnMut(&str) -> Result<String, String>,
     ) -> Result<Fleet, FleetError> {
+        let text = topoalign_k8s::prepare_text(text).map_err(|e| FleetError::Syntax(e.to_string()))?;
         let value: serde_json::Value = if text.trim_start().starts_with('{') {
             serde_json::from_str(text).map_err(|e| FleetError::Syntax(format!("JSON: {e}")))?
         } else {
@@ -93,8 +99,16 @@ impl Fleet {
             return Err(field("nodes".into(), "a fleet needs at least one entry".into()));
         }
         let mut groups: Vec<NodeGroup> = Vec::new();
+        let mut nodes = 0usize;
         for (i, entry) in file.nodes.into_iter().enumerate() {
             let at = |name: &str| format!("nodes[{i}].{name}");
+            nodes += entry.count as usize;
+            if nodes > MAX_NODES {
+                return Err(field(
+                    at("count"),
+                    format!("{} nodes: a fleet has at most {MAX_NODES} nodes in all", entry.count),
+                ));
+            }
             if entry.name.is_empty() {
                 return Err(field(at("name"), "must not be empty".into()));
             }

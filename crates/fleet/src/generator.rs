@@ -74,6 +74,13 @@ impl GeneratorSpec {
     /// # Errors
     /// A message naming the bad field.
     pub fn generate(&self) -> Result<Workload, String> {
+        if self.pods as usize > topoalign_k8s::MAX_PODS {
+            return Err(format!(
+                "pods: {} pods: a workload has at most {} (refused before any is made)",
+                self.pods,
+                topoalign_k8s::MAX_PODS
+            ));
+        }
         let total_weight: u64 = self.sizes.iter().map(|s| u64::from(s.weight)).sum();
         if total_weight == 0 {
             return Err("sizes: at least one size with a positive weight is needed".into());

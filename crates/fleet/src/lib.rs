@@ -22,7 +22,7 @@ mod rng;
 pub mod sim;
 pub mod workload;
 
-pub use fleet::{Fleet, FleetError, NodeGroup};
+pub use fleet::{Fleet, FleetError, MAX_NODES, NodeGroup};
 pub use replay::{ReplayCounts, replay_check};
 pub use report::{Report, RunReport};
 pub use sim::{Options, RunKey, Simulation, simulate};

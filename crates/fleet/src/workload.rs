@@ -112,6 +112,7 @@ pub(crate) fn index_u32(i: usize) -> u32 {
 /// The documents of a text: JSON (one value) or YAML (a stream), with YAML
 /// merge keys applied and empty documents dropped.
 fn documents(text: &str) -> Result<Vec<serde_json::Value>, WorkloadError> {
+    let text = topoalign_k8s::prepare_text(text).map_err(|e| WorkloadError::Syntax(e.to_string()))?;
     if text.trim_start().starts_with('{') || text.trim_start().starts_with('[') {
         let value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| WorkloadError::Syntax(format!("JSON: {e}")))?;
@@ -177,6 +178,21 @@ impl Reader {
             "Deployment" | "ReplicaSet" | "StatefulSet" | "Job" => {
                 let name = name()?;
                 let count = replicas(kind, value).map_err(|(path, message)| error(path, message))?;
+                let room = topoalign_k8s::MAX_PODS.saturating_sub(self.pods.len());
+                if count > room as u64 {
+                    let path = if kind == "Job" {
+                        "spec.parallelism"
+                    } else {
+                        "spec.replicas"
+                    };
+                    return Err(error(
+                        path,
+                        format!(
+                            "{count} pods: a workload has at most {} in all",
+                            topoalign_k8s::MAX_PODS
+                        ),
+                    ));
+                }
                 let template = value
                     .pointer("/spec/template")
                     .ok_or_else(|| error("spec.template", "missing".into()))?;

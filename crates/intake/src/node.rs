@@ -278,6 +278,8 @@ pub struct StartedNode {
     pub notes: Vec<String>,
     /// `namespace/name` of the pods running once the events are replayed.
     pub running_before: Vec<String>,
+    /// How many of a scenario's events were not played ([`Events::Ignore`]).
+    pub ignored_events: usize,
 }
 
 /// Reads the node file and the configuration, starts the node with
@@ -310,6 +312,11 @@ pub fn start(inputs: &NodeInputs<'_>) -> Result<StartedNode, IntakeError> {
             inputs.without_config.source().to_owned(),
         ),
     };
+    notes.extend(
+        topoalign_k8s::unknown_field_warnings(&kubelet)
+            .into_iter()
+            .map(|warning| format!("{kubelet_source}: {warning}")),
+    );
     inputs.overrides.apply(&mut kubelet)?;
     let mut node = topoalign_k8s::start_node(machine, &kubelet).map_err(|error| match error {
         ConfigError::Refused(text) => IntakeError::Refused(text),
@@ -335,6 +342,10 @@ pub fn start(inputs: &NodeInputs<'_>) -> Result<StartedNode, IntakeError> {
         }
     }
     let running_before = node.pods().iter().map(|p| p.key()).collect();
+    let ignored_events = match (inputs.events, &scenario) {
+        (Events::Ignore, Some(scenario)) => scenario.events.len(),
+        _ => 0,
+    };
     Ok(StartedNode {
         node,
         kubelet,
@@ -342,5 +353,6 @@ pub fn start(inputs: &NodeInputs<'_>) -> Result<StartedNode, IntakeError> {
         kubelet_source,
         notes,
         running_before,
+        ignored_events,
     })
 }

@@ -66,9 +66,7 @@ impl CpuList {
             if start < 0 || end > max_id {
                 return None;
             }
-            for cpu in start..=end {
-                set.insert(u32::try_from(cpu).ok()?);
-            }
+            set.insert_range(u32::try_from(start).ok()?, u32::try_from(end).ok()?);
         }
         Some(set)
     }

@@ -147,6 +147,198 @@ fn quantity_map<'de, D: Deserializer<'de>>(deserializer: D) -> Result<BTreeMap<S
     Ok(map)
 }
 
+/// Every field of `kubelet.config.k8s.io/v1beta1` `KubeletConfiguration`
+/// (k8s.io/kubelet v0.32 `config/v1beta1/types.go`), plus `apiVersion` and
+/// `kind`: what the kubelet's strict decoding knows.
+const KNOWN_FIELDS: [&str; 121] = [
+    "apiVersion",
+    "kind",
+    "enableServer",
+    "staticPodPath",
+    "podLogsDir",
+    "syncFrequency",
+    "fileCheckFrequency",
+    "httpCheckFrequency",
+    "staticPodURL",
+    "staticPodURLHeader",
+    "address",
+    "port",
+    "readOnlyPort",
+    "tlsCertFile",
+    "tlsPrivateKeyFile",
+    "tlsCipherSuites",
+    "tlsMinVersion",
+    "rotateCertificates",
+    "serverTLSBootstrap",
+    "authentication",
+    "authorization",
+    "registryPullQPS",
+    "registryBurst",
+    "eventRecordQPS",
+    "eventBurst",
+    "enableDebuggingHandlers",
+    "enableContentionProfiling",
+    "healthzPort",
+    "healthzBindAddress",
+    "oomScoreAdj",
+    "clusterDomain",
+    "clusterDNS",
+    "streamingConnectionIdleTimeout",
+    "nodeStatusUpdateFrequency",
+    "nodeStatusReportFrequency",
+    "nodeLeaseDurationSeconds",
+    "imageMinimumGCAge",
+    "imageMaximumGCAge",
+    "imageGCHighThresholdPercent",
+    "imageGCLowThresholdPercent",
+    "volumeStatsAggPeriod",
+    "kubeletCgroups",
+    "systemCgroups",
+    "cgroupRoot",
+    "cgroupsPerQOS",
+    "cgroupDriver",
+    "cpuManagerPolicy",
+    "singleProcessOOMKill",
+    "cpuManagerPolicyOptions",
+    "cpuManagerReconcilePeriod",
+    "memoryManagerPolicy",
+    "topologyManagerPolicy",
+    "topologyManagerScope",
+    "topologyManagerPolicyOptions",
+    "qosReserved",
+    "runtimeRequestTimeout",
+    "hairpinMode",
+    "maxPods",
+    "podCIDR",
+    "podPidsLimit",
+    "resolvConf",
+    "runOnce",
+    "cpuCFSQuota",
+    "cpuCFSQuotaPeriod",
+    "nodeStatusMaxImages",
+    "maxOpenFiles",
+    "contentType",
+    "kubeAPIQPS",
+    "kubeAPIBurst",
+    "serializeImagePulls",
+    "maxParallelImagePulls",
+    "evictionHard",
+    "evictionSoft",
+    "evictionSoftGracePeriod",
+    "evictionPressureTransitionPeriod",
+    "evictionMaxPodGracePeriod",
+    "evictionMinimumReclaim",
+    "podsPerCore",
+    "enableControllerAttachDetach",
+    "protectKernelDefaults",
+    "makeIPTablesUtilChains",
+    "iptablesMasqueradeBit",
+    "iptablesDropBit",
+    "featureGates",
+    "failSwapOn",
+    "memorySwap",
+    "containerLogMaxSize",
+    "containerLogMaxFiles",
+    "containerLogMaxWorkers",
+    "containerLogMonitorInterval",
+    "configMapAndSecretChangeDetectionStrategy",
+    "systemReserved",
+    "kubeReserved",
+    "reservedSystemCPUs",
+    "showHiddenMetricsForVersion",
+    "systemReservedCgroup",
+    "kubeReservedCgroup",
+    "enforceNodeAllocatable",
+    "allowedUnsafeSysctls",
+    "volumePluginDir",
+    "providerID",
+    "kernelMemcgNotification",
+    "logging",
+    "enableSystemLogHandler",
+    "enableSystemLogQuery",
+    "shutdownGracePeriod",
+    "shutdownGracePeriodCriticalPods",
+    "shutdownGracePeriodByPodPriority",
+    "crashLoopBackOff",
+    "reservedMemory",
+    "enableProfilingHandler",
+    "enableDebugFlagsHandler",
+    "seccompDefault",
+    "memoryThrottlingFactor",
+    "registerWithTaints",
+    "registerNode",
+    "tracing",
+    "localStorageCapacityIsolation",
+    "containerRuntimeEndpoint",
+    "imageServiceEndpoint",
+    "failCgroupV1",
+];
+
+/// How many unknown fields are named one by one; the rest are counted.
+const NAMED_UNKNOWN_FIELDS: usize = 10;
+
+/// A warning for each top-level field the kubelet does not know, naming
+/// the closest known field when one is a likely typo (`cpuManagerPolcy` →
+/// `cpuManagerPolicy`).
+///
+/// The kubelet v1.32 decodes its file strictly first; when that fails on
+/// unknown fields it logs "Using lenient decoding as strict decoding failed"
+/// and goes on without them. A typo thus silently changes its answer, so
+/// every reader of a configuration shows these warnings.
+pub fn unknown_field_warnings(value: &serde_json::Value) -> Vec<String> {
+    let Some(object) = value.as_object() else {
+        return Vec::new();
+    };
+    let unknown: Vec<&String> = object.keys().filter(|k| !KNOWN_FIELDS.contains(&k.as_str())).collect();
+    let mut warnings: Vec<String> = unknown
+        .iter()
+        .take(NAMED_UNKNOWN_FIELDS)
+        .map(|field| {
+            let hint = closest_field(field).map_or(String::new(), |known| format!("; did you mean {known:?}?"));
+            format!("unknown KubeletConfiguration field {field:?} is ignored, as the kubelet ignores it{hint}")
+        })
+        .collect();
+    if unknown.len() > NAMED_UNKNOWN_FIELDS {
+        warnings.push(format!(
+            "and {} more unknown KubeletConfiguration fields are ignored",
+            unknown.len() - NAMED_UNKNOWN_FIELDS
+        ));
+    }
+    warnings
+}
+
+/// The known field nearest to `field` by edit distance (ignoring case),
+/// when it is near enough to be a typo.
+fn closest_field(field: &str) -> Option<&'static str> {
+    // Longer names are no typo of a field name (and would cost time).
+    if field.len() > 64 {
+        return None;
+    }
+    let field = field.to_ascii_lowercase();
+    KNOWN_FIELDS
+        .iter()
+        .map(|known| (edit_distance(&field, &known.to_ascii_lowercase()), *known))
+        .filter(|&(distance, known)| distance <= (known.len() / 4).max(2))
+        .min()
+        .map(|(_, known)| known)
+}
+
+/// Levenshtein distance over bytes.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, &x) in a.iter().enumerate() {
+        let mut current = vec![i + 1; b.len() + 1];
+        for (j, &y) in b.iter().enumerate() {
+            current[j + 1] = (previous[j] + usize::from(x != y))
+                .min(previous[j + 1] + 1)
+                .min(current[j] + 1);
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
 impl KubeletConfiguration {
     /// Reads the scenario's `kubelet:` block (or any JSON value holding
     /// KubeletConfiguration fields). `null` is the empty configuration;
@@ -177,6 +369,10 @@ impl KubeletConfiguration {
     /// # Errors
     /// [`ConfigError::Invalid`] for text that is not such a document.
     pub fn from_file_text(text: &str) -> Result<KubeletConfiguration, ConfigError> {
+        let text = crate::nesting::prepare(text).map_err(|e| ConfigError::Invalid {
+            path: String::new(),
+            message: e.to_string(),
+        })?;
         let value: serde_json::Value = serde_yaml_ng::from_str(text).map_err(|e| ConfigError::Invalid {
             path: String::new(),
             message: e.to_string(),
@@ -276,6 +472,28 @@ pub(crate) fn nonzero<T: Default + PartialEq + Copy>(value: Option<T>) -> Option
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn unknown_fields_are_named_with_the_closest_known_one() {
+        let value = serde_json::json!({"cpuManagerPolcy": "static", "maxPods": 10, "zzz": 1});
+        let warnings = unknown_field_warnings(&value);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].contains("\"cpuManagerPolcy\" is ignored")
+                && warnings[0].ends_with("did you mean \"cpuManagerPolicy\"?"),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings[1].contains("\"zzz\"") && !warnings[1].contains("did you mean"),
+            "{warnings:?}"
+        );
+        assert!(unknown_field_warnings(&serde_json::json!({"topologyManagerPolicy": "none"})).is_empty());
+        let many: serde_json::Map<String, serde_json::Value> = (0..1000)
+            .map(|i| (format!("{}{i}", "x".repeat(100_000 / 1000)), serde_json::Value::Null))
+            .collect();
+        let warnings = unknown_field_warnings(&serde_json::Value::Object(many));
+        assert_eq!(warnings.len(), NAMED_UNKNOWN_FIELDS + 1);
+    }
     use super::*;
     use serde_json::json;
 

@@ -37,6 +37,12 @@ pub struct Manifests {
     pub skipped: Vec<String>,
 }
 
+/// The most pods one stream (or workload file) may expand to, replicas
+/// included. Kubernetes supports 150,000 pods per cluster; this is well
+/// beyond, and bounds memory and time by something a person chose rather
+/// than by a number inside the input (`replicas: 1000000000`).
+pub const MAX_PODS: usize = 1_000_000;
+
 /// How to read a stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ManifestOptions {
@@ -90,6 +96,16 @@ const WORKLOADS: [(&str, &[&str]); 8] = [
 /// pod [`pod_from_value`] refuses (no containers, negative or malformed
 /// quantities, ...), naming the document and field.
 pub fn read_manifests(text: &str, options: &ManifestOptions) -> Result<Manifests, ManifestError> {
+    if options.replicas as usize > MAX_PODS {
+        return Err(ManifestError {
+            document: None,
+            path: String::new(),
+            message: format!(
+                "{} replicas per workload: at most {MAX_PODS} pods are read",
+                options.replicas
+            ),
+        });
+    }
     let (documents, count) = split_documents(text)?;
     let numbered = count > 1;
     let mut reader = Reader {
@@ -123,6 +139,11 @@ pub fn read_manifests(text: &str, options: &ManifestOptions) -> Result<Manifests
 fn split_documents(text: &str) -> Result<(Vec<(usize, Value)>, usize), ManifestError> {
     let mut documents = Vec::new();
     let mut count = 0;
+    let text = crate::nesting::prepare(text).map_err(|e| ManifestError {
+        document: None,
+        path: String::new(),
+        message: e.to_string(),
+    })?;
     for (index, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
         count = index + 1;
         let syntax = |error: serde_yaml_ng::Error| ManifestError {
@@ -257,6 +278,12 @@ impl Reader<'_> {
         metadata.insert("namespace".into(), json!(namespace));
         metadata.remove("uid");
         let spec = template.get("spec").cloned().unwrap_or(Value::Null);
+        if self.manifests.pods.len() + self.options.replicas as usize > MAX_PODS {
+            return Err((
+                path,
+                format!("more than {MAX_PODS} pods in all: refused before they are made"),
+            ));
+        }
         for replica in 0..self.options.replicas {
             let mut metadata = metadata.clone();
             metadata.insert("name".into(), json!(format!("{name}-{replica}")));

@@ -64,6 +64,25 @@ pub enum PodProblem {
     Negative(String),
     #[error("{0:?} is not a whole number: extended resources (devices) are counted in whole units")]
     Fractional(String),
+    /// An amount past 64 bits: the API server and the kubelet hold amounts
+    /// as `int64` (`Value()`, `MilliValue()` for cpu) and overflow beyond.
+    #[error("{text:?} is too large: Kubernetes holds resource amounts as 64-bit integers (at most {max})")]
+    TooLarge { text: String, max: &'static str },
+    /// The API server's `requests <= limits` rule (equal for huge pages and
+    /// devices, which cannot be overcommitted); its text.
+    #[error("Invalid value: {request:?}: must be {relation} {resource} limit of {limit}")]
+    RequestAboveLimit {
+        resource: String,
+        request: String,
+        limit: String,
+        relation: &'static str,
+    },
+    /// A huge page or device request without a limit (API validation).
+    #[error("Required value: Limit must be set for non overcommitable resources")]
+    LimitRequired,
+    /// A name the API server refuses (DNS-1123); the value is escaped.
+    #[error("Invalid value: {value:?}: {rule}")]
+    InvalidName { value: String, rule: String },
 }
 
 impl PodError {
@@ -106,6 +125,7 @@ pub fn pod_from_value(manifest: &serde_json::Value, default_uid: &str) -> Result
 /// # Errors
 /// [`PodError`] naming the field; see [`pod_from_k8s`].
 pub fn pod_from_yaml(text: &str, default_uid: &str) -> Result<Pod, PodError> {
+    let text = crate::nesting::prepare(text).map_err(|e| PodError::new("", PodProblem::Malformed(e.to_string())))?;
     let deserializer = serde_yaml_ng::Deserializer::from_str(text);
     let pod: k8s::Pod = serde_path_to_error::deserialize(deserializer).map_err(|e| malformed(&e))?;
     pod_from_k8s(&pod, default_uid)
@@ -133,11 +153,13 @@ pub fn pod_from_k8s(pod: &k8s::Pod, default_uid: &str) -> Result<Pod, PodError> 
         .clone()
         .filter(|n| !n.is_empty())
         .ok_or_else(|| PodError::new("metadata.name", PodProblem::NoName))?;
+    check_name(&name, "metadata.name", NameRule::Subdomain)?;
     let namespace = metadata
         .namespace
         .clone()
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| "default".to_owned());
+    check_name(&namespace, "metadata.namespace", NameRule::Label)?;
     let uid = metadata
         .uid
         .clone()
@@ -154,9 +176,9 @@ pub fn pod_from_k8s(pod: &k8s::Pod, default_uid: &str) -> Result<Pod, PodError> 
     let init_containers = spec.init_containers.as_deref().unwrap_or_default();
     let init_containers = convert_containers(init_containers, "spec.initContainers", true)?;
     let containers = convert_containers(&spec.containers, "spec.containers", false)?;
-    let mut names: Vec<&str> = Vec::new();
+    let mut names: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for (index, container) in init_containers.iter().chain(&containers).enumerate() {
-        if names.contains(&container.name.as_str()) {
+        if !names.insert(container.name.as_str()) {
             let path = if index < init_containers.len() {
                 format!("spec.initContainers[{index}].name")
             } else {
@@ -167,7 +189,6 @@ pub fn pod_from_k8s(pod: &k8s::Pod, default_uid: &str) -> Result<Pod, PodError> 
                 PodProblem::DuplicateContainer(container.name.clone()),
             ));
         }
-        names.push(&container.name);
     }
     let overhead = resource_list(spec.overhead.as_ref(), "spec.overhead")?;
     let qos = pod_qos(&init_containers, &containers);
@@ -189,6 +210,7 @@ fn convert_containers(list: &[k8s::Container], at: &str, init: bool) -> Result<V
         if container.name.is_empty() {
             return Err(PodError::new(format!("{at}.name"), PodProblem::UnnamedContainer));
         }
+        check_name(&container.name, &format!("{at}.name"), NameRule::Label)?;
         let resources = container.resources.as_ref();
         let limits = resource_list(
             resources.and_then(|r| r.limits.as_ref()),
@@ -198,6 +220,7 @@ fn convert_containers(list: &[k8s::Container], at: &str, init: bool) -> Result<V
             resources.and_then(|r| r.requests.as_ref()),
             &format!("{at}.resources.requests"),
         )?;
+        check_requests_within_limits(&requests, &limits, &format!("{at}.resources"))?;
         // core/v1 SetDefaults_Pod: a limit without a request is also the request.
         for (resource, limit) in &limits {
             requests.entry(resource.clone()).or_insert(*limit);
@@ -232,9 +255,116 @@ fn resource_list(list: Option<&BTreeMap<String, K8sQuantity>>, at: &str) -> Resu
         if is_extended_resource(resource) && !quantity.is_whole() {
             return Err(PodError::new(path(), PodProblem::Fractional(text.clone())));
         }
+        // cpu is read in thousandths (`MilliValue()`), the rest in units.
+        let (amount, max) = if resource == "cpu" {
+            (quantity.milli(), "9223372036854775806m")
+        } else {
+            (quantity.value(), "9223372036854775806")
+        };
+        // `>=`: Kubernetes caps binary amounts (`8Ei`) at exactly 2^63-1.
+        if amount >= i128::from(i64::MAX) {
+            return Err(PodError::new(
+                path(),
+                PodProblem::TooLarge {
+                    text: text.clone(),
+                    max,
+                },
+            ));
+        }
         parsed.insert(resource.clone(), quantity);
     }
     Ok(parsed)
+}
+
+/// API validation of one container's requests against its limits
+/// (`validateResourceRequirements`), before requests are defaulted.
+fn check_requests_within_limits(requests: &ResourceList, limits: &ResourceList, at: &str) -> Result<(), PodError> {
+    for (resource, request) in requests {
+        let overcommit = !(is_extended_resource(resource) || resource.starts_with("hugepages-"));
+        match limits.get(resource) {
+            Some(limit) if (!overcommit && request != limit) || request > limit => {
+                return Err(PodError::new(
+                    format!("{at}.requests"),
+                    PodProblem::RequestAboveLimit {
+                        resource: resource.clone(),
+                        request: request.to_string(),
+                        limit: limit.to_string(),
+                        relation: if overcommit {
+                            "less than or equal to"
+                        } else {
+                            "equal to"
+                        },
+                    },
+                ));
+            }
+            None if !overcommit => return Err(PodError::new(format!("{at}.limits"), PodProblem::LimitRequired)),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Which of the API server's DNS-1123 rules a name follows.
+#[derive(Clone, Copy)]
+enum NameRule {
+    /// Pod names: `IsDNS1123Subdomain`, at most 253 characters.
+    Subdomain,
+    /// Namespaces and container names: `IsDNS1123Label`, at most 63.
+    Label,
+}
+
+/// Refuses a name the API server would refuse. Besides matching the
+/// cluster, this keeps terminal escapes, NUL and bidirectional marks out
+/// of everything that prints names (reports, the agent's log).
+fn check_name(name: &str, path: &str, rule: NameRule) -> Result<(), PodError> {
+    let (max, valid, text) = match rule {
+        NameRule::Subdomain => (
+            253,
+            name.split('.').all(is_dns1123_label_text),
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and \
+             must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is \
+             '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+        ),
+        NameRule::Label => (
+            63,
+            is_dns1123_label_text(name),
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start \
+             and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is \
+             '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+        ),
+    };
+    let rule = if name.len() > max {
+        format!("must be no more than {max} characters")
+    } else if !valid {
+        text.to_owned()
+    } else {
+        return Ok(());
+    };
+    Err(PodError::new(
+        path,
+        PodProblem::InvalidName {
+            value: name.to_owned(),
+            rule,
+        },
+    ))
+}
+
+/// `[a-z0-9]([-a-z0-9]*[a-z0-9])?`.
+fn is_dns1123_label_text(part: &str) -> bool {
+    let bytes = part.as_bytes();
+    !bytes.is_empty()
+        && bytes
+            .iter()
+            .all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && bytes[0] != b'-'
+        && bytes[bytes.len() - 1] != b'-'
+}
+
+/// Whether `text` is a `namespace/name` key the API server could hold.
+pub fn is_valid_pod_key(text: &str) -> bool {
+    text.split_once('/').is_some_and(|(namespace, name)| {
+        check_name(namespace, "", NameRule::Label).is_ok() && check_name(name, "", NameRule::Subdomain).is_ok()
+    })
 }
 
 /// Kubernetes' `IsExtendedResourceName`: a domain-prefixed name outside

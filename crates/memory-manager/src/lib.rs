@@ -25,7 +25,9 @@
 //! The `None` policy keeps no state and is handled here.
 //!
 //! Architecture invariant: every decision is the kubelet v1.32 Static
-//! policy's, including its Go `uint64` wrap-arounds and its tie-breaks;
+//! policy's, including its Go `uint64` wrap-arounds and its tie-breaks
+//! (a reservation larger than its node, where the kubelet would wrap at
+//! start-up, is refused instead: `validation`);
 //! where the kubelet follows Go map order (which mismatching resource a
 //! start-up error names) the first in name order is chosen.
 
@@ -73,11 +75,25 @@ pub struct MemoryManagerConfig {
     pub node_allocatable_reservation: ResourceList,
 }
 
-/// Why the memory manager refuses to start. Display is the kubelet's text.
+/// Why the memory manager refuses to start. Display is the kubelet's text,
+/// or topoalign's where the kubelet would start with nonsense.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MemoryManagerStartError {
     #[error("{0}")]
     Kubelet(String),
+    /// A NUMA node reserves more of a resource than it has (the kubelet
+    /// starts and computes about 16 EiB free: Go `uint64` wraps).
+    #[error(
+        "reservedMemory: NUMA node {node} reserves {reserved} bytes of {resource} but has only {available} \
+         (memory counts without the huge page pools); the kubelet would wrap around to about 16 EiB free \
+         and pin pods to memory that does not exist"
+    )]
+    ReservationExceedsNode {
+        node: usize,
+        resource: String,
+        reserved: u64,
+        available: u64,
+    },
 }
 
 /// Why an allocation failed after the topology manager admitted the pod

@@ -8,7 +8,7 @@
 //! containers. Must not touch: other managers' state or the topology
 //! manager's choice (the affinity is passed in).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use topoalign_model::{Container, Machine, NumaMask, Pod, QosClass, TopologyHint};
 
@@ -37,8 +37,110 @@ pub(crate) enum AllocateError {
 }
 
 /// One pod's containers with memory blocks, in the order they were
-/// allocated (init containers, then app containers).
-type PodBlocks = Vec<(String, Vec<Block>)>;
+/// allocated (init containers, then app containers), found by name in
+/// constant time: a pod may have thousands of init containers, and every
+/// container start looks up the blocks of those before it.
+#[derive(Clone, Debug, Default)]
+struct PodBlocks {
+    /// Allocation order; `None` where a container's blocks were removed.
+    slots: Vec<Option<(String, Vec<Block>)>>,
+    /// Container name → its slot.
+    index: HashMap<String, usize>,
+    /// The walks over a container's earlier init containers (taking over
+    /// their memory, freeing it) skip the leading ones with nothing left to
+    /// take or free, so a pod with thousands of init containers costs time
+    /// linear in their number, not quadratic.
+    drained: InitCursor,
+    freed: InitCursor,
+}
+
+/// The two walks over a container's earlier init containers.
+#[derive(Clone, Copy)]
+enum Walk {
+    /// Taking over their memory (`shrink_init_container_blocks`).
+    TakeOver,
+    /// Freeing it when the container starts (`add_container`).
+    Free,
+}
+
+/// How many of a pod's first init containers a walk may skip, and their
+/// names.
+#[derive(Clone, Debug, Default)]
+struct InitCursor {
+    passed: usize,
+    names: HashSet<String>,
+}
+
+impl InitCursor {
+    /// Where a walk over the init containers before `container` may start,
+    /// advancing past those `done` says need no look (never past
+    /// `container`: later ones may not be allocated yet). `None` when
+    /// `container` is itself among the skipped: nothing before it needs a
+    /// look.
+    fn start(
+        &mut self,
+        inits: &[Container],
+        container: &Container,
+        done: impl Fn(&Container) -> bool,
+    ) -> Option<usize> {
+        if self.names.contains(&container.name) {
+            return None;
+        }
+        while let Some(init) = inits.get(self.passed) {
+            if init.name == container.name || !done(init) {
+                break;
+            }
+            self.names.insert(init.name.clone());
+            self.passed += 1;
+        }
+        Some(self.passed)
+    }
+}
+
+impl PodBlocks {
+    fn get(&self, container: &str) -> Option<&Vec<Block>> {
+        let slot = self.slots[*self.index.get(container)?].as_ref()?;
+        Some(&slot.1)
+    }
+
+    fn get_mut(&mut self, container: &str) -> Option<&mut Vec<Block>> {
+        let slot = self.slots[*self.index.get(container)?].as_mut()?;
+        Some(&mut slot.1)
+    }
+
+    fn set(&mut self, container: &str, blocks: Vec<Block>) {
+        match self.index.get(container).and_then(|&i| self.slots[i].as_mut()) {
+            Some((_, existing)) => *existing = blocks,
+            None => {
+                self.index.insert(container.to_string(), self.slots.len());
+                self.slots.push(Some((container.to_string(), blocks)));
+            }
+        }
+    }
+
+    fn remove(&mut self, container: &str) -> Option<Vec<Block>> {
+        let slot = self.index.remove(container)?;
+        self.slots[slot].take().map(|(_, blocks)| blocks)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&String, &Vec<Block>)> {
+        self.slots.iter().flatten().map(|(name, blocks)| (name, blocks))
+    }
+}
+
+impl FromIterator<(String, Vec<Block>)> for PodBlocks {
+    fn from_iter<I: IntoIterator<Item = (String, Vec<Block>)>>(containers: I) -> Self {
+        let mut pod = PodBlocks::default();
+        for (name, blocks) in containers {
+            pod.set(&name, blocks);
+        }
+        pod
+    }
+}
 
 /// The Static policy and its state.
 #[derive(Clone, Debug)]
@@ -62,9 +164,8 @@ impl StaticPolicy {
     pub fn blocks(&self, pod_uid: &str, container: &str) -> Option<&[Block]> {
         self.blocks
             .get(pod_uid)?
-            .iter()
-            .find(|(name, _)| name == container)
-            .map(|(_, blocks)| blocks.as_slice())
+            .get(container)
+            .map(Vec::as_slice)
             .filter(|blocks| !blocks.is_empty())
     }
 
@@ -82,11 +183,10 @@ impl StaticPolicy {
     }
 
     fn set_blocks(&mut self, pod_uid: &str, container: &str, blocks: Vec<Block>) {
-        let containers = self.blocks.entry(pod_uid.to_string()).or_default();
-        match containers.iter_mut().find(|(name, _)| name == container) {
-            Some((_, existing)) => *existing = blocks,
-            None => containers.push((container.to_string(), blocks)),
-        }
+        self.blocks
+            .entry(pod_uid.to_string())
+            .or_default()
+            .set(container, blocks);
     }
 
     /// Container-scope hints (kubelet `GetTopologyHints`); `None` is the
@@ -206,20 +306,22 @@ impl StaticPolicy {
     /// container's block size, so the pod's blocks still add up to what the
     /// machine state holds for it.
     fn shrink_init_container_blocks(&mut self, pod: &Pod, container: &Container, container_blocks: &[Block]) {
+        let Some(skip) = self.skippable_inits(pod, container, Walk::TakeOver) else {
+            return;
+        };
         for container_block in container_blocks {
             let mut left = container_block.size;
-            for init in &pod.init_containers {
+            for init in &pod.init_containers[skip..] {
                 if init.name == container.name || left == 0 {
                     break;
                 }
                 if init.restartable {
                     continue;
                 }
-                let Some(init_blocks) = self.blocks(&pod.uid, &init.name) else {
+                let Some(init_blocks) = self.blocks.get_mut(&pod.uid).and_then(|p| p.get_mut(&init.name)) else {
                     continue;
                 };
-                let mut init_blocks = init_blocks.to_vec();
-                for init_block in &mut init_blocks {
+                for init_block in init_blocks.iter_mut() {
                     if init_block.size == 0
                         || init_block.resource != container_block.resource
                         || init_block.affinity != container_block.affinity
@@ -230,7 +332,6 @@ impl StaticPolicy {
                     init_block.size -= taken;
                     left -= taken;
                 }
-                self.set_blocks(&pod.uid, &init.name, init_blocks);
             }
         }
     }
@@ -240,10 +341,9 @@ impl StaticPolicy {
         let Some(containers) = self.blocks.get_mut(pod_uid) else {
             return;
         };
-        let Some(position) = containers.iter().position(|(name, _)| name == container) else {
+        let Some(blocks) = containers.remove(container) else {
             return;
         };
-        let (_, blocks) = containers.remove(position);
         if containers.is_empty() {
             self.blocks.remove(pod_uid);
         }
@@ -255,7 +355,10 @@ impl StaticPolicy {
     /// The container started (kubelet `AddContainer`): the pod's regular
     /// init containers before it have finished, so their memory is freed.
     pub fn add_container(&mut self, pod: &Pod, container: &Container) {
-        for init in &pod.init_containers {
+        let Some(skip) = self.skippable_inits(pod, container, Walk::Free) else {
+            return;
+        };
+        for init in &pod.init_containers[skip..] {
             if init.name == container.name {
                 break;
             }
@@ -265,6 +368,31 @@ impl StaticPolicy {
             }
             self.remove_container(&pod.uid, &init.name);
         }
+    }
+
+    /// Where `walk` over the init containers before `container` may start;
+    /// `None` to skip it (also when the pod holds no blocks: nothing to do).
+    fn skippable_inits(&mut self, pod: &Pod, container: &Container, walk: Walk) -> Option<usize> {
+        let blocks = self.blocks.get_mut(&pod.uid)?;
+        let mut cursor = std::mem::take(match walk {
+            Walk::TakeOver => &mut blocks.drained,
+            Walk::Free => &mut blocks.freed,
+        });
+        let start = cursor.start(&pod.init_containers, container, |init| {
+            // Sidecars give and free no memory.
+            init.restartable
+                || match walk {
+                    Walk::TakeOver => blocks
+                        .get(&init.name)
+                        .is_none_or(|list| list.iter().all(|b| b.size == 0)),
+                    Walk::Free => blocks.get(&init.name).is_none(),
+                }
+        });
+        *match walk {
+            Walk::TakeOver => &mut blocks.drained,
+            Walk::Free => &mut blocks.freed,
+        } = cursor;
+        start
     }
 
     /// Frees everything the pod holds, container by container in

@@ -7,7 +7,9 @@
 //! 2. per memory resource, the reservations add up to the node-allocatable
 //!    reservation (systemReserved + kubeReserved + hard eviction);
 //! 3. every amount is a whole number of bytes;
-//! 4. some regular memory is reserved at all.
+//! 4. some regular memory is reserved at all;
+//! 5. (topoalign's own, see [`check_reservations_fit`]) no node reserves
+//!    more than it has.
 //!
 //! Owns: those checks and the per-node reservation they produce. Must not
 //! touch: the machine state built from it.
@@ -41,7 +43,65 @@ pub(crate) fn system_reserved_memory(
             "[memorymanager] you should specify the system reserved memory",
         ));
     }
+    check_reservations_fit(machine, &reserved)?;
     Ok(reserved)
+}
+
+/// Check 5, a deliberate divergence: the kubelet subtracts a node's
+/// reservation (and its huge page pools) from its memory in Go `uint64`, so
+/// a node with `memory: 0` and 1Gi reserved has 16 EiB free, and the Static
+/// policy then pins pods to memory that does not exist. The kubelet starts;
+/// its answers after that are wrong, so topoalign refuses to start instead.
+fn check_reservations_fit(machine: &Machine, reserved: &SystemReserved) -> Result<(), MemoryManagerStartError> {
+    for node in machine.numa_nodes() {
+        let Some(by_resource) = reserved.get(&node.id) else {
+            continue;
+        };
+        let mut pools = 0u64;
+        for (&page_size, &pool) in &node.hugepages {
+            // Whole pages only, as the machine state counts them.
+            let pool = pool.checked_div(page_size).map_or(0, |pages| pages * page_size);
+            pools = pools.saturating_add(pool);
+            let name = topoalign_model::hugepage_resource_name(page_size);
+            let wanted = by_resource.get(&name).copied().unwrap_or(0);
+            if wanted > pool {
+                return Err(MemoryManagerStartError::ReservationExceedsNode {
+                    node: node.id,
+                    resource: name,
+                    reserved: wanted,
+                    available: pool,
+                });
+            }
+        }
+        for (name, &wanted) in by_resource {
+            if is_hugepage_resource(name) && wanted > 0 && !by_resource_has_pool(node, name) {
+                return Err(MemoryManagerStartError::ReservationExceedsNode {
+                    node: node.id,
+                    resource: name.clone(),
+                    reserved: wanted,
+                    available: 0,
+                });
+            }
+        }
+        let wanted = by_resource.get(MEMORY).copied().unwrap_or(0);
+        let available = node.memory.saturating_sub(pools);
+        if wanted > available {
+            return Err(MemoryManagerStartError::ReservationExceedsNode {
+                node: node.id,
+                resource: MEMORY.to_string(),
+                reserved: wanted,
+                available,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Whether the node has a huge page pool of the size `name` names.
+fn by_resource_has_pool(node: &topoalign_model::NumaNode, name: &str) -> bool {
+    node.hugepages
+        .keys()
+        .any(|&size| topoalign_model::hugepage_resource_name(size) == name)
 }
 
 fn kubelet_error(text: impl Into<String>) -> MemoryManagerStartError {

@@ -289,6 +289,7 @@ fn the_none_policy_neither_hints_nor_pins_nor_checks_reservations() {
 fn start_error(m: &Machine, config: &MemoryManagerConfig) -> String {
     match MemoryManager::start(m, config) {
         Err(MemoryManagerStartError::Kubelet(text)) => text,
+        Err(other) => panic!("expected the kubelet's text, got {other}"),
         Ok(_) => panic!("expected a start-up error"),
     }
 }

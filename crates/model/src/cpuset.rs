@@ -25,14 +25,20 @@ pub enum CpuSetParseError {
     #[error("invalid CPU list {input:?}: range {piece:?} ends before it starts")]
     ReversedRange { input: String, piece: String },
     /// An id beyond what any machine has (guards against absurd allocations).
-    #[error("invalid CPU list {input:?}: CPU id {id} is larger than {max}", max = CpuSet::MAX_CPU_ID)]
+    #[error("invalid CPU list {input:?}: CPU id {id} is larger than {max}, the largest a Linux machine can have", max = CpuSet::MAX_CPU_ID)]
     TooLarge { input: String, id: u64 },
 }
 
 impl CpuSet {
-    /// The largest CPU id a set may hold; larger ids in input are rejected
-    /// rather than allocating an enormous bit set.
-    pub const MAX_CPU_ID: u32 = 1 << 20;
+    /// The largest CPU id a machine may have; every reader rejects larger
+    /// ids in its input (naming the file and field) rather than allocating
+    /// a bit set as large as the id.
+    ///
+    /// The bound is the kernel's: the largest `NR_CPUS` any Linux
+    /// architecture can be built with is 8,192 (x86-64 `MAXSMP`, powerpc),
+    /// and CPU ids are below `NR_CPUS`. Twice that leaves room for the next
+    /// raise while a set stays at most 2 KiB.
+    pub const MAX_CPU_ID: u32 = 16_383;
 
     /// The empty set.
     pub fn new() -> Self {
@@ -46,6 +52,18 @@ impl CpuSet {
             self.bits.grow(index + 1);
         }
         self.bits.insert(index);
+    }
+
+    /// Adds the CPU ids `low..=high`, a word at a time.
+    pub fn insert_range(&mut self, low: u32, high: u32) {
+        if high < low {
+            return;
+        }
+        let end = high as usize + 1;
+        if end > self.bits.len() {
+            self.bits.grow(end);
+        }
+        self.bits.insert_range(low as usize..end);
     }
 
     /// Removes a CPU id (no-op when absent).
@@ -163,9 +181,7 @@ impl CpuSet {
                             piece: piece.to_string(),
                         });
                     }
-                    for cpu in low..=high {
-                        set.insert(cpu);
-                    }
+                    set.insert_range(low, high);
                 }
             }
         }

@@ -62,6 +62,8 @@ pub enum MachineError {
     DistanceRowLength { node: usize, got: usize, expected: usize },
     #[error("CPU id {0} appears twice")]
     DuplicateCpu(u32),
+    #[error("CPU id {0} is larger than {max}, the largest a Linux machine can have", max = CpuSet::MAX_CPU_ID)]
+    CpuIdTooLarge(u32),
     #[error("CPU {cpu} is on NUMA node {numa}, which does not exist")]
     CpuOnUnknownNumaNode { cpu: u32, numa: usize },
     #[error("device {resource} {id:?} is attached to NUMA node {numa}, which does not exist")]
@@ -106,6 +108,9 @@ impl Machine {
                     });
                 }
             }
+        }
+        if let Some(cpu) = cpus.iter().find(|c| c.id > CpuSet::MAX_CPU_ID) {
+            return Err(MachineError::CpuIdTooLarge(cpu.id));
         }
         cpus.sort_by_key(|c| c.id);
         for pair in cpus.windows(2) {

@@ -112,31 +112,68 @@ pub fn numa_of_zone(name: &str) -> Option<usize> {
 /// # Errors
 /// The first document that is not an object of this shape.
 pub fn parse_objects(text: &str) -> Result<Vec<NodeResourceTopology>, String> {
+    let text = topoalign_k8s::prepare_text(text).map_err(|e| e.to_string())?;
+    let (objects, mut skipped) = objects_of(values_of(text)?);
+    if skipped.is_empty() {
+        Ok(objects)
+    } else {
+        Err(skipped.swap_remove(0))
+    }
+}
+
+/// The non-empty documents of JSON or YAML text.
+fn values_of(text: &str) -> Result<Vec<serde_json::Value>, String> {
     let trimmed = text.trim_start();
-    let values: Vec<serde_json::Value> = if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        match serde_json::from_str(text).map_err(|e| format!("JSON: {e}"))? {
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        return Ok(match serde_json::from_str(text).map_err(|e| format!("JSON: {e}"))? {
             serde_json::Value::Array(items) => items,
             other => vec![other],
+        });
+    }
+    let mut values = Vec::new();
+    for document in serde_yaml_ng::Deserializer::from_str(text) {
+        let value = serde_json::Value::deserialize(document).map_err(|e| format!("YAML: {e}"))?;
+        if !value.is_null() {
+            values.push(value);
         }
-    } else {
-        let mut values = Vec::new();
-        for document in serde_yaml_ng::Deserializer::from_str(text) {
-            let value = serde_json::Value::deserialize(document).map_err(|e| format!("YAML: {e}"))?;
-            if !value.is_null() {
-                values.push(value);
-            }
-        }
-        values
-    };
+    }
+    Ok(values)
+}
+
+/// Like [`parse_objects`], but an object of the wrong shape is left out
+/// with the reason (naming it by `metadata.name` where it has one) instead
+/// of failing the whole text: one bad object must not hide the others.
+///
+/// # Errors
+/// Text that is not JSON or YAML at all.
+pub fn parse_objects_skipping_bad(text: &str) -> Result<(Vec<NodeResourceTopology>, Vec<String>), String> {
+    let text = topoalign_k8s::prepare_text(text).map_err(|e| e.to_string())?;
+    Ok(objects_of(values_of(text)?))
+}
+
+/// Every object of the documents (`List`s unpacked), and why the others
+/// are not objects.
+fn objects_of(values: Vec<serde_json::Value>) -> (Vec<NodeResourceTopology>, Vec<String>) {
     let mut objects = Vec::new();
+    let mut skipped = Vec::new();
     for value in values {
         let items = match value.get("items").and_then(|i| i.as_array()) {
             Some(items) => items.clone(),
             None => vec![value],
         };
         for item in items {
-            objects.push(serde_json::from_value(item).map_err(|e| e.to_string())?);
+            let name = item
+                .pointer("/metadata/name")
+                .and_then(|n| n.as_str())
+                .map(str::to_owned);
+            match serde_json::from_value(item) {
+                Ok(object) => objects.push(object),
+                Err(e) => skipped.push(match name {
+                    Some(name) => format!("{name}: {e}"),
+                    None => e.to_string(),
+                }),
+            }
         }
     }
-    Ok(objects)
+    (objects, skipped)
 }

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer, Serialize};
-use topoalign_model::{Cpu, Device, Machine, NumaNode, hugepage_resource_name};
+use topoalign_model::{Cpu, CpuSet, Device, Machine, MachineError, NumaNode, hugepage_resource_name};
 
 use crate::ScenarioError;
 
@@ -105,6 +105,7 @@ impl Scenario {
     /// [`ScenarioError::Syntax`] for text that is neither, and
     /// [`ScenarioError::Field`] naming the field path of a wrong value.
     pub fn parse(text: &str) -> Result<Scenario, ScenarioError> {
+        let text = topoalign_k8s::prepare_text(text).map_err(|e| ScenarioError::Syntax(e.to_string()))?;
         let value: serde_json::Value = if text.trim_start().starts_with('{') {
             serde_json::from_str(text).map_err(|e| ScenarioError::Syntax(format!("JSON: {e}")))?
         } else {
@@ -157,6 +158,21 @@ impl TopologySpec {
                 }
                 hugepages.insert(page, total);
             }
+            // `memory` is the node's total, huge page pools included (cAdvisor's
+            // MemTotal); pools beyond it would leave a negative rest, which the
+            // kubelet's uint64 arithmetic turns into exabytes.
+            let pools = hugepages.values().fold(0u64, |sum, &bytes| sum.saturating_add(bytes));
+            if pools > memory {
+                let (&page, _) = hugepages.iter().next_back().unwrap_or((&0, &0));
+                return Err(field(
+                    at(&hugepage_resource_name(page)),
+                    format!(
+                        "the huge page pools ({}) are larger than the node's memory ({}), which includes them",
+                        byte_quantity(pools),
+                        spec.memory
+                    ),
+                ));
+            }
             numa_nodes.push(NumaNode {
                 id: spec.id,
                 memory,
@@ -164,13 +180,69 @@ impl TopologySpec {
                 distances: spec.distances.clone(),
             });
         }
+        self.index_distance_rows(&mut numa_nodes)?;
+        if let Some((i, cpu)) = self.cpus.iter().enumerate().find(|(_, c)| c.id > CpuSet::MAX_CPU_ID) {
+            return Err(field(
+                format!("topology.cpus[{i}].id"),
+                MachineError::CpuIdTooLarge(cpu.id).to_string(),
+            ));
+        }
         let cpus = self.cpus.iter().map(Cpu::from).collect();
+        for resource in self.devices.keys() {
+            check_device_resource(resource).map_err(|m| field(format!("topology.devices.{resource:?}"), m))?;
+        }
         let devices = self
             .devices
             .iter()
             .map(|(resource, list)| (resource.clone(), list.iter().map(Device::from).collect()))
             .collect();
         Machine::new(numa_nodes, cpus, devices).map_err(|e| field("topology".into(), e.to_string()))
+    }
+
+    /// Distance rows are indexed by NUMA id. With sparse ids (`0, 2`) a row
+    /// may instead list one distance per node, in id order (as sysfs writes
+    /// `nodeN/distance`); it is spread to the id index here, 0 for ids
+    /// that do not exist. Other lengths are an error naming the row.
+    fn index_distance_rows(&self, nodes: &mut [NumaNode]) -> Result<(), ScenarioError> {
+        let mut ids: Vec<usize> = nodes.iter().map(|n| n.id).collect();
+        ids.sort_unstable();
+        let Some(&max_id) = ids.last() else {
+            return Ok(());
+        };
+        // Ids past the model's limit are refused by `Machine::new`, naming
+        // the id; rows are not spread that far.
+        if max_id >= topoalign_model::MAX_NUMA_NODES {
+            return Ok(());
+        }
+        for (i, node) in nodes.iter_mut().enumerate() {
+            let Some(row) = &node.distances else {
+                continue;
+            };
+            if row.len() == max_id + 1 {
+                continue;
+            }
+            if row.len() == ids.len() {
+                let mut indexed = vec![0; max_id + 1];
+                for (&id, &distance) in ids.iter().zip(row) {
+                    indexed[id] = distance;
+                }
+                node.distances = Some(indexed);
+                continue;
+            }
+            let listed: Vec<String> = ids.iter().map(ToString::to_string).collect();
+            return Err(ScenarioError::Field {
+                path: format!("topology.numaNodes[{i}].distances"),
+                message: format!(
+                    "{} values; give one per NUMA node in id order ({} values for ids {}) or one per id from 0 \
+                     to {max_id} ({} values, 0 where there is no node)",
+                    row.len(),
+                    ids.len(),
+                    listed.join(", "),
+                    max_id + 1
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// The block describing `machine`, so that [`TopologySpec::to_machine`]
@@ -261,6 +333,26 @@ impl From<&Device> for DeviceSpec {
             id: d.id.clone(),
             numa: d.numa.clone(),
         }
+    }
+}
+
+/// A device-plugin resource name the kubelet would register: an extended
+/// resource name (`vendor.com/device`; not `kubernetes.io/`, not
+/// `requests.`). A device named `cpu` or `memory` would stand beside the
+/// kubelet's own resources of that name and be counted twice.
+fn check_device_resource(name: &str) -> Result<(), String> {
+    let extended = name.split_once('/').is_some_and(|(domain, rest)| {
+        !domain.is_empty() && !rest.is_empty() && !domain.ends_with("kubernetes.io") && !name.starts_with("requests.")
+    });
+    let printable = name.chars().all(|c| c.is_ascii_graphic());
+    if extended && printable {
+        Ok(())
+    } else {
+        Err(
+            "not a device-plugin resource name: devices are extended resources named domain/name (e.g. \
+             nvidia.com/gpu), outside kubernetes.io; cpu, memory and hugepages-* are the kubelet's own"
+                .to_owned(),
+        )
     }
 }
 

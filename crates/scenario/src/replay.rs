@@ -1,6 +1,8 @@
 //! Playing a scenario's events through a [`Node`], as a kubelet with the
 //! scenario's configuration would see them.
 
+use std::collections::HashMap;
+
 use topoalign_engine::{Decision, MergeStrategy, Node, NodeState};
 use topoalign_model::Pod;
 
@@ -119,6 +121,10 @@ fn apply_events(node: &mut Node, events: Vec<Event>) -> Vec<EventOutcome> {
 
 fn read_events(scenario: &Scenario) -> Result<Vec<Event>, ScenarioError> {
     let mut events = Vec::with_capacity(scenario.events.len());
+    // The API server holds one pod per namespace/name (and per uid) until it
+    // is deleted; a second add would make two pods answer to one name.
+    let mut live: HashMap<String, (usize, String)> = HashMap::new();
+    let mut uids: HashMap<String, usize> = HashMap::new();
     for (index, spec) in scenario.events.iter().enumerate() {
         let at = format!("events[{index}]");
         events.push(match (&spec.add, &spec.delete) {
@@ -129,6 +135,23 @@ fn read_events(scenario: &Scenario) -> Result<Vec<Event>, ScenarioError> {
                     path: join_path(&format!("{at}.add"), e.path()),
                     message: e.message(),
                 })?;
+                if let Some((earlier, _)) = live.get(&pod.key()) {
+                    return Err(ScenarioError::Field {
+                        path: format!("{at}.add.metadata.name"),
+                        message: format!(
+                            "pod {} is already on the node (added by events[{earlier}]); delete it first: \
+                             the API server holds one pod per namespace/name",
+                            pod.key()
+                        ),
+                    });
+                }
+                if let Some(earlier) = uids.insert(pod.uid.clone(), index) {
+                    return Err(ScenarioError::Field {
+                        path: format!("{at}.add.metadata.uid"),
+                        message: format!("uid {:?} is already used by events[{earlier}]", pod.uid),
+                    });
+                }
+                live.insert(pod.key(), (index, pod.uid.clone()));
                 Event::Add(pod)
             }
             (None, Some(key)) => {
@@ -137,6 +160,17 @@ fn read_events(scenario: &Scenario) -> Result<Vec<Event>, ScenarioError> {
                 } else {
                     format!("default/{key}")
                 };
+                if !topoalign_k8s::is_valid_pod_key(&key) {
+                    return Err(ScenarioError::Field {
+                        path: format!("{at}.delete"),
+                        message: format!(
+                            "{key:?} is not a pod's namespace/name (lowercase letters, digits, '-' and '.')"
+                        ),
+                    });
+                }
+                if let Some((_, uid)) = live.remove(&key) {
+                    uids.remove(&uid);
+                }
                 Event::Delete { key }
             }
             _ => {

@@ -204,6 +204,17 @@ fn pod_event(index: usize) -> impl Strategy<Value = Value> {
 fn events() -> impl Strategy<Value = Vec<Value>> {
     proptest::collection::vec((0usize..12).prop_flat_map(pod_event), 1..10).prop_flat_map(|adds| {
         let n = adds.len();
+        // One pod per name, as the API server holds them (a second add of a
+        // name still on the node is refused).
+        let adds: Vec<Value> = adds
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut add)| {
+                let name = add["add"]["metadata"]["name"].as_str().unwrap_or("p").to_owned();
+                add["add"]["metadata"]["name"] = json!(format!("{name}-{i}"));
+                add
+            })
+            .collect();
         proptest::collection::vec(0usize..n, 0..3).prop_map(move |deletes| {
             let mut events = adds.clone();
             for (k, victim) in deletes.into_iter().enumerate() {

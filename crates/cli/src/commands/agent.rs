@@ -142,6 +142,15 @@ survives; it is never reset silently.";
 pub fn run(args: &Args) -> Result {
     init_logging(args.log_format);
     let started = start_node(args.node.as_deref(), args.kubelet_config.as_deref())?;
+    if started.ignored_events > 0 {
+        // The agent's allocations are its journal's; say so rather than
+        // serve a node that silently lacks the scenario's pods.
+        eprintln!(
+            "topoalign: {}: the scenario's {} pod event(s) are not played: only its topology and kubelet blocks are \
+             used; allocations are those in the state directory",
+            started.machine_source, started.ignored_events
+        );
+    }
     let token = args.token_file.as_deref().map(read_token).transpose()?;
     let nrt = nrt_plan(args, &started)?;
     let enforce = args.enforce || (!args.no_enforce && args.node.is_none());
@@ -230,7 +239,26 @@ fn init_logging(format: LogFormat) {
     };
 }
 
+/// Reads the bearer token. A token file other users can read (or
+/// write) is refused, like ssh refuses such keys: anyone on the machine
+/// could then allocate; one only its group can read gets a warning.
 fn read_token(path: &Path) -> Result<String> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(path)
+        .map_err(|e| Error::bad_input(format!("cannot read the token file {}: {e}", path.display())))?
+        .permissions()
+        .mode();
+    if mode & 0o026 != 0 || mode & 0o004 != 0 {
+        return Err(Error::bad_input(format!(
+            "the token file {} is readable or writable by other users (mode {:04o}): `chmod 600` it \
+             (for a Kubernetes Secret volume, defaultMode: 0400)",
+            path.display(),
+            mode & 0o7777
+        )));
+    }
+    if mode & 0o040 != 0 {
+        tracing::warn!(file = %path.display(), mode = format!("{:04o}", mode & 0o7777), "the token file is readable by its group");
+    }
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::bad_input(format!("cannot read the token file {}: {e}", path.display())))?;
     let token = text.trim().to_string();
@@ -246,6 +274,22 @@ fn read_token(path: &Path) -> Result<String> {
 fn nrt_plan(args: &Args, started: &StartedNode) -> Result<Option<pipeline::Plan>> {
     if !args.nrt_publish && args.nrt_file.is_none() {
         return Ok(None);
+    }
+    if let Some(file) = args.nrt_file.as_deref().filter(|f| f.as_os_str() != "-") {
+        // The file is replaced atomically through a sibling temporary file:
+        // without its directory every update would fail and be retried
+        // forever, so say so now.
+        let parent = match file.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        if !parent.is_dir() {
+            return Err(Error::bad_input(format!(
+                "--nrt-file {}: the directory {} does not exist (create it first)",
+                file.display(),
+                parent.display()
+            )));
+        }
     }
     let node_name = match &args.nrt_node_name {
         Some(name) => name.clone(),

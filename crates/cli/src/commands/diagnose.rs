@@ -49,6 +49,7 @@ pub struct Args {
 
 pub fn run(args: &Args) -> Result {
     let dir = &args.kubelet_dir;
+    check_kubelet_dir(dir)?;
     let fallback = ["config.yaml", "kubelet-config.yaml"]
         .iter()
         .map(|name| dir.join(name))
@@ -211,4 +212,31 @@ fn text(dir: &Path, diagnosis: &Diagnosis, started: &StartedNode, explained: &[M
     }
     out.push_str(&admit::pod_blocks(started, explained, &diagnosis.results));
     out
+}
+
+/// Refuses a directory that holds no kubelet state at all: reading it as a
+/// kubelet that starts with empty state would answer for a node that was
+/// never looked at. (A running kubelet always writes `cpu_manager_state`.)
+fn check_kubelet_dir(dir: &Path) -> Result<()> {
+    if !dir.is_dir() {
+        return Err(Error::bad_input(format!(
+            "--kubelet-dir {}: not a directory",
+            dir.display()
+        )));
+    }
+    let known = [
+        CheckpointKind::Cpu.file_name(),
+        CheckpointKind::Memory.file_name(),
+        "config.yaml",
+        "kubelet-config.yaml",
+    ];
+    if !known.iter().any(|name| dir.join(name).exists()) {
+        return Err(Error::bad_input(format!(
+            "--kubelet-dir {}: no kubelet state here (none of {}); give the kubelet's root directory, \
+             /var/lib/kubelet on most nodes",
+            dir.display(),
+            known.join(", ")
+        )));
+    }
+    Ok(())
 }

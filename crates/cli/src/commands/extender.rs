@@ -142,12 +142,25 @@ fn load(args: &Args, config: ExtenderConfig) -> Result<Cluster> {
     };
     let now = Instant::now();
     for path in &args.nrt {
-        let objects = topoalign_nrt::object::parse_objects(&read_text(path)?)
+        let (objects, mut skipped) = topoalign_nrt::object::parse_objects_skipping_bad(&read_text(path)?)
             .map_err(|e| Error::bad_input(format!("invalid NodeResourceTopology objects: {}: {e}", path.display())))?;
         for object in &objects {
-            cluster
-                .apply_nrt(object, now)
-                .map_err(|e| Error::bad_input(format!("{}: {e}", path.display())))?;
+            // One malformed object must not keep the extender from serving
+            // the other nodes: that node is left out, with the reason.
+            if let Err(error) = cluster.apply_nrt(object, now) {
+                skipped.push(error.to_string());
+            }
+        }
+        // Only bad objects and nothing else to serve: refuse to start.
+        if !skipped.is_empty() && cluster.is_empty() {
+            return Err(Error::bad_input(format!(
+                "invalid NodeResourceTopology objects: {}: no usable object: {}",
+                path.display(),
+                skipped.join("; ")
+            )));
+        }
+        for reason in skipped {
+            eprintln!("topoalign extender: {}: skipped: {reason}", path.display());
         }
     }
     Ok(cluster)

@@ -30,7 +30,12 @@ enum Format {
 
 pub fn run(args: &Args) -> Result {
     let text = read_text(&args.scenario)?;
-    let outcome = Scenario::parse(&text).and_then(|scenario| replay(&scenario));
+    let outcome = Scenario::parse(&text).and_then(|scenario| {
+        for warning in topoalign_k8s::unknown_field_warnings(&scenario.kubelet) {
+            eprintln!("topoalign: {}: kubelet: {warning}", args.scenario.display());
+        }
+        replay(&scenario)
+    });
     let error = match outcome {
         Ok(Replay::Completed(document)) => {
             let text = match args.output.format() {

@@ -228,6 +228,17 @@ pub fn diagnose(inputs: Inputs<'_>) -> Result<Diagnosis, DiagnoseError> {
 
     let mut state_uids: BTreeSet<String> = BTreeSet::new();
     let mut cpu_assignments = BTreeMap::new();
+    for shared in cpu_state.iter().flat_map(|state| state.shared_cpus()) {
+        notes.push(format!(
+            "warning: cpu_manager_state: CPUs {} are assigned to both {}/{} and {}/{}; the kubelet does not check \
+             this, so both containers run on these \"exclusive\" CPUs",
+            shared.cpus,
+            key_of(&shared.first.0),
+            shared.first.1,
+            key_of(&shared.second.0),
+            shared.second.1,
+        ));
+    }
     for (uid, containers) in cpu_state.iter().flat_map(|s| &s.assignments) {
         state_uids.insert(uid.clone());
         let entry: &mut BTreeMap<String, String> = cpu_assignments.entry(key_of(uid)).or_default();

@@ -13,10 +13,6 @@ use super::spew::{Spew, fnv32a};
 use super::{CheckpointError, CheckpointKind, check_policy, verify_checksum};
 use crate::cpu_list::parse_cpu_list;
 
-/// The largest CPU id a checkpoint may name (far beyond any machine; keeps
-/// a hostile `0-4000000000` from costing memory).
-const MAX_CPU_ID: i64 = 1 << 20;
-
 /// A CPU manager checkpoint as the kubelet holds it after reading the file
 /// (a v1 file already migrated to v2).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,11 +102,13 @@ impl CpuCheckpoint {
     }
 }
 
-/// `cpuset.Parse` into a set; ids beyond [`MAX_CPU_ID`] are refused.
+/// `cpuset.Parse` into a set; ids beyond [`CpuSet::MAX_CPU_ID`] (the
+/// kernel's limit) are refused, so a hostile `0-4000000000` costs nothing.
 fn cpu_set(text: &str) -> Result<CpuSet, String> {
     let list = parse_cpu_list(text)?;
-    list.to_cpu_set(MAX_CPU_ID)
-        .ok_or_else(|| format!("CPU ids above {MAX_CPU_ID} are not supported"))
+    let max = CpuSet::MAX_CPU_ID;
+    list.to_cpu_set(i64::from(max))
+        .ok_or_else(|| format!("CPU ids above {max} are not supported"))
 }
 
 /// The v1 format: entries keyed by container id.

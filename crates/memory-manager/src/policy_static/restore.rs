@@ -39,7 +39,7 @@ impl StaticPolicy {
     pub(crate) fn restore(
         &mut self,
         machine: Option<MachineState>,
-        blocks: BTreeMap<String, PodBlocks>,
+        blocks: BTreeMap<String, Vec<(String, Vec<Block>)>>,
     ) -> Result<(), MemoryRestoreError> {
         let default = self.default_machine_state();
         let Some(stored) = machine else {
@@ -63,7 +63,10 @@ impl StaticPolicy {
             return Err(MemoryRestoreError::MachineStateDiffers);
         }
         self.machine = stored;
-        self.blocks = blocks;
+        self.blocks = blocks
+            .into_iter()
+            .map(|(pod, containers)| (pod, containers.into_iter().collect::<PodBlocks>()))
+            .collect();
         self.reusable = Default::default();
         Ok(())
     }

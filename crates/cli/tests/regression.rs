@@ -1,0 +1,171 @@
+//! One test per bug a person (or a hostile input) found in the `topoalign`
+//! binary, named after what it reproduces (issue 13). Each runs the real
+//! binary.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn scenario() -> PathBuf {
+    repo().join("examples/scenarios/two-socket-gpu.yaml")
+}
+
+fn topoalign(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_topoalign"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 path")
+}
+
+/// `topoalign agent` on the example scenario, its socket and state in
+/// `dir`, with `extra` arguments; it is expected to stop at start.
+fn agent_in(dir: &Path, extra: &[&str]) -> Output {
+    let (node, socket, state) = (scenario(), dir.join("s.sock"), dir.join("state"));
+    let mut args = vec![
+        "agent",
+        "--node",
+        path(&node),
+        "--socket",
+        path(&socket),
+        "--state-dir",
+        path(&state),
+    ];
+    args.extend_from_slice(extra);
+    topoalign(&args)
+}
+
+/// A token file in `dir` with `text` and `mode`.
+fn token_file(dir: &Path, text: &str, mode: u32) -> PathBuf {
+    let token = dir.join("token");
+    std::fs::write(&token, text).expect("write");
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    token
+}
+
+/// A token file every local user can read was accepted without a word.
+#[test]
+fn agent_refuses_a_world_readable_token_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let token = token_file(dir.path(), "0123456789abcdef0123456789abcdef\n", 0o644);
+    let output = agent_in(dir.path(), &["--listen", "127.0.0.1:1", "--token-file", path(&token)]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("is readable or writable by other users (mode 0644): `chmod 600` it"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// `--nrt-file` into a directory that does not exist retried every second
+/// forever (the README's own example).
+#[test]
+fn agent_nrt_file_into_a_missing_directory_fails_at_start() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let missing = dir.path().join("no/such/dir/node.yaml");
+    let output = agent_in(dir.path(), &["--nrt-file", path(&missing), "--nrt-node-name", "n"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("the directory"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("does not exist (create it first)"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// `agent --node SCENARIO` dropped the scenario's running pods silently.
+/// (A short token file makes the agent stop right after reading the node.)
+#[test]
+fn agent_node_scenario_says_its_pods_are_not_played() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let token = token_file(dir.path(), "short", 0o600);
+    let output = agent_in(dir.path(), &["--listen", "127.0.0.1:1", "--token-file", path(&token)]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("pod event(s) are not played: only its topology and kubelet blocks are used"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// `diagnose --kubelet-dir` on a directory without kubelet state reported
+/// "the kubelet starts" and exited 0.
+#[test]
+fn diagnose_kubelet_dir_without_kubelet_state_is_an_error() {
+    let empty = tempfile::tempdir().expect("temp dir");
+    let output = topoalign(&[
+        "diagnose",
+        "--kubelet-dir",
+        path(empty.path()),
+        "--node",
+        path(&scenario()),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("no kubelet state here"), "{}", stderr(&output));
+    let missing = empty.path().join("nowhere");
+    let output = topoalign(&["diagnose", "--kubelet-dir", path(&missing), "--node", path(&scenario())]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("not a directory"), "{}", stderr(&output));
+}
+
+/// A typo in a KubeletConfiguration field was ignored silently and
+/// flipped the answer.
+#[test]
+fn kubelet_config_typo_gets_a_warning_naming_the_close_field() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("kubelet.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncpuManagerPolcy: static\n",
+    )
+    .expect("write");
+    let pod = dir.path().join("pod.yaml");
+    std::fs::write(&pod, "metadata: {name: p}\nspec:\n  containers:\n  - name: app\n").expect("write");
+    let output = topoalign(&[
+        "admit",
+        path(&pod),
+        "--node",
+        path(&scenario()),
+        "--kubelet-config",
+        path(&config),
+    ]);
+    let all = format!("{}{}", String::from_utf8_lossy(&output.stdout), stderr(&output));
+    assert!(
+        all.contains("unknown KubeletConfiguration field \"cpuManagerPolcy\" is ignored")
+            && all.contains("did you mean \"cpuManagerPolicy\"?"),
+        "{all}"
+    );
+}
+
+/// `--replicas 1000000000` aborted on allocation.
+#[test]
+fn admit_with_a_billion_replicas_is_refused_before_allocating() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let deployment = dir.path().join("d.yaml");
+    std::fs::write(
+        &deployment,
+        "kind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n      containers:\n      - name: app\n",
+    )
+    .expect("write");
+    let output = topoalign(&[
+        "admit",
+        path(&deployment),
+        "--replicas",
+        "1000000000",
+        "--node",
+        path(&scenario()),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("at most 1000000 pods"), "{}", stderr(&output));
+}

@@ -1,0 +1,157 @@
+//! One test per bug found with hostile or mistaken input, named after what
+//! it reproduces (issue 13: "Resource bounds", "Validation").
+
+use topoalign_k8s::{ManifestOptions, PodProblem, check_nesting, pod_from_yaml, read_manifests};
+
+fn pod_error(yaml: &str) -> String {
+    pod_from_yaml(yaml, "uid").expect_err("refused").to_string()
+}
+
+fn container(resources: &str) -> String {
+    format!("metadata: {{name: p}}\nspec:\n  containers:\n  - name: app\n    resources: {resources}\n")
+}
+
+/// 100,000 `[` used to cost the YAML parser seconds before its own depth
+/// limit fired; refused by a linear pre-check now.
+#[test]
+fn deeply_nested_yaml_is_refused_before_parsing() {
+    let text = format!("metadata: {{name: p}}\nspec: {}", "[".repeat(100_000));
+    let error = read_manifests(&text, &ManifestOptions::default()).expect_err("refused");
+    assert!(
+        error.to_string().contains("line 2: nested more than 128 levels deep"),
+        "{error}"
+    );
+    assert!(pod_error(&"{a: ".repeat(100_000)).contains("nested more than 128 levels"));
+    assert!(check_nesting(&"- ".repeat(50_000)).is_err());
+}
+
+/// A file saved with a UTF-8 byte order mark in front of its JSON.
+#[test]
+fn utf8_bom_before_json_is_read() {
+    let text = "\u{feff}{\"metadata\": {\"name\": \"p\"}, \"spec\": {\"containers\": [{\"name\": \"app\"}]}}";
+    let manifests = read_manifests(text, &ManifestOptions::default()).expect("read");
+    assert_eq!(manifests.pods[0].pod.name, "p");
+    pod_from_yaml(text, "uid").expect("read");
+}
+
+/// Requests above limits, and device or huge page requests that differ
+/// from their limits, are refused as the API server refuses them.
+#[test]
+fn requests_above_limits_are_refused_like_the_api_server() {
+    let e = pod_error(&container("{requests: {cpu: '4'}, limits: {cpu: '2'}}"));
+    assert_eq!(
+        e,
+        "spec.containers[0].resources.requests: Invalid value: \"4\": must be less than or equal to cpu limit of 2"
+    );
+    let e = pod_error(&container(
+        "{requests: {example.com/nic: '1'}, limits: {example.com/nic: '2'}}",
+    ));
+    assert!(e.contains("must be equal to example.com/nic limit of 2"), "{e}");
+    let e = pod_error(&container("{requests: {nvidia.com/gpu: '1'}}"));
+    assert_eq!(
+        e,
+        "spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources"
+    );
+    // Below the limit is fine for cpu and memory.
+    pod_from_yaml(
+        &container("{requests: {cpu: '1', memory: 1Gi}, limits: {cpu: '2', memory: 2Gi}}"),
+        "u",
+    )
+    .expect("Burstable");
+}
+
+/// Amounts past 64 bits used to be saturated silently (`1e30` CPUs,
+/// `8Ei` of memory capped at 2^63-1).
+#[test]
+fn quantities_past_64_bits_are_an_error() {
+    for (resources, field) in [
+        ("{limits: {cpu: '1e30'}}", "limits.cpu"),
+        ("{limits: {cpu: '9223372036854776'}}", "limits.cpu"),
+        ("{limits: {memory: '8Ei'}}", "limits.memory"),
+        ("{limits: {memory: '1e19'}}", "limits.memory"),
+        ("{limits: {example.com/nic: '1e20'}}", "limits.example.com/nic"),
+    ] {
+        let e = pod_error(&container(resources));
+        assert!(
+            e.starts_with(&format!("spec.containers[0].resources.{field}: ")) && e.contains("64-bit"),
+            "{resources}: {e}"
+        );
+    }
+    pod_from_yaml(&container("{limits: {cpu: '64', memory: 7Ei}}"), "u").expect("large but representable");
+}
+
+/// Terminal escapes, NUL and right-to-left marks in names reached the
+/// terminal and the agent's log; names follow the API server's DNS-1123
+/// rules now, and the refused value is shown escaped.
+#[test]
+fn names_with_escapes_nul_or_bidi_marks_are_refused_and_shown_escaped() {
+    for (name, escaped) in [
+        ("evil\u{1b}[31m", "\\u{1b}"),
+        ("nul\u{0}x", "\\0"),
+        ("abc\u{202e}cba", "\\u{202e}"),
+    ] {
+        let yaml = format!(
+            "metadata: {{name: {}}}\nspec:\n  containers:\n  - name: app\n",
+            serde_json::to_string(name).expect("json")
+        );
+        let e = pod_error(&yaml);
+        assert!(e.starts_with("metadata.name: Invalid value: "), "{e}");
+        assert!(e.contains(escaped) && !e.contains(name), "{e}");
+    }
+    let e = pod_error("metadata: {name: p, namespace: Prod}\nspec:\n  containers:\n  - name: app\n");
+    assert!(
+        e.starts_with("metadata.namespace: Invalid value: \"Prod\": a lowercase RFC 1123 label"),
+        "{e}"
+    );
+    let e = pod_error("metadata: {name: p}\nspec:\n  containers:\n  - name: my_app\n");
+    assert!(
+        e.starts_with("spec.containers[0].name: Invalid value: \"my_app\""),
+        "{e}"
+    );
+    let e = pod_error(&format!(
+        "metadata: {{name: {}}}\nspec:\n  containers:\n  - name: a\n",
+        "a".repeat(254)
+    ));
+    assert!(e.ends_with("must be no more than 253 characters"), "{e}");
+    pod_from_yaml("metadata: {name: a.b-c}\nspec:\n  containers:\n  - name: app\n", "u").expect("a valid name");
+}
+
+/// `replicas: 1000000000` (or `--replicas`) aborted on allocation.
+#[test]
+fn a_billion_replicas_are_refused_before_any_is_made() {
+    let deployment =
+        "kind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n      containers:\n      - name: app\n";
+    let options = ManifestOptions {
+        replicas: 1_000_000_000,
+        ..ManifestOptions::default()
+    };
+    let e = read_manifests(deployment, &options).expect_err("refused");
+    assert!(e.to_string().contains("at most 1000000 pods"), "{e}");
+    let two = ManifestOptions {
+        replicas: 2,
+        ..ManifestOptions::default()
+    };
+    assert_eq!(read_manifests(deployment, &two).expect("read").pods.len(), 2);
+}
+
+/// A typo in a KubeletConfiguration field flipped the answer silently.
+#[test]
+fn kubelet_config_typo_warns_naming_the_close_field() {
+    let value = serde_json::json!({"cpuManagerPolcy": "static", "topologyManagerPolicy": "single-numa-node"});
+    let warnings = topoalign_k8s::unknown_field_warnings(&value);
+    assert_eq!(
+        warnings,
+        vec![
+            "unknown KubeletConfiguration field \"cpuManagerPolcy\" is ignored, as the kubelet ignores it; did you \
+             mean \"cpuManagerPolicy\"?"
+                .to_owned()
+        ]
+    );
+}
+
+/// The problem kinds a caller can match on stay distinct.
+#[test]
+fn too_large_is_its_own_problem() {
+    let error = pod_from_yaml(&container("{limits: {cpu: '1e30'}}"), "u").expect_err("refused");
+    assert!(matches!(error.problem(), PodProblem::TooLarge { .. }));
+}

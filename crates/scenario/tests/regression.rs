@@ -1,0 +1,162 @@
+//! One test per bug found with hostile or mistaken scenarios, named after
+//! what it reproduces (issue 13: "Resource bounds", "Validation").
+
+use topoalign_scenario::{Replay, ResultDocument, Scenario, replay};
+
+fn outcome(text: &str) -> Result<Replay, String> {
+    Scenario::parse(text)
+        .and_then(|s| replay(&s))
+        .map_err(|e| e.to_string())
+}
+
+fn error_of(text: &str) -> String {
+    match outcome(text) {
+        Err(e) => e,
+        Ok(other) => panic!("expected an error, got {other:?}"),
+    }
+}
+
+fn completed(text: &str) -> ResultDocument {
+    match outcome(text) {
+        Ok(Replay::Completed(document)) => document,
+        other => panic!("expected a replay, got {other:?}"),
+    }
+}
+
+const TWO_NODES: &str = r#"topology:
+  numaNodes:
+    - {id: 0, memory: 8Gi}
+    - {id: 1, memory: 8Gi}
+  cpus:
+    - {id: 0, core: 0, socket: 0, numa: 0}
+    - {id: 1, core: 1, socket: 0, numa: 0}
+    - {id: 2, core: 2, socket: 1, numa: 1}
+    - {id: 3, core: 3, socket: 1, numa: 1}
+kubelet: {cpuManagerPolicy: static, reservedSystemCPUs: "0"}
+"#;
+
+const GUARANTEED: &str =
+    "{metadata: {name: web}, spec: {containers: [{name: app, resources: {limits: {cpu: '1', memory: 1Gi}}}]}}";
+
+/// The same namespace/name added twice used to lose the first pod's CPUs
+/// from the final state (both answered to one name).
+#[test]
+fn same_pod_name_added_twice_is_refused_naming_both_events() {
+    let text = format!("{TWO_NODES}events:\n  - add: {GUARANTEED}\n  - add: {GUARANTEED}\n");
+    assert_eq!(
+        error_of(&text),
+        "events[1].add.metadata.name: pod default/web is already on the node (added by events[0]); delete it \
+         first: the API server holds one pod per namespace/name"
+    );
+    // After a delete, the name is free again.
+    let text = format!("{TWO_NODES}events:\n  - add: {GUARANTEED}\n  - delete: web\n  - add: {GUARANTEED}\n");
+    let document = completed(&text);
+    assert_eq!(document.final_state.cpu_assignments.len(), 1);
+}
+
+/// A CPU id near `u32::MAX` sized a bit set of 512 MiB per CPU set.
+#[test]
+fn cpu_id_near_u32_max_is_refused_naming_the_field() {
+    let text = TWO_NODES.replace("{id: 3, core: 3", "{id: 4294967295, core: 3");
+    assert_eq!(
+        error_of(&text),
+        "topology.cpus[3].id: CPU id 4294967295 is larger than 16383, the largest a Linux machine can have"
+    );
+}
+
+/// Huge page pools larger than the node's memory left a negative rest that
+/// the kubelet's uint64 arithmetic turns into exabytes.
+#[test]
+fn hugepages_larger_than_the_node_memory_are_refused() {
+    let text = TWO_NODES.replace("{id: 1, memory: 8Gi}", "{id: 1, memory: 8Gi, hugepages-1Gi: 16Gi}");
+    assert_eq!(
+        error_of(&text),
+        "topology.numaNodes[1].hugepages-1Gi: the huge page pools (16Gi) are larger than the node's memory (8Gi), \
+         which includes them"
+    );
+}
+
+/// A NUMA node with `memory: 0` and memory reserved on it had 16 EiB free
+/// and admitted pods.
+#[test]
+fn memory_reserved_on_a_node_without_memory_is_refused_not_wrapped() {
+    let text = TWO_NODES.replace("{id: 1, memory: 8Gi}", "{id: 1, memory: 0}").replace(
+        "kubelet: {cpuManagerPolicy: static, reservedSystemCPUs: \"0\"}",
+        "kubelet:\n  memoryManagerPolicy: Static\n  systemReserved: {memory: 924Mi}\n  \
+         reservedMemory: [{numaNode: 1, limits: {memory: 1Gi}}]",
+    );
+    match outcome(&text) {
+        Ok(Replay::Refused(message)) => assert!(
+            message.contains("NUMA node 1 reserves 1073741824 bytes of memory but has only 0"),
+            "{message}"
+        ),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// Distance rows for sparse NUMA ids (0 and 2) written one value per node
+/// were refused with a confusing length error.
+#[test]
+fn sparse_numa_ids_take_distance_rows_per_node_or_per_id() {
+    let sparse = |rows: (&str, &str)| {
+        format!(
+            "topology:\n  numaNodes:\n    - {{id: 0, memory: 8Gi, distances: {}}}\n    - {{id: 2, memory: 8Gi, distances: {}}}\n  \
+             cpus:\n    - {{id: 0, core: 0, socket: 0, numa: 0}}\n    - {{id: 1, core: 1, socket: 1, numa: 2}}\n",
+            rows.0, rows.1
+        )
+    };
+    let per_node = Scenario::parse(&sparse(("[10, 21]", "[21, 10]"))).expect("parses");
+    let per_id = Scenario::parse(&sparse(("[10, 0, 21]", "[21, 0, 10]"))).expect("parses");
+    let machine = per_node.topology.to_machine().expect("per node");
+    assert_eq!(machine, per_id.topology.to_machine().expect("per id"));
+    assert_eq!(
+        machine.numa_node(2).and_then(|n| n.distances.clone()),
+        Some(vec![21, 0, 10])
+    );
+    let error = error_of(&sparse(("[10, 21, 30, 40]", "[21, 10]")));
+    assert!(
+        error.starts_with(
+            "topology.numaNodes[0].distances: 4 values; give one per NUMA node in id order (2 values for ids 0, 2)"
+        ),
+        "{error}"
+    );
+}
+
+/// A device resource named `cpu` stood beside the kubelet's own cpu.
+#[test]
+fn device_resource_named_cpu_is_refused() {
+    for name in ["cpu", "memory", "hugepages-2Mi", "kubernetes.io/foo", "x/\u{1b}[31m"] {
+        let text = TWO_NODES.replace(
+            "kubelet:",
+            &format!(
+                "  devices:\n    {}: [{{id: d0, numa: [0]}}]\nkubelet:",
+                serde_json::to_string(name).unwrap()
+            ),
+        );
+        let error = error_of(&text);
+        assert!(
+            error.starts_with(&format!("topology.devices.{name:?}: not a device-plugin resource name")),
+            "{name}: {error}"
+        );
+    }
+}
+
+/// A `delete:` key with terminal escapes reached the result and the
+/// terminal as written.
+#[test]
+fn delete_key_that_is_no_pod_name_is_refused() {
+    let text = format!("{TWO_NODES}events:\n  - delete: \"web\\e[2J\"\n");
+    let error = error_of(&text);
+    assert!(
+        error.starts_with("events[0].delete: \"default/web\\u{1b}[2J\" is not a pod's namespace/name"),
+        "{error}"
+    );
+}
+
+/// Deep nesting in a scenario is refused before the YAML parser's
+/// quadratic work.
+#[test]
+fn deeply_nested_scenario_is_refused_before_parsing() {
+    let text = format!("{TWO_NODES}events: {}", "[".repeat(200_000));
+    assert!(error_of(&text).contains("nested more than 128 levels deep"));
+}
