@@ -277,6 +277,10 @@ const KNOWN_FIELDS: [&str; 121] = [
 /// How many unknown fields are named one by one; the rest are counted.
 const NAMED_UNKNOWN_FIELDS: usize = 10;
 
+/// The scenario's `kubeletVersion` (docs/scenario.md): read beside the
+/// KubeletConfiguration fields, not one of them.
+pub const KUBELET_VERSION_FIELD: &str = "kubeletVersion";
+
 /// A warning for each top-level field the kubelet does not know, naming
 /// the closest known field when one is a likely typo (`cpuManagerPolcy` →
 /// `cpuManagerPolicy`).
@@ -289,7 +293,10 @@ pub fn unknown_field_warnings(value: &serde_json::Value) -> Vec<String> {
     let Some(object) = value.as_object() else {
         return Vec::new();
     };
-    let unknown: Vec<&String> = object.keys().filter(|k| !KNOWN_FIELDS.contains(&k.as_str())).collect();
+    let unknown: Vec<&String> = object
+        .keys()
+        .filter(|k| !KNOWN_FIELDS.contains(&k.as_str()) && k.as_str() != KUBELET_VERSION_FIELD)
+        .collect();
     let mut warnings: Vec<String> = unknown
         .iter()
         .take(NAMED_UNKNOWN_FIELDS)

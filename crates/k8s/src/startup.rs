@@ -30,7 +30,7 @@ use topoalign_model::{Machine, Quantity, ResourceList};
 
 use crate::eviction::{hard_eviction_reservation, parse_hard_thresholds};
 use crate::go;
-use crate::kubelet_config::{ConfigError, KubeletConfiguration};
+use crate::kubelet_config::{ConfigError, KUBELET_VERSION_FIELD, KubeletConfiguration};
 use crate::quantity::{QuantityError, parse_quantity};
 use crate::validation::validate;
 
@@ -182,8 +182,44 @@ pub fn node_config(config: &KubeletConfiguration, machine: &Machine) -> Result<N
 /// [`ConfigError::Invalid`] for a block that does not decode,
 /// [`ConfigError::Refused`] with the kubelet's text for one it would refuse.
 pub fn node_config_from_value(value: &serde_json::Value, machine: &Machine) -> Result<NodeConfig, ConfigError> {
+    check_kubelet_version(value)?;
     let config = KubeletConfiguration::from_value(value)?;
     node_config(&config, machine).map_err(|refusal| ConfigError::Refused(refusal.to_string()))
+}
+
+/// The kubelet releases whose decisions the engine reproduces.
+pub const SUPPORTED_KUBELET_VERSIONS: &[&str] = &["1.32"];
+
+/// `kubeletVersion` (a scenario's and a fleet's field, not a
+/// KubeletConfiguration one): the release whose behaviour to reproduce.
+/// Only releases the engine reproduces are accepted; any other is an error
+/// rather than an answer by another release's rules.
+fn check_kubelet_version(value: &serde_json::Value) -> Result<(), ConfigError> {
+    let Some(version) = value.get(KUBELET_VERSION_FIELD) else {
+        return Ok(());
+    };
+    let invalid = |message: String| ConfigError::Invalid {
+        path: KUBELET_VERSION_FIELD.to_owned(),
+        message,
+    };
+    let text = version
+        .as_str()
+        .ok_or_else(|| invalid(format!("{version} is not a version string such as \"1.32\"")))?;
+    // "1.32", "v1.32" and a patch release "1.32.10" name the same rules.
+    let minor: String = text
+        .trim_start_matches('v')
+        .split('.')
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(".");
+    if SUPPORTED_KUBELET_VERSIONS.contains(&minor.as_str()) {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "kubelet {text:?} is not supported; the engine reproduces {}",
+            SUPPORTED_KUBELET_VERSIONS.join(", ")
+        )))
+    }
 }
 
 /// Starts the engine node a kubelet with the KubeletConfiguration fields
@@ -503,6 +539,28 @@ mod tests {
             checked += 1;
         }
         assert!(checked >= 2, "found {checked} vectors");
+    }
+
+    /// Regression: `kubeletVersion` (docs/scenario.md) drew an "unknown
+    /// field" warning and was otherwise ignored, so a v1.36 node would have
+    /// been answered by v1.32's rules without a word.
+    #[test]
+    fn kubelet_version_is_checked_not_ignored() {
+        let machine = test_machine(&json!({"numaNodes": [{"id": 0, "memory": "8Gi"}],
+                                           "cpus": [{"id": 0, "core": 0, "socket": 0, "numa": 0},
+                                                    {"id": 1, "core": 1, "socket": 0, "numa": 0}]}));
+        for accepted in ["1.32", "v1.32", "1.32.10"] {
+            let kubelet = json!({"kubeletVersion": accepted});
+            assert!(node_config_from_value(&kubelet, &machine).is_ok(), "{accepted}");
+            assert!(crate::unknown_field_warnings(&kubelet).is_empty());
+        }
+        for refused in [json!("1.36"), json!("2"), json!(1.32)] {
+            let error = node_config_from_value(&json!({"kubeletVersion": refused}), &machine).unwrap_err();
+            assert!(
+                matches!(&error, ConfigError::Invalid { path, .. } if path == "kubeletVersion"),
+                "{refused}: {error}"
+            );
+        }
     }
 
     /// Just enough of a scenario topology for these steps: NUMA nodes with
