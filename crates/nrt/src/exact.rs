@@ -233,6 +233,65 @@ impl StateRecord {
     }
 }
 
+/// Pod uid → container → items, each item converted.
+type PerContainer<T> = BTreeMap<String, BTreeMap<String, Vec<T>>>;
+
+fn convert_entries<A, B: for<'a> From<&'a A>>(entries: &PerContainer<A>) -> PerContainer<B> {
+    entries
+        .iter()
+        .map(|(uid, containers)| {
+            let containers = containers
+                .iter()
+                .map(|(container, items)| (container.clone(), items.iter().map(B::from).collect()));
+            (uid.clone(), containers.collect())
+        })
+        .collect()
+}
+
+impl From<&MemoryTableState> for TableRecord {
+    fn from(t: &MemoryTableState) -> Self {
+        TableRecord {
+            total: t.total,
+            system_reserved: t.system_reserved,
+            allocatable: t.allocatable,
+            reserved: t.reserved,
+            free: t.free,
+        }
+    }
+}
+
+impl From<&TableRecord> for MemoryTableState {
+    fn from(t: &TableRecord) -> Self {
+        MemoryTableState {
+            total: t.total,
+            system_reserved: t.system_reserved,
+            allocatable: t.allocatable,
+            reserved: t.reserved,
+            free: t.free,
+        }
+    }
+}
+
+impl From<&MemoryBlock> for BlockRecord {
+    fn from(b: &MemoryBlock) -> Self {
+        BlockRecord {
+            numa_affinity: b.numa_affinity.clone(),
+            resource: b.resource.clone(),
+            size: b.size,
+        }
+    }
+}
+
+impl From<&BlockRecord> for MemoryBlock {
+    fn from(b: &BlockRecord) -> Self {
+        MemoryBlock {
+            numa_affinity: b.numa_affinity.clone(),
+            resource: b.resource.clone(),
+            size: b.size,
+        }
+    }
+}
+
 impl MemoryRecord {
     fn of(state: &MemoryManagerState) -> MemoryRecord {
         MemoryRecord {
@@ -242,43 +301,13 @@ impl MemoryRecord {
                 .map(|(&numa, node)| {
                     let record = NumaMemoryRecord {
                         number_of_assignments: node.number_of_assignments,
-                        memory_map: node
-                            .memory
-                            .iter()
-                            .map(|(resource, t)| {
-                                let table = TableRecord {
-                                    total: t.total,
-                                    system_reserved: t.system_reserved,
-                                    allocatable: t.allocatable,
-                                    reserved: t.reserved,
-                                    free: t.free,
-                                };
-                                (resource.clone(), table)
-                            })
-                            .collect(),
+                        memory_map: node.memory.iter().map(|(r, t)| (r.clone(), t.into())).collect(),
                         cells: node.cells.clone(),
                     };
                     (numa, record)
                 })
                 .collect(),
-            entries: state
-                .assignments
-                .iter()
-                .map(|(uid, containers)| {
-                    let containers = containers.iter().map(|(container, blocks)| {
-                        let blocks = blocks
-                            .iter()
-                            .map(|b| BlockRecord {
-                                numa_affinity: b.numa_affinity.clone(),
-                                resource: b.resource.clone(),
-                                size: b.size,
-                            })
-                            .collect();
-                        (container.clone(), blocks)
-                    });
-                    (uid.clone(), containers.collect())
-                })
-                .collect(),
+            entries: convert_entries(&state.assignments),
         }
     }
 
@@ -290,43 +319,13 @@ impl MemoryRecord {
                 .map(|(&numa, record)| {
                     let node = NumaMemoryState {
                         number_of_assignments: record.number_of_assignments,
-                        memory: record
-                            .memory_map
-                            .iter()
-                            .map(|(resource, t)| {
-                                let table = MemoryTableState {
-                                    total: t.total,
-                                    system_reserved: t.system_reserved,
-                                    allocatable: t.allocatable,
-                                    reserved: t.reserved,
-                                    free: t.free,
-                                };
-                                (resource.clone(), table)
-                            })
-                            .collect(),
+                        memory: record.memory_map.iter().map(|(r, t)| (r.clone(), t.into())).collect(),
                         cells: record.cells.clone(),
                     };
                     (numa, node)
                 })
                 .collect(),
-            assignments: self
-                .entries
-                .iter()
-                .map(|(uid, containers)| {
-                    let containers = containers.iter().map(|(container, blocks)| {
-                        let blocks = blocks
-                            .iter()
-                            .map(|b| MemoryBlock {
-                                numa_affinity: b.numa_affinity.clone(),
-                                resource: b.resource.clone(),
-                                size: b.size,
-                            })
-                            .collect();
-                        (container.clone(), blocks)
-                    });
-                    (uid.clone(), containers.collect())
-                })
-                .collect(),
+            assignments: convert_entries(&self.entries),
         }
     }
 }
