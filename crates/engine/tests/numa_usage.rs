@@ -6,8 +6,10 @@
 //!   as what is available; free devices are not in use; summed over NUMA
 //!   nodes, CPUs and pinned bytes match what the containers hold;
 //! - admitting a pod and removing it again gives `state()` and
-//!   `numa_usage()` back exactly, and so does removing a whole admitted
-//!   sequence in any order.
+//!   `numa_usage()` back exactly — except how pinned memory splits between
+//!   the NUMA nodes of one multi-node memory group, which the kubelet does
+//!   not keep either (see [`group_memory`]) — and removing a whole admitted
+//!   sequence in any order gives the empty node back exactly.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -313,6 +315,39 @@ fn check_counts_once(node: &Node, usage: &[NumaUsage]) -> Result<(), TestCaseErr
     Ok(())
 }
 
+/// Usage as admit-then-remove must give it back. The kubelet's memory
+/// manager (and so the engine) keeps a multi-NUMA block's bytes per group,
+/// not per node: `RemoveContainer` frees a block's bytes from the group's
+/// nodes in ascending order, whichever node they were taken from. Admitting
+/// a pod into a group that another pod's block spans and removing it again
+/// can therefore move pinned bytes from one node of the group to another
+/// (for example a 1 GiB huge page from node 1 to node 0) while every group's
+/// total stays. So pinned memory is compared per group (the `cells` of the
+/// memory manager's machine state) and everything else per node.
+fn group_memory(
+    node: &Node,
+    usage: &[NumaUsage],
+) -> (Vec<NumaUsage>, BTreeMap<(Vec<usize>, String), (Quantity, Quantity)>) {
+    let Some(memory) = node.snapshot().memory else {
+        return (usage.to_vec(), BTreeMap::new());
+    };
+    let mut per_node = usage.to_vec();
+    let mut per_group: BTreeMap<(Vec<usize>, String), (Quantity, Quantity)> = BTreeMap::new();
+    for numa in &mut per_node {
+        let Some(state) = memory.machine_state.get(&numa.numa) else {
+            continue;
+        };
+        for resource in state.memory.keys() {
+            if let Some(used) = numa.resources.remove(resource) {
+                let group = per_group.entry((state.cells.clone(), resource.clone())).or_default();
+                group.0 += used.allocated;
+                group.1 += used.available;
+            }
+        }
+    }
+    (per_node, per_group)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -339,7 +374,7 @@ proptest! {
                 prop_assert!(trial.remove(&uid));
             }
             prop_assert_eq!(trial.state(), before_state);
-            prop_assert_eq!(trial.numa_usage(), before_usage);
+            prop_assert_eq!(group_memory(&node, &trial.numa_usage()), group_memory(&node, &before_usage));
             if node.admit(pod).admitted() {
                 admitted.push(uid);
             }
