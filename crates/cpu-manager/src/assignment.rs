@@ -83,8 +83,21 @@ pub fn take_by_topology(
         available,
         count,
         strategy,
-        options.prefer_align_by_uncore_cache,
+        match options.prefer_align_by_uncore_cache {
+            false => UncoreCaches::Ignored,
+            true => UncoreCaches::Preferred {
+                odd_partial: options.partial_uncore_takes_odd_requests,
+            },
+        },
     )
+}
+
+/// Whether the packed allocator takes whole and partial uncore caches before
+/// cores, and whether a partial cache may satisfy an odd request (v1.34+).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum UncoreCaches {
+    Ignored,
+    Preferred { odd_partial: bool },
 }
 
 /// Which of NUMA nodes and sockets is the larger unit on this machine.
@@ -106,6 +119,8 @@ struct Accumulator<'t> {
     result: CpuSet,
     hierarchy: Hierarchy,
     strategy: CpuSortingStrategy,
+    /// See [`StaticPolicyOptions::partial_uncore_takes_odd_requests`].
+    partial_uncore_takes_odd_requests: bool,
 }
 
 impl<'t> Accumulator<'t> {
@@ -122,6 +137,7 @@ impl<'t> Accumulator<'t> {
             result: CpuSet::new(),
             hierarchy,
             strategy,
+            partial_uncore_takes_odd_requests: false,
         }
     }
 
@@ -256,12 +272,26 @@ impl<'t> Accumulator<'t> {
         if per_core == 0 {
             return;
         }
-        let cores_needed = usize::try_from(self.needed / per_core as i64).unwrap_or(0);
+        let per_core = per_core as i64;
+        let odd_on_smt = self.partial_uncore_takes_odd_requests && self.needed % 2 != 0 && per_core > 1;
+        // v1.34 rounds the cores up, so that an odd request can fit.
+        let cores_needed = if self.partial_uncore_takes_odd_requests {
+            (self.needed + per_core - 1) / per_core
+        } else {
+            self.needed / per_core
+        };
         let mut cores = self.free_ids(Level::Core, Some((Level::UncoreCache, uncore)));
-        cores.truncate(cores_needed);
-        let cpus = cores.iter().fold(CpuSet::new(), |acc, &core| {
+        cores.truncate(usize::try_from(cores_needed).unwrap_or(0));
+        let mut cpus = cores.iter().fold(CpuSet::new(), |acc, &core| {
             acc.union(&self.free.intersection(self.topology.group(Level::Core, core)))
         });
+        // ...and leaves the highest of those CPUs out when there is one too many.
+        if odd_on_smt
+            && cpus.len() as i64 > self.needed
+            && let Some(highest) = cpus.iter().last()
+        {
+            cpus.remove(highest);
+        }
         if self.needed == cpus.len() as i64 {
             self.take(&cpus);
         }
@@ -315,9 +345,16 @@ fn take_numa_packed(
     available: &CpuSet,
     count: i64,
     strategy: CpuSortingStrategy,
-    prefer_uncore_cache: bool,
+    uncore_caches: UncoreCaches,
 ) -> Result<CpuSet, TakeError> {
     let mut acc = Accumulator::new(topology, available, count, strategy);
+    let prefer_uncore_cache = match uncore_caches {
+        UncoreCaches::Ignored => false,
+        UncoreCaches::Preferred { odd_partial } => {
+            acc.partial_uncore_takes_odd_requests = odd_partial;
+            true
+        }
+    };
     if acc.is_satisfied() {
         return Ok(acc.result);
     }
@@ -371,7 +408,7 @@ fn take_numa_distributed(
     // kubelet would divide by zero; packing is the only meaningful answer.
     let g = group_size as i64;
     if g == 0 || count % g != 0 {
-        return take_numa_packed(topology, available, count, strategy, false);
+        return take_numa_packed(topology, available, count, strategy, UncoreCaches::Ignored);
     }
     let mut acc = Accumulator::new(topology, available, count, strategy);
     if acc.is_satisfied() {
@@ -396,7 +433,7 @@ fn take_numa_distributed(
             let in_node = acc.free.intersection(topology.group(Level::Numa, numa));
             // The kubelet ignores this error: a short take surfaces below as
             // an accounting error.
-            let cpus = take_numa_packed(topology, &in_node, distribution, strategy, false).unwrap_or_default();
+            let cpus = take_numa_packed(topology, &in_node, distribution, strategy, UncoreCaches::Ignored).unwrap_or_default();
             acc.take(&cpus);
         }
         let remainder_nodes = best.remainder.map(|s| s.contents()).unwrap_or_default();
@@ -411,7 +448,7 @@ fn take_numa_distributed(
                     continue;
                 }
                 let in_node = acc.free.intersection(topology.group(Level::Numa, numa));
-                let cpus = take_numa_packed(topology, &in_node, g, strategy, false).unwrap_or_default();
+                let cpus = take_numa_packed(topology, &in_node, g, strategy, UncoreCaches::Ignored).unwrap_or_default();
                 acc.take(&cpus);
                 remainder -= g;
             }
@@ -429,7 +466,7 @@ fn take_numa_distributed(
         }
         return Ok(acc.result);
     }
-    take_numa_packed(topology, available, count, strategy, false)
+    take_numa_packed(topology, available, count, strategy, UncoreCaches::Ignored)
 }
 
 /// The combination of NUMA nodes (and the subset taking the remainder)

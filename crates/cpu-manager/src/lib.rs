@@ -38,7 +38,7 @@ pub use topology::{CpuInfo, CpuTopology};
 
 use std::collections::BTreeMap;
 
-use topoalign_model::{Container, CpuSet, FeatureGates, Machine, Pod, ProviderHints, Quantity, TopologyHint};
+use topoalign_model::{Container, CpuSet, FeatureGates, KubeletVersion, Machine, Pod, ProviderHints, Quantity, TopologyHint};
 
 use policy_static::StaticPolicy;
 
@@ -66,6 +66,8 @@ pub struct CpuManagerConfig {
     /// resources"; `Some(0)` gives `NewManager`'s own zero check).
     pub reserved_cpu: Option<Quantity>,
     pub feature_gates: FeatureGates,
+    /// The kubelet release whose rules to follow.
+    pub kubelet_version: KubeletVersion,
     /// Whether the topology manager policy is `single-numa-node`
     /// (incompatible with `align-by-socket`).
     pub topology_policy_is_single_numa_node: bool,
@@ -245,7 +247,7 @@ fn start_policy(machine: &Machine, config: &CpuManagerConfig) -> Result<Policy, 
             // Fractional CPUs cannot be reserved exclusively: round up.
             let num_reserved = i64::try_from(reserved.value()).unwrap_or(i64::MAX);
             let options =
-                StaticPolicyOptions::parse(&config.options, &config.feature_gates).map_err(StaticPolicyError::from)?;
+                StaticPolicyOptions::parse(&config.options, &config.feature_gates, config.kubelet_version).map_err(StaticPolicyError::from)?;
             let policy = StaticPolicy::new(
                 topology,
                 options,

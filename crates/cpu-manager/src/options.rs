@@ -8,11 +8,11 @@
 
 use std::collections::BTreeMap;
 
-use topoalign_model::FeatureGates;
+use topoalign_model::{FeatureGates, KubeletVersion};
 
 use crate::CpuTopology;
 
-/// How mature a policy option is in Kubernetes v1.32, which decides the
+/// How mature a policy option is in a kubelet release, which decides the
 /// feature gate it needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Maturity {
@@ -20,6 +20,8 @@ enum Maturity {
     Alpha,
     /// Needs `CPUManagerPolicyBetaOptions` (on by default).
     Beta,
+    /// Needs no gate.
+    Stable,
 }
 
 /// The options the v1.32 static policy knows.
@@ -58,10 +60,18 @@ impl PolicyOption {
         PolicyOption::ALL.into_iter().find(|o| o.name() == name)
     }
 
-    /// v1.32: only `full-pcpus-only` is beta; everything else is alpha.
-    fn maturity(self) -> Maturity {
+    /// The option's maturity in `version`: v1.32 has only
+    /// `full-pcpus-only` beta; v1.33 makes it stable and
+    /// `distribute-cpus-across-numa` and `strict-cpu-reservation` beta; v1.34
+    /// adds `prefer-align-cpus-by-uncorecache` to the beta ones.
+    fn maturity(self, version: KubeletVersion) -> Maturity {
+        let v1_33 = version.at_least(KubeletVersion::V1_33);
+        let v1_34 = version.at_least(KubeletVersion::V1_34);
         match self {
+            PolicyOption::FullPcpusOnly if v1_33 => Maturity::Stable,
             PolicyOption::FullPcpusOnly => Maturity::Beta,
+            PolicyOption::DistributeCpusAcrossNuma | PolicyOption::StrictCpuReservation if v1_33 => Maturity::Beta,
+            PolicyOption::PreferAlignCpusByUncoreCache if v1_34 => Maturity::Beta,
             _ => Maturity::Alpha,
         }
     }
@@ -104,6 +114,11 @@ pub struct StaticPolicyOptions {
     pub strict_cpu_reservation: bool,
     /// `prefer-align-cpus-by-uncorecache`: pack into uncore caches.
     pub prefer_align_by_uncore_cache: bool,
+    /// v1.34+: a part of an uncore cache may satisfy an odd request on an
+    /// SMT machine (the cores needed are rounded up and the highest free CPU
+    /// of the last one left out); v1.32 and v1.33 round down and so never
+    /// take a part of a cache for an odd request.
+    pub partial_uncore_takes_odd_requests: bool,
 }
 
 impl StaticPolicyOptions {
@@ -117,11 +132,15 @@ impl StaticPolicyOptions {
     pub fn parse(
         options: &BTreeMap<String, String>,
         gates: &FeatureGates,
+        version: KubeletVersion,
     ) -> Result<StaticPolicyOptions, PolicyOptionError> {
-        let mut parsed = StaticPolicyOptions::default();
+        let mut parsed = StaticPolicyOptions {
+            partial_uncore_takes_odd_requests: version.at_least(KubeletVersion::V1_34),
+            ..StaticPolicyOptions::default()
+        };
         for (name, value) in options {
             let option = PolicyOption::from_name(name).ok_or_else(|| PolicyOptionError::Unknown(name.clone()))?;
-            match option.maturity() {
+            match option.maturity(version) {
                 Maturity::Alpha if !gates.cpu_manager_policy_alpha_options => {
                     return Err(PolicyOptionError::AlphaNotEnabled(name.clone()));
                 }
@@ -329,8 +348,42 @@ mod tests {
             ),
         ];
         for (options, gates, expected) in cases {
-            let got = StaticPolicyOptions::parse(&opts(options), gates).map_err(|e| e.to_string());
+            let got = StaticPolicyOptions::parse(&opts(options), gates, KubeletVersion::V1_32).map_err(|e| e.to_string());
             assert_eq!(got, expected.map_err(str::to_string), "options {options:?}");
+        }
+    }
+
+    /// Which gate each option needs, release by release (`policy_options.go`
+    /// of each kubelet): `-` none, `beta` CPUManagerPolicyBetaOptions,
+    /// `alpha` CPUManagerPolicyAlphaOptions.
+    #[test]
+    fn each_release_gates_each_option_by_its_maturity() {
+        use KubeletVersion as V;
+        let table: &[(&str, [&str; 3])] = &[
+            //                                   1.32     1.33     1.34
+            ("full-pcpus-only", ["beta", "-", "-"]),
+            ("distribute-cpus-across-numa", ["alpha", "beta", "beta"]),
+            ("strict-cpu-reservation", ["alpha", "beta", "beta"]),
+            ("prefer-align-cpus-by-uncorecache", ["alpha", "alpha", "beta"]),
+            ("align-by-socket", ["alpha", "alpha", "alpha"]),
+            ("distribute-cpus-across-cores", ["alpha", "alpha", "alpha"]),
+        ];
+        let no_beta = FeatureGates {
+            cpu_manager_policy_beta_options: false,
+            ..FeatureGates::default()
+        };
+        for (option, per_release) in table {
+            for (version, want) in [V::V1_32, V::V1_33, V::V1_34].into_iter().zip(per_release) {
+                let refused = |gates: &FeatureGates| {
+                    StaticPolicyOptions::parse(&opts(&[(option, "true")]), gates, version).is_err()
+                };
+                let got = match (refused(&no_beta), refused(&FeatureGates::default())) {
+                    (false, false) => "-",
+                    (true, false) => "beta",
+                    _ => "alpha",
+                };
+                assert_eq!(got, *want, "{option} in {version}");
+            }
         }
     }
 

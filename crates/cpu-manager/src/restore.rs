@@ -186,6 +186,7 @@ mod tests {
             reserved_system_cpus: Some(cpus("0,6")),
             reserved_cpu: Some(topoalign_model::Quantity::from_units(2)),
             feature_gates: FeatureGates::default(),
+            kubelet_version: topoalign_model::KubeletVersion::V1_32,
             topology_policy_is_single_numa_node: false,
         };
         CpuManager::start(&dual_socket_ht(), &config).expect("starts")
@@ -275,6 +276,7 @@ mod tests {
             reserved_system_cpus: Some(cpus("0,6")),
             reserved_cpu: Some(topoalign_model::Quantity::from_units(2)),
             feature_gates: FeatureGates::default(),
+            kubelet_version: topoalign_model::KubeletVersion::V1_32,
             topology_policy_is_single_numa_node: false,
         });
         let mut m = CpuManager::start(&dual_socket_ht(), &config).expect("starts");
@@ -297,6 +299,7 @@ mod tests {
             reserved_system_cpus: None,
             reserved_cpu: None,
             feature_gates: FeatureGates::default(),
+            kubelet_version: topoalign_model::KubeletVersion::V1_32,
             topology_policy_is_single_numa_node: false,
         };
         let mut m = CpuManager::start(&dual_socket_ht(), &config).expect("starts");

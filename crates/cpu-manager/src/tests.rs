@@ -47,6 +47,7 @@ fn config(policy: CpuPolicyName, options: &[(&str, &str)]) -> CpuManagerConfig {
             cpu_manager_policy_alpha_options: true,
             ..FeatureGates::default()
         },
+        kubelet_version: topoalign_model::KubeletVersion::V1_32,
         topology_policy_is_single_numa_node: false,
     }
 }

@@ -10,7 +10,7 @@ pub use topoalign_cpu_manager::CpuPolicyName;
 pub use topoalign_memory_manager::{MemoryPolicyName, ReservedMemory};
 pub use topoalign_topology_manager::{TopologyPolicyName, TopologyScope};
 
-use topoalign_model::{CpuSet, FeatureGates, ResourceList};
+use topoalign_model::{CpuSet, FeatureGates, KubeletVersion, ResourceList};
 
 /// A node's kubelet configuration, as the engine needs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,11 +37,14 @@ pub struct NodeConfig {
     /// `maxPods`.
     pub max_pods: u32,
     pub feature_gates: FeatureGates,
+    /// The kubelet release whose decisions to reproduce.
+    pub kubelet_version: KubeletVersion,
 }
 
 impl Default for NodeConfig {
     /// The kubelet's defaults: policies `none` / `container` / `none` /
-    /// `None`, nothing reserved, `maxPods: 110`, eviction `memory.available:
+    /// `None`, nothing reserved, `maxPods: 110`, the newest supported
+    /// kubelet release, eviction `memory.available:
     /// 100Mi` is *not* applied here (that default belongs to the
     /// configuration loader).
     fn default() -> Self {
@@ -59,6 +62,7 @@ impl Default for NodeConfig {
             hard_eviction: ResourceList::new(),
             max_pods: 110,
             feature_gates: FeatureGates::default(),
+            kubelet_version: KubeletVersion::default(),
         }
     }
 }

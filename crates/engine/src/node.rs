@@ -81,6 +81,7 @@ impl Node {
                 reserved_system_cpus: config.reserved_system_cpus.clone(),
                 reserved_cpu: reservation.get("cpu").copied(),
                 feature_gates: config.feature_gates,
+                kubelet_version: config.kubelet_version,
                 topology_policy_is_single_numa_node: config.topology_policy == TopologyPolicyName::SingleNumaNode,
             },
         )?;

@@ -10,6 +10,7 @@
 mod cpuset;
 mod feature_gates;
 mod hint;
+mod kubelet_version;
 mod machine;
 mod numa_mask;
 mod quantity;
@@ -18,6 +19,7 @@ mod workload;
 pub use cpuset::{CpuSet, CpuSetParseError};
 pub use feature_gates::FeatureGates;
 pub use hint::{HintRule, ProviderHints, ResourceHints, SharedHintRule, TopologyHint, upward_closed_has_hint_between};
+pub use kubelet_version::{KubeletVersion, KubeletVersionError};
 pub use machine::{Cpu, Device, Machine, MachineError, NumaNode, hugepage_resource_name};
 pub use numa_mask::{MAX_NUMA_NODES, NumaMask};
 pub use quantity::{Quantity, QuantityFormat};
