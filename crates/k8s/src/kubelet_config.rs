@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer};
-use topoalign_model::Quantity;
+use topoalign_model::{KubeletVersion, Quantity};
 
 use crate::quantity::parse_quantity_field;
 
@@ -41,6 +41,10 @@ pub enum ConfigError {
 pub struct KubeletConfiguration {
     pub api_version: Option<String>,
     pub kind: Option<String>,
+    /// `kubeletVersion`: not a KubeletConfiguration field but topoalign's
+    /// (docs/scenario.md), read beside them: the release whose rules apply.
+    #[serde(default, deserialize_with = "kubelet_version")]
+    pub kubelet_version: Option<KubeletVersion>,
 
     pub topology_manager_policy: Option<String>,
     pub topology_manager_scope: Option<String>,
@@ -459,6 +463,57 @@ impl KubeletConfiguration {
 }
 
 /// A decoding error with the path of the field (empty for the document).
+/// `kubeletVersion`: a string naming a supported release.
+fn kubelet_version<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<KubeletVersion>, D::Error> {
+    let value = serde_json::Value::deserialize(deserializer)?;
+    parse_kubelet_version(&value).map(Some).map_err(serde::de::Error::custom)
+}
+
+/// Reads a `kubeletVersion` value; the error says what is wrong with it.
+///
+/// # Errors
+/// A message for a non-string, malformed or unsupported version.
+pub fn parse_kubelet_version(value: &serde_json::Value) -> Result<KubeletVersion, String> {
+    let text = value
+        .as_str()
+        .ok_or_else(|| format!("{value} is not a version string such as \"1.33\""))?;
+    KubeletVersion::parse(text).map_err(|e| e.to_string())
+}
+
+/// Applies a command's `--kubelet-version` to a `kubelet:` block (a
+/// scenario's, a node file's): the flag names the release for a block that
+/// does not; a block naming another release is an error rather than an
+/// answer by either release's rules.
+///
+/// # Errors
+/// [`ConfigError::Invalid`] at `kubeletVersion` for a block naming another
+/// release, or a malformed one; a block that is not a map is left to the
+/// configuration reader to refuse.
+pub fn apply_kubelet_version(kubelet: &mut serde_json::Value, flag: KubeletVersion) -> Result<(), ConfigError> {
+    if kubelet.is_null() {
+        *kubelet = serde_json::Value::Object(serde_json::Map::new());
+    }
+    let Some(object) = kubelet.as_object_mut() else {
+        return Ok(());
+    };
+    let invalid = |message: String| ConfigError::Invalid {
+        path: KUBELET_VERSION_FIELD.to_owned(),
+        message,
+    };
+    match object.get(KUBELET_VERSION_FIELD) {
+        None => {
+            object.insert(KUBELET_VERSION_FIELD.to_owned(), flag.as_str().into());
+            Ok(())
+        }
+        Some(given) => match parse_kubelet_version(given).map_err(invalid)? {
+            version if version == flag => Ok(()),
+            version => Err(invalid(format!(
+                "the configuration says kubelet {version} but --kubelet-version says {flag}"
+            ))),
+        },
+    }
+}
+
 fn invalid<E: std::fmt::Display>(error: &serde_path_to_error::Error<E>) -> ConfigError {
     let path = error.path().to_string();
     ConfigError::Invalid {

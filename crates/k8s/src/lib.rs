@@ -36,10 +36,13 @@ pub use checkpoint::{CheckpointError, CheckpointKind, CpuCheckpoint, MemoryCheck
 pub use cpu_list::{CpuList, parse_cpu_list, reserved_cpus};
 pub use eviction::{Threshold, ThresholdValue, hard_eviction_reservation, parse_hard_thresholds};
 pub use feature_gates::GateSet;
-pub use kubelet_config::{ConfigError, KubeletConfiguration, MemoryReservation, MemorySwap, unknown_field_warnings};
+pub use kubelet_config::{
+    ConfigError, KubeletConfiguration, MemoryReservation, MemorySwap, apply_kubelet_version, parse_kubelet_version,
+    unknown_field_warnings,
+};
 pub use manifests::{MAX_PODS, ManifestError, ManifestOptions, ManifestPod, Manifests, read_manifests};
 pub use nesting::{MAX_NESTING, NestingError, check_nesting, prepare as prepare_text};
 pub use pod::{PodError, PodProblem, is_valid_pod_key, pod_from_k8s, pod_from_value, pod_from_yaml, pod_qos};
 pub use quantity::{QuantityError, go_string, parse_quantity, parse_quantity_field};
-pub use startup::{KubeletConfigError, SUPPORTED_KUBELET_VERSIONS, node_config, node_config_from_value, start_node};
+pub use startup::{KubeletConfigError, node_config, node_config_from_value, start_node};
 pub use validation::validate;

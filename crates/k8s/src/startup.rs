@@ -26,11 +26,11 @@ use std::collections::BTreeMap;
 use topoalign_engine::{
     CpuPolicyName, MemoryPolicyName, Node, NodeConfig, ReservedMemory, TopologyPolicyName, TopologyScope,
 };
-use topoalign_model::{Machine, Quantity, ResourceList};
+use topoalign_model::{KubeletVersion, Machine, Quantity, ResourceList};
 
 use crate::eviction::{hard_eviction_reservation, parse_hard_thresholds};
 use crate::go;
-use crate::kubelet_config::{ConfigError, KUBELET_VERSION_FIELD, KubeletConfiguration};
+use crate::kubelet_config::{ConfigError, KubeletConfiguration};
 use crate::quantity::{QuantityError, parse_quantity};
 use crate::validation::validate;
 
@@ -109,9 +109,12 @@ pub fn node_config(config: &KubeletConfiguration, machine: &Machine) -> Result<N
     let thresholds = parse_hard_thresholds(&config.eviction_hard()).map_err(KubeletConfigError::EvictionHard)?;
     parse_qos_reserved(config.qos_reserved.as_ref()).map_err(KubeletConfigError::QosReserved)?;
 
+    let kubelet_version = config.kubelet_version.unwrap_or_default();
+    // From v1.33 `CPUManagerPolicyOptions` is GA (locked on) and
+    // cmd/kubelet no longer checks it.
     let cpu_options = gated_options(
         config.cpu_manager_policy_options.as_ref(),
-        gates.enabled("CPUManagerPolicyOptions"),
+        kubelet_version.at_least(KubeletVersion::V1_33) || gates.enabled("CPUManagerPolicyOptions"),
         KubeletConfigError::CpuPolicyOptionsGate,
     )?;
     let topology_options = gated_options(
@@ -173,6 +176,7 @@ pub fn node_config(config: &KubeletConfiguration, machine: &Machine) -> Result<N
         // Validation has refused negative values.
         max_pods: u32::try_from(config.max_pods()).unwrap_or(0),
         feature_gates: gates.alignment(),
+        kubelet_version,
     })
 }
 
@@ -182,44 +186,8 @@ pub fn node_config(config: &KubeletConfiguration, machine: &Machine) -> Result<N
 /// [`ConfigError::Invalid`] for a block that does not decode,
 /// [`ConfigError::Refused`] with the kubelet's text for one it would refuse.
 pub fn node_config_from_value(value: &serde_json::Value, machine: &Machine) -> Result<NodeConfig, ConfigError> {
-    check_kubelet_version(value)?;
     let config = KubeletConfiguration::from_value(value)?;
     node_config(&config, machine).map_err(|refusal| ConfigError::Refused(refusal.to_string()))
-}
-
-/// The kubelet releases whose decisions the engine reproduces.
-pub const SUPPORTED_KUBELET_VERSIONS: &[&str] = &["1.32"];
-
-/// `kubeletVersion` (a scenario's and a fleet's field, not a
-/// KubeletConfiguration one): the release whose behaviour to reproduce.
-/// Only releases the engine reproduces are accepted; any other is an error
-/// rather than an answer by another release's rules.
-fn check_kubelet_version(value: &serde_json::Value) -> Result<(), ConfigError> {
-    let Some(version) = value.get(KUBELET_VERSION_FIELD) else {
-        return Ok(());
-    };
-    let invalid = |message: String| ConfigError::Invalid {
-        path: KUBELET_VERSION_FIELD.to_owned(),
-        message,
-    };
-    let text = version
-        .as_str()
-        .ok_or_else(|| invalid(format!("{version} is not a version string such as \"1.32\"")))?;
-    // "1.32", "v1.32" and a patch release "1.32.10" name the same rules.
-    let minor: String = text
-        .trim_start_matches('v')
-        .split('.')
-        .take(2)
-        .collect::<Vec<_>>()
-        .join(".");
-    if SUPPORTED_KUBELET_VERSIONS.contains(&minor.as_str()) {
-        Ok(())
-    } else {
-        Err(invalid(format!(
-            "kubelet {text:?} is not supported; the engine reproduces {}",
-            SUPPORTED_KUBELET_VERSIONS.join(", ")
-        )))
-    }
 }
 
 /// Starts the engine node a kubelet with the KubeletConfiguration fields
@@ -475,7 +443,7 @@ mod tests {
             ),
             (
                 json!({"cpuManagerPolicyOptions": {"full-pcpus-only": "true"},
-                    "featureGates": {"CPUManagerPolicyOptions": false}}),
+                    "featureGates": {"CPUManagerPolicyOptions": false}, "kubeletVersion": "1.32"}),
                 "CPU Manager policy options map[full-pcpus-only:true] require feature gates \"CPUManager\", \
                  \"CPUManagerPolicyOptions\" enabled",
             ),
@@ -549,17 +517,43 @@ mod tests {
         let machine = test_machine(&json!({"numaNodes": [{"id": 0, "memory": "8Gi"}],
                                            "cpus": [{"id": 0, "core": 0, "socket": 0, "numa": 0},
                                                     {"id": 1, "core": 1, "socket": 0, "numa": 0}]}));
-        for accepted in ["1.32", "v1.32", "1.32.10"] {
+        let cases = [
+            (json!("1.32"), KubeletVersion::V1_32),
+            (json!("v1.33"), KubeletVersion::V1_33),
+            (json!("1.34.4"), KubeletVersion::V1_34),
+        ];
+        for (accepted, version) in cases {
             let kubelet = json!({"kubeletVersion": accepted});
-            assert!(node_config_from_value(&kubelet, &machine).is_ok(), "{accepted}");
+            assert_eq!(node_config_from_value(&kubelet, &machine).unwrap().kubelet_version, version);
             assert!(crate::unknown_field_warnings(&kubelet).is_empty());
         }
-        for refused in [json!("1.36"), json!("2"), json!(1.32)] {
+        let unsaid = node_config_from_value(&json!({}), &machine).unwrap();
+        assert_eq!(unsaid.kubelet_version, KubeletVersion::NEWEST);
+        for refused in [json!("1.31"), json!("1.99"), json!("2"), json!(1.32)] {
             let error = node_config_from_value(&json!({"kubeletVersion": refused}), &machine).unwrap_err();
             assert!(
                 matches!(&error, ConfigError::Invalid { path, .. } if path == "kubeletVersion"),
                 "{refused}: {error}"
             );
+        }
+    }
+
+    /// `--kubelet-version` names the release of a block that does not; a
+    /// block naming another one is refused.
+    #[test]
+    fn the_version_flag_fills_in_and_never_overrides() {
+        let cases = [
+            (Value::Null, Ok(json!({"kubeletVersion": "1.33"}))),
+            (json!({"maxPods": 3}), Ok(json!({"maxPods": 3, "kubeletVersion": "1.33"}))),
+            (json!({"kubeletVersion": "v1.33.2"}), Ok(json!({"kubeletVersion": "v1.33.2"}))),
+            (
+                json!({"kubeletVersion": "1.34"}),
+                Err("kubeletVersion: the configuration says kubelet 1.34 but --kubelet-version says 1.33"),
+            ),
+        ];
+        for (mut block, want) in cases {
+            let got = crate::apply_kubelet_version(&mut block, KubeletVersion::V1_33).map(|()| block);
+            assert_eq!(got.map_err(|e| e.to_string()), want.map_err(str::to_string));
         }
     }
 
