@@ -1,6 +1,8 @@
-//! Every conformance vector in testdata/conformance/1.32 (and the
-//! large-machine sample in testdata/conformance-large) replayed through the engine and
-//! compared with the real kubelet's answer.
+//! Every conformance vector in testdata/conformance/<release> (and the
+//! large-machine sample in testdata/conformance-large, v1.32's) replayed
+//! through the engine as that kubelet release and compared with the real
+//! kubelet's answer. The release comes from the directory: the vectors'
+//! scenarios need not say it (those of 1.32 do not).
 //!
 //! `TOPOALIGN_VECTORS=0001,1112` limits a run to some vectors;
 //! `TOPOALIGN_SHOW=N` prints the first N mismatches in full.
@@ -9,16 +11,23 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+use topoalign_model::KubeletVersion;
 use topoalign_scenario::{MergeStrategy, Replay, Scenario, replay_with};
 
 fn testdata() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
 }
 
-/// What we answer for one scenario file, as a JSON document.
-fn answer(text: &str, strategy: MergeStrategy) -> Value {
-    let outcome = Scenario::parse(text).and_then(|s| replay_with(&s, strategy));
-    match outcome {
+/// What we answer for one scenario file, as `version`, as a JSON document.
+fn answer(text: &str, strategy: MergeStrategy, version: KubeletVersion) -> Value {
+    let mut scenario = match Scenario::parse(text) {
+        Ok(scenario) => scenario,
+        Err(invalid) => return json!({ "error": format!("invalid scenario: {invalid}") }),
+    };
+    if let Err(error) = topoalign_k8s::apply_kubelet_version(&mut scenario.kubelet, version) {
+        return json!({ "error": format!("invalid scenario: kubelet.{error}") });
+    }
+    match replay_with(&scenario, strategy) {
         Ok(Replay::Completed(doc)) => serde_json::to_value(doc).expect("result documents serialise"),
         Ok(Replay::Refused(error)) => json!({ "error": error }),
         Err(invalid) => json!({ "error": format!("invalid scenario: {invalid}") }),
@@ -81,10 +90,14 @@ fn first_difference(ours: &Value, expected: &Value) -> String {
     format!("\n      ours:     {ours}\n      expected: {expected}")
 }
 
-fn run_set(set: &str, strategy: MergeStrategy) -> (usize, Vec<(String, String)>) {
+fn run_set(set: &str, strategy: MergeStrategy, version: KubeletVersion) -> (usize, Vec<(String, String)>) {
     let dir = testdata().join(set);
-    let index: BTreeMap<String, Value> =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).expect("index.json")).expect("index");
+    // index.json lists the kubelet's alternative texts; a set without any
+    // may leave it out.
+    let index: BTreeMap<String, Value> = match std::fs::read_to_string(dir.join("index.json")) {
+        Ok(text) => serde_json::from_str(&text).expect("index.json"),
+        Err(_) => BTreeMap::new(),
+    };
     let only: Option<Vec<String>> = std::env::var("TOPOALIGN_VECTORS")
         .ok()
         .map(|v| v.split(',').map(|s| s.trim().to_string()).collect());
@@ -103,7 +116,7 @@ fn run_set(set: &str, strategy: MergeStrategy) -> (usize, Vec<(String, String)>)
             &std::fs::read_to_string(dir.join("expected").join(format!("{name}.json"))).expect("expected"),
         )
         .expect("expected json");
-        let ours = std::panic::catch_unwind(|| answer(&text, strategy)).unwrap_or_else(|panic| {
+        let ours = std::panic::catch_unwind(|| answer(&text, strategy, version)).unwrap_or_else(|panic| {
             let what = panic
                 .downcast_ref::<String>()
                 .cloned()
@@ -118,8 +131,8 @@ fn run_set(set: &str, strategy: MergeStrategy) -> (usize, Vec<(String, String)>)
     (names.len(), failures)
 }
 
-fn check(set: &str, strategy: MergeStrategy) {
-    let (total, failures) = run_set(set, strategy);
+fn check(set: &str, strategy: MergeStrategy, version: KubeletVersion) {
+    let (total, failures) = run_set(set, strategy, version);
     let show: usize = std::env::var("TOPOALIGN_SHOW")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -136,20 +149,47 @@ fn check(set: &str, strategy: MergeStrategy) {
     );
 }
 
+/// Every release directory under testdata/conformance, with its release.
+fn release_sets() -> Vec<(String, KubeletVersion)> {
+    let mut sets: Vec<(String, KubeletVersion)> = std::fs::read_dir(testdata().join("conformance"))
+        .expect("testdata/conformance")
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .map(|name| {
+            let version = KubeletVersion::parse(&name)
+                .unwrap_or_else(|e| panic!("testdata/conformance/{name} names no supported release: {e}"));
+            (format!("conformance/{name}"), version)
+        })
+        .collect();
+    sets.sort();
+    sets
+}
+
 #[test]
 fn public_conformance_vectors() {
-    check("conformance/1.32", MergeStrategy::Fast);
+    check("conformance/1.32", MergeStrategy::Fast, KubeletVersion::V1_32);
+}
+
+/// The vectors of every later release, each replayed as its release.
+#[test]
+fn conformance_vectors_of_every_release() {
+    let sets = release_sets();
+    assert!(sets.len() > 1, "only {sets:?}: the later releases' vectors are missing");
+    for (set, version) in sets.into_iter().filter(|(_, v)| *v != KubeletVersion::V1_32) {
+        check(&set, MergeStrategy::Fast, version);
+    }
 }
 
 #[test]
 fn large_machine_vectors() {
-    check("conformance-large", MergeStrategy::Fast);
+    check("conformance-large", MergeStrategy::Fast, KubeletVersion::V1_32);
 }
 
 /// The candidate search that large machines use, held to every vector.
 #[test]
 fn public_conformance_vectors_through_the_search_merge() {
-    check("conformance/1.32", MergeStrategy::CandidateSearch);
+    for (set, version) in release_sets() {
+        check(&set, MergeStrategy::CandidateSearch, version);
+    }
 }
 
 /// The judge's leniency is itself tested: an alternative text the kubelet
