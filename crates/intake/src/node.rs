@@ -107,6 +107,9 @@ pub struct Overrides {
     pub topology_policy_options: Vec<String>,
     /// `featureGates` entries, `NAME=BOOL`.
     pub feature_gates: Vec<String>,
+    /// `--kubelet-version`: the release of a configuration that does not
+    /// name one (see `topoalign_k8s::apply_kubelet_version`).
+    pub kubelet_version: Option<topoalign_model::KubeletVersion>,
 }
 
 impl Overrides {
@@ -318,6 +321,12 @@ pub fn start(inputs: &NodeInputs<'_>) -> Result<StartedNode, IntakeError> {
             .map(|warning| format!("{kubelet_source}: {warning}")),
     );
     inputs.overrides.apply(&mut kubelet)?;
+    if let Some(version) = inputs.overrides.kubelet_version {
+        topoalign_k8s::apply_kubelet_version(&mut kubelet, version).map_err(|error| IntakeError::Kubelet {
+            origin: kubelet_source.clone(),
+            error,
+        })?;
+    }
     let mut node = topoalign_k8s::start_node(machine, &kubelet).map_err(|error| match error {
         ConfigError::Refused(text) => IntakeError::Refused(text),
         invalid @ ConfigError::Invalid { .. } => IntakeError::Kubelet {

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use topoalign_model::KubeletVersion;
 use topoalign_intake::{Events, NodeInputs, Overrides, StartedNode, WithoutConfig};
 
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -42,6 +43,36 @@ pub struct NodeArgs {
     /// Set one feature gate (repeatable).
     #[arg(long = "feature-gate", value_name = "NAME=BOOL")]
     pub feature_gates: Vec<String>,
+    #[command(flatten)]
+    pub version: KubeletVersionArg,
+}
+
+/// `--kubelet-version`, on every command that decides.
+#[derive(clap::Args, Clone, Copy, Debug, Default)]
+pub struct KubeletVersionArg {
+    /// The kubelet release whose decisions to reproduce (1.32, v1.33,
+    /// 1.34.4, ...), for configurations that do not name one (naming
+    /// another is an error). Default: the newest the engine reproduces.
+    #[arg(long = "kubelet-version", value_name = "VERSION", value_parser = parse_kubelet_version)]
+    pub kubelet_version: Option<KubeletVersion>,
+}
+
+fn parse_kubelet_version(text: &str) -> Result<KubeletVersion, String> {
+    KubeletVersion::parse(text).map_err(|e| e.to_string())
+}
+
+impl KubeletVersionArg {
+    /// Applies the flag to a `kubelet:` block read from `origin`.
+    ///
+    /// # Errors
+    /// The block names another release, naming `origin` and the field.
+    pub fn apply(&self, kubelet: &mut serde_json::Value, origin: &Path) -> super::Result<()> {
+        if let Some(version) = self.kubelet_version {
+            topoalign_k8s::apply_kubelet_version(kubelet, version)
+                .map_err(|error| super::Error::bad_input(format!("{}: kubelet.{error}", origin.display())))?;
+        }
+        Ok(())
+    }
 }
 
 impl NodeArgs {
@@ -56,6 +87,7 @@ impl NodeArgs {
             cpu_policy_options: self.cpu_policy_options.clone(),
             topology_policy_options: self.topology_policy_options.clone(),
             feature_gates: self.feature_gates.clone(),
+            kubelet_version: self.version.kubelet_version,
         }
     }
 

@@ -8,6 +8,7 @@ use topoalign_scenario::{Replay, ResultDocument, Scenario, replay};
 
 use topoalign_intake::read_text;
 
+use super::node_args::KubeletVersionArg;
 use super::output::Output;
 use super::{Outcome, Result};
 
@@ -15,6 +16,8 @@ use super::{Outcome, Result};
 pub struct Args {
     /// The scenario file (JSON or YAML); `-` reads standard input.
     scenario: PathBuf,
+    #[command(flatten)]
+    version: KubeletVersionArg,
     #[command(flatten)]
     output: Output<Format>,
 }
@@ -30,12 +33,16 @@ enum Format {
 
 pub fn run(args: &Args) -> Result {
     let text = read_text(&args.scenario)?;
-    let outcome = Scenario::parse(&text).and_then(|scenario| {
-        for warning in topoalign_k8s::unknown_field_warnings(&scenario.kubelet) {
-            eprintln!("topoalign: {}: kubelet: {warning}", args.scenario.display());
+    let outcome = match Scenario::parse(&text) {
+        Ok(mut scenario) => {
+            args.version.apply(&mut scenario.kubelet, &args.scenario)?;
+            for warning in topoalign_k8s::unknown_field_warnings(&scenario.kubelet) {
+                eprintln!("topoalign: {}: kubelet: {warning}", args.scenario.display());
+            }
+            replay(&scenario)
         }
-        replay(&scenario)
-    });
+        Err(invalid) => Err(invalid),
+    };
     let error = match outcome {
         Ok(Replay::Completed(document)) => {
             let text = match args.output.format() {
