@@ -433,7 +433,8 @@ fn take_numa_distributed(
             let in_node = acc.free.intersection(topology.group(Level::Numa, numa));
             // The kubelet ignores this error: a short take surfaces below as
             // an accounting error.
-            let cpus = take_numa_packed(topology, &in_node, distribution, strategy, UncoreCaches::Ignored).unwrap_or_default();
+            let cpus =
+                take_numa_packed(topology, &in_node, distribution, strategy, UncoreCaches::Ignored).unwrap_or_default();
             acc.take(&cpus);
         }
         let remainder_nodes = best.remainder.map(|s| s.contents()).unwrap_or_default();

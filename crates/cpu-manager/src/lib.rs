@@ -38,7 +38,9 @@ pub use topology::{CpuInfo, CpuTopology};
 
 use std::collections::BTreeMap;
 
-use topoalign_model::{Container, CpuSet, FeatureGates, KubeletVersion, Machine, Pod, ProviderHints, Quantity, TopologyHint};
+use topoalign_model::{
+    Container, CpuSet, FeatureGates, KubeletVersion, Machine, Pod, ProviderHints, Quantity, TopologyHint,
+};
 
 use policy_static::StaticPolicy;
 
@@ -246,8 +248,8 @@ fn start_policy(machine: &Machine, config: &CpuManagerConfig) -> Result<Policy, 
             }
             // Fractional CPUs cannot be reserved exclusively: round up.
             let num_reserved = i64::try_from(reserved.value()).unwrap_or(i64::MAX);
-            let options =
-                StaticPolicyOptions::parse(&config.options, &config.feature_gates, config.kubelet_version).map_err(StaticPolicyError::from)?;
+            let options = StaticPolicyOptions::parse(&config.options, &config.feature_gates, config.kubelet_version)
+                .map_err(StaticPolicyError::from)?;
             let policy = StaticPolicy::new(
                 topology,
                 options,

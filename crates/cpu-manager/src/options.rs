@@ -348,7 +348,8 @@ mod tests {
             ),
         ];
         for (options, gates, expected) in cases {
-            let got = StaticPolicyOptions::parse(&opts(options), gates, KubeletVersion::V1_32).map_err(|e| e.to_string());
+            let got =
+                StaticPolicyOptions::parse(&opts(options), gates, KubeletVersion::V1_32).map_err(|e| e.to_string());
             assert_eq!(got, expected.map_err(str::to_string), "options {options:?}");
         }
     }

@@ -3,6 +3,7 @@
 //! repeated `count` times as nodes `<name>-0`, `<name>-1`, …
 //!
 //! ```yaml
+//! kubeletVersion: "1.33"   # optional: the release of every node whose kubelet block does not name one
 //! nodes:
 //!   - name: gpu-a
 //!     count: 100
@@ -19,7 +20,7 @@
 //! `scenario:` paths are read by a caller-supplied function.
 
 use serde::Deserialize;
-use topoalign_model::Machine;
+use topoalign_model::{KubeletVersion, Machine};
 use topoalign_nrt::NodeSpec;
 use topoalign_scenario::{Scenario, TopologySpec};
 
@@ -35,6 +36,8 @@ pub enum FleetError {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FleetFile {
+    #[serde(default, rename = "kubeletVersion")]
+    kubelet_version: Option<serde_json::Value>,
     nodes: Vec<EntrySpec>,
 }
 
@@ -50,6 +53,22 @@ struct EntrySpec {
     kubelet: Option<serde_json::Value>,
     #[serde(default)]
     scenario: Option<String>,
+}
+
+/// Checks a node's `kubeletVersion` and lays the fleet's default under it.
+fn node_kubelet_version(kubelet: &mut serde_json::Value, default: Option<KubeletVersion>) -> Result<(), String> {
+    if let Some(given) = kubelet.get("kubeletVersion") {
+        topoalign_k8s::parse_kubelet_version(given).map_err(|e| format!("kubeletVersion: {e}"))?;
+    }
+    match default {
+        Some(version) if kubelet.is_null() || kubelet.is_object() => {
+            if kubelet.get("kubeletVersion").is_none() {
+                topoalign_k8s::apply_kubelet_version(kubelet, version).map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 fn one() -> u32 {
@@ -98,6 +117,11 @@ impl Fleet {
         if file.nodes.is_empty() {
             return Err(field("nodes".into(), "a fleet needs at least one entry".into()));
         }
+        let default_version = file
+            .kubelet_version
+            .as_ref()
+            .map(|v| topoalign_k8s::parse_kubelet_version(v).map_err(|e| field("kubeletVersion".into(), e)))
+            .transpose()?;
         let mut groups: Vec<NodeGroup> = Vec::new();
         let mut nodes = 0usize;
         for (i, entry) in file.nodes.into_iter().enumerate() {
@@ -134,6 +158,8 @@ impl Fleet {
                     (scenario.topology, kubelet)
                 }
             };
+            let mut kubelet = kubelet;
+            node_kubelet_version(&mut kubelet, default_version).map_err(|e| field(at("kubelet"), e))?;
             let machine = topology
                 .to_machine()
                 .map_err(|e| field(at("topology"), e.to_string()))?;
@@ -145,6 +171,20 @@ impl Fleet {
             });
         }
         Ok(Fleet { groups })
+    }
+
+    /// Applies a command's `--kubelet-version` to every node whose kubelet
+    /// block names no release (the fleet's `kubeletVersion` was already laid
+    /// over them, so a fleet naming another release is refused).
+    ///
+    /// # Errors
+    /// [`FleetError::Field`] for a node whose block names another release.
+    pub fn apply_kubelet_version(&mut self, version: KubeletVersion) -> Result<(), FleetError> {
+        for (i, group) in self.groups.iter_mut().enumerate() {
+            topoalign_k8s::apply_kubelet_version(&mut group.spec.kubelet, version)
+                .map_err(|e| field(format!("nodes[{i}] ({}).kubelet", group.name), e.to_string()))?;
+        }
+        Ok(())
     }
 
     /// The number of nodes.

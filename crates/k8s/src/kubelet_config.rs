@@ -466,7 +466,9 @@ impl KubeletConfiguration {
 /// `kubeletVersion`: a string naming a supported release.
 fn kubelet_version<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<KubeletVersion>, D::Error> {
     let value = serde_json::Value::deserialize(deserializer)?;
-    parse_kubelet_version(&value).map(Some).map_err(serde::de::Error::custom)
+    parse_kubelet_version(&value)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
 }
 
 /// Reads a `kubeletVersion` value; the error says what is wrong with it.

@@ -524,7 +524,10 @@ mod tests {
         ];
         for (accepted, version) in cases {
             let kubelet = json!({"kubeletVersion": accepted});
-            assert_eq!(node_config_from_value(&kubelet, &machine).unwrap().kubelet_version, version);
+            assert_eq!(
+                node_config_from_value(&kubelet, &machine).unwrap().kubelet_version,
+                version
+            );
             assert!(crate::unknown_field_warnings(&kubelet).is_empty());
         }
         let unsaid = node_config_from_value(&json!({}), &machine).unwrap();
@@ -544,8 +547,14 @@ mod tests {
     fn the_version_flag_fills_in_and_never_overrides() {
         let cases = [
             (Value::Null, Ok(json!({"kubeletVersion": "1.33"}))),
-            (json!({"maxPods": 3}), Ok(json!({"maxPods": 3, "kubeletVersion": "1.33"}))),
-            (json!({"kubeletVersion": "v1.33.2"}), Ok(json!({"kubeletVersion": "v1.33.2"}))),
+            (
+                json!({"maxPods": 3}),
+                Ok(json!({"maxPods": 3, "kubeletVersion": "1.33"})),
+            ),
+            (
+                json!({"kubeletVersion": "v1.33.2"}),
+                Ok(json!({"kubeletVersion": "v1.33.2"})),
+            ),
             (
                 json!({"kubeletVersion": "1.34"}),
                 Err("kubeletVersion: the configuration says kubelet 1.34 but --kubelet-version says 1.33"),

@@ -60,7 +60,11 @@ impl KubeletVersion {
 
     /// `"1.32, 1.33, ..."`, for messages.
     pub fn supported_list() -> String {
-        Self::SUPPORTED.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", ")
+        Self::SUPPORTED
+            .iter()
+            .map(|v| v.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// The minor release number (`33` for 1.33).

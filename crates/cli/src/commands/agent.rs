@@ -51,6 +51,8 @@ pub struct Args {
     /// policy, the lowest CPU reserved.
     #[arg(long, value_name = "FILE")]
     kubelet_config: Option<PathBuf>,
+    #[command(flatten)]
+    version: super::node_args::KubeletVersionArg,
     /// Record and serve allocations without pinning anything.
     #[arg(long)]
     no_enforce: bool,
@@ -141,7 +143,7 @@ survives; it is never reset silently.";
 
 pub fn run(args: &Args) -> Result {
     init_logging(args.log_format);
-    let started = start_node(args.node.as_deref(), args.kubelet_config.as_deref())?;
+    let started = start_node(args.node.as_deref(), args.kubelet_config.as_deref(), args.version)?;
     if started.ignored_events > 0 {
         // The agent's allocations are its journal's; say so rather than
         // serve a node that silently lacks the scenario's pods.
@@ -216,8 +218,15 @@ pub fn run(args: &Args) -> Result {
 ///
 /// # Errors
 /// The intake's error, naming the file.
-pub fn start_node(node: Option<&Path>, kubelet_config: Option<&Path>) -> Result<StartedNode> {
-    let overrides = Overrides::default();
+pub fn start_node(
+    node: Option<&Path>,
+    kubelet_config: Option<&Path>,
+    version: super::node_args::KubeletVersionArg,
+) -> Result<StartedNode> {
+    let overrides = Overrides {
+        kubelet_version: version.kubelet_version,
+        ..Overrides::default()
+    };
     let inputs = NodeInputs {
         without_config: WithoutConfig::AgentDefaults,
         ..NodeInputs::new(node, kubelet_config, &overrides)

@@ -21,6 +21,8 @@ pub struct Args {
     /// Serve this fleet (the simulator's fleet file): every node empty.
     #[arg(long, value_name = "FILE")]
     fleet: Option<PathBuf>,
+    #[command(flatten)]
+    version: super::node_args::KubeletVersionArg,
     /// NodeResourceTopology objects (YAML documents or a JSON list, as
     /// `topoalign nrt` writes them) giving nodes' exact states.
     #[arg(long, value_name = "FILE")]
@@ -135,7 +137,7 @@ fn load(args: &Args, config: ExtenderConfig) -> Result<Cluster> {
     }
     let mut cluster = match &args.fleet {
         Some(path) => {
-            let fleet = read_fleet(path)?;
+            let fleet = read_fleet(path, args.version.kubelet_version)?;
             Cluster::from_fleet(&fleet, config).map_err(|e| Error::bad_input(format!("{}: {e}", path.display())))?
         }
         None => Cluster::new(config),

@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use topoalign_model::KubeletVersion;
 use topoalign_intake::{Events, NodeInputs, Overrides, StartedNode, WithoutConfig};
+use topoalign_model::KubeletVersion;
 
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct NodeArgs {

@@ -27,6 +27,8 @@ pub struct Args {
     /// A fleet file instead: one object per node, all empty.
     #[arg(long, value_name = "FILE")]
     fleet: Option<PathBuf>,
+    #[command(flatten)]
+    version: super::node_args::KubeletVersionArg,
     /// The node's name (not for a fleet).
     #[arg(long, default_value = "node")]
     name: String,
@@ -99,7 +101,7 @@ pub fn run(args: &Args) -> Result {
 
 fn objects(args: &Args) -> Result<Vec<NodeResourceTopology>> {
     if let Some(path) = &args.fleet {
-        let fleet = read_fleet(path)?;
+        let fleet = read_fleet(path, args.version.kubelet_version)?;
         let mut objects = Vec::new();
         for group in &fleet.groups {
             let node = topoalign_nrt::start_node(&group.spec)
@@ -115,7 +117,10 @@ fn objects(args: &Args) -> Result<Vec<NodeResourceTopology>> {
         }
         return Ok(objects);
     }
-    let overrides = Overrides::default();
+    let overrides = Overrides {
+        kubelet_version: args.version.kubelet_version,
+        ..Overrides::default()
+    };
     let inputs = NodeInputs {
         events: Events::Replay,
         ..NodeInputs::new(args.node.as_deref(), args.kubelet_config.as_deref(), &overrides)

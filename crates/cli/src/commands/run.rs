@@ -81,6 +81,9 @@ pub struct Args {
     /// For --standalone: a KubeletConfiguration file.
     #[arg(long, value_name = "FILE", requires = "standalone")]
     kubelet_config: Option<PathBuf>,
+    /// For --standalone: the kubelet release to follow (see `admit`).
+    #[command(flatten)]
+    version: super::node_args::KubeletVersionArg,
     /// For --standalone: allocate without pinning.
     #[arg(long, requires = "standalone")]
     no_enforce: bool,
@@ -118,12 +121,13 @@ struct StandaloneNode {
     state_dir: PathBuf,
     node: Option<PathBuf>,
     kubelet_config: Option<PathBuf>,
+    version: super::node_args::KubeletVersionArg,
     enforce: bool,
 }
 
 impl StandaloneNode {
     fn open(&self) -> std::result::Result<(topoalign_agent::NodeAgent, topoalign_agent::StateLock), String> {
-        let started = super::agent::start_node(self.node.as_deref(), self.kubelet_config.as_deref())
+        let started = super::agent::start_node(self.node.as_deref(), self.kubelet_config.as_deref(), self.version)
             .map_err(|e| e.to_string())?;
         let (mut agent, lock) = topoalign_agent::open(
             started.node.machine().clone(),
@@ -157,6 +161,7 @@ pub fn run(args: &Args) -> Result {
             state_dir: args.state_dir.clone().unwrap_or_else(default_standalone_dir),
             node: args.node.clone(),
             kubelet_config: args.kubelet_config.clone(),
+            version: args.version,
             enforce: !args.no_enforce && args.node.is_none(),
         })
     } else {

@@ -20,6 +20,8 @@ pub struct Args {
     /// The fleet file (JSON or YAML): `{"nodes": [{"name", "count",
     /// "topology", "kubelet"} | {"name", "count", "scenario": PATH}]}`.
     fleet: PathBuf,
+    #[command(flatten)]
+    version: super::node_args::KubeletVersionArg,
     /// The workload: Kubernetes YAML/JSON (Pods, Deployments, StatefulSets,
     /// Jobs, ReplicaSets, v1 Lists) or a `generator:` document; `-` reads
     /// standard input.
@@ -90,7 +92,7 @@ enum Format {
 }
 
 pub fn run(args: &Args) -> Result {
-    let fleet = read_fleet(&args.fleet)?;
+    let fleet = read_fleet(&args.fleet, args.version.kubelet_version)?;
     let text = read_text(&args.workload)?;
     let mut workload = Workload::parse(&text)
         .map_err(|e| Error::bad_input(format!("invalid workload: {}: {e}", args.workload.display())))?;
