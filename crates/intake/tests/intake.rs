@@ -173,7 +173,7 @@ fn bad_files_are_named() {
 
 #[test]
 fn a_fleet_reads_its_scenarios_relative_to_itself() {
-    let fleet = read_fleet(&repo().join("examples/fleet/fleet.yaml")).unwrap();
+    let fleet = read_fleet(&repo().join("examples/fleet/fleet.yaml"), None).unwrap();
     assert!(!fleet.groups.is_empty());
     let dir = tempfile::tempdir().unwrap();
     let bad = write(
@@ -181,8 +181,68 @@ fn a_fleet_reads_its_scenarios_relative_to_itself() {
         "fleet.yaml",
         "nodes: [{name: a, count: 1, scenario: nowhere.yaml}]\n",
     );
-    let error = read_fleet(&bad).unwrap_err();
+    let error = read_fleet(&bad, None).unwrap_err();
     let text = error.to_string();
     assert!(text.starts_with(&format!("{}: invalid fleet", bad.display())), "{text}");
     assert!(text.contains("nowhere.yaml"), "{text}");
+}
+
+/// A fleet's `kubeletVersion` is its nodes' default, a node's own wins, and
+/// `--kubelet-version` fills in only for nodes that name none; a node naming
+/// another release than the flag, or an unsupported one, is an error naming
+/// the entry.
+#[test]
+fn a_fleet_names_its_kubelet_releases() {
+    use topoalign_model::KubeletVersion;
+    let dir = tempfile::tempdir().unwrap();
+    let topology = r#"{numaNodes: [{id: 0, memory: 4Gi}], cpus: [{id: 0, core: 0, socket: 0, numa: 0}]}"#;
+    let fleet_text = |default: &str, node: &str| {
+        format!("{default}nodes:\n  - {{name: a, topology: {topology}{node}}}\n  - {{name: b, topology: {topology}}}\n")
+    };
+    let versions = |path: &Path, flag: Option<KubeletVersion>| {
+        read_fleet(path, flag).map(|fleet| {
+            fleet
+                .groups
+                .iter()
+                .map(|g| {
+                    g.spec
+                        .kubelet
+                        .get("kubeletVersion")
+                        .and_then(|v| v.as_str())
+                        .map(str::to_owned)
+                })
+                .collect::<Vec<_>>()
+        })
+    };
+    let some = |v: &str| Some(v.to_owned());
+
+    let mixed = write(
+        dir.path(),
+        "mixed.yaml",
+        &fleet_text("kubeletVersion: \"1.33\"\n", ", kubelet: {kubeletVersion: \"1.32\"}"),
+    );
+    assert_eq!(versions(&mixed, None).unwrap(), [some("1.32"), some("1.33")]);
+    let error = versions(&mixed, Some(KubeletVersion::V1_33)).unwrap_err().to_string();
+    assert!(error.contains("nodes[0] (a).kubelet: kubeletVersion:"), "{error}");
+
+    let plain = write(dir.path(), "plain.yaml", &fleet_text("", ""));
+    assert_eq!(versions(&plain, None).unwrap(), [None, None]);
+    assert_eq!(
+        versions(&plain, Some(KubeletVersion::V1_34)).unwrap(),
+        [some("1.34"), some("1.34")]
+    );
+
+    let unsupported = write(
+        dir.path(),
+        "old.yaml",
+        &fleet_text("", ", kubelet: {kubeletVersion: \"1.28\"}"),
+    );
+    let error = versions(&unsupported, None).unwrap_err().to_string();
+    assert!(
+        error.contains("nodes[0].kubelet: kubeletVersion: kubelet \"1.28\" is not supported"),
+        "{error}"
+    );
+    let bad_default = write(dir.path(), "bad.yaml", &fleet_text("kubeletVersion: 1.99\n", ""));
+    let error = versions(&bad_default, None).unwrap_err().to_string();
+    assert!(error.contains("kubeletVersion: "), "{error}");
 }

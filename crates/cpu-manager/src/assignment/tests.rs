@@ -803,3 +803,45 @@ fn numa_distribution_uses_the_kubelets_overwritten_combination() {
     let got = take_numa_distributed(&topology, topology.all_cpus(), 100, 1, CpuSortingStrategy::Packed);
     assert_eq!(got, Ok(set("0-12,16-28,32-44,112-124,128-139,144-155,160-171,240-251")));
 }
+
+/// v1.34 changed how a part of an uncore cache serves an odd request on an
+/// SMT machine: the cores needed are rounded up and the highest CPU of the
+/// last one is left out, so 3 CPUs can come from one cache. Before, 3 CPUs
+/// needed "one core" of a cache, never enough, and the packed fallback chose.
+/// Machine: 8 cores, siblings N and N+8; cache 0 = cores 0-3 (one CPU of each
+/// free: 1-3 and 8), cache 1 = cores 4-7 (all free).
+#[test]
+fn partial_uncore_cache_for_an_odd_request_from_v1_34() {
+    let options = |odd_partial: bool| StaticPolicyOptions {
+        prefer_align_by_uncore_cache: true,
+        partial_uncore_takes_odd_requests: odd_partial,
+        ..Default::default()
+    };
+    let cases: Vec<Case> = vec![
+        (
+            "v1.34: cores 4-5 of cache 1, without 13",
+            uncore_single_socket_smt(),
+            options(true),
+            "1-3,8,4-7,12-15",
+            3,
+            Ok("4-5,12"),
+        ),
+        (
+            "v1.32/v1.33: no cache part fits; whole core 4, then the CPU alone on its core",
+            uncore_single_socket_smt(),
+            options(false),
+            "1-3,8,4-7,12-15",
+            3,
+            Ok("4,8,12"),
+        ),
+        (
+            "v1.34: an even request is unchanged",
+            uncore_single_socket_smt(),
+            options(true),
+            "1-3,8,4-7,12-15",
+            2,
+            Ok("4,12"),
+        ),
+    ];
+    check(cases, take_by_topology);
+}
