@@ -107,3 +107,43 @@ fn tempdir() -> PathBuf {
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
 }
+
+/// `--kubelet-version` chooses the release's rules for a scenario that does
+/// not name one (v1.32 vector 1257: the v1.34 uncore-cache rule gives other
+/// CPUs, as the v1.34.4 kubelet does); a scenario naming another release,
+/// or an unsupported flag, is refused naming the file or the flag.
+#[test]
+fn the_kubelet_version_flag_chooses_the_release() {
+    let vectors = repo().join("testdata/conformance");
+    let scenario = vectors.join("1.32/scenarios/1257.json");
+    let answer = |version: &str| -> Value {
+        let output = topoalign()
+            .args(["replay", "--kubelet-version", version])
+            .arg(&scenario)
+            .output()
+            .expect("runs");
+        assert!(output.status.success(), "{version}");
+        serde_json::from_slice(&output.stdout).expect("JSON on stdout")
+    };
+    let expected = |path: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(vectors.join(path)).expect("vector")).expect("JSON")
+    };
+    assert_eq!(answer("1.32"), expected("1.32/expected/1257.json"));
+    assert_eq!(answer("v1.33.1"), expected("1.32/expected/1257.json"));
+    assert_eq!(answer("1.34"), expected("1.34/expected/hand-1257.json"));
+
+    topoalign()
+        .args(["replay", "--kubelet-version", "1.33"])
+        .arg(vectors.join("1.34/scenarios/hand-1257.json"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "hand-1257.json: kubelet.kubeletVersion: the configuration says kubelet 1.34 but --kubelet-version says 1.33",
+        ));
+    topoalign()
+        .args(["replay", "--kubelet-version", "1.31"])
+        .arg(&scenario)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--kubelet-version"));
+}
