@@ -69,6 +69,7 @@ impl Node {
             config.topology_scope,
             &config.topology_options,
             &config.feature_gates,
+            config.kubelet_version,
         )?;
         let devices = DeviceManager::new(&machine);
         let resources = fit::node_resources(&machine, &config);
@@ -190,6 +191,7 @@ impl Node {
             self.config.topology_scope,
             &self.config.topology_options,
             &self.config.feature_gates,
+            self.config.kubelet_version,
         )?;
         let own = std::mem::replace(&mut self.topology, other);
         let decision = self.admit(pod);

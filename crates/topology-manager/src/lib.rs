@@ -22,7 +22,7 @@ pub use numa_info::{MissingDistances, NumaInfo};
 pub use options::{DEFAULT_MAX_ALLOWABLE_NUMA_NODES, PolicyOptions, go_parse_bool};
 pub use policy::PolicyDecision;
 
-use topoalign_model::{FeatureGates, Machine, ProviderHints, ResourceHints, TopologyHint};
+use topoalign_model::{FeatureGates, KubeletVersion, Machine, ProviderHints, ResourceHints, TopologyHint};
 
 /// `topologyManagerPolicy`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -117,6 +117,7 @@ impl TopologyManager {
         scope: TopologyScope,
         options: &BTreeMap<String, String>,
         gates: &FeatureGates,
+        version: KubeletVersion,
     ) -> Result<TopologyManager, TopologyManagerStartError> {
         if policy == TopologyPolicyName::None {
             return Ok(TopologyManager {
@@ -127,7 +128,7 @@ impl TopologyManager {
                 strategy: MergeStrategy::Fast,
             });
         }
-        let options = PolicyOptions::parse(options, gates)?;
+        let options = PolicyOptions::parse(options, gates, version)?;
         let numa = if options.prefer_closest_numa {
             NumaInfo::with_distances(machine).map_err(|MissingDistances| {
                 TopologyManagerStartError(

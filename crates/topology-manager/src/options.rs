@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use topoalign_model::FeatureGates;
+use topoalign_model::{FeatureGates, KubeletVersion};
 
 use crate::TopologyManagerStartError;
 
@@ -60,6 +60,7 @@ impl PolicyOptions {
     pub fn parse(
         options: &BTreeMap<String, String>,
         gates: &FeatureGates,
+        version: KubeletVersion,
     ) -> Result<PolicyOptions, TopologyManagerStartError> {
         let mut parsed = PolicyOptions::default();
         let fail = |text: String| Err(TopologyManagerStartError(text));
@@ -67,9 +68,13 @@ impl PolicyOptions {
             match maturity(name) {
                 None => return fail(format!("unknown Topology Manager Policy option: {name:?}")),
                 Some(Maturity::Beta) if !gates.topology_manager_policy_beta_options => {
-                    return fail(format!(
-                        "Topology Manager Policy Beta-level Options not enabled, but option {name:?} provided"
-                    ));
+                    // v1.33 lower-cased the text.
+                    let what = if version.at_least(KubeletVersion::V1_33) {
+                        "topology manager policy beta-level options"
+                    } else {
+                        "Topology Manager Policy Beta-level Options"
+                    };
+                    return fail(format!("{what} not enabled, but option {name:?} provided"));
                 }
                 Some(_) => {}
             }
@@ -126,7 +131,7 @@ mod tests {
 
     fn parse(pairs: &[(&str, &str)]) -> Result<PolicyOptions, String> {
         let map = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        PolicyOptions::parse(&map, &FeatureGates::default()).map_err(|e| e.0)
+        PolicyOptions::parse(&map, &FeatureGates::default(), KubeletVersion::V1_32).map_err(|e| e.0)
     }
 
     #[test]
@@ -174,9 +179,25 @@ mod tests {
             topology_manager_policy_beta_options: false,
             ..FeatureGates::default()
         };
-        assert_eq!(
-            PolicyOptions::parse(&map, &gates).unwrap_err().0,
-            r#"Topology Manager Policy Beta-level Options not enabled, but option "max-allowable-numa-nodes" provided"#
-        );
+        for (version, text) in [
+            (
+                KubeletVersion::V1_32,
+                r#"Topology Manager Policy Beta-level Options not enabled, but option "max-allowable-numa-nodes" provided"#,
+            ),
+            (
+                KubeletVersion::V1_33,
+                r#"topology manager policy beta-level options not enabled, but option "max-allowable-numa-nodes" provided"#,
+            ),
+            (
+                KubeletVersion::V1_34,
+                r#"topology manager policy beta-level options not enabled, but option "max-allowable-numa-nodes" provided"#,
+            ),
+        ] {
+            assert_eq!(
+                PolicyOptions::parse(&map, &gates, version).unwrap_err().0,
+                text,
+                "{version}"
+            );
+        }
     }
 }
