@@ -315,6 +315,9 @@ fn check_counts_once(node: &Node, usage: &[NumaUsage]) -> Result<(), TestCaseErr
     Ok(())
 }
 
+/// (memory group's NUMA nodes, resource) → (allocated, available), summed.
+type PinnedPerGroup = BTreeMap<(Vec<usize>, String), (Quantity, Quantity)>;
+
 /// Usage as admit-then-remove must give it back. The kubelet's memory
 /// manager (and so the engine) keeps a multi-NUMA block's bytes per group,
 /// not per node: `RemoveContainer` frees a block's bytes from the group's
@@ -324,15 +327,12 @@ fn check_counts_once(node: &Node, usage: &[NumaUsage]) -> Result<(), TestCaseErr
 /// (for example a 1 GiB huge page from node 1 to node 0) while every group's
 /// total stays. So pinned memory is compared per group (the `cells` of the
 /// memory manager's machine state) and everything else per node.
-fn group_memory(
-    node: &Node,
-    usage: &[NumaUsage],
-) -> (Vec<NumaUsage>, BTreeMap<(Vec<usize>, String), (Quantity, Quantity)>) {
+fn group_memory(node: &Node, usage: &[NumaUsage]) -> (Vec<NumaUsage>, PinnedPerGroup) {
     let Some(memory) = node.snapshot().memory else {
         return (usage.to_vec(), BTreeMap::new());
     };
     let mut per_node = usage.to_vec();
-    let mut per_group: BTreeMap<(Vec<usize>, String), (Quantity, Quantity)> = BTreeMap::new();
+    let mut per_group = PinnedPerGroup::new();
     for numa in &mut per_node {
         let Some(state) = memory.machine_state.get(&numa.numa) else {
             continue;
