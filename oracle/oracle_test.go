@@ -169,3 +169,13 @@ func TestReplayRefusals(t *testing.T) {
 		})
 	}
 }
+
+// The modelled node is a cgroup v2 host on any machine: failCgroupV1 (the
+// default from v1.35) must not refuse a start on a cgroup v1 test machine.
+func TestNodeIsACgroupV2Host(t *testing.T) {
+	path := writeScenario(t, smallNode+"kubelet: {failCgroupV1: true}\nevents: []\n")
+	doc, code := replay(t, path)
+	if code != 0 || doc["error"] != nil {
+		t.Fatalf("exit status %d: %v", code, doc)
+	}
+}

@@ -1,0 +1,191 @@
+//! The two judges of a scenario and what they answer: the oracle (the real
+//! kubelet code of one release, `oracle replay`, a process per scenario)
+//! and the engine (`topoalign-scenario`'s replay, in process, exactly what
+//! the conformance test and `topoalign replay` run).
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+use topoalign_scenario::{Replay, Scenario, replay};
+
+use crate::release::Release;
+
+/// What one side answered for a scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Answer {
+    /// A result document, or `{"error": ...}` for a configuration the
+    /// kubelet refuses to start with.
+    Document(Value),
+    /// The scenario is malformed for this side (`{"error": "invalid
+    /// scenario: ..."}`): not a kubelet decision.
+    Invalid(String),
+    /// The engine panicked (always a bug).
+    Panic(String),
+    /// The oracle did not finish in time (the kubelet's merge is
+    /// exponential; such scenarios are skipped, not judged).
+    Timeout,
+    /// The oracle harness itself failed (exit status 1, no document).
+    Failed(String),
+}
+
+impl Answer {
+    /// The answer as the JSON document a side prints.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Answer::Document(doc) => doc.clone(),
+            Answer::Invalid(text) => json!({"error": format!("invalid scenario: {text}")}),
+            Answer::Panic(text) => json!({"panic": text}),
+            Answer::Timeout => json!({"timeout": true}),
+            Answer::Failed(text) => json!({"harness failure": text}),
+        }
+    }
+
+    /// A start-up refusal: `{"error": ...}`.
+    pub fn is_refusal(&self) -> bool {
+        matches!(self, Answer::Document(doc) if doc.get("error").is_some())
+    }
+}
+
+/// The engine's answer, in process. A panic is caught and reported.
+pub fn engine(text: &str) -> Answer {
+    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| Scenario::parse(text).and_then(|s| replay(&s))));
+    match outcome {
+        Ok(Ok(Replay::Completed(doc))) => match serde_json::to_value(doc) {
+            Ok(value) => Answer::Document(value),
+            Err(e) => Answer::Panic(format!("result document does not serialise: {e}")),
+        },
+        Ok(Ok(Replay::Refused(error))) => Answer::Document(json!({ "error": error })),
+        Ok(Err(invalid)) => Answer::Invalid(invalid.to_string()),
+        Err(panic) => Answer::Panic(
+            panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                .unwrap_or_else(|| "a panic without a message".to_owned()),
+        ),
+    }
+}
+
+/// The releases the engine reproduces, found by asking it: a scenario
+/// naming a release it does not reproduce is refused as invalid, naming
+/// `kubeletVersion`.
+pub fn engine_supports(release: Release) -> bool {
+    let probe = json!({
+        "topology": {"numaNodes": [{"id": 0, "memory": "1Gi"}], "cpus": [{"id": 0, "core": 0, "socket": 0, "numa": 0}]},
+        "kubelet": {"kubeletVersion": release.name()},
+        "events": [],
+    });
+    match engine(&probe.to_string()) {
+        Answer::Invalid(text) => !text.contains("kubeletVersion"),
+        _ => true,
+    }
+}
+
+/// The oracle binary of one release.
+#[derive(Clone, Debug)]
+pub struct Oracle {
+    pub release: Release,
+    pub binary: PathBuf,
+    pub timeout: Duration,
+}
+
+impl Oracle {
+    /// Where `oracle/build.sh` puts the release's binary:
+    /// `${TOPOALIGN_CACHE:-$HOME/.cache/topoalign}/oracle/<release>/oracle`.
+    pub fn default_binary(release: Release) -> anyhow::Result<PathBuf> {
+        let cache = match std::env::var_os("TOPOALIGN_CACHE") {
+            Some(dir) => PathBuf::from(dir),
+            None => PathBuf::from(std::env::var_os("HOME").context("HOME is not set")?).join(".cache/topoalign"),
+        };
+        Ok(cache.join("oracle").join(release.name()).join("oracle"))
+    }
+
+    /// The oracle at `binary`, checked to be the release's.
+    ///
+    /// # Errors
+    /// When the binary is missing, does not run, or runs another release.
+    pub fn open(release: Release, binary: PathBuf, timeout: Duration) -> anyhow::Result<Oracle> {
+        let out = Command::new(&binary).arg("version").output().with_context(|| {
+            format!(
+                "cannot run the v{} oracle {}: build it with oracle/build.sh {}",
+                release.name(),
+                binary.display(),
+                release.name()
+            )
+        })?;
+        let says = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        if says != release.name() {
+            bail!("{} is the v{says} oracle, not v{}", binary.display(), release.name());
+        }
+        Ok(Oracle {
+            release,
+            binary,
+            timeout,
+        })
+    }
+
+    /// The oracle's answer for the scenario in `file`.
+    pub fn answer(&self, file: &Path) -> Answer {
+        // A process group of its own: the oracle re-executes itself in a
+        // mount namespace, and a timeout must stop both processes.
+        let child = Command::new(&self.binary)
+            .arg("replay")
+            .arg(file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn();
+        let mut child = match child {
+            Ok(child) => child,
+            Err(e) => return Answer::Failed(format!("cannot start {}: {e}", self.binary.display())),
+        };
+        let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
+            return Answer::Failed("no pipes to the oracle".into());
+        };
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let mut err = Vec::new();
+            let read = stdout.read_to_end(&mut out).and_then(|_| stderr.read_to_end(&mut err));
+            let _ = tx.send(read.map(|_| (out, err)));
+        });
+        let output = match rx.recv_timeout(self.timeout) {
+            Ok(Ok(output)) => output,
+            Ok(Err(e)) => return Answer::Failed(format!("reading the oracle's output: {e}")),
+            Err(_) => {
+                // The whole group: the namespaced child holds the pipes too.
+                let _ = Command::new("kill")
+                    .args(["-KILL", "--", &format!("-{}", child.id())])
+                    .status();
+                let _ = child.wait();
+                return Answer::Timeout;
+            }
+        };
+        let status = match child.wait() {
+            Ok(status) => status,
+            Err(e) => return Answer::Failed(format!("waiting for the oracle: {e}")),
+        };
+        let (out, err) = output;
+        let doc: Option<Value> = serde_json::from_slice(&out).ok();
+        match (status.code(), doc) {
+            (Some(0), Some(doc)) => Answer::Document(doc),
+            (Some(2), Some(doc)) => {
+                let text = doc.get("error").and_then(Value::as_str).unwrap_or_default();
+                Answer::Invalid(text.strip_prefix("invalid scenario: ").unwrap_or(text).to_owned())
+            }
+            (code, _) => Answer::Failed(format!(
+                "exit status {code:?}: {} {}",
+                String::from_utf8_lossy(&out).trim(),
+                String::from_utf8_lossy(&err).trim()
+            )),
+        }
+    }
+}

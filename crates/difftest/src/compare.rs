@@ -1,0 +1,119 @@
+//! Judging the engine's answer against the oracle's, as the conformance
+//! test does (the same result document, field for field), and naming the
+//! kind of a difference so that shrinking keeps the same one.
+
+use serde_json::Value;
+
+use crate::answer::Answer;
+
+/// How the engine's answer differs from the oracle's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Difference {
+    /// The engine panicked.
+    EnginePanic,
+    /// The engine calls the scenario malformed; the kubelet runs it.
+    EngineInvalid,
+    /// The oracle calls the scenario malformed; the engine runs it (a
+    /// generator or harness bug).
+    OracleInvalid,
+    /// One side starts the node, the other refuses to.
+    StartUp,
+    /// Both refuse to start, with different texts.
+    RefusalText,
+    /// Both run the events; an admission, a reason, a message, a CPU, a
+    /// NUMA node or a device differs.
+    Event,
+    /// Every event agrees; the final state does not.
+    Final,
+}
+
+/// What a comparison found.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    Same,
+    /// The oracle did not answer (timeout, harness failure): not judged.
+    Unjudged,
+    Differs(Difference),
+}
+
+pub fn judge(oracle: &Answer, engine: &Answer) -> Verdict {
+    match (oracle, engine) {
+        (Answer::Timeout | Answer::Failed(_) | Answer::Panic(_), _) => Verdict::Unjudged,
+        (_, Answer::Panic(_)) => Verdict::Differs(Difference::EnginePanic),
+        (Answer::Invalid(_), Answer::Invalid(_)) => Verdict::Same,
+        (Answer::Invalid(_), _) => Verdict::Differs(Difference::OracleInvalid),
+        (_, Answer::Invalid(_)) => Verdict::Differs(Difference::EngineInvalid),
+        (Answer::Document(o), Answer::Document(e)) if o == e => Verdict::Same,
+        (Answer::Document(o), Answer::Document(e)) => Verdict::Differs(document_difference(o, e)),
+        (_, Answer::Timeout | Answer::Failed(_)) => Verdict::Unjudged,
+    }
+}
+
+fn document_difference(oracle: &Value, engine: &Value) -> Difference {
+    match (oracle.get("error"), engine.get("error")) {
+        (Some(_), Some(_)) => Difference::RefusalText,
+        (Some(_), None) | (None, Some(_)) => Difference::StartUp,
+        (None, None) if oracle.get("results") == engine.get("results") => Difference::Final,
+        (None, None) => Difference::Event,
+    }
+}
+
+/// The index of the first event whose results differ (`None` when the
+/// events agree or a side has no results).
+pub fn first_differing_event(oracle: &Value, engine: &Value) -> Option<usize> {
+    let a = oracle.get("results")?.as_array()?;
+    let b = engine.get("results")?.as_array()?;
+    a.iter()
+        .zip(b)
+        .position(|(x, y)| x != y)
+        .or_else(|| (a.len() != b.len()).then(|| a.len().min(b.len())))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn doc(v: Value) -> Answer {
+        Answer::Document(v)
+    }
+
+    #[test]
+    fn kinds_of_difference() {
+        let run = |cpus: &str| doc(json!({"results": [{"event": 0, "cpus": cpus}], "final": {"defaultCpuSet": "0-3"}}));
+        assert_eq!(judge(&run("1"), &run("1")), Verdict::Same);
+        assert_eq!(judge(&run("1"), &run("2")), Verdict::Differs(Difference::Event));
+        let refused = |text: &str| doc(json!({"error": text}));
+        assert_eq!(
+            judge(&refused("a"), &refused("b")),
+            Verdict::Differs(Difference::RefusalText)
+        );
+        assert_eq!(judge(&refused("a"), &run("1")), Verdict::Differs(Difference::StartUp));
+        let final_differs = doc(json!({"results": [{"event": 0, "cpus": "1"}], "final": {"defaultCpuSet": "0-2"}}));
+        assert_eq!(judge(&run("1"), &final_differs), Verdict::Differs(Difference::Final));
+        assert_eq!(judge(&Answer::Timeout, &run("1")), Verdict::Unjudged);
+        assert_eq!(
+            judge(&run("1"), &Answer::Panic("boom".into())),
+            Verdict::Differs(Difference::EnginePanic)
+        );
+        assert_eq!(
+            judge(&run("1"), &Answer::Invalid("x".into())),
+            Verdict::Differs(Difference::EngineInvalid)
+        );
+        assert_eq!(
+            judge(&Answer::Invalid("x".into()), &Answer::Invalid("y".into())),
+            Verdict::Same
+        );
+    }
+
+    #[test]
+    fn the_first_differing_event_is_found() {
+        let a = json!({"results": [{"e": 0}, {"e": 1}, {"e": 2}]});
+        let b = json!({"results": [{"e": 0}, {"e": 9}, {"e": 2}]});
+        assert_eq!(first_differing_event(&a, &b), Some(1));
+        assert_eq!(first_differing_event(&a, &a), None);
+        let shorter = json!({"results": [{"e": 0}]});
+        assert_eq!(first_differing_event(&a, &shorter), Some(1));
+    }
+}

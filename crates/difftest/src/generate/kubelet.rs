@@ -1,0 +1,288 @@
+//! Random `kubelet:` blocks: every topology manager policy, scope and
+//! option, CPU manager policy and option, memory manager policy, the ways
+//! CPUs and memory are reserved, and the feature gates of the release.
+//! Most configurations are ones the release starts with; some are not
+//! (a forgotten alpha gate, a reservation that does not add up, a locked
+//! gate switched off, a gate the release no longer has): the kubelet's
+//! start-up error is part of the answer too.
+
+use serde_json::{Map, Value, json};
+
+use super::machine::MachineFacts;
+use crate::release::{CPU_OPTIONS, Maturity, Release};
+use crate::rng::Rng;
+
+/// The configuration's facts the pod generator needs.
+#[derive(Clone, Debug)]
+pub struct KubeletFacts {
+    pub topology_policy: &'static str,
+    pub pod_scope: bool,
+    pub static_cpu: bool,
+    pub static_memory: bool,
+    pub pod_level_resources: bool,
+    pub full_pcpus_only: bool,
+}
+
+const MI: u64 = 1 << 20;
+
+pub fn kubelet(
+    rng: &mut Rng,
+    release: Release,
+    machine: &MachineFacts,
+    tags: &mut Vec<String>,
+) -> (Value, KubeletFacts) {
+    let mut k = Map::new();
+    k.insert("kubeletVersion".into(), json!(release.name()));
+    let mut gates = Map::new();
+
+    // Topology manager.
+    let policy = *rng.weighted(&[
+        (10, "default"),
+        (15, "none"),
+        (25, "best-effort"),
+        (20, "restricted"),
+        (30, "single-numa-node"),
+    ]);
+    if policy != "default" {
+        k.insert("topologyManagerPolicy".into(), json!(policy));
+    }
+    let scope = *rng.weighted(&[(30, "default"), (30, "container"), (40, "pod")]);
+    if scope != "default" {
+        k.insert("topologyManagerScope".into(), json!(scope));
+    }
+    let mut topology_options = Map::new();
+    // Without distances the kubelet cannot honour it (and says so).
+    if rng.chance(if machine.has_distances { 30 } else { 6 }) {
+        topology_options.insert(
+            "prefer-closest-numa-nodes".into(),
+            json!(if rng.chance(80) { "true" } else { "false" }),
+        );
+    }
+    let more_than_eight = machine.numa > 8 && policy != "none" && policy != "default";
+    if (more_than_eight && rng.chance(92)) || rng.chance(8) {
+        let value = if rng.chance(90) {
+            machine.numa.max(8) + rng.urange(0, 4)
+        } else {
+            // Below the minimum of 8, or below the machine's count.
+            rng.urange(4, machine.numa.max(8))
+        };
+        topology_options.insert("max-allowable-numa-nodes".into(), json!(value.to_string()));
+        if release.topology_option("max-allowable-numa-nodes") == Maturity::Beta && rng.chance(8) {
+            gates.insert("TopologyManagerPolicyBetaOptions".into(), json!(false));
+        }
+    }
+    if !topology_options.is_empty() {
+        for name in topology_options.keys() {
+            tags.push(format!("topology-option:{name}"));
+        }
+        k.insert("topologyManagerPolicyOptions".into(), Value::Object(topology_options));
+    }
+
+    // CPU manager.
+    let cpu_policy = *rng.weighted(&[(10, "default"), (12, "none"), (78, "static")]);
+    if cpu_policy != "default" {
+        k.insert("cpuManagerPolicy".into(), json!(cpu_policy));
+    }
+    let static_cpu = cpu_policy == "static";
+    let mut options = Map::new();
+    if static_cpu || rng.chance(3) {
+        let count = *rng.weighted(&[(45, 0usize), (40, 1), (15, 2)]);
+        for _ in 0..count {
+            let option = *rng.weighted(&[
+                (30, CPU_OPTIONS[0]),
+                (20, CPU_OPTIONS[1]),
+                (10, CPU_OPTIONS[2]),
+                (8, CPU_OPTIONS[3]),
+                (15, CPU_OPTIONS[4]),
+                (20, CPU_OPTIONS[5]),
+            ]);
+            let value = *rng.weighted(&[(92, "true"), (6, "false"), (2, "yes please")]);
+            options.insert(option.into(), json!(value));
+        }
+    }
+    let full_pcpus_only = options.get("full-pcpus-only").is_some_and(|v| v == "true");
+    if !options.is_empty() {
+        let mut alpha = false;
+        let mut beta = false;
+        for name in options.keys() {
+            tags.push(format!("cpu-option:{name}"));
+            match release.cpu_option(name) {
+                Maturity::Alpha => alpha = true,
+                Maturity::Beta => beta = true,
+                Maturity::Ga => {}
+            }
+        }
+        // The gate an option needs in *some* release: setting it where it
+        // is no longer needed is harmless, forgetting it is refused.
+        let ever_alpha = options
+            .keys()
+            .any(|name| Release(32).cpu_option(name) == Maturity::Alpha);
+        if (alpha && rng.chance(85)) || (ever_alpha && rng.chance(40)) {
+            gates.insert("CPUManagerPolicyAlphaOptions".into(), json!(true));
+        }
+        if beta && rng.chance(8) {
+            gates.insert("CPUManagerPolicyBetaOptions".into(), json!(false));
+        }
+        k.insert("cpuManagerPolicyOptions".into(), Value::Object(options));
+    }
+
+    // CPU reservation.
+    let reservation = if static_cpu {
+        *rng.weighted(&[(45, "reserved"), (40, "cpus"), (3, "nothing"), (12, "both")])
+    } else {
+        *rng.weighted(&[(60, "nothing"), (30, "reserved"), (10, "cpus")])
+    };
+    let mut system_reserved = Map::new();
+    let mut kube_reserved = Map::new();
+    if reservation == "reserved" || reservation == "both" {
+        let amount = *rng.weighted(&[(50, "1"), (20, "2"), (15, "500m"), (15, "1500m")]);
+        if rng.chance(50) {
+            system_reserved.insert("cpu".into(), json!(amount));
+        } else {
+            kube_reserved.insert("cpu".into(), json!(amount));
+            if rng.chance(30) {
+                system_reserved.insert("cpu".into(), json!("1"));
+            }
+        }
+    }
+    if reservation == "cpus" || reservation == "both" {
+        k.insert("reservedSystemCPUs".into(), json!(reserved_cpus(rng, machine)));
+    }
+
+    // Memory manager and memory reservation.
+    let memory_policy = *rng.weighted(&[(20, "default"), (20, "None"), (60, "Static")]);
+    if memory_policy != "default" {
+        k.insert("memoryManagerPolicy".into(), json!(memory_policy));
+    }
+    let static_memory = memory_policy == "Static";
+    let mut reserved_memory = 0u64;
+    if rng.chance(if static_memory { 80 } else { 40 }) {
+        let amount = *rng.pick(&[256u64, 512, 1024]) * MI;
+        system_reserved.insert("memory".into(), json!(topoalign_scenario::byte_quantity(amount)));
+        reserved_memory += amount;
+    }
+    if rng.chance(30) {
+        let amount = *rng.pick(&[128u64, 256, 512]) * MI;
+        kube_reserved.insert("memory".into(), json!(topoalign_scenario::byte_quantity(amount)));
+        reserved_memory += amount;
+    }
+    let eviction = *rng.weighted(&[(60, 100u64), (15, 200), (10, 500), (10, 0), (5, 1024)]);
+    if eviction != 100 || rng.chance(20) {
+        let text = if eviction == 0 {
+            "0".to_owned()
+        } else {
+            topoalign_scenario::byte_quantity(eviction * MI)
+        };
+        k.insert("evictionHard".into(), json!({"memory.available": text}));
+    }
+    reserved_memory += eviction * MI;
+    if static_memory {
+        // The kubelet wants reservedMemory to add up to the node's reserved
+        // memory; now and then it does not.
+        let total = if rng.chance(7) {
+            reserved_memory + 64 * MI
+        } else {
+            reserved_memory
+        };
+        if total > 0 || rng.chance(50) {
+            k.insert("reservedMemory".into(), json!(spread_memory(rng, machine.numa, total)));
+        }
+    }
+    if !system_reserved.is_empty() {
+        k.insert("systemReserved".into(), Value::Object(system_reserved));
+    }
+    if !kube_reserved.is_empty() {
+        k.insert("kubeReserved".into(), Value::Object(kube_reserved));
+    }
+
+    // Feature gates.
+    let mut pod_level_gate = None;
+    for gate in release.gates() {
+        if gates.contains_key(gate.name) {
+            continue;
+        }
+        let value = match gate.name {
+            "PodLevelResources" if !gate.default && rng.chance(40) => Some(true),
+            "PodLevelResources" if gate.default && rng.chance(5) => Some(false),
+            "PodLevelResourceManagers" if rng.chance(35) => Some(true),
+            "CPUManagerPolicyAlphaOptions" if rng.chance(5) => Some(true),
+            _ if gate.locked && rng.chance(2) => Some(!gate.default),
+            _ if rng.chance(3) => Some(gate.default),
+            _ => None,
+        };
+        if let Some(value) = value {
+            if gate.name == "PodLevelResources" {
+                pod_level_gate = Some(value);
+            }
+            gates.insert(gate.name.into(), json!(value));
+        }
+    }
+    // A gate an earlier release had and this one has not.
+    if rng.chance(2) {
+        let gone = if release.0 >= 33 {
+            "CPUManager"
+        } else {
+            "PodLevelResourceManagers"
+        };
+        gates.insert(gone.into(), json!(true));
+    }
+    if !gates.is_empty() {
+        for (name, value) in &gates {
+            tags.push(format!("gate:{name}={value}"));
+        }
+        k.insert("featureGates".into(), Value::Object(gates));
+    }
+
+    tags.push(format!("policy:{policy}"));
+    tags.push(format!("scope:{scope}"));
+    tags.push(format!("cpu:{cpu_policy}"));
+    tags.push(format!("memory:{memory_policy}"));
+    let facts = KubeletFacts {
+        topology_policy: policy,
+        pod_scope: scope == "pod",
+        static_cpu,
+        static_memory,
+        pod_level_resources: release.pod_level_resources(pod_level_gate),
+        full_pcpus_only,
+    };
+    (Value::Object(k), facts)
+}
+
+/// `reservedSystemCPUs`: the first core (with its siblings), a few CPUs
+/// spread over NUMA nodes, or one CPU of the last NUMA node.
+fn reserved_cpus(rng: &mut Rng, machine: &MachineFacts) -> String {
+    let first = machine.cpus_per_numa[0][0];
+    let mut ids: Vec<u32> = match *rng.weighted(&[(50, "core"), (25, "spread"), (25, "last")]) {
+        "core" => {
+            let mut ids = vec![first];
+            ids.extend(&machine.siblings[&first]);
+            ids
+        }
+        "spread" => machine
+            .cpus_per_numa
+            .iter()
+            .take(rng.urange(1, machine.numa))
+            .map(|cpus| cpus[0])
+            .collect(),
+        _ => vec![*machine.cpus_per_numa[machine.numa - 1].last().unwrap_or(&first)],
+    };
+    ids.sort_unstable();
+    ids.dedup();
+    ids.iter().map(ToString::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// `reservedMemory` entries holding `total` bytes of memory: all on NUMA
+/// node 0, or split over two nodes.
+fn spread_memory(rng: &mut Rng, numa: usize, total: u64) -> Value {
+    if numa > 1 && total >= 2 * MI && rng.chance(35) {
+        let first = (total / 2 / MI) * MI;
+        let second = total - first;
+        let other = rng.urange(1, numa - 1);
+        json!([
+            {"numaNode": 0, "limits": {"memory": topoalign_scenario::byte_quantity(first)}},
+            {"numaNode": other, "limits": {"memory": topoalign_scenario::byte_quantity(second)}},
+        ])
+    } else {
+        json!([{"numaNode": 0, "limits": {"memory": topoalign_scenario::byte_quantity(total)}}])
+    }
+}

@@ -1,0 +1,409 @@
+//! Random pod events: Guaranteed pods with integer or fractional CPUs,
+//! Burstable and BestEffort pods, init containers and sidecars (init
+//! containers with `restartPolicy: Always`), pod-level resources
+//! (`spec.resources`), huge pages and devices; deletes of earlier pods
+//! (admitted or not) and of pods never added. Every pod is one the API
+//! server accepts (requests within limits, extended resources and huge
+//! pages with requests equal to limits, pod-level resources covering the
+//! containers'), so a refusal is the kubelet's.
+//!
+//! The kubelet merges hints by enumerating the cross product of every
+//! provider's hints: 2^N − 1 NUMA masks per resource under best-effort
+//! and restricted. Pods whose product would exceed [`MERGE_BUDGET`] are
+//! made cheaper (no devices, no huge pages, then Burstable), or one
+//! replay would take hours.
+
+use serde_json::{Map, Value, json};
+use topoalign_scenario::EventSpec;
+
+use super::kubelet::KubeletFacts;
+use super::machine::MachineFacts;
+use crate::rng::Rng;
+
+/// Most hint permutations one container (or pod, in pod scope) may cost
+/// the kubelet's merge.
+pub const MERGE_BUDGET: f64 = 2.0e7;
+
+const MI: u64 = 1 << 20;
+
+/// One container's resources: `limits` (Guaranteed), `requests` only, or
+/// both, as Kubernetes quantity strings.
+#[derive(Clone, Debug, Default)]
+struct Resources {
+    requests: Map<String, Value>,
+    limits: Map<String, Value>,
+}
+
+impl Resources {
+    fn to_json(&self) -> Option<Value> {
+        let mut out = Map::new();
+        if !self.requests.is_empty() {
+            out.insert("requests".into(), Value::Object(self.requests.clone()));
+        }
+        if !self.limits.is_empty() {
+            out.insert("limits".into(), Value::Object(self.limits.clone()));
+        }
+        (!out.is_empty()).then_some(Value::Object(out))
+    }
+}
+
+/// The kind of pod, by QoS and shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    GuaranteedInteger,
+    GuaranteedFractional,
+    Burstable,
+    BestEffort,
+    PodLevel,
+}
+
+pub fn events(rng: &mut Rng, machine: &MachineFacts, kubelet: &KubeletFacts, tags: &mut Vec<String>) -> Vec<EventSpec> {
+    let count = *rng.weighted(&[(10, 1usize), (15, 2), (20, 3), (20, 4), (15, 6), (10, 8), (10, 12)]);
+    let mut added: Vec<String> = Vec::new();
+    let mut live: Vec<String> = Vec::new();
+    let mut events = Vec::new();
+    let mut next = 0usize;
+    for _ in 0..count {
+        let roll = rng.below(100);
+        if roll < 18 && !added.is_empty() {
+            // Delete an earlier pod, usually one still on the node.
+            let key = if !live.is_empty() && rng.chance(85) {
+                live.remove(rng.urange(0, live.len() - 1))
+            } else {
+                added[rng.urange(0, added.len() - 1)].clone()
+            };
+            live.retain(|k| k != &key);
+            tags.push("delete".into());
+            events.push(EventSpec {
+                add: None,
+                delete: Some(key),
+            });
+            continue;
+        }
+        if roll < 20 {
+            tags.push("delete-unknown".into());
+            events.push(EventSpec {
+                add: None,
+                delete: Some("default/never-added".into()),
+            });
+            continue;
+        }
+        // A name deleted earlier comes back now and then.
+        let name = match added.iter().find(|k| !live.contains(k)) {
+            Some(gone) if rng.chance(20) => gone.clone(),
+            _ => {
+                next += 1;
+                format!("default/p{next}")
+            }
+        };
+        let pod = pod(rng, &name, machine, kubelet, tags);
+        if !added.contains(&name) {
+            added.push(name.clone());
+        }
+        live.push(name);
+        events.push(EventSpec {
+            add: Some(pod),
+            delete: None,
+        });
+    }
+    events
+}
+
+fn pod(rng: &mut Rng, key: &str, machine: &MachineFacts, kubelet: &KubeletFacts, tags: &mut Vec<String>) -> Value {
+    let kind = *rng.weighted(&[
+        (45, Kind::GuaranteedInteger),
+        (10, Kind::GuaranteedFractional),
+        (17, Kind::Burstable),
+        (8, Kind::BestEffort),
+        (if kubelet.pod_level_resources { 20 } else { 3 }, Kind::PodLevel),
+    ]);
+    // Try the full pod, then cheaper ones, until the merge is affordable.
+    for cheapness in 0..3 {
+        let kind = if cheapness == 2 && kind != Kind::BestEffort {
+            Kind::Burstable
+        } else {
+            kind
+        };
+        let mut local = rng.clone();
+        let (value, shape) = build_pod(&mut local, key, kind, cheapness > 0, machine, kubelet);
+        if merge_cost(&shape, machine, kubelet) <= MERGE_BUDGET {
+            *rng = local;
+            tags.extend(shape.tags);
+            return value;
+        }
+    }
+    // A BestEffort pod asks nothing and costs nothing.
+    let (value, shape) = build_pod(rng, key, Kind::BestEffort, true, machine, kubelet);
+    tags.extend(shape.tags);
+    value
+}
+
+/// What the merge-cost estimate needs of a pod.
+struct Shape {
+    /// Per container (init and app): the resources the kubelet merges a
+    /// hint list for.
+    lists_per_container: Vec<Vec<String>>,
+    tags: Vec<String>,
+}
+
+fn build_pod(
+    rng: &mut Rng,
+    key: &str,
+    kind: Kind,
+    cheap: bool,
+    machine: &MachineFacts,
+    kubelet: &KubeletFacts,
+) -> (Value, Shape) {
+    let (namespace, name) = key.split_once('/').unwrap_or(("default", key));
+    let mut tags = vec![format!("pod:{kind:?}")];
+    let app_count = *rng.weighted(&[(60, 1usize), (28, 2), (12, 3)]);
+    let init_count = *rng.weighted(&[(60, 0usize), (28, 1), (12, 2)]);
+    let sidecar = rng.chance(15);
+    let per_numa_cpus = machine.min_cpus_per_numa().max(1);
+    let per_numa_memory = machine.memory_per_numa.iter().copied().min().unwrap_or(MI << 10);
+
+    let mut lists_per_container = Vec::new();
+    let mut containers = Vec::new();
+    let mut init_containers = Vec::new();
+    let mut container_requests_cpu = 0u64; // millicores, app containers and sidecars
+    let mut container_requests_memory = 0u64;
+    let total = init_count + usize::from(sidecar) + app_count;
+    for i in 0..total {
+        let is_init = i < init_count;
+        let is_sidecar = sidecar && i == init_count;
+        let name = if is_init {
+            format!("init{i}")
+        } else if is_sidecar {
+            "sidecar".to_owned()
+        } else {
+            format!("app{}", i - init_count - usize::from(sidecar))
+        };
+        let (resources, lists) = container_resources(
+            rng,
+            kind,
+            cheap,
+            machine,
+            kubelet,
+            per_numa_cpus,
+            per_numa_memory,
+            &mut tags,
+        );
+        if !is_init {
+            container_requests_cpu += milli(resources.requests.get("cpu").or(resources.limits.get("cpu")));
+            container_requests_memory += bytes(resources.requests.get("memory").or(resources.limits.get("memory")));
+        }
+        lists_per_container.push(lists);
+        let mut c = json!({"name": name, "image": "registry.k8s.io/pause:3.10"});
+        if let Some(r) = resources.to_json() {
+            c["resources"] = r;
+        }
+        if is_sidecar {
+            c["restartPolicy"] = json!("Always");
+            tags.push("sidecar".into());
+            init_containers.push(c);
+        } else if is_init {
+            tags.push("init".into());
+            init_containers.push(c);
+        } else {
+            containers.push(c);
+        }
+    }
+    let mut spec = json!({"containers": containers});
+    if !init_containers.is_empty() {
+        spec["initContainers"] = json!(init_containers);
+    }
+    if kind == Kind::PodLevel {
+        // Pod-level requests cover the containers' (API validation);
+        // Guaranteed when requests equal limits.
+        let cpu_milli = container_requests_cpu.max(1000) + *rng.pick(&[0u64, 0, 500, 1000, 2000]);
+        let cpu_milli = if rng.chance(60) {
+            cpu_milli.div_ceil(1000) * 1000
+        } else {
+            cpu_milli
+        };
+        let memory = container_requests_memory.max(256 * MI) + *rng.pick(&[0u64, 256, 1024]) * MI;
+        let requests = json!({"cpu": cpu_text(cpu_milli), "memory": topoalign_scenario::byte_quantity(memory)});
+        let limits = if rng.chance(70) {
+            requests.clone()
+        } else {
+            json!({"cpu": cpu_text(cpu_milli + 1000), "memory": topoalign_scenario::byte_quantity(memory * 2)})
+        };
+        spec["resources"] = json!({"requests": requests, "limits": limits});
+    }
+    let pod = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    });
+    tags.sort();
+    tags.dedup();
+    (
+        pod,
+        Shape {
+            lists_per_container,
+            tags,
+        },
+    )
+}
+
+/// One container's resources and the number of hint lists it costs.
+#[allow(clippy::too_many_arguments)] // one call site; a struct would only rename the list
+fn container_resources(
+    rng: &mut Rng,
+    kind: Kind,
+    cheap: bool,
+    machine: &MachineFacts,
+    kubelet: &KubeletFacts,
+    per_numa_cpus: usize,
+    per_numa_memory: u64,
+    tags: &mut Vec<String>,
+) -> (Resources, Vec<String>) {
+    let mut r = Resources::default();
+    let mut lists = Vec::new();
+    let mut list = |on: bool, name: &str| {
+        if on {
+            lists.push(name.to_owned());
+        }
+    };
+    // Integer CPUs up to a bit more than one NUMA node holds; odd counts
+    // on SMT machines matter (full-pcpus-only, the uncore-cache option).
+    let cpus = {
+        let max = (per_numa_cpus * 3 / 2).max(2) as u64;
+        let n = rng.range(1, max);
+        if kubelet.full_pcpus_only && machine.smt && rng.chance(50) {
+            n + n % 2
+        } else {
+            n
+        }
+    };
+    let memory = {
+        let max = (per_numa_memory * 5 / 4 / MI / 256).max(1);
+        rng.range(1, max.min(64)) * 256 * MI
+    };
+    let memory_text = topoalign_scenario::byte_quantity(memory);
+    match kind {
+        Kind::GuaranteedInteger => {
+            r.limits.insert("cpu".into(), json!(cpus.to_string()));
+            r.limits.insert("memory".into(), json!(memory_text));
+            list(kubelet.static_cpu, "cpu");
+            list(kubelet.static_memory, "memory");
+        }
+        Kind::GuaranteedFractional => {
+            let milli = *rng.pick(&[100u64, 250, 500, 1500, 2500]);
+            r.limits.insert("cpu".into(), json!(format!("{milli}m")));
+            r.limits.insert("memory".into(), json!(memory_text));
+            list(kubelet.static_memory, "memory");
+        }
+        Kind::Burstable => {
+            r.requests.insert("cpu".into(), json!(cpu_text(rng.range(1, 4) * 250)));
+            if rng.chance(70) {
+                r.requests.insert("memory".into(), json!(memory_text));
+            }
+            if rng.chance(30) {
+                r.limits.insert("cpu".into(), json!(cpus.max(1).to_string()));
+            }
+        }
+        Kind::BestEffort => {}
+        Kind::PodLevel => {
+            // Containers of a pod with pod-level resources may say nothing,
+            // or ask for part of the pod's budget.
+            if rng.chance(50) {
+                r.requests.insert("cpu".into(), json!(cpu_text(rng.range(1, 4) * 250)));
+                r.requests.insert("memory".into(), json!(memory_text));
+            }
+            // Counted as if the pod's budget were aligned (the managers of
+            // some releases do).
+            list(kubelet.static_cpu, "cpu");
+            list(kubelet.static_memory, "memory");
+        }
+    }
+    let guaranteed = matches!(kind, Kind::GuaranteedInteger | Kind::GuaranteedFractional);
+    // Huge pages need cpu or memory beside them (API validation).
+    if guaranteed && !cheap && rng.chance(35) {
+        for (size, per) in &machine.hugepages {
+            let largest = per.iter().copied().max().unwrap_or(0);
+            if largest == 0 || rng.chance(30) {
+                continue;
+            }
+            let page = if *size == "1Gi" { 1u64 << 30 } else { 2 * MI };
+            let pages = rng.range(1, (largest * 5 / 4 / page).clamp(1, 6));
+            let amount = json!(topoalign_scenario::byte_quantity(pages * page));
+            r.limits.insert(format!("hugepages-{size}"), amount.clone());
+            if !r.requests.is_empty() {
+                r.requests.insert(format!("hugepages-{size}"), amount);
+            }
+            list(kubelet.static_memory, &format!("hugepages-{size}"));
+            tags.push("hugepages-request".into());
+        }
+    }
+    // Devices: limits (requests default to them).
+    if !cheap && rng.chance(if kind == Kind::BestEffort { 15 } else { 30 }) {
+        for (resource, count) in &machine.devices {
+            if rng.chance(40) {
+                continue;
+            }
+            let n = rng.range(1, (*count as u64 + 1).min(4));
+            r.limits.insert(resource.clone(), json!(n.to_string()));
+            if !r.requests.is_empty() {
+                r.requests.insert(resource.clone(), json!(n.to_string()));
+            }
+            list(true, resource);
+            tags.push("device-request".into());
+        }
+    }
+    (r, lists)
+}
+
+/// An upper bound on the hint permutations the kubelet's merge walks for
+/// the worst container (or the pod, in pod scope).
+fn merge_cost(shape: &Shape, machine: &MachineFacts, kubelet: &KubeletFacts) -> f64 {
+    let per_list = match kubelet.topology_policy {
+        "none" | "default" => return 0.0,
+        "single-numa-node" => (machine.numa + 1) as f64,
+        _ => 2f64.powi(machine.numa as i32) - 1.0,
+    };
+    // Pod scope merges one list per resource for the whole pod, container
+    // scope one per resource of each container.
+    let lists = if kubelet.pod_scope {
+        let mut all: Vec<&String> = shape.lists_per_container.iter().flatten().collect();
+        all.sort();
+        all.dedup();
+        all.len()
+    } else {
+        shape.lists_per_container.iter().map(Vec::len).max().unwrap_or(0)
+    };
+    per_list.powi(lists as i32)
+}
+
+fn cpu_text(milli: u64) -> String {
+    if milli.is_multiple_of(1000) {
+        (milli / 1000).to_string()
+    } else {
+        format!("{milli}m")
+    }
+}
+
+/// Millicores of a quantity this generator wrote (`"2"`, `"500m"`).
+fn milli(v: Option<&Value>) -> u64 {
+    let Some(text) = v.and_then(Value::as_str) else {
+        return 0;
+    };
+    match text.strip_suffix('m') {
+        Some(m) => m.parse().unwrap_or(0),
+        None => text.parse::<u64>().unwrap_or(0) * 1000,
+    }
+}
+
+/// Bytes of a quantity this generator wrote (`byte_quantity`'s units).
+fn bytes(v: Option<&Value>) -> u64 {
+    let Some(text) = v.and_then(Value::as_str) else {
+        return 0;
+    };
+    for (suffix, shift) in [("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)] {
+        if let Some(n) = text.strip_suffix(suffix) {
+            return n.parse::<u64>().unwrap_or(0) << shift;
+        }
+    }
+    text.parse().unwrap_or(0)
+}

@@ -1,0 +1,275 @@
+//! `difftest`: differential testing of the engine against the real kubelet
+//! (test tooling, not part of the product).
+//!
+//! - `difftest gen` prints the random scenario of a seed for a release;
+//! - `difftest run` plays random scenarios through the oracle (`oracle
+//!   replay`, the real kubelet code of one release) and the engine, and
+//!   shrinks every difference to a minimal scenario;
+//! - `difftest vectors` writes a conformance vector set from generated
+//!   scenarios and the oracle's answers;
+//! - `difftest supported` lists the releases the engine reproduces.
+//!
+//! Exit status: 0 no difference; 1 differences (or harness failures)
+//! found; 2 bad arguments or a missing oracle.
+
+mod answer;
+mod compare;
+mod generate;
+mod release;
+mod rng;
+mod run;
+mod show;
+mod shrink;
+mod vectors;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+
+use crate::answer::{Oracle, engine_supports};
+use crate::release::{RELEASES, Release};
+
+#[derive(Parser)]
+#[command(
+    name = "difftest",
+    about = "Random scenarios through the real kubelet and the engine"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the scenario of a seed (YAML, or JSON with --json).
+    Gen {
+        #[arg(long, value_parser = parse_release)]
+        version: Release,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long)]
+        json: bool,
+        /// Also print what the scenario exercises.
+        #[arg(long)]
+        tags: bool,
+    },
+    /// Differential run: oracle against engine.
+    Run {
+        #[arg(long, value_parser = parse_release)]
+        version: Release,
+        /// Number of scenarios (seeds SEED, SEED+1, ...).
+        #[arg(long)]
+        count: Option<u64>,
+        /// Run for this long (`90s`, `10m`, `8h`); with --count, whichever ends first.
+        #[arg(long, value_parser = parse_duration)]
+        duration: Option<Duration>,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Oracle processes at a time.
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+        /// Save minimal failing scenarios under DIR/<version>/.
+        #[arg(long, value_name = "DIR")]
+        save: Option<PathBuf>,
+        #[command(flatten)]
+        oracle: OracleArgs,
+        /// Most oracle replays spent shrinking one difference.
+        #[arg(long, default_value_t = 400)]
+        shrink_budget: usize,
+    },
+    /// Write a vector set (scenarios/gen-<seed>.json, expected/, index.json, README-gen.md).
+    Vectors {
+        #[arg(long, value_parser = parse_release)]
+        version: Release,
+        #[arg(long, default_value_t = 60)]
+        count: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Prefer scenarios this older release answers differently.
+        #[arg(long, value_parser = parse_release)]
+        differs_from: Option<Release>,
+        /// Most seeds tried.
+        #[arg(long, default_value_t = 3000)]
+        tries: u64,
+        /// Output directory (default testdata/conformance/<version>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        oracle: OracleArgs,
+    },
+    /// The releases the engine reproduces, one a line.
+    Supported,
+}
+
+#[derive(clap::Args)]
+struct OracleArgs {
+    /// The oracle binary (default: where oracle/build.sh VERSION puts it).
+    #[arg(long, value_name = "PATH")]
+    oracle: Option<PathBuf>,
+    /// Seconds an oracle replay may take before the scenario is skipped.
+    #[arg(long, default_value_t = 60)]
+    timeout: u64,
+}
+
+impl OracleArgs {
+    fn open(&self, release: Release) -> anyhow::Result<Oracle> {
+        let binary = match &self.oracle {
+            Some(path) => path.clone(),
+            None => Oracle::default_binary(release)?,
+        };
+        Oracle::open(release, binary, Duration::from_secs(self.timeout))
+    }
+}
+
+fn parse_release(text: &str) -> Result<Release, String> {
+    Release::parse(text).ok_or_else(|| {
+        let known: Vec<String> = RELEASES.iter().map(|r| r.name()).collect();
+        format!("not a kubelet release the oracle builds ({})", known.join(", "))
+    })
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration such as 90s, 10m or 8h"))?;
+    let seconds = match unit {
+        "" | "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        _ => return Err(format!("{text:?} is not a duration such as 90s, 10m or 8h")),
+    };
+    Ok(Duration::from_secs(seconds))
+}
+
+fn main() -> ExitCode {
+    match try_main(Cli::parse()) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("difftest: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn try_main(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Gen {
+            version,
+            seed,
+            json,
+            tags,
+        } => {
+            let g = generate::generate(seed, version);
+            if tags {
+                println!("# {}", g.tags.join(" "));
+            }
+            if json {
+                println!("{}", serde_json::to_string(&g.scenario)?);
+            } else {
+                print!("{}", serde_yaml_ng::to_string(&g.scenario)?);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Run {
+            version,
+            count,
+            duration,
+            seed,
+            jobs,
+            save,
+            oracle,
+            shrink_budget,
+        } => {
+            if count.is_none() && duration.is_none() {
+                bail!("say how long to run: --count N, --duration D or both");
+            }
+            if !engine_supports(version) {
+                bail!(
+                    "the engine does not reproduce kubelet {} (see `difftest supported`)",
+                    version.name()
+                );
+            }
+            let options = run::RunOptions {
+                oracle: oracle.open(version)?,
+                seed,
+                count,
+                duration,
+                jobs,
+                save,
+                shrink_budget,
+                confirmations: 2,
+            };
+            let summary = run::run(&options)?;
+            let differences: Vec<String> = summary
+                .differences()
+                .iter()
+                .map(|(kind, n)| format!("{kind:?} {n}"))
+                .collect();
+            println!(
+                "kubelet {}: {} scenarios from seed {seed}: {} same ({} of them start-up refusals, {} after asking \
+                 the oracle again), {} differ{}, {} oracle timeouts, {} harness failures",
+                version.name(),
+                summary.scenarios,
+                summary.same,
+                summary.same_refusals,
+                summary.same_after_asking_again,
+                summary.findings.len(),
+                if differences.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", differences.join(", "))
+                },
+                summary.timeouts,
+                summary.harness_failures.len()
+            );
+            let clean = summary.findings.is_empty() && summary.harness_failures.is_empty();
+            Ok(if clean { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        Command::Vectors {
+            version,
+            count,
+            seed,
+            differs_from,
+            tries,
+            out,
+            oracle,
+        } => {
+            let baseline = match differs_from {
+                Some(older) => Some(
+                    OracleArgs {
+                        oracle: None,
+                        timeout: oracle.timeout,
+                    }
+                    .open(older)
+                    .context("the baseline oracle")?,
+                ),
+                None => None,
+            };
+            let options = vectors::VectorOptions {
+                oracle: oracle.open(version)?,
+                baseline,
+                seed,
+                count,
+                tries,
+                repeats: 3,
+                out: out.unwrap_or_else(|| vectors::default_out(version)),
+            };
+            let (written, differing) = vectors::make_vectors(&options)?;
+            println!(
+                "{written} vectors in {} ({differing} answered differently by the baseline)",
+                options.out.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Supported => {
+            for release in RELEASES.iter().filter(|r| engine_supports(**r)) {
+                println!("{}", release.name());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

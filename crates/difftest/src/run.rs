@@ -1,0 +1,265 @@
+//! The differential run: scenarios from consecutive seeds, each played
+//! through the oracle and the engine; a difference is confirmed (the
+//! oracle is asked again: texts that follow Go map order may come out
+//! either way, and the engine may give any of them), shrunk to a minimal
+//! scenario, printed side by side and saved.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::Value;
+use topoalign_scenario::Scenario;
+
+use crate::answer::{Answer, Oracle, engine};
+use crate::compare::{Difference, Verdict, first_differing_event, judge};
+use crate::generate::generate;
+use crate::show::side_by_side;
+use crate::shrink::shrink;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    pub oracle: Oracle,
+    pub seed: u64,
+    /// Stop after this many scenarios …
+    pub count: Option<u64>,
+    /// … or when this much time has passed (whichever comes first).
+    pub duration: Option<Duration>,
+    pub jobs: usize,
+    /// Where minimal failing scenarios go (`<dir>/<release>/seed-N.yaml`).
+    pub save: Option<PathBuf>,
+    /// Most oracle calls spent shrinking one difference.
+    pub shrink_budget: usize,
+    /// How often the oracle is asked again before a difference counts.
+    pub confirmations: usize,
+}
+
+/// One confirmed difference, shrunk.
+#[derive(Clone, Debug)]
+pub struct Finding {
+    pub seed: u64,
+    pub kind: Difference,
+    pub minimal: Scenario,
+    pub oracle: Value,
+    pub engine: Value,
+    pub shrink_calls: usize,
+}
+
+/// Counts over a run.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    pub scenarios: u64,
+    pub same: u64,
+    /// Same answer and that answer is a start-up refusal.
+    pub same_refusals: u64,
+    /// The oracle answered differently on a second ask, and one of its
+    /// answers was the engine's (texts in Go map order).
+    pub same_after_asking_again: u64,
+    pub timeouts: u64,
+    pub harness_failures: Vec<(u64, String)>,
+    pub findings: Vec<Finding>,
+}
+
+impl Summary {
+    pub fn differences(&self) -> BTreeMap<Difference, usize> {
+        let mut by_kind = BTreeMap::new();
+        for f in &self.findings {
+            *by_kind.entry(f.kind).or_insert(0) += 1;
+        }
+        by_kind
+    }
+}
+
+/// What a worker reports for one scenario.
+enum Outcome {
+    Same { refusal: bool, asked_again: bool },
+    Timeout,
+    HarnessFailure(u64, String),
+    Found(Box<Finding>),
+}
+
+/// Runs scenarios until the count or the time is used up.
+///
+/// # Errors
+/// When the scratch directory or the save directory cannot be written.
+pub fn run(options: &RunOptions) -> anyhow::Result<Summary> {
+    let scratch = scratch_dir()?;
+    let deadline = options.duration.map(|d| Instant::now() + d);
+    let next = Arc::new(AtomicU64::new(0));
+    let bar = match options.count {
+        Some(n) => ProgressBar::new(n),
+        None => ProgressBar::new_spinner(),
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{wide_bar}] {pos}/{len} {per_sec} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let (tx, rx) = mpsc::channel::<Outcome>();
+    let mut workers = Vec::new();
+    for worker in 0..options.jobs.max(1) {
+        let tx = tx.clone();
+        let next = Arc::clone(&next);
+        let options = options.clone();
+        let file = scratch.join(format!("worker-{worker}.json"));
+        workers.push(std::thread::spawn(move || {
+            loop {
+                let index = next.fetch_add(1, Ordering::SeqCst);
+                if options.count.is_some_and(|n| index >= n) || deadline.is_some_and(|d| Instant::now() >= d) {
+                    break;
+                }
+                let outcome = one_scenario(&options, options.seed.wrapping_add(index), &file);
+                if tx.send(outcome).is_err() {
+                    break;
+                }
+            }
+        }));
+    }
+    drop(tx);
+
+    let mut summary = Summary::default();
+    for outcome in rx {
+        summary.scenarios += 1;
+        match outcome {
+            Outcome::Same { refusal, asked_again } => {
+                summary.same += 1;
+                summary.same_refusals += u64::from(refusal);
+                summary.same_after_asking_again += u64::from(asked_again);
+            }
+            Outcome::Timeout => summary.timeouts += 1,
+            Outcome::HarnessFailure(seed, text) => {
+                bar.suspend(|| eprintln!("seed {seed}: the oracle harness failed: {text}"));
+                summary.harness_failures.push((seed, text));
+            }
+            Outcome::Found(finding) => {
+                bar.suspend(|| println!("{}", report(&finding, options.oracle.release.name().as_str())));
+                if let Some(dir) = &options.save {
+                    save(dir, &options.oracle.release.name(), &finding)?;
+                }
+                summary.findings.push(*finding);
+            }
+        }
+        bar.set_position(summary.scenarios);
+        bar.set_message(format!(
+            "same {} (refused {}), differ {}, timeouts {}",
+            summary.same,
+            summary.same_refusals,
+            summary.findings.len(),
+            summary.timeouts
+        ));
+    }
+    bar.finish();
+    for w in workers {
+        let _ = w.join();
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    Ok(summary)
+}
+
+fn scratch_dir() -> anyhow::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("topoalign-difftest-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// Both answers for a scenario.
+fn answers(oracle: &Oracle, scenario: &Scenario, file: &Path) -> (Answer, Answer) {
+    let text = serde_json::to_string(scenario).unwrap_or_default();
+    if let Err(e) = std::fs::write(file, &text) {
+        return (
+            Answer::Failed(format!("writing {}: {e}", file.display())),
+            Answer::Timeout,
+        );
+    }
+    (oracle.answer(file), engine(&text))
+}
+
+fn one_scenario(options: &RunOptions, seed: u64, file: &Path) -> Outcome {
+    let generated = generate(seed, options.oracle.release);
+    let (oracle_answer, engine_answer) = answers(&options.oracle, &generated.scenario, file);
+    let kind = match judge(&oracle_answer, &engine_answer) {
+        Verdict::Same => {
+            return Outcome::Same {
+                refusal: oracle_answer.is_refusal(),
+                asked_again: false,
+            };
+        }
+        Verdict::Unjudged => {
+            return match oracle_answer {
+                Answer::Failed(text) => Outcome::HarnessFailure(seed, text),
+                _ => Outcome::Timeout,
+            };
+        }
+        Verdict::Differs(kind) => kind,
+    };
+    // Ask again: a text in Go map order may come out as the engine's.
+    for _ in 0..options.confirmations {
+        let (again, _) = answers(&options.oracle, &generated.scenario, file);
+        if judge(&again, &engine_answer) == Verdict::Same {
+            return Outcome::Same {
+                refusal: again.is_refusal(),
+                asked_again: true,
+            };
+        }
+    }
+    // Events after the first differing one cannot matter for it.
+    let mut start = generated.scenario.clone();
+    if let Some(i) = first_differing_event(&oracle_answer.to_json(), &engine_answer.to_json()) {
+        start.events.truncate(i + 1);
+        if judge_scenario(&options.oracle, &start, file) != Verdict::Differs(kind) {
+            start = generated.scenario.clone();
+        }
+    }
+    let (minimal, shrink_calls) = shrink(&start, options.shrink_budget, |candidate| {
+        judge_scenario(&options.oracle, candidate, file) == Verdict::Differs(kind)
+    });
+    let (oracle_answer, engine_answer) = answers(&options.oracle, &minimal, file);
+    Outcome::Found(Box::new(Finding {
+        seed,
+        kind,
+        minimal,
+        oracle: oracle_answer.to_json(),
+        engine: engine_answer.to_json(),
+        shrink_calls,
+    }))
+}
+
+fn judge_scenario(oracle: &Oracle, scenario: &Scenario, file: &Path) -> Verdict {
+    let (o, e) = answers(oracle, scenario, file);
+    judge(&o, &e)
+}
+
+/// A finding for people: the minimal scenario and both answers.
+pub fn report(f: &Finding, release: &str) -> String {
+    let yaml = serde_yaml_ng::to_string(&f.minimal).unwrap_or_else(|e| format!("(cannot print: {e})"));
+    format!(
+        "== DIFFERENCE ({:?}) kubelet {release}, seed {} (difftest run --version {release} --seed {} --count 1); \
+         minimal scenario after {} oracle calls:\n{yaml}\n{}",
+        f.kind,
+        f.seed,
+        f.seed,
+        f.shrink_calls,
+        side_by_side(&f.oracle, &f.engine)
+    )
+}
+
+/// Saves `<dir>/<release>/seed-N.yaml` (the minimal scenario, ready for
+/// `oracle replay` and `topoalign replay`) and `seed-N.txt` (both answers).
+fn save(dir: &Path, release: &str, f: &Finding) -> anyhow::Result<()> {
+    let dir = dir.join(release);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let yaml = serde_yaml_ng::to_string(&f.minimal)?;
+    let header = format!(
+        "# difftest: kubelet {release}, seed {}, {:?} difference, shrunk.\n# oracle: {}\n# engine: {}\n",
+        f.seed, f.kind, f.oracle, f.engine
+    );
+    let path = dir.join(format!("seed-{}.yaml", f.seed));
+    std::fs::write(&path, header + &yaml).with_context(|| format!("writing {}", path.display()))?;
+    let path = dir.join(format!("seed-{}.txt", f.seed));
+    std::fs::write(&path, report(f, release)).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
