@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -114,7 +115,11 @@ func loadConfig(section map[string]json.RawMessage, dir string) (*kubeletconfig.
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		return nil, err
 	}
-	kc, err := loadConfigFile(path)
+	kc, err := loadConfigFileOrPanic(path)
+	var crash *startupError
+	if errors.As(err, &crash) {
+		return nil, crash
+	}
 	if err != nil {
 		// The file name is the harness's; keep the text independent of it.
 		msg := strings.ReplaceAll(err.Error(), path, "kubelet-config.yaml")
@@ -128,6 +133,21 @@ func loadConfig(section map[string]json.RawMessage, dir string) (*kubeletconfig.
 		return nil, &startupError{fmt.Sprintf("failed to validate kubelet configuration, error: %v", err)}
 	}
 	return kc, nil
+}
+
+// loadConfigFileOrPanic is loadConfigFile, with the kubelet's crash while
+// loading turned into a start-up refusal: the v1beta1 defaulting panics on a
+// feature gate the release does not know ("failed to merge global and
+// in-flight KubeletConfiguration while setting defaults, error: unrecognized
+// feature gate: X"), so the kubelet dies before anything starts. The text is
+// the panic's, as Go prints it ("panic: ..."), without the stack.
+func loadConfigFileOrPanic(path string) (kc *kubeletconfig.KubeletConfiguration, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			kc, err = nil, &startupError{fmt.Sprintf("panic: %v", r)}
+		}
+	}()
+	return loadConfigFile(path)
 }
 
 // startNode does what cmd/kubelet's run() and the container manager's

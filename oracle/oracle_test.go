@@ -157,6 +157,9 @@ func TestReplayRefusals(t *testing.T) {
 			"invalid scenario: "},
 		{"delete without namespace", smallNode + "events: [{delete: p}]\n", 2,
 			`invalid scenario: events[0].delete: "p" is not namespace/name`},
+		// The kubelet's v1beta1 defaulting panics on a gate it does not know.
+		{"unknown feature gate", smallNode + "kubelet: {featureGates: {NoSuchGate: true}}\nevents: []\n", 0,
+			"panic: failed to merge global and in-flight KubeletConfiguration while setting defaults, error: unrecognized feature gate: NoSuchGate"},
 		{"static policy without reservation", smallNode + "kubelet: {cpuManagerPolicy: static}\nevents: []\n", 0,
 			"[cpumanager] unable to determine reserved CPU resources for static policy"},
 	} {

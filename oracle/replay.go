@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	_ "k8s.io/kubernetes/pkg/apis/core/install" // core/v1 defaulting functions
+	memorystate "k8s.io/kubernetes/pkg/kubelet/cm/memorymanager/state"
 )
 
 // podEntry is a pod added by the scenario.
@@ -208,24 +209,46 @@ func (n *node) final(byUID map[string]string) map[string]any {
 	for uid, containers := range n.memory.State().GetMemoryAssignments() {
 		out := map[string][]int{}
 		for c, blocks := range containers {
-			seen := map[int]bool{}
-			ids := []int{}
-			for _, b := range blocks {
-				for _, id := range b.NUMAAffinity {
-					if !seen[id] {
-						seen[id] = true
-						ids = append(ids, id)
-					}
-				}
-			}
-			sort.Ints(ids)
-			out[c] = ids
+			out[c] = blockNUMANodes(blocks)
 		}
 		memoryAssignments[name(uid)] = out
 	}
-	return map[string]any{
+	final := map[string]any{
 		"defaultCpuSet":     n.cpu.State().GetDefaultCPUSet().String(),
 		"cpuAssignments":    cpuAssignments,
 		"memoryAssignments": memoryAssignments,
 	}
+	// Pod-level ("bubble") assignments, v1.36+ only: the keys appear only
+	// when some pod has one, so earlier documents keep their shape.
+	if pods := podCPUAssignments(n); len(pods) > 0 {
+		byName := map[string]string{}
+		for uid, set := range pods {
+			byName[name(uid)] = set
+		}
+		final["podCpuAssignments"] = byName
+	}
+	if pods := podMemoryAssignments(n); len(pods) > 0 {
+		byName := map[string][]int{}
+		for uid, ids := range pods {
+			byName[name(uid)] = ids
+		}
+		final["podMemoryAssignments"] = byName
+	}
+	return final
+}
+
+// blockNUMANodes is the sorted set of NUMA nodes of memory blocks.
+func blockNUMANodes(blocks []memorystate.Block) []int {
+	seen := map[int]bool{}
+	ids := []int{}
+	for _, b := range blocks {
+		for _, id := range b.NUMAAffinity {
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+	}
+	sort.Ints(ids)
+	return ids
 }

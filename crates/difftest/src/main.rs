@@ -79,6 +79,10 @@ enum Command {
         /// Most oracle replays spent shrinking one difference.
         #[arg(long, default_value_t = 400)]
         shrink_budget: usize,
+        /// Skip scenarios with this generator tag (see `gen --tags`), e.g.
+        /// a known difference while looking for others; repeatable.
+        #[arg(long, value_name = "TAG")]
+        exclude: Vec<String>,
     },
     /// Write a vector set (scenarios/gen-<seed>.json, expected/, index.json, README-gen.md).
     Vectors {
@@ -183,6 +187,7 @@ fn try_main(cli: Cli) -> anyhow::Result<ExitCode> {
             save,
             oracle,
             shrink_budget,
+            exclude,
         } => {
             if count.is_none() && duration.is_none() {
                 bail!("say how long to run: --count N, --duration D or both");
@@ -202,6 +207,7 @@ fn try_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 save,
                 shrink_budget,
                 confirmations: 2,
+                exclude,
             };
             let summary = run::run(&options)?;
             let differences: Vec<String> = summary
@@ -226,6 +232,13 @@ fn try_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 summary.timeouts,
                 summary.harness_failures.len()
             );
+            if summary.excluded > 0 {
+                println!("{} scenarios skipped for an excluded tag", summary.excluded);
+            }
+            for (signature, seeds) in summary.groups() {
+                let seeds: Vec<String> = seeds.iter().map(ToString::to_string).collect();
+                println!("  {} x [{signature}]: seeds {}", seeds.len(), seeds.join(" "));
+            }
             let clean = summary.findings.is_empty() && summary.harness_failures.is_empty();
             Ok(if clean { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }

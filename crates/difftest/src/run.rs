@@ -37,6 +37,9 @@ pub struct RunOptions {
     pub shrink_budget: usize,
     /// How often the oracle is asked again before a difference counts.
     pub confirmations: usize,
+    /// Scenarios with any of these generator tags are skipped (a known
+    /// difference class, while another is looked for).
+    pub exclude: Vec<String>,
 }
 
 /// One confirmed difference, shrunk.
@@ -61,6 +64,8 @@ pub struct Summary {
     /// answers was the engine's (texts in Go map order).
     pub same_after_asking_again: u64,
     pub timeouts: u64,
+    /// Skipped for an excluded tag.
+    pub excluded: u64,
     pub harness_failures: Vec<(u64, String)>,
     pub findings: Vec<Finding>,
 }
@@ -73,10 +78,22 @@ impl Summary {
         }
         by_kind
     }
+
+    /// Findings grouped by what their minimal scenarios contain (the
+    /// kind of difference, the configuration keys, the pods' shapes): one
+    /// group is usually one cause.
+    pub fn groups(&self) -> BTreeMap<String, Vec<u64>> {
+        let mut groups: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+        for f in &self.findings {
+            groups.entry(signature(f)).or_default().push(f.seed);
+        }
+        groups
+    }
 }
 
 /// What a worker reports for one scenario.
 enum Outcome {
+    Excluded,
     Same { refusal: bool, asked_again: bool },
     Timeout,
     HarnessFailure(u64, String),
@@ -125,6 +142,7 @@ pub fn run(options: &RunOptions) -> anyhow::Result<Summary> {
     for outcome in rx {
         summary.scenarios += 1;
         match outcome {
+            Outcome::Excluded => summary.excluded += 1,
             Outcome::Same { refusal, asked_again } => {
                 summary.same += 1;
                 summary.same_refusals += u64::from(refusal);
@@ -180,6 +198,9 @@ fn answers(oracle: &Oracle, scenario: &Scenario, file: &Path) -> (Answer, Answer
 
 fn one_scenario(options: &RunOptions, seed: u64, file: &Path) -> Outcome {
     let generated = generate(seed, options.oracle.release);
+    if generated.tags.iter().any(|t| options.exclude.contains(t)) {
+        return Outcome::Excluded;
+    }
     let (oracle_answer, engine_answer) = answers(&options.oracle, &generated.scenario, file);
     let kind = match judge(&oracle_answer, &engine_answer) {
         Verdict::Same => {
@@ -231,6 +252,60 @@ fn one_scenario(options: &RunOptions, seed: u64, file: &Path) -> Outcome {
 fn judge_scenario(oracle: &Oracle, scenario: &Scenario, file: &Path) -> Verdict {
     let (o, e) = answers(oracle, scenario, file);
     judge(&o, &e)
+}
+
+/// What a minimal scenario holds, in a few words: the kind of
+/// difference, the `kubelet:` keys (gates and options by name), the
+/// pods' features, and the oracle's reason where the events differ.
+pub fn signature(f: &Finding) -> String {
+    let mut words = vec![format!("{:?}", f.kind)];
+    if let Some(kubelet) = f.minimal.kubelet.as_object() {
+        for (key, value) in kubelet {
+            match value.as_object() {
+                Some(inner) if key.ends_with("Options") || key == "featureGates" => {
+                    words.extend(
+                        inner
+                            .iter()
+                            .map(|(k, v)| format!("{k}={}", v.as_str().map_or(v.to_string(), str::to_owned))),
+                    );
+                }
+                _ if key == "kubeletVersion" => {}
+                _ => words.push(key.clone()),
+            }
+        }
+    }
+    for event in &f.minimal.events {
+        let Some(pod) = &event.add else {
+            words.push("delete".into());
+            continue;
+        };
+        let spec = &pod["spec"];
+        if spec.get("resources").is_some() {
+            words.push("pod-level-resources".into());
+        }
+        if spec.get("initContainers").is_some() {
+            words.push("init-containers".into());
+        }
+        let text = spec.to_string();
+        for (needle, word) in [
+            ("hugepages-", "hugepages"),
+            ("/gpu", "devices"),
+            ("/nic", "devices"),
+            ("restartPolicy", "sidecar"),
+        ] {
+            if text.contains(needle) {
+                words.push(word.into());
+            }
+        }
+    }
+    if let Some(i) = first_differing_event(&f.oracle, &f.engine)
+        && let Some(reason) = f.oracle["results"][i].get("reason").and_then(Value::as_str)
+    {
+        words.push(format!("oracle:{reason}"));
+    }
+    words.sort();
+    words.dedup();
+    words.join(" ")
 }
 
 /// A finding for people: the minimal scenario and both answers.

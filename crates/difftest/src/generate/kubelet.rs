@@ -202,7 +202,7 @@ pub fn kubelet(
             continue;
         }
         let value = match gate.name {
-            "PodLevelResources" if !gate.default && rng.chance(40) => Some(true),
+            "PodLevelResources" if !gate.default && rng.chance(20) => Some(true),
             "PodLevelResources" if gate.default && rng.chance(5) => Some(false),
             "PodLevelResourceManagers" if rng.chance(35) => Some(true),
             "CPUManagerPolicyAlphaOptions" if rng.chance(5) => Some(true),
