@@ -206,7 +206,7 @@ pub fn kubelet(
             "PodLevelResources" if gate.default && rng.chance(5) => Some(false),
             "PodLevelResourceManagers" if rng.chance(35) => Some(true),
             "CPUManagerPolicyAlphaOptions" if rng.chance(5) => Some(true),
-            _ if gate.locked && rng.chance(2) => Some(!gate.default),
+            _ if gate.locked && rng.chance(1) => Some(!gate.default),
             _ if rng.chance(3) => Some(gate.default),
             _ => None,
         };
@@ -218,7 +218,7 @@ pub fn kubelet(
         }
     }
     // A gate an earlier release had and this one has not.
-    if rng.chance(2) {
+    if rng.chance(1) {
         let gone = if release.0 >= 33 {
             "CPUManager"
         } else {

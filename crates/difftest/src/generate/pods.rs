@@ -165,7 +165,7 @@ fn build_pod(
     let mut lists_per_container = Vec::new();
     let mut containers = Vec::new();
     let mut init_containers = Vec::new();
-    let mut container_requests_cpu = 0u64; // millicores, app containers and sidecars
+    let mut container_requests_cpu = 0u64; // millicores
     let mut container_requests_memory = 0u64;
     let total = init_count + usize::from(sidecar) + app_count;
     for i in 0..total {
@@ -188,10 +188,10 @@ fn build_pod(
             per_numa_memory,
             &mut tags,
         );
-        if !is_init {
-            container_requests_cpu += milli(resources.requests.get("cpu").or(resources.limits.get("cpu")));
-            container_requests_memory += bytes(resources.requests.get("memory").or(resources.limits.get("memory")));
-        }
+        // Summed over every container, init containers too: at least the
+        // aggregate the API server checks pod-level requests against.
+        container_requests_cpu += milli(resources.requests.get("cpu").or(resources.limits.get("cpu")));
+        container_requests_memory += bytes(resources.requests.get("memory").or(resources.limits.get("memory")));
         lists_per_container.push(lists);
         let mut c = json!({"name": name, "image": "registry.k8s.io/pause:3.10"});
         if let Some(r) = resources.to_json() {
