@@ -217,7 +217,7 @@ fn try_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 .collect();
             println!(
                 "kubelet {}: {} scenarios from seed {seed}: {} same ({} of them start-up refusals, {} after asking \
-                 the oracle again), {} differ{}, {} oracle timeouts, {} harness failures",
+                 the oracle again), {} differ{}, {} unstable, {} oracle timeouts, {} harness failures",
                 version.name(),
                 summary.scenarios,
                 summary.same,
@@ -229,6 +229,7 @@ fn try_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 } else {
                     format!(" ({})", differences.join(", "))
                 },
+                summary.unstable.len(),
                 summary.timeouts,
                 summary.harness_failures.len()
             );

@@ -13,6 +13,8 @@
 //! made cheaper (no devices, no huge pages, then Burstable), or one
 //! replay would take hours.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Map, Value, json};
 use topoalign_scenario::EventSpec;
 
@@ -167,6 +169,8 @@ fn build_pod(
     let mut init_containers = Vec::new();
     let mut container_requests_cpu = 0u64; // millicores
     let mut container_requests_memory = 0u64;
+    // Devices an earlier init container of the pod held, per resource.
+    let mut init_devices: BTreeMap<String, u64> = BTreeMap::new();
     let total = init_count + usize::from(sidecar) + app_count;
     for i in 0..total {
         let is_init = i < init_count;
@@ -178,7 +182,7 @@ fn build_pod(
         } else {
             format!("app{}", i - init_count - usize::from(sidecar))
         };
-        let (resources, lists) = container_resources(
+        let (mut resources, lists) = container_resources(
             rng,
             kind,
             cheap,
@@ -188,6 +192,35 @@ fn build_pod(
             per_numa_memory,
             &mut tags,
         );
+        // A container re-using an earlier init container's devices gets a
+        // subset of them chosen in Go map order when it needs fewer than
+        // there are (devicemanager devicesToAllocate; the plugin is not
+        // asked): no answer to compare. It asks for none or at least as many.
+        for (resource, earlier) in &init_devices {
+            if let Some(n) = resources
+                .limits
+                .get(resource)
+                .and_then(Value::as_str)
+                .and_then(|n| n.parse::<u64>().ok())
+                && n < *earlier
+            {
+                for part in [&mut resources.limits, &mut resources.requests] {
+                    if part.contains_key(resource) {
+                        part.insert(resource.clone(), json!(earlier.to_string()));
+                    }
+                }
+            }
+        }
+        if is_init || is_sidecar {
+            for (resource, n) in &resources.limits {
+                if let Some(n) = n.as_str().and_then(|n| n.parse::<u64>().ok())
+                    && resource.contains('/')
+                {
+                    let held = init_devices.entry(resource.clone()).or_insert(0);
+                    *held = (*held).max(n);
+                }
+            }
+        }
         // Summed over every container, init containers too: at least the
         // aggregate the API server checks pod-level requests against.
         container_requests_cpu += milli(resources.requests.get("cpu").or(resources.limits.get("cpu")));
