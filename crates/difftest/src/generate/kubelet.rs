@@ -145,8 +145,23 @@ pub fn kubelet(
             }
         }
     }
+    let cpu_capacity = machine.cpus_per_numa.iter().map(Vec::len).sum::<usize>() as u64 * 1000;
+    let mut reserved_milli: u64 = [&system_reserved, &kube_reserved]
+        .iter()
+        .filter_map(|m| m.get("cpu").and_then(Value::as_str))
+        .map(|q| {
+            q.strip_suffix('m')
+                .map_or_else(|| q.parse::<u64>().unwrap_or(0) * 1000, |m| m.parse().unwrap_or(0))
+        })
+        .sum();
     if reservation == "cpus" || reservation == "both" {
-        k.insert("reservedSystemCPUs".into(), json!(reserved_cpus(rng, machine)));
+        let cpus = reserved_cpus(rng, machine);
+        reserved_milli = cpus.split(',').count() as u64 * 1000;
+        k.insert("reservedSystemCPUs".into(), json!(cpus));
+    }
+    if reserved_milli > cpu_capacity {
+        // The kubelet refuses: node allocatable would be negative.
+        tags.push("reserved-over-capacity".into());
     }
 
     // Memory manager and memory reservation.
@@ -206,7 +221,11 @@ pub fn kubelet(
             "PodLevelResources" if gate.default && rng.chance(5) => Some(false),
             "PodLevelResourceManagers" if rng.chance(35) => Some(true),
             "CPUManagerPolicyAlphaOptions" if rng.chance(5) => Some(true),
-            _ if gate.locked && rng.chance(1) => Some(!gate.default),
+            _ if gate.locked && rng.chance(1) => {
+                // The kubelet panics while defaulting its configuration.
+                tags.push("gate-refused".into());
+                Some(!gate.default)
+            }
             _ if rng.chance(3) => Some(gate.default),
             _ => None,
         };
@@ -225,6 +244,7 @@ pub fn kubelet(
             "PodLevelResourceManagers"
         };
         gates.insert(gone.into(), json!(true));
+        tags.push("gate-refused".into());
     }
     if !gates.is_empty() {
         for (name, value) in &gates {
