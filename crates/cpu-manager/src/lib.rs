@@ -256,7 +256,8 @@ fn start_policy(machine: &Machine, config: &CpuManagerConfig) -> Result<Policy, 
                 config.topology_policy_is_single_numa_node,
                 num_reserved,
                 config.reserved_system_cpus.as_ref(),
-            )?;
+            )?
+            .for_release(config.kubelet_version);
             Ok(Policy::Static(Box::new(policy)))
         }
     }

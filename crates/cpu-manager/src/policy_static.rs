@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use topoalign_model::{Container, CpuSet, NumaMask, Pod, ProviderHints, QosClass, ResourceHints};
+use topoalign_model::{Container, CpuSet, KubeletVersion, NumaMask, Pod, ProviderHints, QosClass, ResourceHints};
 
 use crate::assignment::{TakeError, take_by_topology};
 use crate::hints::CpuHintRule;
@@ -68,6 +68,11 @@ pub(crate) struct StaticPolicy {
     /// CPUs of the current pod's init containers that its app containers
     /// may take again (`cpusToReuse`; holds at most the last allocating pod).
     cpus_to_reuse: BTreeMap<String, CpuSet>,
+    /// From 1.34 a pod whose pod-level resources are read (see
+    /// [`Pod::pod_resources`]) gets no exclusive CPUs and no CPU hints:
+    /// "pod-level resources are not supported by the static CPU manager
+    /// policy". Before, its containers are treated as any others.
+    leaves_pod_level_pods_shared: bool,
 }
 
 impl StaticPolicy {
@@ -109,7 +114,20 @@ impl StaticPolicy {
             shared,
             assignments: Assignments::new(),
             cpus_to_reuse: BTreeMap::new(),
+            leaves_pod_level_pods_shared: false,
         })
+    }
+
+    /// The policy as the kubelet of `version` runs it (the options aside).
+    pub(crate) fn for_release(mut self, version: KubeletVersion) -> StaticPolicy {
+        self.leaves_pod_level_pods_shared = version.at_least(KubeletVersion::V1_34);
+        self
+    }
+
+    /// Whether the policy leaves `pod` alone: it uses pod-level resources
+    /// and the release skips such pods.
+    fn leaves_shared(&self, pod: &Pod) -> bool {
+        self.leaves_pod_level_pods_shared && pod.pod_resources.as_ref().is_some_and(|r| r.is_set())
     }
 
     pub(crate) fn topology(&self) -> &CpuTopology {
@@ -151,7 +169,7 @@ impl StaticPolicy {
     /// `GetTopologyHints`.
     pub(crate) fn container_hints(&self, pod: &Pod, container: &Container) -> ProviderHints {
         let requested = guaranteed_cpus(pod, container);
-        if requested == 0 {
+        if requested == 0 || self.leaves_shared(pod) {
             return ProviderHints::no_preference();
         }
         if let Some(allocated) = self.assignment(&pod.uid, &container.name) {
@@ -168,7 +186,7 @@ impl StaticPolicy {
     /// `GetPodTopologyHints`.
     pub(crate) fn pod_hints(&self, pod: &Pod) -> ProviderHints {
         let requested = pod_guaranteed_cpus(pod);
-        if requested == 0 {
+        if requested == 0 || self.leaves_shared(pod) {
             return ProviderHints::no_preference();
         }
         let mut assigned = CpuSet::new();
@@ -196,7 +214,7 @@ impl StaticPolicy {
         affinity: Option<NumaMask>,
     ) -> Result<(), CpuAllocateError> {
         let requested = guaranteed_cpus(pod, container);
-        if requested == 0 {
+        if requested == 0 || self.leaves_shared(pod) {
             return Ok(());
         }
         if self.options.full_pcpus_only {

@@ -89,6 +89,7 @@ fn pod(uid: &str, init: Vec<Container>, apps: Vec<Container>) -> Pod {
         init_containers: init,
         containers: apps,
         overhead: BTreeMap::new(),
+        pod_resources: None,
     }
 }
 

@@ -81,6 +81,7 @@ pub(crate) fn pod(uid: &str, init_containers: Vec<Container>, containers: Vec<Co
         init_containers,
         containers,
         overhead: BTreeMap::new(),
+        pod_resources: None,
     }
 }
 

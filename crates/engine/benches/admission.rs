@@ -93,6 +93,7 @@ fn pod() -> Pod {
             restartable: false,
         }],
         overhead: ResourceList::new(),
+        pod_resources: None,
     }
 }
 

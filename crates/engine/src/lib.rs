@@ -12,6 +12,7 @@ mod config;
 mod decision;
 pub mod fit;
 mod node;
+mod pod_level;
 mod reservation;
 
 pub use config::{CpuPolicyName, MemoryPolicyName, NodeConfig, ReservedMemory, TopologyPolicyName, TopologyScope};

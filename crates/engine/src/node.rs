@@ -92,6 +92,7 @@ impl Node {
                 policy: config.memory_policy,
                 reserved_memory: config.reserved_memory.clone(),
                 node_allocatable_reservation: reservation.clone(),
+                kubelet_version: config.kubelet_version,
             },
         )?;
         fit::validate_node_allocatable(&resources, &reservation).map_err(StartupError::NodeAllocatable)?;
@@ -138,6 +139,7 @@ impl Node {
     /// check. An admitted pod's containers are then started in order; a
     /// rejected pod leaves nothing behind.
     pub fn admit(&mut self, pod: Pod) -> Decision {
+        let pod = self.as_admitted(pod);
         let mut explanation = Explanation {
             policy: self.topology.policy(),
             scope: self.topology.scope(),
@@ -197,6 +199,12 @@ impl Node {
         let decision = self.admit(pod);
         self.topology = own;
         Ok(decision)
+    }
+
+    /// `pod` with its pod-level resources as this node's release and gates
+    /// read them (see `pod_level`).
+    fn as_admitted(&self, pod: Pod) -> Pod {
+        crate::pod_level::as_admitted(pod, &self.config.feature_gates, self.config.kubelet_version)
     }
 
     /// Deletes the pod with `uid`, releasing everything it holds. Returns

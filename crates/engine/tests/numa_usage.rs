@@ -223,6 +223,7 @@ fn pod(n: usize, shape: &PodShape) -> Pod {
             .map(|(i, c)| container(format!("app{i}"), c))
             .collect(),
         overhead: ResourceList::new(),
+        pod_resources: None,
     }
 }
 

@@ -582,10 +582,7 @@ fn trial(node: &Node, pod: &Pod) -> Trial {
 
 /// Pods with equal resources get equal answers: the key ignores identity.
 fn shape_key(pod: &Pod) -> u64 {
-    hash(&format!(
-        "{:?}|{:?}|{:?}|{:?}",
-        pod.qos, pod.init_containers, pod.containers, pod.overhead
-    ))
+    hash(&pod.shape())
 }
 
 fn hash<T: Hash>(value: &T) -> u64 {

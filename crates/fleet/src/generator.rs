@@ -144,7 +144,7 @@ impl GeneratorSpec {
                 limits,
                 restartable: false,
             };
-            let qos = topoalign_k8s::pod_qos(&[], std::slice::from_ref(&container));
+            let qos = topoalign_model::QosClass::of_containers(&[], std::slice::from_ref(&container));
             debug_assert!(!guaranteed || qos == QosClass::Guaranteed);
             let index = index_u32(workload.pods.len());
             workload.pods.push(Pod {
@@ -155,6 +155,7 @@ impl GeneratorSpec {
                 init_containers: Vec::new(),
                 containers: vec![container],
                 overhead: ResourceList::new(),
+                pod_resources: None,
             });
             workload.events.push(Event::Add(index));
             running.push(index);

@@ -46,6 +46,9 @@ const ALIGNMENT_GATES: &[(&str, Spec)] = &[
     ("CPUManagerPolicyBetaOptions", spec(true, Maturity::Beta, false)),
     ("CPUManagerPolicyOptions", spec(true, Maturity::Beta, false)),
     ("MemoryManager", spec(true, Maturity::Ga, true)),
+    // Alpha in 1.32 and 1.33, beta and on from 1.34: its default is the
+    // release's (`FeatureGates::pod_level_resources`).
+    ("PodLevelResources", spec(false, Maturity::Alpha, false)),
     ("TopologyManagerPolicyAlphaOptions", spec(false, Maturity::Alpha, false)),
     ("TopologyManagerPolicyBetaOptions", spec(true, Maturity::Beta, false)),
     ("TopologyManagerPolicyOptions", spec(true, Maturity::Ga, false)),
@@ -173,7 +176,6 @@ const OTHER_GATES: &[&str] = &[
     "OpenAPIEnums",
     "PodAndContainerStatsFromCRI",
     "PodDeletionCost",
-    "PodLevelResources",
     "PodLifecycleSleepAction",
     "PodLifecycleSleepActionAllowZero",
     "PodLogsQuerySplitStreams",
@@ -302,6 +304,7 @@ impl GateSet {
             topology_manager_policy_beta_options: self.enabled("TopologyManagerPolicyBetaOptions"),
             topology_manager_policy_alpha_options: self.enabled("TopologyManagerPolicyAlphaOptions"),
             memory_manager: self.enabled("MemoryManager"),
+            pod_level_resources_set: self.enabled.get("PodLevelResources").copied(),
         }
     }
 }

@@ -42,7 +42,7 @@ pub use kubelet_config::{
 };
 pub use manifests::{MAX_PODS, ManifestError, ManifestOptions, ManifestPod, Manifests, read_manifests};
 pub use nesting::{MAX_NESTING, NestingError, check_nesting, prepare as prepare_text};
-pub use pod::{PodError, PodProblem, is_valid_pod_key, pod_from_k8s, pod_from_value, pod_from_yaml, pod_qos};
+pub use pod::{PodError, PodProblem, is_valid_pod_key, pod_from_k8s, pod_from_value, pod_from_yaml};
 pub use quantity::{QuantityError, go_string, parse_quantity, parse_quantity_field};
 pub use startup::{KubeletConfigError, node_config, node_config_from_value, start_node};
 pub use validation::validate;

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
-use topoalign_model::{Container, Pod, QosClass, Quantity, ResourceList};
+use topoalign_model::{Container, Pod, PodResources, QosClass, ResourceList};
 
 use crate::quantity::{QuantityError, parse_quantity_field};
 
@@ -191,7 +191,8 @@ pub fn pod_from_k8s(pod: &k8s::Pod, default_uid: &str) -> Result<Pod, PodError> 
         }
     }
     let overhead = resource_list(spec.overhead.as_ref(), "spec.overhead")?;
-    let qos = pod_qos(&init_containers, &containers);
+    let pod_resources = spec.resources.as_ref().map(pod_level_resources).transpose()?;
+    let qos = QosClass::of_containers(&init_containers, &containers);
     Ok(Pod {
         namespace,
         name,
@@ -200,7 +201,30 @@ pub fn pod_from_k8s(pod: &k8s::Pod, default_uid: &str) -> Result<Pod, PodError> 
         init_containers,
         containers,
         overhead,
+        pod_resources,
     })
+}
+
+/// `spec.resources` as written. Its defaulting (requests from the
+/// containers' or from its limits) depends on the `PodLevelResources` gate
+/// of the API server and kubelet, so the engine applies it at admission.
+fn pod_level_resources(resources: &k8s::ResourceRequirements) -> Result<PodResources, PodError> {
+    let requests = resource_list(resources.requests.as_ref(), "spec.resources.requests")?;
+    let limits = resource_list(resources.limits.as_ref(), "spec.resources.limits")?;
+    // Pod-level requests may stand without limits (defaulting fills
+    // them in); where both are given, a request above its limit is refused.
+    let given_limits: ResourceList = requests
+        .keys()
+        .filter_map(|resource| limits.get_key_value(resource))
+        .map(|(resource, limit)| (resource.clone(), *limit))
+        .collect();
+    let both: ResourceList = requests
+        .iter()
+        .filter(|(resource, _)| given_limits.contains_key(*resource))
+        .map(|(resource, request)| (resource.clone(), *request))
+        .collect();
+    check_requests_within_limits(&both, &given_limits, "spec.resources")?;
+    Ok(PodResources { requests, limits })
 }
 
 fn convert_containers(list: &[k8s::Container], at: &str, init: bool) -> Result<Vec<Container>, PodError> {
@@ -373,50 +397,11 @@ fn is_extended_resource(name: &str) -> bool {
     name.contains('/') && !name.contains("kubernetes.io/") && !name.starts_with("requests.")
 }
 
-/// Kubernetes v1.32 `ComputePodQOS` over init and app containers (with
-/// requests already defaulted from limits): only `cpu` and `memory` count,
-/// and only amounts above zero.
-///
-/// - BestEffort: no container requests or limits either.
-/// - Guaranteed: every container has both limits, and the summed requests
-///   equal the summed limits, resource by resource.
-/// - Burstable: anything else.
-pub fn pod_qos(init_containers: &[Container], containers: &[Container]) -> QosClass {
-    const COUNTED: [&str; 2] = ["cpu", "memory"];
-    let mut requests: BTreeMap<&str, Quantity> = BTreeMap::new();
-    let mut limits: BTreeMap<&str, Quantity> = BTreeMap::new();
-    let mut guaranteed = true;
-    for container in containers.iter().chain(init_containers) {
-        for resource in COUNTED {
-            let request = container.request(resource);
-            if request > Quantity::ZERO {
-                *requests.entry(resource).or_default() += request;
-            }
-            let limit = container.limit(resource);
-            if limit > Quantity::ZERO {
-                *limits.entry(resource).or_default() += limit;
-            } else {
-                guaranteed = false;
-            }
-        }
-    }
-    if requests.is_empty() && limits.is_empty() {
-        return QosClass::BestEffort;
-    }
-    let matching = requests
-        .iter()
-        .all(|(resource, request)| limits.get(resource) == Some(request));
-    if guaranteed && matching && requests.len() == limits.len() {
-        QosClass::Guaranteed
-    } else {
-        QosClass::Burstable
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::{Value, json};
+    use topoalign_model::Quantity;
 
     fn pod(manifest: Value) -> Result<Pod, PodError> {
         pod_from_value(&manifest, "uid-1")

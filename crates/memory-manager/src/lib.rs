@@ -42,7 +42,8 @@ mod validation;
 use std::collections::BTreeMap;
 
 use topoalign_model::{
-    Container, Machine, NumaMask, Pod, ProviderHints, Quantity, QuantityFormat, ResourceList, TopologyHint,
+    Container, KubeletVersion, Machine, NumaMask, Pod, ProviderHints, Quantity, QuantityFormat, ResourceList,
+    TopologyHint,
 };
 
 use crate::policy_static::StaticPolicy;
@@ -73,6 +74,8 @@ pub struct MemoryManagerConfig {
     /// kubeReserved + hard eviction), against which `reservedMemory` is
     /// validated.
     pub node_allocatable_reservation: ResourceList,
+    /// The kubelet release whose decisions to reproduce.
+    pub kubelet_version: KubeletVersion,
 }
 
 /// Why the memory manager refuses to start. Display is the kubelet's text,
@@ -129,7 +132,11 @@ impl MemoryManager {
             MemoryPolicyName::None => Policy::None,
             MemoryPolicyName::Static => {
                 let system_reserved = validation::system_reserved_memory(machine, config)?;
-                Policy::Static(Box::new(StaticPolicy::new(machine, &system_reserved)))
+                Policy::Static(Box::new(StaticPolicy::new(
+                    machine,
+                    &system_reserved,
+                    config.kubelet_version,
+                )))
             }
         };
         Ok(MemoryManager { policy })
@@ -195,19 +202,20 @@ impl MemoryManager {
         numa_nodes_of(policy.blocks(pod_uid, container)?)
     }
 
-    /// All pinned containers: pod uid → container name → NUMA nodes.
+    /// Every container the Static policy holds blocks for: pod uid →
+    /// container name → NUMA nodes. A container allocated nothing (no
+    /// memory requested in a pod Guaranteed by its pod-level resources)
+    /// is listed with no nodes, as the kubelet's state lists it.
     pub fn assignments(&self) -> BTreeMap<String, BTreeMap<String, Vec<usize>>> {
         let mut assignments: BTreeMap<String, BTreeMap<String, Vec<usize>>> = BTreeMap::new();
         let Policy::Static(policy) = &self.policy else {
             return assignments;
         };
         for (pod_uid, container, blocks) in policy.all_blocks() {
-            if let Some(nodes) = numa_nodes_of(blocks) {
-                assignments
-                    .entry(pod_uid.to_string())
-                    .or_default()
-                    .insert(container.to_string(), nodes);
-            }
+            assignments
+                .entry(pod_uid.to_string())
+                .or_default()
+                .insert(container.to_string(), numa_nodes_of(blocks).unwrap_or_default());
         }
         assignments
     }

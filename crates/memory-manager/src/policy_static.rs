@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use topoalign_model::{Container, Machine, NumaMask, Pod, QosClass, TopologyHint};
+use topoalign_model::{Container, KubeletVersion, Machine, NumaMask, Pod, QosClass, TopologyHint};
 
 use crate::hints::{self, HintMap, MemoryHintRule};
 use crate::init_reuse::ReusableMemory;
@@ -148,16 +148,28 @@ pub(crate) struct StaticPolicy {
     machine: MachineState,
     blocks: BTreeMap<String, PodBlocks>,
     reusable: ReusableMemory,
+    /// From 1.34 a pod whose pod-level resources are read (see
+    /// [`Pod::pod_resources`]) gets no pinned memory and no memory hints:
+    /// "pod-level resources are not supported by the static Memory manager
+    /// policy". Before, it is treated as any other pod of its QoS class.
+    leaves_pod_level_pods_alone: bool,
 }
 
 impl StaticPolicy {
-    /// The policy with nothing allocated.
-    pub fn new(machine: &Machine, system_reserved: &SystemReserved) -> Self {
+    /// The policy with nothing allocated, as the kubelet of `version` runs it.
+    pub fn new(machine: &Machine, system_reserved: &SystemReserved, version: KubeletVersion) -> Self {
         StaticPolicy {
             machine: MachineState::new(machine, system_reserved),
             blocks: BTreeMap::new(),
             reusable: ReusableMemory::default(),
+            leaves_pod_level_pods_alone: version.at_least(KubeletVersion::V1_34),
         }
+    }
+
+    /// Whether the policy leaves `pod` alone: it uses pod-level resources
+    /// and the release skips such pods.
+    fn leaves_alone(&self, pod: &Pod) -> bool {
+        self.leaves_pod_level_pods_alone && pod.pod_resources.as_ref().is_some_and(|r| r.is_set())
     }
 
     /// The container's blocks; `None` when it has none (the kubelet's nil).
@@ -196,6 +208,9 @@ impl StaticPolicy {
             return None;
         }
         let requested = container_requests(container).ok()?;
+        if self.leaves_alone(pod) {
+            return None;
+        }
         if let Some(blocks) = self.blocks(&pod.uid, &container.name) {
             // Already allocated (the kubelet's restart path): the same hints.
             return hints::regenerate(blocks, &requested);
@@ -209,6 +224,9 @@ impl StaticPolicy {
             return None;
         }
         let requested = pod_requests(pod).ok()?;
+        if self.leaves_alone(pod) {
+            return None;
+        }
         let allocated = pod
             .all_containers()
             .find_map(|(container, _)| self.blocks(&pod.uid, &container.name));
@@ -225,7 +243,7 @@ impl StaticPolicy {
     /// [`AllocateError`] as the kubelet's `Allocate` fails; the state is
     /// unchanged then.
     pub fn allocate(&mut self, pod: &Pod, container: &Container, affinity: TopologyHint) -> Result<(), AllocateError> {
-        if pod.qos != QosClass::Guaranteed {
+        if pod.qos != QosClass::Guaranteed || self.leaves_alone(pod) {
             return Ok(());
         }
         if let Some(blocks) = self.blocks(&pod.uid, &container.name) {
@@ -282,6 +300,12 @@ impl StaticPolicy {
     /// The hint used when the topology manager gave no affinity (kubelet
     /// `getDefaultHint`): the best memory hint of the current state.
     fn default_hint(&self, pod_uid: &str, requested: &Requested) -> Result<TopologyHint, AllocateError> {
+        // Nothing requested gives no hints at all, so no default either: a
+        // container without memory of a pod that is Guaranteed by its
+        // pod-level resources (1.32 and 1.33 with `PodLevelResources` on).
+        if requested.is_empty() {
+            return Err(AllocateError::NoDefaultAffinity);
+        }
         MemoryHintRule::new(&self.machine, &self.reusable, pod_uid, requested)
             .and_then(|rule| rule.best(NumaMask::EMPTY))
             .ok_or(AllocateError::NoDefaultAffinity)
@@ -428,6 +452,7 @@ mod tests {
                 machine,
                 blocks: BTreeMap::new(),
                 reusable: ReusableMemory::default(),
+                leaves_pod_level_pods_alone: true,
             };
             for (pod_uid, container, container_blocks) in blocks {
                 policy.set_blocks(pod_uid, container, container_blocks);

@@ -127,6 +127,7 @@ pub(crate) mod fixture {
             init_containers,
             containers,
             overhead: Default::default(),
+            pod_resources: None,
         }
     }
 }

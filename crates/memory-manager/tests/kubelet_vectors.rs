@@ -58,6 +58,7 @@ fn reserved(numa_node: usize, entries: &[(&str, u64)]) -> ReservedMemory {
 
 fn static_config(reserved_memory: Vec<ReservedMemory>, node_allocatable: &[(&str, u64)]) -> MemoryManagerConfig {
     MemoryManagerConfig {
+        kubelet_version: topoalign_model::KubeletVersion::V1_32,
         policy: MemoryPolicyName::Static,
         reserved_memory,
         node_allocatable_reservation: resources(node_allocatable),
@@ -86,6 +87,7 @@ fn pod(name: &str, init_containers: Vec<Container>, containers: Vec<Container>) 
         init_containers,
         containers,
         overhead: ResourceList::new(),
+        pod_resources: None,
     }
 }
 
@@ -273,6 +275,7 @@ fn non_guaranteed_pods_are_not_pinned() {
 fn the_none_policy_neither_hints_nor_pins_nor_checks_reservations() {
     let m = machine(&[(32 * GI, 0)]);
     let config = MemoryManagerConfig {
+        kubelet_version: topoalign_model::KubeletVersion::V1_32,
         policy: MemoryPolicyName::None,
         reserved_memory: vec![reserved(7, &[("memory", GI)])],
         node_allocatable_reservation: resources(&[("memory", 100 * MI)]),

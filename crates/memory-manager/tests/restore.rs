@@ -27,6 +27,7 @@ fn manager() -> MemoryManager {
         .collect();
     let machine = Machine::new(nodes, Vec::new(), BTreeMap::new()).expect("valid machine");
     let config = MemoryManagerConfig {
+        kubelet_version: topoalign_model::KubeletVersion::V1_32,
         policy: MemoryPolicyName::Static,
         reserved_memory: vec![ReservedMemory {
             numa_node: 0,
@@ -56,6 +57,7 @@ fn pod(uid: &str, memory: u64) -> Pod {
             restartable: false,
         }],
         overhead: BTreeMap::new(),
+        pod_resources: None,
     }
 }
 

@@ -1,6 +1,8 @@
 //! [`FeatureGates`]: the kubelet feature gates that change how nodes align
 //! resources, with their Kubernetes v1.32 defaults.
 
+use crate::KubeletVersion;
+
 /// Feature gates relevant to topology alignment (Kubernetes v1.32 defaults).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FeatureGates {
@@ -18,6 +20,10 @@ pub struct FeatureGates {
     pub topology_manager_policy_alpha_options: bool,
     /// `MemoryManager` (beta, on).
     pub memory_manager: bool,
+    /// `PodLevelResources` as set in the configuration; `None` leaves it at
+    /// the release's default (alpha and off in 1.32 and 1.33, beta and on
+    /// from 1.34): read it through [`FeatureGates::pod_level_resources`].
+    pub pod_level_resources_set: Option<bool>,
 }
 
 impl Default for FeatureGates {
@@ -30,6 +36,15 @@ impl Default for FeatureGates {
             topology_manager_policy_beta_options: true,
             topology_manager_policy_alpha_options: false,
             memory_manager: true,
+            pod_level_resources_set: None,
         }
+    }
+}
+
+impl FeatureGates {
+    /// Whether `PodLevelResources` is on for a kubelet of `version`.
+    pub fn pod_level_resources(&self, version: KubeletVersion) -> bool {
+        self.pod_level_resources_set
+            .unwrap_or(version.at_least(KubeletVersion::V1_34))
     }
 }

@@ -23,4 +23,4 @@ pub use kubelet_version::{KubeletVersion, KubeletVersionError};
 pub use machine::{Cpu, Device, Machine, MachineError, NumaNode, hugepage_resource_name};
 pub use numa_mask::{MAX_NUMA_NODES, NumaMask};
 pub use quantity::{Quantity, QuantityFormat};
-pub use workload::{Container, Pod, QosClass, ResourceList, ResourceName};
+pub use workload::{Container, Pod, PodResources, PodShape, QosClass, ResourceList, ResourceName};

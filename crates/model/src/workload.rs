@@ -31,10 +31,83 @@ impl QosClass {
             QosClass::BestEffort => "BestEffort",
         }
     }
+
+    /// `ComputePodQOS` over init and app containers (requests already
+    /// defaulted from limits): only `cpu` and `memory` count, and only
+    /// amounts above zero.
+    ///
+    /// - BestEffort: no container requests or limits either.
+    /// - Guaranteed: every container has both limits, and the summed
+    ///   requests equal the summed limits, resource by resource.
+    /// - Burstable: anything else.
+    pub fn of_containers(init_containers: &[Container], containers: &[Container]) -> QosClass {
+        let mut totals = QosTotals::default();
+        let mut every_container_limits_both = true;
+        for container in containers.iter().chain(init_containers) {
+            every_container_limits_both &= totals.add(&container.requests, &container.limits);
+        }
+        totals.class(every_container_limits_both)
+    }
+
+    /// `ComputePodQOS` of a pod whose `spec.resources` decides (the
+    /// `PodLevelResources` gate on): the same rules over the pod-level
+    /// requests and limits alone, the containers' not looked at.
+    pub fn of_pod_resources(resources: &PodResources) -> QosClass {
+        let mut totals = QosTotals::default();
+        let limits_both = totals.add(&resources.requests, &resources.limits);
+        // Pod-level requests without any limits leave the pod Burstable
+        // through the comparison below, whatever `limits_both` says.
+        totals.class(limits_both || resources.limits.is_empty())
+    }
+}
+
+/// The `cpu` and `memory` amounts above zero, summed, as `ComputePodQOS`
+/// collects them.
+#[derive(Default)]
+struct QosTotals {
+    requests: BTreeMap<&'static str, Quantity>,
+    limits: BTreeMap<&'static str, Quantity>,
+}
+
+impl QosTotals {
+    const COUNTED: [&'static str; 2] = ["cpu", "memory"];
+
+    /// Adds one list pair; returns whether `limits` holds both resources.
+    fn add(&mut self, requests: &ResourceList, limits: &ResourceList) -> bool {
+        let mut limits_both = true;
+        for resource in Self::COUNTED {
+            let request = requests.get(resource).copied().unwrap_or_default();
+            if request > Quantity::ZERO {
+                *self.requests.entry(resource).or_default() += request;
+            }
+            let limit = limits.get(resource).copied().unwrap_or_default();
+            if limit > Quantity::ZERO {
+                *self.limits.entry(resource).or_default() += limit;
+            } else {
+                limits_both = false;
+            }
+        }
+        limits_both
+    }
+
+    fn class(&self, limits_complete: bool) -> QosClass {
+        if self.requests.is_empty() && self.limits.is_empty() {
+            return QosClass::BestEffort;
+        }
+        let matching = self
+            .requests
+            .iter()
+            .all(|(resource, request)| self.limits.get(resource) == Some(request));
+        if limits_complete && matching && self.requests.len() == self.limits.len() {
+            QosClass::Guaranteed
+        } else {
+            QosClass::Burstable
+        }
+    }
 }
 
 /// One container with its requests already defaulted from its limits.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Container {
     pub name: String,
     pub requests: ResourceList,
@@ -67,12 +140,54 @@ pub struct Pod {
     pub containers: Vec<Container>,
     /// `spec.overhead`, added to the pod's requests by the resource-fit check.
     pub overhead: ResourceList,
+    /// `spec.resources` (pod-level resources) as written, `None` when the
+    /// manifest has none. What it changes depends on the node's release and
+    /// its `PodLevelResources` gate: the engine applies it at admission.
+    pub pod_resources: Option<PodResources>,
+}
+
+/// See [`Pod::shape`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PodShape<'a> {
+    qos: QosClass,
+    init_containers: &'a [Container],
+    containers: &'a [Container],
+    overhead: &'a ResourceList,
+    pod_resources: Option<&'a PodResources>,
+}
+
+/// A pod's `spec.resources`: requests and limits for the pod as a whole.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PodResources {
+    pub requests: ResourceList,
+    pub limits: ResourceList,
+}
+
+impl PodResources {
+    /// Whether requests or limits name `cpu`, `memory` or a huge page size:
+    /// the resources pod-level management covers (component-helpers
+    /// `IsPodLevelResourcesSet`, once unsupported names are dropped).
+    pub fn is_set(&self) -> bool {
+        !self.requests.is_empty() || !self.limits.is_empty()
+    }
 }
 
 impl Pod {
     /// `namespace/name`, the key the results and state use.
     pub fn key(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// What admission reads of the pod, its identity left out: pods of equal
+    /// shape get equal answers from equal nodes.
+    pub fn shape(&self) -> PodShape<'_> {
+        PodShape {
+            qos: self.qos,
+            init_containers: &self.init_containers,
+            containers: &self.containers,
+            overhead: &self.overhead,
+            pod_resources: self.pod_resources.as_ref(),
+        }
     }
 
     /// Init containers then app containers, in spec order, each with whether

@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 use topoalign_engine::{
     CpuManagerState, MemoryBlock, MemoryManagerState, MemoryTableState, Node, NodeSnapshot, NumaMemoryState,
 };
-use topoalign_model::{Container, CpuSet, Pod, Quantity, ResourceList};
+use topoalign_model::{Container, CpuSet, Pod, PodResources, Quantity, ResourceList};
 use topoalign_scenario::{CpuSpec, DeviceSpec, NumaNodeSpec, TopologySpec};
 
 /// Attribute holding the node's machine and kubelet configuration.
@@ -81,6 +81,20 @@ pub struct PodRecord {
     pub containers: Vec<ContainerRecord>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub overhead: BTreeMap<String, String>,
+    /// `spec.resources` as the node admitted it (pod-level resources read:
+    /// defaulted, QoS taken from them); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_resources: Option<PodResourcesRecord>,
+}
+
+/// A pod's `spec.resources`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodResourcesRecord {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub requests: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub limits: BTreeMap<String, String>,
 }
 
 /// One container's resources.
@@ -350,10 +364,15 @@ impl PodRecord {
             init_containers: pod.init_containers.iter().map(container).collect(),
             containers: pod.containers.iter().map(container).collect(),
             overhead: texts(&pod.overhead),
+            pod_resources: pod.pod_resources.as_ref().map(|r| PodResourcesRecord {
+                requests: texts(&r.requests),
+                limits: texts(&r.limits),
+            }),
         }
     }
 
-    /// The engine's pod (QoS recomputed from the resources).
+    /// The engine's pod (QoS recomputed from the containers; the engine
+    /// takes it from the pod-level resources when it restores the pod).
     ///
     /// # Errors
     /// A message naming the bad quantity.
@@ -376,10 +395,20 @@ impl PodRecord {
             namespace: self.namespace.clone(),
             name: self.name.clone(),
             uid: self.uid.clone(),
-            qos: topoalign_k8s::pod_qos(&init_containers, &containers),
+            qos: topoalign_model::QosClass::of_containers(&init_containers, &containers),
             init_containers,
             containers,
             overhead: quantities(&self.overhead)?,
+            pod_resources: self
+                .pod_resources
+                .as_ref()
+                .map(|r| -> Result<PodResources, String> {
+                    Ok(PodResources {
+                        requests: quantities(&r.requests).map_err(|e| format!("podResources.requests: {e}"))?,
+                        limits: quantities(&r.limits).map_err(|e| format!("podResources.limits: {e}"))?,
+                    })
+                })
+                .transpose()?,
         })
     }
 }

@@ -441,6 +441,7 @@ fn stand_in(uid: &str, cpu: &CpuManagerState, memory: Option<&MemoryManagerState
             })
             .collect(),
         overhead: ResourceList::new(),
+        pod_resources: None,
     }
 }
 

@@ -166,6 +166,7 @@ mod tests {
                 })
                 .collect(),
             overhead: ResourceList::new(),
+            pod_resources: None,
         }
     }
 

@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use topoalign_model::{Pod, ResourceList};
+use topoalign_model::{Pod, PodShape, ResourceList};
 
 /// Index of a resource in the fleet's resource vector.
 pub(crate) type ResourceIndex = usize;
@@ -109,15 +109,11 @@ const SHAPES_WITH_OWN_REQUIREMENT: usize = 32;
 
 impl Shapes {
     pub fn intern(pods: &[Pod], resources: &mut ResourceTable) -> Shapes {
-        let mut by_key: HashMap<String, u32> = HashMap::new();
+        let mut by_key: HashMap<PodShape<'_>, u32> = HashMap::new();
         let mut shapes = Vec::new();
         let mut of_pod = Vec::with_capacity(pods.len());
         for pod in pods {
-            let key = format!(
-                "{:?}|{:?}|{:?}|{:?}",
-                pod.qos, pod.init_containers, pod.containers, pod.overhead
-            );
-            let id = *by_key.entry(key).or_insert_with(|| {
+            let id = *by_key.entry(pod.shape()).or_insert_with(|| {
                 shapes.push(shape_of(pod, resources));
                 u32::try_from(shapes.len() - 1).unwrap_or(u32::MAX)
             });
