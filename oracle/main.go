@@ -27,6 +27,7 @@ func usage() {
   oracle replay [--checkpoint-dir DIR] SCENARIO.json|yaml
   oracle check [--jobs N] [--save DIR] VECTOR_DIR
   oracle version
+  oracle gates
 `)
 	os.Exit(2)
 }
@@ -42,6 +43,8 @@ func main() {
 		os.Exit(checkCommand(os.Args[2:]))
 	case "version":
 		fmt.Println(kubeletMinor)
+	case "gates":
+		printGates()
 	default:
 		usage()
 	}

@@ -4,9 +4,11 @@
 # tests, and replays the repository's v1.32 vectors through the real v1.32
 # kubelet code, which must give every expected answer.
 #
-# Releases checked: 1.32 only for now. The v1.33-v1.37 builds exist
-# (versions/) but the engine does not reproduce those releases yet, so they
-# are not part of the suite until it does; build.sh 1.37 builds one by hand.
+# Releases checked: the oldest and the newest the engine reproduces (1.32,
+# 1.34): each one's vectors replayed, and its feature gate table
+# (crates/k8s/src/feature_gates/<release>.tsv) compared with what the real
+# kubelet code knows. The v1.35-v1.37 builds exist (versions/); build.sh 1.37
+# builds one by hand.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -15,9 +17,16 @@ if ! command -v go >/dev/null 2>&1; then
     exit 1
 fi
 
-for version in 1.32; do
+for version in 1.32 1.34; do
     bin=$(./build.sh "$version" | tail -n 1)
     echo "oracle $version: $bin" >&2
-    go test -count=1 -modfile "versions/$version/go.mod" -tags "k8s_${version/./_}" .
-    ./check.sh "$version" ../testdata/conformance/1.32
+    if [ "$version" = 1.32 ]; then
+        go test -count=1 -modfile "versions/$version/go.mod" -tags "k8s_${version/./_}" .
+    fi
+    ./check.sh "$version" "../testdata/conformance/$version"
+    table=../crates/k8s/src/feature_gates/$version.tsv
+    if ! diff <(grep -v '^#' "$table") <("$bin" gates) >&2; then
+        echo "oracle/test.sh: FAILED: $table differs from the gates of the real v$version kubelet code (left: the table, right: oracle gates)" >&2
+        exit 1
+    fi
 done

@@ -459,7 +459,7 @@ mod tests {
             ),
             (
                 json!({"featureGates": {"NotAGate": true}}),
-                "failed to validate kubelet configuration, error: unrecognized feature gate: NotAGate",
+                "panic: failed to merge global and in-flight KubeletConfiguration while setting defaults, error: unrecognized feature gate: NotAGate",
             ),
         ];
         for (config, expected) in table {

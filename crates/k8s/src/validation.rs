@@ -15,14 +15,22 @@ use crate::kubelet_config::{KubeletConfiguration, nonzero};
 /// (`cmd/kubelet/app/server.go`, without the configuration dump it appends).
 const PREFIX: &str = "failed to validate kubelet configuration, error: ";
 
+/// The kubelet's words when the configuration file names a gate it does
+/// not know or sets a locked one: defaulting the file
+/// (`SetDefaults_KubeletConfiguration`) panics before anything is validated.
+const GATE_PANIC: &str =
+    "panic: failed to merge global and in-flight KubeletConfiguration while setting defaults, error: ";
+
 /// Validates `config` like `ValidateKubeletConfiguration`, with the feature
-/// gates it sets applied to a copy of the defaults.
+/// gates it sets applied to a copy of its release's defaults.
 ///
 /// # Errors
 /// The kubelet's full text, `failed to validate kubelet configuration,
-/// error: ...`, with several problems aggregated as `[a, b]`.
+/// error: ...`, with several problems aggregated as `[a, b]`; for a refused
+/// gate, the panic the kubelet dies with while loading the file.
 pub fn validate(config: &KubeletConfiguration) -> Result<GateSet, String> {
-    let gates = GateSet::from_overrides(&config.feature_gates()).map_err(|e| format!("{PREFIX}{e}"))?;
+    let version = config.kubelet_version.unwrap_or_default();
+    let gates = GateSet::from_overrides(&config.feature_gates(), version).map_err(|e| format!("{GATE_PANIC}{e}"))?;
     let errors = problems(config, &gates);
     match go::aggregate(&errors) {
         Some(text) => Err(format!("{PREFIX}{text}")),
@@ -399,7 +407,7 @@ mod tests {
             ),
             (
                 json!({"featureGates": {"Foo": true}}),
-                "failed to validate kubelet configuration, error: unrecognized feature gate: Foo",
+                "panic: failed to merge global and in-flight KubeletConfiguration while setting defaults, error: unrecognized feature gate: Foo",
             ),
             (
                 json!({"reservedMemory": [{"numaNode": 0, "limits": {"cpu": "1"}}]}),
