@@ -13,8 +13,9 @@
 //!   its exact text ([`kubelet_config`], [`validation`], [`startup`]);
 //! - [`read_manifests`]: pods from multi-document streams, `v1 List`s and
 //!   workload templates ([`manifests`]);
-//! - [`CpuCheckpoint`] / [`MemoryCheckpoint`]: the kubelet's checkpoint
-//!   files, checksum verified the kubelet's way ([`checkpoint`]).
+//! - [`CpuCheckpoint`] / [`MemoryCheckpoint`] / [`DeviceCheckpoint`]: the
+//!   kubelet's checkpoint files in every release's layout, checksum
+//!   verified the kubelet's way ([`checkpoint`]).
 //!
 //! Pure: no files, clock or environment; callers read documents and pass
 //! text or values. Must not touch: admission and allocation (the engine's).
@@ -32,7 +33,7 @@ pub mod quantity;
 pub mod startup;
 pub mod validation;
 
-pub use checkpoint::{CheckpointError, CheckpointKind, CpuCheckpoint, MemoryCheckpoint};
+pub use checkpoint::{CheckpointError, CheckpointKind, CpuCheckpoint, DeviceCheckpoint, MemoryCheckpoint};
 pub use cpu_list::{CpuList, parse_cpu_list, reserved_cpus};
 pub use eviction::{Threshold, ThresholdValue, hard_eviction_reservation, parse_hard_thresholds};
 pub use feature_gates::GateSet;

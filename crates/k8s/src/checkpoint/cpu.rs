@@ -1,6 +1,7 @@
-//! `cpu_manager_state`: the CPU manager's checkpoint (format v2, with the
-//! kubelet's fallback to v1), read and checked as the kubelet's
-//! `stateCheckpoint.restoreState` reads it.
+//! `cpu_manager_state`: the CPU manager's checkpoint (formats v4 of v1.37,
+//! v3 of v1.36 with pod-level resource managers, v2, and v1.32's fallback
+//! to v1), read and checked as the kubelet's `stateCheckpoint.restoreState`
+//! reads it.
 
 use std::collections::BTreeMap;
 
@@ -10,14 +11,14 @@ use topoalign_model::CpuSet;
 
 use super::go_json::{self, At};
 use super::spew::{Spew, fnv32a};
-use super::{CheckpointError, CheckpointKind, check_policy, verify_checksum};
+use super::{CheckpointError, CheckpointKind, check_policy, data_checksum, data_layer, parse_data, verify_checksum};
 use crate::cpu_list::parse_cpu_list;
 
 /// A CPU manager checkpoint as the kubelet holds it after reading the file
 /// (a v1 file already migrated to v2).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CpuCheckpoint {
-    /// Which format the file was in (1 or 2).
+    /// Which format the file was in (1 to 4).
     pub version: u8,
     pub policy_name: String,
     pub default_cpu_set: String,
@@ -25,34 +26,59 @@ pub struct CpuCheckpoint {
     /// `"entries": null` (Go's nil map; it prints differently in the
     /// checksum). An inner `None` is a `null` container map.
     pub entries: Option<BTreeMap<String, Option<BTreeMap<String, String>>>>,
-    /// The checksum stored in the file.
+    /// `podEntries` (v3, v4): pod uid → the pod's CPU list, for pods whose
+    /// CPUs the pod-level resource managers assigned.
+    pub pod_entries: BTreeMap<String, String>,
+    /// The authoritative checksum stored in the file (`dataChecksum` in
+    /// v4, `checksum` otherwise).
     pub checksum: u64,
+    /// v4: the `data` string the checksum covers.
+    pub data: Option<String>,
 }
 
 impl CpuCheckpoint {
-    /// Reads the file's bytes as the kubelet does: first as a v1 checkpoint,
-    /// then as v2, each decoded and its checksum verified (a stored checksum
-    /// of 0 is accepted, for files of the old backend); the v2 error is the
-    /// one reported.
+    /// Reads the file's bytes as the kubelet does: a v4 file (with `data`)
+    /// by its data checksum and nothing else; otherwise first as a v1
+    /// checkpoint, then as v3 or v2, each decoded and its checksum verified
+    /// (a stored v2 checksum of 0 is accepted, for files of the old
+    /// backend); the v2 error is the one reported.
     ///
     /// # Errors
-    /// [`CheckpointError::Decode`], [`CheckpointError::Corrupt`], or
-    /// [`CheckpointError::V1Entries`] for a v1 file naming containers.
+    /// [`CheckpointError::Decode`], [`CheckpointError::Corrupt`],
+    /// [`CheckpointError::V1Entries`] for a v1 file naming containers, or
+    /// [`CheckpointError::Unsupported`] for v3 pod-level entries.
     pub fn parse(bytes: &[u8]) -> Result<CpuCheckpoint, CheckpointError> {
         let value = go_json::parse(bytes)?;
+        if let Some(layer) = data_layer(&value, "state.CPUManagerCheckpoint")? {
+            let mut checkpoint = decode_v2(&parse_data(&layer, "cpu manager")?)?;
+            checkpoint.version = 4;
+            checkpoint.checksum = layer.stored;
+            checkpoint.data = Some(layer.data);
+            return Ok(checkpoint);
+        }
         if let Ok(v1) = decode_v1(&value) {
             return v1.migrate();
         }
-        let checkpoint = decode_v2(&value)?;
+        let mut checkpoint = decode_v2(&value)?;
         if checkpoint.checksum != 0 {
-            verify_checksum(checkpoint.checksum, checkpoint.computed_checksum())?;
+            checkpoint.version = 3;
+            if u64::from(checkpoint.computed_checksum()) != checkpoint.checksum {
+                checkpoint.version = 2;
+                verify_checksum(checkpoint.checksum, checkpoint.computed_checksum())?;
+            }
+        }
+        if checkpoint.version == 3 && !checkpoint.pod_entries.is_empty() {
+            return Err(pod_entries_unsupported());
         }
         Ok(checkpoint)
     }
 
     /// The checksum of the content (checksum field taken as 0), computed
-    /// the kubelet's way.
+    /// the kubelet's way for the file's format.
     pub fn computed_checksum(&self) -> u32 {
+        if let Some(data) = &self.data {
+            return data_checksum(data);
+        }
         let mut spew = Spew::default();
         spew.raw("(*state.CPUManagerCheckpoint){");
         spew.field("PolicyName", "string").raw(&self.policy_name);
@@ -64,6 +90,11 @@ impl CpuCheckpoint {
                 s.raw(container).raw(":").raw(cpus);
             });
         });
+        if self.version == 3 {
+            // Only an empty map is printed here: a pod entry prints the
+            // kubelet's CPUSet struct, and parse refuses v3 files with any.
+            spew.field("PodEntries", "state.PodCPUAssignments").raw("map[]");
+        }
         spew.field("Checksum", "checksum.Checksum").raw("0}");
         fnv32a(spew.into_string().as_bytes())
     }
@@ -77,6 +108,9 @@ impl CpuCheckpoint {
     /// [`CheckpointError::ContainerCpuSet`], with the kubelet's texts.
     pub fn to_state(&self, configured_policy: &str) -> Result<CpuManagerState, CheckpointError> {
         check_policy(CheckpointKind::Cpu, configured_policy, &self.policy_name)?;
+        if !self.pod_entries.is_empty() {
+            return Err(pod_entries_unsupported());
+        }
         let default_cpu_set = cpu_set(&self.default_cpu_set).map_err(|error| CheckpointError::DefaultCpuSet {
             text: self.default_cpu_set.clone(),
             error,
@@ -100,6 +134,12 @@ impl CpuCheckpoint {
             assignments,
         })
     }
+}
+
+fn pod_entries_unsupported() -> CheckpointError {
+    CheckpointError::Unsupported(
+        "podEntries: pod-level CPU assignments (PodLevelResourceManagers) cannot be restored by topoalign".to_owned(),
+    )
 }
 
 /// `cpuset.Parse` into a set; ids beyond [`CpuSet::MAX_CPU_ID`] (the
@@ -146,7 +186,9 @@ impl V1 {
             policy_name: self.policy_name,
             default_cpu_set: self.default_cpu_set,
             entries: Some(BTreeMap::new()),
+            pod_entries: BTreeMap::new(),
             checksum: self.checksum,
+            data: None,
         })
     }
 }
@@ -196,7 +238,9 @@ fn decode_v2(value: &Value) -> Result<CpuCheckpoint, CheckpointError> {
             policy_name: String::new(),
             default_cpu_set: String::new(),
             entries: Some(BTreeMap::new()),
+            pod_entries: BTreeMap::new(),
             checksum: 0,
+            data: None,
         });
     };
     let entries = match go_json::object(
@@ -222,11 +266,27 @@ fn decode_v2(value: &Value) -> Result<CpuCheckpoint, CheckpointError> {
             Some(entries)
         }
     };
+    let mut pod_entries = BTreeMap::new();
+    if let Some(Some(pods)) = go_json::object(
+        go_json::field(object, "podEntries"),
+        at("podEntries"),
+        "state.PodCPUAssignments",
+    )? {
+        for (pod, entry) in pods {
+            let cpus = match go_json::object(Some(entry), at("podEntries"), "state.PodEntry")? {
+                Some(Some(fields)) => go_json::string(go_json::field(fields, "cpuSet"), at("podEntries.cpuSet"))?,
+                _ => String::new(),
+            };
+            pod_entries.insert(pod.clone(), cpus);
+        }
+    }
     Ok(CpuCheckpoint {
         version: 2,
         policy_name: go_json::string(go_json::field(object, "policyName"), at("policyName"))?,
         default_cpu_set: go_json::string(go_json::field(object, "defaultCpuSet"), at("defaultCpuSet"))?,
         entries,
+        pod_entries,
         checksum: go_json::uint64(go_json::field(object, "checksum"), at("checksum"))?,
+        data: None,
     })
 }

@@ -1,4 +1,5 @@
-//! `memory_manager_state`: the memory manager's checkpoint, read and
+//! `memory_manager_state`: the memory manager's checkpoint (formats v3 of
+//! v1.37, v2 of v1.36 with pod-level resource managers, v1), read and
 //! checked as the kubelet's memory manager `stateCheckpoint.restoreState`
 //! reads it. Unlike the CPU manager's, a checksum of 0 is not accepted.
 
@@ -9,20 +10,28 @@ use topoalign_engine::{MemoryBlock, MemoryManagerState, MemoryTableState, NumaMe
 
 use super::go_json::{self, At};
 use super::spew::{Spew, fnv32a};
-use super::{CheckpointError, CheckpointKind, check_policy, verify_checksum};
+use super::{CheckpointError, CheckpointKind, check_policy, data_checksum, data_layer, parse_data, verify_checksum};
 
 /// A memory manager checkpoint as the kubelet decodes it. `None` stands for
 /// Go's nil (a `null` in the file), which prints differently in the
 /// checksum from an empty map or slice.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemoryCheckpoint {
+    /// Which format the file was in (1 to 3).
+    pub version: u8,
     pub policy_name: String,
     /// `machineState`: NUMA id → node.
     pub machine_state: Option<BTreeMap<i64, Option<NumaNodeEntry>>>,
     /// `entries`: pod uid → container → blocks.
     pub entries: Option<Entries>,
-    /// The checksum stored in the file.
+    /// How many `podEntries` (pod-level assignments, v2 and v3) the file
+    /// has; `None` for Go's nil.
+    pub pod_entries: Option<usize>,
+    /// The authoritative checksum stored in the file (`dataChecksum` in
+    /// v3, `checksum` otherwise).
     pub checksum: u64,
+    /// v3: the `data` string the checksum covers.
+    pub data: Option<String>,
 }
 
 /// `entries`: pod uid → container → blocks, each level possibly Go's nil.
@@ -46,19 +55,39 @@ pub struct BlockEntry {
 }
 
 impl MemoryCheckpoint {
-    /// Reads the file's bytes and verifies the checksum.
+    /// Reads the file's bytes and verifies the checksum: a v3 file (with
+    /// `data`) by its data checksum alone, otherwise as v2, then v1.
     ///
     /// # Errors
-    /// [`CheckpointError::Decode`] or [`CheckpointError::Corrupt`].
+    /// [`CheckpointError::Decode`] or [`CheckpointError::Corrupt`];
+    /// [`CheckpointError::Unsupported`] for v2 pod-level entries.
     pub fn parse(bytes: &[u8]) -> Result<MemoryCheckpoint, CheckpointError> {
-        let checkpoint = decode(&go_json::parse(bytes)?)?;
-        verify_checksum(checkpoint.checksum, checkpoint.computed_checksum())?;
+        let value = go_json::parse(bytes)?;
+        if let Some(layer) = data_layer(&value, "state.MemoryManagerCheckpoint")? {
+            let mut checkpoint = decode(&parse_data(&layer, "memory manager")?)?;
+            checkpoint.version = 3;
+            checkpoint.checksum = layer.stored;
+            checkpoint.data = Some(layer.data);
+            return Ok(checkpoint);
+        }
+        let mut checkpoint = decode(&value)?;
+        checkpoint.version = 2;
+        if u64::from(checkpoint.computed_checksum()) != checkpoint.checksum {
+            checkpoint.version = 1;
+            verify_checksum(checkpoint.checksum, checkpoint.computed_checksum())?;
+        }
+        if checkpoint.version == 2 && checkpoint.pod_entries.unwrap_or(0) > 0 {
+            return Err(pod_entries_unsupported());
+        }
         Ok(checkpoint)
     }
 
     /// The checksum of the content (checksum field taken as 0), computed
-    /// the kubelet's way.
+    /// the kubelet's way for the file's format.
     pub fn computed_checksum(&self) -> u32 {
+        if let Some(data) = &self.data {
+            return data_checksum(data);
+        }
         let mut spew = Spew::default();
         spew.raw("(*state.MemoryManagerCheckpoint){");
         spew.field("PolicyName", "string").raw(&self.policy_name);
@@ -110,6 +139,12 @@ impl MemoryCheckpoint {
                 });
             });
         });
+        if self.version == 2 {
+            // Only an empty or nil map is printed here; parse refuses v2
+            // files with pod entries.
+            spew.field("PodEntries", "state.PodMemoryAssignments");
+            spew.raw(if self.pod_entries.is_some() { "map[]" } else { "<nil>" });
+        }
         spew.field("Checksum", "checksum.Checksum").raw("0}");
         fnv32a(spew.into_string().as_bytes())
     }
@@ -122,6 +157,9 @@ impl MemoryCheckpoint {
     /// [`CheckpointError::OutOfRange`] for a negative NUMA id.
     pub fn to_state(&self, configured_policy: &str) -> Result<MemoryManagerState, CheckpointError> {
         check_policy(CheckpointKind::Memory, configured_policy, &self.policy_name)?;
+        if self.pod_entries.unwrap_or(0) > 0 {
+            return Err(pod_entries_unsupported());
+        }
         let numa = |id: i64| usize::try_from(id).map_err(|_| CheckpointError::OutOfRange { what: "NUMA node", id });
         let mut machine_state = BTreeMap::new();
         for (&id, node) in self.machine_state.iter().flatten() {
@@ -173,6 +211,13 @@ impl MemoryCheckpoint {
     }
 }
 
+fn pod_entries_unsupported() -> CheckpointError {
+    CheckpointError::Unsupported(
+        "podEntries: pod-level memory assignments (PodLevelResourceManagers) cannot be restored by topoalign"
+            .to_owned(),
+    )
+}
+
 fn at(path: &str) -> At<'_> {
     At {
         go_struct: "MemoryManagerCheckpoint",
@@ -183,10 +228,13 @@ fn at(path: &str) -> At<'_> {
 fn decode(value: &Value) -> Result<MemoryCheckpoint, CheckpointError> {
     let Some(object) = go_json::top_object(value, "state.MemoryManagerCheckpoint")? else {
         return Ok(MemoryCheckpoint {
+            version: 1,
             policy_name: String::new(),
             machine_state: Some(BTreeMap::new()),
             entries: Some(BTreeMap::new()),
+            pod_entries: Some(0),
             checksum: 0,
+            data: None,
         });
     };
     // The kubelet pre-makes both maps, so a missing one is empty, not nil.
@@ -208,11 +256,23 @@ fn decode(value: &Value) -> Result<MemoryCheckpoint, CheckpointError> {
         Some(None) => None,
         Some(Some(pods)) => Some(decode_entries(pods)?),
     };
+    let pod_entries = match go_json::object(
+        go_json::field(object, "podEntries"),
+        at("podEntries"),
+        "state.PodMemoryAssignments",
+    )? {
+        None => Some(0),
+        Some(None) => None,
+        Some(Some(pods)) => Some(pods.len()),
+    };
     Ok(MemoryCheckpoint {
+        version: 1,
         policy_name: go_json::string(go_json::field(object, "policyName"), at("policyName"))?,
         machine_state,
         entries,
+        pod_entries,
         checksum: go_json::uint64(go_json::field(object, "checksum"), at("checksum"))?,
+        data: None,
     })
 }
 

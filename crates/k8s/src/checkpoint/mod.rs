@@ -1,30 +1,45 @@
-//! The kubelet's checkpoint files for the CPU and memory managers
-//! (`/var/lib/kubelet/cpu_manager_state`, `memory_manager_state`): reading
-//! them as the kubelet v1.32 does — Go `encoding/json` decoding, the
-//! checksum checked the kubelet's way — and turning them into the engine's
-//! restore state.
+//! The kubelet's checkpoint files for the CPU, memory and device managers
+//! (`/var/lib/kubelet/cpu_manager_state`, `memory_manager_state`,
+//! `device-plugins/kubelet_internal_checkpoint`): reading them as the
+//! kubelet does — Go `encoding/json` decoding, the checksum checked the
+//! kubelet's way — and turning them into the engine's restore state.
 //!
-//! The checksum is FNV-32a over the `go-spew` printing (`%#v`, sorted map
-//! keys, methods off) of the checkpoint struct with its checksum set to 0
-//! (`checkpointmanager/checksum` over `hashutil.DeepHashObject`); [`spew`]
-//! prints our copies of those structs byte for byte as Go would.
+//! Layouts, by the release that writes them:
 //!
-//! Owns: the file formats ([`CpuCheckpoint`], [`MemoryCheckpoint`]), their
-//! checksums, [`CheckpointError`] with the kubelet's texts, and the
-//! conversion to [`CpuManagerState`] / [`MemoryManagerState`]. Must not
-//! touch: files (callers pass the bytes) or the managers' own start-up
-//! checks (`validateState` is the managers' [`restore`]).
+//! - v1.32–v1.35, and v1.36 by default: the CPU checkpoint "v2" and the
+//!   memory checkpoint "v1", one `checksum` over the struct;
+//! - v1.36 with `PodLevelResourceManagers`: CPU "v3" and memory "v2", the
+//!   same plus `podEntries` (in the checksum even when empty);
+//! - v1.37: CPU "v4" and memory "v3", the old fields kept for older
+//!   kubelets plus `data` (the checkpoint as a JSON string) and
+//!   `dataChecksum`, the authoritative checksum, over that string.
+//!
+//! The struct checksum is FNV-32a over the `go-spew` printing (`%#v`,
+//! sorted map keys, methods off) of the checkpoint struct with its
+//! checksum set to 0 (`checkpointmanager/checksum` over
+//! `hashutil.DeepHashObject`); [`spew`] prints our copies of those structs
+//! byte for byte as Go would. The data checksum is the same hash over the
+//! string's printing, `(string)` then the string.
+//!
+//! Owns: the file formats ([`CpuCheckpoint`], [`MemoryCheckpoint`],
+//! [`DeviceCheckpoint`]), their checksums, [`CheckpointError`] with the
+//! kubelet's texts, and the conversion to [`CpuManagerState`] /
+//! [`MemoryManagerState`] / device assignments. Must not touch: files
+//! (callers pass the bytes) or the managers' own start-up checks
+//! (`validateState` is the managers' [`restore`]).
 //!
 //! [`restore`]: topoalign_engine::Node::restore
 //! [`CpuManagerState`]: topoalign_engine::CpuManagerState
 //! [`MemoryManagerState`]: topoalign_engine::MemoryManagerState
 
 mod cpu;
+mod device;
 mod go_json;
 mod memory;
 mod spew;
 
 pub use cpu::CpuCheckpoint;
+pub use device::{DEVICE_CHECKPOINT, DeviceCheckpoint, DeviceEntry};
 pub use memory::{BlockEntry, MemoryCheckpoint, NumaNodeEntry};
 pub use spew::fnv32a;
 
@@ -112,6 +127,10 @@ pub enum CheckpointError {
     /// A CPU id or NUMA id no machine can have (far beyond any real one).
     #[error("{what} {id} is out of range")]
     OutOfRange { what: &'static str, id: i64 },
+    /// Content the kubelet accepts but topoalign cannot restore: pod-level
+    /// assignments (`podEntries`, the `PodLevelResourceManagers` gate).
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 impl CheckpointError {
@@ -140,6 +159,43 @@ fn verify_checksum(stored: u64, computed: u32) -> Result<(), CheckpointError> {
     } else {
         Err(CheckpointError::Corrupt { stored, computed })
     }
+}
+
+/// The v1.37 layout's payload: `data`, the checkpoint as a JSON string,
+/// and `dataChecksum` over it.
+pub(crate) struct DataLayer {
+    pub data: String,
+    pub stored: u64,
+}
+
+/// Reads `data` and `dataChecksum` of a decoded file; `None` when neither
+/// is set (an older layout: the kubelet then falls back to it). A set but
+/// mismatching pair is [`CheckpointError::Corrupt`], never a fallback —
+/// the kubelet's rule too.
+pub(crate) fn data_layer(value: &serde_json::Value, go_struct: &str) -> Result<Option<DataLayer>, CheckpointError> {
+    let Some(object) = go_json::top_object(value, go_struct)? else {
+        return Ok(None);
+    };
+    let at = |path| go_json::At { go_struct, path };
+    let data = go_json::string(go_json::field(object, "data"), at("data"))?;
+    let stored = go_json::uint64(go_json::field(object, "dataChecksum"), at("dataChecksum"))?;
+    if data.is_empty() && stored == 0 {
+        return Ok(None);
+    }
+    verify_checksum(stored, data_checksum(&data))?;
+    Ok(Some(DataLayer { data, stored }))
+}
+
+/// `checksum.New(data)` for a string.
+pub(crate) fn data_checksum(data: &str) -> u32 {
+    fnv32a(format!("(string){data}").as_bytes())
+}
+
+/// Decodes the payload of [`DataLayer`] (Go's error wording for what
+/// the kubelet reports as `failed to deserialize ... checkpoint data`).
+pub(crate) fn parse_data(layer: &DataLayer, what: &str) -> Result<serde_json::Value, CheckpointError> {
+    go_json::parse(layer.data.as_bytes())
+        .map_err(|error| CheckpointError::Decode(format!("failed to deserialize {what} checkpoint data: {error}")))
 }
 
 /// A checkpoint is only restored under the policy that wrote it.

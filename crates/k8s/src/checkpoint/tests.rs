@@ -161,7 +161,9 @@ fn decoding_follows_go() {
         policy_name: "static".into(),
         default_cpu_set: "0-3".into(),
         entries: None,
+        pod_entries: Default::default(),
         checksum: 0,
+        data: None,
     };
     let empty_entries = CpuCheckpoint {
         entries: Some(Default::default()),
@@ -182,7 +184,9 @@ fn v1_checkpoints_migrate_only_without_container_entries() {
         policy_name: "static".into(),
         default_cpu_set: "0-7".into(),
         entries: Some(Default::default()),
+        pod_entries: Default::default(),
         checksum: 0,
+        data: None,
     };
     let text = r#"{"policyName":"static","defaultCpuSet":"0-7","entries":{"abc123":"1-2"},"checksum":0}"#;
     assert_eq!(
@@ -194,4 +198,174 @@ fn v1_checkpoints_migrate_only_without_container_entries() {
     );
     let text = r#"{"policyName":"static","defaultCpuSet":"0-7","checksum":0}"#;
     assert_eq!(CpuCheckpoint::parse(text.as_bytes()).expect("v1"), v1);
+}
+
+/// The checkpoints of one scenario as each release's kubelet code wrote
+/// them (`testdata/kubelet-state/layouts`): every layout verifies and
+/// gives the same state.
+mod layouts {
+    use super::*;
+
+    macro_rules! file {
+        ($release:literal, $name:literal) => {
+            include_bytes!(concat!(
+                "../../../../testdata/kubelet-state/layouts/",
+                $release,
+                "/",
+                $name
+            ))
+            .as_slice()
+        };
+    }
+
+    const CPU: [(&[u8], u8); 3] = [
+        (file!("1.32", "cpu_manager_state"), 2),
+        (file!("1.36-pod-level", "cpu_manager_state"), 3),
+        (file!("1.37", "cpu_manager_state"), 4),
+    ];
+    const MEMORY: [(&[u8], u8); 3] = [
+        (file!("1.32", "memory_manager_state"), 1),
+        (file!("1.36-pod-level", "memory_manager_state"), 2),
+        (file!("1.37", "memory_manager_state"), 3),
+    ];
+    const DEVICES: [&[u8]; 3] = [
+        file!("1.32", "device-plugins/kubelet_internal_checkpoint"),
+        file!("1.36-pod-level", "device-plugins/kubelet_internal_checkpoint"),
+        file!("1.37", "device-plugins/kubelet_internal_checkpoint"),
+    ];
+
+    #[test]
+    fn every_release_layout_verifies_to_the_same_state() {
+        let states: Vec<_> = CPU
+            .iter()
+            .map(|(bytes, version)| {
+                let checkpoint = CpuCheckpoint::parse(bytes).expect("verifies");
+                assert_eq!(checkpoint.version, *version);
+                assert_eq!(u64::from(checkpoint.computed_checksum()), checkpoint.checksum);
+                checkpoint.to_state("static").expect("restorable")
+            })
+            .collect();
+        assert_eq!(states[0].default_cpu_set.to_string(), "0,5-8,12-15");
+        assert_eq!(
+            states[0].assignments["00000000-0000-0000-0000-000000000001"]["setup"].to_string(),
+            "1,9"
+        );
+        assert!(states.iter().all(|s| *s == states[0]));
+
+        let states: Vec<_> = MEMORY
+            .iter()
+            .map(|(bytes, version)| {
+                let checkpoint = MemoryCheckpoint::parse(bytes).expect("verifies");
+                assert_eq!(checkpoint.version, *version);
+                assert_eq!(u64::from(checkpoint.computed_checksum()), checkpoint.checksum);
+                checkpoint.to_state("Static").expect("restorable")
+            })
+            .collect();
+        let blocks = |i: usize| {
+            let mut b = states[i].assignments["00000000-0000-0000-0000-000000000001"]["app"].clone();
+            b.sort_by(|x, y| x.resource.cmp(&y.resource));
+            b
+        };
+        assert_eq!(blocks(0).len(), 2);
+        assert_eq!(blocks(0), blocks(2), "v1.37 lists the blocks in another order");
+        assert_eq!(states[0].machine_state, states[2].machine_state);
+
+        for bytes in DEVICES {
+            let checkpoint = DeviceCheckpoint::parse(bytes).expect("verifies");
+            assert_eq!(u64::from(checkpoint.computed_checksum()), checkpoint.checksum);
+            let devices = checkpoint.assignments();
+            assert_eq!(
+                devices["00000000-0000-0000-0000-000000000001"]["app"]["nvidia.com/gpu"],
+                ["gpu0"]
+            );
+            assert_eq!(
+                devices["00000000-0000-0000-0000-000000000005"]["g"]["example.com/nic"],
+                ["nic1"]
+            );
+            assert_eq!(
+                checkpoint.registered_devices()["example.com/nic"],
+                ["nic0", "nic1", "nic2"]
+            );
+        }
+    }
+
+    /// A data checksum that does not match is corruption, never a reason
+    /// to fall back to the old fields (which still verify).
+    #[test]
+    fn a_damaged_data_layer_is_corrupt_not_a_fallback() {
+        let text = std::str::from_utf8(CPU[2].0).expect("utf-8");
+        let edited = text.replace(r#"\"g\":\"4\""#, r#"\"g\":\"5\""#);
+        assert_ne!(edited, text);
+        assert!(matches!(
+            CpuCheckpoint::parse(edited.as_bytes()),
+            Err(CheckpointError::Corrupt {
+                stored: 3_267_933_528,
+                ..
+            })
+        ));
+        let text = std::str::from_utf8(MEMORY[2].0).expect("utf-8");
+        let edited = text.replace("\"dataChecksum\":145353568", "\"dataChecksum\":145353569");
+        assert!(matches!(
+            MemoryCheckpoint::parse(edited.as_bytes()),
+            Err(CheckpointError::Corrupt { .. })
+        ));
+        // The data string is not JSON (checksum recomputed): a decode error
+        // naming the data.
+        let bad = "{not json";
+        let file = format!(
+            r#"{{"data":{},"dataChecksum":{}}}"#,
+            serde_json::json!(bad),
+            data_checksum(bad)
+        );
+        let error = CpuCheckpoint::parse(file.as_bytes()).expect_err("undecodable");
+        assert!(
+            error
+                .to_string()
+                .starts_with("failed to deserialize cpu manager checkpoint data"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn damaged_device_checkpoints_are_refused() {
+        let text = std::str::from_utf8(DEVICES[0]).expect("utf-8");
+        let moved = text.replace(r#"{"0":["gpu0"]}"#, r#"{"1":["gpu0"]}"#);
+        assert!(matches!(
+            DeviceCheckpoint::parse(moved.as_bytes()),
+            Err(CheckpointError::Corrupt {
+                stored: 2_751_045_920,
+                ..
+            })
+        ));
+        let cut = &DEVICES[0][..DEVICES[0].len() / 2];
+        assert_eq!(
+            DeviceCheckpoint::parse(cut).expect_err("cut").to_string(),
+            "unexpected end of JSON input"
+        );
+        let key = text.replace(r#"{"0":["gpu0"]}"#, r#"{"zero":["gpu0"]}"#);
+        assert!(
+            DeviceCheckpoint::parse(key.as_bytes())
+                .expect_err("key")
+                .to_string()
+                .contains("cannot unmarshal number zero")
+        );
+    }
+
+    /// Pod-level assignments verify but cannot be restored: said so, not
+    /// dropped.
+    #[test]
+    fn pod_level_entries_are_refused_by_name() {
+        let data = r#"{"policyName":"static","defaultCpuSet":"0-3","podEntries":{"u1":{"cpuSet":"2-3"}}}"#;
+        let file = format!(
+            r#"{{"data":{},"dataChecksum":{}}}"#,
+            serde_json::json!(data),
+            data_checksum(data)
+        );
+        let checkpoint = CpuCheckpoint::parse(file.as_bytes()).expect("verifies");
+        assert_eq!(checkpoint.pod_entries["u1"], "2-3");
+        assert!(matches!(
+            checkpoint.to_state("static"),
+            Err(CheckpointError::Unsupported(_))
+        ));
+    }
 }

@@ -1,0 +1,247 @@
+//! `device-plugins/kubelet_internal_checkpoint`: the device manager's
+//! checkpoint (the same layout in v1.32–v1.37), read and checked as the
+//! kubelet's device manager `readCheckpoint` reads it: every container's
+//! device ids per NUMA node (`PodDeviceEntries`) and the devices each
+//! plugin registered (`RegisteredDevices`).
+//!
+//! Unlike the CPU and memory managers, a kubelet that cannot read this
+//! file goes on with no device record ("Continue after failing to read
+//! checkpoint file"); what that means is the caller's to say.
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use serde_json::Value;
+use topoalign_engine::DeviceAssignments;
+
+use super::go_json::{self, At};
+use super::spew::{Spew, fnv32a};
+use super::{CheckpointError, verify_checksum};
+
+/// The device checkpoint's path under the kubelet's root directory.
+pub const DEVICE_CHECKPOINT: &str = "device-plugins/kubelet_internal_checkpoint";
+
+/// A device manager checkpoint as the kubelet decodes it. `None` stands
+/// for Go's nil (`null` or absent), which prints differently in the
+/// checksum from an empty map or slice.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceCheckpoint {
+    /// `Data.PodDeviceEntries`, in file order.
+    pub entries: Option<Vec<DeviceEntry>>,
+    /// `Data.RegisteredDevices`: resource → device ids.
+    pub registered: Option<BTreeMap<String, Option<Vec<String>>>>,
+    /// The checksum stored in the file.
+    pub checksum: u64,
+}
+
+/// One `PodDevicesEntry`: the devices of one resource held by one
+/// container.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceEntry {
+    pub pod_uid: String,
+    pub container: String,
+    pub resource: String,
+    /// `DeviceIDs`: NUMA node (-1 for none) → device ids.
+    pub device_ids: Option<BTreeMap<i64, Option<Vec<String>>>>,
+    /// `AllocResp`: the plugin's serialized allocate response.
+    pub alloc_resp: Option<Vec<u8>>,
+}
+
+impl DeviceCheckpoint {
+    /// Reads the file's bytes and verifies the checksum.
+    ///
+    /// # Errors
+    /// [`CheckpointError::Decode`] or [`CheckpointError::Corrupt`].
+    pub fn parse(bytes: &[u8]) -> Result<DeviceCheckpoint, CheckpointError> {
+        let checkpoint = decode(&go_json::parse(bytes)?)?;
+        verify_checksum(checkpoint.checksum, checkpoint.computed_checksum())?;
+        Ok(checkpoint)
+    }
+
+    /// The checksum of the content, computed the kubelet's way (over the
+    /// `Data` struct alone).
+    pub fn computed_checksum(&self) -> u32 {
+        let mut spew = Spew::default();
+        spew.raw("(checkpoint.checkpointData){");
+        spew.field("PodDeviceEntries", "[]checkpoint.PodDevicesEntry");
+        spew.slice(self.entries.as_ref(), |s, entry| {
+            s.raw("{");
+            s.field("PodUID", "string").raw(&entry.pod_uid);
+            s.field("ContainerName", "string").raw(&entry.container);
+            s.field("ResourceName", "string").raw(&entry.resource);
+            s.field("DeviceIDs", "checkpoint.DevicesPerNUMA");
+            s.map(entry.device_ids.as_ref(), |s, numa, ids| {
+                s.display(numa).raw(":");
+                s.slice(ids.as_ref(), |s, id| {
+                    s.raw(id);
+                });
+            });
+            s.field("AllocResp", "[]uint8");
+            s.slice(entry.alloc_resp.as_ref(), |s, byte| {
+                s.display(byte);
+            });
+            s.raw("}");
+        });
+        spew.field("RegisteredDevices", "map[string][]string");
+        spew.map(self.registered.as_ref(), |s, resource, ids| {
+            s.raw(resource).raw(":");
+            s.slice(ids.as_ref(), |s, id| {
+                s.raw(id);
+            });
+        });
+        spew.raw("}");
+        fnv32a(spew.into_string().as_bytes())
+    }
+
+    /// Who holds which devices: pod uid → container → resource → ids
+    /// (sorted, each once), as the device manager restores it.
+    pub fn assignments(&self) -> DeviceAssignments {
+        let mut assignments = DeviceAssignments::new();
+        for entry in self.entries.iter().flatten() {
+            let ids: &mut Vec<String> = assignments
+                .entry(entry.pod_uid.clone())
+                .or_default()
+                .entry(entry.container.clone())
+                .or_default()
+                .entry(entry.resource.clone())
+                .or_default();
+            ids.extend(
+                entry
+                    .device_ids
+                    .iter()
+                    .flatten()
+                    .flat_map(|(_, ids)| ids.iter().flatten().cloned()),
+            );
+            ids.sort();
+            ids.dedup();
+        }
+        assignments
+    }
+
+    /// The device ids the plugins registered, per resource.
+    pub fn registered_devices(&self) -> BTreeMap<String, Vec<String>> {
+        self.registered
+            .iter()
+            .flatten()
+            .map(|(resource, ids)| {
+                let mut ids: Vec<String> = ids.iter().flatten().cloned().collect();
+                ids.sort();
+                (resource.clone(), ids)
+            })
+            .collect()
+    }
+}
+
+fn at(path: &str) -> At<'_> {
+    At {
+        go_struct: "Data",
+        path,
+    }
+}
+
+fn decode(value: &Value) -> Result<DeviceCheckpoint, CheckpointError> {
+    let Some(object) = go_json::top_object(value, "checkpoint.Data")? else {
+        return Ok(DeviceCheckpoint {
+            entries: None,
+            registered: None,
+            checksum: 0,
+        });
+    };
+    let checksum = go_json::uint64(go_json::field(object, "Checksum"), at("Checksum"))?;
+    let Some(Some(data)) = go_json::object(go_json::field(object, "Data"), at("Data"), "checkpoint.checkpointData")?
+    else {
+        return Ok(DeviceCheckpoint {
+            entries: None,
+            registered: None,
+            checksum,
+        });
+    };
+    let entries = go_json::array(
+        go_json::field(data, "PodDeviceEntries"),
+        at("Data.PodDeviceEntries"),
+        "[]checkpoint.PodDevicesEntry",
+    )?
+    .map(|items| items.iter().map(decode_entry).collect::<Result<Vec<_>, _>>())
+    .transpose()?;
+    let registered = match go_json::object(
+        go_json::field(data, "RegisteredDevices"),
+        at("Data.RegisteredDevices"),
+        "map[string][]string",
+    )? {
+        None | Some(None) => None,
+        Some(Some(map)) => Some(
+            map.iter()
+                .map(|(resource, ids)| Ok((resource.clone(), strings(Some(ids), at("Data.RegisteredDevices"))?)))
+                .collect::<Result<_, CheckpointError>>()?,
+        ),
+    };
+    Ok(DeviceCheckpoint {
+        entries,
+        registered,
+        checksum,
+    })
+}
+
+fn decode_entry(item: &Value) -> Result<DeviceEntry, CheckpointError> {
+    let at = |path| At {
+        go_struct: "PodDevicesEntry",
+        path,
+    };
+    let Some(Some(fields)) = go_json::object(Some(item), at("Data.PodDeviceEntries"), "checkpoint.PodDevicesEntry")?
+    else {
+        return Ok(DeviceEntry {
+            pod_uid: String::new(),
+            container: String::new(),
+            resource: String::new(),
+            device_ids: None,
+            alloc_resp: None,
+        });
+    };
+    let device_ids = match go_json::object(
+        go_json::field(fields, "DeviceIDs"),
+        at("Data.PodDeviceEntries.DeviceIDs"),
+        "checkpoint.DevicesPerNUMA",
+    )? {
+        None | Some(None) => None,
+        Some(Some(map)) => {
+            let mut decoded = BTreeMap::new();
+            for (key, ids) in map {
+                let numa = crate::go::parse_int64(key).map_err(|_| {
+                    CheckpointError::Decode(format!(
+                        "json: cannot unmarshal number {key} into Go struct field PodDevicesEntry.Data.PodDeviceEntries.DeviceIDs of type int64"
+                    ))
+                })?;
+                decoded.insert(numa, strings(Some(ids), at("Data.PodDeviceEntries.DeviceIDs"))?);
+            }
+            Some(decoded)
+        }
+    };
+    let alloc_resp =
+        match go_json::field(fields, "AllocResp") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(text)) => Some(base64::engine::general_purpose::STANDARD.decode(text).map_err(|e| {
+                CheckpointError::Decode(format!("illegal base64 data in PodDevicesEntry.AllocResp: {e}"))
+            })?),
+            Some(other) => return Err(at("Data.PodDeviceEntries.AllocResp").type_error(other, "[]uint8")),
+        };
+    Ok(DeviceEntry {
+        pod_uid: go_json::string(go_json::field(fields, "PodUID"), at("Data.PodDeviceEntries.PodUID"))?,
+        container: go_json::string(
+            go_json::field(fields, "ContainerName"),
+            at("Data.PodDeviceEntries.ContainerName"),
+        )?,
+        resource: go_json::string(
+            go_json::field(fields, "ResourceName"),
+            at("Data.PodDeviceEntries.ResourceName"),
+        )?,
+        device_ids,
+        alloc_resp,
+    })
+}
+
+/// A Go `[]string`: `null` is nil.
+fn strings(value: Option<&Value>, at: At<'_>) -> Result<Option<Vec<String>>, CheckpointError> {
+    go_json::array(value, at, "[]string")?
+        .map(|items| items.iter().map(|item| go_json::string(Some(item), at)).collect())
+        .transpose()
+}
