@@ -25,7 +25,11 @@ use crate::wire::{NumaNodeUsage, Topology, Usage};
 
 /// The topology document for the ledger's current state.
 pub fn topology(ledger: &Ledger, enforcement: &str) -> Topology {
-    let node = ledger.node();
+    node_topology(ledger.node(), enforcement)
+}
+
+/// The topology document of any node (the kubelet follower's too).
+pub fn node_topology(node: &topoalign_engine::Node, enforcement: &str) -> Topology {
     let machine = node.machine();
     let config = node.config();
     let numa_nodes = node

@@ -50,6 +50,31 @@ pub struct Publishing {
 /// [`PublishError::Config`] when `publish` is asked for and there is no
 /// Kubernetes client configuration.
 pub async fn start(plan: Plan) -> Result<(Publishing, Listener), PublishError> {
+    let name = plan.node_name.clone();
+    let spec = plan.exact_state.clone();
+    let (publishing, send) = start_objects(plan).await?;
+    let listener = move |node: &Node| {
+        send(build(
+            &name,
+            node,
+            BuildOptions {
+                exact_state: spec.as_ref(),
+            },
+        ));
+    };
+    Ok((publishing, Box::new(listener)))
+}
+
+/// What a caller that builds its own objects (the kubelet follower) calls
+/// with each new object.
+pub type ObjectListener = Box<dyn Fn(NodeResourceTopology) + Send + Sync + 'static>;
+
+/// [`start`] for callers that build the objects themselves; `plan`'s
+/// `exact_state` is not used.
+///
+/// # Errors
+/// As [`start`].
+pub async fn start_objects(plan: Plan) -> Result<(Publishing, ObjectListener), PublishError> {
     let publisher = if plan.publish {
         Some(Publisher::connect().await?)
     } else {
@@ -65,16 +90,7 @@ pub async fn start(plan: Plan) -> Result<(Publishing, Listener), PublishError> {
         tracing::info!(node = %plan.node_name, file = %path.display(), "writing NodeResourceTopology");
         tasks.spawn(deliver(FileSink::new(path), "file", latest.subscribe(), plan.interval));
     }
-    let name = plan.node_name;
-    let spec = plan.exact_state;
-    let listener = move |node: &Node| {
-        let object = build(
-            &name,
-            node,
-            BuildOptions {
-                exact_state: spec.as_ref(),
-            },
-        );
+    let listener = move |object: NodeResourceTopology| {
         latest.send_replace(Some(object));
     };
     Ok((Publishing { tasks }, Box::new(listener)))

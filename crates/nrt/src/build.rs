@@ -105,6 +105,31 @@ pub fn build(name: &str, node: &Node, options: BuildOptions<'_>) -> NodeResource
     }
 }
 
+/// Attribute saying why a node's state is not known now (its publisher
+/// follows a kubelet whose sources disagree): the object then carries no
+/// zones, no policy and no exact state, so that no scheduler filters on a
+/// guess — NodeResourceTopology consumers pass a node whose policy is
+/// `None`, and topoalign's extender one without exact state.
+pub const STATE_UNKNOWN_ATTRIBUTE: &str = "topoalign.io/state-unknown";
+
+/// The object of node `name` whose state is unknown, saying why.
+pub fn unknown(name: &str, reason: &str) -> NodeResourceTopology {
+    NodeResourceTopology {
+        api_version: API_VERSION.to_string(),
+        kind: KIND.to_string(),
+        metadata: ObjectMeta {
+            name: name.to_string(),
+            ..ObjectMeta::default()
+        },
+        topology_policies: vec![legacy_policy(TopologyPolicyName::None, TopologyScope::Container).to_string()],
+        zones: Vec::new(),
+        attributes: vec![AttributeInfo {
+            name: STATE_UNKNOWN_ATTRIBUTE.to_string(),
+            value: reason.to_string(),
+        }],
+    }
+}
+
 /// The deprecated `topologyPolicies` value for a policy and scope.
 pub fn legacy_policy(policy: TopologyPolicyName, scope: TopologyScope) -> &'static str {
     match (policy, scope) {

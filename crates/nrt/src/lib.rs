@@ -13,7 +13,9 @@ pub mod exact;
 pub mod object;
 pub mod schema;
 
-pub use build::{BuildOptions, POLICY_ATTRIBUTE, SCOPE_ATTRIBUTE, build, legacy_policy};
+pub use build::{
+    BuildOptions, POLICY_ATTRIBUTE, SCOPE_ATTRIBUTE, STATE_UNKNOWN_ATTRIBUTE, build, legacy_policy, unknown,
+};
 pub use exact::{
     NodeSpec, PodRecord, RestoreError, Restored, StateRecord, restore, restore_from, scenario_node, start_node,
     topology_spec,

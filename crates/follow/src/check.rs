@@ -1,0 +1,302 @@
+//! [`rebuild`]: one [`Observation`] of a kubelet's sources, checked
+//! against each other and restored into the engine node the kubelet holds
+//! — or [`Unknown`] with the reason. Pure: no I/O, no clock.
+//!
+//! What must agree:
+//! - every checkpoint decodes and its checksum verifies (a file caught
+//!   mid-write, cut or edited does not), and the CPU and memory managers'
+//!   restore accepts it under the configured policies;
+//! - the pods the API server has bound to the node and not finished are
+//!   exactly the pods the kubelet's PodResources API lists (a pod bound but
+//!   not yet admitted, or one the kubelet still runs after the API server
+//!   let it go, is a moment when the state is in flux);
+//! - each container PodResources reports holds the same exclusive CPUs,
+//!   pinned memory blocks and device ids as the checkpoints record;
+//! - the engine restores the whole, with its own start-up checks.
+//!
+//! State the checkpoints keep for a pod that neither the API server nor
+//! the kubelet lists any more is stale: the kubelet releases it before its
+//! next admission, and so does the restore.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::core::v1::Pod as ApiPod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use topoalign_engine::{CpuPolicyName, DeviceAssignments, MemoryPolicyName, Node, NodeSnapshot};
+use topoalign_k8s::checkpoint::{
+    CPU_MANAGER_STATE, CheckpointKind, CpuCheckpoint, DEVICE_CHECKPOINT, DeviceCheckpoint, MEMORY_MANAGER_STATE,
+    MemoryCheckpoint,
+};
+use topoalign_model::Pod;
+use topoalign_podresources::{Allocatable, PodAllocation};
+
+/// Everything gathered from the kubelet's sources at one moment.
+#[derive(Clone, Debug, Default)]
+pub struct Observation {
+    /// `cpu_manager_state`'s bytes (`None`: no file).
+    pub cpu_state: Option<Vec<u8>>,
+    pub memory_state: Option<Vec<u8>>,
+    /// `device-plugins/kubelet_internal_checkpoint`.
+    pub device_state: Option<Vec<u8>>,
+    /// The node's pods as the API server (or a pods file) has them.
+    pub pods: Vec<ApiPod>,
+    /// PodResources `List`.
+    pub pod_resources: Vec<PodAllocation>,
+    /// PodResources `GetAllocatableResources`.
+    pub allocatable: Option<Allocatable>,
+}
+
+/// Why the kubelet's state is not known now.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct Unknown {
+    /// Which source: `checkpoint`, `pods`, `pod-resources`, `restore`
+    /// (a metric label).
+    pub kind: &'static str,
+    pub reason: String,
+}
+
+impl Unknown {
+    pub fn new(kind: &'static str, reason: impl Into<String>) -> Unknown {
+        Unknown {
+            kind,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// The node as the kubelet holds it.
+#[derive(Clone, Debug)]
+pub struct Rebuilt {
+    pub node: Node,
+    /// Pod uids the checkpoints still held for pods nobody lists (released).
+    pub stale: Vec<String>,
+}
+
+/// Checks `observation`'s sources against each other and restores them
+/// into a copy of `base` (the started, empty node of this machine and
+/// kubelet configuration).
+///
+/// # Errors
+/// [`Unknown`] naming the source and what disagrees.
+pub fn rebuild(base: &Node, observation: &Observation) -> Result<Rebuilt, Unknown> {
+    let config = base.config();
+    let cpu_policy = match config.cpu_policy {
+        CpuPolicyName::None => "none",
+        CpuPolicyName::Static => "static",
+    };
+    let cpu_bytes = observation.cpu_state.as_deref().ok_or_else(|| {
+        Unknown::new(
+            "checkpoint",
+            format!("{CPU_MANAGER_STATE}: absent (the kubelet has not started its CPU manager)"),
+        )
+    })?;
+    let cpu = CpuCheckpoint::parse(cpu_bytes)
+        .and_then(|c| c.to_state(cpu_policy))
+        .map_err(|e| checkpoint_error(CheckpointKind::Cpu.file_name(), &e.to_string()))?;
+    let memory = match config.memory_policy {
+        MemoryPolicyName::None => None,
+        MemoryPolicyName::Static => {
+            let bytes = observation.memory_state.as_deref().ok_or_else(|| {
+                Unknown::new(
+                    "checkpoint",
+                    format!("{MEMORY_MANAGER_STATE}: absent (the kubelet has not started its memory manager)"),
+                )
+            })?;
+            Some(
+                MemoryCheckpoint::parse(bytes)
+                    .and_then(|c| c.to_state("Static"))
+                    .map_err(|e| checkpoint_error(MEMORY_MANAGER_STATE, &e.to_string()))?,
+            )
+        }
+    };
+    let devices: DeviceAssignments = match observation.device_state.as_deref() {
+        None => DeviceAssignments::new(),
+        Some(bytes) => DeviceCheckpoint::parse(bytes)
+            .map_err(|e| checkpoint_error(DEVICE_CHECKPOINT, &e.to_string()))?
+            .assignments(),
+    };
+
+    let pods = running_pods(&observation.pods)?;
+    let by_key: BTreeMap<String, &Pod> = pods.iter().map(|p| (p.key(), p)).collect();
+    let reported: BTreeMap<String, &PodAllocation> = observation
+        .pod_resources
+        .iter()
+        .map(|p| (format!("{}/{}", p.namespace, p.name), p))
+        .collect();
+    if let Some(key) = by_key.keys().find(|k| !reported.contains_key(*k)) {
+        return Err(Unknown::new(
+            "pods",
+            format!("pod {key} is bound to this node but the kubelet does not list it yet"),
+        ));
+    }
+    if let Some(key) = reported.keys().find(|k| !by_key.contains_key(*k)) {
+        return Err(Unknown::new(
+            "pods",
+            format!("the kubelet lists pod {key}, which the API server no longer has on this node"),
+        ));
+    }
+
+    for (key, allocation) in &reported {
+        let uid = by_key.get(key).map(|p| p.uid.as_str()).unwrap_or_default();
+        for container in &allocation.containers {
+            let name = container.name.as_str();
+            let recorded = cpu
+                .assignments
+                .get(uid)
+                .and_then(|c| c.get(name))
+                .cloned()
+                .unwrap_or_default();
+            if recorded != container.cpus {
+                return Err(disagree(
+                    key,
+                    name,
+                    "exclusive CPUs",
+                    &container.cpus.to_string(),
+                    CPU_MANAGER_STATE,
+                    &recorded.to_string(),
+                ));
+            }
+            if let Some(memory) = &memory {
+                let mut recorded: Vec<(String, u64, Vec<usize>)> = memory
+                    .assignments
+                    .get(uid)
+                    .and_then(|c| c.get(name))
+                    .into_iter()
+                    .flatten()
+                    .map(|b| (b.resource.clone(), b.size, b.numa_affinity.clone()))
+                    .collect();
+                let mut served: Vec<(String, u64, Vec<usize>)> = container
+                    .memory
+                    .iter()
+                    .map(|b| (b.resource.clone(), b.size, b.numa.clone()))
+                    .collect();
+                recorded.sort();
+                served.sort();
+                if recorded != served {
+                    return Err(disagree(
+                        key,
+                        name,
+                        "pinned memory",
+                        &format!("{served:?}"),
+                        MEMORY_MANAGER_STATE,
+                        &format!("{recorded:?}"),
+                    ));
+                }
+            }
+            let recorded: BTreeMap<String, Vec<String>> =
+                devices.get(uid).and_then(|c| c.get(name)).cloned().unwrap_or_default();
+            let served: BTreeMap<String, Vec<String>> = container
+                .devices
+                .iter()
+                .map(|(resource, groups)| {
+                    let mut ids: Vec<String> = groups.iter().flat_map(|g| g.ids.iter().cloned()).collect();
+                    ids.sort();
+                    ids.dedup();
+                    (resource.clone(), ids)
+                })
+                .filter(|(_, ids)| !ids.is_empty())
+                .collect();
+            if recorded != served {
+                return Err(disagree(
+                    key,
+                    name,
+                    "devices",
+                    &format!("{served:?}"),
+                    DEVICE_CHECKPOINT,
+                    &format!("{recorded:?}"),
+                ));
+            }
+        }
+    }
+
+    let listed: BTreeSet<&str> = pods.iter().map(|p| p.uid.as_str()).collect();
+    let mut held: BTreeSet<String> = cpu.assignments.keys().cloned().collect();
+    held.extend(memory.iter().flat_map(|m| m.assignments.keys().cloned()));
+    held.extend(devices.keys().cloned());
+    let stale: Vec<String> = held.into_iter().filter(|uid| !listed.contains(uid.as_str())).collect();
+
+    let mut node = base.clone();
+    node.restore(NodeSnapshot {
+        pods,
+        cpu,
+        memory,
+        devices,
+    })
+    .map_err(|e| Unknown::new("restore", format!("the kubelet's state cannot be restored: {e}")))?;
+    if let Some(allocatable) = &observation.allocatable {
+        check_allocatable(&node, allocatable)?;
+    }
+    Ok(Rebuilt { node, stale })
+}
+
+fn checkpoint_error(file: &str, error: &str) -> Unknown {
+    Unknown::new("checkpoint", format!("{file}: {error}"))
+}
+
+fn disagree(pod: &str, container: &str, what: &str, served: &str, file: &str, recorded: &str) -> Unknown {
+    Unknown::new(
+        "pod-resources",
+        format!("pod {pod} container {container}: PodResources reports {what} {served}, {file} records {recorded}"),
+    )
+}
+
+/// The kubelet's allocatable devices must be devices this node knows:
+/// otherwise the machine (or its device list) is not the kubelet's.
+fn check_allocatable(node: &Node, allocatable: &Allocatable) -> Result<(), Unknown> {
+    let machine = node.machine();
+    for cpu in allocatable.cpus.iter() {
+        if !machine.cpu_set().contains(cpu) {
+            return Err(Unknown::new(
+                "pod-resources",
+                format!("the kubelet reports CPU {cpu} allocatable, which this machine does not have"),
+            ));
+        }
+    }
+    let devices = machine.devices();
+    for (resource, groups) in &allocatable.devices {
+        let known: BTreeSet<&str> = devices
+            .get(resource)
+            .into_iter()
+            .flatten()
+            .map(|d| d.id.as_str())
+            .collect();
+        if let Some(id) = groups
+            .iter()
+            .flat_map(|g| &g.ids)
+            .find(|id| !known.contains(id.as_str()))
+        {
+            return Err(Unknown::new(
+                "pod-resources",
+                format!("the kubelet reports {resource} device {id}, which this node's device list lacks"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The pods that hold resources: bound, not finished, in the kubelet's
+/// admission order (creation time, then name).
+fn running_pods(pods: &[ApiPod]) -> Result<Vec<Pod>, Unknown> {
+    let mut running: Vec<(Option<Time>, String, Pod)> = Vec::new();
+    for pod in pods {
+        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+        if matches!(phase, Some("Succeeded" | "Failed")) {
+            continue;
+        }
+        let key = format!(
+            "{}/{}",
+            pod.metadata.namespace.as_deref().unwrap_or("default"),
+            pod.metadata.name.as_deref().unwrap_or_default()
+        );
+        if pod.metadata.uid.as_deref().unwrap_or_default().is_empty() {
+            return Err(Unknown::new("pods", format!("pod {key}: metadata.uid is missing")));
+        }
+        let converted = topoalign_k8s::pod_from_k8s(pod, "")
+            .map_err(|e| Unknown::new("pods", format!("pod {key}: {}: {}", e.path(), e.message())))?;
+        let created = pod.metadata.creation_timestamp.clone();
+        running.push((created, key, converted));
+    }
+    running.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    Ok(running.into_iter().map(|(_, _, pod)| pod).collect())
+}

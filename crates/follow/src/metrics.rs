@@ -1,0 +1,96 @@
+//! The follower's Prometheus metrics: whether the kubelet's state is known
+//! now, how often and why it became unknown, and what the known state
+//! holds (pods, per-NUMA allocated amounts).
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use topoalign_engine::Node;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabels {
+    source: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NumaLabels {
+    numa_node: String,
+    resource: String,
+}
+
+/// The registry and its metrics.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    known: Gauge,
+    unknown: Family<SourceLabels, Counter>,
+    pods: Gauge,
+    allocated: Family<NumaLabels, Gauge>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("topoalign_follow");
+        let metrics = Metrics {
+            known: Gauge::default(),
+            unknown: Family::default(),
+            pods: Gauge::default(),
+            allocated: Family::default(),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "state_known",
+            "1 when the kubelet's state is known (its sources agree), 0 when unknown",
+            metrics.known.clone(),
+        );
+        registry.register(
+            "state_unknown_transitions",
+            "Times the state became unknown, by the source that disagreed",
+            metrics.unknown.clone(),
+        );
+        registry.register("pods", "Pods the known state holds", metrics.pods.clone());
+        registry.register(
+            "numa_allocated",
+            "Allocated amount per NUMA node and resource in the known state",
+            metrics.allocated.clone(),
+        );
+        Metrics { registry, ..metrics }
+    }
+}
+
+impl Metrics {
+    pub(crate) fn known(&self, node: &Node) {
+        self.known.set(1);
+        self.pods
+            .set(i64::try_from(node.snapshot().pods.len()).unwrap_or(i64::MAX));
+        for usage in node.numa_usage() {
+            for (resource, amounts) in &usage.resources {
+                let labels = NumaLabels {
+                    numa_node: usage.numa.to_string(),
+                    resource: resource.clone(),
+                };
+                let value = i64::try_from(amounts.allocated.value()).unwrap_or(i64::MAX);
+                self.allocated.get_or_create(&labels).set(value);
+            }
+        }
+    }
+
+    pub(crate) fn unknown(&self, source: &str) {
+        self.known.set(0);
+        self.unknown
+            .get_or_create(&SourceLabels {
+                source: source.to_owned(),
+            })
+            .inc();
+    }
+
+    /// The OpenMetrics text exposition.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
+        text
+    }
+}

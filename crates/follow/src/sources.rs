@@ -1,0 +1,173 @@
+//! Gathering one [`Observation`]: the checkpoint files under the kubelet's
+//! root directory, the PodResources API on its socket, and the node's pods
+//! (a [`PodSource`]: the API server through a watcher, or a file).
+//!
+//! The checkpoint files are read before and after the other sources; if
+//! any changed meanwhile the observation is refused (the kubelet was
+//! writing: the change's own notification brings the next gather).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::Pod as ApiPod;
+use kube::runtime::{WatchStreamExt, watcher};
+use topoalign_k8s::checkpoint::{CPU_MANAGER_STATE, DEVICE_CHECKPOINT, MEMORY_MANAGER_STATE};
+use topoalign_podresources::Client;
+
+use crate::check::{Observation, Unknown};
+
+/// Where the node's pods come from.
+#[derive(Clone)]
+pub enum PodSource {
+    /// A `v1 List` (or multi-document YAML/JSON) of Pods, re-read at each
+    /// gather: for tests and for nodes without API access. Every pod in it
+    /// is on this node.
+    File(PathBuf),
+    /// The API server, through [`watch_pods`].
+    Api(PodStore),
+}
+
+/// The pods a watcher keeps; `None` until its first listing is complete.
+#[derive(Clone, Default)]
+pub struct PodStore(Arc<Mutex<Option<Vec<ApiPod>>>>);
+
+impl PodStore {
+    fn get(&self) -> Result<Vec<ApiPod>, Unknown> {
+        let pods = self
+            .0
+            .lock()
+            .map_err(|_| Unknown::new("pods", "the pod watcher failed"))?;
+        pods.clone()
+            .ok_or_else(|| Unknown::new("pods", "the node's pods are not listed from the API server yet"))
+    }
+}
+
+/// Reads one checkpoint file; absent is `None`.
+fn read(root: &Path, name: &str) -> Result<Option<Vec<u8>>, Unknown> {
+    let path = root.join(name);
+    match std::fs::read(&path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Unknown::new(
+            "checkpoint",
+            format!("{}: cannot be read: {e}", path.display()),
+        )),
+    }
+}
+
+type Files = (Option<Vec<u8>>, Option<Vec<u8>>, Option<Vec<u8>>);
+
+fn read_checkpoints(root: &Path) -> Result<Files, Unknown> {
+    Ok((
+        read(root, CPU_MANAGER_STATE)?,
+        read(root, MEMORY_MANAGER_STATE)?,
+        read(root, DEVICE_CHECKPOINT)?,
+    ))
+}
+
+fn read_pods_file(path: &Path) -> Result<Vec<ApiPod>, Unknown> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Unknown::new("pods", format!("{}: cannot be read: {e}", path.display())))?;
+    let mut pods = Vec::new();
+    for document in serde_yaml_ng::Deserializer::from_str(&text) {
+        let value: serde_json::Value = serde::Deserialize::deserialize(document)
+            .map_err(|e| Unknown::new("pods", format!("{}: {e}", path.display())))?;
+        let items = match value.get("kind").and_then(|k| k.as_str()) {
+            Some("List" | "PodList") => value.get("items").cloned().unwrap_or_default(),
+            Some("Pod") => serde_json::Value::Array(vec![value]),
+            _ if value.is_null() => continue,
+            other => {
+                return Err(Unknown::new(
+                    "pods",
+                    format!("{}: kind {other:?} is neither a Pod nor a List", path.display()),
+                ));
+            }
+        };
+        let items: Vec<ApiPod> =
+            serde_json::from_value(items).map_err(|e| Unknown::new("pods", format!("{}: {e}", path.display())))?;
+        pods.extend(items);
+    }
+    Ok(pods)
+}
+
+/// Gathers one observation.
+///
+/// # Errors
+/// [`Unknown`] when a source cannot be read or the checkpoints changed
+/// while reading.
+pub async fn gather(root: &Path, socket: &Path, pods: &PodSource) -> Result<Observation, Unknown> {
+    let before = read_checkpoints(root)?;
+    let pods = match pods {
+        PodSource::File(path) => read_pods_file(path)?,
+        PodSource::Api(store) => store.get()?,
+    };
+    let mut client = Client::connect(socket)
+        .await
+        .map_err(|e| Unknown::new("pod-resources", e.to_string()))?;
+    let pod_resources = client
+        .list()
+        .await
+        .map_err(|e| Unknown::new("pod-resources", e.to_string()))?;
+    let allocatable = client
+        .allocatable()
+        .await
+        .map_err(|e| Unknown::new("pod-resources", e.to_string()))?;
+    let after = read_checkpoints(root)?;
+    if before != after {
+        return Err(Unknown::new(
+            "checkpoint",
+            "the checkpoint files changed while they were read",
+        ));
+    }
+    let (cpu_state, memory_state, device_state) = after;
+    Ok(Observation {
+        cpu_state,
+        memory_state,
+        device_state,
+        pods,
+        pod_resources,
+        allocatable: Some(allocatable),
+    })
+}
+
+/// Keeps `store` equal to the pods the API server has bound to
+/// `node_name` (a kube-rs watcher with a `spec.nodeName` field selector),
+/// calling `changed` after each update, until the client fails for good.
+pub async fn watch_pods(client: kube::Client, node_name: String, store: PodStore, changed: impl Fn()) {
+    let api: kube::Api<ApiPod> = kube::Api::all(client);
+    let config = watcher::Config::default().fields(&format!("spec.nodeName={node_name}"));
+    let mut pending: Vec<ApiPod> = Vec::new();
+    let mut stream = watcher(api, config).default_backoff().boxed();
+    while let Some(event) = stream.next().await {
+        let event = match event {
+            Ok(event) => event,
+            Err(error) => {
+                tracing::warn!(%error, "pod watcher: will retry");
+                if let Ok(mut pods) = store.0.lock() {
+                    *pods = None;
+                }
+                changed();
+                continue;
+            }
+        };
+        let Ok(mut pods) = store.0.lock() else { return };
+        match event {
+            watcher::Event::Init => pending.clear(),
+            watcher::Event::InitApply(pod) => pending.push(pod),
+            watcher::Event::InitDone => *pods = Some(std::mem::take(&mut pending)),
+            watcher::Event::Apply(pod) => {
+                let list = pods.get_or_insert_with(Vec::new);
+                list.retain(|p| p.metadata.uid != pod.metadata.uid);
+                list.push(pod);
+            }
+            watcher::Event::Delete(pod) => {
+                if let Some(list) = pods.as_mut() {
+                    list.retain(|p| p.metadata.uid != pod.metadata.uid);
+                }
+            }
+        }
+        drop(pods);
+        changed();
+    }
+}

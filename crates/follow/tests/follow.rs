@@ -1,0 +1,456 @@
+//! The follower against the real protocol and real kubelet files: the
+//! PodResources API served over a real Unix socket by
+//! `topoalign-podresources`' server, the checkpoint files the kubelet's own
+//! code wrote (`testdata/kubelet-state/layouts`, three releases' layouts),
+//! the pods file. The rebuilt node must equal the kubelet's placements (the
+//! oracle's `final`); every damaged or disagreeing source must make the
+//! state unknown, naming what is wrong; the loop must settle back.
+
+#![allow(clippy::unwrap_used)] // a panic is how a test reports failure
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::net::UnixListener;
+use tokio::sync::{oneshot, watch};
+use topoalign_engine::Node;
+use topoalign_follow::{
+    FollowConfig, Metrics, Observation, PodSource, State, Status, Trigger, follow, gather, rebuild,
+};
+use topoalign_k8s::checkpoint::{CpuCheckpoint, DeviceCheckpoint, MemoryCheckpoint};
+use topoalign_podresources::{
+    Allocatable, ContainerAllocation, DeviceGroup, MemoryBlock, PodAllocation, Snapshot, serve,
+};
+
+const RELEASES: [&str; 3] = ["1.32", "1.36-pod-level", "1.37"];
+
+fn layouts() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/kubelet-state/layouts")
+}
+
+/// The node the fixtures' kubelet runs: the scenario's machine, the
+/// KubeletConfiguration file.
+fn base_node() -> Node {
+    let overrides = topoalign_intake::Overrides::default();
+    let scenario = layouts().join("1.32/scenario.json");
+    let config = layouts().join("kubelet-config.yaml");
+    topoalign_intake::start(&topoalign_intake::NodeInputs::new(
+        Some(&scenario),
+        Some(&config),
+        &overrides,
+    ))
+    .unwrap()
+    .node
+}
+
+/// What a kubelet's PodResources API answers for the state in `dir`: each
+/// pod's app and sidecar containers with their exclusive CPUs, pinned
+/// memory and devices (the kubelet answers from the same managers' state).
+fn kubelet_answers(dir: &Path, node: &Node) -> Snapshot {
+    let cpu = CpuCheckpoint::parse(&std::fs::read(dir.join("cpu_manager_state")).unwrap())
+        .unwrap()
+        .to_state("static")
+        .unwrap();
+    let memory = MemoryCheckpoint::parse(&std::fs::read(dir.join("memory_manager_state")).unwrap())
+        .unwrap()
+        .to_state("Static")
+        .unwrap();
+    let devices =
+        DeviceCheckpoint::parse(&std::fs::read(dir.join("device-plugins/kubelet_internal_checkpoint")).unwrap())
+            .unwrap()
+            .assignments();
+    let pods = pods_of(&layouts().join("pods.yaml"));
+    let machine = node.machine();
+    let pods = pods
+        .iter()
+        .map(|pod| PodAllocation {
+            namespace: pod.namespace.clone(),
+            name: pod.name.clone(),
+            containers: pod
+                .init_containers
+                .iter()
+                .filter(|c| c.restartable)
+                .chain(&pod.containers)
+                .map(|c| ContainerAllocation {
+                    name: c.name.clone(),
+                    cpus: cpu
+                        .assignments
+                        .get(&pod.uid)
+                        .and_then(|a| a.get(&c.name))
+                        .cloned()
+                        .unwrap_or_default(),
+                    memory: memory
+                        .assignments
+                        .get(&pod.uid)
+                        .and_then(|a| a.get(&c.name))
+                        .into_iter()
+                        .flatten()
+                        .map(|b| MemoryBlock {
+                            resource: b.resource.clone(),
+                            size: b.size,
+                            numa: b.numa_affinity.clone(),
+                        })
+                        .collect(),
+                    devices: devices
+                        .get(&pod.uid)
+                        .and_then(|a| a.get(&c.name))
+                        .into_iter()
+                        .flatten()
+                        .map(|(resource, ids)| {
+                            let groups = ids
+                                .iter()
+                                .map(|id| DeviceGroup {
+                                    ids: vec![id.clone()],
+                                    numa: machine.devices()[resource]
+                                        .iter()
+                                        .find(|d| &d.id == id)
+                                        .map(|d| d.numa.clone())
+                                        .unwrap_or_default(),
+                                })
+                                .collect();
+                            (resource.clone(), groups)
+                        })
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect();
+    Snapshot {
+        pods,
+        allocatable: Allocatable {
+            cpus: machine.cpu_set(),
+            ..Allocatable::default()
+        },
+    }
+}
+
+fn pods_of(path: &Path) -> Vec<topoalign_model::Pod> {
+    let text = std::fs::read_to_string(path).unwrap();
+    topoalign_k8s::read_manifests(&text, &topoalign_k8s::ManifestOptions::default())
+        .unwrap()
+        .pods
+        .into_iter()
+        .map(|p| p.pod)
+        .collect()
+}
+
+/// A PodResources server on a real Unix socket, answering from `answers`.
+struct Kubelet {
+    socket: PathBuf,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Kubelet {
+    fn start(socket: &Path, answers: Arc<Mutex<Snapshot>>) -> Kubelet {
+        let _ = std::fs::remove_file(socket);
+        let listener = UnixListener::bind(socket).unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let source = answers;
+        let task = tokio::spawn(async move {
+            let _ = serve(listener, move || source.lock().unwrap().clone(), async {
+                let _ = stopped.await;
+            })
+            .await;
+        });
+        Kubelet {
+            socket: socket.to_path_buf(),
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    /// Stops serving and removes the socket (a kubelet going away).
+    async fn stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.unwrap();
+        }
+        std::fs::remove_file(&self.socket).unwrap();
+    }
+}
+
+/// Copies a release's files into a fresh kubelet root directory.
+fn kubelet_root(release: &str) -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    let from = layouts().join(release);
+    std::fs::create_dir(root.path().join("device-plugins")).unwrap();
+    for name in [
+        "cpu_manager_state",
+        "memory_manager_state",
+        "device-plugins/kubelet_internal_checkpoint",
+    ] {
+        std::fs::copy(from.join(name), root.path().join(name)).unwrap();
+    }
+    std::fs::copy(layouts().join("pods.yaml"), root.path().join("pods.yaml")).unwrap();
+    root
+}
+
+/// The oracle's `final` for the release, and the rebuilt node's state in
+/// the same shape.
+fn assert_is_the_kubelets(node: &Node, release: &str) {
+    let result: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(layouts().join(release).join("result.json")).unwrap()).unwrap();
+    let snapshot = node.snapshot();
+    let key: BTreeMap<&str, String> = snapshot.pods.iter().map(|p| (p.uid.as_str(), p.key())).collect();
+    let mut cpus: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for (uid, containers) in &snapshot.cpu.assignments {
+        for (name, set) in containers {
+            cpus.entry(key[uid.as_str()].clone())
+                .or_default()
+                .insert(name.clone(), set.to_string());
+        }
+    }
+    let mut memory: BTreeMap<String, BTreeMap<String, Vec<usize>>> = BTreeMap::new();
+    for (uid, containers) in &snapshot.memory.as_ref().unwrap().assignments {
+        for (name, blocks) in containers {
+            let mut nodes: Vec<usize> = blocks.iter().flat_map(|b| b.numa_affinity.clone()).collect();
+            nodes.sort_unstable();
+            nodes.dedup();
+            memory
+                .entry(key[uid.as_str()].clone())
+                .or_default()
+                .insert(name.clone(), nodes);
+        }
+    }
+    let final_ = &result["final"];
+    assert_eq!(
+        serde_json::to_value(&cpus).unwrap(),
+        final_["cpuAssignments"],
+        "{release}"
+    );
+    assert_eq!(
+        serde_json::to_value(&memory).unwrap(),
+        final_["memoryAssignments"],
+        "{release}"
+    );
+    assert_eq!(
+        snapshot.cpu.default_cpu_set.to_string(),
+        final_["defaultCpuSet"],
+        "{release}"
+    );
+    // Devices: every admitted container's devices as the kubelet gave them.
+    for event in result["results"].as_array().unwrap() {
+        let Some(uid) = key.iter().find(|(_, k)| **k == event["pod"]).map(|(u, _)| *u) else {
+            continue;
+        };
+        for container in event["containers"].as_array().unwrap() {
+            let name = container["name"].as_str().unwrap();
+            let held = snapshot
+                .devices
+                .get(uid)
+                .and_then(|c| c.get(name))
+                .cloned()
+                .unwrap_or_default();
+            let given: BTreeMap<String, Vec<String>> =
+                serde_json::from_value(container.get("devices").cloned().unwrap_or(serde_json::json!({}))).unwrap();
+            assert_eq!(held, given, "{release} {uid} {name}");
+        }
+    }
+}
+
+async fn observe(root: &Path, socket: &Path) -> Result<Observation, topoalign_follow::Unknown> {
+    gather(root, socket, &PodSource::File(root.join("pods.yaml"))).await
+}
+
+#[tokio::test]
+async fn every_release_layout_rebuilds_to_the_kubelets_placements() {
+    let base = base_node();
+    for release in RELEASES {
+        let root = kubelet_root(release);
+        let socket = root.path().join("kubelet.sock");
+        let answers = Arc::new(Mutex::new(kubelet_answers(&layouts().join(release), &base)));
+        let mut kubelet = Kubelet::start(&socket, answers);
+        let observation = observe(root.path(), &socket).await.unwrap();
+        let rebuilt = rebuild(&base, &observation).unwrap();
+        assert_is_the_kubelets(&rebuilt.node, release);
+        assert!(rebuilt.stale.is_empty());
+        kubelet.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn damaged_or_disagreeing_sources_are_unknown_with_the_reason() {
+    let base = base_node();
+    let root = kubelet_root("1.37");
+    let socket = root.path().join("kubelet.sock");
+    let good = kubelet_answers(&layouts().join("1.37"), &base);
+    let answers = Arc::new(Mutex::new(good.clone()));
+    let mut kubelet = Kubelet::start(&socket, answers.clone());
+    let unknown = |result: Result<topoalign_follow::Rebuilt, topoalign_follow::Unknown>| result.err().unwrap();
+    let check = |observation: &Observation| rebuild(&base, observation);
+
+    let observation = observe(root.path(), &socket).await.unwrap();
+    assert!(check(&observation).is_ok());
+
+    // A checkpoint caught mid-write (cut short), and one edited.
+    let mut cut = observation.clone();
+    let bytes = cut.cpu_state.take().unwrap();
+    cut.cpu_state = Some(bytes[..bytes.len() / 2].to_vec());
+    let error = unknown(check(&cut));
+    assert_eq!(
+        (error.kind, error.reason.as_str()),
+        ("checkpoint", "cpu_manager_state: unexpected end of JSON input")
+    );
+    let mut edited = observation.clone();
+    let text = String::from_utf8(edited.memory_state.take().unwrap()).unwrap();
+    edited.memory_state = Some(
+        text.replacen("\\\"size\\\":4294967296", "\\\"size\\\":4294967297", 1)
+            .into_bytes(),
+    );
+    assert_eq!(
+        unknown(check(&edited)).reason,
+        "memory_manager_state: checkpoint is corrupted"
+    );
+    let mut devices = observation.clone();
+    devices.device_state = Some(b"{\"Data\":{},\"Checksum\":1}".to_vec());
+    assert!(
+        unknown(check(&devices))
+            .reason
+            .starts_with("device-plugins/kubelet_internal_checkpoint: checkpoint is corrupted")
+    );
+    let mut absent = observation.clone();
+    absent.cpu_state = None;
+    assert_eq!(unknown(check(&absent)).kind, "checkpoint");
+
+    // PodResources disagreeing with a checkpoint.
+    let mut moved = observation.clone();
+    moved.pod_resources[0].containers[0].cpus = topoalign_model::CpuSet::parse("6").unwrap();
+    let error = unknown(check(&moved));
+    assert_eq!(error.kind, "pod-resources");
+    assert!(
+        error
+            .reason
+            .contains("PodResources reports exclusive CPUs 6, cpu_manager_state records"),
+        "{error}"
+    );
+
+    // A pod bound by the API server, not yet admitted by the kubelet.
+    let mut early = observation.clone();
+    early.pod_resources.retain(|p| p.name != "db");
+    assert_eq!(
+        unknown(check(&early)).reason,
+        "pod default/db is bound to this node but the kubelet does not list it yet"
+    );
+    // A pod the kubelet still runs after the API server let it go.
+    let mut late = observation.clone();
+    late.pods.retain(|p| p.metadata.name.as_deref() != Some("db"));
+    assert_eq!(
+        unknown(check(&late)).reason,
+        "the kubelet lists pod default/db, which the API server no longer has on this node"
+    );
+    // A pod gone from both: its checkpoint entries are stale, released.
+    answers.lock().unwrap().pods.retain(|p| p.name != "db");
+    let mut gone = observe(root.path(), &socket).await.unwrap();
+    gone.pods.retain(|p| p.metadata.name.as_deref() != Some("db"));
+    let rebuilt = check(&gone).unwrap();
+    assert_eq!(rebuilt.stale, ["00000000-0000-0000-0000-000000000003"]);
+    assert!(
+        !rebuilt
+            .node
+            .snapshot()
+            .cpu
+            .assignments
+            .contains_key("00000000-0000-0000-0000-000000000003")
+    );
+
+    // The socket gone: the kubelet is restarting.
+    kubelet.stop().await;
+    let error = observe(root.path(), &socket).await.err().unwrap();
+    assert_eq!(error.kind, "pod-resources");
+    assert!(error.reason.contains("cannot connect"), "{error}");
+}
+
+/// Waits (at most 30 s: a hang is a failure, not a timing assertion) for
+/// a status newer than `after` that satisfies `want`.
+async fn wait(status: &mut watch::Receiver<Status>, after: u64, want: impl Fn(&State) -> bool) -> Status {
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        status.wait_for(|s| s.generation > after && want(&s.state)),
+    )
+    .await
+    .expect("the follower settles")
+    .unwrap()
+    .clone()
+}
+
+fn is_known(state: &State) -> bool {
+    matches!(state, State::Known { .. })
+}
+
+fn is_unknown(state: &State) -> bool {
+    matches!(state, State::Unknown(_))
+}
+
+/// The loop: files rewritten mid-read (a cut file, then the good one),
+/// the socket removed and restored, a follower restarted — the status is
+/// the kubelet's exact state or unknown, and settles back to known.
+#[tokio::test]
+async fn the_follower_settles_after_every_disturbance() {
+    let base = base_node();
+    let root = kubelet_root("1.32");
+    let socket = root.path().join("kubelet.sock");
+    let answers = Arc::new(Mutex::new(kubelet_answers(&layouts().join("1.32"), &base)));
+    let mut kubelet = Kubelet::start(&socket, answers.clone());
+    let config = FollowConfig {
+        root_dir: root.path().to_path_buf(),
+        socket: socket.clone(),
+        pods: PodSource::File(root.path().join("pods.yaml")),
+        resync: Duration::from_millis(200),
+    };
+    for _restart in 0..2 {
+        let (sender, mut status) = watch::channel(Status {
+            generation: 0,
+            state: State::Starting,
+        });
+        let (stop, stopped) = oneshot::channel::<()>();
+        let trigger = Trigger::default();
+        let task = tokio::spawn(follow(
+            base.clone(),
+            config.clone(),
+            trigger.clone(),
+            sender,
+            Arc::new(Metrics::default()),
+            async {
+                let _ = stopped.await;
+            },
+        ));
+        let seen = wait(&mut status, 0, is_known).await;
+        let State::Known { node } = &seen.state else {
+            unreachable!()
+        };
+        assert_is_the_kubelets(node, "1.32");
+
+        // Rewritten mid-read: a cut file appears (the inotify event wakes
+        // the follower), then the whole file again.
+        let path = root.path().join("cpu_manager_state");
+        let good = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &good[..good.len() / 3]).unwrap();
+        let seen = wait(&mut status, seen.generation, is_unknown).await;
+        std::fs::write(&path, &good).unwrap();
+        let seen = wait(&mut status, seen.generation, is_known).await;
+
+        // The kubelet goes away and comes back.
+        kubelet.stop().await;
+        let seen = wait(&mut status, seen.generation, is_unknown).await;
+        let State::Unknown(unknown) = &seen.state else {
+            unreachable!()
+        };
+        assert_eq!(unknown.kind, "pod-resources");
+        kubelet = Kubelet::start(&socket, answers.clone());
+        trigger.poke();
+        let seen = wait(&mut status, seen.generation, is_known).await;
+        let State::Known { node } = &seen.state else {
+            unreachable!()
+        };
+        assert_is_the_kubelets(node, "1.32");
+
+        let _ = stop.send(());
+        task.await.unwrap();
+    }
+    kubelet.stop().await;
+}
