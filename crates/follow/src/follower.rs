@@ -72,7 +72,9 @@ pub async fn follow(
     // replaces its files by rename, which is an event in the directory).
     let watcher_trigger = trigger.clone();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if event.is_ok() {
+        // Reading the files is an event too (open, close): only changes
+        // wake the loop, or it would wake itself forever.
+        if event.is_ok_and(|e| !e.kind.is_access() && !e.kind.is_other()) {
             watcher_trigger.poke();
         }
     });

@@ -16,7 +16,9 @@
 //!   updates, a periodic resync) publishing the latest [`Status`];
 //! - [`api`]: the read-only HTTP API (`/healthz`, `/metrics`,
 //!   `/v1/topology`, `/v1/state`), refusing every allocation request;
-//!   [`metrics`]: whether the state is known, and why not.
+//!   [`metrics`]: whether the state is known, and why not;
+//! - [`run`]: all of it as the agent's daemon (`topoalign agent
+//!   --follow-kubelet`).
 //!
 //! [`object_of`] turns a status into the NodeResourceTopology object to
 //! publish: the exact state when known, an object carrying only the reason
@@ -29,6 +31,7 @@ pub mod api;
 pub mod check;
 pub mod follower;
 pub mod metrics;
+pub mod run;
 pub mod sources;
 
 pub use check::{Observation, Rebuilt, Unknown, rebuild};

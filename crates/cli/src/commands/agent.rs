@@ -108,6 +108,37 @@ pub struct Args {
     /// Log format (the level comes from RUST_LOG, default info).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    /// Follow the kubelet instead of allocating: rebuild the node exactly
+    /// as the kubelet holds it (its PodResources API, its checkpoint files,
+    /// the node's pods), publish that — or, while its sources disagree,
+    /// that the state is unknown and why. Allocation requests are refused.
+    #[arg(long, conflicts_with_all = ["enforce", "listen", "token_file"])]
+    follow_kubelet: bool,
+    /// The kubelet's PodResources socket (with --follow-kubelet).
+    #[arg(long, value_name = "PATH", default_value = topoalign_podresources_default_socket(), requires = "follow_kubelet")]
+    pod_resources_socket: PathBuf,
+    /// The kubelet's root directory, holding cpu_manager_state,
+    /// memory_manager_state and device-plugins/kubelet_internal_checkpoint
+    /// (with --follow-kubelet; its config.yaml is the default
+    /// --kubelet-config when present).
+    #[arg(long, value_name = "DIR", default_value = topoalign_follow::DEFAULT_ROOT_DIR, requires = "follow_kubelet")]
+    kubelet_root_dir: PathBuf,
+    /// The node's pods from this file (a v1 List or Pod documents, re-read
+    /// on change) instead of the API server (with --follow-kubelet).
+    #[arg(long, value_name = "FILE", requires = "follow_kubelet")]
+    pods_file: Option<PathBuf>,
+    /// Seconds between two reads of the kubelet's sources at most (files
+    /// and pods are also re-read when they change).
+    #[arg(long, value_name = "SECONDS", default_value_t = 5, requires = "follow_kubelet")]
+    resync_interval: u64,
+    /// Serve the follower's read-only API (health, metrics, topology,
+    /// state) on this TCP address, without a token: it changes nothing.
+    #[arg(long, value_name = "ADDR", requires = "follow_kubelet")]
+    follow_listen: Option<SocketAddr>,
+}
+
+const fn topoalign_podresources_default_socket() -> &'static str {
+    "/var/lib/kubelet/pod-resources/kubelet.sock"
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -137,12 +168,22 @@ NodeResourceTopology: --nrt-publish (server-side apply; in-cluster config or
 kubeconfig) and/or --nrt-file PATH (YAML, replaced atomically; - for stdout),
 updated after every allocation change, at most once per --nrt-interval ms.
 
+Following a kubelet (a DaemonSet beside it; deploy/topoalign-follower.yaml):
+  topoalign agent --follow-kubelet --nrt-publish --nrt-node-name \"$NODE_NAME\" \
+      --socket /run/topoalign/follower.sock --follow-listen 0.0.0.0:7788
+reads the PodResources API, the checkpoint files under --kubelet-root-dir and
+the node's pods (API server, or --pods-file), and publishes the kubelet's exact
+state, or an object saying why it is unknown now. It never allocates.
+
 An allocation with a pid is released when that process has exited and its
 cgroup is empty. A damaged state file stops the agent with a report of what
 survives; it is never reset silently.";
 
 pub fn run(args: &Args) -> Result {
     init_logging(args.log_format);
+    if args.follow_kubelet {
+        return follow(args);
+    }
     let started = start_node(args.node.as_deref(), args.kubelet_config.as_deref(), args.version)?;
     if started.ignored_events > 0 {
         // The agent's allocations are its journal's; say so rather than
@@ -207,6 +248,58 @@ pub fn run(args: &Args) -> Result {
             Ok(()) => Ok(Outcome::Success),
             Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => Err(Error::bad_input(error)),
             Err(error) => Err(anyhow::Error::new(error).context("serving failed").into()),
+        }
+    })
+}
+
+/// `--follow-kubelet`: the node from this machine (or --node) and the
+/// kubelet's configuration, then `topoalign-follow`'s daemon.
+fn follow(args: &Args) -> Result {
+    let default_config = args.kubelet_root_dir.join("config.yaml");
+    let kubelet_config = args
+        .kubelet_config
+        .clone()
+        .or_else(|| default_config.is_file().then_some(default_config));
+    let started = start_node(args.node.as_deref(), kubelet_config.as_deref(), args.version)?;
+    for note in &started.notes {
+        tracing::warn!(%note, "discovery");
+    }
+    let node_name = match &args.nrt_node_name {
+        Some(name) => name.clone(),
+        None => pipeline::hostname().map_err(Error::bad_input)?,
+    };
+    let publish = nrt_plan(args, &started)?.map(|mut plan| {
+        let spec = plan.exact_state.take();
+        (plan, spec)
+    });
+    tracing::info!(
+        machine = %started.machine_source,
+        kubelet = %started.kubelet_source,
+        node = %node_name,
+        "following the kubelet"
+    );
+    let config = topoalign_follow::run::RunConfig {
+        base: started.node,
+        root_dir: args.kubelet_root_dir.clone(),
+        pod_resources_socket: args.pod_resources_socket.clone(),
+        pods_file: args.pods_file.clone(),
+        node_name,
+        resync: Duration::from_secs(args.resync_interval.max(1)),
+        socket: Some(args.socket.clone()),
+        listen: args.follow_listen,
+        publish,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let shutdown = topoalign_agent::termination_signal().context("cannot install signal handlers")?;
+        match topoalign_follow::run::run(config, shutdown).await {
+            Ok(()) => Ok(Outcome::Success),
+            Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => Err(Error::bad_input(error)),
+            Err(error) => Err(anyhow::Error::new(error).context("following the kubelet failed").into()),
         }
     })
 }
