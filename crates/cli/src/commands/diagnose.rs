@@ -20,7 +20,7 @@ use topoalign_explain::diagnose::{
     CheckpointFile, CheckpointStatus, Diagnosis, FileContent, Inputs, Restart, diagnose,
 };
 use topoalign_intake::{Events, StartedNode, read_pods, read_text};
-use topoalign_k8s::checkpoint::CheckpointKind;
+use topoalign_k8s::checkpoint::{CheckpointKind, DEVICE_CHECKPOINT};
 use topoalign_k8s::{ManifestOptions, ManifestPod, read_manifests};
 
 use super::admit::{self, Format};
@@ -69,8 +69,9 @@ pub fn run(args: &Args) -> Result {
     let mut diagnosis = diagnose(Inputs {
         node: &mut started.node,
         kubelet: &kubelet,
-        cpu_checkpoint: checkpoint_file(dir, CheckpointKind::Cpu),
-        memory_checkpoint: checkpoint_file(dir, CheckpointKind::Memory),
+        cpu_checkpoint: checkpoint_file(dir, CheckpointKind::Cpu.file_name()),
+        memory_checkpoint: checkpoint_file(dir, CheckpointKind::Memory.file_name()),
+        device_checkpoint: checkpoint_file(dir, DEVICE_CHECKPOINT),
         pods: listed.as_deref(),
         explain: &explained,
     })
@@ -108,8 +109,8 @@ fn read_pod_list(path: &Path) -> Result<Vec<ManifestPod>> {
 }
 
 /// A checkpoint file of the kubelet directory, as found.
-fn checkpoint_file(dir: &Path, kind: CheckpointKind) -> CheckpointFile {
-    let path = dir.join(kind.file_name());
+fn checkpoint_file(dir: &Path, name: &str) -> CheckpointFile {
+    let path = dir.join(name);
     let content = match std::fs::read(&path) {
         Ok(bytes) => FileContent::Bytes(bytes),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => FileContent::Absent,

@@ -1,5 +1,6 @@
 //! A node's kubelet state, read the way the kubelet reads it:
-//! `cpu_manager_state` and `memory_manager_state` decoded and their
+//! `cpu_manager_state`, `memory_manager_state` (every release's layout)
+//! and the device manager's `kubelet_internal_checkpoint` decoded and their
 //! checksums verified (a mismatch is reported with the kubelet's own error,
 //! never ignored), restored into the engine with the kubelet's start-up
 //! checks; then the per-NUMA allocation map (who holds which CPUs, memory
@@ -21,7 +22,7 @@ use serde::Serialize;
 use serde_json::Value;
 use topoalign_engine::{CpuManagerState, MemoryManagerState, Node, NodeSnapshot};
 use topoalign_k8s::ManifestPod;
-use topoalign_k8s::checkpoint::{CheckpointError, CheckpointKind, CpuCheckpoint, MemoryCheckpoint};
+use topoalign_k8s::checkpoint::{CheckpointError, CheckpointKind, CpuCheckpoint, DeviceCheckpoint, MemoryCheckpoint};
 use topoalign_model::{Container, Pod, QosClass, Quantity, QuantityFormat, ResourceList};
 
 use crate::{PodReport, admit_all};
@@ -56,6 +57,10 @@ pub struct Inputs<'a> {
     pub kubelet: &'a Value,
     pub cpu_checkpoint: CheckpointFile,
     pub memory_checkpoint: CheckpointFile,
+    /// `device-plugins/kubelet_internal_checkpoint`: who holds which
+    /// devices. Absent or unusable, the assignments are inferred (and the
+    /// notes say so).
+    pub device_checkpoint: CheckpointFile,
     /// The node's pods, naming the state's UIDs (`None`: no pod list;
     /// the UIDs then stand for the pods).
     pub pods: Option<&'a [ManifestPod]>,
@@ -283,24 +288,38 @@ pub fn diagnose(inputs: Inputs<'_>) -> Result<Diagnosis, DiagnoseError> {
     }
     let usable = errors.is_empty();
     if usable {
+        let has_devices = node.machine().devices().values().any(|d| !d.is_empty());
+        let file = &inputs.device_checkpoint;
+        // The kubelet goes on without a device record it cannot read
+        // ("Continue after failing to read checkpoint file"): so does the
+        // diagnosis, inferring the assignments and saying why.
+        let recorded = match &file.content {
+            FileContent::Bytes(bytes) => match DeviceCheckpoint::parse(bytes) {
+                Ok(checkpoint) => Ok(checkpoint.assignments()),
+                Err(error) => Err(format!("{}: {error}", file.path)),
+            },
+            FileContent::Absent => Err(format!("{}: absent", file.path)),
+            FileContent::Unreadable(error) => Err(format!("{}: cannot be read: {error}", file.path)),
+        };
         let snapshot = NodeSnapshot {
             pods,
             cpu: cpu_state.clone().unwrap_or_default(),
             memory: memory_state.clone(),
-            devices: Default::default(),
+            devices: recorded.clone().unwrap_or_default(),
         };
         if let Err(error) = node.restore(snapshot) {
             errors.push(error.to_string());
-        } else {
+        } else if let Err(why) = recorded {
             let device_notes = node.infer_device_assignments();
-            if node.machine().devices().values().any(|d| !d.is_empty()) {
-                notes.push(
-                    "device assignments are inferred from the pods' requests and NUMA placement (the device \
-                     manager's checkpoint is not read)"
-                        .to_owned(),
-                );
+            if has_devices {
+                notes.push(format!(
+                    "device assignments are inferred from the pods' requests and NUMA placement: the device \
+                     manager's checkpoint is unusable ({why})"
+                ));
             }
             notes.extend(device_notes);
+        } else if has_devices {
+            notes.push(format!("device assignments read from {}", file.path));
         }
     }
     let restart = match errors.first() {

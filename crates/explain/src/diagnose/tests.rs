@@ -60,6 +60,7 @@ fn check(cpu: CheckpointFile, memory: CheckpointFile, named: bool) -> Diagnosis 
         kubelet: &kubelet,
         cpu_checkpoint: cpu,
         memory_checkpoint: memory,
+        device_checkpoint: absent(),
         pods: named.then_some(pods.as_slice()),
         explain: &[],
     })
@@ -225,6 +226,7 @@ fn a_checkpoint_of_another_policy_is_refused_and_nothing_is_explained() {
         kubelet: &kubelet,
         cpu_checkpoint: file("0023", "cpu_manager_state"),
         memory_checkpoint: file("0023", "memory_manager_state"),
+        device_checkpoint: absent(),
         pods: Some(pods.as_slice()),
         explain,
     };
@@ -266,6 +268,7 @@ fn pods_are_explained_on_the_restored_node() {
         kubelet: &kubelet,
         cpu_checkpoint: file("0023", "cpu_manager_state"),
         memory_checkpoint: file("0023", "memory_manager_state"),
+        device_checkpoint: absent(),
         pods: Some(pods.as_slice()),
         explain: &extra,
     })
@@ -293,4 +296,79 @@ fn the_document_has_flat_checkpoint_records() {
     assert!(cpu["problem"].as_str().unwrap().starts_with("checksum mismatch"));
     assert_eq!(document["restart"]["ok"], false);
     assert_eq!(document["checkpoints"][1]["ok"], true);
+}
+
+fn absent() -> CheckpointFile {
+    CheckpointFile {
+        path: "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint".into(),
+        content: FileContent::Absent,
+    }
+}
+
+/// The device manager's checkpoint is read, not inferred: every layout of
+/// `testdata/kubelet-state/layouts` diagnoses with the devices the kubelet
+/// recorded; a damaged one falls back to inference, saying why.
+#[test]
+fn devices_come_from_the_device_checkpoint() {
+    let dir = testdata().join("kubelet-state/layouts");
+    let scenario = std::fs::read_to_string(dir.join("1.32/scenario.json")).unwrap();
+    let machine = topoalign_scenario::Scenario::parse(&scenario)
+        .unwrap()
+        .topology
+        .to_machine()
+        .unwrap();
+    let config = std::fs::read_to_string(dir.join("kubelet-config.yaml")).unwrap();
+    let kubelet: Value = serde_yaml_ng::from_str(&config).unwrap();
+    let text = std::fs::read_to_string(dir.join("pods.yaml")).unwrap();
+    let pods = read_manifests(&text, &ManifestOptions::default()).unwrap().pods;
+    let read = |release: &str, name: &str| CheckpointFile {
+        path: name.to_owned(),
+        content: FileContent::Bytes(std::fs::read(dir.join(release).join(name)).unwrap()),
+    };
+    for release in ["1.32", "1.36-pod-level", "1.37"] {
+        for damaged in [false, true] {
+            let mut node = topoalign_k8s::start_node(machine.clone(), &kubelet).unwrap();
+            let mut devices = read(release, "device-plugins/kubelet_internal_checkpoint");
+            if damaged && let FileContent::Bytes(bytes) = &mut devices.content {
+                bytes.truncate(bytes.len() / 2);
+            }
+            let diagnosis = diagnose(Inputs {
+                node: &mut node,
+                kubelet: &kubelet,
+                cpu_checkpoint: read(release, "cpu_manager_state"),
+                memory_checkpoint: read(release, "memory_manager_state"),
+                device_checkpoint: devices,
+                pods: Some(&pods),
+                explain: &[],
+            })
+            .unwrap();
+            assert_eq!(diagnosis.restart, Restart::Starts, "{release}");
+            let held = node.snapshot().devices;
+            if damaged {
+                assert!(
+                    diagnosis
+                        .notes
+                        .iter()
+                        .any(|n| n.contains("inferred") && n.contains("unexpected end of JSON input")),
+                    "{:?}",
+                    diagnosis.notes
+                );
+            } else {
+                assert!(
+                    diagnosis
+                        .notes
+                        .iter()
+                        .any(|n| n.starts_with("device assignments read from"))
+                );
+                assert_eq!(
+                    held["00000000-0000-0000-0000-000000000005"]["g"]["example.com/nic"],
+                    ["nic1"]
+                );
+                assert_eq!(
+                    held["00000000-0000-0000-0000-000000000003"]["db"]["example.com/nic"],
+                    ["nic0"]
+                );
+            }
+        }
+    }
 }
