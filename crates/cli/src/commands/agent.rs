@@ -221,11 +221,7 @@ pub fn run(args: &Args) -> Result {
         tcp: args.listen.zip(token),
         reconcile_every: Duration::from_secs(args.reconcile_interval.max(1)),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = runtime()?;
     runtime.block_on(async {
         let shutdown = topoalign_agent::termination_signal().context("cannot install signal handlers")?;
         let publishing = match nrt {
@@ -289,11 +285,7 @@ fn follow(args: &Args) -> Result {
         listen: args.follow_listen,
         publish,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = runtime()?;
     runtime.block_on(async {
         let shutdown = topoalign_agent::termination_signal().context("cannot install signal handlers")?;
         match topoalign_follow::run::run(config, shutdown).await {
@@ -302,6 +294,16 @@ fn follow(args: &Args) -> Result {
             Err(error) => Err(anyhow::Error::new(error).context("following the kubelet failed").into()),
         }
     })
+}
+
+/// The daemons' runtime: two workers (the agent's work is small; the
+/// machine is the workloads').
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?)
 }
 
 /// The node the agent (or `run --standalone`) serves: `--node` (any node
