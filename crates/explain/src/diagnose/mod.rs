@@ -298,7 +298,7 @@ pub fn diagnose(inputs: Inputs<'_>) -> Result<Diagnosis, DiagnoseError> {
                 Ok(checkpoint) => Ok(checkpoint.assignments()),
                 Err(error) => Err(format!("{}: {error}", file.path)),
             },
-            FileContent::Absent => Err(format!("{}: absent", file.path)),
+            FileContent::Absent => Err(format!("there is no {}", file.path)),
             FileContent::Unreadable(error) => Err(format!("{}: cannot be read: {error}", file.path)),
         };
         let snapshot = NodeSnapshot {
@@ -313,8 +313,8 @@ pub fn diagnose(inputs: Inputs<'_>) -> Result<Diagnosis, DiagnoseError> {
             let device_notes = node.infer_device_assignments();
             if has_devices {
                 notes.push(format!(
-                    "device assignments are inferred from the pods' requests and NUMA placement: the device \
-                     manager's checkpoint is unusable ({why})"
+                    "device assignments are inferred from the pods' requests and NUMA placement, not read from \
+                     the device manager's checkpoint ({why})"
                 ));
             }
             notes.extend(device_notes);
