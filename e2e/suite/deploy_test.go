@@ -91,6 +91,13 @@ func schedulerStarts(t *testing.T, ctx context.Context, path string) {
 // changes; the replaced lines must exist.
 func adaptSchedulerConfig(t *testing.T, path, name, extenderURL string, bind bool) string {
 	t.Helper()
+	return adaptSchedulerConfigWith(t, path, name, extenderURL, bind, nil)
+}
+
+// adaptSchedulerConfigWith is adaptSchedulerConfig, then every line
+// starting with a key of lines (after indentation) replaced by its value.
+func adaptSchedulerConfigWith(t *testing.T, path, name, extenderURL string, bind bool, lines map[string]string) string {
+	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -119,6 +126,9 @@ func adaptSchedulerConfig(t *testing.T, path, name, extenderURL string, bind boo
 	}
 	if bind {
 		replace("# bindVerb:", "bindVerb: bind")
+	}
+	for prefix, line := range lines {
+		replace(prefix, line)
 	}
 	out := filepath.Join(t.TempDir(), filepath.Base(path))
 	if err := os.WriteFile(out, []byte(text), 0o600); err != nil {

@@ -13,6 +13,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"topoalign/e2e/controlplane"
 )
 
 // nrtPluginProfile is the scheduler name of the NodeResourceTopologyMatch
@@ -28,23 +30,7 @@ func TestNodeResourceTopologyMatchReadsTopoalignsObjects(t *testing.T) {
 	c := admin(t)
 	publisher := []string{"KUBECONFIG=" + agentKubeconfig(t, ctx, c)}
 
-	// The plugin's informer lists NRT objects as the scheduler: grant it
-	// what scheduler-plugins' own manifests grant.
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-scheduler-nrt"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"topology.node.k8s.io"}, Resources: []string{"noderesourcetopologies"}, Verbs: []string{"get", "list", "watch"}}},
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-scheduler-nrt"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "system:kube-scheduler"}},
-	}
-	if _, err := c.kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	if _, err := c.kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	grantSchedulerNRT(t, ctx, c)
 
 	const node = "e2e-nrt-plugin-fragmented"
 	createNode(t, ctx, c, node)
@@ -54,33 +40,7 @@ func TestNodeResourceTopologyMatchReadsTopoalignsObjects(t *testing.T) {
 	}
 	t.Cleanup(func() { c.deleteNRT(t, context.Background(), node) })
 
-	name := "scheduler-plugins"
-	config := filepath.Join(t.TempDir(), "scheduler-plugins.yaml")
-	text := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-clientConnection:
-  kubeconfig: %q
-profiles:
-  - schedulerName: %s
-    plugins:
-      filter:
-        enabled: [{name: NodeResourceTopologyMatch}]
-      score:
-        enabled: [{name: NodeResourceTopologyMatch}]
-    pluginConfig:
-      - name: NodeResourceTopologyMatch
-        args:
-          scoringStrategy: {type: LeastAllocated}
-`, cp.SchedulerKubeconfig(name), nrtPluginProfile)
-	if err := os.WriteFile(config, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	scheduler, err := cp.StartScheduler(ctx, name, bins.SchedulerPlugins, config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	scheduler := startNRTPluginScheduler(t, ctx, "scheduler-plugins")
 	stopAtEnd(t, scheduler)
 
 	ns := "e2e-nrt-plugin"
@@ -118,4 +78,60 @@ profiles:
 		}
 		return false, fmt.Sprintf("conditions %+v", pod.Status.Conditions)
 	})
+}
+
+// grantSchedulerNRT lets the schedulers' identity read NRT objects, as
+// scheduler-plugins' own manifests grant it (the plugin's informer lists
+// them as the scheduler).
+func grantSchedulerNRT(t *testing.T, ctx context.Context, c *clients) {
+	t.Helper()
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-scheduler-nrt"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"topology.node.k8s.io"}, Resources: []string{"noderesourcetopologies"}, Verbs: []string{"get", "list", "watch"}}},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-scheduler-nrt"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "system:kube-scheduler"}},
+	}
+	if _, err := c.kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if _, err := c.kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// startNRTPluginScheduler starts the scheduler-plugins scheduler with one
+// profile, nrtPluginProfile: NodeResourceTopologyMatch filtering and
+// scoring (LeastAllocated) beside the default plugins.
+func startNRTPluginScheduler(t *testing.T, ctx context.Context, name string) *controlplane.Process {
+	t.Helper()
+	config := filepath.Join(t.TempDir(), "scheduler-plugins.yaml")
+	text := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+clientConnection:
+  kubeconfig: %q
+profiles:
+  - schedulerName: %s
+    plugins:
+      filter:
+        enabled: [{name: NodeResourceTopologyMatch}]
+      score:
+        enabled: [{name: NodeResourceTopologyMatch}]
+    pluginConfig:
+      - name: NodeResourceTopologyMatch
+        args:
+          scoringStrategy: {type: LeastAllocated}
+`, cp.SchedulerKubeconfig(name), nrtPluginProfile)
+	if err := os.WriteFile(config, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	scheduler, err := cp.StartScheduler(ctx, name, bins.SchedulerPlugins, config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return scheduler
 }

@@ -52,6 +52,9 @@ enum Command {
     /// Place a workload over a fleet under each policy with three
     /// schedulers (topology-unaware, NRT-approximate, exact) and compare.
     Simulate(commands::simulate::Args),
+    /// Register a fleet's nodes with an API server and admit the pods bound
+    /// to them exactly as their kubelets would (statuses, NRT objects).
+    SimulateNodes(commands::simulate_nodes::Args),
     /// Serve the kube-scheduler extender API with the engine's answers.
     Extender(commands::extender::Args),
     /// Write nodes' NodeResourceTopology (v1alpha2) objects.
@@ -80,6 +83,7 @@ fn try_main() -> Result<Outcome, Error> {
         Command::Agent(args) => commands::agent::run(&args),
         Command::Run(args) => commands::run::run(&args),
         Command::Simulate(args) => commands::simulate::run(&args),
+        Command::SimulateNodes(args) => commands::simulate_nodes::run(&args),
         Command::Extender(args) => commands::extender::run(&args),
         Command::Nrt(args) => commands::nrt::run(&args),
     }

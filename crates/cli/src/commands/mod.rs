@@ -14,6 +14,7 @@ mod render;
 pub mod replay;
 pub mod run;
 pub mod simulate;
+pub mod simulate_nodes;
 pub mod topology;
 
 use topoalign_intake::IntakeError;

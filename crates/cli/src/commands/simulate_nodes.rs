@@ -1,0 +1,78 @@
+//! `topoalign simulate-nodes`: register a fleet's nodes with an API server
+//! and play each node's kubelet with the engine (`topoalign_simnodes`):
+//! bound pods admitted in binding order, their status written as the
+//! kubelet writes it, deletions released, NRT objects published.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use topoalign_intake::read_fleet;
+use topoalign_simnodes::{Admission, Options, Report};
+
+use super::{Error, Outcome, Result};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The fleet file (the simulator's): its nodes are registered as
+    /// `<entry>-0`, `<entry>-1`, …
+    #[arg(long, value_name = "FILE")]
+    fleet: PathBuf,
+    #[command(flatten)]
+    version: super::node_args::KubeletVersionArg,
+    /// A kubeconfig (default: in-cluster configuration, else $KUBECONFIG or
+    /// ~/.kube/config).
+    #[arg(long, value_name = "FILE")]
+    kubeconfig: Option<PathBuf>,
+    /// Seconds between two renewals of a node's Lease.
+    #[arg(long, default_value_t = 10)]
+    heartbeat: u64,
+    /// Milliseconds between two NodeResourceTopology updates of a node.
+    #[arg(long, default_value_t = 500)]
+    nrt_interval: u64,
+    /// API requests in flight at once.
+    #[arg(long, default_value_t = 32)]
+    max_in_flight: usize,
+    /// Print only the start-up line and errors, not every pod decided.
+    #[arg(long)]
+    quiet: bool,
+}
+
+pub fn run(args: &Args) -> Result {
+    let fleet = read_fleet(&args.fleet, args.version.kubelet_version)?;
+    let nodes = topoalign_simnodes::fleet_nodes(&fleet)
+        .map_err(|e| Error::bad_input(format!("{}: {e}", args.fleet.display())))?;
+    if args.nrt_interval < 100 {
+        return Err(Error::bad_input("--nrt-interval: at least 100 ms"));
+    }
+    let options = Options {
+        heartbeat: Duration::from_secs(args.heartbeat.max(1)),
+        nrt_interval: Duration::from_millis(args.nrt_interval),
+        max_in_flight: args.max_in_flight.max(1),
+        ..Options::default()
+    };
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let client = topoalign_simnodes::connect(args.kubeconfig.as_deref())
+            .await
+            .map_err(Error::bad_input)?;
+        let quiet = args.quiet;
+        let report = move |report: Report| match report {
+            Report::Ready { nodes } => println!("topoalign simulate-nodes: {nodes} nodes ready"),
+            Report::Error(message) => eprintln!("topoalign simulate-nodes: {message}"),
+            _ if quiet => {}
+            Report::Decided { pod, node, admission } => match admission {
+                Admission::Admitted(_) => println!("{node}: admitted {pod}"),
+                Admission::Rejected { reason, message } => println!("{node}: rejected {pod}: {reason}: {message}"),
+            },
+            Report::Released { pod, node } => println!("{node}: released {pod}"),
+        };
+        let shutdown = async {
+            tokio::signal::ctrl_c().await.ok();
+        };
+        topoalign_simnodes::run(client, nodes, options, shutdown, report)
+            .await
+            .map_err(|e| Error::Failed(e.into()))?;
+        Ok(Outcome::Success)
+    })
+}

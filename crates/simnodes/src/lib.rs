@@ -1,0 +1,57 @@
+//! Simulated Kubernetes nodes whose kubelets admit exactly: KWOK's idea
+//! (nodes and pod lifecycles without kubelets or containers) with
+//! topoalign's engine as each node's kubelet, so any scheduler setup can
+//! be tried against exact admission on a real API server.
+//!
+//! - [`kubelet`]: one node's kubelet as plain state — admission through
+//!   the engine, release, and the objects and statuses the kubelet writes;
+//! - [`run`](mod@run): the whole fleet against an API server — Node objects,
+//!   Leases, NodeResourceTopology objects, one pod watch for all nodes,
+//!   paced writes.
+//!
+//! `topoalign simulate-nodes` is the command; this crate holds its logic.
+
+pub mod kubelet;
+pub mod run;
+
+pub use kubelet::{Admission, CONTAINERS_ANNOTATION, GROUP_LABEL, SimNode};
+pub use run::{Options, Report, RunError, run};
+
+/// The nodes of a fleet file, each started empty: `<entry>-0`,
+/// `<entry>-1`, … (one engine start per entry; its nodes are copies).
+///
+/// # Errors
+/// A message naming the entry whose kubelet would not start.
+pub fn fleet_nodes(fleet: &topoalign_fleet::Fleet) -> Result<Vec<SimNode>, String> {
+    let mut nodes = Vec::with_capacity(fleet.node_count());
+    for group in &fleet.groups {
+        let first = SimNode::start(&format!("{}-0", group.name), &group.name, &group.spec)
+            .map_err(|e| format!("fleet entry {}: {e}", group.name))?;
+        for i in 0..group.count {
+            nodes.push(first.renamed(&format!("{}-{i}", group.name)));
+        }
+    }
+    Ok(nodes)
+}
+
+/// A client from `kubeconfig`, else the usual places (in-cluster
+/// configuration, `$KUBECONFIG`, `~/.kube/config`).
+///
+/// # Errors
+/// A message naming the file when it cannot be used, or saying that no
+/// configuration was found.
+pub async fn connect(kubeconfig: Option<&std::path::Path>) -> Result<kube::Client, String> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let problem = |e: &dyn std::fmt::Display| format!("--kubeconfig {}: {e}", path.display());
+            let file = kube::config::Kubeconfig::read_from(path).map_err(|e| problem(&e))?;
+            kube::Config::from_custom_kubeconfig(file, &kube::config::KubeConfigOptions::default())
+                .await
+                .map_err(|e| problem(&e))?
+        }
+        None => kube::Config::infer()
+            .await
+            .map_err(|e| format!("no Kubernetes client configuration: {e}"))?,
+    };
+    kube::Client::try_from(config).map_err(|e| format!("cannot make a Kubernetes client: {e}"))
+}
