@@ -106,7 +106,16 @@ func podsUntil(t *testing.T, ctx context.Context, c *clients, namespace, what st
 		},
 	}
 	pods := map[string]*corev1.Pod{}
-	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, nil, func(event watch.Event) (bool, error) {
+	// The listing may already satisfy done (no event follows then).
+	synced := func(store cache.Store) (bool, error) {
+		for _, object := range store.List() {
+			if pod, ok := object.(*corev1.Pod); ok {
+				pods[pod.Name] = pod
+			}
+		}
+		return done(pods), nil
+	}
+	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, synced, func(event watch.Event) (bool, error) {
 		if pod, ok := event.Object.(*corev1.Pod); ok {
 			if event.Type == watch.Deleted {
 				delete(pods, pod.Name)
@@ -409,7 +418,7 @@ func TestSchedulersOnSimulatedNodes(t *testing.T) {
 	results["NodeResourceTopologyMatch"] = runWorkload(t, ctx, c, "e2e-sim-nrt", nrtPluginProfile, nodes)
 	stop(t, scheduler)
 
-	url := startExtender(t, ctx, c, simNodes, "--create-bindings")
+	url := startExtender(t, ctx, c, simNodes, "--create-bindings", "--choose-in-filter")
 	config := adaptSchedulerConfig(t, filepath.Join(repo, "deploy", "kube-scheduler-extender.yaml"), "kube-scheduler-sim", url, true)
 	scheduler, err = cp.StartScheduler(ctx, "kube-scheduler-sim", bins.Scheduler, config)
 	if err != nil {

@@ -46,6 +46,12 @@ pub struct ExtenderConfig {
     pub assume_timeout: Duration,
     /// Assume the pod on the best-scored node at `prioritize`.
     pub assume_on_prioritize: bool,
+    /// `filter` passes only the best-scored node that admits the pod and
+    /// assumes the pod there: the scheduler then has one node left and
+    /// binds it, so no later `filter` ever judges a state in which the
+    /// scheduler's choice differs from the extender's assumption (its own
+    /// scoring is bypassed).
+    pub choose_in_filter: bool,
     /// Worker threads for engine evaluations.
     pub threads: usize,
 }
@@ -56,6 +62,7 @@ impl Default for ExtenderConfig {
             strategy: Strategy::LeastAllocated,
             assume_timeout: Duration::from_secs(30),
             assume_on_prioritize: true,
+            choose_in_filter: false,
             threads: 1,
         }
     }
@@ -79,6 +86,10 @@ struct Assumption {
     node: String,
     pod: Pod,
     since: Instant,
+    /// When it was made, among all assumptions: they are laid over a
+    /// node's reported state in this order, the order the kubelet meets
+    /// the pods (binding order).
+    order: u64,
 }
 
 /// What `filter` decided.
@@ -120,6 +131,8 @@ pub struct Cluster {
     /// An empty node per spec key, for "would preemption help?".
     empty: HashMap<u64, Node>,
     assumed: HashMap<String, Assumption>,
+    /// Assumptions made so far (the next one's `order`).
+    assumptions_made: u64,
     /// Pods seen by `filter` / `prioritize`, for `bind` (which sends only
     /// names): uid → pod and when it was seen.
     seen: HashMap<String, (Pod, Instant)>,
@@ -140,6 +153,7 @@ impl Cluster {
             nodes: HashMap::new(),
             empty: HashMap::new(),
             assumed: HashMap::new(),
+            assumptions_made: 0,
             seen: HashMap::new(),
             trials: HashMap::new(),
             empty_trials: HashMap::new(),
@@ -249,12 +263,14 @@ impl Cluster {
             },
         );
         // Assumptions on this node: confirmed, or laid on top again.
-        let mine: Vec<String> = self
+        let mut mine: Vec<(u64, String)> = self
             .assumed
             .iter()
             .filter(|(_, a)| a.node == name)
-            .map(|(uid, _)| uid.clone())
+            .map(|(uid, a)| (a.order, uid.clone()))
             .collect();
+        mine.sort();
+        let mine = mine.into_iter().map(|(_, uid)| uid);
         for uid in mine {
             if reported.contains(&uid) {
                 self.assumed.remove(&uid);
@@ -364,7 +380,37 @@ impl Cluster {
                     .insert(name.clone(), format!("{summary} (even on an empty node)"));
             }
         }
+        if self.config.choose_in_filter
+            && let Some(best) = best_of(&self.scored(shape, &outcome.passed))
+        {
+            self.assume(pod, &best, now);
+            for name in std::mem::take(&mut outcome.passed) {
+                if name != best {
+                    outcome
+                        .failed
+                        .insert(name, format!("admits the pod, but the extender chose {best}"));
+                }
+            }
+            outcome.passed.push(best);
+        }
         Ok(outcome)
+    }
+
+    /// Each candidate's score for the pod (already evaluated), and whether
+    /// it admits it; unknown nodes: 0, not admitting.
+    fn scored(&self, shape: u64, candidates: &[String]) -> Vec<(String, i64, bool)> {
+        let strategy = self.config.strategy;
+        candidates
+            .iter()
+            .map(|name| match self.nodes.get(name) {
+                None => (name.clone(), 0, false),
+                Some(known) => {
+                    let trial = &self.trials[&(known.state_key, shape)];
+                    let score = if trial.admitted { trial.scores.get(strategy) } else { 0 };
+                    (name.clone(), score, trial.admitted)
+                }
+            })
+            .collect()
     }
 
     /// `prioritize`: a score per candidate (unknown or refusing nodes: 0).
@@ -383,27 +429,11 @@ impl Cluster {
         self.seen.insert(pod.uid.clone(), (pod.clone(), now));
         let shape = shape_key(pod);
         self.evaluate(pod, shape, candidates)?;
-        let strategy = self.config.strategy;
-        let scores: Vec<(String, i64, bool)> = candidates
-            .iter()
-            .map(|name| match self.nodes.get(name) {
-                None => (name.clone(), 0, false),
-                Some(known) => {
-                    let trial = &self.trials[&(known.state_key, shape)];
-                    let score = if trial.admitted { trial.scores.get(strategy) } else { 0 };
-                    (name.clone(), score, trial.admitted)
-                }
-            })
-            .collect();
-        if self.config.assume_on_prioritize {
-            let best = scores
-                .iter()
-                .filter(|(_, _, admitted)| *admitted)
-                .max_by(|a, b| a.1.cmp(&b.1).then(std::cmp::Ordering::Greater));
-            if let Some((name, _, _)) = best {
-                let name = name.clone();
-                self.assume(pod, &name, now);
-            }
+        let scores = self.scored(shape, candidates);
+        if self.config.assume_on_prioritize
+            && let Some(best) = best_of(&scores)
+        {
+            self.assume(pod, &best, now);
         }
         Ok(scores.into_iter().map(|(name, score, _)| (name, score)).collect())
     }
@@ -434,12 +464,14 @@ impl Cluster {
             return;
         };
         if admit_into(known, pod.clone()) {
+            self.assumptions_made += 1;
             self.assumed.insert(
                 pod.uid.clone(),
                 Assumption {
                     node: node.to_string(),
                     pod: pod.clone(),
                     since: now,
+                    order: self.assumptions_made,
                 },
             );
         }
@@ -553,6 +585,15 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Admits `pod` into a known node for real, keeping its state key.
+/// The first of the best-scored nodes that admit the pod.
+fn best_of(scores: &[(String, i64, bool)]) -> Option<String> {
+    scores
+        .iter()
+        .filter(|(_, _, admitted)| *admitted)
+        .max_by(|a, b| a.1.cmp(&b.1).then(std::cmp::Ordering::Greater))
+        .map(|(name, _, _)| name.clone())
+}
+
 fn admit_into(known: &mut KnownNode, pod: Pod) -> bool {
     let shape = shape_key(&pod);
     if known.node.admit(pod).admitted() {

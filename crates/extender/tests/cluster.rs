@@ -69,6 +69,36 @@ fn an_assumed_pod_holds_its_resources_until_the_timeout() {
 }
 
 #[test]
+fn choosing_in_filter_passes_one_node_and_assumes_the_pod_there() {
+    let config = ExtenderConfig {
+        choose_in_filter: true,
+        ..ExtenderConfig::default()
+    };
+    let mut cluster = Cluster::from_fleet(&fleet(3), config).unwrap();
+    let now = Instant::now();
+    cluster.assume(&pod("a", "4", 1), "gpu-0", now);
+    let candidates = names(&["gpu-0", "gpu-1", "gpu-2"]);
+    let outcome = cluster.filter(&pod("b", "2", 1), &candidates, now).unwrap();
+    assert_eq!(outcome.passed.len(), 1, "{outcome:?}");
+    let chosen = outcome.passed[0].clone();
+    // gpu-0 refuses b (a holds its GPU's NUMA node); of the two that
+    // admit it, the one not chosen is failed with the choice as reason.
+    let not_chosen: Vec<_> = outcome
+        .failed
+        .iter()
+        .filter(|(_, why)| why.contains(&format!("the extender chose {chosen}")))
+        .collect();
+    assert_eq!(not_chosen.len(), 1, "{outcome:?}");
+    assert_ne!(chosen, "gpu-0");
+    assert_eq!(
+        cluster.assumptions().get("uid-b"),
+        Some(&chosen),
+        "{:?}",
+        cluster.assumptions()
+    );
+}
+
+#[test]
 fn nrt_objects_carry_the_exact_state_and_confirm_assumptions() {
     let spec = spec();
     let mut node = topoalign_nrt::start_node(&spec).unwrap();

@@ -53,6 +53,13 @@ pub struct Args {
     /// `bind` records placements).
     #[arg(long)]
     no_assume_on_prioritize: bool,
+    /// `/filter` passes only the node the extender chooses (its best-scored
+    /// node that admits the pod) and assumes the pod there, so the
+    /// scheduler binds it and the extender's view never differs from the
+    /// scheduler's choice while a binding is in flight. The scheduler's own
+    /// scoring is bypassed.
+    #[arg(long)]
+    choose_in_filter: bool,
     /// Worker threads for engine evaluations (default: the machine's
     /// parallelism).
     #[arg(long)]
@@ -81,6 +88,7 @@ pub fn run(args: &Args) -> Result {
         },
         assume_timeout: Duration::from_secs(args.assume_timeout),
         assume_on_prioritize: !args.no_assume_on_prioritize,
+        choose_in_filter: args.choose_in_filter,
         threads: args
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
