@@ -49,7 +49,10 @@ func simulatedNodes(t *testing.T, ctx context.Context, c *clients, fleet, group 
 		names = append(names, fmt.Sprintf("%s-%d", group, i))
 	}
 	kubeconfig := kubeconfigFor(t, "admin", cp.AdminToken)
-	args := append([]string{"simulate-nodes", "--fleet", filepath.Join(repo, fleet), "--kubeconfig", kubeconfig, "--nrt-interval", "200"}, extra...)
+	if !filepath.IsAbs(fleet) {
+		fleet = filepath.Join(repo, fleet)
+	}
+	args := append([]string{"simulate-nodes", "--fleet", fleet, "--kubeconfig", kubeconfig, "--nrt-interval", "200"}, extra...)
 	p, err := controlplane.StartProcess("topoalign-simulate-nodes", topoalign, args, nil, filepath.Join(t.TempDir(), "simulate-nodes.log"))
 	if err != nil {
 		t.Fatal(err)

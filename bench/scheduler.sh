@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Benchmark (not part of scripts/test): pods per second bound by the stock
+# kube-scheduler on simulated nodes (`topoalign simulate-nodes`), without
+# and with `topoalign extender` (deploy/'s configuration, bindVerb), and the
+# share of the run spent in extender calls; printed beside the baseline
+# measured in the same run. Uses the end-to-end suite's control plane
+# (e2e/run.sh builds what is missing).
+#
+#   bench/scheduler.sh                                   # 1,000 nodes, 1,000 pods
+#   TOPOALIGN_BENCH_NODES=200 TOPOALIGN_BENCH_PODS=400 bench/scheduler.sh
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+exec "$(dirname "$here")/e2e/run.sh" -tags bench -run '^TestBenchSchedulerThroughput$' -timeout 40m -v

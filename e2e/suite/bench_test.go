@@ -1,0 +1,155 @@
+//go:build bench
+
+package suite
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Benchmark, not a test (build tag bench; bench/scheduler.sh runs it):
+// pods per second bound by the stock kube-scheduler on simulated nodes,
+// without and with `topoalign extender`, and the share of the run the
+// scheduler spent waiting for the extender. Sizes: $TOPOALIGN_BENCH_NODES
+// (default 1000) and $TOPOALIGN_BENCH_PODS (default 1000).
+func TestBenchSchedulerThroughput(t *testing.T) {
+	nodes := envInt(t, "TOPOALIGN_BENCH_NODES", 1000)
+	pods := envInt(t, "TOPOALIGN_BENCH_PODS", 1000)
+	ctx := testContext(t, 30*time.Minute)
+	c := admin(t)
+	c.applyFile(t, ctx, "topoalign-rbac.yaml")
+	fleet := filepath.Join(t.TempDir(), "fleet.yaml")
+	text := fmt.Sprintf("nodes:\n  - name: bench\n    count: %d\n    scenario: %s\n", nodes, filepath.Join(repo, "examples", "nodes", "two-numa.yaml"))
+	if err := os.WriteFile(fleet, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	names := simulatedNodes(t, ctx, c, fleet, "bench", nodes, "--quiet")
+	fmt.Fprintf(os.Stderr, "bench: %d simulated nodes ready in %.1fs\n", nodes, time.Since(started).Seconds())
+
+	// Without the extender: the stock scheduler, default profile.
+	config := filepath.Join(t.TempDir(), "default.yaml")
+	text = fmt.Sprintf("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection: {leaderElect: false}\nclientConnection: {kubeconfig: %q}\nprofiles:\n  - schedulerName: bench-default\n",
+		cp.SchedulerKubeconfig("bench-default"))
+	if err := os.WriteFile(config, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	baseline := benchRun(t, ctx, c, "bench-default", "bench-default", bins.Scheduler, config, pods, names)
+
+	// With it: deploy/'s configuration, bindVerb, through a timing proxy.
+	timer := &timingProxy{target: startExtender(t, ctx, c, nodes, "--create-bindings", "--choose-in-filter")}
+	proxy := httptest.NewServer(timer)
+	t.Cleanup(proxy.Close)
+	config = adaptSchedulerConfigWith(t, filepath.Join(repo, "deploy", "kube-scheduler-extender.yaml"), "bench-extender", proxy.URL, true,
+		map[string]string{"- schedulerName:": "- schedulerName: bench-extender"})
+	with := benchRun(t, ctx, c, "bench-extender", "bench-extender", bins.Scheduler, config, pods, names)
+
+	timer.mu.Lock()
+	waited, calls := timer.total, timer.calls
+	timer.mu.Unlock()
+	rate := func(d time.Duration) float64 { return float64(pods) / d.Seconds() }
+	fmt.Fprintf(os.Stderr, "\nbench: %d pods on %d simulated nodes (examples/nodes/two-numa.yaml), kube-scheduler %s\n", pods, nodes, "v1.37.2")
+	fmt.Fprintf(os.Stderr, "  without the extender: %6.1f pods/s (%.1fs)\n", rate(baseline), baseline.Seconds())
+	fmt.Fprintf(os.Stderr, "  with the extender:    %6.1f pods/s (%.1fs)  = %.0f%% of the baseline\n", rate(with), with.Seconds(), 100*baseline.Seconds()/with.Seconds())
+	fmt.Fprintf(os.Stderr, "  extender calls: %d, %.1fs in all = %.0f%% of the run with it (target < 20%%)\n", calls, waited.Seconds(), 100*waited.Seconds()/with.Seconds())
+}
+
+// benchRun creates pods Guaranteed 1-CPU pods for schedulerName (not yet
+// running), starts the scheduler, and returns the time from its start to
+// the last pod bound; then removes the pods and waits for the nodes to be
+// empty again.
+func benchRun(t *testing.T, ctx context.Context, c *clients, namespace, schedulerName, binary, config string, pods int, nodes []string) time.Duration {
+	t.Helper()
+	createNamespace(t, ctx, c, namespace)
+	for i := range pods {
+		pod := guaranteedPod(namespace, "pod-"+strconv.Itoa(i), 1, "256Mi")
+		pod.Spec.SchedulerName = schedulerName
+		if _, err := c.kube.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scheduler, err := cp.StartScheduler(ctx, schedulerName, binary, config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	podsUntil(t, ctx, c, namespace, "every pod bound", func(all map[string]*corev1.Pod) bool {
+		bound := 0
+		for _, pod := range all {
+			if pod.Spec.NodeName != "" {
+				bound++
+			}
+		}
+		return bound == pods
+	})
+	elapsed := time.Since(start)
+	stop(t, scheduler)
+	zero := int64(0)
+	if err := c.kube.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	podsUntil(t, ctx, c, namespace, "the pods gone", func(all map[string]*corev1.Pod) bool { return len(all) == 0 })
+	return elapsed
+}
+
+// timingProxy forwards the scheduler's extender calls and adds up how
+// long each took.
+type timingProxy struct {
+	target string
+	mu     sync.Mutex
+	total  time.Duration
+	calls  int
+}
+
+func (p *timingProxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	start := time.Now()
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	resp, err := http.Post(p.target+req.URL.Path, req.Header.Get("Content-Type"), bytes.NewReader(body))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	p.mu.Lock()
+	p.total += time.Since(start)
+	p.calls++
+	p.mu.Unlock()
+	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(answer)
+}
+
+func envInt(t *testing.T, name string, fallback int) int {
+	t.Helper()
+	text := os.Getenv(name)
+	if text == "" {
+		return fallback
+	}
+	n, err := strconv.Atoi(text)
+	if err != nil || n <= 0 {
+		t.Fatalf("$%s: %q is not a positive number", name, text)
+	}
+	return n
+}
