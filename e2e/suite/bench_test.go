@@ -3,10 +3,8 @@
 package suite
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -120,20 +118,8 @@ type timingProxy struct {
 
 func (p *timingProxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	start := time.Now()
-	body, err := io.ReadAll(req.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	resp, err := http.Post(p.target+req.URL.Path, req.Header.Get("Content-Type"), bytes.NewReader(body))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(resp.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
+	_, resp, answer, ok := forward(w, req, p.target)
+	if !ok {
 		return
 	}
 	p.mu.Lock()

@@ -49,21 +49,32 @@ type recorder struct {
 	calls  []extenderCall
 }
 
-func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+// forward sends req to target (same path, body and content type) and
+// returns the request's body, the response and its body; on failure it
+// answers w with the error and returns false.
+func forward(w http.ResponseWriter, req *http.Request, target string) ([]byte, *http.Response, []byte, bool) {
 	body, err := io.ReadAll(req.Body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
+		return nil, nil, nil, false
 	}
-	resp, err := http.Post(r.target+req.URL.Path, req.Header.Get("Content-Type"), bytes.NewReader(body))
+	resp, err := http.Post(target+req.URL.Path, req.Header.Get("Content-Type"), bytes.NewReader(body))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
+		return nil, nil, nil, false
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(resp.Body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
+		return nil, nil, nil, false
+	}
+	return body, resp, answer, true
+}
+
+func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, resp, answer, ok := forward(w, req, r.target)
+	if !ok {
 		return
 	}
 	call := extenderCall{verb: strings.TrimPrefix(req.URL.Path, "/")}
