@@ -10,4 +10,9 @@
 #   TOPOALIGN_BENCH_NODES=200 TOPOALIGN_BENCH_PODS=400 bench/scheduler.sh
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-exec "$(dirname "$here")/e2e/run.sh" -tags bench -run '^TestBenchSchedulerThroughput$' -timeout 40m -v
+root=$(dirname "$here")
+# Timing a debug build would measure the compiler's checks, not the extender.
+echo "bench: building topoalign (cargo build --release -p topoalign)" >&2
+(cd "$root" && cargo build -q --release -p topoalign)
+export TOPOALIGN_BIN=${CARGO_TARGET_DIR:-$root/target}/release/topoalign
+exec "$root/e2e/run.sh" -tags bench -run '^TestBenchSchedulerThroughput$' -timeout 40m -v
