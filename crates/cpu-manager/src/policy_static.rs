@@ -127,7 +127,7 @@ impl StaticPolicy {
     /// Whether the policy leaves `pod` alone: it uses pod-level resources
     /// and the release skips such pods.
     fn leaves_shared(&self, pod: &Pod) -> bool {
-        self.leaves_pod_level_pods_shared && pod.pod_resources.as_ref().is_some_and(|r| r.is_set())
+        self.leaves_pod_level_pods_shared && pod.uses_pod_level_resources()
     }
 
     pub(crate) fn topology(&self) -> &CpuTopology {

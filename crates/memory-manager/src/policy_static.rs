@@ -169,7 +169,7 @@ impl StaticPolicy {
     /// Whether the policy leaves `pod` alone: it uses pod-level resources
     /// and the release skips such pods.
     fn leaves_alone(&self, pod: &Pod) -> bool {
-        self.leaves_pod_level_pods_alone && pod.pod_resources.as_ref().is_some_and(|r| r.is_set())
+        self.leaves_pod_level_pods_alone && pod.uses_pod_level_resources()
     }
 
     /// The container's blocks; `None` when it has none (the kubelet's nil).

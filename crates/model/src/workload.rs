@@ -178,6 +178,12 @@ impl Pod {
         format!("{}/{}", self.namespace, self.name)
     }
 
+    /// Whether `spec.resources` names something pod-level management covers
+    /// (component-helpers `IsPodLevelResourcesSet`, on a pod as admitted).
+    pub fn uses_pod_level_resources(&self) -> bool {
+        self.pod_resources.as_ref().is_some_and(PodResources::is_set)
+    }
+
     /// What admission reads of the pod, its identity left out: pods of equal
     /// shape get equal answers from equal nodes.
     pub fn shape(&self) -> PodShape<'_> {
