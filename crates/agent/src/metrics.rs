@@ -129,7 +129,7 @@ impl Metrics {
             metrics.allocated.clone(),
         );
         registry.register(
-            "numa_stranded",
+            "numa_unpaired",
             "Free capacity no Guaranteed workload can use: CPUs on a NUMA node without free memory, memory on one \
              without free CPUs",
             metrics.unpaired.clone(),

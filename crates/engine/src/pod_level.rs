@@ -57,7 +57,7 @@ fn defaulted(pod: &Pod, written: PodResources, version: KubeletVersion) -> PodRe
     // containers limit and the pod names neither as request nor as limit
     // gets the containers' sum as its pod-level limit.
     if version.at_least(KubeletVersion::V1_33) && (!requests.is_empty() || !limits.is_empty()) {
-        let container_limits = aggregate_containers(pod, |c| &c.limits, |r| resource_name::is_hugepages(r));
+        let container_limits = aggregate_containers(pod, |c| &c.limits, resource_name::is_hugepages);
         for (resource, amount) in container_limits {
             if !requests.contains_key(&resource) {
                 limits.entry(resource).or_insert(amount);

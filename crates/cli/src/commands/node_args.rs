@@ -139,3 +139,44 @@ pub fn describe(started: &StartedNode) -> String {
         config.memory_policy,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    #[derive(clap::Parser)]
+    struct Command {
+        #[command(flatten)]
+        node: NodeArgs,
+    }
+
+    #[test]
+    fn policy_flags_take_the_kubelets_names_and_only_those() {
+        let parsed = Command::try_parse_from([
+            "x",
+            "--policy",
+            "single-numa-node",
+            "--scope",
+            "pod",
+            "--cpu-policy",
+            "static",
+            "--memory-policy",
+            "Static",
+        ])
+        .unwrap();
+        let overrides = parsed.node.overrides();
+        assert_eq!(overrides.policy, Some(TopologyPolicyName::SingleNumaNode));
+        assert_eq!(overrides.scope, Some(TopologyScope::Pod));
+        assert_eq!(overrides.cpu_policy, Some(CpuPolicyName::Static));
+        assert_eq!(overrides.memory_policy, Some(MemoryPolicyName::Static));
+
+        // The memory policy is capitalised, as in a KubeletConfiguration.
+        let error = Command::try_parse_from(["x", "--memory-policy", "static"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(error.contains("[possible values: None, Static]"), "{error}");
+    }
+}

@@ -245,7 +245,7 @@ pub fn check_invariants(allocations: &[Allocation], topology: &Topology) -> Resu
                 }
             }
         } else {
-            shared = shared.union(&cpus);
+            shared = shared.union(cpus);
         }
         for (resource, list) in &allocation.devices {
             for device in list {
