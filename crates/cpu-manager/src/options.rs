@@ -60,18 +60,25 @@ impl PolicyOption {
         PolicyOption::ALL.into_iter().find(|o| o.name() == name)
     }
 
-    /// The option's maturity in `version`: v1.32 has only
-    /// `full-pcpus-only` beta; v1.33 makes it stable and
+    /// The option's maturity in `version` (`policy_options.go`): v1.32 has
+    /// only `full-pcpus-only` beta; v1.33 makes it stable and
     /// `distribute-cpus-across-numa` and `strict-cpu-reservation` beta; v1.34
-    /// adds `prefer-align-cpus-by-uncorecache` to the beta ones.
+    /// adds `prefer-align-cpus-by-uncorecache` to the beta ones; v1.35 makes
+    /// `strict-cpu-reservation` stable, v1.36
+    /// `prefer-align-cpus-by-uncorecache`.
     fn maturity(self, version: KubeletVersion) -> Maturity {
-        let v1_33 = version.at_least(KubeletVersion::V1_33);
-        let v1_34 = version.at_least(KubeletVersion::V1_34);
+        let from = |minor: KubeletVersion| version.at_least(minor);
         match self {
-            PolicyOption::FullPcpusOnly if v1_33 => Maturity::Stable,
+            PolicyOption::FullPcpusOnly if from(KubeletVersion::V1_33) => Maturity::Stable,
             PolicyOption::FullPcpusOnly => Maturity::Beta,
-            PolicyOption::DistributeCpusAcrossNuma | PolicyOption::StrictCpuReservation if v1_33 => Maturity::Beta,
-            PolicyOption::PreferAlignCpusByUncoreCache if v1_34 => Maturity::Beta,
+            PolicyOption::StrictCpuReservation if from(KubeletVersion::V1_35) => Maturity::Stable,
+            PolicyOption::DistributeCpusAcrossNuma | PolicyOption::StrictCpuReservation
+                if from(KubeletVersion::V1_33) =>
+            {
+                Maturity::Beta
+            }
+            PolicyOption::PreferAlignCpusByUncoreCache if from(KubeletVersion::V1_36) => Maturity::Stable,
+            PolicyOption::PreferAlignCpusByUncoreCache if from(KubeletVersion::V1_34) => Maturity::Beta,
             _ => Maturity::Alpha,
         }
     }
@@ -360,21 +367,33 @@ mod tests {
     #[test]
     fn each_release_gates_each_option_by_its_maturity() {
         use KubeletVersion as V;
-        let table: &[(&str, [&str; 3])] = &[
-            //                                   1.32     1.33     1.34
-            ("full-pcpus-only", ["beta", "-", "-"]),
-            ("distribute-cpus-across-numa", ["alpha", "beta", "beta"]),
-            ("strict-cpu-reservation", ["alpha", "beta", "beta"]),
-            ("prefer-align-cpus-by-uncorecache", ["alpha", "alpha", "beta"]),
-            ("align-by-socket", ["alpha", "alpha", "alpha"]),
-            ("distribute-cpus-across-cores", ["alpha", "alpha", "alpha"]),
+        let table: &[(&str, [&str; 6])] = &[
+            //                                     1.32     1.33     1.34     1.35     1.36     1.37
+            ("full-pcpus-only", ["beta", "-", "-", "-", "-", "-"]),
+            (
+                "distribute-cpus-across-numa",
+                ["alpha", "beta", "beta", "beta", "beta", "beta"],
+            ),
+            ("strict-cpu-reservation", ["alpha", "beta", "beta", "-", "-", "-"]),
+            (
+                "prefer-align-cpus-by-uncorecache",
+                ["alpha", "alpha", "beta", "beta", "-", "-"],
+            ),
+            (
+                "align-by-socket",
+                ["alpha", "alpha", "alpha", "alpha", "alpha", "alpha"],
+            ),
+            (
+                "distribute-cpus-across-cores",
+                ["alpha", "alpha", "alpha", "alpha", "alpha", "alpha"],
+            ),
         ];
         let no_beta = FeatureGates {
             cpu_manager_policy_beta_options: false,
             ..FeatureGates::default()
         };
         for (option, per_release) in table {
-            for (version, want) in [V::V1_32, V::V1_33, V::V1_34].into_iter().zip(per_release) {
+            for (version, want) in V::SUPPORTED.into_iter().zip(per_release) {
                 let refused = |gates: &FeatureGates| {
                     StaticPolicyOptions::parse(&opts(&[(option, "true")]), gates, version).is_err()
                 };

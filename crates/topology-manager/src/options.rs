@@ -9,7 +9,7 @@ use crate::TopologyManagerStartError;
 
 /// `prefer-closest-numa-nodes`: GA in v1.32.
 const PREFER_CLOSEST_NUMA_NODES: &str = "prefer-closest-numa-nodes";
-/// `max-allowable-numa-nodes`: beta in v1.32.
+/// `max-allowable-numa-nodes`: beta in v1.32-v1.34, GA from v1.35.
 const MAX_ALLOWABLE_NUMA_NODES: &str = "max-allowable-numa-nodes";
 
 /// The kubelet refuses machines with more NUMA nodes than this unless
@@ -42,9 +42,10 @@ enum Maturity {
     Stable,
 }
 
-fn maturity(option: &str) -> Option<Maturity> {
+fn maturity(option: &str, version: KubeletVersion) -> Option<Maturity> {
     match option {
         PREFER_CLOSEST_NUMA_NODES => Some(Maturity::Stable),
+        MAX_ALLOWABLE_NUMA_NODES if version.at_least(KubeletVersion::V1_35) => Some(Maturity::Stable),
         MAX_ALLOWABLE_NUMA_NODES => Some(Maturity::Beta),
         _ => None,
     }
@@ -65,7 +66,7 @@ impl PolicyOptions {
         let mut parsed = PolicyOptions::default();
         let fail = |text: String| Err(TopologyManagerStartError(text));
         for (name, value) in options {
-            match maturity(name) {
+            match maturity(name, version) {
                 None => return fail(format!("unknown Topology Manager Policy option: {name:?}")),
                 Some(Maturity::Beta) if !gates.topology_manager_policy_beta_options => {
                     // v1.33 lower-cased the text.
@@ -198,6 +199,11 @@ mod tests {
                 text,
                 "{version}"
             );
+        }
+        // GA from 1.35: no gate needed.
+        for version in [KubeletVersion::V1_35, KubeletVersion::V1_36, KubeletVersion::V1_37] {
+            let opts = PolicyOptions::parse(&map, &gates, version).unwrap();
+            assert_eq!(opts.max_allowable_numa_nodes, 16, "{version}");
         }
     }
 }
