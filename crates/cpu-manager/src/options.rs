@@ -126,6 +126,11 @@ pub struct StaticPolicyOptions {
     /// of the last one left out); v1.32 and v1.33 round down and so never
     /// take a part of a cache for an odd request.
     pub partial_uncore_takes_odd_requests: bool,
+    /// v1.37+: with `align-by-socket`, `distribute-cpus-across-numa` prefers
+    /// NUMA combinations within one socket and asks no node of a combination
+    /// for more than it holds (`takeByTopologyNUMADistributed`'s
+    /// `alignBySocket`); earlier releases ignore the socket there.
+    pub distribution_aligns_by_socket: bool,
 }
 
 impl StaticPolicyOptions {
@@ -143,6 +148,7 @@ impl StaticPolicyOptions {
     ) -> Result<StaticPolicyOptions, PolicyOptionError> {
         let mut parsed = StaticPolicyOptions {
             partial_uncore_takes_odd_requests: version.at_least(KubeletVersion::V1_34),
+            distribution_aligns_by_socket: version.at_least(KubeletVersion::V1_37),
             ..StaticPolicyOptions::default()
         };
         for (name, value) in options {

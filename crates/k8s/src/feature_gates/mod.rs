@@ -209,6 +209,8 @@ impl GateSet {
             // Gone from 1.36 (GA, the memory manager always runs).
             memory_manager: self.known("MemoryManager").unwrap_or(true),
             pod_level_resources_set: self.enabled.get("PodLevelResources").copied(),
+            pod_level_fix_defaulting_set: self.enabled.get("PodLevelResourcesFixDefaulting").copied(),
+            pod_level_fix_qos_set: self.enabled.get("PodLevelResourcesFixKubeletQOSClass").copied(),
         }
     }
 }
