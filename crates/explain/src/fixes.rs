@@ -22,7 +22,7 @@ use topoalign_model::{Pod, Quantity, QuantityFormat};
 
 use crate::hints::nodes_text;
 use crate::report::affinity;
-use crate::requests::{container_requests, pod_requests};
+use crate::requests::{largest_container_requests, pod_requests};
 use crate::table::free_amount;
 use crate::{EmptyNode, Situation};
 
@@ -294,14 +294,15 @@ fn shrink_each(situation: &Situation<'_>) -> Vec<Fix> {
             let change = Change::Pod(manifest);
             admits(situation, &change).map(|decision| (amount, change, decision))
         };
-        let found = if resource == "memory" || resource.starts_with("hugepages-") {
-            largest_admitted_by_bisection(most, try_steps)
+        // Bisection, so the trials grow with the logarithm of what the node
+        // has. CPUs under full-pcpus-only move in whole cores (a count that
+        // is not a multiple is refused whatever is free).
+        let granule = if resource == "cpu" {
+            i128::try_from(cpus_per_core(situation.node)).unwrap_or(1).max(1)
         } else {
-            // Whole CPUs and devices: at most as many candidates as the
-            // node has of them, and admission need not be monotonic
-            // (full-pcpus-only wants multiples of a core).
-            (1..=most).rev().find_map(try_steps)
+            1
         };
+        let found = largest_admitted_by_bisection(most / granule, |k| try_steps(k * granule));
         if let Some((amount, change, decision)) = found {
             let what = format!(
                 "Ask for {resource}: {amount} instead of {current} in container {} (the largest that fits now)",
@@ -353,7 +354,9 @@ fn shrink_fractional_cpu(situation: &Situation<'_>, target: Target, current: Qua
 }
 
 /// The largest `steps` in `1..=max` that admits, assuming that admitting
-/// is monotonic in the amount; checked at the end.
+/// is monotonic in the amount (each candidate is admitted for real, so a
+/// non-monotonic case finds a smaller fix, never a wrong one): at most
+/// `2 + log2(max)` trials.
 fn largest_admitted_by_bisection<T>(max: i128, try_steps: impl Fn(i128) -> Option<T>) -> Option<T> {
     if max < 1 {
         return None;
@@ -380,19 +383,7 @@ fn shrink_to_a_node(situation: &Situation<'_>) -> Option<Fix> {
     let (node, pod) = (situation.node, situation.pod);
     let requested = match node.config().topology_scope {
         TopologyScope::Pod => pod_requests(node, pod),
-        TopologyScope::Container => pod
-            .all_containers()
-            .map(|(c, _)| container_requests(node, pod, c))
-            .fold(
-                Default::default(),
-                |mut acc: std::collections::BTreeMap<String, Quantity>, each| {
-                    for (resource, amount) in each {
-                        let entry = acc.entry(resource).or_default();
-                        *entry = (*entry).max(amount);
-                    }
-                    acc
-                },
-            ),
+        TopologyScope::Container => largest_container_requests(node, pod),
     };
     let per_core = i128::try_from(cpus_per_core(node)).unwrap_or(1).max(1);
     let mut best: Option<Shrunk> = None;
