@@ -68,6 +68,9 @@ pub enum Change {
     Kubelet(Map<String, Value>),
     /// `namespace/name` of the pods to remove first.
     Remove(Vec<String>),
+    /// Pods to remove first, then the changed Pod manifest: when neither
+    /// change alone admits.
+    RemoveThenPod { remove: Vec<String>, pod: Value },
 }
 
 /// Why a change could not be tried.
@@ -108,20 +111,27 @@ pub fn apply(situation: &Situation<'_>, change: &Change) -> Result<Decision, Fix
                 .map_err(|e| FixError::Startup(e.to_string()))?;
             Ok(restarted.admit(situation.pod.clone()))
         }
-        Change::Remove(keys) => {
-            let mut copy = node.clone();
-            for key in keys {
-                let uid = node
-                    .pods()
-                    .iter()
-                    .find(|p| p.key() == *key)
-                    .map(|p| p.uid.clone())
-                    .ok_or_else(|| FixError::UnknownPod(key.clone()))?;
-                copy.remove(&uid);
-            }
-            Ok(copy.admit(situation.pod.clone()))
+        Change::Remove(keys) => Ok(without(node, keys)?.admit(situation.pod.clone())),
+        Change::RemoveThenPod { remove, pod } => {
+            let pod = pod_from_value(pod, &situation.pod.uid)?;
+            Ok(without(node, remove)?.admit(pod))
         }
     }
+}
+
+/// A copy of `node` without the running pods `keys` (`namespace/name`).
+fn without(node: &Node, keys: &[String]) -> Result<Node, FixError> {
+    let mut copy = node.clone();
+    for key in keys {
+        let uid = node
+            .pods()
+            .iter()
+            .find(|p| p.key() == *key)
+            .map(|p| p.uid.clone())
+            .ok_or_else(|| FixError::UnknownPod(key.clone()))?;
+        copy.remove(&uid);
+    }
+    Ok(copy)
 }
 
 /// Whether `change` admits the pod; the decision when it does.
@@ -142,9 +152,15 @@ pub(crate) fn find(situation: &Situation<'_>, empty_node: &EmptyNode) -> Vec<Fix
     if fixes.is_empty() {
         fixes.extend(shrink_to_a_node(situation));
     }
+    if fixes.is_empty() {
+        fixes.extend(shrink_together(situation, &[]));
+    }
     fixes.extend(kubelet_fixes(situation));
     if empty_node.admitted {
         fixes.extend(removal_fixes(situation));
+    }
+    if fixes.is_empty() {
+        fixes.extend(remove_then_shrink(situation));
     }
     fixes
 }
@@ -488,6 +504,259 @@ fn cpus_per_core(node: &Node) -> usize {
         })
         .unwrap_or(1)
         .max(1)
+}
+
+/// The denominator of the scale [`shrink_together`] bisects on: each
+/// resource is cut to `k / SCALE` of what every container (and
+/// `spec.resources`) asks for.
+const SCALE: i128 = 1024;
+
+/// One resource the pod asks for, as [`shrink_together`] scales it.
+struct Scaled {
+    resource: String,
+    /// The smallest amount and the step, in thousandths: whole cores of
+    /// CPUs (whole CPUs when nothing needs cores), a milli-CPU for
+    /// fractional CPUs, a MiB of memory or storage, one huge page, one
+    /// device.
+    step: i128,
+    format: QuantityFormat,
+}
+
+/// Kind 1c: the whole pod cut down until it fits — every resource it asks
+/// for, in every container and in `spec.resources`, scaled by one factor
+/// per resource. The factors are found one resource after the other by
+/// bisection (the others at their smallest), so a pod asking too much of
+/// several resources at once, or from several containers, still gets a
+/// checked answer in `O(resources · log SCALE)` admissions. With `remove`,
+/// on the node without those pods ([`Change::RemoveThenPod`]).
+fn shrink_together(situation: &Situation<'_>, remove: &[String]) -> Option<Fix> {
+    let pod = situation.pod;
+    let resources = scaled_resources(situation);
+    if resources.is_empty() {
+        return None;
+    }
+    let change_for = |factors: &[i128]| {
+        let manifest = scaled_manifest(situation.manifest, &resources, factors);
+        if remove.is_empty() {
+            Change::Pod(manifest)
+        } else {
+            Change::RemoveThenPod {
+                remove: remove.to_vec(),
+                pod: manifest,
+            }
+        }
+    };
+    let mut factors = vec![1; resources.len()];
+    let mut found = admits(situation, &change_for(&factors)).map(|decision| (change_for(&factors), decision))?;
+    for index in 0..resources.len() {
+        let best = largest_admitted_by_bisection(SCALE, |k| {
+            let mut trial = factors.clone();
+            trial[index] = k;
+            let change = change_for(&trial);
+            admits(situation, &change).map(|decision| (k, change, decision))
+        });
+        if let Some((k, change, decision)) = best {
+            factors[index] = k;
+            found = (change, decision);
+        }
+    }
+    let (change, decision) = found;
+    let manifest = match &change {
+        Change::Pod(manifest) | Change::RemoveThenPod { pod: manifest, .. } => manifest,
+        _ => return None,
+    };
+    let changed = pod_from_value(manifest, &pod.uid).ok()?;
+    let mut listed = Vec::new();
+    for (before, after) in pod.all_containers().zip(changed.all_containers()) {
+        for Scaled { resource, .. } in &resources {
+            let (old, new) = (before.0.request(resource), after.0.request(resource));
+            if old != new {
+                listed.push(format!(
+                    "{resource}: {new} instead of {old} in container {}",
+                    before.0.name
+                ));
+            }
+        }
+    }
+    if let (Some(before), Some(after)) = (&pod.pod_resources, &changed.pod_resources) {
+        for Scaled { resource, .. } in &resources {
+            let old = before.requests.get(resource).copied().unwrap_or_default();
+            let new = after.requests.get(resource).copied().unwrap_or_default();
+            if old != new {
+                listed.push(format!("{resource}: {new} instead of {old} in spec.resources"));
+            }
+        }
+    }
+    let what = if remove.is_empty() {
+        format!("Shrink the pod to what fits now ({})", listed.join(", "))
+    } else {
+        format!(
+            "Remove {} first, and shrink the pod ({})",
+            listed_pods(remove),
+            listed.join(", ")
+        )
+    };
+    Some(Fix::new(what, change, &decision))
+}
+
+/// The manifest with each of `resources` scaled by its factor (`k /
+/// SCALE`, down to a whole step, never below one step) wherever it is
+/// asked for: every container's requests and limits, and `spec.resources`.
+fn scaled_manifest(manifest: &Value, resources: &[Scaled], factors: &[i128]) -> Value {
+    let mut changed = manifest.clone();
+    let scale = |list: &mut Value| {
+        let Some(list) = list.as_object_mut() else { return };
+        for (Scaled { resource, step, format }, &k) in resources.iter().zip(factors) {
+            let Some(text) = list
+                .get(resource)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .or_else(|| list.get(resource).filter(|v| v.is_number()).map(ToString::to_string))
+            else {
+                continue;
+            };
+            let Ok(amount) = topoalign_k8s::parse_quantity(&text) else {
+                continue;
+            };
+            let milli = amount.milli();
+            if milli <= 0 || (milli < *step && resource != "cpu") {
+                continue;
+            }
+            let cut = (milli.saturating_mul(k) / SCALE / step).max(1) * step;
+            let cut = if resource == "cpu" { cut } else { cut.min(milli) };
+            list.insert(
+                resource.clone(),
+                json!(Quantity::from_milli(cut).with_format(*format).to_string()),
+            );
+        }
+    };
+    let Some(spec) = changed.get_mut("spec") else {
+        return changed;
+    };
+    for list in ["initContainers", "containers"] {
+        if let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) {
+            for container in containers {
+                if let Some(resources) = container.get_mut("resources") {
+                    for field in ["requests", "limits"] {
+                        if let Some(amounts) = resources.get_mut(field) {
+                            scale(amounts);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if let Some(resources) = spec.get_mut("resources") {
+        for field in ["requests", "limits"] {
+            if let Some(amounts) = resources.get_mut(field) {
+                scale(amounts);
+            }
+        }
+    }
+    changed
+}
+
+/// What [`shrink_together`] scales: every resource the pod asks for.
+fn scaled_resources(situation: &Situation<'_>) -> Vec<Scaled> {
+    let pod = situation.pod;
+    let per_core = i128::try_from(cpus_per_core(situation.node)).unwrap_or(1).max(1);
+    let mut names: Vec<String> = pod
+        .all_containers()
+        .flat_map(|(c, _)| c.requests.iter().chain(&c.limits))
+        .chain(
+            pod.pod_resources
+                .iter()
+                .flat_map(|r| r.requests.iter().chain(&r.limits)),
+        )
+        .filter(|(_, q)| !q.is_zero())
+        .map(|(r, _)| r.clone())
+        .collect();
+    names.sort();
+    names.dedup();
+    let whole_cpus = pod
+        .all_containers()
+        .flat_map(|(c, _)| [c.request("cpu"), c.limit("cpu")])
+        .all(Quantity::is_whole);
+    names
+        .into_iter()
+        .map(|resource| {
+            let (step, format) = match resource.as_str() {
+                "cpu" if whole_cpus => (1000 * per_core, QuantityFormat::DecimalSI),
+                "cpu" => (1, QuantityFormat::DecimalSI),
+                "memory" | "ephemeral-storage" => (1000 << 20, QuantityFormat::BinarySI),
+                _ if resource.starts_with("hugepages-") => (step(&resource).milli(), QuantityFormat::BinarySI),
+                _ => (1000, QuantityFormat::DecimalSI),
+            };
+            Scaled { resource, step, format }
+        })
+        .collect()
+}
+
+/// At most this many running pods are weighed one by one when looking for
+/// the fewest to remove before a shrunk pod fits; the rest are removed.
+const REMOVAL_WEIGHED: usize = 64;
+
+/// Kind 3b: when nothing else admits, running pods removed — more than
+/// [`removal_fixes`] tries together — and, where that is not enough, the
+/// pod shrunk as well. The pods to remove are found by taking, one at a
+/// time, each pod out of "remove them all" while the pod at its smallest
+/// still fits (linear in the running pods); then the pod is grown back by
+/// [`shrink_together`].
+fn remove_then_shrink(situation: &Situation<'_>) -> Option<Fix> {
+    let all: Vec<String> = situation.node.pods().iter().map(Pod::key).collect();
+    if all.is_empty() {
+        return None;
+    }
+    let smallest = shrink_together_smallest(situation).unwrap_or_else(|| situation.manifest.clone());
+    let fits = |remove: &[String]| {
+        admits(
+            situation,
+            &Change::RemoveThenPod {
+                remove: remove.to_vec(),
+                pod: smallest.clone(),
+            },
+        )
+        .is_some()
+    };
+    if !fits(&all) {
+        return None;
+    }
+    let mut remove = all.clone();
+    for key in all.iter().take(REMOVAL_WEIGHED) {
+        let kept: Vec<String> = remove.iter().filter(|k| *k != key).cloned().collect();
+        if fits(&kept) {
+            remove = kept;
+        }
+    }
+    if remove.is_empty() {
+        return None; // shrinking alone admits: kind 1 covers it
+    }
+    let unchanged = Change::Remove(remove.clone());
+    if let Some(decision) = admits(situation, &unchanged) {
+        return Some(Fix::new(
+            format!("Remove {} first", listed_pods(&remove)),
+            unchanged,
+            &decision,
+        ));
+    }
+    shrink_together(situation, &remove)
+}
+
+/// `a, b and c`, or the first few and how many more.
+fn listed_pods(keys: &[String]) -> String {
+    const NAMED: usize = 5;
+    match keys {
+        [] => String::new(),
+        [one] => one.clone(),
+        _ if keys.len() > NAMED + 1 => format!("{} and {} more pods", keys[..NAMED].join(", "), keys.len() - NAMED),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// The pod at its smallest, as [`shrink_together`] starts from.
+fn shrink_together_smallest(situation: &Situation<'_>) -> Option<Value> {
+    let resources = scaled_resources(situation);
+    (!resources.is_empty()).then(|| scaled_manifest(situation.manifest, &resources, &vec![1; resources.len()]))
 }
 
 /// 2. Other topology manager settings that admit the pod.
