@@ -4,12 +4,20 @@
 //!
 //! Kinds of change, in the order they are offered:
 //! 1. the pod asks for less: for each resource, the largest request that
-//!    fits now (the others unchanged); when no single resource can be
-//!    shrunk enough, the whole pod shrunk to what one NUMA node has free;
+//!    fits now (the others unchanged; CPUs in whole cores under
+//!    `full-pcpus-only`, and the next whole number of cores up); when no
+//!    single resource can be shrunk enough, the whole pod shrunk to what
+//!    one NUMA node has free, else every resource of every container (and
+//!    `spec.resources`) cut down together;
 //! 2. the kubelet is configured differently: another topology manager scope,
-//!    then `restricted` / `best-effort` (the new configuration is started
-//!    and the node's state restored into it, as a restarted kubelet would);
-//! 3. running pods go away first: the fewest whose removal makes room.
+//!    then `restricted` / `best-effort`, or without `full-pcpus-only` (the
+//!    new configuration is started and the node's state restored into it,
+//!    as a restarted kubelet would);
+//! 3. running pods go away first: the fewest whose removal makes room; when
+//!    nothing above admits, pods removed and the pod shrunk together.
+//!
+//! Every search bisects or is bounded by what the node has, so an absurd
+//! request costs a few dozen admissions, never one per unit asked for.
 //!
 //! Owns: the search and [`apply`], which re-checks any fix. Must not touch:
 //! decisions (the engine's), files.
@@ -18,7 +26,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use topoalign_engine::{Decision, Node, TopologyPolicyName, TopologyScope};
 use topoalign_k8s::{KubeletConfiguration, PodError, node_config, pod_from_value};
-use topoalign_model::{Pod, Quantity, QuantityFormat};
+use topoalign_model::{Machine, Pod, Quantity, QuantityFormat};
 
 use crate::hints::nodes_text;
 use crate::report::affinity;
@@ -71,6 +79,15 @@ pub enum Change {
     /// Pods to remove first, then the changed Pod manifest: when neither
     /// change alone admits.
     RemoveThenPod { remove: Vec<String>, pod: Value },
+    /// An empty node of a larger shape: each NUMA node `factor` times the
+    /// CPUs, memory, huge pages and devices of this node's, the same
+    /// kubelet configuration (a node too small for the pod); with `pod`,
+    /// the changed Pod manifest (whole cores under `full-pcpus-only`).
+    LargerNode {
+        factor: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pod: Option<Value>,
+    },
 }
 
 /// Why a change could not be tried.
@@ -116,7 +133,77 @@ pub fn apply(situation: &Situation<'_>, change: &Change) -> Result<Decision, Fix
             let pod = pod_from_value(pod, &situation.pod.uid)?;
             Ok(without(node, remove)?.admit(pod))
         }
+        Change::LargerNode { factor, pod } => {
+            let pod = match pod {
+                Some(manifest) => pod_from_value(manifest, &situation.pod.uid)?,
+                None => situation.pod.clone(),
+            };
+            let machine = larger_machine(node.machine(), *factor).map_err(FixError::Startup)?;
+            let mut larger =
+                Node::start(machine, node.config().clone()).map_err(|e| FixError::Startup(e.to_string()))?;
+            Ok(larger.admit(pod))
+        }
     }
+}
+
+/// `machine` with each NUMA node `factor` times as large: its CPUs
+/// repeated as new cores (ids after the last), its memory and huge pages
+/// multiplied, each device repeated (`<id>-<copy>`).
+///
+/// # Errors
+/// The machine's own error when the larger one would be no machine (CPU
+/// ids past the kernel's limit).
+fn larger_machine(machine: &Machine, factor: u32) -> Result<Machine, String> {
+    let copies = factor.max(1);
+    let next_id = machine.cpus().iter().map(|c| c.id).max().map_or(0, |m| m + 1);
+    let next_core = machine.cpus().iter().map(|c| c.core).max().map_or(0, |m| m + 1);
+    let mut cpus = Vec::with_capacity(machine.cpus().len() * copies as usize);
+    for copy in 0..copies {
+        for cpu in machine.cpus() {
+            let shift = |base: u32, next: u32| next.checked_mul(copy).and_then(|offset| base.checked_add(offset));
+            let (Some(id), Some(core)) = (shift(cpu.id, next_id), shift(cpu.core, next_core)) else {
+                return Err(format!("a node {copies} times as large has too many CPUs"));
+            };
+            cpus.push(topoalign_model::Cpu {
+                id,
+                core,
+                ..cpu.clone()
+            });
+        }
+    }
+    let numa_nodes = machine
+        .numa_nodes()
+        .iter()
+        .map(|numa| topoalign_model::NumaNode {
+            memory: numa.memory.saturating_mul(u64::from(copies)),
+            hugepages: numa
+                .hugepages
+                .iter()
+                .map(|(&size, &bytes)| (size, bytes.saturating_mul(u64::from(copies))))
+                .collect(),
+            ..numa.clone()
+        })
+        .collect();
+    let devices = machine
+        .devices()
+        .iter()
+        .map(|(resource, devices)| {
+            let repeated = (0..copies)
+                .flat_map(|copy| {
+                    devices.iter().map(move |d| topoalign_model::Device {
+                        id: if copy == 0 {
+                            d.id.clone()
+                        } else {
+                            format!("{}-{copy}", d.id)
+                        },
+                        numa: d.numa.clone(),
+                    })
+                })
+                .collect();
+            (resource.clone(), repeated)
+        })
+        .collect();
+    Machine::new(numa_nodes, cpus, devices).map_err(|e| e.to_string())
 }
 
 /// A copy of `node` without the running pods `keys` (`namespace/name`).
@@ -162,7 +249,40 @@ pub(crate) fn find(situation: &Situation<'_>, empty_node: &EmptyNode) -> Vec<Fix
     if fixes.is_empty() {
         fixes.extend(remove_then_shrink(situation));
     }
+    if fixes.is_empty() {
+        fixes.extend(larger_node(situation));
+    }
     fixes
+}
+
+/// The largest factor [`larger_node`] tries.
+const LARGEST_NODE_FACTOR: u32 = 16;
+
+/// Kind 4, when nothing else admits: the pod needs a larger node — the
+/// smallest of 2, 4, … [`LARGEST_NODE_FACTOR`] times this one (each NUMA
+/// node that much larger) on which it is admitted.
+fn larger_node(situation: &Situation<'_>) -> Option<Fix> {
+    let rounded = whole_cores_manifest(situation);
+    let mut factor = 2;
+    while factor <= LARGEST_NODE_FACTOR {
+        let change = Change::LargerNode {
+            factor,
+            pod: rounded.as_ref().map(|(manifest, _)| manifest.clone()),
+        };
+        if let Some(decision) = admits(situation, &change) {
+            let also = rounded
+                .as_ref()
+                .map(|(_, changed)| format!(", asking for {}", changed.join(", ")))
+                .unwrap_or_default();
+            let what = format!(
+                "Run it on an empty node {factor} times this one's size (each NUMA node with {factor}× the CPUs, \
+                 memory, huge pages and devices; the same kubelet configuration){also}: this node is too small for it"
+            );
+            return Some(Fix::new(what, change, &decision));
+        }
+        factor *= 2;
+    }
+    None
 }
 
 /// Where one container sits in the manifest and pod.
@@ -327,29 +447,55 @@ fn shrink_each(situation: &Situation<'_>) -> Vec<Fix> {
             fixes.push(Fix::new(what, change, &decision));
         }
         if resource == "cpu" {
-            fixes.extend(whole_cores(situation, target, current));
+            fixes.extend(whole_cores(situation));
         }
     }
     fixes
 }
 
 /// With `full-pcpus-only` a CPU count must be a multiple of the CPUs per
-/// core (`SMTAlignmentError`): the next multiple up, when it fits.
-fn whole_cores(situation: &Situation<'_>, target: Target, current: Quantity) -> Option<Fix> {
-    let per_core = i128::try_from(cpus_per_core(situation.node)).ok()?;
-    let cpus = current.value();
-    if per_core < 2 || cpus % per_core == 0 || cpus > node_ceiling(situation.node, "cpu") {
-        return None;
-    }
-    let amount = Quantity::from_units(cpus + per_core - cpus % per_core);
-    let manifest = with_amount(situation.manifest, situation.pod, target, "cpu", amount);
+/// core (`SMTAlignmentError`): every container's count rounded up to the
+/// next multiple, when that fits.
+fn whole_cores(situation: &Situation<'_>) -> Option<Fix> {
+    let (manifest, changed) = whole_cores_manifest(situation)?;
+    let per_core = cpus_per_core(situation.node);
     let change = Change::Pod(manifest);
     let decision = admits(situation, &change)?;
     let what = format!(
-        "Ask for cpu: {amount} instead of {current} in container {} (full-pcpus-only hands out whole cores of {per_core} CPUs)",
-        target.name(situation.pod)
+        "Ask for {} (full-pcpus-only hands out whole cores of {per_core} CPUs)",
+        changed.join(", ")
     );
     Some(Fix::new(what, change, &decision))
+}
+
+/// The manifest with every whole, exclusive CPU count that is not a
+/// multiple of the CPUs per core (under `full-pcpus-only`) rounded up to
+/// one, and the changes in words; `None` when there is none to round.
+fn whole_cores_manifest(situation: &Situation<'_>) -> Option<(Value, Vec<String>)> {
+    let pod = situation.pod;
+    let per_core = i128::try_from(cpus_per_core(situation.node)).ok()?;
+    if per_core < 2 || pod.qos != topoalign_model::QosClass::Guaranteed {
+        return None;
+    }
+    let mut manifest = situation.manifest.clone();
+    let mut changed = Vec::new();
+    let targets = (0..pod.init_containers.len())
+        .map(|index| Target { init: true, index })
+        .chain((0..pod.containers.len()).map(|index| Target { init: false, index }));
+    for target in targets {
+        let current = target.container(pod).request("cpu");
+        let cpus = current.value();
+        if !current.is_whole() || cpus == 0 || cpus % per_core == 0 {
+            continue;
+        }
+        let amount = Quantity::from_units(cpus + per_core - cpus % per_core);
+        manifest = with_amount(&manifest, pod, target, "cpu", amount);
+        changed.push(format!(
+            "cpu: {amount} instead of {current} in container {}",
+            target.name(pod)
+        ));
+    }
+    (!changed.is_empty()).then_some((manifest, changed))
 }
 
 /// The largest fractional CPU request that fits now, to the milli-CPU.

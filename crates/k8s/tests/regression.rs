@@ -132,7 +132,7 @@ fn a_billion_replicas_are_refused_before_any_is_made() {
         ..ManifestOptions::default()
     };
     assert_eq!(read_manifests(deployment, &two).expect("read").pods.len(), 2);
-    let own = deployment.replace("spec:\n", "spec:\n  replicas: 1000000000\n");
+    let own = deployment.replacen("spec:\n", "spec:\n  replicas: 1000000000\n", 1);
     let e = read_manifests(&own, &ManifestOptions::default()).expect_err("refused");
     assert!(
         e.to_string()
