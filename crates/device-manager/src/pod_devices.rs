@@ -3,8 +3,11 @@
 //!
 //! Owns the allocation record only; choosing devices is `allocate.rs`'s
 //! job. The kubelet keeps a separate `allocatedDevices` cache that is always
-//! re-derived from this record before it is read in the flows we replay, so
-//! here "in use" is simply computed from the record.
+//! re-derived from this record before it is read in the flows we replay;
+//! here it is kept beside the record as a count of the records holding each
+//! device, updated on every change, so that asking what is in use costs the
+//! machine's device count, not the pod's container count (a pod with
+//! thousands of init containers asks once per container).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -18,18 +21,47 @@ pub(crate) type DevicesByResource = BTreeMap<String, DeviceSet>;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct PodDevices {
     by_pod: BTreeMap<String, BTreeMap<String, DevicesByResource>>,
+    /// resource → device id → how many records above hold it; a device
+    /// whose last record goes is removed, so the keys are what is in use.
+    holders: BTreeMap<String, BTreeMap<String, usize>>,
 }
 
 impl PodDevices {
     /// Records (replacing any earlier record) the devices of one resource
     /// given to one container.
     pub(crate) fn insert(&mut self, pod_uid: &str, container: &str, resource: &str, devices: DeviceSet) {
-        self.by_pod
+        let holders = self.holders.entry(resource.to_owned()).or_default();
+        for id in &devices {
+            *holders.entry(id.clone()).or_insert(0) += 1;
+        }
+        let replaced = self
+            .by_pod
             .entry(pod_uid.to_owned())
             .or_default()
             .entry(container.to_owned())
             .or_default()
             .insert(resource.to_owned(), devices);
+        if let Some(replaced) = replaced {
+            self.release(resource, &replaced);
+        }
+    }
+
+    /// One record of `devices` of `resource` fewer.
+    fn release(&mut self, resource: &str, devices: &DeviceSet) {
+        let Some(holders) = self.holders.get_mut(resource) else {
+            return;
+        };
+        for id in devices {
+            if let Some(count) = holders.get_mut(id) {
+                *count -= 1;
+                if *count == 0 {
+                    holders.remove(id);
+                }
+            }
+        }
+        if holders.is_empty() {
+            self.holders.remove(resource);
+        }
     }
 
     /// Everything one container holds, per resource.
@@ -59,13 +91,10 @@ impl PodDevices {
     /// The devices of `resource` held by any pod (the kubelet's
     /// `allocatedDevices[resource]`).
     pub(crate) fn in_use(&self, resource: &str) -> DeviceSet {
-        self.by_pod
-            .values()
-            .flat_map(|containers| containers.values())
-            .filter_map(|resources| resources.get(resource))
-            .flatten()
-            .cloned()
-            .collect()
+        self.holders
+            .get(resource)
+            .map(|holders| holders.keys().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Every record: pod uid → container → resource → device ids.
@@ -90,6 +119,55 @@ impl PodDevices {
 
     /// Forgets a pod.
     pub(crate) fn remove_pod(&mut self, pod_uid: &str) {
-        self.by_pod.remove(pod_uid);
+        let Some(containers) = self.by_pod.remove(pod_uid) else {
+            return;
+        };
+        for resources in containers.values() {
+            for (resource, devices) in resources {
+                self.release(resource, devices);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(ids: &[&str]) -> DeviceSet {
+        ids.iter().map(|id| (*id).to_owned()).collect()
+    }
+
+    /// What is in use, recomputed from the record alone.
+    fn recomputed(devices: &PodDevices, resource: &str) -> DeviceSet {
+        devices
+            .all()
+            .values()
+            .flat_map(|containers| containers.values())
+            .filter_map(|resources| resources.get(resource))
+            .flatten()
+            .cloned()
+            .collect()
+    }
+
+    #[test]
+    fn in_use_follows_every_insert_replacement_and_removal() {
+        let mut devices = PodDevices::default();
+        devices.insert("a", "init", "gpu", set(&["g0"]));
+        devices.insert("a", "app", "gpu", set(&["g0", "g1"]));
+        devices.insert("b", "app", "gpu", set(&["g2"]));
+        devices.insert("b", "app", "nic", set(&["n0"]));
+        assert_eq!(devices.in_use("gpu"), set(&["g0", "g1", "g2"]));
+        // A replaced record gives up what it no longer names.
+        devices.insert("a", "app", "gpu", set(&["g3"]));
+        assert_eq!(devices.in_use("gpu"), recomputed(&devices, "gpu"));
+        assert_eq!(devices.in_use("gpu"), set(&["g0", "g2", "g3"]));
+        // g0 is still held by a's init container until a goes.
+        devices.remove_pod("a");
+        assert_eq!(devices.in_use("gpu"), set(&["g2"]));
+        devices.remove_pod("b");
+        assert_eq!(devices.in_use("gpu"), DeviceSet::new());
+        assert_eq!(devices.in_use("nic"), DeviceSet::new());
+        assert_eq!(devices, PodDevices::default());
     }
 }
