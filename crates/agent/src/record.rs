@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use topoalign_engine::ContainerPlacement;
 
 /// One journal record.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -39,8 +40,10 @@ pub struct AdmitRecord {
     pub policy: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holder: Option<Holder>,
-    /// What the engine gave each container.
-    pub placements: Vec<Placement>,
+    /// What the engine gave each container, recorded exactly as the API
+    /// shows it (a change to [`ContainerPlacement`]'s wire shape is a
+    /// change to the journal format too).
+    pub placements: Vec<ContainerPlacement>,
 }
 
 /// The process holding an allocation (see `topoalign_enforce::process`).
@@ -72,11 +75,6 @@ impl From<&Holder> for topoalign_enforce::ProcessIdentity {
     }
 }
 
-/// One container's placement, recorded exactly as the API shows it: the
-/// engine's [`ContainerPlacement`](topoalign_engine::ContainerPlacement)
-/// (a change to its wire shape is a change to the journal format too).
-pub use topoalign_engine::ContainerPlacement as Placement;
-
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -97,7 +95,7 @@ mod tests {
         };
         assert_eq!(
             admit.placements[1],
-            Placement {
+            ContainerPlacement {
                 name: "app".into(),
                 init: false,
                 cpus: Some(CpuSet::parse("2-5,8").unwrap()),
@@ -112,9 +110,10 @@ mod tests {
     /// set that would replay as "no exclusive CPUs".
     #[test]
     fn a_placement_whose_cpus_do_not_read_is_refused() {
-        let error = serde_json::from_str::<Placement>(r#"{"name":"app","init":false,"cpus":"5-2","memoryNuma":null}"#)
-            .unwrap_err()
-            .to_string();
+        let error =
+            serde_json::from_str::<ContainerPlacement>(r#"{"name":"app","init":false,"cpus":"5-2","memoryNuma":null}"#)
+                .unwrap_err()
+                .to_string();
         assert!(error.contains(r#"CPU list "5-2""#), "{error}");
     }
 }
