@@ -26,6 +26,14 @@ pub enum Record {
         id: String,
         reason: String,
     },
+    /// The whole live state at a compaction, right after the start record
+    /// of a new epoch: the engine's state in the kubelet checkpoints'
+    /// shape, restored on recovery as a restarting kubelet restores its
+    /// checkpoints, and the held allocations. Released history is gone.
+    Snapshot {
+        state: topoalign_nrt::StateRecord,
+        held: Vec<AdmitRecord>,
+    },
 }
 
 /// An acknowledged admission.

@@ -37,20 +37,25 @@ topoalign_model::kubelet_vocabulary! {
 }
 
 impl CpuPolicyOption {
-    /// The option's maturity in `version`: v1.32 has only
-    /// `full-pcpus-only` beta; v1.33 makes it stable and
+    /// The option's maturity in `version` (`policy_options.go`): v1.32 has
+    /// only `full-pcpus-only` beta; v1.33 makes it stable and
     /// `distribute-cpus-across-numa` and `strict-cpu-reservation` beta; v1.34
-    /// adds `prefer-align-cpus-by-uncorecache` to the beta ones.
+    /// adds `prefer-align-cpus-by-uncorecache` to the beta ones; v1.35 makes
+    /// `strict-cpu-reservation` stable, v1.36
+    /// `prefer-align-cpus-by-uncorecache`.
     fn maturity(self, version: KubeletVersion) -> Maturity {
-        let v1_33 = version.at_least(KubeletVersion::V1_33);
-        let v1_34 = version.at_least(KubeletVersion::V1_34);
+        let from = |minor: KubeletVersion| version.at_least(minor);
         match self {
-            CpuPolicyOption::FullPcpusOnly if v1_33 => Maturity::Stable,
+            CpuPolicyOption::FullPcpusOnly if from(KubeletVersion::V1_33) => Maturity::Stable,
             CpuPolicyOption::FullPcpusOnly => Maturity::Beta,
-            CpuPolicyOption::DistributeCpusAcrossNuma | CpuPolicyOption::StrictCpuReservation if v1_33 => {
+            CpuPolicyOption::StrictCpuReservation if from(KubeletVersion::V1_35) => Maturity::Stable,
+            CpuPolicyOption::DistributeCpusAcrossNuma | CpuPolicyOption::StrictCpuReservation
+                if from(KubeletVersion::V1_33) =>
+            {
                 Maturity::Beta
             }
-            CpuPolicyOption::PreferAlignCpusByUncoreCache if v1_34 => Maturity::Beta,
+            CpuPolicyOption::PreferAlignCpusByUncoreCache if from(KubeletVersion::V1_36) => Maturity::Stable,
+            CpuPolicyOption::PreferAlignCpusByUncoreCache if from(KubeletVersion::V1_34) => Maturity::Beta,
             _ => Maturity::Alpha,
         }
     }
@@ -98,6 +103,11 @@ pub struct StaticPolicyOptions {
     /// of the last one left out); v1.32 and v1.33 round down and so never
     /// take a part of a cache for an odd request.
     pub partial_uncore_takes_odd_requests: bool,
+    /// v1.37+: with `align-by-socket`, `distribute-cpus-across-numa` prefers
+    /// NUMA combinations within one socket and asks no node of a combination
+    /// for more than it holds (`takeByTopologyNUMADistributed`'s
+    /// `alignBySocket`); earlier releases ignore the socket there.
+    pub distribution_aligns_by_socket: bool,
 }
 
 impl StaticPolicyOptions {
@@ -115,6 +125,7 @@ impl StaticPolicyOptions {
     ) -> Result<StaticPolicyOptions, PolicyOptionError> {
         let mut parsed = StaticPolicyOptions {
             partial_uncore_takes_odd_requests: version.at_least(KubeletVersion::V1_34),
+            distribution_aligns_by_socket: version.at_least(KubeletVersion::V1_37),
             ..StaticPolicyOptions::default()
         };
         for (name, value) in options {
@@ -339,21 +350,33 @@ mod tests {
     #[test]
     fn each_release_gates_each_option_by_its_maturity() {
         use KubeletVersion as V;
-        let table: &[(&str, [&str; 3])] = &[
-            //                                   1.32     1.33     1.34
-            ("full-pcpus-only", ["beta", "-", "-"]),
-            ("distribute-cpus-across-numa", ["alpha", "beta", "beta"]),
-            ("strict-cpu-reservation", ["alpha", "beta", "beta"]),
-            ("prefer-align-cpus-by-uncorecache", ["alpha", "alpha", "beta"]),
-            ("align-by-socket", ["alpha", "alpha", "alpha"]),
-            ("distribute-cpus-across-cores", ["alpha", "alpha", "alpha"]),
+        let table: &[(&str, [&str; 6])] = &[
+            //                                     1.32     1.33     1.34     1.35     1.36     1.37
+            ("full-pcpus-only", ["beta", "-", "-", "-", "-", "-"]),
+            (
+                "distribute-cpus-across-numa",
+                ["alpha", "beta", "beta", "beta", "beta", "beta"],
+            ),
+            ("strict-cpu-reservation", ["alpha", "beta", "beta", "-", "-", "-"]),
+            (
+                "prefer-align-cpus-by-uncorecache",
+                ["alpha", "alpha", "beta", "beta", "-", "-"],
+            ),
+            (
+                "align-by-socket",
+                ["alpha", "alpha", "alpha", "alpha", "alpha", "alpha"],
+            ),
+            (
+                "distribute-cpus-across-cores",
+                ["alpha", "alpha", "alpha", "alpha", "alpha", "alpha"],
+            ),
         ];
         let no_beta = FeatureGates {
             cpu_manager_policy_beta_options: false,
             ..FeatureGates::default()
         };
         for (option, per_release) in table {
-            for (version, want) in [V::V1_32, V::V1_33, V::V1_34].into_iter().zip(per_release) {
+            for (version, want) in V::SUPPORTED.into_iter().zip(per_release) {
                 let refused = |gates: &FeatureGates| {
                     StaticPolicyOptions::parse(&opts(&[(option, "true")]), gates, version).is_err()
                 };

@@ -71,7 +71,7 @@ impl Node {
             &config.feature_gates,
             config.kubelet_version,
         )?;
-        let devices = DeviceManager::new(&machine);
+        let devices = DeviceManager::new(&machine, config.kubelet_version);
         let resources = fit::node_resources(&machine, &config);
         let reservation = node_allocatable_reservation(&resources.capacity, &config);
         let cpus = CpuManager::start(

@@ -44,8 +44,24 @@ pub struct ProviderInWords {
 
 /// `0`, `0+1`: NUMA ids as people write a set.
 pub fn nodes_text(nodes: &[usize]) -> String {
-    let ids: Vec<String> = nodes.iter().map(ToString::to_string).collect();
-    ids.join("+")
+    // Runs of three or more consecutive ids as ranges: a 64-node mask is
+    // `0-63`, not 64 numbers.
+    let mut parts: Vec<String> = Vec::new();
+    let mut index = 0;
+    while index < nodes.len() {
+        let start = nodes[index];
+        let mut end = index;
+        while end + 1 < nodes.len() && nodes[end + 1] == nodes[end] + 1 {
+            end += 1;
+        }
+        match end - index {
+            0 => parts.push(start.to_string()),
+            1 => parts.extend([start.to_string(), nodes[end].to_string()]),
+            _ => parts.push(format!("{start}-{}", nodes[end])),
+        }
+        index = end + 1;
+    }
+    parts.join("+")
 }
 
 fn mask_text(mask: NumaMask) -> String {

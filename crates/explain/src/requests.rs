@@ -30,6 +30,19 @@ pub(crate) fn container_requests(node: &Node, pod: &Pod, container: &Container) 
         .collect()
 }
 
+/// The largest request of each aligned resource among the pod's
+/// containers: what one NUMA node must hold under the container scope.
+pub(crate) fn largest_container_requests(node: &Node, pod: &Pod) -> BTreeMap<String, Quantity> {
+    let mut largest: BTreeMap<String, Quantity> = BTreeMap::new();
+    for (container, _) in pod.all_containers() {
+        for (resource, amount) in container_requests(node, pod, container) {
+            let entry = largest.entry(resource).or_default();
+            *entry = (*entry).max(amount);
+        }
+    }
+    largest
+}
+
 /// The pod's requests of aligned resources, sized as the kubelet sizes a
 /// pod for the pod scope.
 pub(crate) fn pod_requests(node: &Node, pod: &Pod) -> BTreeMap<String, Quantity> {

@@ -444,8 +444,16 @@ mod tests {
                  \"CPUManagerPolicyOptions\" enabled",
             ),
             (
-                json!({"topologyManagerPolicyOptions": {}, "featureGates": {"TopologyManagerPolicyOptions": false}}),
+                json!({"topologyManagerPolicyOptions": {}, "featureGates": {"TopologyManagerPolicyOptions": false},
+                    "kubeletVersion": "1.35"}),
                 "topology manager policy options map[] require feature gates \"TopologyManagerPolicyOptions\" enabled",
+            ),
+            (
+                // Locked from 1.36.
+                json!({"topologyManagerPolicyOptions": {}, "featureGates": {"TopologyManagerPolicyOptions": false},
+                    "kubeletVersion": "1.36"}),
+                "panic: failed to merge global and in-flight KubeletConfiguration while setting defaults, error: \
+                 cannot set feature gate TopologyManagerPolicyOptions to false, feature is locked to true",
             ),
             (json!({"cpuManagerPolicy": "Static"}), "unknown policy: \"Static\""),
             (json!({"memoryManagerPolicy": "static"}), "unknown policy: \"static\""),

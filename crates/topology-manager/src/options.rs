@@ -12,7 +12,7 @@ topoalign_model::kubelet_vocabulary! {
     pub enum TopologyPolicyOption("Topology Manager Policy option") {
         /// GA in v1.32.
         PreferClosestNumaNodes = "prefer-closest-numa-nodes",
-        /// Beta in v1.32.
+        /// Beta in v1.32-v1.34, GA from v1.35.
         MaxAllowableNumaNodes = "max-allowable-numa-nodes",
     }
 }
@@ -47,9 +47,10 @@ enum Maturity {
     Stable,
 }
 
-fn maturity(option: TopologyPolicyOption) -> Maturity {
+fn maturity(option: TopologyPolicyOption, version: KubeletVersion) -> Maturity {
     match option {
         TopologyPolicyOption::PreferClosestNumaNodes => Maturity::Stable,
+        TopologyPolicyOption::MaxAllowableNumaNodes if version.at_least(KubeletVersion::V1_35) => Maturity::Stable,
         TopologyPolicyOption::MaxAllowableNumaNodes => Maturity::Beta,
     }
 }
@@ -72,7 +73,7 @@ impl PolicyOptions {
             let Ok(option) = name.parse::<TopologyPolicyOption>() else {
                 return fail(format!("unknown Topology Manager Policy option: {name:?}"));
             };
-            match maturity(option) {
+            match maturity(option, version) {
                 Maturity::Beta if !gates.topology_manager_policy_beta_options => {
                     // v1.33 lower-cased the text.
                     let what = if version.at_least(KubeletVersion::V1_33) {
@@ -204,6 +205,11 @@ mod tests {
                 text,
                 "{version}"
             );
+        }
+        // GA from 1.35: no gate needed.
+        for version in [KubeletVersion::V1_35, KubeletVersion::V1_36, KubeletVersion::V1_37] {
+            let opts = PolicyOptions::parse(&map, &gates, version).unwrap();
+            assert_eq!(opts.max_allowable_numa_nodes, 16, "{version}");
         }
     }
 }

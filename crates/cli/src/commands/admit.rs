@@ -5,8 +5,8 @@
 //! no-ops; for a rejected pod (or every pod with `--explain`) the
 //! explanation with fixes. `-o json|yaml` prints `{"results": [...]}`.
 //!
-//! Exit status: 0 once every pod was evaluated (admitted or not), 2 for
-//! input that cannot be read.
+//! Exit status: 0 when every pod is admitted, 3 when any is rejected (the
+//! report is printed either way), 2 for input that cannot be read.
 
 use std::path::PathBuf;
 
@@ -29,9 +29,10 @@ pub struct Args {
     pub pods: Vec<PathBuf>,
     #[command(flatten)]
     pub node: NodeArgs,
-    /// Pods made from each workload's template.
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub replicas: u32,
+    /// Pods made from each workload's template [default: the workload's
+    /// own `spec.replicas` (a Job's `parallelism`), 1 when it has none].
+    #[arg(long, value_name = "N")]
+    pub replicas: Option<u32>,
     /// Explain every pod, admitted or not.
     #[arg(long)]
     pub explain: bool,
@@ -69,7 +70,11 @@ pub fn run_with(args: &Args, always_explain: bool) -> Result {
         DocumentFormat::Text => text(&started, &pods.pods, &reports),
     };
     args.output.write(text.as_bytes())?;
-    Ok(Outcome::Success)
+    if reports.iter().all(|report| report.admitted) {
+        Ok(Outcome::Success)
+    } else {
+        Ok(Outcome::Rejected)
+    }
 }
 
 /// The whole text report.

@@ -63,7 +63,7 @@ pub fn run(args: &Args) -> Result {
     let explained = if args.explain.is_empty() {
         Vec::new()
     } else {
-        read_pods(&args.explain, 1, "topoalign-diagnose")?.pods
+        read_pods(&args.explain, Some(1), "topoalign-diagnose")?.pods
     };
     let kubelet = started.kubelet.clone();
     let mut diagnosis = diagnose(Inputs {
