@@ -31,11 +31,11 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 
 use serde_json::{Value, json};
-use topoalign_engine::{Decision, Node, NodeConfig, StartupError};
+use topoalign_engine::{ContainerPlacement, Decision, Node, NodeConfig, StartupError};
 use topoalign_model::{Machine, Pod};
 
 use crate::journal::{Corruption, DiscardedTail, Journal, JournalError};
-use crate::record::{AdmitRecord, Holder, Placement, Record};
+use crate::record::{AdmitRecord, Holder, Record};
 use crate::request::{Workload, parse_policy};
 
 /// The journal's file name in the state directory.
@@ -478,7 +478,7 @@ impl Ledger {
                         rejection.reason, rejection.message
                     )));
                 }
-                let placements: Vec<Placement> = decision.containers.clone();
+                let placements: Vec<ContainerPlacement> = decision.containers.clone();
                 if placements != record.placements {
                     return Err(changed(format!(
                         "({key}) was given {}, but is now given {}",
@@ -570,7 +570,7 @@ fn with_identity(manifest: &Value, id: &str, unnamed: bool) -> Value {
 }
 
 /// `main: CPUs 2-3, memory on NUMA [0], nvidia.com/gpu gpu1`.
-pub fn describe_placements(placements: &[Placement]) -> String {
+pub fn describe_placements(placements: &[ContainerPlacement]) -> String {
     let parts: Vec<String> = placements
         .iter()
         .map(|p| {

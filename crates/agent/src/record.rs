@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use topoalign_engine::ContainerPlacement;
 
 /// One journal record.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -47,8 +48,10 @@ pub struct AdmitRecord {
     pub policy: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holder: Option<Holder>,
-    /// What the engine gave each container.
-    pub placements: Vec<Placement>,
+    /// What the engine gave each container, recorded exactly as the API
+    /// shows it (a change to [`ContainerPlacement`]'s wire shape is a
+    /// change to the journal format too).
+    pub placements: Vec<ContainerPlacement>,
 }
 
 /// The process holding an allocation (see `topoalign_enforce::process`).
@@ -80,7 +83,45 @@ impl From<&Holder> for topoalign_enforce::ProcessIdentity {
     }
 }
 
-/// One container's placement, recorded exactly as the API shows it: the
-/// engine's [`ContainerPlacement`](topoalign_engine::ContainerPlacement)
-/// (a change to its wire shape is a change to the journal format too).
-pub use topoalign_engine::ContainerPlacement as Placement;
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use topoalign_model::CpuSet;
+
+    use super::*;
+
+    /// An admission as journals written before placements were typed hold
+    /// it (CPU lists as text): it still reads, to the same placement, and
+    /// writes back byte for byte.
+    #[test]
+    fn a_journal_record_of_before_reads_and_writes_back_unchanged() {
+        let written = r#"{"op":"admit","id":"a1","pod":{"metadata":{"uid":"a1"}},"placements":[{"name":"init","init":true,"cpus":null,"memoryNuma":null},{"name":"app","init":false,"cpus":"2-5,8","memoryNuma":[0],"devices":{"nvidia.com/gpu":["gpu0"]}}]}"#;
+        let record: Record = serde_json::from_str(written).unwrap();
+        let Record::Admit(admit) = &record else {
+            panic!("an admission: {record:?}");
+        };
+        assert_eq!(
+            admit.placements[1],
+            ContainerPlacement {
+                name: "app".into(),
+                init: false,
+                cpus: Some(CpuSet::parse("2-5,8").unwrap()),
+                memory_numa: Some(vec![0]),
+                devices: BTreeMap::from([("nvidia.com/gpu".to_owned(), vec!["gpu0".to_owned()])]),
+            }
+        );
+        assert_eq!(serde_json::to_string(&record).unwrap(), written);
+    }
+
+    /// A CPU list that does not read is an error naming it, never an empty
+    /// set that would replay as "no exclusive CPUs".
+    #[test]
+    fn a_placement_whose_cpus_do_not_read_is_refused() {
+        let error =
+            serde_json::from_str::<ContainerPlacement>(r#"{"name":"app","init":false,"cpus":"5-2","memoryNuma":null}"#)
+                .unwrap_err()
+                .to_string();
+        assert!(error.contains(r#"CPU list "5-2""#), "{error}");
+    }
+}

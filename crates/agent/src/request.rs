@@ -219,7 +219,7 @@ fn plain_workload(plain: &PlainRequest, query: &AdmitOptions) -> Result<Workload
             )));
         }
         resources.insert(
-            format!("hugepages-{size}"),
+            format!("{}{size}", topoalign_model::resource_name::HUGEPAGES_PREFIX),
             json!(checked_quantity(&format!("hugepages.{size}"), amount)?),
         );
     }

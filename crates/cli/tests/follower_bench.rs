@@ -61,7 +61,7 @@ fn pod(index: usize) -> Value {
         json!({"requests": {"cpu": "200m", "memory": "256Mi"}})
     } else {
         let mut r = json!({"cpu": "1", "memory": "1Gi"});
-        if index % 25 == 0 {
+        if index.is_multiple_of(25) {
             r["nvidia.com/gpu"] = json!("1");
         }
         if index % 10 == 1 {

@@ -137,7 +137,7 @@ impl TopologySpec {
             let memory = byte_count(&spec.memory).map_err(|m| field(at("memory"), m))?;
             let mut hugepages = BTreeMap::new();
             for (key, value) in &spec.other {
-                let Some(size) = key.strip_prefix("hugepages-") else {
+                let Some(size) = key.strip_prefix(topoalign_model::resource_name::HUGEPAGES_PREFIX) else {
                     return Err(field(
                         at(key),
                         "unknown field; expected id, memory, distances or hugepages-<size>".into(),
