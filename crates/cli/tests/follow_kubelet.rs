@@ -287,7 +287,7 @@ fn random_pod(rng: &mut Rng, index: usize) -> Value {
         "kind": "Pod",
         "metadata": {
             "name": format!("p{index:04}"),
-            "namespace": if index % 3 == 0 { "team-a" } else { "default" },
+            "namespace": if index.is_multiple_of(3) { "team-a" } else { "default" },
             "uid": format!("00000000-0000-0000-0000-{index:012}"),
             // Admission order is creation order, one second apart.
             "creationTimestamp": format!("2026-01-01T{:02}:{:02}:{:02}Z", index / 3600, index / 60 % 60, index % 60),

@@ -61,7 +61,7 @@ fn pod(index: usize) -> Value {
         json!({"requests": {"cpu": "200m", "memory": "256Mi"}})
     } else {
         let mut r = json!({"cpu": "1", "memory": "1Gi"});
-        if index % 25 == 0 {
+        if index.is_multiple_of(25) {
             r["nvidia.com/gpu"] = json!("1");
         }
         if index % 10 == 1 {
@@ -203,8 +203,8 @@ fn follower_resync_per_change() {
 
     let (mut lags, mut changes, mut rebuilds, mut readmissions) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut object_bytes = 0;
-    for i in 0..100 {
-        let change = if i % 2 == 0 {
+    for i in 0..100usize {
+        let change = if i.is_multiple_of(2) {
             let uid = running.remove((i * 7919) % running.len());
             json!({"delete": uid})
         } else {
