@@ -69,6 +69,7 @@ fn main() -> ExitCode {
     match try_main() {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::Refused) => ExitCode::from(2),
+        Ok(Outcome::Rejected) => ExitCode::from(3),
         Ok(Outcome::Exit(status)) => ExitCode::from(status),
         Err(error) => {
             eprintln!("topoalign: {error}");

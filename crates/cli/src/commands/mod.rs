@@ -27,6 +27,9 @@ pub enum Outcome {
     Refused,
     /// Exit with this status (`run`: the command's own).
     Exit(u8),
+    /// `admit`/`explain`: a pod was rejected (exit 3); the report says
+    /// which and why.
+    Rejected,
 }
 
 /// Why a command failed; `main` prints it after `topoalign: ` and exits
