@@ -203,8 +203,8 @@ fn follower_resync_per_change() {
 
     let (mut lags, mut changes, mut rebuilds, mut readmissions) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut object_bytes = 0;
-    for i in 0..100 {
-        let change = if i % 2 == 0 {
+    for i in 0..100usize {
+        let change = if i.is_multiple_of(2) {
             let uid = running.remove((i * 7919) % running.len());
             json!({"delete": uid})
         } else {

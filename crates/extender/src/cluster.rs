@@ -122,6 +122,10 @@ pub struct SyncReport {
     pub errors: Vec<ClusterError>,
     /// Nodes listed before and not any more, now forgotten.
     pub removed: Vec<String>,
+    /// Nodes now passed through (no exact state), with the reason: an
+    /// object saying its state is unknown, or another exporter's object.
+    /// Each only when its reason is new.
+    pub passed: Vec<(String, String)>,
 }
 
 /// The cluster as the extender sees it.
@@ -140,6 +144,8 @@ pub struct Cluster {
     empty_trials: HashMap<(u64, u64), bool>,
     /// Nodes the last [`Cluster::sync_nrt`] listed.
     listed: HashSet<String>,
+    /// Nodes whose object could not be restored, passed through, and why.
+    passing: HashMap<String, String>,
 }
 
 /// Answers kept before the cache is dropped and rebuilt.
@@ -158,6 +164,7 @@ impl Cluster {
             trials: HashMap::new(),
             empty_trials: HashMap::new(),
             listed: HashSet::new(),
+            passing: HashMap::new(),
         }
     }
 
@@ -199,11 +206,13 @@ impl Cluster {
     /// Takes a node's NRT object: its state is rebuilt from the topoalign
     /// attributes; assumed pods it now lists are confirmed, the others (not
     /// expired) are laid on top again. An object without topoalign
-    /// attributes makes the node unknown (passed through).
+    /// attributes, or saying its state is unknown, makes the node unknown
+    /// (passed through, never filtered on its last state).
     ///
     /// # Errors
-    /// [`ClusterError::Nrt`] for malformed attributes or a configuration
-    /// the kubelet would not start.
+    /// [`ClusterError::Nrt`] for malformed attributes, a configuration the
+    /// kubelet would not start or a state it would not restore; the node
+    /// is then passed through too.
     pub fn apply_nrt(&mut self, object: &NodeResourceTopology, now: Instant) -> Result<(), ClusterError> {
         let name = object.metadata.name.clone();
         let error = |message: String| ClusterError::Nrt {
@@ -212,12 +221,21 @@ impl Cluster {
         };
         let restored = match topoalign_nrt::restore(object) {
             Ok(restored) => restored,
-            Err(topoalign_nrt::RestoreError::Missing(_)) => {
+            Err(e) => {
                 self.nodes.remove(&name);
-                return Ok(());
+                let (reason, result) = match (object.attribute(topoalign_nrt::STATE_UNKNOWN_ATTRIBUTE), &e) {
+                    (Some(reason), _) => (format!("its exporter does not know its state: {reason}"), Ok(())),
+                    (None, topoalign_nrt::RestoreError::Missing(attribute)) => (
+                        format!("no exact state ({attribute} missing: another exporter's object)"),
+                        Ok(()),
+                    ),
+                    (None, _) => (e.to_string(), Err(error(e.to_string()))),
+                };
+                self.passing.insert(name.clone(), reason);
+                return result;
             }
-            Err(e) => return Err(error(e.to_string())),
         };
+        self.passing.remove(&name);
         let spec_text = object
             .attribute(topoalign_nrt::exact::NODE_SPEC_ATTRIBUTE)
             .unwrap_or_default();
@@ -304,9 +322,17 @@ impl Cluster {
         let mut report = SyncReport::default();
         let mut listed = HashSet::with_capacity(objects.len());
         for object in objects {
-            listed.insert(object.metadata.name.clone());
-            if let Err(error) = self.apply_nrt(object, now) {
-                report.errors.push(error);
+            let name = &object.metadata.name;
+            listed.insert(name.clone());
+            let before = self.passing.get(name).cloned();
+            let result = self.apply_nrt(object, now);
+            let after = self.passing.get(name);
+            if after.is_none() || after == before.as_ref() {
+                continue;
+            }
+            match result {
+                Err(error) => report.errors.push(error),
+                Ok(()) => report.passed.push((name.clone(), after.cloned().unwrap_or_default())),
             }
         }
         let mut vanished: Vec<String> = self.listed.difference(&listed).cloned().collect();
@@ -322,6 +348,7 @@ impl Cluster {
     /// Forgets a node and the pods assumed on it.
     fn forget(&mut self, name: &str) {
         self.nodes.remove(name);
+        self.passing.remove(name);
         self.assumed.retain(|_, assumption| assumption.node != name);
     }
 

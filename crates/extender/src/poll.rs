@@ -29,6 +29,9 @@ where
                     for error in synced.errors {
                         report(error.to_string());
                     }
+                    for (name, reason) in synced.passed {
+                        report(format!("node {name} is passed through, its state unknown: {reason}"));
+                    }
                     for name in synced.removed {
                         report(format!("node {name} is no longer listed: removed"));
                     }

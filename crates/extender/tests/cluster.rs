@@ -237,3 +237,60 @@ fn a_node_missing_from_the_next_listing_is_removed() {
     assert_eq!(outcome.passed, ["worker-2"]);
     assert!(outcome.unresolvable.contains_key("worker-1"), "{outcome:?}");
 }
+
+/// An object saying its state is unknown (the kubelet follower while its
+/// sources disagree), another exporter's object and a damaged one: each
+/// node passes through — never filtered on its last state — and the sync
+/// says why, once per reason.
+#[test]
+fn unknown_and_unrestorable_objects_pass_with_the_reason() {
+    let spec = spec();
+    let mut node = topoalign_nrt::start_node(&spec).unwrap();
+    assert!(node.admit(pod("running", "4", 1)).admitted());
+    let options = topoalign_nrt::BuildOptions {
+        exact_state: Some(&spec),
+    };
+    let t0 = Instant::now();
+    let mut cluster = Cluster::new(ExtenderConfig::default());
+    let known = topoalign_nrt::build("worker-1", &node, options);
+    assert_eq!(cluster.sync_nrt(std::slice::from_ref(&known), t0), Default::default());
+    let gpu_pod = pod("g", "2", 1);
+    let candidates = names(&["worker-1"]);
+    assert!(cluster.filter(&gpu_pod, &candidates, t0).unwrap().passed.is_empty());
+
+    let unknown = topoalign_nrt::unknown("worker-1", "cpu_manager_state: unexpected end of JSON input");
+    let report = cluster.sync_nrt(std::slice::from_ref(&unknown), t0);
+    assert_eq!(
+        report.passed,
+        [(
+            "worker-1".to_string(),
+            "its exporter does not know its state: cpu_manager_state: unexpected end of JSON input".to_string()
+        )]
+    );
+    assert_eq!(cluster.filter(&gpu_pod, &candidates, t0).unwrap().passed, ["worker-1"]);
+    // The same reason again is not news.
+    assert_eq!(cluster.sync_nrt(std::slice::from_ref(&unknown), t0), Default::default());
+
+    let mut damaged = known.clone();
+    for attribute in &mut damaged.attributes {
+        if attribute.name == topoalign_nrt::exact::STATE_ATTRIBUTE {
+            attribute.value.truncate(attribute.value.len() / 2);
+        }
+    }
+    let report = cluster.sync_nrt(std::slice::from_ref(&damaged), t0);
+    assert_eq!(report.errors.len(), 1, "{report:?}");
+    assert!(
+        report.errors[0].to_string().contains("topoalign.io/state"),
+        "{report:?}"
+    );
+    assert_eq!(cluster.filter(&gpu_pod, &candidates, t0).unwrap().passed, ["worker-1"]);
+
+    let plain = topoalign_nrt::build("worker-1", &node, topoalign_nrt::BuildOptions { exact_state: None });
+    let report = cluster.sync_nrt(std::slice::from_ref(&plain), t0);
+    assert_eq!(report.passed.len(), 1, "{report:?}");
+    assert!(report.passed[0].1.contains("another exporter"), "{report:?}");
+
+    // Known again: filtered again.
+    assert_eq!(cluster.sync_nrt(std::slice::from_ref(&known), t0), Default::default());
+    assert!(cluster.filter(&gpu_pod, &candidates, t0).unwrap().passed.is_empty());
+}
