@@ -220,6 +220,7 @@ pub fn kubelet(
             "PodLevelResources" if !gate.default && rng.chance(20) => Some(true),
             "PodLevelResources" if gate.default && rng.chance(5) => Some(false),
             "PodLevelResourceManagers" if rng.chance(35) => Some(true),
+            "PodLevelResourcesFixDefaulting" | "PodLevelResourcesFixKubeletQOSClass" if rng.chance(15) => Some(false),
             "CPUManagerPolicyAlphaOptions" if rng.chance(5) => Some(true),
             _ if gate.locked && rng.chance(1) => {
                 // The kubelet panics while defaulting its configuration.
