@@ -246,6 +246,9 @@ fn build_pod(
         spec["initContainers"] = json!(init_containers);
     }
     if kind == Kind::PodLevel {
+        if kubelet.pod_level_managers {
+            tags.push("pod-level-managers".into());
+        }
         // Pod-level requests cover the containers' (API validation);
         // Guaranteed when requests equal limits.
         let cpu_milli = container_requests_cpu.max(1000) + *rng.pick(&[0u64, 0, 500, 1000, 2000]);
