@@ -48,8 +48,10 @@ build() {
     mkdir -p "$out"
     local start=$SECONDS
     echo "e2e: building $name ($pkg) ..." >&2
-    (cd "$module" && go build "${flags[@]}" -o "$out/$name.partial" "$pkg")
-    mv -f "$out/$name.partial" "$out/$name"
+    # A partial file of this process's own: two runs building at once (CI
+    # and a developer, two worktrees) must not write into one file.
+    (cd "$module" && go build "${flags[@]}" -o "$out/$name.partial.$$" "$pkg")
+    mv -f "$out/$name.partial.$$" "$out/$name"
     echo "e2e: built $name in $((SECONDS - start)) s" >&2
     echo "$out/$name"
 }

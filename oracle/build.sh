@@ -42,9 +42,9 @@ for v in "$@"; do
 		# -mod=readonly: go.mod and go.sum are committed and complete; a build
 		# never changes them and every download is checked against go.sum.
 		GOFLAGS= go build -mod=readonly -buildvcs=false \
-			-modfile "versions/$v/go.mod" -tags "k8s_${v//./_}" -o "$out.tmp" .
+			-modfile "versions/$v/go.mod" -tags "k8s_${v//./_}" -o "$out.tmp.$$" .
 	)
-	mv "$out.tmp" "$out"
+	mv "$out.tmp.$$" "$out"
 	echo "$hash" >"$out.sha256"
 	echo "$out"
 done

@@ -197,14 +197,37 @@ impl Journal {
     /// # Errors
     /// [`JournalError::Io`].
     pub fn create(path: &Path, epoch: u64, next_id: u64) -> Result<Journal, JournalError> {
+        Journal::create_with(path, epoch, next_id, &[])
+    }
+
+    /// Writes a new journal at `path` holding `records`, atomically like
+    /// [`Journal::create`]: a crash leaves the old journal or this one
+    /// with every record, never a part (a compaction's snapshot).
+    ///
+    /// # Errors
+    /// [`JournalError::Io`], also for a record larger than any record may be.
+    pub fn create_with(path: &Path, epoch: u64, next_id: u64, records: &[Vec<u8>]) -> Result<Journal, JournalError> {
+        let mut image = vec![0u8; usize::try_from(DATA_START).unwrap_or(1024)];
+        for payload in records {
+            let length = u32::try_from(payload.len())
+                .ok()
+                .filter(|&l| l <= MAX_RECORD)
+                .ok_or_else(|| JournalError::Io {
+                    operation: "create",
+                    path: path.to_path_buf(),
+                    source: io::Error::new(io::ErrorKind::InvalidInput, "record too large"),
+                })?;
+            image.extend_from_slice(&length.to_le_bytes());
+            image.extend_from_slice(&crc32(payload).to_le_bytes());
+            image.extend_from_slice(payload);
+        }
         let commit = Commit {
             epoch,
             sequence: 1,
-            length: DATA_START,
-            records: 0,
+            length: image.len() as u64,
+            records: records.len() as u64,
             next_id,
         };
-        let mut image = vec![0u8; usize::try_from(DATA_START).unwrap_or(1024)];
         let encoded = commit.encode();
         for offset in SLOT_OFFSETS {
             let at = usize::try_from(offset).unwrap_or(0);

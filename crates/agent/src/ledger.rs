@@ -17,10 +17,14 @@
 //! was and *poisons* the ledger (after a failed sync the file's state is
 //! uncertain), so it refuses changes until a restart recovers.
 //!
-//! When the node is empty and the journal has grown, the history is
-//! dropped: a new journal (a new *epoch*) is written atomically. While
-//! allocations are held the history keeps growing, one record per change;
-//! replaying costs one engine admission per record (~10–100 µs).
+//! When the journal has grown past a bound, its history is dropped: a new
+//! journal (a new *epoch*) is written atomically holding a start record
+//! and, when allocations are held, one snapshot record — the engine's
+//! state in the kubelet checkpoints' shape and the held allocations —
+//! which recovery restores through the engine's restore path (a
+//! restarting kubelet's) before replaying what follows. So recovery costs
+//! what the live state costs plus at most the bound's records, whatever
+//! history came before (a released allocation is never replayed again).
 
 use std::fmt::Write as _;
 use std::os::unix::fs::DirBuilderExt;
@@ -30,7 +34,6 @@ use serde_json::{Value, json};
 use topoalign_engine::{Decision, Node, NodeConfig, StartupError};
 use topoalign_model::{Machine, Pod};
 
-use crate::crc32::crc32;
 use crate::journal::{Corruption, DiscardedTail, Journal, JournalError};
 use crate::record::{AdmitRecord, Holder, Placement, Record};
 use crate::request::{Workload, parse_policy};
@@ -38,7 +41,7 @@ use crate::request::{Workload, parse_policy};
 /// The journal's file name in the state directory.
 pub const JOURNAL_FILE: &str = "journal";
 
-/// Records after which an empty node starts a new journal.
+/// Records after which the ledger starts a new journal (compaction).
 const DEFAULT_COMPACTION_RECORDS: u64 = 4096;
 
 /// Why the ledger refused.
@@ -138,13 +141,13 @@ impl Ledger {
     /// [`LedgerError::Corrupt`] (with what survives and what is lost) and
     /// [`LedgerError::Replay`]; the caller must not serve on any of them.
     pub fn open(state_dir: &Path, machine: Machine, config: NodeConfig) -> Result<(Ledger, Recovery), LedgerError> {
-        let fingerprint = format!("{:08x}", crc32(format!("{machine:?}\n{config:?}").as_bytes()));
+        let fingerprint = crate::fingerprint::fingerprint(&machine, &config);
         let description = format!(
-            "{} CPUs, {} NUMA nodes; topology manager {} ({} scope), CPU manager {:?}, memory manager {:?}",
+            "{} CPUs, {} NUMA nodes; topology manager {} ({} scope), CPU manager {}, memory manager {}",
             machine.cpus().len(),
             machine.numa_nodes().len(),
-            config.topology_policy.as_str(),
-            config.topology_scope.as_str(),
+            config.topology_policy,
+            config.topology_scope,
             config.cpu_policy,
             config.memory_policy,
         );
@@ -197,6 +200,11 @@ impl Ledger {
         let clean = started && recovery.records == 1 && recovery.previous_node.is_none();
         if ledger.held.is_empty() && !clean {
             ledger.new_epoch()?;
+        } else {
+            // A long history behind live allocations (a journal written
+            // before snapshots, or a crash before compaction): compact now
+            // so the next start costs the live state only.
+            ledger.compact_when_grown()?;
         }
         Ok((ledger, recovery))
     }
@@ -309,12 +317,13 @@ impl Ledger {
             pod: manifest.clone(),
             policy: workload.options.policy.clone(),
             holder,
-            placements: decision.containers.iter().map(Placement::from).collect(),
+            placements: decision.containers.clone(),
         };
         self.next_id += 1;
         self.append(&Record::Admit(record.clone()))?;
         self.node = next;
         self.held.push(Held { record, key: pod.key() });
+        self.compact_when_grown()?;
         Ok(Admission {
             pod,
             manifest,
@@ -341,9 +350,7 @@ impl Ledger {
         })?;
         self.node = next;
         let held = self.held.remove(position);
-        if self.held.is_empty() && self.journal.commit().records >= self.compaction_records {
-            self.new_epoch()?;
-        }
+        self.compact_when_grown()?;
         Ok(Some(held))
     }
 
@@ -369,6 +376,43 @@ impl Ledger {
             fingerprint: self.fingerprint.clone(),
             node: self.description.clone(),
         })
+    }
+
+    /// Compacts the journal once it holds `compaction_records` records:
+    /// a new epoch holding the live state only. The change that triggered
+    /// it is already durable in the old journal; a failure here poisons
+    /// the ledger like any failed write.
+    fn compact_when_grown(&mut self) -> Result<(), LedgerError> {
+        if self.journal.commit().records < self.compaction_records {
+            return Ok(());
+        }
+        if self.held.is_empty() {
+            return self.new_epoch();
+        }
+        let encode = |record: &Record| {
+            serde_json::to_vec(record).map_err(|e| LedgerError::Io(format!("cannot encode a record: {e}")))
+        };
+        let start = encode(&Record::Start {
+            fingerprint: self.fingerprint.clone(),
+            node: self.description.clone(),
+        })?;
+        let snapshot = encode(&Record::Snapshot {
+            state: topoalign_nrt::StateRecord::of(&self.node),
+            held: self.held.iter().map(|h| h.record.clone()).collect(),
+        })?;
+        let commit = self.journal.commit();
+        let path = self.journal.path().to_path_buf();
+        match Journal::create_with(&path, commit.epoch + 1, self.next_id, &[start, snapshot]) {
+            Ok(journal) => {
+                self.journal = journal;
+                Ok(())
+            }
+            Err(error) => {
+                let text = error.to_string();
+                self.poisoned = Some(text.clone());
+                Err(LedgerError::Io(text))
+            }
+        }
     }
 
     /// Replaces the journal with a new, empty one (the node holds nothing).
@@ -434,7 +478,7 @@ impl Ledger {
                         rejection.reason, rejection.message
                     )));
                 }
-                let placements: Vec<Placement> = decision.containers.iter().map(Placement::from).collect();
+                let placements: Vec<Placement> = decision.containers.clone();
                 if placements != record.placements {
                     return Err(changed(format!(
                         "({key}) was given {}, but is now given {}",
@@ -446,6 +490,39 @@ impl Ledger {
                     self.next_id = self.next_id.max(number + 1);
                 }
                 self.held.push(Held { record, key });
+            }
+            Record::Snapshot { state, held } => {
+                let damaged = |what: String| {
+                    LedgerError::Replay(format!(
+                        "record {index} of {path} (a snapshot of the allocations) cannot be restored: {what}. The \
+                         machine or the kubelet configuration differs from the one the state was written for{}.",
+                        recovery
+                            .previous_node
+                            .as_deref()
+                            .map(|n| format!(" (then: {n}; now: {})", self.description))
+                            .unwrap_or_default(),
+                    ))
+                };
+                let snapshot = state.to_snapshot().map_err(damaged)?;
+                let mut node = self.genesis.clone();
+                node.restore(snapshot).map_err(|e| damaged(e.to_string()))?;
+                let mut restored = Vec::with_capacity(held.len());
+                for record in held {
+                    let pod = topoalign_k8s::pod_from_value(&record.pod, &record.id)
+                        .map_err(|e| damaged(format!("allocation {}: {}", record.id, e.message())))?;
+                    if !node.pods().iter().any(|p| p.uid == record.id) {
+                        return Err(damaged(format!(
+                            "allocation {} is not in the engine's state",
+                            record.id
+                        )));
+                    }
+                    if let Some(number) = record.id.strip_prefix('a').and_then(|n| n.parse::<u64>().ok()) {
+                        self.next_id = self.next_id.max(number + 1);
+                    }
+                    restored.push(Held { key: pod.key(), record });
+                }
+                self.node = node;
+                self.held = restored;
             }
             Record::Release { id, .. } => {
                 let position = self.held.iter().position(|h| h.id() == id).ok_or_else(|| {

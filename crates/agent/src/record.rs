@@ -25,6 +25,14 @@ pub enum Record {
         id: String,
         reason: String,
     },
+    /// The whole live state at a compaction, right after the start record
+    /// of a new epoch: the engine's state in the kubelet checkpoints'
+    /// shape, restored on recovery as a restarting kubelet restores its
+    /// checkpoints, and the held allocations. Released history is gone.
+    Snapshot {
+        state: topoalign_nrt::StateRecord,
+        held: Vec<AdmitRecord>,
+    },
 }
 
 /// An acknowledged admission.
@@ -72,6 +80,7 @@ impl From<&Holder> for topoalign_enforce::ProcessIdentity {
     }
 }
 
-/// One container's placement, recorded exactly as the API shows it (a
-/// change to that shape is a change to the journal format too).
-pub use crate::wire::ContainerAllocation as Placement;
+/// One container's placement, recorded exactly as the API shows it: the
+/// engine's [`ContainerPlacement`](topoalign_engine::ContainerPlacement)
+/// (a change to its wire shape is a change to the journal format too).
+pub use topoalign_engine::ContainerPlacement as Placement;

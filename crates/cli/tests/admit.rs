@@ -47,7 +47,13 @@ fn several_documents_and_workloads_are_admitted_in_order() {
         .arg(&file)
         .output()
         .expect("runs");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    // Exit status 3: pods were rejected.
+    assert_eq!(
+        output.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let doc = json_of(&output);
     let pods: Vec<(&str, bool)> = doc["results"]
         .as_array()

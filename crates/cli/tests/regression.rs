@@ -169,3 +169,56 @@ fn admit_with_a_billion_replicas_is_refused_before_allocating() {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(stderr(&output).contains("at most 1000000 pods"), "{}", stderr(&output));
 }
+
+/// `admit` exited 0 when pods were rejected (CI users need a status), and
+/// `--replicas` replaced a manifest's own `replicas` instead of defaulting
+/// to it.
+#[test]
+fn admit_exits_3_on_a_rejection_and_makes_the_workloads_own_replicas() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let deployment = dir.path().join("d.yaml");
+    std::fs::write(
+        &deployment,
+        "kind: Deployment\nmetadata: {name: d}\nspec:\n  replicas: 3\n  template:\n    spec:\n      containers:\n      \
+         - name: app\n        resources: {limits: {cpu: '4', memory: 1Gi}}\n",
+    )
+    .expect("write");
+    let node = repo().join("examples/nodes/two-numa.yaml");
+    let admit = |extra: &[&str]| {
+        let mut args = vec!["admit", path(&deployment), "--node", path(&node), "-o", "json"];
+        args.extend(extra);
+        let output = topoalign(&args);
+        let document: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+        let admitted: Vec<bool> = document["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|r| r["admitted"] == true)
+            .collect();
+        (output.status.code(), admitted)
+    };
+    // 7 + 8 allocatable CPUs: three 4-CPU pods fit, one per NUMA node and
+    // a second on NUMA 1.
+    assert_eq!(admit(&[]), (Some(0), vec![true, true, true]));
+    assert_eq!(admit(&["--replicas", "1"]), (Some(0), vec![true]));
+    assert_eq!(admit(&["--replicas", "4"]), (Some(3), vec![true, true, true, false]));
+    let explain = topoalign(&["explain", path(&deployment), "--node", path(&node), "--replicas", "4"]);
+    assert_eq!(explain.status.code(), Some(3), "{}", stderr(&explain));
+}
+
+/// The same `namespace/name` in two files lost CPUs from the final state.
+#[test]
+fn admit_refuses_the_same_pod_name_in_two_files_naming_both() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pod = "kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n";
+    let (first, second) = (dir.path().join("first.yaml"), dir.path().join("second.yaml"));
+    std::fs::write(&first, pod).expect("write");
+    std::fs::write(&second, pod).expect("write");
+    let output = topoalign(&["admit", path(&first), path(&second), "--node", path(&scenario())]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(
+        text.contains("second.yaml: Pod default/p: default/p is also in ") && text.contains("first.yaml"),
+        "{text}"
+    );
+}

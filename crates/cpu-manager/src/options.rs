@@ -24,42 +24,19 @@ enum Maturity {
     Stable,
 }
 
-/// The options the v1.32 static policy knows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum PolicyOption {
-    FullPcpusOnly,
-    DistributeCpusAcrossNuma,
-    AlignBySocket,
-    DistributeCpusAcrossCores,
-    StrictCpuReservation,
-    PreferAlignCpusByUncoreCache,
+topoalign_model::kubelet_vocabulary! {
+    /// The options the static policy knows (`cpuManagerPolicyOptions` keys).
+    pub enum CpuPolicyOption("CPU Manager Policy option") {
+        FullPcpusOnly = "full-pcpus-only",
+        DistributeCpusAcrossNuma = "distribute-cpus-across-numa",
+        AlignBySocket = "align-by-socket",
+        DistributeCpusAcrossCores = "distribute-cpus-across-cores",
+        StrictCpuReservation = "strict-cpu-reservation",
+        PreferAlignCpusByUncoreCache = "prefer-align-cpus-by-uncorecache",
+    }
 }
 
-impl PolicyOption {
-    const ALL: [PolicyOption; 6] = [
-        PolicyOption::FullPcpusOnly,
-        PolicyOption::DistributeCpusAcrossNuma,
-        PolicyOption::AlignBySocket,
-        PolicyOption::DistributeCpusAcrossCores,
-        PolicyOption::StrictCpuReservation,
-        PolicyOption::PreferAlignCpusByUncoreCache,
-    ];
-
-    fn name(self) -> &'static str {
-        match self {
-            PolicyOption::FullPcpusOnly => "full-pcpus-only",
-            PolicyOption::DistributeCpusAcrossNuma => "distribute-cpus-across-numa",
-            PolicyOption::AlignBySocket => "align-by-socket",
-            PolicyOption::DistributeCpusAcrossCores => "distribute-cpus-across-cores",
-            PolicyOption::StrictCpuReservation => "strict-cpu-reservation",
-            PolicyOption::PreferAlignCpusByUncoreCache => "prefer-align-cpus-by-uncorecache",
-        }
-    }
-
-    fn from_name(name: &str) -> Option<PolicyOption> {
-        PolicyOption::ALL.into_iter().find(|o| o.name() == name)
-    }
-
+impl CpuPolicyOption {
     /// The option's maturity in `version` (`policy_options.go`): v1.32 has
     /// only `full-pcpus-only` beta; v1.33 makes it stable and
     /// `distribute-cpus-across-numa` and `strict-cpu-reservation` beta; v1.34
@@ -69,16 +46,16 @@ impl PolicyOption {
     fn maturity(self, version: KubeletVersion) -> Maturity {
         let from = |minor: KubeletVersion| version.at_least(minor);
         match self {
-            PolicyOption::FullPcpusOnly if from(KubeletVersion::V1_33) => Maturity::Stable,
-            PolicyOption::FullPcpusOnly => Maturity::Beta,
-            PolicyOption::StrictCpuReservation if from(KubeletVersion::V1_35) => Maturity::Stable,
-            PolicyOption::DistributeCpusAcrossNuma | PolicyOption::StrictCpuReservation
+            CpuPolicyOption::FullPcpusOnly if from(KubeletVersion::V1_33) => Maturity::Stable,
+            CpuPolicyOption::FullPcpusOnly => Maturity::Beta,
+            CpuPolicyOption::StrictCpuReservation if from(KubeletVersion::V1_35) => Maturity::Stable,
+            CpuPolicyOption::DistributeCpusAcrossNuma | CpuPolicyOption::StrictCpuReservation
                 if from(KubeletVersion::V1_33) =>
             {
                 Maturity::Beta
             }
-            PolicyOption::PreferAlignCpusByUncoreCache if from(KubeletVersion::V1_36) => Maturity::Stable,
-            PolicyOption::PreferAlignCpusByUncoreCache if from(KubeletVersion::V1_34) => Maturity::Beta,
+            CpuPolicyOption::PreferAlignCpusByUncoreCache if from(KubeletVersion::V1_36) => Maturity::Stable,
+            CpuPolicyOption::PreferAlignCpusByUncoreCache if from(KubeletVersion::V1_34) => Maturity::Beta,
             _ => Maturity::Alpha,
         }
     }
@@ -152,7 +129,7 @@ impl StaticPolicyOptions {
             ..StaticPolicyOptions::default()
         };
         for (name, value) in options {
-            let option = PolicyOption::from_name(name).ok_or_else(|| PolicyOptionError::Unknown(name.clone()))?;
+            let option: CpuPolicyOption = name.parse().map_err(|_| PolicyOptionError::Unknown(name.clone()))?;
             match option.maturity(version) {
                 Maturity::Alpha if !gates.cpu_manager_policy_alpha_options => {
                     return Err(PolicyOptionError::AlphaNotEnabled(name.clone()));
@@ -167,12 +144,12 @@ impl StaticPolicyOptions {
                 value: value.clone(),
             })?;
             let field = match option {
-                PolicyOption::FullPcpusOnly => &mut parsed.full_pcpus_only,
-                PolicyOption::DistributeCpusAcrossNuma => &mut parsed.distribute_cpus_across_numa,
-                PolicyOption::AlignBySocket => &mut parsed.align_by_socket,
-                PolicyOption::DistributeCpusAcrossCores => &mut parsed.distribute_cpus_across_cores,
-                PolicyOption::StrictCpuReservation => &mut parsed.strict_cpu_reservation,
-                PolicyOption::PreferAlignCpusByUncoreCache => &mut parsed.prefer_align_by_uncore_cache,
+                CpuPolicyOption::FullPcpusOnly => &mut parsed.full_pcpus_only,
+                CpuPolicyOption::DistributeCpusAcrossNuma => &mut parsed.distribute_cpus_across_numa,
+                CpuPolicyOption::AlignBySocket => &mut parsed.align_by_socket,
+                CpuPolicyOption::DistributeCpusAcrossCores => &mut parsed.distribute_cpus_across_cores,
+                CpuPolicyOption::StrictCpuReservation => &mut parsed.strict_cpu_reservation,
+                CpuPolicyOption::PreferAlignCpusByUncoreCache => &mut parsed.prefer_align_by_uncore_cache,
             };
             *field = on;
         }
@@ -182,7 +159,7 @@ impl StaticPolicyOptions {
 
     /// The pairs the kubelet refuses together, in its order.
     fn check_combinations(&self) -> Result<(), PolicyOptionError> {
-        use PolicyOption::*;
+        use CpuPolicyOption::*;
         let pairs = [
             (
                 self.full_pcpus_only && self.distribute_cpus_across_cores,
@@ -206,7 +183,7 @@ impl StaticPolicyOptions {
             ),
         ];
         match pairs.into_iter().find(|(clash, _, _)| *clash) {
-            Some((_, a, b)) => Err(PolicyOptionError::Incompatible(a.name(), b.name())),
+            Some((_, a, b)) => Err(PolicyOptionError::Incompatible(a.as_str(), b.as_str())),
             None => Ok(()),
         }
     }

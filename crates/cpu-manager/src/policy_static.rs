@@ -303,11 +303,7 @@ impl StaticPolicy {
     fn update_cpus_to_reuse(&mut self, pod: &Pod, container: &Container, cpus: &CpuSet) {
         self.cpus_to_reuse.retain(|uid, _| *uid == pod.uid);
         let offer = self.cpus_to_reuse.entry(pod.uid.clone()).or_default();
-        let is_plain_init = pod
-            .init_containers
-            .iter()
-            .find(|c| c.name == container.name)
-            .is_some_and(|c| !c.restartable);
+        let is_plain_init = pod.is_regular_init(container);
         *offer = if is_plain_init {
             offer.union(cpus)
         } else {

@@ -183,11 +183,7 @@ impl DeviceManager {
 
         // The kubelet recognises init containers by name, and reads
         // restartability from the pod's spec.
-        let finished_init = pod
-            .init_containers
-            .iter()
-            .find(|init| init.name == container.name)
-            .is_some_and(|init| !init.restartable);
+        let finished_init = pod.is_regular_init(container);
         let Some(held) = self.pod_devices.container(&pod.uid, &container.name) else {
             return Ok(());
         };

@@ -16,17 +16,18 @@
 use topoalign_model::{FeatureGates, KubeletVersion, Pod, PodResources, QosClass, ResourceList};
 
 use crate::fit::aggregate_containers;
+use topoalign_model::resource_name;
 
 /// Whether pod-level management covers `resource` in some release: `cpu`,
 /// `memory` and, from 1.33, huge pages (component-helpers
 /// `IsSupportedPodLevelResource`).
 pub(crate) fn covers(resource: &str) -> bool {
-    matches!(resource, "cpu" | "memory") || resource.starts_with("hugepages-")
+    resource_name::is_cpu_or_memory(resource)
 }
 
 /// [`covers`] for one release.
 fn covers_in(resource: &str, version: KubeletVersion) -> bool {
-    covers(resource) && (!resource.starts_with("hugepages-") || version.at_least(KubeletVersion::V1_33))
+    covers(resource) && (!resource_name::is_hugepages(resource) || version.at_least(KubeletVersion::V1_33))
 }
 
 /// `pod` as a kubelet of `version` with `gates` admits it: its pod-level
@@ -66,7 +67,7 @@ fn defaulted(pod: &Pod, written: PodResources, version: KubeletVersion) -> PodRe
     // containers limit and the pod names neither as request nor as limit
     // gets the containers' sum as its pod-level limit.
     if version.at_least(KubeletVersion::V1_33) && (!requests.is_empty() || !limits.is_empty()) {
-        let container_limits = aggregate_containers(pod, |c| &c.limits, |r| r.starts_with("hugepages-"));
+        let container_limits = aggregate_containers(pod, |c| &c.limits, resource_name::is_hugepages);
         for (resource, amount) in container_limits {
             if !requests.contains_key(&resource) {
                 limits.entry(resource).or_insert(amount);

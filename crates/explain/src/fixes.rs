@@ -4,12 +4,20 @@
 //!
 //! Kinds of change, in the order they are offered:
 //! 1. the pod asks for less: for each resource, the largest request that
-//!    fits now (the others unchanged); when no single resource can be
-//!    shrunk enough, the whole pod shrunk to what one NUMA node has free;
+//!    fits now (the others unchanged; CPUs in whole cores under
+//!    `full-pcpus-only`, and the next whole number of cores up); when no
+//!    single resource can be shrunk enough, the whole pod shrunk to what
+//!    one NUMA node has free, else every resource of every container (and
+//!    `spec.resources`) cut down together;
 //! 2. the kubelet is configured differently: another topology manager scope,
-//!    then `restricted` / `best-effort` (the new configuration is started
-//!    and the node's state restored into it, as a restarted kubelet would);
-//! 3. running pods go away first: the fewest whose removal makes room.
+//!    then `restricted` / `best-effort`, or without `full-pcpus-only` (the
+//!    new configuration is started and the node's state restored into it,
+//!    as a restarted kubelet would);
+//! 3. running pods go away first: the fewest whose removal makes room; when
+//!    nothing above admits, pods removed and the pod shrunk together.
+//!
+//! Every search bisects or is bounded by what the node has, so an absurd
+//! request costs a few dozen admissions, never one per unit asked for.
 //!
 //! Owns: the search and [`apply`], which re-checks any fix. Must not touch:
 //! decisions (the engine's), files.
@@ -18,11 +26,11 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use topoalign_engine::{Decision, Node, TopologyPolicyName, TopologyScope};
 use topoalign_k8s::{KubeletConfiguration, PodError, node_config, pod_from_value};
-use topoalign_model::{Pod, Quantity, QuantityFormat};
+use topoalign_model::{Machine, Pod, Quantity, QuantityFormat, resource_name};
 
 use crate::hints::nodes_text;
 use crate::report::affinity;
-use crate::requests::{container_requests, pod_requests};
+use crate::requests::{largest_container_requests, pod_requests};
 use crate::table::free_amount;
 use crate::{EmptyNode, Situation};
 
@@ -68,6 +76,18 @@ pub enum Change {
     Kubelet(Map<String, Value>),
     /// `namespace/name` of the pods to remove first.
     Remove(Vec<String>),
+    /// Pods to remove first, then the changed Pod manifest: when neither
+    /// change alone admits.
+    RemoveThenPod { remove: Vec<String>, pod: Value },
+    /// An empty node of a larger shape: each NUMA node `factor` times the
+    /// CPUs, memory, huge pages and devices of this node's, the same
+    /// kubelet configuration (a node too small for the pod); with `pod`,
+    /// the changed Pod manifest (whole cores under `full-pcpus-only`).
+    LargerNode {
+        factor: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pod: Option<Value>,
+    },
 }
 
 /// Why a change could not be tried.
@@ -108,20 +128,97 @@ pub fn apply(situation: &Situation<'_>, change: &Change) -> Result<Decision, Fix
                 .map_err(|e| FixError::Startup(e.to_string()))?;
             Ok(restarted.admit(situation.pod.clone()))
         }
-        Change::Remove(keys) => {
-            let mut copy = node.clone();
-            for key in keys {
-                let uid = node
-                    .pods()
-                    .iter()
-                    .find(|p| p.key() == *key)
-                    .map(|p| p.uid.clone())
-                    .ok_or_else(|| FixError::UnknownPod(key.clone()))?;
-                copy.remove(&uid);
-            }
-            Ok(copy.admit(situation.pod.clone()))
+        Change::Remove(keys) => Ok(without(node, keys)?.admit(situation.pod.clone())),
+        Change::RemoveThenPod { remove, pod } => {
+            let pod = pod_from_value(pod, &situation.pod.uid)?;
+            Ok(without(node, remove)?.admit(pod))
+        }
+        Change::LargerNode { factor, pod } => {
+            let pod = match pod {
+                Some(manifest) => pod_from_value(manifest, &situation.pod.uid)?,
+                None => situation.pod.clone(),
+            };
+            let machine = larger_machine(node.machine(), *factor).map_err(FixError::Startup)?;
+            let mut larger =
+                Node::start(machine, node.config().clone()).map_err(|e| FixError::Startup(e.to_string()))?;
+            Ok(larger.admit(pod))
         }
     }
+}
+
+/// `machine` with each NUMA node `factor` times as large: its CPUs
+/// repeated as new cores (ids after the last), its memory and huge pages
+/// multiplied, each device repeated (`<id>-<copy>`).
+///
+/// # Errors
+/// The machine's own error when the larger one would be no machine (CPU
+/// ids past the kernel's limit).
+fn larger_machine(machine: &Machine, factor: u32) -> Result<Machine, String> {
+    let copies = factor.max(1);
+    let next_id = machine.cpus().iter().map(|c| c.id).max().map_or(0, |m| m + 1);
+    let next_core = machine.cpus().iter().map(|c| c.core).max().map_or(0, |m| m + 1);
+    let mut cpus = Vec::with_capacity(machine.cpus().len() * copies as usize);
+    for copy in 0..copies {
+        for cpu in machine.cpus() {
+            let shift = |base: u32, next: u32| next.checked_mul(copy).and_then(|offset| base.checked_add(offset));
+            let (Some(id), Some(core)) = (shift(cpu.id, next_id), shift(cpu.core, next_core)) else {
+                return Err(format!("a node {copies} times as large has too many CPUs"));
+            };
+            cpus.push(topoalign_model::Cpu {
+                id,
+                core,
+                ..cpu.clone()
+            });
+        }
+    }
+    let numa_nodes = machine
+        .numa_nodes()
+        .iter()
+        .map(|numa| topoalign_model::NumaNode {
+            memory: numa.memory.saturating_mul(u64::from(copies)),
+            hugepages: numa
+                .hugepages
+                .iter()
+                .map(|(&size, &bytes)| (size, bytes.saturating_mul(u64::from(copies))))
+                .collect(),
+            ..numa.clone()
+        })
+        .collect();
+    let devices = machine
+        .devices()
+        .iter()
+        .map(|(resource, devices)| {
+            let repeated = (0..copies)
+                .flat_map(|copy| {
+                    devices.iter().map(move |d| topoalign_model::Device {
+                        id: if copy == 0 {
+                            d.id.clone()
+                        } else {
+                            format!("{}-{copy}", d.id)
+                        },
+                        numa: d.numa.clone(),
+                    })
+                })
+                .collect();
+            (resource.clone(), repeated)
+        })
+        .collect();
+    Machine::new(numa_nodes, cpus, devices).map_err(|e| e.to_string())
+}
+
+/// A copy of `node` without the running pods `keys` (`namespace/name`).
+fn without(node: &Node, keys: &[String]) -> Result<Node, FixError> {
+    let mut copy = node.clone();
+    for key in keys {
+        let uid = node
+            .pods()
+            .iter()
+            .find(|p| p.key() == *key)
+            .map(|p| p.uid.clone())
+            .ok_or_else(|| FixError::UnknownPod(key.clone()))?;
+        copy.remove(&uid);
+    }
+    Ok(copy)
 }
 
 /// Whether `change` admits the pod; the decision when it does.
@@ -142,11 +239,50 @@ pub(crate) fn find(situation: &Situation<'_>, empty_node: &EmptyNode) -> Vec<Fix
     if fixes.is_empty() {
         fixes.extend(shrink_to_a_node(situation));
     }
+    if fixes.is_empty() {
+        fixes.extend(shrink_together(situation, &[]));
+    }
     fixes.extend(kubelet_fixes(situation));
     if empty_node.admitted {
         fixes.extend(removal_fixes(situation));
     }
+    if fixes.is_empty() {
+        fixes.extend(remove_then_shrink(situation));
+    }
+    if fixes.is_empty() {
+        fixes.extend(larger_node(situation));
+    }
     fixes
+}
+
+/// The largest factor [`larger_node`] tries.
+const LARGEST_NODE_FACTOR: u32 = 16;
+
+/// Kind 4, when nothing else admits: the pod needs a larger node — the
+/// smallest of 2, 4, … [`LARGEST_NODE_FACTOR`] times this one (each NUMA
+/// node that much larger) on which it is admitted.
+fn larger_node(situation: &Situation<'_>) -> Option<Fix> {
+    let rounded = whole_cores_manifest(situation);
+    let mut factor = 2;
+    while factor <= LARGEST_NODE_FACTOR {
+        let change = Change::LargerNode {
+            factor,
+            pod: rounded.as_ref().map(|(manifest, _)| manifest.clone()),
+        };
+        if let Some(decision) = admits(situation, &change) {
+            let also = rounded
+                .as_ref()
+                .map(|(_, changed)| format!(", asking for {}", changed.join(", ")))
+                .unwrap_or_default();
+            let what = format!(
+                "Run it on an empty node {factor} times this one's size (each NUMA node with {factor}× the CPUs, \
+                 memory, huge pages and devices; the same kubelet configuration){also}: this node is too small for it"
+            );
+            return Some(Fix::new(what, change, &decision));
+        }
+        factor *= 2;
+    }
+    None
 }
 
 /// Where one container sits in the manifest and pod.
@@ -220,7 +356,7 @@ fn with_amount(manifest: &Value, pod: &Pod, target: Target, resource: &str, amou
 fn step(resource: &str) -> Quantity {
     if resource == "memory" {
         Quantity::from_units(1 << 20).with_format(QuantityFormat::BinarySI)
-    } else if let Some(size) = resource.strip_prefix("hugepages-") {
+    } else if let Some(size) = resource.strip_prefix(resource_name::HUGEPAGES_PREFIX) {
         topoalign_k8s::parse_quantity(size)
             .unwrap_or(Quantity::from_units(1 << 20))
             .with_format(QuantityFormat::BinarySI)
@@ -244,7 +380,7 @@ fn node_ceiling(node: &Node, resource: &str) -> i128 {
     let count = |n: usize| i128::try_from(n).unwrap_or(i128::MAX);
     match resource {
         "cpu" => count(machine.cpus().len()),
-        _ if resource == "memory" || resource.starts_with("hugepages-") => node
+        _ if resource_name::is_memory_like(resource) => node
             .numa_usage()
             .iter()
             .map(|usage| usage.get(resource).map_or(0, |r| r.capacity.value()))
@@ -294,14 +430,15 @@ fn shrink_each(situation: &Situation<'_>) -> Vec<Fix> {
             let change = Change::Pod(manifest);
             admits(situation, &change).map(|decision| (amount, change, decision))
         };
-        let found = if resource == "memory" || resource.starts_with("hugepages-") {
-            largest_admitted_by_bisection(most, try_steps)
+        // Bisection, so the trials grow with the logarithm of what the node
+        // has. CPUs under full-pcpus-only move in whole cores (a count that
+        // is not a multiple is refused whatever is free).
+        let granule = if resource == "cpu" {
+            i128::try_from(cpus_per_core(situation.node)).unwrap_or(1).max(1)
         } else {
-            // Whole CPUs and devices: at most as many candidates as the
-            // node has of them, and admission need not be monotonic
-            // (full-pcpus-only wants multiples of a core).
-            (1..=most).rev().find_map(try_steps)
+            1
         };
+        let found = largest_admitted_by_bisection(most / granule, |k| try_steps(k * granule));
         if let Some((amount, change, decision)) = found {
             let what = format!(
                 "Ask for {resource}: {amount} instead of {current} in container {} (the largest that fits now)",
@@ -310,29 +447,55 @@ fn shrink_each(situation: &Situation<'_>) -> Vec<Fix> {
             fixes.push(Fix::new(what, change, &decision));
         }
         if resource == "cpu" {
-            fixes.extend(whole_cores(situation, target, current));
+            fixes.extend(whole_cores(situation));
         }
     }
     fixes
 }
 
 /// With `full-pcpus-only` a CPU count must be a multiple of the CPUs per
-/// core (`SMTAlignmentError`): the next multiple up, when it fits.
-fn whole_cores(situation: &Situation<'_>, target: Target, current: Quantity) -> Option<Fix> {
-    let per_core = i128::try_from(cpus_per_core(situation.node)).ok()?;
-    let cpus = current.value();
-    if per_core < 2 || cpus % per_core == 0 || cpus > node_ceiling(situation.node, "cpu") {
-        return None;
-    }
-    let amount = Quantity::from_units(cpus + per_core - cpus % per_core);
-    let manifest = with_amount(situation.manifest, situation.pod, target, "cpu", amount);
+/// core (`SMTAlignmentError`): every container's count rounded up to the
+/// next multiple, when that fits.
+fn whole_cores(situation: &Situation<'_>) -> Option<Fix> {
+    let (manifest, changed) = whole_cores_manifest(situation)?;
+    let per_core = cpus_per_core(situation.node);
     let change = Change::Pod(manifest);
     let decision = admits(situation, &change)?;
     let what = format!(
-        "Ask for cpu: {amount} instead of {current} in container {} (full-pcpus-only hands out whole cores of {per_core} CPUs)",
-        target.name(situation.pod)
+        "Ask for {} (full-pcpus-only hands out whole cores of {per_core} CPUs)",
+        changed.join(", ")
     );
     Some(Fix::new(what, change, &decision))
+}
+
+/// The manifest with every whole, exclusive CPU count that is not a
+/// multiple of the CPUs per core (under `full-pcpus-only`) rounded up to
+/// one, and the changes in words; `None` when there is none to round.
+fn whole_cores_manifest(situation: &Situation<'_>) -> Option<(Value, Vec<String>)> {
+    let pod = situation.pod;
+    let per_core = i128::try_from(cpus_per_core(situation.node)).ok()?;
+    if per_core < 2 || pod.qos != topoalign_model::QosClass::Guaranteed {
+        return None;
+    }
+    let mut manifest = situation.manifest.clone();
+    let mut changed = Vec::new();
+    let targets = (0..pod.init_containers.len())
+        .map(|index| Target { init: true, index })
+        .chain((0..pod.containers.len()).map(|index| Target { init: false, index }));
+    for target in targets {
+        let current = target.container(pod).request("cpu");
+        let cpus = current.value();
+        if !current.is_whole() || cpus == 0 || cpus % per_core == 0 {
+            continue;
+        }
+        let amount = Quantity::from_units(cpus + per_core - cpus % per_core);
+        manifest = with_amount(&manifest, pod, target, "cpu", amount);
+        changed.push(format!(
+            "cpu: {amount} instead of {current} in container {}",
+            target.name(pod)
+        ));
+    }
+    (!changed.is_empty()).then_some((manifest, changed))
 }
 
 /// The largest fractional CPU request that fits now, to the milli-CPU.
@@ -353,7 +516,9 @@ fn shrink_fractional_cpu(situation: &Situation<'_>, target: Target, current: Qua
 }
 
 /// The largest `steps` in `1..=max` that admits, assuming that admitting
-/// is monotonic in the amount; checked at the end.
+/// is monotonic in the amount (each candidate is admitted for real, so a
+/// non-monotonic case finds a smaller fix, never a wrong one): at most
+/// `2 + log2(max)` trials.
 fn largest_admitted_by_bisection<T>(max: i128, try_steps: impl Fn(i128) -> Option<T>) -> Option<T> {
     if max < 1 {
         return None;
@@ -380,19 +545,7 @@ fn shrink_to_a_node(situation: &Situation<'_>) -> Option<Fix> {
     let (node, pod) = (situation.node, situation.pod);
     let requested = match node.config().topology_scope {
         TopologyScope::Pod => pod_requests(node, pod),
-        TopologyScope::Container => pod
-            .all_containers()
-            .map(|(c, _)| container_requests(node, pod, c))
-            .fold(
-                Default::default(),
-                |mut acc: std::collections::BTreeMap<String, Quantity>, each| {
-                    for (resource, amount) in each {
-                        let entry = acc.entry(resource).or_default();
-                        *entry = (*entry).max(amount);
-                    }
-                    acc
-                },
-            ),
+        TopologyScope::Container => largest_container_requests(node, pod),
     };
     let per_core = i128::try_from(cpus_per_core(node)).unwrap_or(1).max(1);
     let mut best: Option<Shrunk> = None;
@@ -497,6 +650,259 @@ fn cpus_per_core(node: &Node) -> usize {
         })
         .unwrap_or(1)
         .max(1)
+}
+
+/// The denominator of the scale [`shrink_together`] bisects on: each
+/// resource is cut to `k / SCALE` of what every container (and
+/// `spec.resources`) asks for.
+const SCALE: i128 = 1024;
+
+/// One resource the pod asks for, as [`shrink_together`] scales it.
+struct Scaled {
+    resource: String,
+    /// The smallest amount and the step, in thousandths: whole cores of
+    /// CPUs (whole CPUs when nothing needs cores), a milli-CPU for
+    /// fractional CPUs, a MiB of memory or storage, one huge page, one
+    /// device.
+    step: i128,
+    format: QuantityFormat,
+}
+
+/// Kind 1c: the whole pod cut down until it fits — every resource it asks
+/// for, in every container and in `spec.resources`, scaled by one factor
+/// per resource. The factors are found one resource after the other by
+/// bisection (the others at their smallest), so a pod asking too much of
+/// several resources at once, or from several containers, still gets a
+/// checked answer in `O(resources · log SCALE)` admissions. With `remove`,
+/// on the node without those pods ([`Change::RemoveThenPod`]).
+fn shrink_together(situation: &Situation<'_>, remove: &[String]) -> Option<Fix> {
+    let pod = situation.pod;
+    let resources = scaled_resources(situation);
+    if resources.is_empty() {
+        return None;
+    }
+    let change_for = |factors: &[i128]| {
+        let manifest = scaled_manifest(situation.manifest, &resources, factors);
+        if remove.is_empty() {
+            Change::Pod(manifest)
+        } else {
+            Change::RemoveThenPod {
+                remove: remove.to_vec(),
+                pod: manifest,
+            }
+        }
+    };
+    let mut factors = vec![1; resources.len()];
+    let mut found = admits(situation, &change_for(&factors)).map(|decision| (change_for(&factors), decision))?;
+    for index in 0..resources.len() {
+        let best = largest_admitted_by_bisection(SCALE, |k| {
+            let mut trial = factors.clone();
+            trial[index] = k;
+            let change = change_for(&trial);
+            admits(situation, &change).map(|decision| (k, change, decision))
+        });
+        if let Some((k, change, decision)) = best {
+            factors[index] = k;
+            found = (change, decision);
+        }
+    }
+    let (change, decision) = found;
+    let manifest = match &change {
+        Change::Pod(manifest) | Change::RemoveThenPod { pod: manifest, .. } => manifest,
+        _ => return None,
+    };
+    let changed = pod_from_value(manifest, &pod.uid).ok()?;
+    let mut listed = Vec::new();
+    for (before, after) in pod.all_containers().zip(changed.all_containers()) {
+        for Scaled { resource, .. } in &resources {
+            let (old, new) = (before.0.request(resource), after.0.request(resource));
+            if old != new {
+                listed.push(format!(
+                    "{resource}: {new} instead of {old} in container {}",
+                    before.0.name
+                ));
+            }
+        }
+    }
+    if let (Some(before), Some(after)) = (&pod.pod_resources, &changed.pod_resources) {
+        for Scaled { resource, .. } in &resources {
+            let old = before.requests.get(resource).copied().unwrap_or_default();
+            let new = after.requests.get(resource).copied().unwrap_or_default();
+            if old != new {
+                listed.push(format!("{resource}: {new} instead of {old} in spec.resources"));
+            }
+        }
+    }
+    let what = if remove.is_empty() {
+        format!("Shrink the pod to what fits now ({})", listed.join(", "))
+    } else {
+        format!(
+            "Remove {} first, and shrink the pod ({})",
+            listed_pods(remove),
+            listed.join(", ")
+        )
+    };
+    Some(Fix::new(what, change, &decision))
+}
+
+/// The manifest with each of `resources` scaled by its factor (`k /
+/// SCALE`, down to a whole step, never below one step) wherever it is
+/// asked for: every container's requests and limits, and `spec.resources`.
+fn scaled_manifest(manifest: &Value, resources: &[Scaled], factors: &[i128]) -> Value {
+    let mut changed = manifest.clone();
+    let scale = |list: &mut Value| {
+        let Some(list) = list.as_object_mut() else { return };
+        for (Scaled { resource, step, format }, &k) in resources.iter().zip(factors) {
+            let Some(text) = list
+                .get(resource)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .or_else(|| list.get(resource).filter(|v| v.is_number()).map(ToString::to_string))
+            else {
+                continue;
+            };
+            let Ok(amount) = topoalign_k8s::parse_quantity(&text) else {
+                continue;
+            };
+            let milli = amount.milli();
+            if milli <= 0 || (milli < *step && resource != "cpu") {
+                continue;
+            }
+            let cut = (milli.saturating_mul(k) / SCALE / step).max(1) * step;
+            let cut = if resource == "cpu" { cut } else { cut.min(milli) };
+            list.insert(
+                resource.clone(),
+                json!(Quantity::from_milli(cut).with_format(*format).to_string()),
+            );
+        }
+    };
+    let Some(spec) = changed.get_mut("spec") else {
+        return changed;
+    };
+    for list in ["initContainers", "containers"] {
+        if let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) {
+            for container in containers {
+                if let Some(resources) = container.get_mut("resources") {
+                    for field in ["requests", "limits"] {
+                        if let Some(amounts) = resources.get_mut(field) {
+                            scale(amounts);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if let Some(resources) = spec.get_mut("resources") {
+        for field in ["requests", "limits"] {
+            if let Some(amounts) = resources.get_mut(field) {
+                scale(amounts);
+            }
+        }
+    }
+    changed
+}
+
+/// What [`shrink_together`] scales: every resource the pod asks for.
+fn scaled_resources(situation: &Situation<'_>) -> Vec<Scaled> {
+    let pod = situation.pod;
+    let per_core = i128::try_from(cpus_per_core(situation.node)).unwrap_or(1).max(1);
+    let mut names: Vec<String> = pod
+        .all_containers()
+        .flat_map(|(c, _)| c.requests.iter().chain(&c.limits))
+        .chain(
+            pod.pod_resources
+                .iter()
+                .flat_map(|r| r.requests.iter().chain(&r.limits)),
+        )
+        .filter(|(_, q)| !q.is_zero())
+        .map(|(r, _)| r.clone())
+        .collect();
+    names.sort();
+    names.dedup();
+    let whole_cpus = pod
+        .all_containers()
+        .flat_map(|(c, _)| [c.request("cpu"), c.limit("cpu")])
+        .all(Quantity::is_whole);
+    names
+        .into_iter()
+        .map(|resource| {
+            let (step, format) = match resource.as_str() {
+                "cpu" if whole_cpus => (1000 * per_core, QuantityFormat::DecimalSI),
+                "cpu" => (1, QuantityFormat::DecimalSI),
+                "memory" | "ephemeral-storage" => (1000 << 20, QuantityFormat::BinarySI),
+                _ if resource_name::is_hugepages(&resource) => (step(&resource).milli(), QuantityFormat::BinarySI),
+                _ => (1000, QuantityFormat::DecimalSI),
+            };
+            Scaled { resource, step, format }
+        })
+        .collect()
+}
+
+/// At most this many running pods are weighed one by one when looking for
+/// the fewest to remove before a shrunk pod fits; the rest are removed.
+const REMOVAL_WEIGHED: usize = 64;
+
+/// Kind 3b: when nothing else admits, running pods removed — more than
+/// [`removal_fixes`] tries together — and, where that is not enough, the
+/// pod shrunk as well. The pods to remove are found by taking, one at a
+/// time, each pod out of "remove them all" while the pod at its smallest
+/// still fits (linear in the running pods); then the pod is grown back by
+/// [`shrink_together`].
+fn remove_then_shrink(situation: &Situation<'_>) -> Option<Fix> {
+    let all: Vec<String> = situation.node.pods().iter().map(Pod::key).collect();
+    if all.is_empty() {
+        return None;
+    }
+    let smallest = shrink_together_smallest(situation).unwrap_or_else(|| situation.manifest.clone());
+    let fits = |remove: &[String]| {
+        admits(
+            situation,
+            &Change::RemoveThenPod {
+                remove: remove.to_vec(),
+                pod: smallest.clone(),
+            },
+        )
+        .is_some()
+    };
+    if !fits(&all) {
+        return None;
+    }
+    let mut remove = all.clone();
+    for key in all.iter().take(REMOVAL_WEIGHED) {
+        let kept: Vec<String> = remove.iter().filter(|k| *k != key).cloned().collect();
+        if fits(&kept) {
+            remove = kept;
+        }
+    }
+    if remove.is_empty() {
+        return None; // shrinking alone admits: kind 1 covers it
+    }
+    let unchanged = Change::Remove(remove.clone());
+    if let Some(decision) = admits(situation, &unchanged) {
+        return Some(Fix::new(
+            format!("Remove {} first", listed_pods(&remove)),
+            unchanged,
+            &decision,
+        ));
+    }
+    shrink_together(situation, &remove)
+}
+
+/// `a, b and c`, or the first few and how many more.
+fn listed_pods(keys: &[String]) -> String {
+    const NAMED: usize = 5;
+    match keys {
+        [] => String::new(),
+        [one] => one.clone(),
+        _ if keys.len() > NAMED + 1 => format!("{} and {} more pods", keys[..NAMED].join(", "), keys.len() - NAMED),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// The pod at its smallest, as [`shrink_together`] starts from.
+fn shrink_together_smallest(situation: &Situation<'_>) -> Option<Value> {
+    let resources = scaled_resources(situation);
+    (!resources.is_empty()).then(|| scaled_manifest(situation.manifest, &resources, &vec![1; resources.len()]))
 }
 
 /// 2. Other topology manager settings that admit the pod.

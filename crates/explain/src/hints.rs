@@ -9,7 +9,7 @@
 //! asking the provider's rule about the masks that matter.
 
 use serde::Serialize;
-use topoalign_engine::{Explanation, MergeRecord, Provider, TopologyPolicyName};
+use topoalign_engine::{MergeRecord, MergeTrace, Provider, TopologyPolicyName};
 use topoalign_model::{NumaMask, ResourceHints, TopologyHint};
 
 /// Lists longer than this are cut, with a count of what was left out.
@@ -44,8 +44,24 @@ pub struct ProviderInWords {
 
 /// `0`, `0+1`: NUMA ids as people write a set.
 pub fn nodes_text(nodes: &[usize]) -> String {
-    let ids: Vec<String> = nodes.iter().map(ToString::to_string).collect();
-    ids.join("+")
+    // Runs of three or more consecutive ids as ranges: a 64-node mask is
+    // `0-63`, not 64 numbers.
+    let mut parts: Vec<String> = Vec::new();
+    let mut index = 0;
+    while index < nodes.len() {
+        let start = nodes[index];
+        let mut end = index;
+        while end + 1 < nodes.len() && nodes[end + 1] == nodes[end] + 1 {
+            end += 1;
+        }
+        match end - index {
+            0 => parts.push(start.to_string()),
+            1 => parts.extend([start.to_string(), nodes[end].to_string()]),
+            _ => parts.push(format!("{start}-{}", nodes[end])),
+        }
+        index = end + 1;
+    }
+    parts.join("+")
 }
 
 fn mask_text(mask: NumaMask) -> String {
@@ -131,11 +147,11 @@ fn prefers(hints: &ResourceHints, merged: Option<NumaMask>) -> bool {
 }
 
 /// Every merge of a decision in words.
-pub fn merges_in_words(explanation: &Explanation) -> Vec<MergeInWords> {
-    explanation
+pub fn merges_in_words(trace: &MergeTrace) -> Vec<MergeInWords> {
+    trace
         .merges
         .iter()
-        .map(|merge| merge_in_words(explanation.policy, merge))
+        .map(|merge| merge_in_words(trace.policy, merge))
         .collect()
 }
 

@@ -7,15 +7,12 @@
 use std::collections::BTreeMap;
 
 use topoalign_engine::Node;
-use topoalign_model::{Container, Pod, QosClass, Quantity};
+use topoalign_model::{Container, Pod, QosClass, Quantity, resource_name};
 
 /// Whether the resource is one the aligned managers place on NUMA nodes on
 /// this node: `cpu`, `memory`, huge pages, or a device resource it has.
 pub(crate) fn is_aligned_resource(node: &Node, resource: &str) -> bool {
-    resource == "cpu"
-        || resource == "memory"
-        || resource.starts_with("hugepages-")
-        || node.machine().devices().contains_key(resource)
+    resource_name::is_cpu_or_memory(resource) || node.machine().devices().contains_key(resource)
 }
 
 /// The container's requests of aligned resources (zero amounts left out).
@@ -31,6 +28,19 @@ pub(crate) fn container_requests(node: &Node, pod: &Pod, container: &Container) 
         })
         .map(|(resource, amount)| (resource.clone(), *amount))
         .collect()
+}
+
+/// The largest request of each aligned resource among the pod's
+/// containers: what one NUMA node must hold under the container scope.
+pub(crate) fn largest_container_requests(node: &Node, pod: &Pod) -> BTreeMap<String, Quantity> {
+    let mut largest: BTreeMap<String, Quantity> = BTreeMap::new();
+    for (container, _) in pod.all_containers() {
+        for (resource, amount) in container_requests(node, pod, container) {
+            let entry = largest.entry(resource).or_default();
+            *entry = (*entry).max(amount);
+        }
+    }
+    largest
 }
 
 /// The pod's requests of aligned resources, sized as the kubelet sizes a

@@ -16,7 +16,7 @@ use serde::Serialize;
 use topoalign_engine::{Decision, Node, NumaUsage, TopologyScope};
 use topoalign_model::{Pod, Quantity};
 
-use crate::requests::{container_requests, pod_requests};
+use crate::requests::{container_requests, largest_container_requests, pod_requests};
 
 /// Free vs requested per NUMA node.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -55,21 +55,15 @@ pub struct ResourceCell {
 }
 
 /// The table for `pod` on `node` (the node before the pod was admitted).
+///
+/// Under the pod scope the pod's requests are compared (the kubelet aligns
+/// them together); under the container scope each container is aligned on
+/// its own, so the table compares the container whose alignment failed, or
+/// — when none failed — the largest request of each resource among the
+/// containers. An admitted pod is never marked short.
 pub fn resource_table(node: &Node, pod: &Pod, decision: &Decision) -> ResourceTable {
-    let failed_container = (decision.explanation.scope == TopologyScope::Container)
-        .then(|| decision.explanation.merges.iter().find(|m| !m.admitted))
-        .flatten()
-        .and_then(|m| m.container.clone());
-    let (requested_by, requested) = match failed_container
-        .as_deref()
-        .and_then(|name| pod.all_containers().find(|(c, _)| c.name == name))
-    {
-        Some((container, _)) => (
-            format!("container {}", container.name),
-            container_requests(node, pod, container),
-        ),
-        None => ("pod".to_owned(), pod_requests(node, pod)),
-    };
+    let (requested_by, requested) = requested(node, pod, decision);
+    let judge = !decision.admitted();
     let numa = node
         .numa_usage()
         .into_iter()
@@ -85,7 +79,7 @@ pub fn resource_table(node: &Node, pod: &Pod, decision: &Decision) -> ResourceTa
                         .is_some_and(|devices| !devices.iter().any(|d| d.numa.contains(&usage.numa)));
                     let cell = ResourceCell {
                         free: free_amount.map(|q| q.to_string()),
-                        short: free_amount.is_some_and(|f| f < amount),
+                        short: judge && free_amount.is_some_and(|f| f < amount),
                         absent,
                     };
                     (resource.clone(), cell)
@@ -104,13 +98,46 @@ pub fn resource_table(node: &Node, pod: &Pod, decision: &Decision) -> ResourceTa
     }
 }
 
+/// Whose requests the table compares, and them.
+fn requested(node: &Node, pod: &Pod, decision: &Decision) -> (String, BTreeMap<String, Quantity>) {
+    if decision.trace.scope != TopologyScope::Container {
+        return ("pod".to_owned(), pod_requests(node, pod));
+    }
+    let failed = decision
+        .trace
+        .merges
+        .iter()
+        .find(|m| !m.admitted)
+        .and_then(|m| m.container.as_deref())
+        .and_then(|name| pod.all_containers().find(|(c, _)| c.name == name));
+    if let Some((container, _)) = failed {
+        return (
+            format!("container {}", container.name),
+            container_requests(node, pod, container),
+        );
+    }
+    let asking: Vec<(&str, BTreeMap<String, Quantity>)> = pod
+        .all_containers()
+        .map(|(c, _)| (c.name.as_str(), container_requests(node, pod, c)))
+        .filter(|(_, requests)| !requests.is_empty())
+        .collect();
+    match asking.as_slice() {
+        [] => ("pod".to_owned(), BTreeMap::new()),
+        [(name, requests)] => (format!("container {name}"), requests.clone()),
+        _ => (
+            "the largest container of each resource".to_owned(),
+            largest_container_requests(node, pod),
+        ),
+    }
+}
+
 /// What a manager would hand out of `resource` on the NUMA node of `usage`
 /// ([`Node::numa_usage`]'s available amount): `None` when no manager places
 /// it on NUMA nodes (CPU policy `none`, memory policy `None`, resources no
 /// manager aligns); zero for a placed resource the node has none of (an
 /// empty huge page pool, a device resource without devices here).
 pub(crate) fn free_amount(node: &Node, usage: &NumaUsage, resource: &str) -> Option<Quantity> {
-    let memory_like = resource == "memory" || resource.starts_with("hugepages-");
+    let memory_like = topoalign_model::resource_name::is_memory_like(resource);
     let placed = match resource {
         "cpu" => usage.get("cpu").is_some_and(|c| c.placed),
         _ if memory_like => usage.get("memory").is_some_and(|m| m.placed),
@@ -124,60 +151,59 @@ impl ResourceTable {
     /// CPUs free; NUMA 1 has only 15Gi of the 18Gi of memory free`. Empty
     /// when no node is short.
     pub fn shortfalls_text(&self) -> String {
-        let parts: Vec<String> = self
-            .numa
+        // NUMA nodes short in the same words are named together, as ranges
+        // (`NUMA 1-63 have only 2 of the 3 CPUs free`).
+        let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+        for row in &self.numa {
+            let short: Vec<String> = row
+                .resources
+                .iter()
+                .filter(|(_, cell)| cell.short)
+                .map(|(resource, cell)| {
+                    if cell.absent {
+                        return format!("no {resource} at all");
+                    }
+                    let free = cell.free.as_deref().unwrap_or("0");
+                    let wanted = self.requested.get(resource).map_or("?", String::as_str);
+                    match resource.as_str() {
+                        "cpu" => format!("{free} of the {wanted} CPUs"),
+                        "memory" => format!("{free} of the {wanted} of memory"),
+                        other if topoalign_model::resource_name::is_hugepages(other) => {
+                            format!("{free} of the {wanted} of {other}")
+                        }
+                        other => format!("{free} of the {wanted} {other}"),
+                    }
+                })
+                .collect();
+            if short.is_empty() {
+                continue;
+            }
+            let short = short.join(" and ");
+            match groups.iter_mut().find(|(words, _)| *words == short) {
+                Some((_, nodes)) => nodes.push(row.node),
+                None => groups.push((short, vec![row.node])),
+            }
+        }
+        let parts: Vec<String> = groups
             .iter()
-            .filter_map(|row| {
-                let short: Vec<String> = row
-                    .resources
-                    .iter()
-                    .filter(|(_, cell)| cell.short)
-                    .map(|(resource, cell)| {
-                        if cell.absent {
-                            return format!("no {resource} at all");
-                        }
-                        let free = cell.free.as_deref().unwrap_or("0");
-                        let wanted = self.requested.get(resource).map_or("?", String::as_str);
-                        match resource.as_str() {
-                            "cpu" => format!("{free} of the {wanted} CPUs"),
-                            "memory" => format!("{free} of the {wanted} of memory"),
-                            other if other.starts_with("hugepages-") => format!("{free} of the {wanted} of {other}"),
-                            other => format!("{free} of the {wanted} {other}"),
-                        }
-                    })
-                    .collect();
-                (!short.is_empty()).then(|| (row.node, short.join(" and ")))
-            })
-            .map(|(node, short)| {
+            .map(|(short, nodes)| {
+                let has = if nodes.len() == 1 { "has" } else { "have" };
+                let which = format!("NUMA {}", crate::hints::nodes_text(nodes));
                 if short.starts_with("no ") {
-                    format!("NUMA {node} has {short}")
+                    format!("{which} {has} {short}")
                 } else {
-                    format!("NUMA {node} has only {short} free")
+                    format!("{which} {has} only {short} free")
                 }
             })
             .collect();
-        // A large machine would list every node: name a few, count the rest.
+        // Free amounts that all differ would still list every node: name a
+        // few, count the rest.
         const NAMED: usize = 4;
         if parts.len() > NAMED + 1 {
-            let more = parts.len() - NAMED;
+            let more: usize = groups[NAMED..].iter().map(|(_, nodes)| nodes.len()).sum();
             let named = parts[..NAMED].join("; ");
             return format!("{named}; and {more} more NUMA nodes are short likewise");
         }
         parts.join("; ")
-    }
-
-    /// The resources every NUMA node falls short of.
-    pub fn short_everywhere(&self) -> Vec<String> {
-        self.requested
-            .keys()
-            .filter(|resource| {
-                !self.numa.is_empty()
-                    && self
-                        .numa
-                        .iter()
-                        .all(|row| row.resources.get(*resource).is_some_and(|cell| cell.short))
-            })
-            .cloned()
-            .collect()
     }
 }

@@ -177,7 +177,10 @@ impl Reader {
             }
             "Deployment" | "ReplicaSet" | "StatefulSet" | "Job" => {
                 let name = name()?;
-                let count = replicas(kind, value).map_err(|(path, message)| error(path, message))?;
+                let count = value
+                    .as_object()
+                    .map_or(Ok(1), |object| topoalign_k8s::own_replicas(kind, object))
+                    .map_err(|(path, message)| error(path, message))?;
                 let room = topoalign_k8s::MAX_PODS.saturating_sub(self.pods.len());
                 if count > room as u64 {
                     let path = if kind == "Job" {
@@ -218,26 +221,6 @@ impl Reader {
         }
         Ok(())
     }
-}
-
-/// How many pods a controller runs: `spec.replicas` (default 1); for a
-/// Job, `spec.parallelism` (default 1) capped by `spec.completions`.
-fn replicas(kind: &str, value: &serde_json::Value) -> Result<u64, (&'static str, String)> {
-    let number = |path: &'static str, pointer: &str| -> Result<Option<u64>, (&'static str, String)> {
-        match value.pointer(pointer) {
-            None | Some(serde_json::Value::Null) => Ok(None),
-            Some(v) => v
-                .as_u64()
-                .map(Some)
-                .ok_or((path, format!("expected a non-negative integer, found {v}"))),
-        }
-    };
-    if kind == "Job" {
-        let parallelism = number("spec.parallelism", "/spec/parallelism")?.unwrap_or(1);
-        let completions = number("spec.completions", "/spec/completions")?;
-        return Ok(completions.map_or(parallelism, |c| c.min(parallelism)));
-    }
-    Ok(number("spec.replicas", "/spec/replicas")?.unwrap_or(1))
 }
 
 fn join(parent: &str, child: &str) -> String {

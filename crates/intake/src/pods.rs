@@ -1,5 +1,6 @@
 //! [`read_pods`]: the pods of several manifest files, in order.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use topoalign_k8s::{ManifestOptions, ManifestPod, read_manifests};
@@ -16,13 +17,15 @@ pub struct Pods {
 }
 
 /// Every pod of every file, in order: Pods, `v1 List`s and workloads by
-/// their template (`replicas` pods each). Pods without a UID get
-/// `<uid_prefix>-<file index>-<n>`.
+/// their template (`replicas` pods each, or as many as the workload says).
+/// Pods without a UID get `<uid_prefix>-<file index>-<n>`.
 ///
 /// # Errors
-/// [`IntakeError`] naming the file: unreadable, malformed, or without pods.
-pub fn read_pods(paths: &[PathBuf], replicas: u32, uid_prefix: &str) -> Result<Pods, IntakeError> {
+/// [`IntakeError`] naming the file: unreadable, malformed, without pods,
+/// or holding a `namespace/name` an earlier file (or document) holds too.
+pub fn read_pods(paths: &[PathBuf], replicas: Option<u32>, uid_prefix: &str) -> Result<Pods, IntakeError> {
     let mut read = Pods::default();
+    let mut files_of: HashMap<String, usize> = HashMap::new();
     for (index, path) in paths.iter().enumerate() {
         let text = read_text(path)?;
         let options = ManifestOptions {
@@ -38,6 +41,26 @@ pub fn read_pods(paths: &[PathBuf], replicas: u32, uid_prefix: &str) -> Result<P
         );
         if manifests.pods.is_empty() {
             return Err(invalid(path, "no pods in this file"));
+        }
+        for pod in &manifests.pods {
+            if let Some(&earlier) = files_of.get(&pod.pod.key()) {
+                return Err(invalid(
+                    path,
+                    format!(
+                        "{}: {} is also in {}: the API server holds one pod per namespace/name",
+                        pod.origin,
+                        pod.pod.key(),
+                        paths[earlier].display()
+                    ),
+                ));
+            }
+        }
+        files_of.extend(manifests.pods.iter().map(|pod| (pod.pod.key(), index)));
+        if read.pods.len() + manifests.pods.len() > topoalign_k8s::MAX_PODS {
+            return Err(invalid(
+                path,
+                format!("more than {} pods in all", topoalign_k8s::MAX_PODS),
+            ));
         }
         read.pods.extend(manifests.pods);
     }

@@ -46,8 +46,9 @@ pub const MAX_PODS: usize = 1_000_000;
 /// How to read a stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ManifestOptions {
-    /// Pods made from each workload's template.
-    pub replicas: u32,
+    /// Pods made from each workload's template; `None`: as many as the
+    /// workload itself runs ([`own_replicas`]).
+    pub replicas: Option<u32>,
     /// Pods without `metadata.uid` get `<uid_prefix><n>`, n counting every
     /// pod of the stream from 0.
     pub uid_prefix: String,
@@ -56,7 +57,7 @@ pub struct ManifestOptions {
 impl Default for ManifestOptions {
     fn default() -> Self {
         ManifestOptions {
-            replicas: 1,
+            replicas: None,
             uid_prefix: "topoalign-pod-".to_owned(),
         }
     }
@@ -96,14 +97,13 @@ const WORKLOADS: [(&str, &[&str]); 8] = [
 /// pod [`pod_from_value`] refuses (no containers, negative or malformed
 /// quantities, ...), naming the document and field.
 pub fn read_manifests(text: &str, options: &ManifestOptions) -> Result<Manifests, ManifestError> {
-    if options.replicas as usize > MAX_PODS {
+    if let Some(replicas) = options.replicas
+        && replicas as usize > MAX_PODS
+    {
         return Err(ManifestError {
             document: None,
             path: String::new(),
-            message: format!(
-                "{} replicas per workload: at most {MAX_PODS} pods are read",
-                options.replicas
-            ),
+            message: format!("{replicas} replicas per workload: at most {MAX_PODS} pods are read"),
         });
     }
     let (documents, count) = split_documents(text)?;
@@ -111,6 +111,7 @@ pub fn read_manifests(text: &str, options: &ManifestOptions) -> Result<Manifests
     let mut reader = Reader {
         options,
         manifests: Manifests::default(),
+        names: std::collections::HashMap::new(),
     };
     for (index, document) in documents {
         let number = numbered.then_some(index + 1);
@@ -170,6 +171,8 @@ type Failure = (String, String);
 struct Reader<'a> {
     options: &'a ManifestOptions,
     manifests: Manifests,
+    /// `namespace/name` of every pod read so far → where it came from.
+    names: std::collections::HashMap<String, String>,
 }
 
 fn join(parent: &str, child: &str) -> String {
@@ -278,13 +281,18 @@ impl Reader<'_> {
         metadata.insert("namespace".into(), json!(namespace));
         metadata.remove("uid");
         let spec = template.get("spec").cloned().unwrap_or(Value::Null);
-        if self.manifests.pods.len() + self.options.replicas as usize > MAX_PODS {
+        let replicas = match self.options.replicas {
+            Some(replicas) => u64::from(replicas),
+            None => own_replicas(kind, object).map_err(|(field, message)| (join(at, field), message))?,
+        };
+        let room = MAX_PODS.saturating_sub(self.manifests.pods.len());
+        if replicas > room as u64 {
             return Err((
                 path,
-                format!("more than {MAX_PODS} pods in all: refused before they are made"),
+                format!("{replicas} replicas: more than {MAX_PODS} pods in all, refused before they are made"),
             ));
         }
-        for replica in 0..self.options.replicas {
+        for replica in 0..replicas {
             let mut metadata = metadata.clone();
             metadata.insert("name".into(), json!(format!("{name}-{replica}")));
             let manifest = json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec});
@@ -297,8 +305,52 @@ impl Reader<'_> {
     fn pod(&mut self, manifest: Value, at: &str, origin: String) -> Result<(), Failure> {
         let uid = format!("{}{}", self.options.uid_prefix, self.manifests.pods.len());
         let pod = pod_from_value(&manifest, &uid).map_err(|e| (join(at, e.path()), e.message()))?;
+        if let Some(earlier) = self.names.insert(pod.key(), origin.clone()) {
+            return Err((
+                join(at, "metadata.name"),
+                format!(
+                    "{} again (first as {earlier}): the API server holds one pod per namespace/name",
+                    pod.key()
+                ),
+            ));
+        }
         self.manifests.pods.push(ManifestPod { origin, manifest, pod });
         Ok(())
+    }
+}
+
+/// How many pods a workload runs by itself: `spec.replicas` (default 1;
+/// a DaemonSet or PodTemplate, one); for a Job, `spec.parallelism`
+/// (default 1) capped by `spec.completions`, and for a CronJob its job
+/// template's.
+///
+/// # Errors
+/// The field (`spec.replicas`) and what is wrong with it when it is not a
+/// non-negative integer.
+pub fn own_replicas(kind: &str, object: &Map<String, Value>) -> Result<u64, (&'static str, String)> {
+    let number = |field: &'static str, pointer: &str| -> Result<Option<u64>, (&'static str, String)> {
+        match object.get("spec").and_then(|spec| spec.pointer(pointer)) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .map(Some)
+                .ok_or((field, format!("expected a non-negative integer, found {v}"))),
+        }
+    };
+    match kind {
+        "Job" => {
+            let parallelism = number("spec.parallelism", "/parallelism")?.unwrap_or(1);
+            let completions = number("spec.completions", "/completions")?;
+            Ok(completions.map_or(parallelism, |c| c.min(parallelism)))
+        }
+        "CronJob" => {
+            let parallelism =
+                number("spec.jobTemplate.spec.parallelism", "/jobTemplate/spec/parallelism")?.unwrap_or(1);
+            let completions = number("spec.jobTemplate.spec.completions", "/jobTemplate/spec/completions")?;
+            Ok(completions.map_or(parallelism, |c| c.min(parallelism)))
+        }
+        "DaemonSet" | "PodTemplate" => Ok(1),
+        _ => Ok(number("spec.replicas", "/replicas")?.unwrap_or(1)),
     }
 }
 
@@ -339,7 +391,7 @@ mod tests {
              jobTemplate:\n    spec:\n      template:\n        spec: {{containers: [{{name: j}}]}}\n"
         );
         let options = ManifestOptions {
-            replicas: 2,
+            replicas: Some(2),
             ..ManifestOptions::default()
         };
         let m = read_manifests(&text, &options).expect("valid");

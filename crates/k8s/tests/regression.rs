@@ -122,16 +122,80 @@ fn a_billion_replicas_are_refused_before_any_is_made() {
     let deployment =
         "kind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n      containers:\n      - name: app\n";
     let options = ManifestOptions {
-        replicas: 1_000_000_000,
+        replicas: Some(1_000_000_000),
         ..ManifestOptions::default()
     };
     let e = read_manifests(deployment, &options).expect_err("refused");
     assert!(e.to_string().contains("at most 1000000 pods"), "{e}");
     let two = ManifestOptions {
-        replicas: 2,
+        replicas: Some(2),
         ..ManifestOptions::default()
     };
     assert_eq!(read_manifests(deployment, &two).expect("read").pods.len(), 2);
+    let own = deployment.replacen("spec:\n", "spec:\n  replicas: 1000000000\n", 1);
+    let e = read_manifests(&own, &ManifestOptions::default()).expect_err("refused");
+    assert!(
+        e.to_string()
+            .starts_with("spec.template: 1000000000 replicas: more than 1000000 pods"),
+        "{e}"
+    );
+}
+
+/// `--replicas` replaced a manifest's own `replicas` instead of defaulting
+/// to it.
+#[test]
+fn a_workload_makes_its_own_replicas_unless_told_otherwise() {
+    let workloads = "kind: Deployment\nmetadata: {name: d}\nspec:\n  replicas: 3\n  template:\n    spec: {containers: [{name: c}]}\n\
+        ---\nkind: Job\nmetadata: {name: j}\nspec:\n  parallelism: 4\n  completions: 2\n  template:\n    spec: {containers: [{name: c}]}\n\
+        ---\nkind: DaemonSet\nmetadata: {name: ds}\nspec:\n  template:\n    spec: {containers: [{name: c}]}\n\
+        ---\nkind: StatefulSet\nmetadata: {name: s}\nspec:\n  template:\n    spec: {containers: [{name: c}]}\n";
+    let keys = |options: &ManifestOptions| -> Vec<String> {
+        read_manifests(workloads, options)
+            .expect("read")
+            .pods
+            .iter()
+            .map(|p| p.pod.key())
+            .collect()
+    };
+    assert_eq!(
+        keys(&ManifestOptions::default()),
+        [
+            "default/d-0",
+            "default/d-1",
+            "default/d-2",
+            "default/j-0",
+            "default/j-1",
+            "default/ds-0",
+            "default/s-0"
+        ]
+    );
+    let one = ManifestOptions {
+        replicas: Some(1),
+        ..ManifestOptions::default()
+    };
+    assert_eq!(
+        keys(&one),
+        ["default/d-0", "default/j-0", "default/ds-0", "default/s-0"]
+    );
+    let bad = "kind: Deployment\nmetadata: {name: d}\nspec:\n  replicas: -2\n  template:\n    spec: {containers: [{name: c}]}\n";
+    let e = read_manifests(bad, &ManifestOptions::default()).expect_err("refused");
+    assert_eq!(
+        e.to_string(),
+        "spec.replicas: expected a non-negative integer, found -2"
+    );
+}
+
+/// The same `namespace/name` twice in the pods admitted together lost
+/// CPUs from the final state.
+#[test]
+fn the_same_pod_name_twice_is_an_error_naming_both() {
+    let text = "kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n---\n\
+        kind: Pod\nmetadata: {name: p, namespace: default}\nspec: {containers: [{name: c}]}\n";
+    let e = read_manifests(text, &ManifestOptions::default()).expect_err("refused");
+    assert_eq!(
+        e.to_string(),
+        "document 2: metadata.name: default/p again (first as Pod default/p): the API server holds one pod per namespace/name"
+    );
 }
 
 /// A typo in a KubeletConfiguration field flipped the answer silently.

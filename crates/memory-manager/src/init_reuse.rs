@@ -49,7 +49,7 @@ impl ReusableMemory {
     pub fn record(&mut self, pod: &Pod, container: &Container, blocks: &[Block]) {
         self.by_pod.retain(|uid, _| *uid == pod.uid);
 
-        if is_regular_init_container(pod, container) {
+        if pod.is_regular_init(container) {
             let by_mask = self.by_pod.entry(pod.uid.clone()).or_default();
             for block in blocks {
                 let reusable = by_mask
@@ -74,15 +74,6 @@ impl ReusableMemory {
             *reusable = reusable.saturating_sub(block.size);
         }
     }
-}
-
-/// Whether `container` is one of the pod's init containers that runs to
-/// completion (the first init container of that name decides).
-pub(crate) fn is_regular_init_container(pod: &Pod, container: &Container) -> bool {
-    pod.init_containers
-        .iter()
-        .find(|init| init.name == container.name)
-        .is_some_and(|init| !init.restartable)
 }
 
 #[cfg(test)]

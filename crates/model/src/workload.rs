@@ -196,6 +196,26 @@ impl Pod {
         }
     }
 
+    /// Whether `container` is one of the pod's init containers that runs to
+    /// completion (not a restartable sidecar): what the kubelet's managers
+    /// ask, by name, after each allocation. The pod's own containers (what
+    /// [`Pod::all_containers`] yields) are recognised by address, so a pod
+    /// with thousands of init containers costs linear time, not quadratic;
+    /// any other container by its name.
+    pub fn is_regular_init(&self, container: &Container) -> bool {
+        let address = std::ptr::from_ref(container);
+        if self.init_containers.as_ptr_range().contains(&address) {
+            return !container.restartable;
+        }
+        if self.containers.as_ptr_range().contains(&address) {
+            return false;
+        }
+        self.init_containers
+            .iter()
+            .find(|init| init.name == container.name)
+            .is_some_and(|init| !init.restartable)
+    }
+
     /// Init containers then app containers, in spec order, each with whether
     /// it is an init container — the order the kubelet admits and starts them.
     pub fn all_containers(&self) -> impl Iterator<Item = (&Container, bool)> {

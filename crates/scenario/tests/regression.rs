@@ -160,3 +160,37 @@ fn deeply_nested_scenario_is_refused_before_parsing() {
     let text = format!("{TWO_NODES}events: {}", "[".repeat(200_000));
     assert!(error_of(&text).contains("nested more than 128 levels deep"));
 }
+
+/// A pod with thousands of init containers cost more than n² (2,000:
+/// seconds; 8,000: ten minutes of one agent request): each manager looked
+/// every container up among the init containers by name. Now linear: this
+/// replays at once.
+#[test]
+fn thousands_of_init_containers_are_admitted_in_linear_time() {
+    let init: Vec<String> = (0..20_000)
+        .map(|i| format!("{{name: init{i}, resources: {{limits: {{cpu: '1', memory: 1Gi, example.com/nic: '1'}}}}}}"))
+        .collect();
+    let text = format!(
+        "topology:\n  numaNodes:\n    - {{id: 0, memory: 8Gi}}\n    - {{id: 1, memory: 8Gi}}\n  cpus:\n\
+         \x20   - {{id: 0, core: 0, socket: 0, numa: 0}}\n    - {{id: 1, core: 1, socket: 0, numa: 0}}\n\
+         \x20   - {{id: 2, core: 2, socket: 1, numa: 1}}\n    - {{id: 3, core: 3, socket: 1, numa: 1}}\n\
+         \x20 devices:\n    example.com/nic: [{{id: nic0, numa: [1]}}]\n\
+         kubelet: {{cpuManagerPolicy: static, reservedSystemCPUs: '0', memoryManagerPolicy: Static,\n\
+         \x20 reservedMemory: [{{numaNode: 0, limits: {{memory: 1Gi}}}}], kubeReserved: {{memory: 1Gi}},\n\
+         \x20 topologyManagerPolicy: single-numa-node}}\n\
+         events:\n  - add: {{metadata: {{name: many}}, spec: {{initContainers: [{}],\n\
+         \x20     containers: [{{name: app, resources: {{limits: {{cpu: '1', memory: 1Gi, example.com/nic: '1'}}}}}}]}}}}\n",
+        init.join(", ")
+    );
+    let document = completed(&text);
+    let result = &document.results[0];
+    assert_eq!(result.admitted, Some(true), "{result:?}");
+    let containers = result.containers.as_ref().expect("placements");
+    assert_eq!(containers.len(), 20_001);
+    // Every init container and the app container reuse the same CPU.
+    assert!(
+        containers.iter().all(|c| c.cpus.as_ref().map(ToString::to_string).as_deref() == Some("2")),
+        "{:?}",
+        &containers[..2]
+    );
+}

@@ -5,8 +5,8 @@
 //! no-ops; for a rejected pod (or every pod with `--explain`) the
 //! explanation with fixes. `-o json|yaml` prints `{"results": [...]}`.
 //!
-//! Exit status: 0 once every pod was evaluated (admitted or not), 2 for
-//! input that cannot be read.
+//! Exit status: 0 when every pod is admitted, 3 when any is rejected (the
+//! report is printed either way), 2 for input that cannot be read.
 
 use std::path::PathBuf;
 
@@ -29,18 +29,19 @@ pub struct Args {
     pub pods: Vec<PathBuf>,
     #[command(flatten)]
     pub node: NodeArgs,
-    /// Pods made from each workload's template.
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub replicas: u32,
+    /// Pods made from each workload's template [default: the workload's
+    /// own `spec.replicas` (a Job's `parallelism`), 1 when it has none].
+    #[arg(long, value_name = "N")]
+    pub replicas: Option<u32>,
     /// Explain every pod, admitted or not.
     #[arg(long)]
     pub explain: bool,
     #[command(flatten)]
-    pub output: Output<Format>,
+    pub output: Output<DocumentFormat>,
 }
 
 #[derive(Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
+pub enum DocumentFormat {
     /// For people (the default).
     #[default]
     Text,
@@ -64,12 +65,16 @@ pub fn run_with(args: &Args, always_explain: bool) -> Result {
     }
     let reports = admit_all(&mut started.node, &started.kubelet, &pods.pods, always_explain);
     let text = match args.output.format() {
-        Format::Json => serde_json::to_string_pretty(&json!({ "results": reports }))? + "\n",
-        Format::Yaml => serde_yaml_ng::to_string(&json!({ "results": reports }))?,
-        Format::Text => text(&started, &pods.pods, &reports),
+        DocumentFormat::Json => serde_json::to_string_pretty(&json!({ "results": reports }))? + "\n",
+        DocumentFormat::Yaml => serde_yaml_ng::to_string(&json!({ "results": reports }))?,
+        DocumentFormat::Text => text(&started, &pods.pods, &reports),
     };
     args.output.write(text.as_bytes())?;
-    Ok(Outcome::Success)
+    if reports.iter().all(|report| report.admitted) {
+        Ok(Outcome::Success)
+    } else {
+        Ok(Outcome::Rejected)
+    }
 }
 
 /// The whole text report.

@@ -7,6 +7,7 @@ pub mod agent;
 pub mod diagnose;
 pub mod explain;
 pub mod extender;
+pub mod kubelet_stand_in;
 mod node_args;
 pub mod nrt;
 mod output;
@@ -26,6 +27,9 @@ pub enum Outcome {
     Refused,
     /// Exit with this status (`run`: the command's own).
     Exit(u8),
+    /// `admit`/`explain`: a pod was rejected (exit 3); the report says
+    /// which and why.
+    Rejected,
 }
 
 /// Why a command failed; `main` prints it after `topoalign: ` and exits
