@@ -5,10 +5,10 @@
 # kubelet code, which must give every expected answer.
 #
 # Releases checked: the oldest and the newest the engine reproduces (1.32,
-# 1.34): each one's vectors replayed, and its feature gate table
-# (crates/k8s/src/feature_gates/<release>.tsv) compared with what the real
-# kubelet code knows. The v1.35-v1.37 builds exist (versions/); build.sh 1.37
-# builds one by hand.
+# 1.37) and 1.34 (the first with pod-level resources on): each one's vectors
+# replayed, and its feature gate table (crates/k8s/src/feature_gates/
+# <release>.tsv, dependencies included) compared with what the real kubelet
+# code knows. The other releases build the same way (build.sh 1.35).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -17,7 +17,7 @@ if ! command -v go >/dev/null 2>&1; then
     exit 1
 fi
 
-for version in 1.32 1.34; do
+for version in 1.32 1.34 1.37; do
     bin=$(./build.sh "$version" | tail -n 1)
     echo "oracle $version: $bin" >&2
     if [ "$version" = 1.32 ]; then

@@ -43,10 +43,42 @@ pub fn judge(oracle: &Answer, engine: &Answer) -> Verdict {
         (Answer::Invalid(_), Answer::Invalid(_)) => Verdict::Same,
         (Answer::Invalid(_), _) => Verdict::Differs(Difference::OracleInvalid),
         (_, Answer::Invalid(_)) => Verdict::Differs(Difference::EngineInvalid),
-        (Answer::Document(o), Answer::Document(e)) if o == e => Verdict::Same,
+        (Answer::Document(o), Answer::Document(e)) if o == e || same_refusal_in_map_order(o, e) => Verdict::Same,
         (Answer::Document(o), Answer::Document(e)) => Verdict::Differs(document_difference(o, e)),
         (_, Answer::Timeout | Answer::Failed(_)) => Verdict::Unjudged,
     }
+}
+
+/// Two start-up refusals listing the same feature gate dependency errors in
+/// another order: the kubelet walks its dependency map (a Go map) and
+/// aggregates what it finds (`[A is enabled, but depends on features that
+/// are disabled: [X], B is enabled, ...]`), so the order varies run to run.
+fn same_refusal_in_map_order(oracle: &Value, engine: &Value) -> bool {
+    let (Some(a), Some(b)) = (
+        oracle.get("error").and_then(Value::as_str),
+        engine.get("error").and_then(Value::as_str),
+    ) else {
+        return false;
+    };
+    match (dependency_errors(a), dependency_errors(b)) {
+        (Some((pa, mut ea)), Some((pb, mut eb))) => {
+            ea.sort_unstable();
+            eb.sort_unstable();
+            pa == pb && ea == eb
+        }
+        _ => false,
+    }
+}
+
+/// The text before an aggregated list of dependency errors, and the errors.
+fn dependency_errors(text: &str) -> Option<(&str, Vec<&str>)> {
+    const DEPENDS: &str = " is enabled, but depends on features that are disabled: [";
+    let start = text.find("error: [")? + "error: [".len();
+    let inner = text[start..].strip_suffix(']')?;
+    let errors: Vec<&str> = inner.split("], ").collect();
+    let all_dependencies = errors.iter().all(|e| e.contains(DEPENDS));
+    (errors.len() > 1 && all_dependencies)
+        .then(|| (&text[..start], errors.iter().map(|e| e.trim_end_matches(']')).collect()))
 }
 
 fn document_difference(oracle: &Value, engine: &Value) -> Difference {
@@ -104,6 +136,21 @@ mod tests {
         assert_eq!(
             judge(&Answer::Invalid("x".into()), &Answer::Invalid("y".into())),
             Verdict::Same
+        );
+    }
+
+    #[test]
+    fn dependency_errors_in_another_order_are_the_same_refusal() {
+        let refused = |text: &str| doc(json!({ "error": format!("panic: x, error: [{text}]") }));
+        let a = "A is enabled, but depends on features that are disabled: [X]";
+        let b = "B is enabled, but depends on features that are disabled: [X Y]";
+        assert_eq!(
+            judge(&refused(&format!("{a}, {b}")), &refused(&format!("{b}, {a}"))),
+            Verdict::Same
+        );
+        assert_eq!(
+            judge(&refused(&format!("{a}, {a}")), &refused(&format!("{b}, {a}"))),
+            Verdict::Differs(Difference::RefusalText)
         );
     }
 

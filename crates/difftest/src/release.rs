@@ -115,6 +115,13 @@ impl Release {
         if v >= 36 {
             gates.push(gate("PodLevelResourceManagers", false, false));
         }
+        if v >= 37 {
+            // Beta and on: the kubelet's defaulting leaves pod-level
+            // resources alone; they decide QoS only when cpu, memory or huge
+            // pages are set.
+            gates.push(gate("PodLevelResourcesFixDefaulting", true, false));
+            gates.push(gate("PodLevelResourcesFixKubeletQOSClass", true, false));
+        }
         gates
     }
 

@@ -20,6 +20,8 @@ pub struct KubeletFacts {
     pub static_cpu: bool,
     pub static_memory: bool,
     pub pod_level_resources: bool,
+    /// `PodLevelResourceManagers` on (with pod-level resources honoured).
+    pub pod_level_managers: bool,
     pub full_pcpus_only: bool,
 }
 
@@ -212,6 +214,7 @@ pub fn kubelet(
 
     // Feature gates.
     let mut pod_level_gate = None;
+    let mut managers_gate = false;
     for gate in release.gates() {
         if gates.contains_key(gate.name) {
             continue;
@@ -220,6 +223,7 @@ pub fn kubelet(
             "PodLevelResources" if !gate.default && rng.chance(20) => Some(true),
             "PodLevelResources" if gate.default && rng.chance(5) => Some(false),
             "PodLevelResourceManagers" if rng.chance(35) => Some(true),
+            "PodLevelResourcesFixDefaulting" | "PodLevelResourcesFixKubeletQOSClass" if rng.chance(15) => Some(false),
             "CPUManagerPolicyAlphaOptions" if rng.chance(5) => Some(true),
             _ if gate.locked && rng.chance(1) => {
                 // The kubelet panics while defaulting its configuration.
@@ -232,6 +236,9 @@ pub fn kubelet(
         if let Some(value) = value {
             if gate.name == "PodLevelResources" {
                 pod_level_gate = Some(value);
+            }
+            if gate.name == "PodLevelResourceManagers" {
+                managers_gate = value;
             }
             gates.insert(gate.name.into(), json!(value));
         }
@@ -263,6 +270,7 @@ pub fn kubelet(
         static_cpu,
         static_memory,
         pod_level_resources: release.pod_level_resources(pod_level_gate),
+        pod_level_managers: managers_gate && release.pod_level_resources(pod_level_gate),
         full_pcpus_only,
     };
     (Value::Object(k), facts)

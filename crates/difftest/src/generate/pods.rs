@@ -246,6 +246,9 @@ fn build_pod(
         spec["initContainers"] = json!(init_containers);
     }
     if kind == Kind::PodLevel {
+        if kubelet.pod_level_managers {
+            tags.push("pod-level-managers".into());
+        }
         // Pod-level requests cover the containers' (API validation);
         // Guaranteed when requests equal limits.
         let cpu_milli = container_requests_cpu.max(1000) + *rng.pick(&[0u64, 0, 500, 1000, 2000]);
@@ -261,7 +264,21 @@ fn build_pod(
         } else {
             json!({"cpu": cpu_text(cpu_milli + 1000), "memory": topoalign_scenario::byte_quantity(memory * 2)})
         };
-        spec["resources"] = json!({"requests": requests, "limits": limits});
+        spec["resources"] = match *rng.weighted(&[(77, "both"), (15, "limits"), (8, "uncovered")]) {
+            // Requests left to defaulting (the kubelet's before 1.37, the
+            // API server's create step from 1.37).
+            "limits" => {
+                tags.push("pod-level-limits-only".into());
+                json!({"limits": limits})
+            }
+            // Nothing pod-level management covers: QoS from the containers
+            // from 1.37.
+            "uncovered" => {
+                tags.push("pod-level-uncovered".into());
+                json!({"limits": {"ephemeral-storage": "1Gi"}})
+            }
+            _ => json!({"requests": requests, "limits": limits}),
+        };
     }
     let pod = json!({
         "apiVersion": "v1",

@@ -320,6 +320,52 @@ mod tests {
         }
     }
 
+    /// From 1.35 the registry refuses a gate that is on while a gate it
+    /// depends on is off (texts from the v1.35.4 oracle; with several, the
+    /// kubelet's order follows a Go map, ours is by name).
+    #[test]
+    fn from_1_35_a_gate_needs_the_gates_it_depends_on() {
+        let v1_35 = KubeletVersion::V1_35;
+        assert_eq!(
+            gates_of(
+                v1_35,
+                &[
+                    ("PodLevelResources", false),
+                    ("InPlacePodLevelResourcesVerticalScaling", true)
+                ]
+            ),
+            Err(
+                "InPlacePodLevelResourcesVerticalScaling is enabled, but depends on features that are disabled: \
+                 [NodeDeclaredFeatures PodLevelResources]"
+                    .into()
+            )
+        );
+        // Two gates on by default depend on this one.
+        assert_eq!(
+            gates_of(v1_35, &[("GracefulNodeShutdown", false)]),
+            Err(
+                "[GracefulNodeShutdownBasedOnPodPriority is enabled, but depends on features that are disabled: \
+                 [GracefulNodeShutdown], WindowsGracefulNodeShutdown is enabled, but depends on features that are \
+                 disabled: [GracefulNodeShutdown]]"
+                    .into()
+            )
+        );
+        // Switching the dependants off too is accepted.
+        assert!(
+            gates_of(
+                v1_35,
+                &[
+                    ("GracefulNodeShutdown", false),
+                    ("GracefulNodeShutdownBasedOnPodPriority", false),
+                    ("WindowsGracefulNodeShutdown", false)
+                ]
+            )
+            .is_ok()
+        );
+        // 1.34's registry has no dependencies.
+        assert!(gates_of(KubeletVersion::V1_34, &[("GracefulNodeShutdown", false)]).is_ok());
+    }
+
     #[test]
     fn every_table_is_well_formed() {
         for version in KubeletVersion::SUPPORTED {
