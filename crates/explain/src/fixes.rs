@@ -167,7 +167,7 @@ fn larger_machine(machine: &Machine, factor: u32) -> Result<Machine, String> {
             cpus.push(topoalign_model::Cpu {
                 id,
                 core,
-                ..cpu.clone()
+                ..*cpu
             });
         }
     }
