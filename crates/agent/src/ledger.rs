@@ -34,7 +34,6 @@ use serde_json::{Value, json};
 use topoalign_engine::{Decision, Node, NodeConfig, StartupError};
 use topoalign_model::{Machine, Pod};
 
-use crate::crc32::crc32;
 use crate::journal::{Corruption, DiscardedTail, Journal, JournalError};
 use crate::record::{AdmitRecord, Holder, Placement, Record};
 use crate::request::{Workload, parse_policy};
@@ -142,13 +141,13 @@ impl Ledger {
     /// [`LedgerError::Corrupt`] (with what survives and what is lost) and
     /// [`LedgerError::Replay`]; the caller must not serve on any of them.
     pub fn open(state_dir: &Path, machine: Machine, config: NodeConfig) -> Result<(Ledger, Recovery), LedgerError> {
-        let fingerprint = format!("{:08x}", crc32(format!("{machine:?}\n{config:?}").as_bytes()));
+        let fingerprint = crate::fingerprint::fingerprint(&machine, &config);
         let description = format!(
-            "{} CPUs, {} NUMA nodes; topology manager {} ({} scope), CPU manager {:?}, memory manager {:?}",
+            "{} CPUs, {} NUMA nodes; topology manager {} ({} scope), CPU manager {}, memory manager {}",
             machine.cpus().len(),
             machine.numa_nodes().len(),
-            config.topology_policy.as_str(),
-            config.topology_scope.as_str(),
+            config.topology_policy,
+            config.topology_scope,
             config.cpu_policy,
             config.memory_policy,
         );
@@ -318,7 +317,7 @@ impl Ledger {
             pod: manifest.clone(),
             policy: workload.options.policy.clone(),
             holder,
-            placements: decision.containers.iter().map(Placement::from).collect(),
+            placements: decision.containers.clone(),
         };
         self.next_id += 1;
         self.append(&Record::Admit(record.clone()))?;
@@ -479,7 +478,7 @@ impl Ledger {
                         rejection.reason, rejection.message
                     )));
                 }
-                let placements: Vec<Placement> = decision.containers.iter().map(Placement::from).collect();
+                let placements: Vec<Placement> = decision.containers.clone();
                 if placements != record.placements {
                     return Err(changed(format!(
                         "({key}) was given {}, but is now given {}",

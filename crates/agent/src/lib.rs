@@ -25,6 +25,7 @@ pub mod api;
 pub mod client;
 mod crc32;
 pub mod enforcement;
+mod fingerprint;
 pub mod journal;
 pub mod ledger;
 pub mod metrics;

@@ -1,7 +1,7 @@
 //! Prometheus metrics, named after the kubelet's so that its dashboards'
 //! readers know them (`kubelet_topology_manager_admission_requests_total`
 //! → `topoalign_topology_manager_admission_requests_total`, …), plus
-//! per-NUMA-node capacity, allocatable, allocated and stranded gauges.
+//! per-NUMA-node capacity, allocatable, allocated and unpaired gauges.
 //!
 //! Owns: the registry and when each metric moves. The kubelet counts a
 //! CPU manager pinning request per container admitted under the static
@@ -46,7 +46,7 @@ pub struct Metrics {
     capacity: Family<NumaLabels, Gauge>,
     allocatable: Family<NumaLabels, Gauge>,
     allocated: Family<NumaLabels, Gauge>,
-    stranded: Family<NumaLabels, Gauge>,
+    unpaired: Family<NumaLabels, Gauge>,
     allocations: Gauge,
     journal_records: Gauge,
 }
@@ -73,7 +73,7 @@ impl Metrics {
             capacity: Family::default(),
             allocatable: Family::default(),
             allocated: Family::default(),
-            stranded: Family::default(),
+            unpaired: Family::default(),
             allocations: Gauge::default(),
             journal_records: Gauge::default(),
             registry: Registry::default(),
@@ -129,10 +129,10 @@ impl Metrics {
             metrics.allocated.clone(),
         );
         registry.register(
-            "numa_stranded",
+            "numa_unpaired",
             "Free capacity no Guaranteed workload can use: CPUs on a NUMA node without free memory, memory on one \
              without free CPUs",
-            metrics.stranded.clone(),
+            metrics.unpaired.clone(),
         );
         registry.register("agent_allocations", "Allocations held", metrics.allocations.clone());
         registry.register(
@@ -200,9 +200,9 @@ impl Metrics {
                 if let Some(allocated) = usage.allocated {
                     self.allocated.get_or_create(&labels).set(gauge(allocated));
                 }
-                let stranded = node.stranded.get(resource).copied().unwrap_or(0);
-                if stranded > 0 || resource == "cpu" || resource == "memory" {
-                    self.stranded.get_or_create(&labels).set(gauge(stranded));
+                let unpaired = node.unpaired.get(resource).copied().unwrap_or(0);
+                if unpaired > 0 || resource == "cpu" || resource == "memory" {
+                    self.unpaired.get_or_create(&labels).set(gauge(unpaired));
                 }
             }
         }

@@ -26,7 +26,7 @@ use crate::metrics::Metrics;
 use crate::record::Holder;
 use crate::request::Workload;
 use crate::usage;
-use crate::wire::{AdmitResponse, Allocation, Explanation, Health, Merge, Released, Topology};
+use crate::wire::{AdmitExplanation, AdmitResponse, Allocation, Health, Merge, Released, Topology};
 
 /// Why a request failed; the server maps each to an HTTP status.
 #[derive(Debug, thiserror::Error)]
@@ -244,7 +244,7 @@ impl NodeAgent {
         tracing::info!(
             %id,
             pod = %admission.decision.pod,
-            cpus = allocation.as_ref().map(|a| a.cpus.as_str()).unwrap_or_default(),
+            cpus = %allocation.as_ref().map(|a| a.cpus.to_string()).unwrap_or_default(),
             pid = ?workload.options.pid,
             "admitted"
         );
@@ -261,7 +261,7 @@ impl NodeAgent {
     /// merges, warnings about silent no-ops and, for a rejection, why
     /// (`topoalign-explain` on the node as the request saw it) and the
     /// fixes it checked by admitting the pod again.
-    fn explanation(&self, admission: &Admission) -> Explanation {
+    fn explanation(&self, admission: &Admission) -> AdmitExplanation {
         let decision = &admission.decision;
         let node = self.ledger.node();
         let numa_count = node.machine().numa_nodes().len();
@@ -269,7 +269,7 @@ impl NodeAgent {
         let mut fixes = Vec::new();
         // A rejection leaves the ledger's node as the request found it.
         if !decision.admitted() {
-            match self.as_requested(decision.explanation.policy) {
+            match self.as_requested(decision.trace.policy) {
                 Ok((node, kubelet)) => {
                     let situation = Situation {
                         node: &node,
@@ -279,7 +279,7 @@ impl NodeAgent {
                     };
                     let why = topoalign_explain::explain(&situation, decision);
                     summary = format!("{summary} {} Free now: {}.", why.summary, words::free_now(&node));
-                    let overridden = decision.explanation.policy != self.ledger.node().config().topology_policy;
+                    let overridden = decision.trace.policy != self.ledger.node().config().topology_policy;
                     fixes = why
                         .fixes
                         .into_iter()
@@ -299,13 +299,13 @@ impl NodeAgent {
                 Err(error) => tracing::warn!(%error, "cannot explain the rejection"),
             }
         }
-        Explanation {
-            policy: decision.explanation.policy.as_str().to_string(),
-            scope: decision.explanation.scope.as_str().to_string(),
+        AdmitExplanation {
+            policy: decision.trace.policy.as_str().to_string(),
+            scope: decision.trace.scope.as_str().to_string(),
             summary,
             notes: topoalign_explain::warnings::warnings(node, &admission.pod),
             merges: decision
-                .explanation
+                .trace
                 .merges
                 .iter()
                 .map(|merge| Merge::of(merge, numa_count))
@@ -483,7 +483,7 @@ impl NodeAgent {
         Allocation {
             id: held.id().to_string(),
             name: held.key.clone(),
-            cpus: cpus.to_string(),
+            cpus,
             exclusive,
             memory_numa,
             devices,
@@ -503,9 +503,8 @@ fn effective(node: &Node, held: &Held) -> (CpuSet, Vec<usize>, bool) {
     let app = held.record.placements.iter().filter(|p| !p.init);
     let exclusive = app
         .clone()
-        .filter_map(|p| p.cpus.as_deref())
-        .filter_map(|text| CpuSet::parse(text).ok())
-        .fold(CpuSet::new(), |all, cpus| all.union(&cpus));
+        .filter_map(|p| p.cpus.as_ref())
+        .fold(CpuSet::new(), |all, cpus| all.union(cpus));
     let machine = node.machine();
     let mems = union_numa(app.filter_map(|p| p.memory_numa.as_ref()))
         .unwrap_or_else(|| machine.numa_nodes().iter().map(|n| n.id).collect());

@@ -80,6 +80,7 @@ impl From<&Holder> for topoalign_enforce::ProcessIdentity {
     }
 }
 
-/// One container's placement, recorded exactly as the API shows it (a
-/// change to that shape is a change to the journal format too).
-pub use crate::wire::ContainerAllocation as Placement;
+/// One container's placement, recorded exactly as the API shows it: the
+/// engine's [`ContainerPlacement`](topoalign_engine::ContainerPlacement)
+/// (a change to its wire shape is a change to the journal format too).
+pub use topoalign_engine::ContainerPlacement as Placement;

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use topoalign_engine::TopologyPolicyName;
+use topoalign_model::UnknownName;
 
 /// A body the agent cannot use; the text says what to change.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -102,15 +103,8 @@ impl Workload {
 /// # Errors
 /// [`RequestError`] listing them.
 pub fn parse_policy(name: &str) -> Result<TopologyPolicyName, RequestError> {
-    match name {
-        "none" => Ok(TopologyPolicyName::None),
-        "best-effort" => Ok(TopologyPolicyName::BestEffort),
-        "restricted" => Ok(TopologyPolicyName::Restricted),
-        "single-numa-node" => Ok(TopologyPolicyName::SingleNumaNode),
-        other => Err(RequestError(format!(
-            "unknown topology policy {other:?}: use none, best-effort, restricted or single-numa-node"
-        ))),
-    }
+    name.parse()
+        .map_err(|unknown: UnknownName| RequestError(unknown.to_string()))
 }
 
 /// Reads a request body. `yaml` is true for a YAML content type; JSON
@@ -233,7 +227,7 @@ fn plain_workload(plain: &PlainRequest, query: &AdmitOptions) -> Result<Workload
         if *count == 0 {
             continue;
         }
-        if resource.is_empty() || !resource.contains('/') {
+        if !topoalign_model::resource_name::is_extended(resource) {
             return Err(RequestError(format!(
                 "devices: {resource:?} is not a device resource name such as nvidia.com/gpu"
             )));
@@ -367,7 +361,10 @@ mod tests {
             (r#"{"cpus": "two"}"#, "cpus: \"two\" is not a quantity"),
             (r#"{"cpus": "0"}"#, "must be more than zero"),
             (r#"{"cpus": 1, "gpus": 1}"#, "unknown field `gpus`"),
-            (r#"{"cpus": 1, "policy": "numa"}"#, "unknown topology policy \"numa\""),
+            (
+                r#"{"cpus": 1, "policy": "numa"}"#,
+                "unknown topology manager policy \"numa\"",
+            ),
             (r#"{"cpus": 1, "devices": {"gpu": 1}}"#, "not a device resource name"),
             (r#"{"cpus": 1, "hugepages": {"big": "1Gi"}}"#, "not a page size"),
             (r#"{"cpus": 1, "name": "../etc"}"#, "name \"../etc\""),

@@ -1,19 +1,21 @@
 //! `GET /v1/topology` and the per-NUMA gauges: the engine's one read side
 //! ([`Node::numa_usage`](topoalign_engine::Node::numa_usage), where every
-//! number's meaning is documented) as the API's document, plus stranded
+//! number's meaning is documented) as the API's document, plus unpaired
 //! capacity.
 //!
-//! Owns: the document's shape of those numbers and the stranded rule;
+//! Owns: the document's shape of those numbers and the unpaired rule;
 //! reads the ledger's node (never changes it).
 //!
 //! - per resource: capacity, allocatable and allocated as the engine
 //!   counts them; `allocated` is absent where no manager places the
 //!   resource on NUMA nodes (CPUs under the CPU manager's `none` policy,
 //!   memory under the memory manager's `None`).
-//! - stranded: free CPUs on a node whose allocatable memory is all taken,
+//! - unpaired: free CPUs on a node whose allocatable memory is all taken,
 //!   and free memory on a node whose allocatable CPUs are all taken —
 //!   capacity no Guaranteed workload can use (only computed where both are
-//!   placed: static CPU and memory managers).
+//!   placed: static CPU and memory managers). Called "unpaired", not
+//!   "stranded": the fleet report's stranded capacity is another rule
+//!   (free capacity no failed pod fits).
 
 use std::collections::BTreeMap;
 
@@ -41,12 +43,12 @@ pub fn node_topology(node: &topoalign_engine::Node, enforcement: &str) -> Topolo
                 .iter()
                 .map(|(resource, amounts)| (resource.clone(), wire_usage(amounts)))
                 .collect();
-            let stranded = stranded(&resources, config.cpu_policy == CpuPolicyName::Static);
+            let unpaired = unpaired(&resources, config.cpu_policy == CpuPolicyName::Static);
             NumaNodeUsage {
                 id: usage.numa,
-                cpus: usage.cpus.to_string(),
+                cpus: usage.cpus.clone(),
                 resources,
-                stranded,
+                unpaired,
                 distances: machine.numa_node(usage.numa).and_then(|n| n.distances.clone()),
             }
         })
@@ -55,14 +57,10 @@ pub fn node_topology(node: &topoalign_engine::Node, enforcement: &str) -> Topolo
     Topology {
         topology_policy: config.topology_policy.as_str().to_string(),
         topology_scope: config.topology_scope.as_str().to_string(),
-        cpu_policy: match config.cpu_policy {
-            CpuPolicyName::None => "none",
-            CpuPolicyName::Static => "static",
-        }
-        .to_string(),
-        memory_policy: format!("{:?}", config.memory_policy),
+        cpu_policy: config.cpu_policy.as_str().to_string(),
+        memory_policy: config.memory_policy.as_str().to_string(),
         enforcement: enforcement.to_string(),
-        shared_cpus: node.default_cpu_set().to_string(),
+        shared_cpus: node.default_cpu_set(),
         numa_nodes,
     }
 }
@@ -77,22 +75,22 @@ fn wire_usage(amounts: &ResourceUsage) -> Usage {
     }
 }
 
-fn stranded(resources: &BTreeMap<String, Usage>, cpus_tracked: bool) -> BTreeMap<String, u64> {
+fn unpaired(resources: &BTreeMap<String, Usage>, cpus_tracked: bool) -> BTreeMap<String, u64> {
     let free = |usage: &Usage| usage.allocated.map(|a| usage.allocatable.saturating_sub(a));
-    let mut stranded = BTreeMap::new();
+    let mut unpaired = BTreeMap::new();
     let (Some(cpu), Some(memory)) = (resources.get("cpu"), resources.get("memory")) else {
-        return stranded;
+        return unpaired;
     };
     let (Some(free_cpus), Some(free_memory)) = (free(cpu).filter(|_| cpus_tracked), free(memory)) else {
-        return stranded;
+        return unpaired;
     };
     if free_memory == 0 && free_cpus > 0 {
-        stranded.insert("cpu".to_string(), free_cpus);
+        unpaired.insert("cpu".to_string(), free_cpus);
     }
     if free_cpus == 0 && free_memory > 0 {
-        stranded.insert("memory".to_string(), free_memory);
+        unpaired.insert("memory".to_string(), free_memory);
     }
-    stranded
+    unpaired
 }
 
 #[cfg(test)]
@@ -122,7 +120,7 @@ mod tests {
             (usage(4, Some(0)), usage(100, Some(100)), false, vec![]),
         ] {
             let expected: BTreeMap<String, u64> = expected.into_iter().map(|(r, n)| (r.to_string(), n)).collect();
-            assert_eq!(stranded(&table(cpu, memory), cpus_tracked), expected);
+            assert_eq!(unpaired(&table(cpu, memory), cpus_tracked), expected);
         }
     }
 }

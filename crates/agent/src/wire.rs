@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use topoalign_engine::{ContainerPlacement, MergeRecord};
-use topoalign_model::{ResourceHints, TopologyHint};
+use topoalign_model::{CpuSet, ResourceHints, TopologyHint};
 
 /// One allocation, as `GET /v1/allocations` lists it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -19,9 +19,9 @@ pub struct Allocation {
     /// `namespace/name` of the admitted pod (`topoalign/<name>` for plain
     /// requests).
     pub name: String,
-    /// The CPUs the workload runs on, in list syntax (`2-3,10`): its
-    /// exclusive CPUs, or the shared pool as it is now.
-    pub cpus: String,
+    /// The CPUs the workload runs on (list syntax on the wire, `2-3,10`):
+    /// its exclusive CPUs, or the shared pool as it is now.
+    pub cpus: CpuSet,
     /// Whether `cpus` are the workload's alone.
     pub exclusive: bool,
     /// NUMA nodes its memory is pinned to; `null` when not pinned (memory
@@ -46,33 +46,7 @@ pub struct Allocation {
     pub cgroup: Option<String>,
     /// Per container (init containers first).
     #[serde(default)]
-    pub containers: Vec<ContainerAllocation>,
-}
-
-/// One container's share of an allocation (also the journal's record of
-/// a container's placement).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ContainerAllocation {
-    pub name: String,
-    pub init: bool,
-    /// Exclusive CPUs in list syntax; `null`: the shared pool.
-    pub cpus: Option<String>,
-    pub memory_numa: Option<Vec<usize>>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub devices: BTreeMap<String, Vec<String>>,
-}
-
-impl From<&ContainerPlacement> for ContainerAllocation {
-    fn from(p: &ContainerPlacement) -> ContainerAllocation {
-        ContainerAllocation {
-            name: p.name.clone(),
-            init: p.init,
-            cpus: p.cpus.as_ref().map(ToString::to_string),
-            memory_numa: p.memory_numa.clone(),
-            devices: p.devices.clone(),
-        }
-    }
+    pub containers: Vec<ContainerPlacement>,
 }
 
 /// The answer to `POST /v1/allocations`.
@@ -88,13 +62,13 @@ pub struct AdmitResponse {
     /// The kubelet's message when rejected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-    pub explanation: Explanation,
+    pub explanation: AdmitExplanation,
 }
 
 /// How a decision was reached, for people and tools.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Explanation {
+pub struct AdmitExplanation {
     pub policy: String,
     pub scope: String,
     /// One paragraph: what was decided and why, and for a rejection what
@@ -215,8 +189,8 @@ pub struct Topology {
     pub cpu_policy: String,
     pub memory_policy: String,
     pub enforcement: String,
-    /// The shared CPU pool.
-    pub shared_cpus: String,
+    /// The shared CPU pool (list syntax on the wire).
+    pub shared_cpus: CpuSet,
     pub numa_nodes: Vec<NumaNodeUsage>,
 }
 
@@ -225,15 +199,17 @@ pub struct Topology {
 #[serde(rename_all = "camelCase")]
 pub struct NumaNodeUsage {
     pub id: usize,
-    /// All of the node's CPUs.
-    pub cpus: String,
+    /// All of the node's CPUs (list syntax on the wire).
+    pub cpus: CpuSet,
     /// Resource → capacity / allocatable / allocated. `cpu` counts CPUs;
     /// `memory` and `hugepages-*` count bytes; devices count devices.
     pub resources: BTreeMap<String, Usage>,
-    /// Capacity that cannot be used while the rest of the node is taken
-    /// (see the agent's documentation).
+    /// Free capacity without its partner: CPUs free on a NUMA node whose
+    /// allocatable memory is all taken, or memory free on one whose CPUs
+    /// are (`topoalign_agent::usage`). Not the fleet report's "stranded"
+    /// capacity, which is free capacity no failed pod fits.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub stranded: BTreeMap<String, u64>,
+    pub unpaired: BTreeMap<String, u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub distances: Option<Vec<u64>>,
 }

@@ -59,6 +59,10 @@ enum Command {
     Extender(commands::extender::Args),
     /// Write nodes' NodeResourceTopology (v1alpha2) objects.
     Nrt(commands::nrt::Args),
+    /// Test tooling: play a kubelet's observable side (checkpoint files,
+    /// PodResources API, pods file) from adds and deletes on stdin.
+    #[command(hide = true)]
+    KubeletStandIn(commands::kubelet_stand_in::Args),
 }
 
 fn main() -> ExitCode {
@@ -87,5 +91,6 @@ fn try_main() -> Result<Outcome, Error> {
         Command::SimulateNodes(args) => commands::simulate_nodes::run(&args),
         Command::Extender(args) => commands::extender::run(&args),
         Command::Nrt(args) => commands::nrt::run(&args),
+        Command::KubeletStandIn(args) => commands::kubelet_stand_in::run(&args),
     }
 }

@@ -58,7 +58,7 @@ fn every_view_shows_the_same_numa_numbers_when_cpus_are_reserved_by_count() -> T
     let client = agent.client();
     let web = client.admit(&json!({"name": "web", "cpus": 2, "memory": "1Gi"}))?;
     let web = web.allocation.ok_or("admitted")?;
-    let web_cpus = CpuSet::parse(&web.cpus)?;
+    let web_cpus = web.cpus.clone();
 
     // The agent's API.
     let topology = client.topology()?;
@@ -127,7 +127,7 @@ fn every_view_shows_the_same_numa_numbers_when_cpus_are_reserved_by_count() -> T
     let container = web.containers.first().ok_or("a container")?.name.clone();
     let checkpoint = json!({
         "policyName": "static",
-        "defaultCpuSet": topology.shared_cpus,
+        "defaultCpuSet": topology.shared_cpus.to_string(),
         "entries": {web.id.clone(): {container.clone(): web.cpus.clone()}},
         "checksum": 0
     });

@@ -54,6 +54,44 @@ fn a_sysfs_capture_archive_is_read_directly() {
         ));
 }
 
+/// `--node` reads a node file as `admit`, `agent` and `run` do, whatever
+/// its kind: the same machine as the flag that names the kind.
+#[test]
+fn node_reads_every_kind_of_node_file_like_the_other_commands() {
+    let capture = topologies().join("sysfs/hwloc-16em64t-4s2c2t-offlines.tar.bz2");
+    for (kind, file) in [("--hwloc", corona()), ("--sysfs", capture)] {
+        let named = topoalign()
+            .args(["topology", "-o", "json", kind])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let detected = topoalign()
+            .args(["topology", "-o", "json", "--node"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            detected.status.success(),
+            "{}",
+            String::from_utf8_lossy(&detected.stderr)
+        );
+        assert_eq!(detected.stdout, named.stdout, "{kind}");
+    }
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/nodes/two-numa.yaml");
+    topoalign()
+        .args(["topology", "--node"])
+        .arg(&scenario)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("2 NUMA nodes"));
+    topoalign()
+        .args(["topology", "--node", "/tmp", "--hwloc"])
+        .arg(corona())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot be used with"));
+}
+
 #[test]
 fn json_and_yaml_hold_the_whole_machine() {
     let output = topoalign()

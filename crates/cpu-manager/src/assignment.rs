@@ -26,7 +26,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-use topoalign_model::CpuSet;
+use topoalign_model::{CpuSet, NumaMask};
 
 use crate::options::StaticPolicyOptions;
 use crate::topology::{CpuTopology, Level};
@@ -76,7 +76,8 @@ pub fn take_by_topology(
         } else {
             1
         };
-        return take_numa_distributed(topology, available, count, group_size, strategy);
+        let by_socket = options.align_by_socket && options.distribution_aligns_by_socket;
+        return take_numa_distributed(topology, available, count, group_size, strategy, by_socket);
     }
     take_numa_packed(
         topology,
@@ -396,13 +397,15 @@ fn take_numa_packed(
 /// `takeByTopologyNUMADistributed`: spread `count` CPUs evenly (in groups of
 /// `group_size`) over the fewest NUMA nodes that can hold them, choosing the
 /// combination and the nodes taking the remainder by the lowest "balance"
-/// (standard deviation of what stays free per node).
+/// (standard deviation of what stays free per node). `by_socket` (v1.37,
+/// `align-by-socket`): combinations within one socket win over any other.
 fn take_numa_distributed(
     topology: &CpuTopology,
     available: &CpuSet,
     count: i64,
     group_size: usize,
     strategy: CpuSortingStrategy,
+    by_socket: bool,
 ) -> Result<CpuSet, TakeError> {
     // A group size of 0 only arises on a machine without cores, where the
     // kubelet would divide by zero; packing is the only meaningful answer.
@@ -424,11 +427,13 @@ fn take_numa_distributed(
     let numas = acc.sorted_numa_nodes();
     let (min_numas, max_numas) = acc.numa_node_range(g);
     for k in min_numas..=max_numas {
-        let Some(best) = best_distribution(&acc, &numas, k, count, g) else {
+        let Some(best) = best_distribution(&acc, &numas, k, count, g, by_socket) else {
             continue;
         };
         let combo = best.combo.contents();
-        let distribution = count / combo.len() as i64 / g * g;
+        // No node is asked for more whole groups than it has free (v1.37
+        // writes this out; before, the choice above already ensured it).
+        let distribution = capped_distribution(&acc, &combo, count / combo.len() as i64 / g * g, g);
         for &numa in &combo {
             let in_node = acc.free.intersection(topology.group(Level::Numa, numa));
             // The kubelet ignores this error: a short take surfaces below as
@@ -477,15 +482,34 @@ struct Distribution {
     remainder: Option<GoSlice>,
 }
 
+/// `distribution` lowered to the free whole groups of the fullest-used node
+/// of `combo`.
+fn capped_distribution(acc: &Accumulator<'_>, combo: &[u32], distribution: i64, g: i64) -> i64 {
+    combo
+        .iter()
+        .map(|&n| acc.free_in(Level::Numa, n) as i64 / g * g)
+        .fold(distribution, i64::min)
+}
+
 /// One round of the distribution search over the `k`-combinations of
 /// `numas`: the lowest balance wins, ties keep the first found, and a
-/// perfect balance (0) stops the search.
-fn best_distribution(acc: &Accumulator<'_>, numas: &[u32], k: usize, count: i64, g: i64) -> Option<Distribution> {
+/// perfect balance (0) stops the search. With `by_socket` (v1.37) a
+/// combination within one socket beats any across sockets whatever the
+/// balance, and only a perfect one within a socket stops the search.
+fn best_distribution(
+    acc: &Accumulator<'_>,
+    numas: &[u32],
+    k: usize,
+    count: i64,
+    g: i64,
+    by_socket: bool,
+) -> Option<Distribution> {
     let free_per_numa: BTreeMap<u32, i64> = numas.iter().map(|&n| (n, acc.free_in(Level::Numa, n) as i64)).collect();
     let mut best_balance = f64::MAX;
+    let mut best_in_one_socket = false;
     let mut best: Option<Distribution> = None;
     iterate_combinations(numas, k, &mut |combo| {
-        if best_balance == 0.0 {
+        if best_balance == 0.0 && (!by_socket || best_in_one_socket) {
             return LoopControl::Break;
         }
         let nodes = combo.contents();
@@ -499,7 +523,10 @@ fn best_distribution(acc: &Accumulator<'_>, numas: &[u32], k: usize, count: i64,
         if groups * g < count {
             return LoopControl::Continue;
         }
-        let distribution = count / nodes.len() as i64 / g * g;
+        let mut distribution = count / nodes.len() as i64 / g * g;
+        if by_socket {
+            distribution = capped_distribution(acc, &nodes, distribution, g);
+        }
         if nodes.iter().any(|n| free_per_numa[n] < distribution) {
             return LoopControl::Continue;
         }
@@ -554,8 +581,20 @@ fn best_distribution(acc: &Accumulator<'_>, numas: &[u32], k: usize, count: i64,
                 });
             }
         }
-        if best_local_balance < best_balance {
+        let in_one_socket = by_socket
+            && acc
+                .topology
+                .sockets_in_numa_nodes(NumaMask::from_nodes(nodes.iter().map(|&n| n as usize)))
+                .len()
+                <= 1;
+        let better = if by_socket && in_one_socket != best_in_one_socket {
+            in_one_socket
+        } else {
+            best_local_balance < best_balance
+        };
+        if better {
             best_balance = best_local_balance;
+            best_in_one_socket = in_one_socket;
             best = Some(Distribution {
                 combo: combo.clone(),
                 remainder: best_local_remainder.take(),

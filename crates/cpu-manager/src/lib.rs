@@ -31,7 +31,7 @@ mod topology;
 
 pub use assignment::{CpuSortingStrategy, TakeError, take_by_topology};
 pub use hints::{CpuHintRule, generate_cpu_topology_hints};
-pub use options::{PolicyOptionError, StaticPolicyOptions};
+pub use options::{CpuPolicyOption, PolicyOptionError, StaticPolicyOptions};
 pub use policy_static::StaticPolicyError;
 pub use restore::{CpuManagerState, CpuRestoreError, SharedCpus};
 pub use topology::{CpuInfo, CpuTopology};
@@ -44,11 +44,12 @@ use topoalign_model::{
 
 use policy_static::StaticPolicy;
 
-/// `cpuManagerPolicy`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CpuPolicyName {
-    None,
-    Static,
+topoalign_model::kubelet_vocabulary! {
+    /// `cpuManagerPolicy`.
+    pub enum CpuPolicyName("CPU manager policy") {
+        None = "none",
+        Static = "static",
+    }
 }
 
 /// What the CPU manager is started with.

@@ -24,54 +24,38 @@ enum Maturity {
     Stable,
 }
 
-/// The options the v1.32 static policy knows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum PolicyOption {
-    FullPcpusOnly,
-    DistributeCpusAcrossNuma,
-    AlignBySocket,
-    DistributeCpusAcrossCores,
-    StrictCpuReservation,
-    PreferAlignCpusByUncoreCache,
+topoalign_model::kubelet_vocabulary! {
+    /// The options the static policy knows (`cpuManagerPolicyOptions` keys).
+    pub enum CpuPolicyOption("CPU Manager Policy option") {
+        FullPcpusOnly = "full-pcpus-only",
+        DistributeCpusAcrossNuma = "distribute-cpus-across-numa",
+        AlignBySocket = "align-by-socket",
+        DistributeCpusAcrossCores = "distribute-cpus-across-cores",
+        StrictCpuReservation = "strict-cpu-reservation",
+        PreferAlignCpusByUncoreCache = "prefer-align-cpus-by-uncorecache",
+    }
 }
 
-impl PolicyOption {
-    const ALL: [PolicyOption; 6] = [
-        PolicyOption::FullPcpusOnly,
-        PolicyOption::DistributeCpusAcrossNuma,
-        PolicyOption::AlignBySocket,
-        PolicyOption::DistributeCpusAcrossCores,
-        PolicyOption::StrictCpuReservation,
-        PolicyOption::PreferAlignCpusByUncoreCache,
-    ];
-
-    fn name(self) -> &'static str {
-        match self {
-            PolicyOption::FullPcpusOnly => "full-pcpus-only",
-            PolicyOption::DistributeCpusAcrossNuma => "distribute-cpus-across-numa",
-            PolicyOption::AlignBySocket => "align-by-socket",
-            PolicyOption::DistributeCpusAcrossCores => "distribute-cpus-across-cores",
-            PolicyOption::StrictCpuReservation => "strict-cpu-reservation",
-            PolicyOption::PreferAlignCpusByUncoreCache => "prefer-align-cpus-by-uncorecache",
-        }
-    }
-
-    fn from_name(name: &str) -> Option<PolicyOption> {
-        PolicyOption::ALL.into_iter().find(|o| o.name() == name)
-    }
-
-    /// The option's maturity in `version`: v1.32 has only
-    /// `full-pcpus-only` beta; v1.33 makes it stable and
+impl CpuPolicyOption {
+    /// The option's maturity in `version` (`policy_options.go`): v1.32 has
+    /// only `full-pcpus-only` beta; v1.33 makes it stable and
     /// `distribute-cpus-across-numa` and `strict-cpu-reservation` beta; v1.34
-    /// adds `prefer-align-cpus-by-uncorecache` to the beta ones.
+    /// adds `prefer-align-cpus-by-uncorecache` to the beta ones; v1.35 makes
+    /// `strict-cpu-reservation` stable, v1.36
+    /// `prefer-align-cpus-by-uncorecache`.
     fn maturity(self, version: KubeletVersion) -> Maturity {
-        let v1_33 = version.at_least(KubeletVersion::V1_33);
-        let v1_34 = version.at_least(KubeletVersion::V1_34);
+        let from = |minor: KubeletVersion| version.at_least(minor);
         match self {
-            PolicyOption::FullPcpusOnly if v1_33 => Maturity::Stable,
-            PolicyOption::FullPcpusOnly => Maturity::Beta,
-            PolicyOption::DistributeCpusAcrossNuma | PolicyOption::StrictCpuReservation if v1_33 => Maturity::Beta,
-            PolicyOption::PreferAlignCpusByUncoreCache if v1_34 => Maturity::Beta,
+            CpuPolicyOption::FullPcpusOnly if from(KubeletVersion::V1_33) => Maturity::Stable,
+            CpuPolicyOption::FullPcpusOnly => Maturity::Beta,
+            CpuPolicyOption::StrictCpuReservation if from(KubeletVersion::V1_35) => Maturity::Stable,
+            CpuPolicyOption::DistributeCpusAcrossNuma | CpuPolicyOption::StrictCpuReservation
+                if from(KubeletVersion::V1_33) =>
+            {
+                Maturity::Beta
+            }
+            CpuPolicyOption::PreferAlignCpusByUncoreCache if from(KubeletVersion::V1_36) => Maturity::Stable,
+            CpuPolicyOption::PreferAlignCpusByUncoreCache if from(KubeletVersion::V1_34) => Maturity::Beta,
             _ => Maturity::Alpha,
         }
     }
@@ -119,6 +103,11 @@ pub struct StaticPolicyOptions {
     /// of the last one left out); v1.32 and v1.33 round down and so never
     /// take a part of a cache for an odd request.
     pub partial_uncore_takes_odd_requests: bool,
+    /// v1.37+: with `align-by-socket`, `distribute-cpus-across-numa` prefers
+    /// NUMA combinations within one socket and asks no node of a combination
+    /// for more than it holds (`takeByTopologyNUMADistributed`'s
+    /// `alignBySocket`); earlier releases ignore the socket there.
+    pub distribution_aligns_by_socket: bool,
 }
 
 impl StaticPolicyOptions {
@@ -136,10 +125,11 @@ impl StaticPolicyOptions {
     ) -> Result<StaticPolicyOptions, PolicyOptionError> {
         let mut parsed = StaticPolicyOptions {
             partial_uncore_takes_odd_requests: version.at_least(KubeletVersion::V1_34),
+            distribution_aligns_by_socket: version.at_least(KubeletVersion::V1_37),
             ..StaticPolicyOptions::default()
         };
         for (name, value) in options {
-            let option = PolicyOption::from_name(name).ok_or_else(|| PolicyOptionError::Unknown(name.clone()))?;
+            let option: CpuPolicyOption = name.parse().map_err(|_| PolicyOptionError::Unknown(name.clone()))?;
             match option.maturity(version) {
                 Maturity::Alpha if !gates.cpu_manager_policy_alpha_options => {
                     return Err(PolicyOptionError::AlphaNotEnabled(name.clone()));
@@ -154,12 +144,12 @@ impl StaticPolicyOptions {
                 value: value.clone(),
             })?;
             let field = match option {
-                PolicyOption::FullPcpusOnly => &mut parsed.full_pcpus_only,
-                PolicyOption::DistributeCpusAcrossNuma => &mut parsed.distribute_cpus_across_numa,
-                PolicyOption::AlignBySocket => &mut parsed.align_by_socket,
-                PolicyOption::DistributeCpusAcrossCores => &mut parsed.distribute_cpus_across_cores,
-                PolicyOption::StrictCpuReservation => &mut parsed.strict_cpu_reservation,
-                PolicyOption::PreferAlignCpusByUncoreCache => &mut parsed.prefer_align_by_uncore_cache,
+                CpuPolicyOption::FullPcpusOnly => &mut parsed.full_pcpus_only,
+                CpuPolicyOption::DistributeCpusAcrossNuma => &mut parsed.distribute_cpus_across_numa,
+                CpuPolicyOption::AlignBySocket => &mut parsed.align_by_socket,
+                CpuPolicyOption::DistributeCpusAcrossCores => &mut parsed.distribute_cpus_across_cores,
+                CpuPolicyOption::StrictCpuReservation => &mut parsed.strict_cpu_reservation,
+                CpuPolicyOption::PreferAlignCpusByUncoreCache => &mut parsed.prefer_align_by_uncore_cache,
             };
             *field = on;
         }
@@ -169,7 +159,7 @@ impl StaticPolicyOptions {
 
     /// The pairs the kubelet refuses together, in its order.
     fn check_combinations(&self) -> Result<(), PolicyOptionError> {
-        use PolicyOption::*;
+        use CpuPolicyOption::*;
         let pairs = [
             (
                 self.full_pcpus_only && self.distribute_cpus_across_cores,
@@ -193,7 +183,7 @@ impl StaticPolicyOptions {
             ),
         ];
         match pairs.into_iter().find(|(clash, _, _)| *clash) {
-            Some((_, a, b)) => Err(PolicyOptionError::Incompatible(a.name(), b.name())),
+            Some((_, a, b)) => Err(PolicyOptionError::Incompatible(a.as_str(), b.as_str())),
             None => Ok(()),
         }
     }
@@ -360,21 +350,33 @@ mod tests {
     #[test]
     fn each_release_gates_each_option_by_its_maturity() {
         use KubeletVersion as V;
-        let table: &[(&str, [&str; 3])] = &[
-            //                                   1.32     1.33     1.34
-            ("full-pcpus-only", ["beta", "-", "-"]),
-            ("distribute-cpus-across-numa", ["alpha", "beta", "beta"]),
-            ("strict-cpu-reservation", ["alpha", "beta", "beta"]),
-            ("prefer-align-cpus-by-uncorecache", ["alpha", "alpha", "beta"]),
-            ("align-by-socket", ["alpha", "alpha", "alpha"]),
-            ("distribute-cpus-across-cores", ["alpha", "alpha", "alpha"]),
+        let table: &[(&str, [&str; 6])] = &[
+            //                                     1.32     1.33     1.34     1.35     1.36     1.37
+            ("full-pcpus-only", ["beta", "-", "-", "-", "-", "-"]),
+            (
+                "distribute-cpus-across-numa",
+                ["alpha", "beta", "beta", "beta", "beta", "beta"],
+            ),
+            ("strict-cpu-reservation", ["alpha", "beta", "beta", "-", "-", "-"]),
+            (
+                "prefer-align-cpus-by-uncorecache",
+                ["alpha", "alpha", "beta", "beta", "-", "-"],
+            ),
+            (
+                "align-by-socket",
+                ["alpha", "alpha", "alpha", "alpha", "alpha", "alpha"],
+            ),
+            (
+                "distribute-cpus-across-cores",
+                ["alpha", "alpha", "alpha", "alpha", "alpha", "alpha"],
+            ),
         ];
         let no_beta = FeatureGates {
             cpu_manager_policy_beta_options: false,
             ..FeatureGates::default()
         };
         for (option, per_release) in table {
-            for (version, want) in [V::V1_32, V::V1_33, V::V1_34].into_iter().zip(per_release) {
+            for (version, want) in V::SUPPORTED.into_iter().zip(per_release) {
                 let refused = |gates: &FeatureGates| {
                     StaticPolicyOptions::parse(&opts(&[(option, "true")]), gates, version).is_err()
                 };

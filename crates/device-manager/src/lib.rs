@@ -39,7 +39,7 @@ mod tests;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use topoalign_model::{Container, Machine, NumaMask, Pod, ProviderHints, ResourceHints, TopologyHint};
+use topoalign_model::{Container, KubeletVersion, Machine, NumaMask, Pod, ProviderHints, ResourceHints, TopologyHint};
 
 use crate::pod_devices::{DeviceSet, DevicesByResource, PodDevices};
 use crate::registry::{Registry, ResourceDevices};
@@ -63,9 +63,11 @@ impl DeviceAllocateError {
 /// The device manager of one node.
 #[derive(Clone, Debug)]
 pub struct DeviceManager {
-    /// The NUMA nodes hints are built over (the machine's, as cAdvisor
-    /// reports them).
+    /// The machine's NUMA nodes, as cAdvisor reports them.
     numa_nodes: NumaMask,
+    /// From 1.36 a resource's hints are built over the NUMA nodes that hold
+    /// its devices only (`deviceNUMANodes`), not over every node.
+    hints_over_device_nodes: bool,
     /// Never changes after start; shared between clones of the node.
     registry: Arc<Registry>,
     pod_devices: PodDevices,
@@ -93,10 +95,12 @@ impl ReusableDevices {
 }
 
 impl DeviceManager {
-    /// A manager with every device of the machine registered and healthy.
-    pub fn new(machine: &Machine) -> DeviceManager {
+    /// A manager with every device of the machine registered and healthy,
+    /// building hints the way the kubelet of `version` does.
+    pub fn new(machine: &Machine, version: KubeletVersion) -> DeviceManager {
         DeviceManager {
             numa_nodes: machine.numa_mask(),
+            hints_over_device_nodes: version.at_least(KubeletVersion::V1_36),
             registry: Arc::new(Registry::from_machine(machine)),
             pod_devices: PodDevices::default(),
             reusable: ReusableDevices::default(),
@@ -284,7 +288,7 @@ impl DeviceManager {
             return ResourceHints::Impossible;
         }
         ResourceHints::from_rule(hints::DeviceHintRule::new(
-            self.numa_nodes,
+            self.hint_nodes(devices),
             devices,
             available,
             reusable,
@@ -292,12 +296,27 @@ impl DeviceManager {
         ))
     }
 
+    /// The NUMA nodes a resource's hints are drawn from: every node, or
+    /// from 1.36 the nodes holding one of its devices (every node when none
+    /// reports one).
+    fn hint_nodes(&self, devices: &ResourceDevices) -> NumaMask {
+        if !self.hints_over_device_nodes {
+            return self.numa_nodes;
+        }
+        let held = devices
+            .iter()
+            .filter_map(|(_, affinity)| affinity)
+            .fold(NumaMask::EMPTY, |acc, affinity| acc | affinity)
+            & self.numa_nodes;
+        if held.is_empty() { self.numa_nodes } else { held }
+    }
+
     fn regenerate(&self, devices: &ResourceDevices, held: &DeviceSet, requested: i128) -> ResourceHints {
         if count(held) != requested {
             return ResourceHints::Impossible;
         }
         ResourceHints::from_rule(hints::DeviceHintRule::new(
-            self.numa_nodes,
+            self.hint_nodes(devices),
             devices,
             held,
             &DeviceSet::new(),

@@ -111,7 +111,10 @@ mod tests {
     use super::*;
 
     fn manager() -> DeviceManager {
-        DeviceManager::new(&crate::testing::machine(2, &[("nvidia.com/gpu", "gpu0@0 gpu1@1")]))
+        DeviceManager::new(
+            &crate::testing::machine(2, &[("nvidia.com/gpu", "gpu0@0 gpu1@1")]),
+            topoalign_model::KubeletVersion::V1_32,
+        )
     }
 
     fn record(entries: &[(&str, &str, &str, &[&str])]) -> DeviceAssignments {

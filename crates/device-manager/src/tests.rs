@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use topoalign_model::{ResourceHints, TopologyHint};
+use topoalign_model::{KubeletVersion, ResourceHints, TopologyHint};
 
 use crate::DeviceManager;
 use crate::testing::{affinity, container, hints, machine, pod, sidecar};
@@ -30,7 +30,7 @@ fn container_hints_per_resource_kind() {
             ("aligned", "d0@0 d1@1 d2@0 d3@1"),
         ],
     );
-    let mut manager = DeviceManager::new(&machine);
+    let mut manager = DeviceManager::new(&machine, KubeletVersion::V1_32);
     let app = container(
         "app",
         &[
@@ -51,10 +51,43 @@ fn container_hints_per_resource_kind() {
     assert_eq!(got.by_resource, expected);
 }
 
+/// From 1.36 the kubelet enumerates only the NUMA nodes that hold devices
+/// of the resource (`deviceNUMANodes`): masks reaching device-less nodes are
+/// no longer hints, and preference is counted among the device nodes. A
+/// resource without any topology still spans every node.
+#[test]
+fn from_1_36_hints_cover_only_the_nodes_holding_devices() {
+    let machine = machine(4, &[("gpu", "g0@1 g1@1 g2@2"), ("plain", "p0@-")]);
+    let app = container("app", &[("gpu", 1)]);
+    let p = pod("p", vec![], vec![app.clone()]);
+    // | release | hints of one GPU |
+    let table = [
+        (
+            KubeletVersion::V1_35,
+            "{1}* {2}* {0,1} {0,2} {1,2} {1,3} {2,3} {0,1,2} {0,1,3} {0,2,3} {1,2,3} {0,1,2,3}",
+        ),
+        (KubeletVersion::V1_36, "{1}* {2}* {1,2}"),
+        (KubeletVersion::V1_37, "{1}* {2}* {1,2}"),
+    ];
+    for (version, want) in table {
+        let mut manager = DeviceManager::new(&machine, version);
+        let got = manager.container_hints(&p, &app).by_resource.remove("gpu");
+        assert_eq!(got, Some(ResourceHints::Hints(hints(want))), "{version}");
+    }
+    // Three GPUs need both device nodes: preferred, the only hint.
+    let three = container("app", &[("gpu", 3)]);
+    let p = pod("p", vec![], vec![three.clone()]);
+    let mut manager = DeviceManager::new(&machine, KubeletVersion::V1_36);
+    assert_eq!(
+        manager.container_hints(&p, &three).by_resource.remove("gpu"),
+        Some(ResourceHints::Hints(hints("{1,2}*")))
+    );
+}
+
 #[test]
 fn too_large_requests_are_impossible() {
     let machine = machine(2, &[("r", "d0@0 d1@0 d2@1 d3@1")]);
-    let mut manager = DeviceManager::new(&machine);
+    let mut manager = DeviceManager::new(&machine, KubeletVersion::V1_32);
     let app = container("app", &[("r", 6)]);
     let p = pod("p", vec![], vec![app.clone()]);
     assert_eq!(
@@ -71,7 +104,7 @@ fn too_large_requests_are_impossible() {
 fn hints_after_other_pods_took_devices() {
     // kubelet: "Request for 2, optimal on 1 NUMA node, forced cross-NUMA".
     let machine = machine(2, &[("r", "d1@0 d2@1 d3@0 d4@1")]);
-    let mut manager = DeviceManager::new(&machine);
+    let mut manager = DeviceManager::new(&machine, KubeletVersion::V1_32);
     let other = container("other", &[("r", 2)]);
     let first = pod("first", vec![], vec![other.clone()]);
     manager
@@ -90,7 +123,7 @@ fn hints_after_other_pods_took_devices() {
 #[test]
 fn hints_for_an_allocated_container_are_regenerated_from_what_it_holds() {
     let machine = machine(2, &[("r", "d1@0 d2@0 d3@1 d4@1")]);
-    let mut manager = DeviceManager::new(&machine);
+    let mut manager = DeviceManager::new(&machine, KubeletVersion::V1_32);
     let app = container("app", &[("r", 2)]);
     let p = pod("p", vec![], vec![app.clone()]);
     manager.allocate(&p, &app, affinity(&[0])).expect("fits node 0");
@@ -163,7 +196,7 @@ fn aligned_allocation_table() {
     ];
     for (name, devices, request, hint, expected) in cases {
         let machine = machine(4, &[("r", devices)]);
-        let mut manager = DeviceManager::new(&machine);
+        let mut manager = DeviceManager::new(&machine, KubeletVersion::V1_32);
         let app = container("app", &[("r", request)]);
         let p = pod("p", vec![], vec![app.clone()]);
         manager.allocate(&p, &app, affinity(hint)).expect(name);
@@ -175,7 +208,7 @@ fn aligned_allocation_table() {
 fn without_a_hint_devices_with_topology_come_first() {
     // Topology policy `none`: no affinity, the plugin's order decides.
     let machine = machine(2, &[("r", "a@- b@1 c@0 d@-")]);
-    let mut manager = DeviceManager::new(&machine);
+    let mut manager = DeviceManager::new(&machine, KubeletVersion::V1_32);
     let app = container("app", &[("r", 3)]);
     let p = pod("p", vec![], vec![app.clone()]);
     manager.allocate(&p, &app, TopologyHint::any(false)).expect("4 devices");
@@ -193,7 +226,7 @@ fn without_a_hint_devices_with_topology_come_first() {
 #[test]
 fn unaligned_devices_come_before_devices_without_topology() {
     let machine = machine(2, &[("r", "a@- b@1 c@0 z@1")]);
-    let mut manager = DeviceManager::new(&machine);
+    let mut manager = DeviceManager::new(&machine, KubeletVersion::V1_32);
     let app = container("app", &[("r", 3)]);
     let p = pod("p", vec![], vec![app.clone()]);
     manager.allocate(&p, &app, affinity(&[0])).expect("4 devices");
@@ -204,7 +237,7 @@ fn unaligned_devices_come_before_devices_without_topology() {
 fn unavailable_devices_error_text() {
     // conformance 0026: the second identical pod finds no GPU left.
     let machine = machine(2, &[("nvidia.com/gpu", "gpu0@1")]);
-    let mut manager = DeviceManager::new(&machine);
+    let mut manager = DeviceManager::new(&machine, KubeletVersion::V1_32);
     let app = container("app", &[("cpu", 8), ("nvidia.com/gpu", 1)]);
     let train = pod("train", vec![], vec![app.clone()]);
     manager.allocate(&train, &app, affinity(&[1])).expect("one GPU");
@@ -224,7 +257,7 @@ fn unavailable_devices_error_text() {
 #[test]
 fn first_failing_resource_in_name_order_is_reported_and_earlier_ones_stay_recorded() {
     let machine = machine(1, &[("a", "a0@0"), ("b", "b0@0"), ("c", "c0@0")]);
-    let mut manager = DeviceManager::new(&machine);
+    let mut manager = DeviceManager::new(&machine, KubeletVersion::V1_32);
     let app = container("app", &[("a", 1), ("b", 2), ("c", 2)]);
     let p = pod("p", vec![], vec![app.clone()]);
     assert_eq!(
@@ -243,7 +276,7 @@ fn first_failing_resource_in_name_order_is_reported_and_earlier_ones_stay_record
 #[test]
 fn a_resource_without_devices_cannot_be_allocated_even_at_zero() {
     let machine = machine(1, &[("empty", "")]);
-    let mut manager = DeviceManager::new(&machine);
+    let mut manager = DeviceManager::new(&machine, KubeletVersion::V1_32);
     let app = container("app", &[("empty", 0)]);
     let p = pod("p", vec![], vec![app.clone()]);
     assert_eq!(
@@ -255,7 +288,7 @@ fn a_resource_without_devices_cannot_be_allocated_even_at_zero() {
 #[test]
 fn zero_requests_allocate_nothing() {
     let machine = machine(1, &[("r", "d0@0")]);
-    let mut manager = DeviceManager::new(&machine);
+    let mut manager = DeviceManager::new(&machine, KubeletVersion::V1_32);
     let app = container("app", &[("r", 0)]);
     let p = pod("p", vec![], vec![app.clone()]);
     manager.allocate(&p, &app, affinity(&[0])).expect("nothing to do");
@@ -266,7 +299,7 @@ fn zero_requests_allocate_nothing() {
 #[test]
 fn app_containers_reuse_init_container_devices() {
     let machine = machine(2, &[("r", "d0@0 d1@0 d2@1 d3@1")]);
-    let mut manager = DeviceManager::new(&machine);
+    let mut manager = DeviceManager::new(&machine, KubeletVersion::V1_32);
     let init = container("init", &[("r", 2)]);
     let app = container("app", &[("r", 3)]);
     let p = pod("p", vec![init.clone()], vec![app.clone()]);
@@ -295,7 +328,7 @@ fn app_containers_reuse_init_container_devices() {
 #[test]
 fn sidecars_keep_their_devices() {
     let machine = machine(1, &[("r", "d0@0 d1@0 d2@0")]);
-    let mut manager = DeviceManager::new(&machine);
+    let mut manager = DeviceManager::new(&machine, KubeletVersion::V1_32);
     let init = container("init", &[("r", 1)]);
     let side = sidecar("side", &[("r", 1)]);
     let app = container("app", &[("r", 2)]);
@@ -313,7 +346,7 @@ fn sidecars_keep_their_devices() {
 #[test]
 fn reuse_belongs_to_the_pod_that_allocated_last() {
     let machine = machine(1, &[("r", "d0@0 d1@0")]);
-    let mut manager = DeviceManager::new(&machine);
+    let mut manager = DeviceManager::new(&machine, KubeletVersion::V1_32);
     let init = container("init", &[("r", 1)]);
     let app = container("app", &[("r", 1)]);
     let first = pod("first", vec![init.clone()], vec![app.clone()]);
@@ -329,7 +362,7 @@ fn reuse_belongs_to_the_pod_that_allocated_last() {
 #[test]
 fn pod_scope_hints_use_the_effective_pod_limits() {
     let machine = machine(2, &[("r", "d0@0 d1@0 d2@1")]);
-    let mut manager = DeviceManager::new(&machine);
+    let mut manager = DeviceManager::new(&machine, KubeletVersion::V1_32);
     let p = pod(
         "p",
         vec![container("init", &[("r", 2)])],
@@ -368,7 +401,7 @@ proptest! {
             .collect();
         let spec = spec.join(" ");
         let machine = machine(nodes, &[("r", spec.as_str())]);
-        let mut manager = DeviceManager::new(&machine);
+        let mut manager = DeviceManager::new(&machine, KubeletVersion::V1_32);
         let mut holders: BTreeMap<String, String> = BTreeMap::new();
         for (i, (request, hint)) in pods.iter().enumerate() {
             let uid = format!("p{i}");
@@ -418,12 +451,12 @@ proptest! {
         let machine = machine(nodes, &[("r", spec.as_str())]);
         let app = container("app", &[("r", request)]);
         let p = pod("p", vec![], vec![app.clone()]);
-        let mut manager = DeviceManager::new(&machine);
+        let mut manager = DeviceManager::new(&machine, KubeletVersion::V1_32);
         let ResourceHints::Hints(list) = manager.container_hints(&p, &app).by_resource.remove("r").unwrap_or(ResourceHints::NoPreference) else {
             return Ok(());
         };
         for hint in list {
-            let mut manager = DeviceManager::new(&machine);
+            let mut manager = DeviceManager::new(&machine, KubeletVersion::V1_32);
             manager.allocate(&p, &app, hint).expect("a hint promises enough devices");
             let mask = hint.affinity.expect("device hints carry a mask");
             let registry = crate::registry::Registry::from_machine(&machine);

@@ -45,8 +45,16 @@ pub fn read_hwloc(path: &Path) -> Result<Topology, DiscoveryError> {
         path: path.to_path_buf(),
         error,
     })?;
-    let text = String::from_utf8_lossy(&bytes);
-    parse_hwloc_xml(&text, &format!("hwloc XML {}", path.display())).map_err(|error| match error {
+    parse_hwloc_file(&String::from_utf8_lossy(&bytes), path)
+}
+
+/// The hwloc XML `text` read from `path` (or standard input, `-`), with
+/// errors naming the path.
+///
+/// # Errors
+/// [`DiscoveryError::NotHwloc`], [`DiscoveryError::BadHwloc`].
+pub fn parse_hwloc_file(text: &str, path: &Path) -> Result<Topology, DiscoveryError> {
+    parse_hwloc_xml(text, &format!("hwloc XML {}", path.display())).map_err(|error| match error {
         HwlocError::NotHwloc(detail) => DiscoveryError::NotHwloc {
             path: path.to_path_buf(),
             detail,

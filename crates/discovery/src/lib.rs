@@ -29,7 +29,7 @@ mod tree;
 mod vf;
 
 pub use error::DiscoveryError;
-pub use hwloc::{HwlocError, parse_hwloc_xml, read_hwloc};
+pub use hwloc::{HwlocError, parse_hwloc_file, parse_hwloc_xml, read_hwloc};
 pub use links::pcie_level;
 pub use nvml::{NvmlGpu, NvmlSnapshot, apply_nvml, probe as probe_nvml};
 pub use picture::{Colour, Colouring, PictureError, render_png, render_svg};

@@ -75,11 +75,15 @@ mod tests {
     #[test]
     fn the_child_runs_on_the_given_cpu_with_memory_bound() -> std::io::Result<()> {
         let own = std::fs::read_to_string("/proc/self/status")?;
-        let allowed = status_field(&own, "Cpus_allowed_list").unwrap_or_default();
-        let cpus = CpuSet::parse(&allowed).unwrap_or_default();
-        let Some(last) = cpus.iter().max() else {
-            return Ok(());
-        };
+        // Every Linux process has an allowed CPU: without one this test
+        // checks nothing, so it fails rather than passing.
+        let allowed = status_field(&own, "Cpus_allowed_list")
+            .ok_or_else(|| std::io::Error::other("/proc/self/status has no Cpus_allowed_list"))?;
+        let cpus = CpuSet::parse(&allowed).map_err(std::io::Error::other)?;
+        let last = cpus
+            .iter()
+            .max()
+            .ok_or_else(|| std::io::Error::other("this process may run on no CPU"))?;
         let mems = status_field(&own, "Mems_allowed_list").unwrap_or_default();
         let first_node: usize = mems.split([',', '-']).next().and_then(|n| n.parse().ok()).unwrap_or(0);
 

@@ -106,11 +106,12 @@ fn admit((mut node, pod): (Node, Pod)) -> (Node, topoalign_engine::Decision) {
 
 fn admission(c: &mut Criterion) {
     let policies = [
-        ("single-numa-node", TopologyPolicyName::SingleNumaNode),
-        ("restricted", TopologyPolicyName::Restricted),
-        ("best-effort", TopologyPolicyName::BestEffort),
+        TopologyPolicyName::SingleNumaNode,
+        TopologyPolicyName::Restricted,
+        TopologyPolicyName::BestEffort,
     ];
-    for (name, policy) in policies {
+    for policy in policies {
+        let name = policy.as_str();
         let mut group = c.benchmark_group(format!("admit/{name}"));
         for numa_nodes in [1, 2, 4, 8, 16, 32, 64] {
             let Ok(node) = Node::start(machine(numa_nodes), config(policy, numa_nodes)) else {

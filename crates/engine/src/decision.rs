@@ -1,6 +1,6 @@
 //! What the engine answers for one pod: [`Decision`] (admitted or not, with
 //! the kubelet's reason and message), the placement of every container, and
-//! the [`Explanation`] of how it was reached.
+//! the [`MergeTrace`] of how it was reached.
 
 use std::collections::BTreeMap;
 
@@ -17,7 +17,7 @@ pub struct Decision {
     pub rejection: Option<Rejection>,
     /// One entry per container (init containers first), only when admitted.
     pub containers: Vec<ContainerPlacement>,
-    pub explanation: Explanation,
+    pub trace: MergeTrace,
 }
 
 impl Decision {
@@ -72,8 +72,15 @@ impl Provider {
     }
 }
 
-/// Where one admitted container's resources went.
+/// Where one admitted container's resources went: the one placement type
+/// of topoalign. The replay result document, `explain`'s reports, the
+/// agent's API and its journal all carry it as it is; with the `serde`
+/// feature its wire shape is `{"name", "init", "cpus": "2-5" | null,
+/// "memoryNuma": [0] | null, "devices": {…}}` (devices left out when there
+/// are none), CPU sets in the kubelet's list syntax.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "camelCase"))]
 pub struct ContainerPlacement {
     pub name: String,
     pub init: bool,
@@ -82,12 +89,13 @@ pub struct ContainerPlacement {
     /// NUMA nodes the memory is pinned to; `None` = not pinned.
     pub memory_numa: Option<Vec<usize>>,
     /// Device ids per resource.
+    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "BTreeMap::is_empty"))]
     pub devices: BTreeMap<String, Vec<String>>,
 }
 
 /// How a decision was reached: the policy in force and every merge made.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Explanation {
+pub struct MergeTrace {
     pub policy: TopologyPolicyName,
     pub scope: TopologyScope,
     /// One merge per container (container scope) or one for the pod (pod

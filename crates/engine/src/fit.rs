@@ -35,6 +35,7 @@
 
 use std::collections::BTreeMap;
 
+use topoalign_model::resource_name::{is_extended, is_hugepages, is_scalar};
 use topoalign_model::{Machine, Pod, Quantity, QuantityFormat, ResourceList, hugepage_resource_name};
 
 use crate::NodeConfig;
@@ -111,7 +112,7 @@ pub fn node_resources(machine: &Machine, config: &NodeConfig) -> NodeResources {
     }
     let huge_pages: Vec<Quantity> = capacity
         .iter()
-        .filter(|(resource, _)| is_huge_pages(resource))
+        .filter(|(resource, _)| is_hugepages(resource))
         .map(|(_, amount)| *amount)
         .collect();
     if let Some(memory) = allocatable.get_mut("memory") {
@@ -174,7 +175,7 @@ pub fn check_fit(node: &NodeResources, pod: &Pod, others: &[&Pod]) -> Result<(),
         used.add(&pod_requests(other, |_| true));
     }
     let asked = SchedulerResources::max_of(&pod_requests(pod, |resource| {
-        !is_extended_resource(resource) || allocatable.scalar.contains_key(resource)
+        !is_extended(resource) || allocatable.scalar.contains_key(resource)
     }));
 
     let pods_used = i128::try_from(others.len()).unwrap_or(i128::MAX);
@@ -244,7 +245,7 @@ impl SchedulerResources {
                 "memory" => self.memory += amount.value(),
                 "pods" => self.pods += amount.value(),
                 "ephemeral-storage" => self.ephemeral_storage += amount.value(),
-                name if is_scalar_resource(name) => *self.scalar.entry(resource.clone()).or_default() += amount.value(),
+                name if is_scalar(name) => *self.scalar.entry(resource.clone()).or_default() += amount.value(),
                 _ => {}
             }
         }
@@ -259,7 +260,7 @@ impl SchedulerResources {
                 "cpu" => resources.milli_cpu = amount.milli().max(0),
                 "memory" => resources.memory = amount.value().max(0),
                 "ephemeral-storage" => resources.ephemeral_storage = amount.value().max(0),
-                name if is_scalar_resource(name) => {
+                name if is_scalar(name) => {
                     resources.scalar.insert(resource.clone(), amount.value().max(0));
                 }
                 _ => {}
@@ -360,83 +361,6 @@ fn clamp_at_zero(amount: Quantity) -> Quantity {
     } else {
         amount
     }
-}
-
-fn is_huge_pages(resource: &str) -> bool {
-    resource.starts_with("hugepages-")
-}
-
-/// `IsPrefixedNativeResource`.
-fn is_prefixed_native_resource(resource: &str) -> bool {
-    resource.contains("kubernetes.io/")
-}
-
-/// `IsNativeResource`: unqualified names and `kubernetes.io/` ones.
-fn is_native_resource(resource: &str) -> bool {
-    !resource.contains('/') || is_prefixed_native_resource(resource)
-}
-
-/// `IsExtendedResourceName`: a qualified, non-native name that is valid
-/// behind the quota prefix `requests.`.
-fn is_extended_resource(resource: &str) -> bool {
-    !is_native_resource(resource)
-        && !resource.starts_with("requests.")
-        && is_qualified_name(&format!("requests.{resource}"))
-}
-
-/// `IsScalarResourceName`.
-fn is_scalar_resource(resource: &str) -> bool {
-    is_extended_resource(resource)
-        || is_huge_pages(resource)
-        || is_prefixed_native_resource(resource)
-        || resource.starts_with("attachable-volumes-")
-}
-
-/// apimachinery `IsQualifiedName`: `[prefix/]name`, prefix a DNS-1123
-/// subdomain, name at most 63 characters of `[-A-Za-z0-9_.]` starting and
-/// ending alphanumeric.
-fn is_qualified_name(value: &str) -> bool {
-    let (prefix, name) = match value.split_once('/') {
-        None => (None, value),
-        Some((_, rest)) if rest.contains('/') => return false,
-        Some((prefix, name)) => (Some(prefix), name),
-    };
-    if prefix.is_some_and(|p| !is_dns1123_subdomain(p)) {
-        return false;
-    }
-    let bytes = name.as_bytes();
-    match (bytes.first(), bytes.last()) {
-        (Some(first), Some(last)) => {
-            name.len() <= 63
-                && first.is_ascii_alphanumeric()
-                && last.is_ascii_alphanumeric()
-                && bytes
-                    .iter()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        }
-        _ => false,
-    }
-}
-
-/// apimachinery `IsDNS1123Subdomain`: at most 253 characters, dot-separated
-/// labels of `[a-z0-9-]` that start and end alphanumeric.
-fn is_dns1123_subdomain(value: &str) -> bool {
-    value.len() <= 253
-        && value.split('.').all(|label| {
-            let bytes = label.as_bytes();
-            match (bytes.first(), bytes.last()) {
-                (Some(first), Some(last)) => {
-                    is_lower_alnum(*first)
-                        && is_lower_alnum(*last)
-                        && bytes.iter().all(|b| is_lower_alnum(*b) || *b == b'-')
-                }
-                _ => false,
-            }
-        })
-}
-
-fn is_lower_alnum(b: u8) -> bool {
-    b.is_ascii_lowercase() || b.is_ascii_digit()
 }
 
 /// A quantity as Go's `%v` prints a `resource.Quantity` *value*: its
@@ -919,26 +843,6 @@ mod tests {
         assert_eq!(sanitized, node);
         let raised = node.with_devices_in_use(&BTreeMap::from([("nvidia.com/gpu".to_owned(), 5)]));
         assert_eq!(raised.allocatable["nvidia.com/gpu"], Quantity::from_units(5));
-    }
-
-    #[test]
-    fn qualified_names() {
-        for (name, extended) in [
-            ("nvidia.com/gpu", true),
-            ("example.com/nic", true),
-            ("example.com/Big_Name.1", true),
-            ("cpu", false),
-            ("hugepages-1Gi", false),
-            ("kubernetes.io/foo", false),
-            ("requests.example.com/x", false),
-            ("Example.com/x", false),
-            ("example.com/-x", false),
-            ("example.com/a/b", false),
-            ("example..com/x", false),
-            ("example.com/", false),
-        ] {
-            assert_eq!(is_extended_resource(name), extended, "{name}");
-        }
     }
 
     #[test]

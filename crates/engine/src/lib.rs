@@ -16,7 +16,7 @@ mod pod_level;
 mod reservation;
 
 pub use config::{CpuPolicyName, MemoryPolicyName, NodeConfig, ReservedMemory, TopologyPolicyName, TopologyScope};
-pub use decision::{ContainerPlacement, Decision, Explanation, MergeRecord, Provider, Rejection, RejectionStage};
+pub use decision::{ContainerPlacement, Decision, MergeRecord, MergeTrace, Provider, Rejection, RejectionStage};
 pub use node::{Node, NodeSnapshot, NodeState, NumaUsage, ResourceUsage, RestoreError};
 pub use reservation::node_allocatable_reservation;
 /// The managers' state types a [`NodeSnapshot`] is made of.

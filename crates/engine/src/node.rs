@@ -12,11 +12,11 @@ use std::sync::Arc;
 
 use topoalign_cpu_manager::{CpuAllocateError, CpuManager, CpuManagerConfig};
 use topoalign_device_manager::DeviceManager;
-use topoalign_memory_manager::{MemoryManager, MemoryManagerConfig, MemoryTableState};
+use topoalign_memory_manager::{MemoryManager, MemoryManagerConfig};
 use topoalign_model::{CpuSet, Machine, Pod, ProviderHints, TopologyHint};
 use topoalign_topology_manager::{MergeStrategy, TopologyManager, TopologyPolicyName, TopologyScope};
 
-use crate::decision::{ContainerPlacement, Decision, Explanation, MergeRecord, Provider, Rejection, RejectionStage};
+use crate::decision::{ContainerPlacement, Decision, MergeRecord, MergeTrace, Provider, Rejection, RejectionStage};
 use crate::fit::{self, NodeResources};
 use crate::reservation::node_allocatable_reservation;
 use crate::{NodeConfig, StartupError};
@@ -71,7 +71,7 @@ impl Node {
             &config.feature_gates,
             config.kubelet_version,
         )?;
-        let devices = DeviceManager::new(&machine);
+        let devices = DeviceManager::new(&machine, config.kubelet_version);
         let resources = fit::node_resources(&machine, &config);
         let reservation = node_allocatable_reservation(&resources.capacity, &config);
         let cpus = CpuManager::start(
@@ -140,14 +140,14 @@ impl Node {
     /// rejected pod leaves nothing behind.
     pub fn admit(&mut self, pod: Pod) -> Decision {
         let pod = self.as_admitted(pod);
-        let mut explanation = Explanation {
+        let mut trace = MergeTrace {
             policy: self.topology.policy(),
             scope: self.topology.scope(),
             merges: Vec::new(),
         };
         // The kubelet adds the pod to its pod manager before admitting it,
         // so it already counts as active (and may reuse its own resources).
-        let outcome = self.align(&pod, &mut explanation).and_then(|()| self.check_fit(&pod));
+        let outcome = self.align(&pod, &mut trace).and_then(|()| self.check_fit(&pod));
         if let Err(rejection) = outcome {
             self.release(&pod.uid);
             return Decision {
@@ -155,7 +155,7 @@ impl Node {
                 qos: pod.qos,
                 rejection: Some(rejection),
                 containers: Vec::new(),
-                explanation,
+                trace,
             };
         }
         let containers = self.start_containers(&pod);
@@ -164,7 +164,7 @@ impl Node {
             qos: pod.qos,
             rejection: None,
             containers,
-            explanation,
+            trace,
         };
         self.active.push(pod);
         decision
@@ -228,45 +228,12 @@ impl Node {
         self.cpus.reserved_cpus()
     }
 
-    /// The memory manager's table: NUMA id → resource → usage (empty
-    /// under its `None` policy).
-    pub fn memory_usage(&self) -> BTreeMap<usize, BTreeMap<String, MemoryTableState>> {
-        self.memory
-            .state()
-            .map(|state| {
-                state
-                    .machine_state
-                    .into_iter()
-                    .map(|(node, numa)| (node, numa.memory))
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
     /// Device ids in use per device-plugin resource, ascending.
     pub fn devices_in_use(&self) -> BTreeMap<String, Vec<String>> {
         self.machine
             .devices()
             .keys()
             .map(|resource| (resource.clone(), self.devices.devices_in_use(resource)))
-            .collect()
-    }
-
-    /// What each container of the admitted pod `uid` holds now (init
-    /// containers first): exclusive CPUs, pinned memory NUMA nodes,
-    /// devices. Empty when no such pod is admitted.
-    pub fn current_placements(&self, uid: &str) -> Vec<ContainerPlacement> {
-        let Some(pod) = self.active.iter().find(|p| p.uid == uid) else {
-            return Vec::new();
-        };
-        pod.all_containers()
-            .map(|(container, init)| ContainerPlacement {
-                name: container.name.clone(),
-                init,
-                cpus: self.cpus.container_cpus(uid, &container.name),
-                memory_numa: self.memory.container_numa_nodes(uid, &container.name),
-                devices: self.devices.container_devices(uid, &container.name),
-            })
             .collect()
     }
 
@@ -290,7 +257,7 @@ impl Node {
 
     /// The topology manager's part of admission: merge and allocate, per
     /// container or per pod as the scope says.
-    fn align(&mut self, pod: &Pod, explanation: &mut Explanation) -> Result<(), Rejection> {
+    fn align(&mut self, pod: &Pod, trace: &mut MergeTrace) -> Result<(), Rejection> {
         if self.topology.policy() == TopologyPolicyName::None {
             // The kubelet's none scope asks for no hints; providers allocate
             // with the empty hint.
@@ -307,7 +274,7 @@ impl Node {
                         (Provider::Cpu, self.cpus.container_hints(pod, container)),
                         (Provider::Memory, self.memory.container_hints(pod, container)),
                     ];
-                    let best = self.merge(Some(container.name.clone()), hints, explanation)?;
+                    let best = self.merge(Some(container.name.clone()), hints, trace)?;
                     self.allocate(pod, container, best)?;
                 }
             }
@@ -317,7 +284,7 @@ impl Node {
                     (Provider::Cpu, self.cpus.pod_hints(pod)),
                     (Provider::Memory, self.memory.pod_hints(pod)),
                 ];
-                let best = self.merge(None, hints, explanation)?;
+                let best = self.merge(None, hints, trace)?;
                 for (container, _) in pod.all_containers() {
                     self.allocate(pod, container, best)?;
                 }
@@ -332,10 +299,10 @@ impl Node {
         &self,
         container: Option<String>,
         hints: Vec<(Provider, ProviderHints)>,
-        explanation: &mut Explanation,
+        trace: &mut MergeTrace,
     ) -> Result<TopologyHint, Rejection> {
         let decision = self.topology.decide(hints.iter().map(|(_, h)| h));
-        explanation.merges.push(MergeRecord {
+        trace.merges.push(MergeRecord {
             container,
             hints,
             best: decision.best,

@@ -16,17 +16,18 @@
 use topoalign_model::{FeatureGates, KubeletVersion, Pod, PodResources, QosClass, ResourceList};
 
 use crate::fit::aggregate_containers;
+use topoalign_model::resource_name;
 
 /// Whether pod-level management covers `resource` in some release: `cpu`,
 /// `memory` and, from 1.33, huge pages (component-helpers
 /// `IsSupportedPodLevelResource`).
 pub(crate) fn covers(resource: &str) -> bool {
-    matches!(resource, "cpu" | "memory") || resource.starts_with("hugepages-")
+    resource_name::is_cpu_or_memory(resource)
 }
 
 /// [`covers`] for one release.
 fn covers_in(resource: &str, version: KubeletVersion) -> bool {
-    covers(resource) && (!resource.starts_with("hugepages-") || version.at_least(KubeletVersion::V1_33))
+    covers(resource) && (!resource_name::is_hugepages(resource) || version.at_least(KubeletVersion::V1_33))
 }
 
 /// `pod` as a kubelet of `version` with `gates` admits it: its pod-level
@@ -39,8 +40,18 @@ pub(crate) fn as_admitted(mut pod: Pod, gates: &FeatureGates, version: KubeletVe
     if !gates.pod_level_resources(version) {
         return pod;
     }
-    let resources = defaulted(&pod, written, version);
-    pod.qos = QosClass::of_pod_resources(&resources);
+    let resources = if gates.pod_level_defaulting_moved(version) {
+        // 1.37: the API server's create step defaults them
+        // (`DefaultPodLevelResources`); the kubelet's defaulting does not.
+        covered(written, version)
+    } else {
+        defaulted(&pod, written, version)
+    };
+    // 1.37: `spec.resources` naming nothing covered leaves the QoS class to
+    // the containers; before, it decided (BestEffort).
+    if resources.is_set() || !gates.pod_level_qos_needs_set_resources(version) {
+        pod.qos = QosClass::of_pod_resources(&resources);
+    }
     pod.pod_resources = Some(resources);
     pod
 }
@@ -56,7 +67,7 @@ fn defaulted(pod: &Pod, written: PodResources, version: KubeletVersion) -> PodRe
     // containers limit and the pod names neither as request nor as limit
     // gets the containers' sum as its pod-level limit.
     if version.at_least(KubeletVersion::V1_33) && (!requests.is_empty() || !limits.is_empty()) {
-        let container_limits = aggregate_containers(pod, |c| &c.limits, |r| r.starts_with("hugepages-"));
+        let container_limits = aggregate_containers(pod, |c| &c.limits, resource_name::is_hugepages);
         for (resource, amount) in container_limits {
             if !requests.contains_key(&resource) {
                 limits.entry(resource).or_insert(amount);
@@ -77,14 +88,19 @@ fn defaulted(pod: &Pod, written: PodResources, version: KubeletVersion) -> PodRe
             }
         }
     }
+    covered(PodResources { requests, limits }, version)
+}
+
+/// Only the names `version` covers.
+fn covered(resources: PodResources, version: KubeletVersion) -> PodResources {
     let keep = |list: ResourceList| -> ResourceList {
         list.into_iter()
             .filter(|(resource, _)| covers_in(resource, version))
             .collect()
     };
     PodResources {
-        requests: keep(requests),
-        limits: keep(limits),
+        requests: keep(resources.requests),
+        limits: keep(resources.limits),
     }
 }
 
@@ -175,6 +191,50 @@ mod tests {
             ])
         );
         assert_eq!(admitted.qos, QosClass::Burstable);
+    }
+
+    /// 1.37: the kubelet's defaulting no longer fills pod-level requests
+    /// (`PodLevelResourcesFixDefaulting`), and `spec.resources` naming only
+    /// uncovered resources leaves the QoS class to the containers
+    /// (`PodLevelResourcesFixKubeletQOSClass`); both gates can be set off.
+    #[test]
+    fn from_1_37_no_kubelet_defaulting_and_qos_from_set_resources_only() {
+        let limits = list(&[("cpu", Quantity::from_units(4))]);
+        let written = |limits: &ResourceList| {
+            Some(PodResources {
+                requests: ResourceList::new(),
+                limits: limits.clone(),
+            })
+        };
+        let container = list(&[("cpu", Quantity::from_units(1)), ("memory", Quantity::from_units(GI))]);
+        let admitted = as_admitted(
+            pod(container.clone(), written(&limits)),
+            &gates(None),
+            KubeletVersion::V1_37,
+        );
+        assert!(admitted.pod_resources.expect("gate on").requests.is_empty());
+        let mut off = gates(None);
+        off.pod_level_fix_defaulting_set = Some(false);
+        let admitted = as_admitted(pod(container.clone(), written(&limits)), &off, KubeletVersion::V1_37);
+        assert_eq!(admitted.pod_resources.expect("gate on").requests, container);
+
+        // Only ephemeral storage at pod level: the containers decide in 1.37;
+        // in 1.36 the pod-level requests defaulted from the containers (and
+        // no limits) make it Burstable.
+        let storage = list(&[("ephemeral-storage", Quantity::from_units(GI))]);
+        // | release | fix-QoS gate as set | QoS |
+        let table = [
+            (KubeletVersion::V1_36, None, QosClass::Burstable),
+            (KubeletVersion::V1_37, None, QosClass::Guaranteed),
+            (KubeletVersion::V1_37, Some(false), QosClass::BestEffort),
+        ];
+        for (version, set, qos) in table {
+            let mut g = gates(None);
+            g.pod_level_fix_qos_set = set;
+            let mut p = pod(container.clone(), written(&storage));
+            p.qos = QosClass::of_containers(&[], &p.containers);
+            assert_eq!(as_admitted(p, &g, version).qos, qos, "{version} {set:?}");
+        }
     }
 
     #[test]

@@ -26,7 +26,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use topoalign_engine::{Decision, Node, TopologyPolicyName, TopologyScope};
 use topoalign_k8s::{KubeletConfiguration, PodError, node_config, pod_from_value};
-use topoalign_model::{Machine, Pod, Quantity, QuantityFormat};
+use topoalign_model::{Machine, Pod, Quantity, QuantityFormat, resource_name};
 
 use crate::hints::nodes_text;
 use crate::report::affinity;
@@ -356,7 +356,7 @@ fn with_amount(manifest: &Value, pod: &Pod, target: Target, resource: &str, amou
 fn step(resource: &str) -> Quantity {
     if resource == "memory" {
         Quantity::from_units(1 << 20).with_format(QuantityFormat::BinarySI)
-    } else if let Some(size) = resource.strip_prefix("hugepages-") {
+    } else if let Some(size) = resource.strip_prefix(resource_name::HUGEPAGES_PREFIX) {
         topoalign_k8s::parse_quantity(size)
             .unwrap_or(Quantity::from_units(1 << 20))
             .with_format(QuantityFormat::BinarySI)
@@ -380,7 +380,7 @@ fn node_ceiling(node: &Node, resource: &str) -> i128 {
     let count = |n: usize| i128::try_from(n).unwrap_or(i128::MAX);
     match resource {
         "cpu" => count(machine.cpus().len()),
-        _ if resource == "memory" || resource.starts_with("hugepages-") => node
+        _ if resource_name::is_memory_like(resource) => node
             .numa_usage()
             .iter()
             .map(|usage| usage.get(resource).map_or(0, |r| r.capacity.value()))
@@ -830,7 +830,7 @@ fn scaled_resources(situation: &Situation<'_>) -> Vec<Scaled> {
                 "cpu" if whole_cpus => (1000 * per_core, QuantityFormat::DecimalSI),
                 "cpu" => (1, QuantityFormat::DecimalSI),
                 "memory" | "ephemeral-storage" => (1000 << 20, QuantityFormat::BinarySI),
-                _ if resource.starts_with("hugepages-") => (step(&resource).milli(), QuantityFormat::BinarySI),
+                _ if resource_name::is_hugepages(&resource) => (step(&resource).milli(), QuantityFormat::BinarySI),
                 _ => (1000, QuantityFormat::DecimalSI),
             };
             Scaled { resource, step, format }

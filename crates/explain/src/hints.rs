@@ -9,7 +9,7 @@
 //! asking the provider's rule about the masks that matter.
 
 use serde::Serialize;
-use topoalign_engine::{Explanation, MergeRecord, Provider, TopologyPolicyName};
+use topoalign_engine::{MergeRecord, MergeTrace, Provider, TopologyPolicyName};
 use topoalign_model::{NumaMask, ResourceHints, TopologyHint};
 
 /// Lists longer than this are cut, with a count of what was left out.
@@ -147,11 +147,11 @@ fn prefers(hints: &ResourceHints, merged: Option<NumaMask>) -> bool {
 }
 
 /// Every merge of a decision in words.
-pub fn merges_in_words(explanation: &Explanation) -> Vec<MergeInWords> {
-    explanation
+pub fn merges_in_words(trace: &MergeTrace) -> Vec<MergeInWords> {
+    trace
         .merges
         .iter()
-        .map(|merge| merge_in_words(explanation.policy, merge))
+        .map(|merge| merge_in_words(trace.policy, merge))
         .collect()
 }
 

@@ -31,7 +31,7 @@ use topoalign_model::Pod;
 
 pub use fixes::{Change, Fix, FixError};
 pub use hints::MergeInWords;
-pub use report::{ContainerReport, PodReport, admit_all, pod_report};
+pub use report::{PodReport, admit_all, pod_report};
 pub use table::{NumaRow, ResourceCell, ResourceTable};
 
 /// One pod about to be admitted on a node.
@@ -85,7 +85,7 @@ pub struct EmptyNode {
 /// `situation.node`. Fixes are searched for rejected pods only.
 pub fn explain(situation: &Situation<'_>, decision: &Decision) -> Explanation {
     let resources = table::resource_table(situation.node, situation.pod, decision);
-    let merges = hints::merges_in_words(&decision.explanation);
+    let merges = hints::merges_in_words(&decision.trace);
     let empty_node = empty_node(situation);
     let fixes = if decision.admitted() {
         Vec::new()
@@ -94,8 +94,8 @@ pub fn explain(situation: &Situation<'_>, decision: &Decision) -> Explanation {
     };
     Explanation {
         summary: summary(decision, &resources, &merges, &empty_node),
-        policy: decision.explanation.policy.as_str().to_owned(),
-        scope: decision.explanation.scope.as_str().to_owned(),
+        policy: decision.trace.policy.as_str().to_owned(),
+        scope: decision.trace.scope.as_str().to_owned(),
         resources,
         merges,
         empty_node,
@@ -143,7 +143,7 @@ fn summary(decision: &Decision, resources: &ResourceTable, merges: &[MergeInWord
             } else {
                 format!(
                     "It does not fit even on an empty node of this shape under {}: too large for any NUMA node.",
-                    decision.explanation.policy.as_str()
+                    decision.trace.policy.as_str()
                 )
             });
             if let Some(merge) = merges.iter().find(|m| !m.admitted) {

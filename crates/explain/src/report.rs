@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use topoalign_engine::{Decision, Node};
+use topoalign_engine::{ContainerPlacement, Decision, Node};
 use topoalign_k8s::ManifestPod;
 
 use crate::{Explanation, Situation, explain, warnings};
@@ -24,7 +24,7 @@ pub struct PodReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub containers: Option<Vec<ContainerReport>>,
+    pub containers: Option<Vec<ContainerPlacement>>,
     /// `Guaranteed`, `Burstable`, `BestEffort`.
     pub qos_class: String,
     /// The NUMA nodes the topology manager aligned the admitted pod to (the
@@ -36,14 +36,11 @@ pub struct PodReport {
     pub explanation: Option<Explanation>,
 }
 
-/// One admitted container, exactly as in a `replay` result.
-pub use topoalign_scenario::ContainerResult as ContainerReport;
-
 /// The NUMA nodes a decision aligned the pod to: the union of the merged
 /// hints' affinities (`None` when no merge chose any).
 pub fn affinity(decision: &Decision) -> Option<Vec<usize>> {
     let union = decision
-        .explanation
+        .trace
         .merges
         .iter()
         .filter_map(|m| m.best.affinity)
@@ -63,9 +60,7 @@ pub fn pod_report(event: usize, situation: &Situation<'_>, decision: &Decision, 
         admitted: decision.admitted(),
         reason: decision.rejection.as_ref().map(|r| r.reason.clone()),
         message: decision.rejection.as_ref().map(|r| r.message.clone()),
-        containers: decision
-            .admitted()
-            .then(|| decision.containers.iter().map(ContainerReport::from).collect()),
+        containers: decision.admitted().then(|| decision.containers.clone()),
         qos_class: decision.qos.as_str().to_owned(),
         affinity: decision.admitted().then(|| affinity(decision)).flatten(),
         warnings: warnings::warnings(situation.node, situation.pod),

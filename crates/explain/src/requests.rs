@@ -7,15 +7,12 @@
 use std::collections::BTreeMap;
 
 use topoalign_engine::Node;
-use topoalign_model::{Container, Pod, QosClass, Quantity};
+use topoalign_model::{Container, Pod, QosClass, Quantity, resource_name};
 
 /// Whether the resource is one the aligned managers place on NUMA nodes on
 /// this node: `cpu`, `memory`, huge pages, or a device resource it has.
 pub(crate) fn is_aligned_resource(node: &Node, resource: &str) -> bool {
-    resource == "cpu"
-        || resource == "memory"
-        || resource.starts_with("hugepages-")
-        || node.machine().devices().contains_key(resource)
+    resource_name::is_cpu_or_memory(resource) || node.machine().devices().contains_key(resource)
 }
 
 /// The container's requests of aligned resources (zero amounts left out).

@@ -100,7 +100,7 @@ pub fn resource_table(node: &Node, pod: &Pod, decision: &Decision) -> ResourceTa
 
 /// Whose requests the table compares, and them.
 fn requested(node: &Node, pod: &Pod, decision: &Decision) -> (String, BTreeMap<String, Quantity>) {
-    if decision.explanation.scope != TopologyScope::Container {
+    if decision.trace.scope != TopologyScope::Container {
         return ("pod".to_owned(), pod_requests(node, pod));
     }
     let failed = decision
@@ -137,7 +137,7 @@ fn requested(node: &Node, pod: &Pod, decision: &Decision) -> (String, BTreeMap<S
 /// manager aligns); zero for a placed resource the node has none of (an
 /// empty huge page pool, a device resource without devices here).
 pub(crate) fn free_amount(node: &Node, usage: &NumaUsage, resource: &str) -> Option<Quantity> {
-    let memory_like = resource == "memory" || resource.starts_with("hugepages-");
+    let memory_like = topoalign_model::resource_name::is_memory_like(resource);
     let placed = match resource {
         "cpu" => usage.get("cpu").is_some_and(|c| c.placed),
         _ if memory_like => usage.get("memory").is_some_and(|m| m.placed),
@@ -168,7 +168,9 @@ impl ResourceTable {
                     match resource.as_str() {
                         "cpu" => format!("{free} of the {wanted} CPUs"),
                         "memory" => format!("{free} of the {wanted} of memory"),
-                        other if other.starts_with("hugepages-") => format!("{free} of the {wanted} of {other}"),
+                        other if topoalign_model::resource_name::is_hugepages(other) => {
+                            format!("{free} of the {wanted} of {other}")
+                        }
                         other => format!("{free} of the {wanted} {other}"),
                     }
                 })
@@ -203,20 +205,5 @@ impl ResourceTable {
             return format!("{named}; and {more} more NUMA nodes are short likewise");
         }
         parts.join("; ")
-    }
-
-    /// The resources every NUMA node falls short of.
-    pub fn short_everywhere(&self) -> Vec<String> {
-        self.requested
-            .keys()
-            .filter(|resource| {
-                !self.numa.is_empty()
-                    && self
-                        .numa
-                        .iter()
-                        .all(|row| row.resources.get(*resource).is_some_and(|cell| cell.short))
-            })
-            .cloned()
-            .collect()
     }
 }

@@ -59,7 +59,7 @@ pub fn warnings(node: &Node, pod: &Pod) -> Vec<String> {
         .all_containers()
         .flat_map(|(c, _)| c.requests.keys().chain(c.limits.keys()))
         .map(String::as_str)
-        .filter(|r| is_extended(r) && !node.machine().devices().contains_key(*r))
+        .filter(|r| topoalign_model::resource_name::is_extended(r) && !node.machine().devices().contains_key(*r))
         .collect();
     unknown.sort_unstable();
     unknown.dedup();
@@ -70,10 +70,4 @@ pub fn warnings(node: &Node, pod: &Pod) -> Vec<String> {
         ));
     }
     warnings
-}
-
-/// Kubernetes' extended resources: domain-prefixed names outside
-/// `kubernetes.io/` (devices, `example.com/nic`), not huge pages.
-fn is_extended(name: &str) -> bool {
-    name.contains('/') && !name.contains("kubernetes.io/") && !name.starts_with("requests.")
 }

@@ -21,8 +21,8 @@ pub fn refusal(decision: &Decision) -> String {
             "{}: {} (topology manager policy {}, scope {})",
             rejection.reason,
             rejection.message,
-            decision.explanation.policy.as_str(),
-            decision.explanation.scope.as_str()
+            decision.trace.policy.as_str(),
+            decision.trace.scope.as_str()
         ),
         _ => format!("{}: {}", rejection.reason, rejection.message),
     }
@@ -38,10 +38,10 @@ pub fn decision_line(decision: &Decision) -> String {
     let mut text = format!(
         "{} is admitted under topology policy {}",
         decision.pod,
-        decision.explanation.policy.as_str()
+        decision.trace.policy.as_str()
     );
     let affinities: Vec<String> = decision
-        .explanation
+        .trace
         .merges
         .iter()
         .filter_map(|m| {

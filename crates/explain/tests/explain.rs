@@ -142,7 +142,16 @@ fn too_large_for_any_numa_node() {
         "{}",
         explanation.summary
     );
-    assert_eq!(explanation.resources.short_everywhere(), ["cpu", "memory"]);
+    for resource in ["cpu", "memory"] {
+        assert!(
+            explanation
+                .resources
+                .numa
+                .iter()
+                .all(|row| row.resources[resource].short),
+            "every NUMA node is short of {resource}"
+        );
+    }
     let descriptions: Vec<&str> = explanation.fixes.iter().map(|f| f.description.as_str()).collect();
     assert!(
         descriptions[0].starts_with("Shrink it to what NUMA 1 has free (cpu: 8 instead of 12, memory: 32Gi"),

@@ -134,7 +134,7 @@ impl GeneratorSpec {
                 // Device-plugin resources need limits; Burstable keeps only those.
                 requests
                     .iter()
-                    .filter(|(r, _)| r.contains('/'))
+                    .filter(|(r, _)| topoalign_model::resource_name::is_extended(r))
                     .map(|(r, q)| (r.clone(), *q))
                     .collect()
             };

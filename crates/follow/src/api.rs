@@ -6,6 +6,9 @@
 //! GET /metrics       OpenMetrics text
 //! GET /v1/topology   the agent's topology document of the kubelet's node (503 while unknown)
 //! GET /v1/state      the exact state (topoalign.io/state's record; 503 while unknown)
+//! GET /v1/status?after=G
+//!                    the first status newer than generation G (waiting up to 30 s for it):
+//!                    {"generation", "state": "known"|"unknown"|"starting", "reason", "record"}
 //! anything else under /v1/allocations, /v1/reconcile: 405, the follower never allocates
 //! ```
 
@@ -13,7 +16,7 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::Router;
-use axum::extract::State as AxumState;
+use axum::extract::{Query, State as AxumState};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
@@ -41,6 +44,7 @@ pub fn router(shared: Shared) -> Router {
         .route("/metrics", get(metrics))
         .route("/v1/topology", get(topology))
         .route("/v1/state", get(state))
+        .route("/v1/status", get(status))
         .route("/v1/allocations", any(refuse))
         .route("/v1/allocations/{id}", any(refuse))
         .route("/v1/reconcile", any(refuse))
@@ -100,4 +104,34 @@ async fn state(AxumState(shared): AxumState<Shared>) -> Response {
         Ok(node) => Json(topoalign_nrt::StateRecord::of(&node)).into_response(),
         Err(message) => error(StatusCode::SERVICE_UNAVAILABLE, message),
     }
+}
+
+/// `/v1/status`'s query.
+#[derive(serde::Deserialize)]
+struct After {
+    #[serde(default)]
+    after: u64,
+}
+
+/// How long `/v1/status` waits for a newer generation.
+const STATUS_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The first status newer than `after` (or the current one when none
+/// comes within [`STATUS_WAIT`]): a watcher waits on this instead of
+/// polling.
+async fn status(AxumState(shared): AxumState<Shared>, Query(query): Query<After>) -> Response {
+    let mut receiver = shared.status.clone();
+    let _ = tokio::time::timeout(STATUS_WAIT, receiver.wait_for(|s| s.generation > query.after)).await;
+    let status = receiver.borrow().clone();
+    let body = match &status.state {
+        State::Starting => json!({"generation": status.generation, "state": "starting"}),
+        State::Known { node } => json!({
+            "generation": status.generation, "state": "known",
+            "record": topoalign_nrt::StateRecord::of(node),
+        }),
+        State::Unknown(unknown) => json!({
+            "generation": status.generation, "state": "unknown", "source": unknown.kind, "reason": unknown.reason,
+        }),
+    };
+    Json(body).into_response()
 }

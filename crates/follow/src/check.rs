@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::Pod as ApiPod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use topoalign_engine::{CpuPolicyName, DeviceAssignments, MemoryPolicyName, Node, NodeSnapshot};
+use topoalign_engine::{DeviceAssignments, MemoryPolicyName, Node, NodeSnapshot};
 use topoalign_k8s::checkpoint::{
     CPU_MANAGER_STATE, CheckpointKind, CpuCheckpoint, DEVICE_CHECKPOINT, DeviceCheckpoint, MEMORY_MANAGER_STATE,
     MemoryCheckpoint,
@@ -81,10 +81,7 @@ pub struct Rebuilt {
 /// [`Unknown`] naming the source and what disagrees.
 pub fn rebuild(base: &Node, observation: &Observation) -> Result<Rebuilt, Unknown> {
     let config = base.config();
-    let cpu_policy = match config.cpu_policy {
-        CpuPolicyName::None => "none",
-        CpuPolicyName::Static => "static",
-    };
+    let cpu_policy = config.cpu_policy.as_str();
     let cpu_bytes = observation.cpu_state.as_deref().ok_or_else(|| {
         Unknown::new(
             "checkpoint",
@@ -105,7 +102,7 @@ pub fn rebuild(base: &Node, observation: &Observation) -> Result<Rebuilt, Unknow
             })?;
             Some(
                 MemoryCheckpoint::parse(bytes)
-                    .and_then(|c| c.to_state("Static"))
+                    .and_then(|c| c.to_state(MemoryPolicyName::Static.as_str()))
                     .map_err(|e| checkpoint_error(MEMORY_MANAGER_STATE, &e.to_string()))?,
             )
         }

@@ -4,7 +4,8 @@
 //!
 //! - [`read_node_file`]: the machine of a node file — a sysfs tree or
 //!   capture archive, an hwloc XML export, or a scenario (whose `kubelet:`
-//!   block and events come along) — or of this machine;
+//!   block and events come along) — or of this machine; [`read_topology`]:
+//!   the same files as discovery's richer machine, for `topology`;
 //! - [`read_kubelet_config`]: a KubeletConfiguration file's fields;
 //! - [`start`]: the node a command works on — machine, kubelet
 //!   configuration (a file, a scenario's block, a fallback, single-field
@@ -26,7 +27,8 @@ use std::path::{Path, PathBuf};
 
 pub use fleet::read_fleet;
 pub use node::{
-    Events, NodeFile, NodeInputs, Overrides, StartedNode, WithoutConfig, read_kubelet_config, read_node_file, start,
+    Events, NodeFile, NodeFileKind, NodeInputs, Overrides, StartedNode, WithoutConfig, read_kubelet_config,
+    read_node_file, read_topology, start,
 };
 pub use pods::{Pods, read_pods};
 

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
-use topoalign_engine::Node;
+use topoalign_engine::{CpuPolicyName, MemoryPolicyName, Node, TopologyPolicyName, TopologyScope};
 use topoalign_k8s::{ConfigError, KubeletConfiguration};
 use topoalign_model::Machine;
 use topoalign_scenario::{EventOutcome, Scenario, play_events};
@@ -26,6 +26,24 @@ pub struct NodeFile {
     pub notes: Vec<String>,
 }
 
+/// What kind of node file a path is; [`NodeFileKind::Detect`] decides
+/// from the path and the text, the others are a command line's explicit
+/// choice (`topology --sysfs`, `--hwloc`, `--scenario`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NodeFileKind {
+    /// A directory or an archive name is a sysfs tree; `.xml` or text
+    /// starting with `<` is hwloc XML; anything else a scenario.
+    #[default]
+    Detect,
+    /// A sysfs tree (a directory holding `sys/`, or `/sys` itself) or a
+    /// capture archive of one.
+    Sysfs,
+    /// An hwloc XML export.
+    Hwloc,
+    /// A scenario (JSON or YAML).
+    Scenario,
+}
+
 /// Whether `path` is a sysfs tree or a capture archive of one.
 fn is_sysfs(path: &Path) -> bool {
     let name = path.to_string_lossy();
@@ -33,6 +51,47 @@ fn is_sysfs(path: &Path) -> bool {
         || [".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz"]
             .iter()
             .any(|suffix| name.ends_with(suffix))
+}
+
+/// A node file as read: discovery's machine, or a scenario.
+enum Read {
+    Discovered(topoalign_discovery::Topology),
+    Scenario {
+        scenario: Scenario,
+        machine: Machine,
+        path: PathBuf,
+    },
+}
+
+fn read(path: Option<&Path>, kind: NodeFileKind) -> Result<Read, IntakeError> {
+    let Some(path) = path else {
+        return Ok(Read::Discovered(
+            topoalign_discovery::read_local().map_err(IntakeError::Local)?,
+        ));
+    };
+    let kind = match kind {
+        NodeFileKind::Detect if is_sysfs(path) => NodeFileKind::Sysfs,
+        other => other,
+    };
+    if kind == NodeFileKind::Sysfs {
+        return Ok(Read::Discovered(topoalign_discovery::read_sysfs(path)?));
+    }
+    let text = read_text(path)?;
+    let hwloc = match kind {
+        NodeFileKind::Hwloc => true,
+        NodeFileKind::Detect => path.extension().is_some_and(|e| e == "xml") || text.trim_start().starts_with('<'),
+        _ => false,
+    };
+    if hwloc {
+        return Ok(Read::Discovered(topoalign_discovery::parse_hwloc_file(&text, path)?));
+    }
+    let scenario = Scenario::parse(&text).map_err(|e| invalid(path, e))?;
+    let machine = scenario.topology.to_machine().map_err(|e| invalid(path, e))?;
+    Ok(Read::Scenario {
+        scenario,
+        machine,
+        path: path.to_path_buf(),
+    })
 }
 
 /// Reads a node file — a sysfs tree or capture archive (`.tar`, `.tar.gz`,
@@ -43,24 +102,19 @@ fn is_sysfs(path: &Path) -> bool {
 /// # Errors
 /// [`IntakeError`] naming the file and what is wrong with it.
 pub fn read_node_file(path: Option<&Path>) -> Result<NodeFile, IntakeError> {
-    let topology = match path {
-        None => topoalign_discovery::read_local().map_err(IntakeError::Local)?,
-        Some(path) if is_sysfs(path) => topoalign_discovery::read_sysfs(path)?,
-        Some(path) => {
-            let text = read_text(path)?;
-            if path.extension().is_some_and(|e| e == "xml") || text.trim_start().starts_with('<') {
-                topoalign_discovery::parse_hwloc_xml(&text, &format!("hwloc XML {}", path.display()))
-                    .map_err(|e| invalid(path, e))?
-            } else {
-                let scenario = Scenario::parse(&text).map_err(|e| invalid(path, e))?;
-                let machine = scenario.topology.to_machine().map_err(|e| invalid(path, e))?;
-                return Ok(NodeFile {
-                    machine,
-                    scenario: Some(scenario),
-                    source: path.display().to_string(),
-                    notes: Vec::new(),
-                });
-            }
+    let topology = match read(path, NodeFileKind::Detect)? {
+        Read::Discovered(topology) => topology,
+        Read::Scenario {
+            scenario,
+            machine,
+            path,
+        } => {
+            return Ok(NodeFile {
+                machine,
+                scenario: Some(scenario),
+                source: path.display().to_string(),
+                notes: Vec::new(),
+            });
         }
     };
     let machine = topology
@@ -73,6 +127,22 @@ pub fn read_node_file(path: Option<&Path>) -> Result<NodeFile, IntakeError> {
         scenario: None,
         source: topology.source.clone(),
         notes,
+    })
+}
+
+/// Reads a node file as discovery's richer [`Topology`](topoalign_discovery::Topology)
+/// (packages, caches, PCI devices, warnings) for `topology` to show: the
+/// same files as [`read_node_file`], a scenario's `topology:` block as the
+/// machine it describes.
+///
+/// # Errors
+/// [`IntakeError`] naming the file and what is wrong with it.
+pub fn read_topology(path: Option<&Path>, kind: NodeFileKind) -> Result<topoalign_discovery::Topology, IntakeError> {
+    Ok(match read(path, kind)? {
+        Read::Discovered(topology) => topology,
+        Read::Scenario { machine, path, .. } => {
+            topoalign_discovery::Topology::from_machine(&machine, format!("scenario {}", path.display()))
+        }
     })
 }
 
@@ -92,13 +162,13 @@ pub fn read_kubelet_config(path: &Path) -> Result<Value, IntakeError> {
 #[derive(Clone, Debug, Default)]
 pub struct Overrides {
     /// `topologyManagerPolicy`.
-    pub policy: Option<String>,
+    pub policy: Option<TopologyPolicyName>,
     /// `topologyManagerScope`.
-    pub scope: Option<String>,
+    pub scope: Option<TopologyScope>,
     /// `cpuManagerPolicy`.
-    pub cpu_policy: Option<String>,
+    pub cpu_policy: Option<CpuPolicyName>,
     /// `memoryManagerPolicy`.
-    pub memory_policy: Option<String>,
+    pub memory_policy: Option<MemoryPolicyName>,
     /// `reservedSystemCPUs`.
     pub reserved_cpus: Option<String>,
     /// `cpuManagerPolicyOptions` entries, `KEY=VALUE`.
@@ -126,11 +196,11 @@ impl Overrides {
             return Ok(());
         };
         for (field, value) in [
-            ("topologyManagerPolicy", &self.policy),
-            ("topologyManagerScope", &self.scope),
-            ("cpuManagerPolicy", &self.cpu_policy),
-            ("memoryManagerPolicy", &self.memory_policy),
-            ("reservedSystemCPUs", &self.reserved_cpus),
+            ("topologyManagerPolicy", self.policy.map(TopologyPolicyName::as_str)),
+            ("topologyManagerScope", self.scope.map(TopologyScope::as_str)),
+            ("cpuManagerPolicy", self.cpu_policy.map(CpuPolicyName::as_str)),
+            ("memoryManagerPolicy", self.memory_policy.map(MemoryPolicyName::as_str)),
+            ("reservedSystemCPUs", self.reserved_cpus.as_deref()),
         ] {
             if let Some(value) = value {
                 fields.insert(field.to_owned(), json!(value));

@@ -103,7 +103,7 @@ fn configurations_in_order_file_fallback_scenario_defaults() {
 fn overrides_are_laid_over_the_configuration() {
     let node = repo().join("examples/nodes/two-numa.yaml");
     let overrides = Overrides {
-        policy: Some("restricted".into()),
+        policy: Some(topoalign_engine::TopologyPolicyName::Restricted),
         cpu_policy_options: vec!["full-pcpus-only=true".into()],
         feature_gates: vec!["CPUManagerPolicyOptions=true".into()],
         ..Overrides::default()

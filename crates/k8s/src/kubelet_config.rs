@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer};
+use topoalign_engine::{CpuPolicyName, MemoryPolicyName, TopologyPolicyName, TopologyScope};
 use topoalign_model::{KubeletVersion, Quantity};
 
 use crate::quantity::parse_quantity_field;
@@ -411,22 +412,22 @@ impl KubeletConfiguration {
 
     /// `topologyManagerPolicy`, default `none`.
     pub fn topology_manager_policy(&self) -> &str {
-        non_empty(&self.topology_manager_policy).unwrap_or("none")
+        non_empty(&self.topology_manager_policy).unwrap_or(TopologyPolicyName::None.as_str())
     }
 
     /// `topologyManagerScope`, default `container`.
     pub fn topology_manager_scope(&self) -> &str {
-        non_empty(&self.topology_manager_scope).unwrap_or("container")
+        non_empty(&self.topology_manager_scope).unwrap_or(TopologyScope::Container.as_str())
     }
 
     /// `cpuManagerPolicy`, default `none`.
     pub fn cpu_manager_policy(&self) -> &str {
-        non_empty(&self.cpu_manager_policy).unwrap_or("none")
+        non_empty(&self.cpu_manager_policy).unwrap_or(CpuPolicyName::None.as_str())
     }
 
     /// `memoryManagerPolicy`, default `None`.
     pub fn memory_manager_policy(&self) -> &str {
-        non_empty(&self.memory_manager_policy).unwrap_or("None")
+        non_empty(&self.memory_manager_policy).unwrap_or(MemoryPolicyName::None.as_str())
     }
 
     /// `reservedSystemCPUs`, default empty.

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1 as k8s;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
-use topoalign_model::{Container, Pod, PodResources, QosClass, ResourceList};
+use topoalign_model::{Container, Pod, PodResources, QosClass, ResourceList, resource_name};
 
 use crate::quantity::{QuantityError, parse_quantity_field};
 
@@ -276,7 +276,7 @@ fn resource_list(list: Option<&BTreeMap<String, K8sQuantity>>, at: &str) -> Resu
         if quantity.is_negative() {
             return Err(PodError::new(path(), PodProblem::Negative(text.clone())));
         }
-        if is_extended_resource(resource) && !quantity.is_whole() {
+        if resource_name::is_extended(resource) && !quantity.is_whole() {
             return Err(PodError::new(path(), PodProblem::Fractional(text.clone())));
         }
         // cpu is read in thousandths (`MilliValue()`), the rest in units.
@@ -304,7 +304,8 @@ fn resource_list(list: Option<&BTreeMap<String, K8sQuantity>>, at: &str) -> Resu
 /// (`validateResourceRequirements`), before requests are defaulted.
 fn check_requests_within_limits(requests: &ResourceList, limits: &ResourceList, at: &str) -> Result<(), PodError> {
     for (resource, request) in requests {
-        let overcommit = !(is_extended_resource(resource) || resource.starts_with("hugepages-"));
+        // `IsOvercommitAllowed`.
+        let overcommit = resource_name::is_native(resource) && !resource_name::is_hugepages(resource);
         match limits.get(resource) {
             Some(limit) if (!overcommit && request != limit) || request > limit => {
                 return Err(PodError::new(
@@ -389,12 +390,6 @@ pub fn is_valid_pod_key(text: &str) -> bool {
     text.split_once('/').is_some_and(|(namespace, name)| {
         check_name(namespace, "", NameRule::Label).is_ok() && check_name(name, "", NameRule::Subdomain).is_ok()
     })
-}
-
-/// Kubernetes' `IsExtendedResourceName`: a domain-prefixed name outside
-/// `kubernetes.io/` (`nvidia.com/gpu`, `example.com/nic`).
-fn is_extended_resource(name: &str) -> bool {
-    name.contains('/') && !name.contains("kubernetes.io/") && !name.starts_with("requests.")
 }
 
 #[cfg(test)]

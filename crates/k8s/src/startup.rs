@@ -123,16 +123,14 @@ pub fn node_config(config: &KubeletConfiguration, machine: &Machine) -> Result<N
         KubeletConfigError::TopologyPolicyOptionsGate,
     )?;
 
-    let cpu_policy = match config.cpu_manager_policy() {
-        "none" => CpuPolicyName::None,
-        "static" => CpuPolicyName::Static,
-        other => return Err(KubeletConfigError::UnknownCpuPolicy(other.to_owned())),
-    };
-    let memory_policy = match config.memory_manager_policy() {
-        "None" => MemoryPolicyName::None,
-        "Static" => MemoryPolicyName::Static,
-        other => return Err(KubeletConfigError::UnknownMemoryPolicy(other.to_owned())),
-    };
+    let cpu_policy: CpuPolicyName = config
+        .cpu_manager_policy()
+        .parse()
+        .map_err(|_| KubeletConfigError::UnknownCpuPolicy(config.cpu_manager_policy().to_owned()))?;
+    let memory_policy: MemoryPolicyName = config
+        .memory_manager_policy()
+        .parse()
+        .map_err(|_| KubeletConfigError::UnknownMemoryPolicy(config.memory_manager_policy().to_owned()))?;
     let mut reserved_memory = Vec::new();
     for reservation in config.reserved_memory.iter().flatten() {
         match usize::try_from(reservation.numa_node) {
@@ -154,16 +152,14 @@ pub fn node_config(config: &KubeletConfiguration, machine: &Machine) -> Result<N
 
     Ok(NodeConfig {
         // Validation has accepted only these names.
-        topology_policy: match config.topology_manager_policy() {
-            "best-effort" => TopologyPolicyName::BestEffort,
-            "restricted" => TopologyPolicyName::Restricted,
-            "single-numa-node" => TopologyPolicyName::SingleNumaNode,
-            _ => TopologyPolicyName::None,
-        },
-        topology_scope: match config.topology_manager_scope() {
-            "pod" => TopologyScope::Pod,
-            _ => TopologyScope::Container,
-        },
+        topology_policy: config
+            .topology_manager_policy()
+            .parse()
+            .unwrap_or(TopologyPolicyName::None),
+        topology_scope: config
+            .topology_manager_scope()
+            .parse()
+            .unwrap_or(TopologyScope::Container),
         topology_options,
         cpu_policy,
         cpu_options,
@@ -448,8 +444,16 @@ mod tests {
                  \"CPUManagerPolicyOptions\" enabled",
             ),
             (
-                json!({"topologyManagerPolicyOptions": {}, "featureGates": {"TopologyManagerPolicyOptions": false}}),
+                json!({"topologyManagerPolicyOptions": {}, "featureGates": {"TopologyManagerPolicyOptions": false},
+                    "kubeletVersion": "1.35"}),
                 "topology manager policy options map[] require feature gates \"TopologyManagerPolicyOptions\" enabled",
+            ),
+            (
+                // Locked from 1.36.
+                json!({"topologyManagerPolicyOptions": {}, "featureGates": {"TopologyManagerPolicyOptions": false},
+                    "kubeletVersion": "1.36"}),
+                "panic: failed to merge global and in-flight KubeletConfiguration while setting defaults, error: \
+                 cannot set feature gate TopologyManagerPolicyOptions to false, feature is locked to true",
             ),
             (json!({"cpuManagerPolicy": "Static"}), "unknown policy: \"Static\""),
             (json!({"memoryManagerPolicy": "static"}), "unknown policy: \"static\""),

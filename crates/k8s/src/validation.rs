@@ -7,6 +7,8 @@
 //! shutdown grace periods, log monitor interval), taints, logging, tracing,
 //! metrics versions, and the host's cgroup version.
 
+use topoalign_engine::{TopologyPolicyName, TopologyScope};
+
 use crate::feature_gates::GateSet;
 use crate::go::{self, quote};
 use crate::kubelet_config::{KubeletConfiguration, nonzero};
@@ -174,18 +176,22 @@ fn problems(c: &KubeletConfiguration, gates: &GateSet) -> Vec<String> {
     }
 
     let policy = c.topology_manager_policy();
-    if !["none", "best-effort", "restricted", "single-numa-node"].contains(&policy) {
+    if policy.parse::<TopologyPolicyName>().is_err() {
+        // Go prints the accepted names as a %q-quoted slice.
+        let names: Vec<String> = TopologyPolicyName::NAMES.iter().map(|name| quote(name)).collect();
         fail(format!(
-            "topologyManagerPolicy (--topology-manager-policy) {} must be one of: \
-             [\"none\" \"best-effort\" \"restricted\" \"single-numa-node\"]",
-            quote(policy)
+            "topologyManagerPolicy (--topology-manager-policy) {} must be one of: [{}]",
+            quote(policy),
+            names.join(" ")
         ));
     }
     let scope = c.topology_manager_scope();
-    if !["container", "pod"].contains(&scope) {
+    if scope.parse::<TopologyScope>().is_err() {
+        let names: Vec<String> = TopologyScope::NAMES.iter().map(|name| quote(name)).collect();
         fail(format!(
-            "topologyManagerScope (--topology-manager-scope) {} must be one of: \"container\", or \"pod\"",
-            quote(scope)
+            "topologyManagerScope (--topology-manager-scope) {} must be one of: {}",
+            quote(scope),
+            names.join(", or ")
         ));
     }
 
@@ -305,7 +311,7 @@ fn reserved_memory_problems(c: &KubeletConfiguration, fail: &mut impl FnMut(Stri
     for reservation in c.reserved_memory.iter().flatten() {
         let node = reservation.numa_node;
         for (resource, quantity) in &reservation.limits {
-            if resource != "memory" && !resource.starts_with("hugepages-") {
+            if !topoalign_model::resource_name::is_memory_like(resource) {
                 fail(format!(
                     "the limit type {} for NUMA node {node} is not supported, only [memory hugepages-<HugePageSize>] \
                      is accepted",

@@ -50,11 +50,12 @@ use crate::policy_static::StaticPolicy;
 
 pub use restore::{MemoryBlock, MemoryManagerState, MemoryRestoreError, MemoryTableState, NumaMemoryState};
 
-/// `memoryManagerPolicy`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MemoryPolicyName {
-    None,
-    Static,
+topoalign_model::kubelet_vocabulary! {
+    /// `memoryManagerPolicy` (capitalised, unlike the other policies).
+    pub enum MemoryPolicyName("memory manager policy") {
+        None = "None",
+        Static = "Static",
+    }
 }
 
 /// One `reservedMemory` entry of the KubeletConfiguration.

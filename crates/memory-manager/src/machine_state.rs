@@ -24,10 +24,7 @@ pub(crate) const MEMORY: &str = "memory";
 /// x86-64 lists both pools on every node; the conformance oracle does too).
 const ALWAYS_REPORTED_HUGEPAGE_SIZES: [u64; 2] = [2 << 20, 1 << 30];
 
-/// Whether `name` is a huge page resource (kubelet `IsHugePageResourceName`).
-pub(crate) fn is_hugepage_resource(name: &str) -> bool {
-    name.starts_with("hugepages-")
-}
+pub(crate) use topoalign_model::resource_name::is_hugepages as is_hugepage_resource;
 
 /// The reservation per NUMA node and resource, in bytes (kubelet
 /// `systemReservedMemory`, built from `reservedMemory`).

@@ -216,6 +216,24 @@ impl FromIterator<u32> for CpuSet {
     }
 }
 
+/// On the wire a set is the kubelet's list syntax (`"0-3,8"`), as in its
+/// checkpoints and the PodResources API; reading one refuses a list that
+/// does not parse, naming it.
+#[cfg(feature = "serde")]
+impl serde::Serialize for CpuSet {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for CpuSet {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        CpuSet::parse(&text).map_err(|e| serde::de::Error::custom(format!("CPU list {text:?}: {e}")))
+    }
+}
+
 impl fmt::Display for CpuSet {
     /// The kubelet's list form: runs of consecutive ids as `low-high`
     /// (also for runs of two), singles as the id, joined by commas.
@@ -312,5 +330,15 @@ mod tests {
             prop_assert_eq!(sa.intersection_len(&sb), a.intersection(&b).count());
             prop_assert_eq!(sa.is_subset(&sb), a.is_subset(&b));
         }
+    }
+
+    #[cfg(feature = "serde")]
+    #[test]
+    fn on_the_wire_a_set_is_its_list() {
+        let set = CpuSet::parse("0-3,8").unwrap();
+        assert_eq!(serde_json::to_string(&set).unwrap(), r#""0-3,8""#);
+        assert_eq!(serde_json::from_str::<CpuSet>(r#""0-3,8""#).unwrap(), set);
+        let error = serde_json::from_str::<CpuSet>(r#""3-1""#).unwrap_err().to_string();
+        assert!(error.starts_with(r#"CPU list "3-1": "#), "{error}");
     }
 }

@@ -24,6 +24,17 @@ pub struct FeatureGates {
     /// the release's default (alpha and off in 1.32 and 1.33, beta and on
     /// from 1.34): read it through [`FeatureGates::pod_level_resources`].
     pub pod_level_resources_set: Option<bool>,
+    /// `PodLevelResourcesFixDefaulting` as set (1.37+, beta and on): the
+    /// pod-level defaulting moved from core/v1 defaulting to the API
+    /// server's create step, so the kubelet's own defaulting no longer
+    /// touches `spec.resources`. Read it through
+    /// [`FeatureGates::pod_level_defaulting_moved`].
+    pub pod_level_fix_defaulting_set: Option<bool>,
+    /// `PodLevelResourcesFixKubeletQOSClass` as set (1.37+, beta and on):
+    /// `spec.resources` without `cpu`, `memory` or huge pages leaves the QoS
+    /// class to the containers. Read it through
+    /// [`FeatureGates::pod_level_qos_needs_set_resources`].
+    pub pod_level_fix_qos_set: Option<bool>,
 }
 
 impl Default for FeatureGates {
@@ -37,6 +48,8 @@ impl Default for FeatureGates {
             topology_manager_policy_alpha_options: false,
             memory_manager: true,
             pod_level_resources_set: None,
+            pod_level_fix_defaulting_set: None,
+            pod_level_fix_qos_set: None,
         }
     }
 }
@@ -46,5 +59,20 @@ impl FeatureGates {
     pub fn pod_level_resources(&self, version: KubeletVersion) -> bool {
         self.pod_level_resources_set
             .unwrap_or(version.at_least(KubeletVersion::V1_34))
+    }
+
+    /// Whether the kubelet's pod defaulting leaves `spec.resources` as
+    /// written (`PodLevelResourcesFixDefaulting`, on by default from 1.37).
+    pub fn pod_level_defaulting_moved(&self, version: KubeletVersion) -> bool {
+        self.pod_level_fix_defaulting_set
+            .unwrap_or(version.at_least(KubeletVersion::V1_37))
+    }
+
+    /// Whether pod-level resources decide the QoS class only when one of
+    /// `cpu`, `memory` or huge pages is set (`PodLevelResourcesFixKubeletQOSClass`,
+    /// on by default from 1.37); before, any `spec.resources` decided.
+    pub fn pod_level_qos_needs_set_resources(&self, version: KubeletVersion) -> bool {
+        self.pod_level_fix_qos_set
+            .unwrap_or(version.at_least(KubeletVersion::V1_37))
     }
 }

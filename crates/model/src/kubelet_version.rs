@@ -21,9 +21,19 @@ impl KubeletVersion {
     pub const V1_32: KubeletVersion = KubeletVersion(32);
     pub const V1_33: KubeletVersion = KubeletVersion(33);
     pub const V1_34: KubeletVersion = KubeletVersion(34);
+    pub const V1_35: KubeletVersion = KubeletVersion(35);
+    pub const V1_36: KubeletVersion = KubeletVersion(36);
+    pub const V1_37: KubeletVersion = KubeletVersion(37);
 
     /// Every release the engine reproduces, oldest first.
-    pub const SUPPORTED: [KubeletVersion; 3] = [Self::V1_32, Self::V1_33, Self::V1_34];
+    pub const SUPPORTED: [KubeletVersion; 6] = [
+        Self::V1_32,
+        Self::V1_33,
+        Self::V1_34,
+        Self::V1_35,
+        Self::V1_36,
+        Self::V1_37,
+    ];
 
     /// The newest supported release: what a node follows when nobody says.
     pub const NEWEST: KubeletVersion = Self::SUPPORTED[Self::SUPPORTED.len() - 1];
@@ -78,6 +88,9 @@ impl KubeletVersion {
             32 => "1.32",
             33 => "1.33",
             34 => "1.34",
+            35 => "1.35",
+            36 => "1.36",
+            37 => "1.37",
             _ => unreachable!("only supported versions are constructed"),
         }
     }
@@ -115,6 +128,9 @@ mod tests {
             ("v1.33", Ok(KubeletVersion::V1_33)),
             ("1.34.4", Ok(KubeletVersion::V1_34)),
             ("v1.32.10", Ok(KubeletVersion::V1_32)),
+            ("1.37.2", Ok(KubeletVersion::V1_37)),
+            ("v1.35", Ok(KubeletVersion::V1_35)),
+            ("1.38", Err("unsupported")),
             ("1.31", Err("unsupported")),
             ("1.99", Err("unsupported")),
             ("2.32", Err("malformed")),
@@ -138,12 +154,12 @@ mod tests {
         for version in KubeletVersion::SUPPORTED {
             assert_eq!(KubeletVersion::parse(version.as_str()), Ok(version));
         }
-        assert_eq!(KubeletVersion::default(), KubeletVersion::V1_34);
+        assert_eq!(KubeletVersion::default(), KubeletVersion::V1_37);
         assert!(KubeletVersion::V1_34.at_least(KubeletVersion::V1_33));
         assert!(!KubeletVersion::V1_32.at_least(KubeletVersion::V1_33));
         assert_eq!(
             KubeletVersion::parse("1.31").unwrap_err().to_string(),
-            "kubelet \"1.31\" is not supported; the engine reproduces 1.32, 1.33, 1.34"
+            "kubelet \"1.31\" is not supported; the engine reproduces 1.32, 1.33, 1.34, 1.35, 1.36, 1.37"
         );
     }
 }

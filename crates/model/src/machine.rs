@@ -209,32 +209,9 @@ impl Machine {
     }
 }
 
-/// The Kubernetes resource name of a huge page size: `hugepages-2Mi`,
-/// `hugepages-1Gi` (the canonical binary-SI form of the size).
-pub fn hugepage_resource_name(page_size: u64) -> String {
-    const KI: u64 = 1024;
-    let (value, suffix) = [
-        (KI * KI * KI * KI, "Ti"),
-        (KI * KI * KI, "Gi"),
-        (KI * KI, "Mi"),
-        (KI, "Ki"),
-    ]
-    .into_iter()
-    .find(|(unit, _)| page_size.is_multiple_of(*unit))
-    .map_or((page_size, ""), |(unit, suffix)| (page_size / unit, suffix));
-    format!("hugepages-{value}{suffix}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hugepage_names_are_canonical() {
-        assert_eq!(hugepage_resource_name(2 << 20), "hugepages-2Mi");
-        assert_eq!(hugepage_resource_name(1 << 30), "hugepages-1Gi");
-        assert_eq!(hugepage_resource_name(64 << 10), "hugepages-64Ki");
-    }
 
     #[test]
     fn cpus_must_sit_on_known_nodes() {

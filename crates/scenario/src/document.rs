@@ -338,14 +338,11 @@ impl From<&Device> for DeviceSpec {
 
 /// A device-plugin resource name the kubelet would register: an extended
 /// resource name (`vendor.com/device`; not `kubernetes.io/`, not
-/// `requests.`). A device named `cpu` or `memory` would stand beside the
-/// kubelet's own resources of that name and be counted twice.
+/// `requests.`; the device manager checks `IsExtendedResourceName`). A
+/// device named `cpu` or `memory` would stand beside the kubelet's own
+/// resources of that name and be counted twice.
 fn check_device_resource(name: &str) -> Result<(), String> {
-    let extended = name.split_once('/').is_some_and(|(domain, rest)| {
-        !domain.is_empty() && !rest.is_empty() && !domain.ends_with("kubernetes.io") && !name.starts_with("requests.")
-    });
-    let printable = name.chars().all(|c| c.is_ascii_graphic());
-    if extended && printable {
+    if topoalign_model::resource_name::is_extended(name) {
         Ok(())
     } else {
         Err(

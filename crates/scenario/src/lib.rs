@@ -13,7 +13,7 @@ mod result;
 
 pub use document::{CpuSpec, DeviceSpec, EventSpec, NumaNodeSpec, Scenario, TopologySpec, byte_quantity};
 pub use replay::{EventOutcome, Replay, play_events, replay, replay_with};
-pub use result::{ContainerResult, EventResult, FinalState, ResultDocument};
+pub use result::{EventResult, FinalState, ResultDocument};
 pub use topoalign_engine::MergeStrategy;
 
 /// A scenario that cannot be replayed because it is malformed.

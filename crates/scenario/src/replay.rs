@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use topoalign_engine::{Decision, MergeStrategy, Node, NodeState};
 use topoalign_model::Pod;
 
-use crate::result::{ContainerResult, EventResult, FinalState, ResultDocument};
+use crate::result::{EventResult, FinalState, ResultDocument};
 use crate::{Scenario, ScenarioError};
 
 /// A replay's outcome: the kubelet ran the events, or refused to start.
@@ -215,7 +215,7 @@ fn admission_result(index: usize, decision: &Decision) -> EventResult {
         },
         None => EventResult {
             admitted: Some(true),
-            containers: Some(decision.containers.iter().map(ContainerResult::from).collect()),
+            containers: Some(decision.containers.clone()),
             ..blank(index, decision.pod.clone())
         },
     }

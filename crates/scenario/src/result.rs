@@ -28,33 +28,7 @@ pub struct EventResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub containers: Option<Vec<ContainerResult>>,
-}
-
-/// One admitted container.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ContainerResult {
-    pub name: String,
-    pub init: bool,
-    /// Exclusive CPUs in list form; `null` = shared pool.
-    pub cpus: Option<String>,
-    /// NUMA nodes of pinned memory; `null` = not pinned.
-    pub memory_numa: Option<Vec<usize>>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub devices: BTreeMap<String, Vec<String>>,
-}
-
-impl From<&ContainerPlacement> for ContainerResult {
-    fn from(c: &ContainerPlacement) -> ContainerResult {
-        ContainerResult {
-            name: c.name.clone(),
-            init: c.init,
-            cpus: c.cpus.as_ref().map(ToString::to_string),
-            memory_numa: c.memory_numa.clone(),
-            devices: c.devices.clone(),
-        }
-    }
+    pub containers: Option<Vec<ContainerPlacement>>,
 }
 
 /// The node state after the last event.

@@ -13,9 +13,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use k8s_openapi::api::core::v1::Pod as K8sPod;
 use serde_json::{Value, json};
-use topoalign_engine::{Decision, Node};
+use topoalign_engine::{ContainerPlacement, Decision, Node};
 use topoalign_nrt::{BuildOptions, NodeResourceTopology, NodeSpec, RestoreError};
-use topoalign_scenario::ContainerResult;
 
 /// The pod annotation with the admitted containers' exclusive CPUs, the
 /// NUMA nodes of their pinned memory and their device ids (a JSON list in
@@ -29,7 +28,7 @@ pub const GROUP_LABEL: &str = "topoalign.io/node-group";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Admission {
     /// Admitted: its containers "run" with these resources.
-    Admitted(Vec<ContainerResult>),
+    Admitted(Vec<ContainerPlacement>),
     /// Refused with the kubelet's reason (`TopologyAffinityError`,
     /// `OutOfcpu`, …) and message.
     Rejected { reason: String, message: String },
@@ -38,7 +37,7 @@ pub enum Admission {
 impl From<&Decision> for Admission {
     fn from(decision: &Decision) -> Admission {
         match &decision.rejection {
-            None => Admission::Admitted(decision.containers.iter().map(ContainerResult::from).collect()),
+            None => Admission::Admitted(decision.containers.clone()),
             Some(rejection) => Admission::Rejected {
                 reason: rejection.reason.clone(),
                 message: rejection.message.clone(),
@@ -101,11 +100,6 @@ impl SimNode {
     /// The engine node (its admitted pods, state, usage).
     pub fn node(&self) -> &Node {
         &self.node
-    }
-
-    /// Whether the pod with `uid` was decided on already.
-    pub fn has_decided(&self, uid: &str) -> bool {
-        self.decided.contains(uid)
     }
 
     /// The kubelet's admission of `pod`, bound to this node; `None` when it

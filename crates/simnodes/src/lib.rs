@@ -7,12 +7,17 @@
 //!   the engine, release, and the objects and statuses the kubelet writes;
 //! - [`run`](mod@run): the whole fleet against an API server — Node objects,
 //!   Leases, NodeResourceTopology objects, one pod watch for all nodes,
-//!   paced writes.
+//!   paced writes;
+//! - [`stand_in`]: one kubelet's observable side for tests of what follows
+//!   a kubelet — its checkpoint files, its PodResources API on a Unix
+//!   socket, the pods the API server holds — from a stream of adds and
+//!   deletes (`topoalign kubelet-stand-in`).
 //!
 //! `topoalign simulate-nodes` is the command; this crate holds its logic.
 
 pub mod kubelet;
 pub mod run;
+pub mod stand_in;
 
 pub use kubelet::{Admission, CONTAINERS_ANNOTATION, GROUP_LABEL, SimNode};
 pub use run::{Options, Report, RunError, run};

@@ -19,56 +19,28 @@ use std::sync::Arc;
 
 pub use merge::{HintSource, merge, merge_by_search, merge_lists};
 pub use numa_info::{MissingDistances, NumaInfo};
-pub use options::{DEFAULT_MAX_ALLOWABLE_NUMA_NODES, PolicyOptions, go_parse_bool};
+pub use options::{DEFAULT_MAX_ALLOWABLE_NUMA_NODES, PolicyOptions, TopologyPolicyOption, go_parse_bool};
 pub use policy::PolicyDecision;
 
 use topoalign_model::{FeatureGates, KubeletVersion, Machine, ProviderHints, ResourceHints, TopologyHint};
 
-/// `topologyManagerPolicy`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum TopologyPolicyName {
-    None,
-    BestEffort,
-    Restricted,
-    SingleNumaNode,
-}
-
-impl TopologyPolicyName {
-    /// The KubeletConfiguration spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TopologyPolicyName::None => "none",
-            TopologyPolicyName::BestEffort => "best-effort",
-            TopologyPolicyName::Restricted => "restricted",
-            TopologyPolicyName::SingleNumaNode => "single-numa-node",
-        }
+topoalign_model::kubelet_vocabulary! {
+    /// `topologyManagerPolicy`.
+    pub enum TopologyPolicyName("topology manager policy") {
+        None = "none",
+        BestEffort = "best-effort",
+        Restricted = "restricted",
+        SingleNumaNode = "single-numa-node",
     }
-
-    /// Every policy, in the order the kubelet lists them.
-    pub const ALL: [TopologyPolicyName; 4] = [
-        TopologyPolicyName::None,
-        TopologyPolicyName::BestEffort,
-        TopologyPolicyName::Restricted,
-        TopologyPolicyName::SingleNumaNode,
-    ];
 }
 
-/// `topologyManagerScope`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum TopologyScope {
-    /// One merge per container.
-    Container,
-    /// One merge for the whole pod.
-    Pod,
-}
-
-impl TopologyScope {
-    /// The KubeletConfiguration spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TopologyScope::Container => "container",
-            TopologyScope::Pod => "pod",
-        }
+topoalign_model::kubelet_vocabulary! {
+    /// `topologyManagerScope`.
+    pub enum TopologyScope("topology manager scope") {
+        /// One merge per container.
+        Container = "container",
+        /// One merge for the whole pod.
+        Pod = "pod",
     }
 }
 

@@ -7,10 +7,15 @@ use topoalign_model::{FeatureGates, KubeletVersion};
 
 use crate::TopologyManagerStartError;
 
-/// `prefer-closest-numa-nodes`: GA in v1.32.
-const PREFER_CLOSEST_NUMA_NODES: &str = "prefer-closest-numa-nodes";
-/// `max-allowable-numa-nodes`: beta in v1.32.
-const MAX_ALLOWABLE_NUMA_NODES: &str = "max-allowable-numa-nodes";
+topoalign_model::kubelet_vocabulary! {
+    /// The options the topology manager knows (`topologyManagerPolicyOptions` keys).
+    pub enum TopologyPolicyOption("Topology Manager Policy option") {
+        /// GA in v1.32.
+        PreferClosestNumaNodes = "prefer-closest-numa-nodes",
+        /// Beta in v1.32-v1.34, GA from v1.35.
+        MaxAllowableNumaNodes = "max-allowable-numa-nodes",
+    }
+}
 
 /// The kubelet refuses machines with more NUMA nodes than this unless
 /// `max-allowable-numa-nodes` raises it.
@@ -42,11 +47,11 @@ enum Maturity {
     Stable,
 }
 
-fn maturity(option: &str) -> Option<Maturity> {
+fn maturity(option: TopologyPolicyOption, version: KubeletVersion) -> Maturity {
     match option {
-        PREFER_CLOSEST_NUMA_NODES => Some(Maturity::Stable),
-        MAX_ALLOWABLE_NUMA_NODES => Some(Maturity::Beta),
-        _ => None,
+        TopologyPolicyOption::PreferClosestNumaNodes => Maturity::Stable,
+        TopologyPolicyOption::MaxAllowableNumaNodes if version.at_least(KubeletVersion::V1_35) => Maturity::Stable,
+        TopologyPolicyOption::MaxAllowableNumaNodes => Maturity::Beta,
     }
 }
 
@@ -65,9 +70,11 @@ impl PolicyOptions {
         let mut parsed = PolicyOptions::default();
         let fail = |text: String| Err(TopologyManagerStartError(text));
         for (name, value) in options {
-            match maturity(name) {
-                None => return fail(format!("unknown Topology Manager Policy option: {name:?}")),
-                Some(Maturity::Beta) if !gates.topology_manager_policy_beta_options => {
+            let Ok(option) = name.parse::<TopologyPolicyOption>() else {
+                return fail(format!("unknown Topology Manager Policy option: {name:?}"));
+            };
+            match maturity(option, version) {
+                Maturity::Beta if !gates.topology_manager_policy_beta_options => {
                     // v1.33 lower-cased the text.
                     let what = if version.at_least(KubeletVersion::V1_33) {
                         "topology manager policy beta-level options"
@@ -76,9 +83,9 @@ impl PolicyOptions {
                     };
                     return fail(format!("{what} not enabled, but option {name:?} provided"));
                 }
-                Some(_) => {}
+                _ => {}
             }
-            if name == PREFER_CLOSEST_NUMA_NODES {
+            if option == TopologyPolicyOption::PreferClosestNumaNodes {
                 match go_parse_bool(value) {
                     Some(flag) => parsed.prefer_closest_numa = flag,
                     None => {
@@ -198,6 +205,11 @@ mod tests {
                 text,
                 "{version}"
             );
+        }
+        // GA from 1.35: no gate needed.
+        for version in [KubeletVersion::V1_35, KubeletVersion::V1_36, KubeletVersion::V1_37] {
+            let opts = PolicyOptions::parse(&map, &gates, version).unwrap();
+            assert_eq!(opts.max_allowable_numa_nodes, 16, "{version}");
         }
     }
 }

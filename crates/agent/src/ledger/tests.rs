@@ -63,7 +63,7 @@ fn admit(ledger: &mut Ledger, body: &str) -> Result<Admission, LedgerError> {
 }
 
 fn cpus_of(ledger: &Ledger, id: &str) -> Option<String> {
-    ledger.get(id)?.record.placements.first()?.cpus.clone()
+    Some(ledger.get(id)?.record.placements.first()?.cpus.as_ref()?.to_string())
 }
 
 #[test]

@@ -37,11 +37,11 @@ pub struct Args {
     #[arg(long)]
     pub explain: bool,
     #[command(flatten)]
-    pub output: Output<Format>,
+    pub output: Output<DocumentFormat>,
 }
 
 #[derive(Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
+pub enum DocumentFormat {
     /// For people (the default).
     #[default]
     Text,
@@ -65,9 +65,9 @@ pub fn run_with(args: &Args, always_explain: bool) -> Result {
     }
     let reports = admit_all(&mut started.node, &started.kubelet, &pods.pods, always_explain);
     let text = match args.output.format() {
-        Format::Json => serde_json::to_string_pretty(&json!({ "results": reports }))? + "\n",
-        Format::Yaml => serde_yaml_ng::to_string(&json!({ "results": reports }))?,
-        Format::Text => text(&started, &pods.pods, &reports),
+        DocumentFormat::Json => serde_json::to_string_pretty(&json!({ "results": reports }))? + "\n",
+        DocumentFormat::Yaml => serde_yaml_ng::to_string(&json!({ "results": reports }))?,
+        DocumentFormat::Text => text(&started, &pods.pods, &reports),
     };
     args.output.write(text.as_bytes())?;
     if reports.iter().all(|report| report.admitted) {

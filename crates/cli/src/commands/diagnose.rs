@@ -23,7 +23,7 @@ use topoalign_intake::{Events, StartedNode, read_pods, read_text};
 use topoalign_k8s::checkpoint::{CheckpointKind, DEVICE_CHECKPOINT};
 use topoalign_k8s::{ManifestOptions, ManifestPod, read_manifests};
 
-use super::admit::{self, Format};
+use super::admit::{self, DocumentFormat};
 use super::node_args::{self, NodeArgs};
 use super::output::Output;
 use super::{Error, Outcome, Result, render};
@@ -44,7 +44,7 @@ pub struct Args {
     #[command(flatten)]
     pub node: NodeArgs,
     #[command(flatten)]
-    pub output: Output<Format>,
+    pub output: Output<DocumentFormat>,
 }
 
 pub fn run(args: &Args) -> Result {
@@ -82,9 +82,9 @@ pub fn run(args: &Args) -> Result {
     let healthy = diagnosis.restart == Restart::Starts;
     let document = serde_json::json!({ "kubeletDir": dir.display().to_string() });
     let text = match args.output.format() {
-        Format::Json => serde_json::to_string_pretty(&with_dir(document, &diagnosis)?)? + "\n",
-        Format::Yaml => serde_yaml_ng::to_string(&with_dir(document, &diagnosis)?)?,
-        Format::Text => text(dir, &diagnosis, &started, &explained),
+        DocumentFormat::Json => serde_json::to_string_pretty(&with_dir(document, &diagnosis)?)? + "\n",
+        DocumentFormat::Yaml => serde_yaml_ng::to_string(&with_dir(document, &diagnosis)?)?,
+        DocumentFormat::Text => text(dir, &diagnosis, &started, &explained),
     };
     args.output.write(text.as_bytes())?;
     Ok(if healthy { Outcome::Success } else { Outcome::Refused })

@@ -5,8 +5,19 @@
 
 use std::path::{Path, PathBuf};
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use topoalign_engine::{CpuPolicyName, MemoryPolicyName, TopologyPolicyName, TopologyScope};
 use topoalign_intake::{Events, NodeInputs, Overrides, StartedNode, WithoutConfig};
-use topoalign_model::KubeletVersion;
+use topoalign_model::{KubeletVersion, UnknownName};
+
+/// A flag taking one of a kubelet vocabulary enum's names (`T::NAMES`,
+/// shown as the possible values), parsed into the enum.
+pub fn kubelet_name<T>(names: &'static [&'static str]) -> impl TypedValueParser<Value = T>
+where
+    T: std::str::FromStr<Err = UnknownName> + Clone + Send + Sync + 'static,
+{
+    PossibleValuesParser::new(names).try_map(|name| name.parse::<T>())
+}
 
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct NodeArgs {
@@ -20,17 +31,17 @@ pub struct NodeArgs {
     #[arg(long, value_name = "FILE")]
     pub kubelet_config: Option<PathBuf>,
     /// Override topologyManagerPolicy.
-    #[arg(long, value_parser = ["none", "best-effort", "restricted", "single-numa-node"])]
-    pub policy: Option<String>,
+    #[arg(long, value_parser = kubelet_name::<TopologyPolicyName>(TopologyPolicyName::NAMES))]
+    pub policy: Option<TopologyPolicyName>,
     /// Override topologyManagerScope.
-    #[arg(long, value_parser = ["container", "pod"])]
-    pub scope: Option<String>,
+    #[arg(long, value_parser = kubelet_name::<TopologyScope>(TopologyScope::NAMES))]
+    pub scope: Option<TopologyScope>,
     /// Override cpuManagerPolicy.
-    #[arg(long, value_parser = ["none", "static"])]
-    pub cpu_policy: Option<String>,
+    #[arg(long, value_parser = kubelet_name::<CpuPolicyName>(CpuPolicyName::NAMES))]
+    pub cpu_policy: Option<CpuPolicyName>,
     /// Override memoryManagerPolicy.
-    #[arg(long, value_parser = ["None", "Static"])]
-    pub memory_policy: Option<String>,
+    #[arg(long, value_parser = kubelet_name::<MemoryPolicyName>(MemoryPolicyName::NAMES))]
+    pub memory_policy: Option<MemoryPolicyName>,
     /// Override reservedSystemCPUs (a CPU list such as 0,24).
     #[arg(long, value_name = "CPUS")]
     pub reserved_cpus: Option<String>,
@@ -79,10 +90,10 @@ impl NodeArgs {
     /// The overrides as the intake takes them.
     pub fn overrides(&self) -> Overrides {
         Overrides {
-            policy: self.policy.clone(),
-            scope: self.scope.clone(),
-            cpu_policy: self.cpu_policy.clone(),
-            memory_policy: self.memory_policy.clone(),
+            policy: self.policy,
+            scope: self.scope,
+            cpu_policy: self.cpu_policy,
+            memory_policy: self.memory_policy,
             reserved_cpus: self.reserved_cpus.clone(),
             cpu_policy_options: self.cpu_policy_options.clone(),
             topology_policy_options: self.topology_policy_options.clone(),
@@ -122,15 +133,50 @@ pub fn describe(started: &StartedNode) -> String {
         machine.numa_nodes().len(),
         if machine.numa_nodes().len() == 1 { "" } else { "s" },
         machine.cpus().len(),
-        config.topology_policy.as_str(),
-        config.topology_scope.as_str(),
-        match config.cpu_policy {
-            topoalign_engine::CpuPolicyName::None => "none",
-            topoalign_engine::CpuPolicyName::Static => "static",
-        },
-        match config.memory_policy {
-            topoalign_engine::MemoryPolicyName::None => "None",
-            topoalign_engine::MemoryPolicyName::Static => "Static",
-        },
+        config.topology_policy,
+        config.topology_scope,
+        config.cpu_policy,
+        config.memory_policy,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    #[derive(clap::Parser)]
+    struct Command {
+        #[command(flatten)]
+        node: NodeArgs,
+    }
+
+    #[test]
+    fn policy_flags_take_the_kubelets_names_and_only_those() {
+        let parsed = Command::try_parse_from([
+            "x",
+            "--policy",
+            "single-numa-node",
+            "--scope",
+            "pod",
+            "--cpu-policy",
+            "static",
+            "--memory-policy",
+            "Static",
+        ])
+        .unwrap();
+        let overrides = parsed.node.overrides();
+        assert_eq!(overrides.policy, Some(TopologyPolicyName::SingleNumaNode));
+        assert_eq!(overrides.scope, Some(TopologyScope::Pod));
+        assert_eq!(overrides.cpu_policy, Some(CpuPolicyName::Static));
+        assert_eq!(overrides.memory_policy, Some(MemoryPolicyName::Static));
+
+        // The memory policy is capitalised, as in a KubeletConfiguration.
+        let error = Command::try_parse_from(["x", "--memory-policy", "static"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(error.contains("[possible values: None, Static]"), "{error}");
+    }
 }

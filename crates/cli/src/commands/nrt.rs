@@ -37,7 +37,7 @@ pub struct Args {
     #[arg(long)]
     no_exact_state: bool,
     #[command(flatten)]
-    output: Output<Format>,
+    output: Output<NrtFormat>,
     /// Also server-side apply the objects to the API server of the
     /// in-cluster configuration or the kubeconfig (the CRD must be
     /// installed: deploy/noderesourcetopology-crd.yaml); each object is
@@ -47,7 +47,7 @@ pub struct Args {
 }
 
 #[derive(Clone, Copy, Default, clap::ValueEnum)]
-enum Format {
+enum NrtFormat {
     /// One YAML document per object (the default).
     #[default]
     Yaml,
@@ -58,7 +58,7 @@ enum Format {
 pub fn run(args: &Args) -> Result {
     let objects = objects(args)?;
     let text = match args.output.format() {
-        Format::Yaml => {
+        NrtFormat::Yaml => {
             let mut text = String::new();
             for object in &objects {
                 text.push_str("---\n");
@@ -66,7 +66,7 @@ pub fn run(args: &Args) -> Result {
             }
             text
         }
-        Format::Json => {
+        NrtFormat::Json => {
             let value = match objects.as_slice() {
                 [one] => serde_json::to_value(one)?,
                 many => serde_json::json!({"apiVersion": "v1", "kind": "List", "items": many}),

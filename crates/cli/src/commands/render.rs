@@ -7,7 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use topoalign_explain::{ContainerReport, Explanation, PodReport, ResourceTable};
+use topoalign_engine::ContainerPlacement;
+use topoalign_explain::{Explanation, PodReport, ResourceTable};
 use topoalign_model::{CpuSet, Machine, Pod};
 
 /// Text lines are wrapped at this width.
@@ -63,17 +64,14 @@ fn numa_list(nodes: &[usize]) -> String {
     nodes.iter().map(ToString::to_string).collect::<Vec<_>>().join("+")
 }
 
-fn container_line(machine: &Machine, pod: &Pod, container: &ContainerReport) -> String {
+fn container_line(machine: &Machine, pod: &Pod, container: &ContainerPlacement) -> String {
     let spec = pod
         .all_containers()
         .find(|(c, _)| c.name == container.name)
         .map(|(c, _)| c);
     let mut parts = Vec::new();
     match &container.cpus {
-        Some(text) => {
-            let cpus = CpuSet::parse(text).unwrap_or_default();
-            parts.push(format!("CPUs {text} ({})", cores_per_numa(machine, &cpus)));
-        }
+        Some(cpus) => parts.push(format!("CPUs {cpus} ({})", cores_per_numa(machine, cpus))),
         None => parts.push("shared CPU pool".to_owned()),
     }
     match (&container.memory_numa, spec) {
@@ -81,7 +79,7 @@ fn container_line(machine: &Machine, pod: &Pod, container: &ContainerReport) -> 
             let mut pinned: Vec<String> = spec
                 .requests
                 .iter()
-                .filter(|(r, q)| (r.as_str() == "memory" || r.starts_with("hugepages-")) && !q.is_zero())
+                .filter(|(r, q)| topoalign_model::resource_name::is_memory_like(r) && !q.is_zero())
                 .map(|(resource, amount)| {
                     let what = if resource == "memory" {
                         "memory".to_owned()

@@ -19,11 +19,11 @@ pub struct Args {
     #[command(flatten)]
     version: KubeletVersionArg,
     #[command(flatten)]
-    output: Output<Format>,
+    output: Output<ReplayFormat>,
 }
 
 #[derive(Clone, Copy, Default, clap::ValueEnum)]
-enum Format {
+enum ReplayFormat {
     /// The result document of docs/scenario.md (the default).
     #[default]
     Json,
@@ -46,8 +46,8 @@ pub fn run(args: &Args) -> Result {
     let error = match outcome {
         Ok(Replay::Completed(document)) => {
             let text = match args.output.format() {
-                Format::Json => serde_json::to_string_pretty(&document)? + "\n",
-                Format::Text => render_text(&document),
+                ReplayFormat::Json => serde_json::to_string_pretty(&document)? + "\n",
+                ReplayFormat::Text => render_text(&document),
             };
             args.output.write(text.as_bytes())?;
             return Ok(Outcome::Success);
@@ -56,10 +56,10 @@ pub fn run(args: &Args) -> Result {
         Err(invalid) => format!("invalid scenario: {}: {invalid}", args.scenario.display()),
     };
     match args.output.format() {
-        Format::Json => args
+        ReplayFormat::Json => args
             .output
             .write(format!("{}\n", serde_json::json!({ "error": error })).as_bytes())?,
-        Format::Text => eprintln!("error: {error}"),
+        ReplayFormat::Text => eprintln!("error: {error}"),
     }
     Ok(Outcome::Refused)
 }
@@ -107,7 +107,9 @@ fn render_text(document: &ResultDocument) -> String {
                 } else {
                     c.name.clone()
                 },
-                c.cpus.clone().unwrap_or_else(|| "shared pool".into()),
+                c.cpus
+                    .as_ref()
+                    .map_or_else(|| "shared pool".into(), ToString::to_string),
                 c.memory_numa.as_ref().map_or("not pinned".into(), |n| format!("{n:?}")),
                 devices.join("; "),
             ]);

@@ -22,7 +22,7 @@ use topoalign_agent::request::{AdmitOptions, read_body};
 use topoalign_agent::wire::{AdmitResponse, Allocation};
 use topoalign_agent::{Client, ClientError, Endpoint, OpenOptions, Role};
 use topoalign_enforce::{ChildPlacement, Procfs};
-use topoalign_model::CpuSet;
+use topoalign_engine::TopologyPolicyName;
 
 use super::{Outcome, Result};
 
@@ -60,8 +60,8 @@ pub struct Args {
     #[arg(long = "device", value_name = "RESOURCE=N")]
     devices: Vec<String>,
     /// Topology manager policy for this request instead of the node's.
-    #[arg(long, value_parser = ["none", "best-effort", "restricted", "single-numa-node"])]
-    policy: Option<String>,
+    #[arg(long, value_parser = super::node_args::kubelet_name::<TopologyPolicyName>(TopologyPolicyName::NAMES))]
+    policy: Option<TopologyPolicyName>,
     /// A name for the allocation (default: its id).
     #[arg(long)]
     name: Option<String>,
@@ -226,7 +226,7 @@ fn execute(args: &Args, allocation: &Allocation) -> u8 {
     let mut command = Command::new(program);
     command.args(rest);
     command.env("TOPOALIGN_ALLOCATION", &allocation.id);
-    command.env("TOPOALIGN_CPUS", &allocation.cpus);
+    command.env("TOPOALIGN_CPUS", allocation.cpus.to_string());
     if let Some(nodes) = &allocation.memory_numa {
         command.env("TOPOALIGN_MEMS", topoalign_enforce::node_list(nodes));
     }
@@ -236,7 +236,7 @@ fn execute(args: &Args, allocation: &Allocation) -> u8 {
     // child confines itself before exec.
     let affinity = allocation.enforcement == "affinity";
     ChildPlacement {
-        cpus: affinity.then(|| CpuSet::parse(&allocation.cpus).ok()).flatten(),
+        cpus: affinity.then(|| allocation.cpus.clone()),
         memory_nodes: allocation.memory_numa.clone().filter(|_| affinity),
         die_with_parent: true,
     }
@@ -294,7 +294,7 @@ fn plain_request(args: &Args) -> std::result::Result<Value, String> {
         request.insert("devices".into(), Value::Object(devices));
     }
     if let Some(policy) = &args.policy {
-        request.insert("policy".into(), json!(policy));
+        request.insert("policy".into(), json!(policy.as_str()));
     }
     if let Some(name) = &args.name {
         request.insert("name".into(), json!(name));

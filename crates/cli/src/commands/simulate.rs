@@ -12,6 +12,7 @@ use topoalign_engine::{TopologyPolicyName, TopologyScope};
 use topoalign_fleet::{Options, Report, Scheduler, Scoring, Workload, replay_check, simulate};
 use topoalign_intake::{read_fleet, read_text};
 
+use super::node_args::kubelet_name;
 use super::output::Output;
 use super::{Error, Outcome, Result};
 
@@ -27,11 +28,11 @@ pub struct Args {
     /// standard input.
     workload: PathBuf,
     /// Topology manager policies to compare (default: all four).
-    #[arg(long = "policy", value_enum, value_delimiter = ',')]
-    policies: Vec<PolicyArg>,
+    #[arg(long = "policy", value_delimiter = ',', value_parser = kubelet_name::<TopologyPolicyName>(TopologyPolicyName::NAMES))]
+    policies: Vec<TopologyPolicyName>,
     /// Scopes to compare (default: each node shape's own).
-    #[arg(long = "scope", value_enum, value_delimiter = ',')]
-    scopes: Vec<ScopeArg>,
+    #[arg(long = "scope", value_delimiter = ',', value_parser = kubelet_name::<TopologyScope>(TopologyScope::NAMES))]
+    scopes: Vec<TopologyScope>,
     /// Schedulers to compare (default: all three).
     #[arg(long = "scheduler", value_enum, value_delimiter = ',')]
     schedulers: Vec<SchedulerArg>,
@@ -42,7 +43,7 @@ pub struct Args {
     #[arg(long, value_name = "SEED")]
     shuffle: Option<u64>,
     #[command(flatten)]
-    output: Output<Format>,
+    output: Output<ReportFormat>,
     /// Write charts to this file (.png or .svg); may be repeated.
     #[arg(long, value_name = "FILE")]
     plot: Vec<PathBuf>,
@@ -53,20 +54,6 @@ pub struct Args {
     /// Worker threads (default: the machine's parallelism).
     #[arg(long)]
     threads: Option<usize>,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum PolicyArg {
-    None,
-    BestEffort,
-    Restricted,
-    SingleNumaNode,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum ScopeArg {
-    Container,
-    Pod,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -83,7 +70,7 @@ enum ScoringArg {
 }
 
 #[derive(Clone, Copy, Default, clap::ValueEnum)]
-enum Format {
+enum ReportFormat {
     /// A table for people (the default).
     #[default]
     Table,
@@ -119,8 +106,8 @@ pub fn run(args: &Args) -> Result {
         crate::plot::write(path, &report.runs)?;
     }
     let text = match args.output.format() {
-        Format::Json => serde_json::to_string_pretty(&report)? + "\n",
-        Format::Table => render_table(&report, args.verify),
+        ReportFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
+        ReportFormat::Table => render_table(&report, args.verify),
     };
     args.output.write(text.as_bytes())?;
     Ok(Outcome::Success)
@@ -129,27 +116,10 @@ pub fn run(args: &Args) -> Result {
 fn options(args: &Args) -> Options {
     let mut options = Options::default();
     if !args.policies.is_empty() {
-        options.policies = args
-            .policies
-            .iter()
-            .map(|p| match p {
-                PolicyArg::None => TopologyPolicyName::None,
-                PolicyArg::BestEffort => TopologyPolicyName::BestEffort,
-                PolicyArg::Restricted => TopologyPolicyName::Restricted,
-                PolicyArg::SingleNumaNode => TopologyPolicyName::SingleNumaNode,
-            })
-            .collect();
+        options.policies.clone_from(&args.policies);
     }
     if !args.scopes.is_empty() {
-        options.scopes = Some(
-            args.scopes
-                .iter()
-                .map(|s| match s {
-                    ScopeArg::Container => TopologyScope::Container,
-                    ScopeArg::Pod => TopologyScope::Pod,
-                })
-                .collect(),
-        );
+        options.scopes = Some(args.scopes.clone());
     }
     if !args.schedulers.is_empty() {
         options.schedulers = args

@@ -10,9 +10,8 @@
 
 use std::path::PathBuf;
 
-use topoalign_discovery::{
-    DiscoveryError, Topology, read_hwloc, read_local, read_scenario, read_sysfs, render_png, render_svg, render_text,
-};
+use topoalign_discovery::{render_png, render_svg, render_text};
+use topoalign_intake::{NodeFileKind, read_topology};
 use topoalign_scenario::Scenario;
 
 use super::output::Output;
@@ -20,6 +19,11 @@ use super::{Error, Outcome, Result};
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// The node file, as every command reads it: a sysfs tree or capture
+    /// archive, an hwloc XML export (`.xml`), or a scenario. Default: this
+    /// machine.
+    #[arg(long, value_name = "FILE", group = "source")]
+    node: Option<PathBuf>,
     /// Read a sysfs tree (a directory holding sys/, or /sys itself) or a
     /// capture archive (.tar, .tar.gz, .tgz, .tar.bz2, .tar.xz) instead of
     /// the local machine.
@@ -32,11 +36,11 @@ pub struct Args {
     #[arg(long, value_name = "FILE", group = "source")]
     scenario: Option<PathBuf>,
     #[command(flatten)]
-    output: Output<Format>,
+    output: Output<TopologyFormat>,
 }
 
 #[derive(Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-enum Format {
+enum TopologyFormat {
     /// A report for people: sockets, NUMA nodes, cores, memory, devices,
     /// distances, GPU links (the default).
     #[default]
@@ -56,13 +60,14 @@ enum Format {
 
 pub fn run(args: &Args) -> Result {
     let format = args.output.format();
-    if format == Format::Png && args.output.file.is_none() {
+    if format == TopologyFormat::Png && args.output.file.is_none() {
         return Err(Error::bad_input(
             "-o png writes an image: give the file with --out-file FILE",
         ));
     }
-    let topology = read(args).map_err(Error::bad_input)?;
-    if format != Format::Text {
+    let (path, kind) = source(args);
+    let topology = read_topology(path, kind).map_err(Error::bad_input)?;
+    if format != TopologyFormat::Text {
         for warning in &topology.warnings {
             eprintln!("warning: {warning}");
         }
@@ -71,27 +76,32 @@ pub fn run(args: &Args) -> Result {
         }
     }
     let bytes = match format {
-        Format::Text => render_text(&topology).into_bytes(),
-        Format::Json => (serde_json::to_string_pretty(&topology)? + "\n").into_bytes(),
-        Format::Yaml => serde_yaml_ng::to_string(&topology)?.into_bytes(),
-        Format::Scenario => {
+        TopologyFormat::Text => render_text(&topology).into_bytes(),
+        TopologyFormat::Json => (serde_json::to_string_pretty(&topology)? + "\n").into_bytes(),
+        TopologyFormat::Yaml => serde_yaml_ng::to_string(&topology)?.into_bytes(),
+        TopologyFormat::Scenario => {
             let machine = topology
                 .to_machine()
                 .map_err(|error| Error::bad_input(format!("this machine cannot be written as a scenario: {error}")))?;
             (serde_json::to_string_pretty(&Scenario::for_machine(&machine))? + "\n").into_bytes()
         }
-        Format::Svg => render_svg(&topology, None).into_bytes(),
-        Format::Png => render_png(&render_svg(&topology, None), 2.0).map_err(anyhow::Error::from)?,
+        TopologyFormat::Svg => render_svg(&topology, None).into_bytes(),
+        TopologyFormat::Png => render_png(&render_svg(&topology, None), 2.0).map_err(anyhow::Error::from)?,
     };
     args.output.write(&bytes)?;
     Ok(Outcome::Success)
 }
 
-fn read(args: &Args) -> std::result::Result<Topology, DiscoveryError> {
-    match (&args.sysfs, &args.hwloc, &args.scenario) {
-        (Some(root), _, _) => read_sysfs(root),
-        (_, Some(file), _) => read_hwloc(file),
-        (_, _, Some(file)) => read_scenario(file),
-        _ => read_local(),
-    }
+/// The node file and its kind: `--node` is detected like every command's,
+/// `--sysfs`, `--hwloc` and `--scenario` say which kind it is.
+fn source(args: &Args) -> (Option<&std::path::Path>, NodeFileKind) {
+    [
+        (&args.node, NodeFileKind::Detect),
+        (&args.sysfs, NodeFileKind::Sysfs),
+        (&args.hwloc, NodeFileKind::Hwloc),
+        (&args.scenario, NodeFileKind::Scenario),
+    ]
+    .into_iter()
+    .find_map(|(path, kind)| path.as_deref().map(|path| (Some(path), kind)))
+    .unwrap_or((None, NodeFileKind::Detect))
 }

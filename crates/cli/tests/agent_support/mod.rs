@@ -237,7 +237,7 @@ pub fn check_invariants(allocations: &[Allocation], topology: &Topology) -> Resu
         if !names.insert(allocation.name.as_str()) {
             return Err(format!("name {} is held twice", allocation.name));
         }
-        let cpus = CpuSet::parse(&allocation.cpus).map_err(|e| e.to_string())?;
+        let cpus = &allocation.cpus;
         if allocation.exclusive {
             for cpu in cpus.iter() {
                 if let Some(other) = exclusive_owner.insert(cpu, &allocation.id) {
@@ -245,7 +245,7 @@ pub fn check_invariants(allocations: &[Allocation], topology: &Topology) -> Resu
                 }
             }
         } else {
-            shared = shared.union(&cpus);
+            shared = shared.union(cpus);
         }
         for (resource, list) in &allocation.devices {
             for device in list {
@@ -263,7 +263,7 @@ pub fn check_invariants(allocations: &[Allocation], topology: &Topology) -> Resu
             return Err(format!("CPU {cpu} is exclusive to {owner} and in the shared pool"));
         }
     }
-    let pool = CpuSet::parse(&topology.shared_cpus).map_err(|e| e.to_string())?;
+    let pool = topology.shared_cpus.clone();
     for node in &topology.numa_nodes {
         for (resource, usage) in &node.resources {
             if let Some(allocated) = usage.allocated

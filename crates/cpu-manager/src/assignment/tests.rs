@@ -570,7 +570,14 @@ fn spread_over_cores() {
 fn numa_distributed() {
     let distributed = |group_size: usize| {
         move |topology: &CpuTopology, _: &StaticPolicyOptions, available: &CpuSet, count: i64| {
-            take_numa_distributed(topology, available, count, group_size, CpuSortingStrategy::Packed)
+            take_numa_distributed(
+                topology,
+                available,
+                count,
+                group_size,
+                CpuSortingStrategy::Packed,
+                false,
+            )
         }
     };
     // Every common case holds for group size 1.
@@ -800,7 +807,14 @@ proptest! {
 #[test]
 fn numa_distribution_uses_the_kubelets_overwritten_combination() {
     let topology = dual_socket_multi_numa_per_socket_ht_large();
-    let got = take_numa_distributed(&topology, topology.all_cpus(), 100, 1, CpuSortingStrategy::Packed);
+    let got = take_numa_distributed(
+        &topology,
+        topology.all_cpus(),
+        100,
+        1,
+        CpuSortingStrategy::Packed,
+        false,
+    );
     assert_eq!(got, Ok(set("0-12,16-28,32-44,112-124,128-139,144-155,160-171,240-251")));
 }
 
@@ -844,4 +858,27 @@ fn partial_uncore_cache_for_an_odd_request_from_v1_34() {
         ),
     ];
     check(cases, take_by_topology);
+}
+
+/// v1.37: `align-by-socket` with `distribute-cpus-across-numa` prefers a
+/// combination of NUMA nodes within one socket over any across sockets,
+/// asking no node for more than it has free. 24 CPUs with 10, 4, 10 and 20
+/// free on NUMA 0-3 (sockets {0,1} and {2,3}): no pair holds an even 12 each,
+/// so before 1.37 three nodes share them; 1.37 takes 10 from node 2 and the
+/// rest from node 3, its socket neighbour.
+#[test]
+fn v1_37_distributes_within_one_socket_with_align_by_socket() {
+    let topology = dual_socket_multi_numa_per_socket_ht();
+    let available = set("0-4,10-11,20-24,30-39,40-44,50-51,60-64,70-79");
+    let options = |by_socket| StaticPolicyOptions {
+        distribute_cpus_across_numa: true,
+        align_by_socket: true,
+        distribution_aligns_by_socket: by_socket,
+        ..StaticPolicyOptions::default()
+    };
+    let got = take_by_topology(&topology, &options(true), &available, 24).unwrap();
+    assert_eq!(got, set("20-24,30-36,60-64,70-76"));
+    let before = take_by_topology(&topology, &options(false), &available, 24).unwrap();
+    assert_ne!(before, got);
+    assert_eq!(before.len(), 24);
 }

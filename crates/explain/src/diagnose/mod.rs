@@ -201,14 +201,8 @@ pub fn diagnose(inputs: Inputs<'_>) -> Result<Diagnosis, DiagnoseError> {
     let key_of = |uid: &str| names.get(uid).cloned().unwrap_or_else(|| uid.to_owned());
 
     let config = node.config().clone();
-    let cpu_policy = match config.cpu_policy {
-        topoalign_engine::CpuPolicyName::None => "none",
-        topoalign_engine::CpuPolicyName::Static => "static",
-    };
-    let memory_policy = match config.memory_policy {
-        topoalign_engine::MemoryPolicyName::None => "None",
-        topoalign_engine::MemoryPolicyName::Static => "Static",
-    };
+    let cpu_policy = config.cpu_policy.as_str();
+    let memory_policy = config.memory_policy.as_str();
     let (cpu_report, cpu_state) = checkpoint(
         &inputs.cpu_checkpoint,
         CheckpointKind::Cpu,

@@ -44,12 +44,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            policies: vec![
-                TopologyPolicyName::None,
-                TopologyPolicyName::BestEffort,
-                TopologyPolicyName::Restricted,
-                TopologyPolicyName::SingleNumaNode,
-            ],
+            policies: TopologyPolicyName::ALL.to_vec(),
             scopes: None,
             schedulers: vec![Scheduler::Unaware, Scheduler::Nrt, Scheduler::Exact],
             scoring: Scoring::LeastAllocated,

@@ -19,7 +19,7 @@
 //!   the zone's `available` must cover the request.
 
 use topoalign_engine::{NumaUsage, TopologyPolicyName, TopologyScope};
-use topoalign_model::{Pod, QosClass, Quantity, ResourceList};
+use topoalign_model::{Pod, QosClass, Quantity, ResourceList, resource_name};
 
 /// Whether the plugin lets `pod` onto a node with these zones.
 pub(crate) fn admits(
@@ -35,7 +35,7 @@ pub(crate) fn admits(
     let all = pod
         .all_containers()
         .flat_map(|(c, _)| c.requests.keys())
-        .any(|r| !is_native(r));
+        .any(|r| !resource_name::is_native(r));
     if pod.qos == QosClass::BestEffort && !all {
         return true;
     }
@@ -83,14 +83,13 @@ fn fitting_zone(
             return None;
         }
         let listed = zones.iter().any(|z| z.resources.contains_key(resource));
-        if !listed && (!is_native(resource) || resource == "ephemeral-storage") {
+        if !listed && (!resource_name::is_native(resource) || resource == resource_name::EPHEMERAL_STORAGE) {
             continue;
         }
         for (i, zone) in zones.iter().enumerate() {
-            let suitable = zone
-                .resources
-                .get(resource)
-                .is_some_and(|a| (qos != QosClass::Guaranteed && is_cpu_or_memory(resource)) || a.available >= amount);
+            let suitable = zone.resources.get(resource).is_some_and(|a| {
+                (qos != QosClass::Guaranteed && resource_name::is_cpu_or_memory(resource)) || a.available >= amount
+            });
             candidates[i] &= suitable;
         }
         if !candidates.iter().any(|&c| c) {
@@ -98,18 +97,6 @@ fn fitting_zone(
         }
     }
     candidates.iter().position(|&c| c)
-}
-
-fn is_cpu_or_memory(resource: &str) -> bool {
-    resource == "cpu" || resource == "memory" || resource.starts_with("hugepages-")
-}
-
-/// Kubernetes `IsNativeResource`: no domain, or the `kubernetes.io` domain.
-fn is_native(resource: &str) -> bool {
-    match resource.split_once('/') {
-        None => true,
-        Some((domain, _)) => domain == "kubernetes.io" || domain.ends_with(".kubernetes.io"),
-    }
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use topoalign_engine::{Node, TopologyPolicyName, TopologyScope};
-use topoalign_model::ResourceList;
+use topoalign_model::{ResourceList, resource_name};
 
 use std::ops::Bound::{Excluded, Unbounded};
 
@@ -331,7 +331,7 @@ impl Run<'_> {
                 entry.cpus += zone.available("cpu").milli() as f64 / 1000.0 * members;
                 entry.memory_bytes += zone.available("memory").value() as f64 * members;
                 for (resource, amounts) in &zone.resources {
-                    if resource.contains('/') {
+                    if resource_name::is_extended(resource) {
                         let free = amounts.available.value() as f64 * members;
                         *entry.devices.entry(resource.clone()).or_default() += free;
                         *report.stranded_devices.entry(resource.clone()).or_default() += free;

@@ -9,7 +9,7 @@ use serde_json::Value;
 use topoalign_engine::CpuManagerState;
 use topoalign_model::CpuSet;
 
-use super::go_json::{self, At};
+use super::go_json::{self, At, Writer};
 use super::spew::{Spew, fnv32a};
 use super::{CheckpointError, CheckpointKind, check_policy, data_checksum, data_layer, parse_data, verify_checksum};
 use crate::cpu_list::parse_cpu_list;
@@ -34,6 +34,10 @@ pub struct CpuCheckpoint {
     pub checksum: u64,
     /// v4: the `data` string the checksum covers.
     pub data: Option<String>,
+    /// `baselines` (v4, with `InPlacePodVerticalScalingExclusiveCPUs`):
+    /// pod uid → container → the CPU list given at admission. Kept so the
+    /// file is written back as read; the restore does not need it.
+    pub baselines: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl CpuCheckpoint {
@@ -74,11 +78,30 @@ impl CpuCheckpoint {
     }
 
     /// The checksum of the content (checksum field taken as 0), computed
-    /// the kubelet's way for the file's format.
+    /// the kubelet's way for the file's format: for v4 the data checksum.
     pub fn computed_checksum(&self) -> u32 {
-        if let Some(data) = &self.data {
-            return data_checksum(data);
+        match &self.data {
+            Some(data) => data_checksum(data),
+            None if self.version == 1 => self.v1().computed_checksum(),
+            None => self.struct_checksum(self.version == 3),
         }
+    }
+
+    /// The v1 struct of a migrated checkpoint: its container-id entries
+    /// were empty (or migration would have failed).
+    fn v1(&self) -> V1 {
+        V1 {
+            policy_name: self.policy_name.clone(),
+            default_cpu_set: self.default_cpu_set.clone(),
+            entries: self.entries.as_ref().map(|_| BTreeMap::new()),
+            checksum: 0,
+        }
+    }
+
+    /// The `checksum` field: FNV-32a over the printing of the v2 struct
+    /// (the v3 struct with `pod_entries`; v4 writes the v2 one too), under
+    /// the type name every release hashes, `state.CPUManagerCheckpoint`.
+    fn struct_checksum(&self, with_pod_entries: bool) -> u32 {
         let mut spew = Spew::default();
         spew.raw("(*state.CPUManagerCheckpoint){");
         spew.field("PolicyName", "string").raw(&self.policy_name);
@@ -90,13 +113,123 @@ impl CpuCheckpoint {
                 s.raw(container).raw(":").raw(cpus);
             });
         });
-        if self.version == 3 {
+        if with_pod_entries {
             // Only an empty map is printed here: a pod entry prints the
-            // kubelet's CPUSet struct, and parse refuses v3 files with any.
+            // kubelet's CPUSet struct, and parse and write refuse v3 files
+            // with any.
             spew.field("PodEntries", "state.PodCPUAssignments").raw("map[]");
         }
         spew.field("Checksum", "checksum.Checksum").raw("0}");
         fnv32a(spew.into_string().as_bytes())
+    }
+
+    /// The checkpoint a kubelet writes for `state` under `policy_name`
+    /// (`none`, `static`) in `version`'s layout (1.32's 2, 1.36's 3 with
+    /// pod-level resource managers, 1.37's 4).
+    pub fn of_state(policy_name: &str, state: &CpuManagerState, version: u8) -> CpuCheckpoint {
+        let entries = state
+            .assignments
+            .iter()
+            .map(|(pod, containers)| {
+                let containers = containers
+                    .iter()
+                    .map(|(name, cpus)| (name.clone(), cpus.to_string()))
+                    .collect();
+                (pod.clone(), Some(containers))
+            })
+            .collect();
+        let mut checkpoint = CpuCheckpoint {
+            version,
+            policy_name: policy_name.to_owned(),
+            default_cpu_set: state.default_cpu_set.to_string(),
+            entries: Some(entries),
+            pod_entries: BTreeMap::new(),
+            checksum: 0,
+            data: None,
+            baselines: BTreeMap::new(),
+        };
+        if version >= 4 {
+            checkpoint.data = Some(checkpoint.data_json());
+        }
+        checkpoint.checksum = u64::from(checkpoint.computed_checksum());
+        checkpoint
+    }
+
+    /// The file's bytes as the kubelet's `MarshalCheckpoint` of
+    /// `version`'s layout writes them, checksums computed afresh (v4: the
+    /// `data` string made from the fields, then both checksums). Byte for
+    /// byte the kubelet's file for the same content.
+    ///
+    /// # Errors
+    /// [`CheckpointError::Unsupported`] for pod-level entries in a v3
+    /// file (their checksum prints the kubelet's CPUSet struct) or in a
+    /// v1 or v2 one (which has no place for them), and for a v1 file with
+    /// container entries.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, CheckpointError> {
+        if !self.pod_entries.is_empty() && self.version < 4 {
+            return Err(pod_entries_unsupported());
+        }
+        let mut json = Writer::default();
+        json.raw("{");
+        json.key("policyName").string(&self.policy_name);
+        json.key("defaultCpuSet").string(&self.default_cpu_set);
+        if self.version == 1 {
+            if self.entries.iter().flatten().next().is_some() {
+                return Err(CheckpointError::Unsupported(
+                    "a v1 CPU checkpoint keys entries by container id; topoalign writes v1 files without entries"
+                        .to_owned(),
+                ));
+            }
+            json.key("checksum").number(self.v1().computed_checksum()).raw("}");
+            return Ok(json.into_string().into_bytes());
+        }
+        self.write_entries(&mut json);
+        json.key("checksum").number(self.struct_checksum(self.version == 3));
+        if self.version >= 4 {
+            let data = self.data_json();
+            json.key("data").string(&data);
+            json.key("dataChecksum").number(data_checksum(&data));
+        }
+        json.raw("}");
+        Ok(json.into_string().into_bytes())
+    }
+
+    /// `entries` (omitted when empty or nil, Go's `omitempty`).
+    fn write_entries(&self, json: &mut Writer) {
+        if let Some(entries) = self.entries.as_ref().filter(|e| !e.is_empty()) {
+            json.key("entries").map(Some(entries), |json, containers| {
+                json.map(containers.as_ref(), |json, cpus| {
+                    json.string(cpus);
+                });
+            });
+        }
+    }
+
+    /// The v4 `data` string: `CPUManagerCheckpointData` as JSON.
+    fn data_json(&self) -> String {
+        let mut json = Writer::default();
+        json.raw("{");
+        json.key("policyName").string(&self.policy_name);
+        json.key("defaultCpuSet").string(&self.default_cpu_set);
+        self.write_entries(&mut json);
+        if !self.pod_entries.is_empty() {
+            json.key("podEntries").map(Some(&self.pod_entries), |json, cpus| {
+                json.raw("{");
+                if !cpus.is_empty() {
+                    json.key("cpuSet").string(cpus);
+                }
+                json.raw("}");
+            });
+        }
+        if !self.baselines.is_empty() {
+            json.key("baselines").map(Some(&self.baselines), |json, containers| {
+                json.map(Some(containers), |json, cpus| {
+                    json.raw("{").key("baseline").string(cpus).raw("}");
+                });
+            });
+        }
+        json.raw("}");
+        json.into_string()
     }
 
     /// The state the CPU manager restores with `configured_policy`
@@ -189,6 +322,7 @@ impl V1 {
             pod_entries: BTreeMap::new(),
             checksum: self.checksum,
             data: None,
+            baselines: BTreeMap::new(),
         })
     }
 }
@@ -241,6 +375,7 @@ fn decode_v2(value: &Value) -> Result<CpuCheckpoint, CheckpointError> {
             pod_entries: BTreeMap::new(),
             checksum: 0,
             data: None,
+            baselines: BTreeMap::new(),
         });
     };
     let entries = match go_json::object(
@@ -280,8 +415,33 @@ fn decode_v2(value: &Value) -> Result<CpuCheckpoint, CheckpointError> {
             pod_entries.insert(pod.clone(), cpus);
         }
     }
+    let mut baselines = BTreeMap::new();
+    if let Some(Some(pods)) = go_json::object(
+        go_json::field(object, "baselines"),
+        at("baselines"),
+        "map[string]map[string]state.ContainerCPUs",
+    )? {
+        for (pod, containers) in pods {
+            let mut by_container = BTreeMap::new();
+            if let Some(Some(containers)) =
+                go_json::object(Some(containers), at("baselines"), "map[string]state.ContainerCPUs")?
+            {
+                for (container, entry) in containers {
+                    let cpus = match go_json::object(Some(entry), at("baselines"), "state.ContainerCPUs")? {
+                        Some(Some(fields)) => {
+                            go_json::string(go_json::field(fields, "baseline"), at("baselines.baseline"))?
+                        }
+                        _ => String::new(),
+                    };
+                    by_container.insert(container.clone(), cpus);
+                }
+            }
+            baselines.insert(pod.clone(), by_container);
+        }
+    }
     Ok(CpuCheckpoint {
         version: 2,
+        baselines,
         policy_name: go_json::string(go_json::field(object, "policyName"), at("policyName"))?,
         default_cpu_set: go_json::string(go_json::field(object, "defaultCpuSet"), at("defaultCpuSet"))?,
         entries,

@@ -13,8 +13,9 @@ use std::collections::BTreeMap;
 use base64::Engine;
 use serde_json::Value;
 use topoalign_engine::DeviceAssignments;
+use topoalign_model::Machine;
 
-use super::go_json::{self, At};
+use super::go_json::{self, At, Writer};
 use super::spew::{Spew, fnv32a};
 use super::{CheckpointError, verify_checksum};
 
@@ -91,6 +92,101 @@ impl DeviceCheckpoint {
         });
         spew.raw("}");
         fnv32a(spew.into_string().as_bytes())
+    }
+
+    /// The checkpoint a kubelet writes for `assignments` on `machine`:
+    /// one entry per pod, container and resource (in that order; the
+    /// kubelet's follows Go map order), each id under the NUMA nodes its
+    /// device has (`-1` for none), an empty allocate response, and every
+    /// device of the machine registered (ids sorted).
+    pub fn of_assignments(assignments: &DeviceAssignments, machine: &Machine) -> DeviceCheckpoint {
+        let devices = machine.devices();
+        let mut entries = Vec::new();
+        for (pod, containers) in assignments {
+            for (container, resources) in containers {
+                for (resource, ids) in resources {
+                    let mut per_numa: BTreeMap<i64, Option<Vec<String>>> = BTreeMap::new();
+                    for id in ids {
+                        let numa = devices
+                            .get(resource)
+                            .and_then(|list| list.iter().find(|d| &d.id == id))
+                            .map(|d| d.numa.clone())
+                            .unwrap_or_default();
+                        let keys: Vec<i64> = if numa.is_empty() {
+                            vec![-1]
+                        } else {
+                            numa.iter().map(|&n| i64::try_from(n).unwrap_or(i64::MAX)).collect()
+                        };
+                        for key in keys {
+                            per_numa
+                                .entry(key)
+                                .or_default()
+                                .get_or_insert_with(Vec::new)
+                                .push(id.clone());
+                        }
+                    }
+                    entries.push(DeviceEntry {
+                        pod_uid: pod.clone(),
+                        container: container.clone(),
+                        resource: resource.clone(),
+                        device_ids: Some(per_numa),
+                        alloc_resp: Some(Vec::new()),
+                    });
+                }
+            }
+        }
+        let registered = devices
+            .iter()
+            .map(|(resource, list)| {
+                let mut ids: Vec<String> = list.iter().map(|d| d.id.clone()).collect();
+                ids.sort();
+                (resource.clone(), Some(ids))
+            })
+            .collect();
+        let mut checkpoint = DeviceCheckpoint {
+            entries: Some(entries),
+            registered: Some(registered),
+            checksum: 0,
+        };
+        checkpoint.checksum = u64::from(checkpoint.computed_checksum());
+        checkpoint
+    }
+
+    /// The file's bytes as the kubelet's `MarshalCheckpoint` writes them,
+    /// the checksum computed afresh: byte for byte the kubelet's file for
+    /// the same content in the same order.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut json = Writer::default();
+        json.raw("{");
+        json.key("Data").raw("{");
+        json.key("PodDeviceEntries")
+            .slice(self.entries.as_ref(), |json, entry| {
+                json.raw("{");
+                json.key("PodUID").string(&entry.pod_uid);
+                json.key("ContainerName").string(&entry.container);
+                json.key("ResourceName").string(&entry.resource);
+                json.key("DeviceIDs").map(entry.device_ids.as_ref(), |json, ids| {
+                    json.slice(ids.as_ref(), |json, id| {
+                        json.string(id);
+                    });
+                });
+                json.key("AllocResp");
+                match &entry.alloc_resp {
+                    None => json.raw("null"),
+                    Some(bytes) => json.string(&base64::engine::general_purpose::STANDARD.encode(bytes)),
+                };
+                json.raw("}");
+            });
+        json.key("RegisteredDevices")
+            .map(self.registered.as_ref(), |json, ids| {
+                json.slice(ids.as_ref(), |json, id| {
+                    json.string(id);
+                });
+            });
+        json.raw("}");
+        json.key("Checksum").number(self.computed_checksum());
+        json.raw("}");
+        json.into_string().into_bytes()
     }
 
     /// Who holds which devices: pod uid → container → resource → ids

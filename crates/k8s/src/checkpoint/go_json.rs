@@ -133,3 +133,114 @@ pub(crate) fn array<'a>(
         Some(other) => Err(at.type_error(other, go_type)),
     }
 }
+
+/// Writing JSON the way Go's `json.Marshal` writes the kubelet's structs:
+/// fields in declaration order, map keys sorted as strings (so NUMA node
+/// `10` comes before `2`), no spaces, strings escaped as Go escapes them.
+#[derive(Default)]
+pub(crate) struct Writer(String);
+
+impl Writer {
+    pub(crate) fn into_string(self) -> String {
+        self.0
+    }
+
+    pub(crate) fn raw(&mut self, text: &str) -> &mut Self {
+        self.0.push_str(text);
+        self
+    }
+
+    /// A `,` unless the value starts an object or array.
+    fn separate(&mut self) {
+        if !self.0.ends_with(['{', '[']) && !self.0.is_empty() {
+            self.0.push(',');
+        }
+    }
+
+    /// `"name":` of an object member.
+    pub(crate) fn key(&mut self, name: &str) -> &mut Self {
+        self.separate();
+        self.string(name);
+        self.0.push(':');
+        self
+    }
+
+    /// A Go string: `"`, `\` and control characters escaped (`\n`, `\r`,
+    /// `\t`, `\b`, `\f`, else `\u00xx`), and — Go's HTML safety — `<`,
+    /// `>`, `&`, U+2028 and U+2029 as `\u` escapes.
+    pub(crate) fn string(&mut self, text: &str) -> &mut Self {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        self.0.push('"');
+        for c in text.chars() {
+            match c {
+                '"' => self.0.push_str("\\\""),
+                '\\' => self.0.push_str("\\\\"),
+                '\n' => self.0.push_str("\\n"),
+                '\r' => self.0.push_str("\\r"),
+                '\t' => self.0.push_str("\\t"),
+                '\u{8}' => self.0.push_str("\\b"),
+                '\u{c}' => self.0.push_str("\\f"),
+                '<' | '>' | '&' | '\u{0}'..='\u{1f}' => {
+                    let b = c as u8;
+                    self.0.push_str("\\u00");
+                    self.0.push(char::from(HEX[usize::from(b >> 4)]));
+                    self.0.push(char::from(HEX[usize::from(b & 0xf)]));
+                }
+                '\u{2028}' => self.0.push_str("\\u2028"),
+                '\u{2029}' => self.0.push_str("\\u2029"),
+                c => self.0.push(c),
+            }
+        }
+        self.0.push('"');
+        self
+    }
+
+    pub(crate) fn number(&mut self, n: impl std::fmt::Display) -> &mut Self {
+        use std::fmt::Write;
+        let _ = write!(self.0, "{n}");
+        self
+    }
+
+    /// A value in an array: the separator, then `value`.
+    pub(crate) fn item(&mut self) -> &mut Self {
+        self.separate();
+        self
+    }
+
+    /// A map (`None`: Go's nil map, `null`), its keys in Go's order:
+    /// sorted as strings.
+    pub(crate) fn map<K: ToString, V>(
+        &mut self,
+        entries: Option<impl IntoIterator<Item = (K, V)>>,
+        mut value: impl FnMut(&mut Writer, V),
+    ) -> &mut Self {
+        let Some(entries) = entries else {
+            return self.raw("null");
+        };
+        let mut entries: Vec<(String, V)> = entries.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        self.0.push('{');
+        for (key, v) in entries {
+            self.key(&key);
+            value(self, v);
+        }
+        self.raw("}")
+    }
+
+    /// A slice (`None`: Go's nil slice, `null`).
+    pub(crate) fn slice<T>(
+        &mut self,
+        items: Option<impl IntoIterator<Item = T>>,
+        mut value: impl FnMut(&mut Writer, T),
+    ) -> &mut Self {
+        let Some(items) = items else {
+            return self.raw("null");
+        };
+        self.0.push('[');
+        for item in items {
+            self.item();
+            value(self, item);
+        }
+        self.raw("]")
+    }
+}

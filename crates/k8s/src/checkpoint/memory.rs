@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 use topoalign_engine::{MemoryBlock, MemoryManagerState, MemoryTableState, NumaMemoryState};
 
-use super::go_json::{self, At};
+use super::go_json::{self, At, Writer};
 use super::spew::{Spew, fnv32a};
 use super::{CheckpointError, CheckpointKind, check_policy, data_checksum, data_layer, parse_data, verify_checksum};
 
@@ -83,11 +83,18 @@ impl MemoryCheckpoint {
     }
 
     /// The checksum of the content (checksum field taken as 0), computed
-    /// the kubelet's way for the file's format.
+    /// the kubelet's way for the file's format: for v3 the data checksum.
     pub fn computed_checksum(&self) -> u32 {
-        if let Some(data) = &self.data {
-            return data_checksum(data);
+        match &self.data {
+            Some(data) => data_checksum(data),
+            None => self.struct_checksum(self.version == 2),
         }
+    }
+
+    /// The `checksum` field: FNV-32a over the printing of the v1 struct
+    /// (the v2 struct with `pod_entries`; v3 writes the v1 one too), under
+    /// the type name every release hashes, `state.MemoryManagerCheckpoint`.
+    fn struct_checksum(&self, with_pod_entries: bool) -> u32 {
         let mut spew = Spew::default();
         spew.raw("(*state.MemoryManagerCheckpoint){");
         spew.field("PolicyName", "string").raw(&self.policy_name);
@@ -139,7 +146,7 @@ impl MemoryCheckpoint {
                 });
             });
         });
-        if self.version == 2 {
+        if with_pod_entries {
             // Only an empty or nil map is printed here; parse refuses v2
             // files with pod entries.
             spew.field("PodEntries", "state.PodMemoryAssignments");
@@ -147,6 +154,140 @@ impl MemoryCheckpoint {
         }
         spew.field("Checksum", "checksum.Checksum").raw("0}");
         fnv32a(spew.into_string().as_bytes())
+    }
+
+    /// The checkpoint a kubelet writes for `state` under `policy_name`
+    /// (`None`, `Static`) in `version`'s layout (1.32's 1, 1.36's 2 with
+    /// pod-level resource managers, 1.37's 3).
+    pub fn of_state(policy_name: &str, state: &MemoryManagerState, version: u8) -> MemoryCheckpoint {
+        let id = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        let machine_state = state
+            .machine_state
+            .iter()
+            .map(|(&numa, node)| {
+                let entry = NumaNodeEntry {
+                    number_of_assignments: node.number_of_assignments,
+                    memory_map: Some(node.memory.iter().map(|(r, t)| (r.clone(), Some(*t))).collect()),
+                    cells: Some(node.cells.iter().map(|&c| id(c)).collect()),
+                };
+                (id(numa), Some(entry))
+            })
+            .collect();
+        let entries = state
+            .assignments
+            .iter()
+            .map(|(pod, containers)| {
+                let containers = containers
+                    .iter()
+                    .map(|(name, blocks)| {
+                        let blocks = blocks
+                            .iter()
+                            .map(|b| BlockEntry {
+                                numa_affinity: Some(b.numa_affinity.iter().map(|&n| id(n)).collect()),
+                                resource: b.resource.clone(),
+                                size: b.size,
+                            })
+                            .collect();
+                        (name.clone(), Some(blocks))
+                    })
+                    .collect();
+                (pod.clone(), Some(containers))
+            })
+            .collect();
+        let mut checkpoint = MemoryCheckpoint {
+            version,
+            policy_name: policy_name.to_owned(),
+            machine_state: Some(machine_state),
+            entries: Some(entries),
+            pod_entries: Some(0),
+            checksum: 0,
+            data: None,
+        };
+        if version >= 3 {
+            checkpoint.data = Some(checkpoint.data_json());
+        }
+        checkpoint.checksum = u64::from(checkpoint.computed_checksum());
+        checkpoint
+    }
+
+    /// The file's bytes as the kubelet's `MarshalCheckpoint` of
+    /// `version`'s layout writes them, checksums computed afresh (v3: the
+    /// `data` string made from the fields, then both checksums). Byte for
+    /// byte the kubelet's file for the same content, block order included.
+    ///
+    /// # Errors
+    /// [`CheckpointError::Unsupported`] for pod-level entries, which this
+    /// type only counts.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, CheckpointError> {
+        if self.pod_entries.unwrap_or(0) > 0 {
+            return Err(pod_entries_unsupported());
+        }
+        let mut json = Writer::default();
+        json.raw("{");
+        self.write_fields(&mut json);
+        json.key("checksum").number(self.struct_checksum(self.version == 2));
+        if self.version >= 3 {
+            let data = self.data_json();
+            json.key("data").string(&data);
+            json.key("dataChecksum").number(data_checksum(&data));
+        }
+        json.raw("}");
+        Ok(json.into_string().into_bytes())
+    }
+
+    /// `policyName`, `machineState` and `entries` (omitted when empty).
+    fn write_fields(&self, json: &mut Writer) {
+        json.key("policyName").string(&self.policy_name);
+        json.key("machineState").map(self.machine_state.as_ref(), |json, node| {
+            let Some(node) = node else {
+                json.raw("null");
+                return;
+            };
+            json.raw("{");
+            json.key("numberOfAssignments").number(node.number_of_assignments);
+            json.key("memoryMap").map(node.memory_map.as_ref(), |json, table| {
+                let Some(t) = table else {
+                    json.raw("null");
+                    return;
+                };
+                json.raw("{");
+                json.key("total").number(t.total);
+                json.key("systemReserved").number(t.system_reserved);
+                json.key("allocatable").number(t.allocatable);
+                json.key("reserved").number(t.reserved);
+                json.key("free").number(t.free);
+                json.raw("}");
+            });
+            json.key("cells").slice(node.cells.as_ref(), |json, cell| {
+                json.number(cell);
+            });
+            json.raw("}");
+        });
+        if let Some(entries) = self.entries.as_ref().filter(|e| !e.is_empty()) {
+            json.key("entries").map(Some(entries), |json, containers| {
+                json.map(containers.as_ref(), |json, blocks| {
+                    json.slice(blocks.as_ref(), |json, block| {
+                        json.raw("{");
+                        json.key("numaAffinity")
+                            .slice(block.numa_affinity.as_ref(), |json, node| {
+                                json.number(node);
+                            });
+                        json.key("type").string(&block.resource);
+                        json.key("size").number(block.size);
+                        json.raw("}");
+                    });
+                });
+            });
+        }
+    }
+
+    /// The v3 `data` string: `MemoryManagerCheckpointData` as JSON.
+    fn data_json(&self) -> String {
+        let mut json = Writer::default();
+        json.raw("{");
+        self.write_fields(&mut json);
+        json.raw("}");
+        json.into_string()
     }
 
     /// The state the memory manager restores with `configured_policy`

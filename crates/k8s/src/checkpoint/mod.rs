@@ -2,7 +2,10 @@
 //! (`/var/lib/kubelet/cpu_manager_state`, `memory_manager_state`,
 //! `device-plugins/kubelet_internal_checkpoint`): reading them as the
 //! kubelet does — Go `encoding/json` decoding, the checksum checked the
-//! kubelet's way — and turning them into the engine's restore state.
+//! kubelet's way — and turning them into the engine's restore state; and
+//! writing them as the kubelet does (`of_state` / `of_assignments`, then
+//! `to_bytes`: Go's `json.Marshal` of the release's struct with its
+//! checksums, byte for byte the kubelet's file for the same content).
 //!
 //! Layouts, by the release that writes them:
 //!
@@ -22,10 +25,10 @@
 //! string's printing, `(string)` then the string.
 //!
 //! Owns: the file formats ([`CpuCheckpoint`], [`MemoryCheckpoint`],
-//! [`DeviceCheckpoint`]), their checksums, [`CheckpointError`] with the
+//! [`DeviceCheckpoint`]) both ways, their checksums, [`CheckpointError`] with the
 //! kubelet's texts, and the conversion to [`CpuManagerState`] /
 //! [`MemoryManagerState`] / device assignments. Must not touch: files
-//! (callers pass the bytes) or the managers' own start-up checks
+//! (callers pass and take the bytes; writing them atomically is theirs) or the managers' own start-up checks
 //! (`validateState` is the managers' [`restore`]).
 //!
 //! [`restore`]: topoalign_engine::Node::restore

@@ -164,6 +164,7 @@ fn decoding_follows_go() {
         pod_entries: Default::default(),
         checksum: 0,
         data: None,
+        baselines: Default::default(),
     };
     let empty_entries = CpuCheckpoint {
         entries: Some(Default::default()),
@@ -187,6 +188,7 @@ fn v1_checkpoints_migrate_only_without_container_entries() {
         pod_entries: Default::default(),
         checksum: 0,
         data: None,
+        baselines: Default::default(),
     };
     let text = r#"{"policyName":"static","defaultCpuSet":"0-7","entries":{"abc123":"1-2"},"checksum":0}"#;
     assert_eq!(
@@ -367,5 +369,154 @@ mod layouts {
             checkpoint.to_state("static"),
             Err(CheckpointError::Unsupported(_))
         ));
+    }
+}
+
+/// The writer against the kubelet's own files: every checkpoint in
+/// `testdata/kubelet-state` (13 v1.32 nodes, and one node in each
+/// release's layouts) read and written back gives the same bytes, and so
+/// does a file written from the restored state (what a kubelet holding
+/// that state writes).
+mod write {
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+
+    fn state_dir() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/kubelet-state")
+    }
+
+    /// Every folder holding checkpoint files the kubelet's code wrote.
+    fn kubelet_dirs() -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(state_dir())
+            .expect("testdata/kubelet-state")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.join("cpu_manager_state").is_file())
+            .collect();
+        for release in ["1.32", "1.36-pod-level", "1.37"] {
+            dirs.push(state_dir().join("layouts").join(release));
+        }
+        dirs.sort();
+        assert_eq!(dirs.len(), 16);
+        dirs
+    }
+
+    fn text(bytes: &[u8]) -> String {
+        String::from_utf8_lossy(bytes).into_owned()
+    }
+
+    #[test]
+    fn every_real_checkpoint_is_written_back_byte_for_byte() {
+        let mut seen = [0usize; 5];
+        for dir in kubelet_dirs() {
+            let cpu_bytes = std::fs::read(dir.join("cpu_manager_state")).expect("cpu");
+            let cpu = CpuCheckpoint::parse(&cpu_bytes).expect("valid");
+            seen[usize::from(cpu.version)] += 1;
+            assert_eq!(
+                text(&cpu.to_bytes().expect("write")),
+                text(&cpu_bytes),
+                "{}",
+                dir.display()
+            );
+            let state = cpu.to_state(&cpu.policy_name).expect("state");
+            let again = CpuCheckpoint::of_state(&cpu.policy_name, &state, cpu.version);
+            assert_eq!(
+                text(&again.to_bytes().expect("write")),
+                text(&cpu_bytes),
+                "{}",
+                dir.display()
+            );
+            assert_eq!(again.checksum, cpu.checksum, "{}", dir.display());
+
+            if let Ok(memory_bytes) = std::fs::read(dir.join("memory_manager_state")) {
+                let memory = MemoryCheckpoint::parse(&memory_bytes).expect("valid");
+                assert_eq!(
+                    text(&memory.to_bytes().expect("write")),
+                    text(&memory_bytes),
+                    "{}",
+                    dir.display()
+                );
+                let state = memory.to_state(&memory.policy_name).expect("state");
+                let again = MemoryCheckpoint::of_state(&memory.policy_name, &state, memory.version);
+                assert_eq!(
+                    text(&again.to_bytes().expect("write")),
+                    text(&memory_bytes),
+                    "{}",
+                    dir.display()
+                );
+            }
+            if let Ok(device_bytes) = std::fs::read(dir.join(DEVICE_CHECKPOINT)) {
+                let devices = DeviceCheckpoint::parse(&device_bytes).expect("valid");
+                assert_eq!(text(&devices.to_bytes()), text(&device_bytes), "{}", dir.display());
+            }
+        }
+        // v2 (v1.32 and 1.36 without the gate), v3 and v4 all met.
+        assert_eq!(seen, [0, 0, 14, 1, 1]);
+    }
+
+    /// The empty files a kubelet writes at its first start.
+    #[test]
+    fn empty_state_files_are_the_kubelets() {
+        let none = CpuCheckpoint::of_state("none", &Default::default(), 2);
+        assert_eq!(
+            text(&none.to_bytes().expect("write")),
+            r#"{"policyName":"none","defaultCpuSet":"","checksum":1353318690}"#
+        );
+        let memory = MemoryCheckpoint::of_state("None", &Default::default(), 1);
+        assert_eq!(
+            text(&memory.to_bytes().expect("write")),
+            r#"{"policyName":"None","machineState":{},"checksum":4236770233}"#
+        );
+        // Every layout written is read back as the same checkpoint.
+        for version in 1..=4 {
+            let cpu = CpuCheckpoint::of_state("none", &Default::default(), version);
+            let back = CpuCheckpoint::parse(&cpu.to_bytes().expect("write")).expect("valid");
+            assert_eq!((back.version, back.checksum), (version, cpu.checksum));
+        }
+        for version in 1..=3 {
+            let memory = MemoryCheckpoint::of_state("None", &Default::default(), version);
+            let back = MemoryCheckpoint::parse(&memory.to_bytes().expect("write")).expect("valid");
+            assert_eq!((back.version, back.checksum), (version, memory.checksum));
+        }
+    }
+
+    /// Go's orders and escapes: map keys sorted as strings (NUMA node 10
+    /// before 2), HTML characters escaped inside `data`.
+    #[test]
+    fn go_orders_and_escapes() {
+        let mut state = topoalign_engine::MemoryManagerState::default();
+        for numa in [2usize, 10] {
+            state.machine_state.insert(
+                numa,
+                topoalign_engine::NumaMemoryState {
+                    number_of_assignments: 0,
+                    memory: Default::default(),
+                    cells: vec![numa],
+                },
+            );
+        }
+        let written = text(
+            &MemoryCheckpoint::of_state("Static", &state, 3)
+                .to_bytes()
+                .expect("write"),
+        );
+        assert!(
+            written.starts_with(r#"{"policyName":"Static","machineState":{"10":{"numberOfAssignments":0,"memoryMap":{},"cells":[10]},"2":"#),
+            "{written}"
+        );
+        let back = MemoryCheckpoint::parse(written.as_bytes()).expect("valid");
+        assert_eq!(back.to_state("Static").expect("state"), state);
+
+        let mut cpu = CpuCheckpoint::of_state("static", &Default::default(), 4);
+        cpu.policy_name = "<a&b>".into();
+        let written = text(&cpu.to_bytes().expect("write"));
+        assert!(
+            written.contains(r#""data":"{\"policyName\":\"\\u003ca\\u0026b\\u003e\""#),
+            "{written}"
+        );
+        assert_eq!(
+            CpuCheckpoint::parse(written.as_bytes()).expect("valid").policy_name,
+            "<a&b>"
+        );
     }
 }

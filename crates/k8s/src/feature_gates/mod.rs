@@ -2,11 +2,14 @@
 //! kubelet's feature gate (`component-base/featuregate`, at the kubelet's
 //! own version) applies it while loading the configuration: unknown names
 //! and locked gates are refused with the kubelet's text, `AllAlpha` /
-//! `AllBeta` switch whole maturity levels.
+//! `AllBeta` switch whole maturity levels, and (from 1.35, whose registry
+//! records dependencies between gates) a gate left on while a gate it
+//! depends on is off is refused.
 //!
 //! Owns: each release's gate table (`<release>.tsv` beside this file:
-//! every gate the kubelet of that release knows, with its default, lock and
-//! maturity, as `oracle gates` prints it from the real kubelet code) and the
+//! every gate the kubelet of that release knows, with its default, lock,
+//! maturity and dependencies, as `oracle gates` prints it from the real
+//! kubelet code) and the
 //! gates topoalign's behaviour depends on ([`FeatureGates`]).
 //! Must not touch: what a gate changes (the managers read [`FeatureGates`]).
 
@@ -33,6 +36,9 @@ struct Spec {
     maturity: Maturity,
     /// `LockToDefault`: setting it to anything else is an error.
     locked: bool,
+    /// The gates it depends on, comma-separated as the table has them (the
+    /// registry's list: sorted by name).
+    depends_on: &'static str,
 }
 
 /// One release's gates by name.
@@ -59,11 +65,15 @@ fn table_text(version: KubeletVersion) -> &'static str {
     match version.minor() {
         32 => include_str!("1.32.tsv"),
         33 => include_str!("1.33.tsv"),
-        _ => include_str!("1.34.tsv"),
+        34 => include_str!("1.34.tsv"),
+        35 => include_str!("1.35.tsv"),
+        36 => include_str!("1.36.tsv"),
+        _ => include_str!("1.37.tsv"),
     }
 }
 
-/// `name <TAB> default <TAB> locked <TAB> maturity` lines; `#` comments.
+/// `name <TAB> default <TAB> locked <TAB> maturity <TAB> dependencies`
+/// lines (dependencies comma-separated, often empty); `#` comments.
 /// The tables are the project's own files, checked by a test: a malformed
 /// line is a build defect, not an input error.
 fn parse_table(text: &'static str) -> GateTable {
@@ -82,6 +92,7 @@ fn parse_table(text: &'static str) -> GateTable {
                 default: flag(fields.get(1).copied().unwrap_or_default()),
                 locked: flag(fields.get(2).copied().unwrap_or_default()),
                 maturity,
+                depends_on: fields.get(4).copied().unwrap_or_default(),
             };
             (fields[0], spec)
         })
@@ -105,7 +116,10 @@ impl GateSet {
     /// # Errors
     /// The kubelet's text: `unrecognized feature gate: X` (which stops at
     /// once), `cannot set feature gate X to Y, feature is locked to Z`
-    /// (collected); several errors are aggregated as Go does.
+    /// (collected); when those pass, `X is enabled, but depends on features
+    /// that are disabled: [Y Z]` for each gate on whose dependencies are not
+    /// (collected, in name order: the kubelet walks a Go map). Several
+    /// errors are aggregated as Go does.
     pub fn from_overrides(overrides: &BTreeMap<String, bool>, version: KubeletVersion) -> Result<GateSet, String> {
         let table = table(version);
         let mut enabled = BTreeMap::new();
@@ -141,10 +155,32 @@ impl GateSet {
             }
             enabled.insert(known, value);
         }
+        let set = GateSet { enabled, table };
+        if errors.is_empty() {
+            errors = set.unmet_dependencies();
+        }
         match go::aggregate(&errors) {
             Some(text) => Err(text),
-            None => Ok(GateSet { enabled, table }),
+            None => Ok(set),
         }
+    }
+
+    /// `featureGate.unsafeSetFromMap`'s last check: every gate that is on
+    /// (set or by default) needs the gates it depends on to be on.
+    fn unmet_dependencies(&self) -> Vec<String> {
+        self.table
+            .iter()
+            .filter(|(name, spec)| !spec.depends_on.is_empty() && self.enabled(name))
+            .filter_map(|(name, spec)| {
+                let off: Vec<&str> = spec.depends_on.split(',').filter(|dep| !self.enabled(dep)).collect();
+                (!off.is_empty()).then(|| {
+                    format!(
+                        "{name} is enabled, but depends on features that are disabled: [{}]",
+                        off.join(" ")
+                    )
+                })
+            })
+            .collect()
     }
 
     /// Whether `gate` is on.
@@ -156,6 +192,11 @@ impl GateSet {
             .unwrap_or(false)
     }
 
+    /// Whether `gate` is on, `None` when the release does not know it.
+    fn known(&self, gate: &str) -> Option<bool> {
+        self.table.contains_key(gate).then(|| self.enabled(gate))
+    }
+
     /// The gates the managers read.
     pub fn alignment(&self) -> FeatureGates {
         FeatureGates {
@@ -165,8 +206,11 @@ impl GateSet {
             topology_manager_policy_options: self.enabled("TopologyManagerPolicyOptions"),
             topology_manager_policy_beta_options: self.enabled("TopologyManagerPolicyBetaOptions"),
             topology_manager_policy_alpha_options: self.enabled("TopologyManagerPolicyAlphaOptions"),
-            memory_manager: self.enabled("MemoryManager"),
+            // Gone from 1.36 (GA, the memory manager always runs).
+            memory_manager: self.known("MemoryManager").unwrap_or(true),
             pod_level_resources_set: self.enabled.get("PodLevelResources").copied(),
+            pod_level_fix_defaulting_set: self.enabled.get("PodLevelResourcesFixDefaulting").copied(),
+            pod_level_fix_qos_set: self.enabled.get("PodLevelResourcesFixKubeletQOSClass").copied(),
         }
     }
 }
@@ -281,7 +325,10 @@ mod tests {
         for version in KubeletVersion::SUPPORTED {
             for line in table_text(version).lines().filter(|l| !l.starts_with('#')) {
                 let fields: Vec<&str> = line.split('\t').collect();
-                assert_eq!(fields.len(), 4, "{version}: {line:?}");
+                assert_eq!(fields.len(), 5, "{version}: {line:?}");
+                for dep in fields[4].split(',').filter(|d| !d.is_empty()) {
+                    assert!(table(version).contains_key(dep), "{version}: {line:?}");
+                }
                 assert!(matches!(fields[1], "true" | "false"), "{version}: {line:?}");
                 assert!(matches!(fields[2], "true" | "false"), "{version}: {line:?}");
                 assert!(

@@ -1,0 +1,184 @@
+//! The journal's fingerprint of a node: a checksum over every field of the
+//! machine and the kubelet configuration a journal was written for, so a
+//! restart on a changed node can say what it was started with then.
+//!
+//! Built from exhaustive destructuring, not from `Debug` output: a field
+//! added to [`NodeConfig`], [`FeatureGates`] or the machine's parts does not
+//! compile here until it is added to the fingerprint, and a change to how a
+//! type prints (`Debug` of a `Quantity` is its canonical text, `1Gi` or
+//! `1073741824`) cannot change the fingerprint of the same node. Amounts
+//! are written as thousandths, sets in the kubelet's list syntax.
+//!
+//! Owns: what the fingerprint covers. Must not touch: the journal's format
+//! (the fingerprint is one string in its start record).
+
+use std::fmt::Write as _;
+
+use topoalign_engine::{NodeConfig, ReservedMemory};
+use topoalign_model::{Cpu, Device, FeatureGates, Machine, NumaNode, ResourceList};
+
+use crate::crc32::crc32;
+
+/// The fingerprint of `machine` started with `config`: eight hex digits.
+pub fn fingerprint(machine: &Machine, config: &NodeConfig) -> String {
+    let mut text = String::new();
+    write_machine(&mut text, machine);
+    write_config(&mut text, config);
+    format!("{:08x}", crc32(text.as_bytes()))
+}
+
+fn write_machine(out: &mut String, machine: &Machine) {
+    for numa in machine.numa_nodes() {
+        let NumaNode {
+            id,
+            memory,
+            hugepages,
+            distances,
+        } = numa;
+        let _ = writeln!(
+            out,
+            "numa {id} memory {memory} hugepages {hugepages:?} distances {distances:?}"
+        );
+    }
+    for cpu in machine.cpus() {
+        let Cpu {
+            id,
+            core,
+            socket,
+            numa,
+            uncore_cache,
+        } = cpu;
+        let _ = writeln!(
+            out,
+            "cpu {id} core {core} socket {socket} numa {numa} uncore {uncore_cache:?}"
+        );
+    }
+    for (resource, devices) in machine.devices() {
+        for device in devices {
+            let Device { id, numa } = device;
+            let _ = writeln!(out, "device {resource} {id:?} numa {numa:?}");
+        }
+    }
+}
+
+fn write_config(out: &mut String, config: &NodeConfig) {
+    let NodeConfig {
+        topology_policy,
+        topology_scope,
+        topology_options,
+        cpu_policy,
+        cpu_options,
+        reserved_system_cpus,
+        memory_policy,
+        reserved_memory,
+        system_reserved,
+        kube_reserved,
+        hard_eviction,
+        max_pods,
+        feature_gates,
+        kubelet_version,
+    } = config;
+    let _ = writeln!(out, "topologyManagerPolicy {topology_policy} scope {topology_scope}");
+    let _ = writeln!(out, "topologyManagerPolicyOptions {topology_options:?}");
+    let _ = writeln!(out, "cpuManagerPolicy {cpu_policy} options {cpu_options:?}");
+    let reserved = reserved_system_cpus.as_ref().map(ToString::to_string);
+    let _ = writeln!(out, "reservedSystemCPUs {reserved:?}");
+    let _ = writeln!(out, "memoryManagerPolicy {memory_policy}");
+    for reservation in reserved_memory {
+        let ReservedMemory { numa_node, limits } = reservation;
+        let _ = writeln!(out, "reservedMemory {numa_node} {}", amounts(limits));
+    }
+    let _ = writeln!(out, "systemReserved {}", amounts(system_reserved));
+    let _ = writeln!(out, "kubeReserved {}", amounts(kube_reserved));
+    let _ = writeln!(out, "hardEviction {}", amounts(hard_eviction));
+    let _ = writeln!(out, "maxPods {max_pods}");
+    write_gates(out, feature_gates);
+    let _ = writeln!(out, "kubeletVersion {kubelet_version}");
+}
+
+fn write_gates(out: &mut String, gates: &FeatureGates) {
+    let FeatureGates {
+        cpu_manager_policy_options,
+        cpu_manager_policy_beta_options,
+        cpu_manager_policy_alpha_options,
+        topology_manager_policy_options,
+        topology_manager_policy_beta_options,
+        topology_manager_policy_alpha_options,
+        memory_manager,
+        pod_level_resources_set,
+    } = gates;
+    let _ = writeln!(
+        out,
+        "gates CPUManagerPolicyOptions {cpu_manager_policy_options} CPUManagerPolicyBetaOptions \
+         {cpu_manager_policy_beta_options} CPUManagerPolicyAlphaOptions {cpu_manager_policy_alpha_options} \
+         TopologyManagerPolicyOptions {topology_manager_policy_options} TopologyManagerPolicyBetaOptions \
+         {topology_manager_policy_beta_options} TopologyManagerPolicyAlphaOptions \
+         {topology_manager_policy_alpha_options} MemoryManager {memory_manager} PodLevelResources \
+         {pod_level_resources_set:?}"
+    );
+}
+
+/// `name=milli,…` in name order.
+fn amounts(list: &ResourceList) -> String {
+    let parts: Vec<String> = list.iter().map(|(name, q)| format!("{name}={}", q.milli())).collect();
+    parts.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use topoalign_model::{CpuSet, Quantity, QuantityFormat};
+
+    use super::*;
+
+    fn machine() -> Machine {
+        let cpus = (0..4)
+            .map(|id| Cpu {
+                id,
+                core: id,
+                socket: 0,
+                numa: (id / 2) as usize,
+                uncore_cache: None,
+            })
+            .collect();
+        let numa = (0..2)
+            .map(|id| NumaNode {
+                id,
+                memory: 1 << 30,
+                hugepages: Default::default(),
+                distances: None,
+            })
+            .collect();
+        Machine::new(numa, cpus, Default::default()).unwrap()
+    }
+
+    #[test]
+    fn every_field_changes_the_fingerprint_and_notation_does_not() {
+        let base = NodeConfig::default();
+        let print = |config: &NodeConfig| fingerprint(&machine(), config);
+        let same = print(&base);
+        assert_eq!(print(&base.clone()), same);
+
+        let mut changed = base.clone();
+        changed.reserved_system_cpus = Some(CpuSet::from_iter([0]));
+        assert_ne!(print(&changed), same);
+        let mut changed = base.clone();
+        changed.feature_gates.pod_level_resources_set = Some(false);
+        assert_ne!(print(&changed), same);
+        let mut changed = base.clone();
+        changed.max_pods += 1;
+        assert_ne!(print(&changed), same);
+
+        // The same amount written in another notation is the same node.
+        let mut decimal = base.clone();
+        decimal
+            .kube_reserved
+            .insert("memory".into(), Quantity::from_units(1 << 20));
+        let mut binary = base.clone();
+        binary.kube_reserved.insert(
+            "memory".into(),
+            Quantity::from_units(1 << 20).with_format(QuantityFormat::BinarySI),
+        );
+        assert_eq!(print(&decimal), print(&binary));
+        assert_ne!(print(&decimal), same);
+    }
+}

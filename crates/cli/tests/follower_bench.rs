@@ -1,0 +1,282 @@
+//! A benchmark, not a test (ignored; `bench/follower.sh` runs it on a
+//! release build): a 256-CPU, 8-NUMA node holding 200 pods, played by
+//! `topoalign kubelet-stand-in`, followed by `topoalign agent
+//! --follow-kubelet`. For each of 100 changes (a delete or an add) it
+//! measures
+//!
+//! - `follower lag`: from the stand-in's line saying the change is written
+//!   to the follower's status knowing exactly the new state (inotify,
+//!   gather over the socket and files, rebuild, the long-poll's answer);
+//! - `rebuild + object`: in this process, one gather of the same sources,
+//!   `topoalign_follow::rebuild` and the NRT object with its exact state —
+//!   the work the follower does per change;
+//! - the baseline, measured in the same run on the same state: rebuilding
+//!   the node by admitting its 200 pods again on a fresh node (what the
+//!   old history attribute cost its readers), and the ratio.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // a benchmark's report
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use topoalign_agent::{Client, Endpoint};
+
+/// 8 NUMA nodes × 16 cores × 2 threads, 64Gi and 8Gi of 1Gi huge pages
+/// each, two GPUs per NUMA node; static CPU and memory managers,
+/// restricted policy.
+fn node() -> Value {
+    let numa: Vec<Value> = (0..8)
+        .map(|n| {
+            let distances: Vec<u32> = (0..8).map(|m| if m == n { 10 } else { 21 }).collect();
+            json!({"id": n, "memory": "64Gi", "distances": distances, "hugepages-1Gi": "8Gi"})
+        })
+        .collect();
+    let cpus: Vec<Value> = (0..256)
+        .map(|id| {
+            let core = id % 128;
+            json!({"id": id, "core": core, "socket": core / 64, "numa": core / 16})
+        })
+        .collect();
+    let gpus: Vec<Value> = (0..16)
+        .map(|i| json!({"id": format!("gpu{i}"), "numa": [i / 2]}))
+        .collect();
+    json!({
+        "topology": {"numaNodes": numa, "cpus": cpus, "devices": {"nvidia.com/gpu": gpus}},
+        "kubelet": {
+            "topologyManagerPolicy": "restricted",
+            "cpuManagerPolicy": "static",
+            "memoryManagerPolicy": "Static",
+            "reservedSystemCPUs": "0,128",
+            "systemReserved": {"memory": "1Gi"},
+            "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1124Mi"}}],
+        },
+    })
+}
+
+fn pod(index: usize) -> Value {
+    let resources = if index % 4 == 3 {
+        json!({"requests": {"cpu": "200m", "memory": "256Mi"}})
+    } else {
+        let mut r = json!({"cpu": "1", "memory": "1Gi"});
+        if index % 25 == 0 {
+            r["nvidia.com/gpu"] = json!("1");
+        }
+        if index % 10 == 1 {
+            r["hugepages-1Gi"] = json!("1Gi");
+        }
+        json!({"requests": r, "limits": r})
+    };
+    json!({"add": {
+        "metadata": {
+            "name": format!("p{index:05}"), "namespace": "default",
+            "uid": format!("00000000-0000-0000-0000-{index:012}"),
+            "creationTimestamp": format!("2026-01-01T{:02}:{:02}:{:02}Z", index / 3600, index / 60 % 60, index % 60),
+        },
+        "spec": {"containers": [{"name": "app", "image": "x", "resources": resources}]},
+    }})
+}
+
+fn median(values: &mut [Duration]) -> Duration {
+    values.sort();
+    values[values.len() / 2]
+}
+
+fn p90(values: &mut [Duration]) -> Duration {
+    values.sort();
+    values[values.len() * 9 / 10]
+}
+
+#[test]
+#[ignore = "a benchmark: bench/follower.sh runs it on a release build"]
+fn follower_resync_per_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let node_path = dir.path().join("node.json");
+    std::fs::write(&node_path, serde_json::to_vec(&node()).unwrap()).unwrap();
+    let root = dir.path().join("kubelet");
+    let socket = root.join("pod-resources/kubelet.sock");
+    let pods_file = dir.path().join("pods.json");
+    let binary = env!("CARGO_BIN_EXE_topoalign");
+    let mut stand_in = Command::new(binary)
+        .arg("kubelet-stand-in")
+        .arg("--node")
+        .arg(&node_path)
+        .arg("--root-dir")
+        .arg(&root)
+        .arg("--pod-resources-socket")
+        .arg(&socket)
+        .arg("--pods-file")
+        .arg(&pods_file)
+        .args(["--checkpoint-layout", "1.37"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = stand_in.stdin.take().unwrap();
+    let mut output = BufReader::new(stand_in.stdout.take().unwrap());
+    let mut read = || -> Value {
+        let mut line = String::new();
+        output.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap()
+    };
+    read();
+    let mut send = |change: &Value, read: &mut dyn FnMut() -> Value| -> Value {
+        writeln!(input, "{change}").unwrap();
+        input.flush().unwrap();
+        read()
+    };
+    let mut state = Value::Null;
+    let mut running = Vec::new();
+    let mut next = 1;
+    while running.len() < 200 {
+        let line = send(&pod(next), &mut read);
+        if line["event"] == "admitted" {
+            running.push(format!("00000000-0000-0000-0000-{next:012}"));
+            state = line["state"].clone();
+        }
+        next += 1;
+    }
+
+    let follower_socket = dir.path().join("follower.sock");
+    let mut follower = Command::new(binary)
+        .args(["agent", "--follow-kubelet", "--log-format", "json"])
+        .arg("--node")
+        .arg(&node_path)
+        .arg("--kubelet-root-dir")
+        .arg(&root)
+        .arg("--pod-resources-socket")
+        .arg(&socket)
+        .arg("--pods-file")
+        .arg(&pods_file)
+        .arg("--socket")
+        .arg(&follower_socket)
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut log = BufReader::new(follower.stderr.take().unwrap());
+    loop {
+        let mut line = String::new();
+        assert!(log.read_line(&mut line).unwrap() > 0, "the follower exited");
+        if line.contains("serving the read-only API") {
+            break;
+        }
+    }
+    std::thread::spawn(move || for _ in log.lines() {});
+    let client = Client::new(Endpoint::Unix(follower_socket));
+    let mut generation = 0u64;
+    let mut wait_for = |expected: &Value| {
+        loop {
+            let status: Value = client
+                .call("GET", &format!("/v1/status?after={generation}"), None)
+                .unwrap();
+            generation = status["generation"].as_u64().unwrap();
+            if status["state"] == "known" && &status["record"] == expected {
+                return;
+            }
+        }
+    };
+    wait_for(&state);
+
+    // In-process: the follower's per-change work, and the baseline.
+    let started = topoalign_intake::start(&topoalign_intake::NodeInputs::new(
+        Some(&node_path),
+        None,
+        &topoalign_intake::Overrides::default(),
+    ))
+    .unwrap();
+    let base = started.node;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let source = topoalign_follow::PodSource::File(pods_file.clone());
+    let spec = topoalign_nrt::NodeSpec {
+        topology: topoalign_nrt::exact::topology_spec(base.machine()),
+        kubelet: serde_json::to_value(&node()["kubelet"]).unwrap(),
+    };
+
+    let (mut lags, mut changes, mut rebuilds, mut readmissions) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut object_bytes = 0;
+    for i in 0..100 {
+        let change = if i % 2 == 0 {
+            let uid = running.remove((i * 7919) % running.len());
+            json!({"delete": uid})
+        } else {
+            running.push(format!("00000000-0000-0000-0000-{next:012}"));
+            next += 1;
+            pod(next - 1)
+        };
+        let sent = Instant::now();
+        let line = send(&change, &mut read);
+        let written = Instant::now();
+        assert!(matches!(line["event"].as_str(), Some("deleted" | "admitted")), "{line}");
+        let expected = line["state"].clone();
+        wait_for(&expected);
+        lags.push(written.elapsed());
+        changes.push(written - sent);
+
+        let t = Instant::now();
+        let observation = runtime
+            .block_on(topoalign_follow::gather(&root, &socket, &source))
+            .unwrap();
+        let rebuilt = topoalign_follow::rebuild(&base, &observation).unwrap();
+        let object = topoalign_nrt::build(
+            "bench",
+            &rebuilt.node,
+            topoalign_nrt::BuildOptions {
+                exact_state: Some(&spec),
+            },
+        );
+        rebuilds.push(t.elapsed());
+        object_bytes = serde_json::to_vec(&object).unwrap().len();
+        assert_eq!(
+            serde_json::to_value(topoalign_nrt::StateRecord::of(&rebuilt.node)).unwrap(),
+            expected
+        );
+
+        let t = Instant::now();
+        let record: topoalign_nrt::StateRecord = serde_json::from_value(expected.clone()).unwrap();
+        let mut fresh = base.clone();
+        for pod in &record.pods {
+            let _ = fresh.admit(pod.to_pod().unwrap());
+        }
+        readmissions.push(t.elapsed());
+        state = expected;
+    }
+    let _ = state;
+    let (lag, change, rebuild, readmission) = (
+        median(&mut lags),
+        median(&mut changes),
+        median(&mut rebuilds),
+        median(&mut readmissions),
+    );
+    eprintln!("follower bench: 256 CPUs, 8 NUMA nodes, 200 pods, 100 changes (medians; p90 in brackets)");
+    eprintln!(
+        "  stand-in change written        {change:>10.2?} [{:.2?}]",
+        p90(&mut changes)
+    );
+    eprintln!("  follower lag after the write   {lag:>10.2?} [{:.2?}]", p90(&mut lags));
+    eprintln!(
+        "  gather + rebuild + NRT object  {rebuild:>10.2?} [{:.2?}]  (object {object_bytes} bytes)",
+        p90(&mut rebuilds)
+    );
+    eprintln!(
+        "  baseline: re-admit 200 pods    {readmission:>10.2?} [{:.2?}]",
+        p90(&mut readmissions)
+    );
+    eprintln!(
+        "  ratio rebuild / re-admission   {:>10.2}",
+        rebuild.as_secs_f64() / readmission.as_secs_f64()
+    );
+    let _ = follower.kill();
+    let _ = follower.wait();
+    drop(input);
+    let _ = stand_in.wait();
+    assert!(Path::new(&root).is_dir());
+}
