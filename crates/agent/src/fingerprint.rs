@@ -106,6 +106,8 @@ fn write_gates(out: &mut String, gates: &FeatureGates) {
         topology_manager_policy_alpha_options,
         memory_manager,
         pod_level_resources_set,
+        pod_level_fix_defaulting_set,
+        pod_level_fix_qos_set,
     } = gates;
     let _ = writeln!(
         out,
@@ -114,7 +116,8 @@ fn write_gates(out: &mut String, gates: &FeatureGates) {
          TopologyManagerPolicyOptions {topology_manager_policy_options} TopologyManagerPolicyBetaOptions \
          {topology_manager_policy_beta_options} TopologyManagerPolicyAlphaOptions \
          {topology_manager_policy_alpha_options} MemoryManager {memory_manager} PodLevelResources \
-         {pod_level_resources_set:?}"
+         {pod_level_resources_set:?} PodLevelResourcesFixDefaulting {pod_level_fix_defaulting_set:?} \
+         PodLevelResourcesFixKubeletQOSClass {pod_level_fix_qos_set:?}"
     );
 }
 

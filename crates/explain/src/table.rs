@@ -104,7 +104,7 @@ fn requested(node: &Node, pod: &Pod, decision: &Decision) -> (String, BTreeMap<S
         return ("pod".to_owned(), pod_requests(node, pod));
     }
     let failed = decision
-        .explanation
+        .trace
         .merges
         .iter()
         .find(|m| !m.admitted)
