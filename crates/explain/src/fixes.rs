@@ -164,11 +164,7 @@ fn larger_machine(machine: &Machine, factor: u32) -> Result<Machine, String> {
             let (Some(id), Some(core)) = (shift(cpu.id, next_id), shift(cpu.core, next_core)) else {
                 return Err(format!("a node {copies} times as large has too many CPUs"));
             };
-            cpus.push(topoalign_model::Cpu {
-                id,
-                core,
-                ..*cpu
-            });
+            cpus.push(topoalign_model::Cpu { id, core, ..*cpu });
         }
     }
     let numa_nodes = machine
