@@ -176,7 +176,7 @@ fn thousands_of_init_containers_are_admitted_in_linear_time() {
          \x20   - {{id: 2, core: 2, socket: 1, numa: 1}}\n    - {{id: 3, core: 3, socket: 1, numa: 1}}\n\
          \x20 devices:\n    example.com/nic: [{{id: nic0, numa: [1]}}]\n\
          kubelet: {{cpuManagerPolicy: static, reservedSystemCPUs: '0', memoryManagerPolicy: Static,\n\
-         \x20 reservedMemory: [{{numaNode: 0, limits: {{memory: 1Gi}}}}], kubeReserved: {{memory: 1Gi}},\n\
+         \x20 reservedMemory: [{{numaNode: 0, limits: {{memory: 1124Mi}}}}], kubeReserved: {{memory: 1Gi}},\n\
          \x20 topologyManagerPolicy: single-numa-node}}\n\
          events:\n  - add: {{metadata: {{name: many}}, spec: {{initContainers: [{}],\n\
          \x20     containers: [{{name: app, resources: {{limits: {{cpu: '1', memory: 1Gi, example.com/nic: '1'}}}}}}]}}}}\n",
