@@ -155,7 +155,7 @@ fn check(per_reason: Option<usize>) {
 
 #[test]
 fn every_rejection_reason_of_the_vectors_gets_a_fix_that_admits() {
-    check(Some(12));
+    check(Some(8));
 }
 
 #[test]

@@ -147,3 +147,46 @@ fn the_why_sentence_on_a_64_numa_machine_names_nodes_as_ranges() {
         explanation.summary
     );
 }
+
+/// Under the container scope the table showed the pod's total as
+/// "requested" and marked NUMA nodes short for an admitted pod.
+#[test]
+fn container_scope_table_compares_containers_and_never_marks_an_admitted_pod_short() {
+    let kubelet = json!({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0",
+                         "topologyManagerPolicy": "single-numa-node"});
+    let node = node(2, 4, 1, &kubelet);
+    let manifest = json!({"metadata": {"name": "two", "namespace": "default"},
+        "spec": {"containers": [
+            {"name": "a", "resources": {"limits": {"cpu": "2", "memory": "1Gi"}}},
+            {"name": "b", "resources": {"limits": {"cpu": "3", "memory": "1Gi"}}}]}});
+    let pod = pod_from_value(&manifest, "uid-two").unwrap();
+    let decision = node.clone().admit(pod.clone());
+    assert!(decision.admitted());
+    let situation = Situation {
+        node: &node,
+        kubelet: &kubelet,
+        manifest: &manifest,
+        pod: &pod,
+    };
+    let table = explain(&situation, &decision).resources;
+    assert_eq!(table.requested_by, "the largest container of each resource");
+    assert_eq!(table.requested.get("cpu").map(String::as_str), Some("3"));
+    assert!(
+        table
+            .numa
+            .iter()
+            .all(|row| row.resources.values().all(|cell| !cell.short)),
+        "{table:?}"
+    );
+    // A rejected container is compared on its own.
+    let big = json!({"metadata": {"name": "big", "namespace": "default"},
+        "spec": {"containers": [
+            {"name": "a", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}},
+            {"name": "b", "resources": {"limits": {"cpu": "5", "memory": "1Gi"}}}]}});
+    let explanation = explain_and_replay(&node, &kubelet, &big);
+    assert_eq!(explanation.resources.requested_by, "container b");
+    assert_eq!(
+        explanation.resources.requested.get("cpu").map(String::as_str),
+        Some("5")
+    );
+}
