@@ -973,7 +973,10 @@ fn fewer_reserved_cpus(situation: &Situation<'_>) -> Option<Fix> {
         return Some(Fix::new(what, change, &decision));
     }
     let reserved_milli = |list: &topoalign_model::ResourceList| list.get("cpu").map_or(0, |q| q.milli().max(0));
-    let (system, kube) = (reserved_milli(&config.system_reserved), reserved_milli(&config.kube_reserved));
+    let (system, kube) = (
+        reserved_milli(&config.system_reserved),
+        reserved_milli(&config.kube_reserved),
+    );
     let total = system.saturating_add(kube);
     if total <= 0 {
         return None;
