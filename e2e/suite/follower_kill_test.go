@@ -50,11 +50,11 @@ func recordPublications(t *testing.T, ctx context.Context, c *clients, name, res
 		t.Fatal(err)
 	}
 	p := &publications{done: make(chan struct{})}
-	p.stop = func() {
+	p.stop = sync.OnceFunc(func() {
 		cancel()
 		w.Stop()
 		<-p.done
-	}
+	})
 	t.Cleanup(p.stop)
 	go func() {
 		defer close(p.done)
