@@ -86,6 +86,9 @@ type ControlPlane struct {
 	SchedulerToken string
 	// AdminKubeconfig is a kubeconfig file for AdminToken.
 	AdminKubeconfig string
+	// EtcdURL is etcd's client URL (http://127.0.0.1:PORT): what the API
+	// server stored, read without it.
+	EtcdURL string
 
 	bins      Binaries
 	etcd      *Process
@@ -116,6 +119,7 @@ func Start(ctx context.Context, bins Binaries, dir string) (*ControlPlane, error
 		return nil, err
 	}
 	etcdClient := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	cp.EtcdURL = etcdClient
 	etcdPeer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
 	cp.etcd, err = StartProcess("etcd", bins.Etcd, []string{
 		"--name=e2e",

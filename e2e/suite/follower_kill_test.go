@@ -10,82 +10,97 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 )
 
-// publications are the versions of one NRT object stored after a given
-// resourceVersion: the exact states and the unknown reasons it carried.
+// publications are the versions of one NRT object stored from some
+// moment on: the exact states and the unknown reasons they carried.
 type publications struct {
 	mu      sync.Mutex
 	known   []any
 	unknown []string
+	// failure ends the watch early (compaction, etcd gone).
+	failure string
 	stop    func()
 	done    chan struct{}
 }
 
-// recordPublications watches the NRT object name from resourceVersion on
-// with a RetryWatcher, which resumes from the last version it saw when
-// the API server goes away and comes back: etcd keeps every version, so
-// none stored meanwhile is missed.
-func recordPublications(t *testing.T, ctx context.Context, c *clients, name, resourceVersion string) *publications {
+// recordPublications watches what etcd stores for the NRT object name
+// from now on. Straight from etcd, not through the API server: etcd stays
+// up while the API server is killed, so its watch sees every version
+// stored, where a watch through a restarted API server could not resume
+// (its watch cache starts afresh and answers "too old resource version").
+func recordPublications(t *testing.T, ctx context.Context, name string) *publications {
 	t.Helper()
-	selector := fields.OneTermEqualSelector("metadata.name", name).String()
-	lw := &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
-			options.FieldSelector = selector
-			return c.dynamic.Resource(nrtGVR).Watch(ctx, options)
-		},
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	w, err := watchtools.NewRetryWatcherWithContext(ctx, resourceVersion, lw)
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{cp.EtcdURL}, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
+	key := "/registry/topology.node.k8s.io/noderesourcetopologies/" + name
+	now, err := client.Get(ctx, key)
+	if err != nil {
+		t.Fatalf("etcd: %v", err)
+	}
+	if now.Count != 1 {
+		t.Fatalf("etcd: %s: %d values, want 1", key, now.Count)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	events := client.Watch(ctx, key, clientv3.WithRev(now.Header.Revision+1))
 	p := &publications{done: make(chan struct{})}
 	p.stop = sync.OnceFunc(func() {
 		cancel()
-		w.Stop()
 		<-p.done
+		client.Close()
 	})
 	t.Cleanup(p.stop)
 	go func() {
 		defer close(p.done)
-		for event := range w.ResultChan() {
-			object, ok := event.Object.(*unstructured.Unstructured)
-			if !ok || event.Type == watch.Deleted || event.Type == watch.Bookmark {
-				continue
+		for response := range events {
+			if err := response.Err(); err != nil {
+				p.mu.Lock()
+				p.failure = err.Error()
+				p.mu.Unlock()
+				return
 			}
-			p.mu.Lock()
-			if state, ok := nrtAttribute(object, "topoalign.io/state"); ok {
-				var value any
-				if err := json.Unmarshal([]byte(state), &value); err != nil {
-					p.known = append(p.known, "undecodable: "+err.Error())
-				} else {
-					p.known = append(p.known, plainValue(value))
+			for _, event := range response.Events {
+				if event.Type != clientv3.EventTypePut {
+					continue
 				}
-			} else {
-				reason, _ := nrtAttribute(object, "topoalign.io/state-unknown")
-				p.unknown = append(p.unknown, reason)
+				object := &unstructured.Unstructured{}
+				p.mu.Lock()
+				if err := object.UnmarshalJSON(event.Kv.Value); err != nil {
+					p.known = append(p.known, "undecodable: "+err.Error())
+				} else if state, ok := nrtAttribute(object, "topoalign.io/state"); ok {
+					var value any
+					if err := json.Unmarshal([]byte(state), &value); err != nil {
+						p.known = append(p.known, "undecodable: "+err.Error())
+					} else {
+						p.known = append(p.known, plainValue(value))
+					}
+				} else {
+					reason, _ := nrtAttribute(object, "topoalign.io/state-unknown")
+					p.unknown = append(p.unknown, reason)
+				}
+				p.mu.Unlock()
 			}
-			p.mu.Unlock()
 		}
 	}()
 	return p
 }
 
 // finish stops the recording and returns what was stored.
-func (p *publications) finish() ([]any, []string) {
+func (p *publications) finish(t *testing.T) ([]any, []string) {
+	t.Helper()
 	p.stop()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.failure != "" {
+		t.Fatalf("the etcd watch ended early: %s", p.failure)
+	}
 	return p.known, p.unknown
 }
 
@@ -140,8 +155,8 @@ func TestFollowerThroughAnAPIServerKill(t *testing.T) {
 	gpu := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
 	a := f.add(f.pod("k1-a", 2, "1Gi", gpu))
 	f.add(f.pod("k2-b", 1, "512Mi", nil))
-	stored := f.published("before the kill")
-	record := recordPublications(t, ctx, c, f.name, stored.GetResourceVersion())
+	f.published("before the kill")
+	record := recordPublications(t, ctx, f.name)
 
 	// Bound before the kill; the kubelet admits it while the API server
 	// is down.
@@ -194,7 +209,7 @@ func TestFollowerThroughAnAPIServerKill(t *testing.T) {
 	f.add(f.pod("k4-d", 1, "256Mi", nil))
 	f.alive()
 
-	known, unknown := record.finish()
+	known, unknown := record.finish(t)
 	sawReached := false
 	for _, state := range known {
 		if reflect.DeepEqual(state, plainValue(reachedWhileDown)) {
