@@ -141,7 +141,6 @@ impl Ledger {
     /// [`LedgerError::Corrupt`] (with what survives and what is lost) and
     /// [`LedgerError::Replay`]; the caller must not serve on any of them.
     pub fn open(state_dir: &Path, machine: Machine, config: NodeConfig) -> Result<(Ledger, Recovery), LedgerError> {
-        let fingerprint = crate::fingerprint::fingerprint(&machine, &config);
         let description = format!(
             "{} CPUs, {} NUMA nodes; topology manager {} ({} scope), CPU manager {}, memory manager {}",
             machine.cpus().len(),
@@ -152,6 +151,7 @@ impl Ledger {
             config.memory_policy,
         );
         let genesis = Node::start(machine, config)?;
+        let fingerprint = crate::fingerprint::fingerprint(&genesis);
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
