@@ -216,7 +216,9 @@ impl Metrics {
             for (resource, usage) in &node.resources {
                 let labels = NumaLabels::new(node.id, resource);
                 self.capacity.get_or_create(&labels).set(gauge_value(usage.capacity));
-                self.allocatable.get_or_create(&labels).set(gauge_value(usage.allocatable));
+                self.allocatable
+                    .get_or_create(&labels)
+                    .set(gauge_value(usage.allocatable));
                 if let Some(allocated) = usage.allocated {
                     self.allocated.get_or_create(&labels).set(gauge_value(allocated));
                 }
