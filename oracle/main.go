@@ -137,6 +137,7 @@ func run(file, checkpointDir string) (any, int) {
 	if err != nil {
 		return errorDoc(err), exitStatus(err)
 	}
+	defaultPods(pods)
 	n, err := startNode(kc, machineInfo(s, nodes), s.Topology.Devices)
 	if n != nil {
 		defer n.stop()

@@ -96,6 +96,9 @@ impl Summary {
     }
 }
 
+/// Without a terminal, a progress line every this many scenarios.
+const PROGRESS_EVERY: u64 = 500;
+
 /// What a worker reports for one scenario.
 enum Outcome {
     Excluded,
@@ -175,6 +178,18 @@ pub fn run(options: &RunOptions) -> anyhow::Result<Summary> {
             }
         }
         bar.set_position(summary.scenarios);
+        if bar.is_hidden() && summary.scenarios.is_multiple_of(PROGRESS_EVERY) {
+            // No terminal (a long run in the background): a line now and then.
+            eprintln!(
+                "{} scenarios: same {} (refused {}), differ {}, timeouts {}, excluded {}",
+                summary.scenarios,
+                summary.same,
+                summary.same_refusals,
+                summary.findings.len(),
+                summary.timeouts,
+                summary.excluded
+            );
+        }
         bar.set_message(format!(
             "same {} (refused {}), differ {}, timeouts {}",
             summary.same,
