@@ -15,8 +15,11 @@
 //! Owns: the mapping of [`AgentError`]s to statuses (400 bad request, 401
 //! missing or wrong token, 404, 409 rejected or clashing, 413 body too
 //! large, 500 enforcement failed, 503 state not writable) and of every
-//! error to `{"error": "..."}`. Requests are serialised by one lock around
-//! the [`NodeAgent`]; work that syncs to disk runs on the blocking pool.
+//! error to `{"error": "..."}`. Changes (admit, release, reconcile) are
+//! serialised by one lock around the [`NodeAgent`], on the blocking pool
+//! (they sync to disk); reads never take that lock: they answer from the
+//! state the last committed change published ([`Reader`]), so a slow
+//! admission holds up other changes, never a reader.
 
 use std::sync::{Arc, Mutex};
 
@@ -29,7 +32,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 
-use crate::node_agent::{AgentError, NodeAgent};
+use crate::node_agent::{AgentError, NodeAgent, Reader};
 use crate::request::{AdmitOptions, read_body};
 use crate::wire::ErrorBody;
 
@@ -39,9 +42,21 @@ pub const MAX_BODY_BYTES: usize = 1 << 20;
 /// The agent shared by all connections.
 pub type SharedAgent = Arc<Mutex<NodeAgent>>;
 
+/// What every handler gets: the agent, for changes, and a reader of its
+/// last committed state.
+#[derive(Clone)]
+struct AppState {
+    agent: SharedAgent,
+    reader: Reader,
+}
+
 /// The routes, without authentication (for the Unix socket, whose mode is
 /// the permission).
 pub fn router(agent: SharedAgent) -> Router {
+    let reader = match agent.lock() {
+        Ok(locked) => locked.reader(),
+        Err(poisoned) => poisoned.into_inner().reader(),
+    };
     Router::new()
         .route("/healthz", get(health))
         .route("/metrics", get(metrics))
@@ -52,7 +67,7 @@ pub fn router(agent: SharedAgent) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(agent)
+        .with_state(AppState { agent, reader })
 }
 
 /// The routes behind a bearer token (for TCP).
@@ -132,52 +147,38 @@ async fn with_agent<T: Send + 'static>(
     .unwrap_or_else(|e| Err(Failure(format!("request aborted: {e}"))))
 }
 
-async fn health(State(agent): State<SharedAgent>) -> Response {
-    match with_agent(agent, |a| a.health()).await {
-        Ok(health) => Json(health).into_response(),
-        Err(failure) => failure.into_response(),
-    }
+async fn health(State(state): State<AppState>) -> Response {
+    Json(&state.reader.committed().health).into_response()
 }
 
-async fn metrics(State(agent): State<SharedAgent>) -> Response {
-    match with_agent(agent, |a| a.metrics_text()).await {
-        Ok(text) => (
-            [(
-                header::CONTENT_TYPE,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            )],
-            text,
-        )
-            .into_response(),
-        Err(failure) => failure.into_response(),
-    }
+async fn metrics(State(state): State<AppState>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.reader.metrics_text(),
+    )
+        .into_response()
 }
 
-async fn topology(State(agent): State<SharedAgent>) -> Response {
-    match with_agent(agent, |a| a.topology()).await {
-        Ok(topology) => Json(topology).into_response(),
-        Err(failure) => failure.into_response(),
-    }
+async fn topology(State(state): State<AppState>) -> Response {
+    Json(&state.reader.committed().topology).into_response()
 }
 
-async fn list(State(agent): State<SharedAgent>) -> Response {
-    match with_agent(agent, |a| a.allocations()).await {
-        Ok(allocations) => Json(allocations).into_response(),
-        Err(failure) => failure.into_response(),
-    }
+async fn list(State(state): State<AppState>) -> Response {
+    Json(&state.reader.committed().allocations).into_response()
 }
 
-async fn show(State(agent): State<SharedAgent>, Path(id): Path<String>) -> Response {
-    let answer = with_agent(agent, move |a| a.allocation(&id).ok_or(AgentError::NotFound(id))).await;
-    match answer {
-        Ok(Ok(allocation)) => Json(allocation).into_response(),
-        Ok(Err(e)) => e.into_response(),
-        Err(failure) => failure.into_response(),
+async fn show(State(state): State<AppState>, Path(id): Path<String>) -> Response {
+    match state.reader.committed().allocation(&id) {
+        Some(allocation) => Json(allocation).into_response(),
+        None => AgentError::NotFound(id).into_response(),
     }
 }
 
 async fn admit(
-    State(agent): State<SharedAgent>,
+    State(AppState { agent, .. }): State<AppState>,
     query: Result<Query<AdmitOptions>, QueryRejection>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
@@ -217,7 +218,7 @@ async fn admit(
     }
 }
 
-async fn release(State(agent): State<SharedAgent>, Path(id): Path<String>) -> Response {
+async fn release(State(AppState { agent, .. }): State<AppState>, Path(id): Path<String>) -> Response {
     match with_agent(agent, move |a| a.release(&id)).await {
         Ok(Ok(allocation)) => Json(allocation).into_response(),
         Ok(Err(e)) => e.into_response(),
@@ -225,7 +226,7 @@ async fn release(State(agent): State<SharedAgent>, Path(id): Path<String>) -> Re
     }
 }
 
-async fn reconcile(State(agent): State<SharedAgent>) -> Response {
+async fn reconcile(State(AppState { agent, .. }): State<AppState>) -> Response {
     match with_agent(agent, NodeAgent::reconcile).await {
         Ok(released) => Json(released).into_response(),
         Err(failure) => failure.into_response(),

@@ -12,6 +12,7 @@
 //! Must not touch: HTTP (the server's), decisions (the engine's).
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Instant;
 
 use serde_json::Value;
@@ -64,13 +65,58 @@ pub struct NodeAgent {
     ledger: Ledger,
     enforcement: Enforcement,
     procfs: Procfs,
-    metrics: Metrics,
+    metrics: Arc<Metrics>,
+    /// What readers see: the state after the last committed change,
+    /// replaced (never changed in place) by [`NodeAgent::refresh`].
+    published: Arc<RwLock<Arc<Committed>>>,
     recovery_notes: Vec<String>,
     listener: Option<ChangeListener>,
     /// The KubeletConfiguration fields the node's configuration was read
     /// from: explanations re-check kubelet fixes with them (without them
     /// no kubelet fix is offered).
     kubelet: Option<Value>,
+}
+
+/// The agent's state as of its last committed change: what the read-only
+/// endpoints serve, so that no reader waits for an admission in progress
+/// (a pod with thousands of init containers, a long fix search).
+#[derive(Clone, Debug, Default)]
+pub struct Committed {
+    pub health: Health,
+    pub topology: Topology,
+    /// Every allocation, in admission order.
+    pub allocations: Vec<Allocation>,
+}
+
+impl Committed {
+    /// One allocation.
+    pub fn allocation(&self, id: &str) -> Option<&Allocation> {
+        self.allocations.iter().find(|a| a.id == id)
+    }
+}
+
+/// A handle on what the agent last committed and on its metrics, for
+/// readers: it never takes the agent's lock, so reads are answered while
+/// an admission runs.
+#[derive(Clone, Debug)]
+pub struct Reader {
+    published: Arc<RwLock<Arc<Committed>>>,
+    metrics: Arc<Metrics>,
+}
+
+impl Reader {
+    /// The state after the last committed change.
+    pub fn committed(&self) -> Arc<Committed> {
+        // The lock only guards swapping one `Arc` for another, which
+        // cannot be left half done: a poisoned lock still holds a whole
+        // state.
+        self.published.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Metrics text (the metrics are atomic counters and gauges).
+    pub fn metrics_text(&self) -> String {
+        self.metrics.encode()
+    }
 }
 
 /// Called with the engine node after every durable allocation change.
@@ -124,7 +170,8 @@ impl NodeAgent {
             ledger,
             enforcement,
             procfs,
-            metrics: Metrics::new(),
+            metrics: Arc::new(Metrics::new()),
+            published: Arc::default(),
             recovery_notes: notes,
             listener: None,
             kubelet: None,
@@ -164,6 +211,15 @@ impl NodeAgent {
     fn changed(&self) {
         if let Some(ChangeListener(listener)) = &self.listener {
             listener(self.ledger.node());
+        }
+    }
+
+    /// A handle for readers on the state after the last committed change
+    /// (see [`Reader`]).
+    pub fn reader(&self) -> Reader {
+        Reader {
+            published: Arc::clone(&self.published),
+            metrics: Arc::clone(&self.metrics),
         }
     }
 
@@ -431,10 +487,17 @@ impl NodeAgent {
         }
     }
 
+    /// After every change: the usage gauges, and the state readers see.
     fn refresh(&self) {
         let topology = self.topology();
         self.metrics
             .set_usage(&topology, self.ledger.held().len(), self.ledger.journal_extent().0);
+        let committed = Arc::new(Committed {
+            health: self.health(),
+            topology,
+            allocations: self.allocations(),
+        });
+        *self.published.write().unwrap_or_else(PoisonError::into_inner) = committed;
     }
 
     /// Every allocation, in admission order.
@@ -488,7 +551,7 @@ impl NodeAgent {
             memory_numa,
             devices,
             pid: held.record.holder.as_ref().map(|h| h.pid),
-            policy: held.record.policy.clone(),
+            policy: held.record.policy.map(|policy| policy.as_str().to_owned()),
             enforcement: self.enforcement.mode().to_string(),
             cgroup: self.enforcement.cgroup_path(held.id()).map(|p| p.display().to_string()),
             containers: placements.to_vec(),

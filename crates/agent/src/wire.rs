@@ -181,7 +181,7 @@ pub struct ErrorBody {
 }
 
 /// `GET /v1/topology`: the machine, the policies, and per-NUMA usage.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Topology {
     pub topology_policy: String,
@@ -226,7 +226,7 @@ pub struct Usage {
 }
 
 /// `GET /healthz`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Health {
     pub status: String,

@@ -10,9 +10,10 @@
 //!    one NUMA node has free, else every resource of every container (and
 //!    `spec.resources`) cut down together;
 //! 2. the kubelet is configured differently: another topology manager scope,
-//!    then `restricted` / `best-effort`, or without `full-pcpus-only` (the
-//!    new configuration is started and the node's state restored into it,
-//!    as a restarted kubelet would);
+//!    then `restricted` / `best-effort`, or without `full-pcpus-only`, or
+//!    reserving fewer CPUs for the system (the new configuration is
+//!    started and the node's state restored into it, as a restarted
+//!    kubelet would);
 //! 3. running pods go away first: the fewest whose removal makes room; when
 //!    nothing above admits, pods removed and the pod shrunk together.
 //!
@@ -941,7 +942,96 @@ fn kubelet_fixes(situation: &Situation<'_>) -> Vec<Fix> {
         }
     }
     fixes.extend(without_cpu_option(situation, "full-pcpus-only"));
+    fixes.extend(fewer_reserved_cpus(situation));
     fixes
+}
+
+/// The node reserving fewer CPUs for the system (`reservedSystemCPUs`, or
+/// the `cpu` of `systemReserved` and `kubeReserved`): the largest
+/// reservation, in whole CPUs, that admits the pod — found by bisection,
+/// each candidate a restarted kubelet with the node's state restored.
+/// `reservedSystemCPUs` keeps its lowest CPUs; of the two quantities,
+/// `systemReserved` gives way first. No reservation at all is tried last
+/// (the static CPU manager policy refuses to start without one).
+fn fewer_reserved_cpus(situation: &Situation<'_>) -> Option<Fix> {
+    let config = situation.node.config();
+    if let Some(reserved) = &config.reserved_system_cpus {
+        let cpus = reserved.to_vec();
+        let try_keep = |keep: i128| {
+            let kept: topoalign_model::CpuSet = cpus.iter().copied().take(usize::try_from(keep).ok()?).collect();
+            let mut fields = Map::new();
+            fields.insert("reservedSystemCPUs".into(), json!(kept.to_string()));
+            let change = Change::Kubelet(fields);
+            admits(situation, &change).map(|decision| (kept, change, decision))
+        };
+        let most = i128::try_from(cpus.len()).ok()? - 1;
+        let (kept, change, decision) = largest_admitted_by_bisection(most, try_keep).or_else(|| try_keep(0))?;
+        let what = format!(
+            "Reserve fewer CPUs for the system: reservedSystemCPUs: \"{kept}\" instead of \"{reserved}\" in the kubelet \
+             configuration (applies at a kubelet restart; running pods keep their CPUs)"
+        );
+        return Some(Fix::new(what, change, &decision));
+    }
+    let reserved_milli = |list: &topoalign_model::ResourceList| list.get("cpu").map_or(0, |q| q.milli().max(0));
+    let (system, kube) = (
+        reserved_milli(&config.system_reserved),
+        reserved_milli(&config.kube_reserved),
+    );
+    let total = system.saturating_add(kube);
+    if total <= 0 {
+        return None;
+    }
+    let with_cpu = |field: &str, milli: i128| {
+        let mut list = situation
+            .kubelet
+            .get(field)
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        if milli > 0 {
+            list.insert("cpu".into(), json!(Quantity::from_milli(milli).to_string()));
+        } else {
+            list.remove("cpu");
+        }
+        Value::Object(list)
+    };
+    // `cpus` whole CPUs in all: `kubeReserved` keeps what it can.
+    let split = |cpus: i128| {
+        let kept_kube = kube.min(cpus * 1000);
+        (cpus * 1000 - kept_kube, kept_kube)
+    };
+    let try_cpus = |cpus: i128| {
+        let (new_system, new_kube) = split(cpus);
+        let mut fields = Map::new();
+        if system > 0 {
+            fields.insert("systemReserved".into(), with_cpu("systemReserved", new_system));
+        }
+        if kube > 0 {
+            fields.insert("kubeReserved".into(), with_cpu("kubeReserved", new_kube));
+        }
+        let change = Change::Kubelet(fields);
+        admits(situation, &change).map(|decision| (cpus, change, decision))
+    };
+    // Whole CPUs below what is reserved now (1500m: at most 1).
+    let most = (total - 1) / 1000;
+    let (cpus, change, decision) = largest_admitted_by_bisection(most, try_cpus).or_else(|| try_cpus(0))?;
+    let (new_system, new_kube) = split(cpus);
+    let mut listed = Vec::new();
+    for (field, old, new) in [("systemReserved", system, new_system), ("kubeReserved", kube, new_kube)] {
+        if old != new {
+            listed.push(format!(
+                "{field}.cpu: {} instead of {}",
+                Quantity::from_milli(new),
+                Quantity::from_milli(old)
+            ));
+        }
+    }
+    let what = format!(
+        "Reserve fewer CPUs for the system: {} in the kubelet configuration (applies at a kubelet restart; running \
+         pods keep their CPUs)",
+        listed.join(", ")
+    );
+    Some(Fix::new(what, change, &decision))
 }
 
 /// The node without one CPU manager policy option it has on.

@@ -3,8 +3,10 @@
 //! least one fix, and every fix admits the pod when it is replayed.
 //!
 //! The default test takes the first few rejections of each reason in each
-//! vector set (every reason the vectors hold is covered) and every
-//! rejection of the scenarios in [`HARD`]; the ignored one takes them all
+//! vector set (every reason the vectors hold is covered), chosen from the
+//! kubelet's expected results so that only the scenarios holding them are
+//! replayed, and every rejection of the scenarios in [`HARD`]; the ignored
+//! one takes them all
 //! (`cargo test -p topoalign-explain --test every_rejection -- --ignored`,
 //! about five minutes).
 
@@ -13,6 +15,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use serde_json::Value;
 use topoalign_explain::{Situation, explain, fixes};
 use topoalign_scenario::Scenario;
 
@@ -62,25 +65,64 @@ struct Unanswered {
     problem: String,
 }
 
-/// Explains the rejections of every scenario of `set` — at most
-/// `per_reason` of each reason when given — and returns how many of each
-/// reason were explained and those left without a fix that admits.
-fn sweep(set: &Path, per_reason: Option<usize>) -> (BTreeMap<String, usize>, Vec<Unanswered>) {
-    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    let mut unanswered = Vec::new();
+/// The rejections of `set` to explain, chosen from the real kubelet's
+/// expected results (`expected/<name>.json`) before anything is replayed:
+/// scenario files in order, events in order, at most `per_reason` of each
+/// reason when given (every rejection of the scenarios in [`HARD`]), with
+/// how many rejections of each reason the set holds. Each chosen
+/// scenario is then replayed only up to its last chosen event, so the
+/// sample costs what it explains, not what the set holds.
+fn chosen(
+    set: &Path,
+    per_reason: Option<usize>,
+) -> (BTreeMap<PathBuf, BTreeMap<usize, String>>, BTreeMap<String, usize>) {
     let mut files: Vec<PathBuf> = std::fs::read_dir(set.join("scenarios"))
         .unwrap()
         .map(|entry| entry.unwrap().path())
         .collect();
     files.sort();
+    let mut chosen: BTreeMap<PathBuf, BTreeMap<usize, String>> = BTreeMap::new();
+    let mut taken: BTreeMap<String, usize> = BTreeMap::new();
+    let mut held: BTreeMap<String, usize> = BTreeMap::new();
     for file in files {
+        let expected = set.join("expected").join(file.file_name().unwrap());
+        let expected: Value = serde_json::from_str(&std::fs::read_to_string(&expected).unwrap()).unwrap();
+        // A configuration the kubelet refuses (`error`): no pod is judged.
+        let Some(results) = expected.get("results").and_then(Value::as_array) else {
+            continue;
+        };
+        let hard = HARD.iter().any(|h| file.ends_with(h));
+        for result in results {
+            let Some(reason) = result.get("reason").and_then(Value::as_str) else {
+                continue; // admitted, or a deletion
+            };
+            *held.entry(reason.to_owned()).or_default() += 1;
+            let count = taken.entry(reason.to_owned()).or_default();
+            if !hard && per_reason.is_some_and(|most| *count >= most) {
+                continue;
+            }
+            *count += 1;
+            let event = usize::try_from(result["event"].as_u64().unwrap()).unwrap();
+            chosen.entry(file.clone()).or_default().insert(event, reason.to_owned());
+        }
+    }
+    (chosen, held)
+}
+
+/// Explains the chosen rejections of `set` (see [`chosen`]) and returns
+/// how many of each reason were explained and those left without a fix
+/// that admits.
+fn sweep(set: &Path, per_reason: Option<usize>) -> (BTreeMap<String, usize>, Vec<Unanswered>) {
+    let (chosen, held) = chosen(set, per_reason);
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut unanswered = Vec::new();
+    for (file, events) in chosen {
         let scenario = Scenario::parse(&std::fs::read_to_string(&file).unwrap()).unwrap();
         let machine = scenario.topology.to_machine().unwrap();
-        let Ok(mut node) = topoalign_k8s::start_node(machine, &scenario.kubelet) else {
-            continue; // a configuration the kubelet refuses: no pod is judged
-        };
+        let mut node = topoalign_k8s::start_node(machine, &scenario.kubelet).unwrap();
+        let last = *events.keys().next_back().unwrap();
         let mut added: Vec<(String, String)> = Vec::new();
-        for (index, event) in scenario.events.iter().enumerate() {
+        for (index, event) in scenario.events.iter().enumerate().take(last + 1) {
             if let Some(key) = &event.delete {
                 if let Some(position) = added.iter().rposition(|(k, _)| k == key) {
                     let (_, uid) = added.remove(position);
@@ -94,15 +136,19 @@ fn sweep(set: &Path, per_reason: Option<usize>) -> (BTreeMap<String, usize>, Vec
             let decision = node.admit(pod.clone());
             if decision.admitted() {
                 added.push((pod.key(), pod.uid.clone()));
-                continue;
             }
-            let reason = decision.rejection.as_ref().unwrap().reason.clone();
-            let count = seen.entry(reason.clone()).or_default();
-            let hard = HARD.iter().any(|h| file.ends_with(h));
-            if !hard && per_reason.is_some_and(|most| *count >= most) {
+            let Some(expected_reason) = events.get(&index) else {
                 continue;
-            }
-            *count += 1;
+            };
+            let name = file.file_name().unwrap().to_string_lossy().into_owned();
+            let reason = decision.rejection.as_ref().map(|r| r.reason.clone());
+            assert_eq!(
+                reason.as_deref(),
+                Some(expected_reason.as_str()),
+                "{name} event {index}: the engine disagrees with the kubelet (scripts/difftest says where)"
+            );
+            let reason = expected_reason.clone();
+            *seen.entry(reason.clone()).or_default() += 1;
             let situation = Situation {
                 node: &before,
                 kubelet: &scenario.kubelet,
@@ -110,7 +156,6 @@ fn sweep(set: &Path, per_reason: Option<usize>) -> (BTreeMap<String, usize>, Vec
                 pod: &pod,
             };
             let explanation = explain(&situation, &decision);
-            let name = file.file_name().unwrap().to_string_lossy().into_owned();
             let mut problem = String::new();
             if explanation.fixes.is_empty() {
                 problem = format!("no fix ({})", explanation.summary);
@@ -131,6 +176,13 @@ fn sweep(set: &Path, per_reason: Option<usize>) -> (BTreeMap<String, usize>, Vec
             }
         }
     }
+    // Every reason the set holds is explained at least once.
+    assert_eq!(
+        seen.keys().collect::<Vec<_>>(),
+        held.keys().collect::<Vec<_>>(),
+        "{}: reasons explained vs reasons the vectors hold",
+        set.display()
+    );
     (seen, unanswered)
 }
 

@@ -190,3 +190,53 @@ fn container_scope_table_compares_containers_and_never_marks_an_admitted_pod_sho
         Some("5")
     );
 }
+
+/// A node whose `reservedSystemCPUs` takes most of it refuses a pod that
+/// fits once fewer CPUs are reserved: the kubelet fix names the largest
+/// list that still admits (bisection, each candidate a restarted kubelet).
+#[test]
+fn a_rejection_due_to_reserved_cpus_gets_a_smaller_reservation() {
+    let kubelet = json!({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0-5",
+                         "topologyManagerPolicy": "single-numa-node"});
+    let node = node(2, 4, 1, &kubelet);
+    // NUMA 0 keeps CPUs 0–3 reserved, NUMA 1 CPUs 4–5: two free CPUs on
+    // NUMA 1, none on NUMA 0; three CPUs on one node need CPUs 5 or 3 back.
+    let manifest = pod_manifest(json!({"limits": {"cpu": "3", "memory": "1Gi"}}));
+    let explanation = explain_and_replay(&node, &kubelet, &manifest);
+    let texts = descriptions(&explanation);
+    assert!(
+        texts.iter().any(|t| t.starts_with(
+            "Reserve fewer CPUs for the system: reservedSystemCPUs: \"0-4\" instead of \"0-5\""
+        )),
+        "{texts:?}"
+    );
+}
+
+/// The same with the reservation written as `kubeReserved` and
+/// `systemReserved` quantities (the CPU manager's `none` policy: the
+/// resource-fit check refuses it, `OutOfcpu`): `systemReserved` gives way
+/// first, and no reservation at all is tried when one CPU is too many.
+#[test]
+fn out_of_cpu_due_to_reserved_quantities_gets_a_smaller_reservation() {
+    let kubelet = json!({"kubeReserved": {"cpu": "1", "memory": "100Mi"},
+                         "systemReserved": {"cpu": "1500m"}});
+    let node = node(1, 4, 1, &kubelet);
+    let manifest = pod_manifest(json!({"requests": {"cpu": "3"}}));
+    let explanation = explain_and_replay(&node, &kubelet, &manifest);
+    let texts = descriptions(&explanation);
+    assert!(
+        texts.iter().any(|t| t.starts_with(
+            "Reserve fewer CPUs for the system: systemReserved.cpu: 0 instead of 1500m in the kubelet configuration"
+        )),
+        "{texts:?}"
+    );
+    let manifest = pod_manifest(json!({"requests": {"cpu": "4"}}));
+    let explanation = explain_and_replay(&node, &kubelet, &manifest);
+    let texts = descriptions(&explanation);
+    assert!(
+        texts.iter().any(|t| t.starts_with(
+            "Reserve fewer CPUs for the system: systemReserved.cpu: 0 instead of 1500m, kubeReserved.cpu: 0 instead of 1"
+        )),
+        "{texts:?}"
+    );
+}

@@ -1,0 +1,148 @@
+//! One test per bug a person (or a hostile input) found in the agent,
+//! named after what it reproduces (issue 13).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+use topoalign_agent::api::{SharedAgent, router};
+use topoalign_agent::server::bind_unix_socket;
+use topoalign_agent::{Client, Endpoint, OpenOptions, Role};
+use topoalign_model::{Cpu, Machine, NumaNode};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+/// 2 NUMA nodes × 4 single-thread cores, 4Gi each.
+fn machine() -> Machine {
+    let numa_nodes = (0..2)
+        .map(|id| NumaNode {
+            id,
+            memory: 4 << 30,
+            hugepages: BTreeMap::new(),
+            distances: Some(if id == 0 { vec![10, 20] } else { vec![20, 10] }),
+        })
+        .collect();
+    let cpus = (0..8)
+        .map(|id| Cpu {
+            id,
+            core: id,
+            socket: id / 4,
+            numa: (id / 4) as usize,
+            uncore_cache: None,
+        })
+        .collect();
+    Machine::new(numa_nodes, cpus, BTreeMap::new()).expect("a valid machine")
+}
+
+/// Issue 13: a pod with thousands of init containers took minutes of one
+/// admission, "during which every other request waits". Readers now answer
+/// from the last committed state: here an admission is held in progress —
+/// the agent's lock taken, inside its change listener — while GET
+/// /healthz, /v1/topology, /v1/allocations, /v1/allocations/{id} and
+/// /metrics are answered.
+#[test]
+fn reads_are_answered_while_an_admission_holds_the_agent() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let state = dir.path().join("state");
+    let kubelet =
+        json!({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0", "topologyManagerPolicy": "single-numa-node"});
+    let config = topoalign_k8s::node_config_from_value(&kubelet, &machine())?;
+    let (mut agent, _lock) = topoalign_agent::open(
+        machine(),
+        config,
+        OpenOptions {
+            state_dir: &state,
+            role: Role::Agent,
+            enforce: false,
+            cgroups: false,
+            cgroup_parent: "topoalign-test",
+            procfs: topoalign_enforce::Procfs::default(),
+        },
+    )?;
+
+    // The hook: once armed, the listener (called with the agent locked,
+    // after each change) says it has been entered and waits to be let go.
+    let armed = Arc::new(AtomicBool::new(false));
+    let (entered_tx, entered_rx) = mpsc::channel::<()>();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let go_rx = Mutex::new(go_rx);
+    {
+        let armed = Arc::clone(&armed);
+        agent.on_change(move |_| {
+            if armed.load(Ordering::SeqCst) {
+                let _ = entered_tx.send(());
+                let _ = go_rx.lock().map(|rx| rx.recv());
+            }
+        });
+    }
+    let shared: SharedAgent = Arc::new(Mutex::new(agent));
+
+    let socket = dir.path().join("agent.sock");
+    let listener = bind_unix_socket(&socket)?;
+    listener.set_nonblocking(true)?;
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let app = router(Arc::clone(&shared));
+    let server = std::thread::spawn(move || -> std::io::Result<()> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?;
+        runtime.block_on(async move {
+            let listener = tokio::net::UnixListener::from_std(listener)?;
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stop_rx.await;
+                })
+                .await
+        })
+    });
+    let client = Client::new(Endpoint::Unix(socket.clone()));
+
+    let first = client.admit(&json!({"name": "first", "cpus": 2, "memory": "1Gi"}))?;
+    let first = first.allocation.ok_or("the first pod is not admitted")?;
+
+    armed.store(true, Ordering::SeqCst);
+    let admitting = {
+        let client = client.clone();
+        std::thread::spawn(move || client.admit(&json!({"name": "second", "cpus": 2, "memory": "1Gi"})))
+    };
+    entered_rx.recv()?;
+    assert!(
+        shared.try_lock().is_err(),
+        "the admission must be in progress, holding the agent"
+    );
+
+    let health = client.health()?;
+    let listed = client.allocations()?;
+    assert_eq!(health.allocations, listed.len(), "one committed state: {listed:?}");
+    assert!(listed.iter().any(|a| a.id == first.id), "{listed:?}");
+    let shown: topoalign_agent::wire::Allocation =
+        client.call("GET", &format!("/v1/allocations/{}", first.id), None)?;
+    assert_eq!(shown, first);
+    let topology = client.topology()?;
+    assert_eq!(topology.numa_nodes.len(), 2);
+    let metrics = client.send("GET", "/metrics", None, &[])?;
+    assert_eq!(metrics.status, 200);
+    assert!(
+        metrics
+            .text()
+            .contains("topoalign_topology_manager_admission_requests_total"),
+        "{}",
+        metrics.text()
+    );
+    assert!(shared.try_lock().is_err(), "the admission is still in progress");
+
+    armed.store(false, Ordering::SeqCst);
+    go_tx.send(())?;
+    let second = admitting.join().map_err(|_| "the admitting thread panicked")??;
+    assert!(second.admitted, "{second:?}");
+    let listed = client.allocations()?;
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert_eq!(client.health()?.allocations, 2);
+
+    let _ = stop_tx.send(());
+    server.join().map_err(|_| "the server thread panicked")??;
+    Ok(())
+}
