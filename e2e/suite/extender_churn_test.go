@@ -13,7 +13,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -77,16 +76,41 @@ func churnPod(rng *rand.Rand, ns, name string) *corev1.Pod {
 // it serves, so its first answer is on exactly these objects), asks its
 // /filter about pod and stops it. It returns the nodes passed and the
 // nodes failed with their reasons.
-func extenderFilter(t *testing.T, ctx context.Context, c *clients, nodes []string, pod *corev1.Pod) ([]string, map[string]string) {
+func extenderFilter(t *testing.T, ctx context.Context, c *clients, fleet []*followed, pod *corev1.Pod) ([]string, map[string]string) {
 	t.Helper()
-	list, err := c.dynamic.Resource(nrtGVR).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
+	var nodes []string
+	for _, f := range fleet {
+		nodes = append(nodes, f.name)
 	}
-	list.Items = slices.DeleteFunc(list.Items, func(o unstructured.Unstructured) bool { return !slices.Contains(nodes, o.GetName()) })
-	if len(list.Items) != len(nodes) {
-		t.Fatalf("%d NRT objects of %d nodes", len(list.Items), len(nodes))
-	}
+	// One listing in which every node's object carries its kubelet's
+	// state now: a follower may say unknown for a moment between two
+	// gathers (a source slow to answer on a loaded machine), and the
+	// extender would pass that node.
+	var list *unstructured.UnstructuredList
+	eventually(t, ctx, "one listing with every node's exact state", func() (bool, string) {
+		var err error
+		list, err = c.dynamic.Resource(nrtGVR).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		list.Items = slices.DeleteFunc(list.Items, func(o unstructured.Unstructured) bool { return !slices.Contains(nodes, o.GetName()) })
+		if len(list.Items) != len(nodes) {
+			return false, fmt.Sprintf("%d NRT objects of %d nodes", len(list.Items), len(nodes))
+		}
+		for _, object := range list.Items {
+			f := fleet[slices.Index(nodes, object.GetName())]
+			state, ok := nrtAttribute(&object, "topoalign.io/state")
+			if !ok {
+				reason, _ := nrtAttribute(&object, "topoalign.io/state-unknown")
+				return false, f.name + ": unknown: " + reason
+			}
+			var got any
+			if err := json.Unmarshal([]byte(state), &got); err != nil || !reflect.DeepEqual(plainValue(got), plainValue(f.state)) {
+				return false, f.name + ": not the kubelet's state yet"
+			}
+		}
+		return true, ""
+	})
 	data, err := json.Marshal(list)
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +149,9 @@ func extenderFilter(t *testing.T, ctx context.Context, c *clients, nodes []strin
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
-		return strings.TrimSpace(string(body)) == fmt.Sprintf("ok: %d nodes", len(nodes)), string(body)
+		var known int
+		_, err = fmt.Sscanf(string(body), "ok: %d nodes", &known)
+		return err == nil && known == len(nodes), string(body)
 	})
 	body, err := json.Marshal(map[string]any{"Pod": pod, "NodeNames": nodes})
 	if err != nil {
@@ -200,7 +226,7 @@ func TestExtenderAnswersAChurnedFleetAsItsKubeletsAdmit(t *testing.T) {
 		}
 		candidate := churnPod(rng, ns, fmt.Sprintf("r%03d", round))
 		candidate.UID = types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", round))
-		passed, failed := extenderFilter(t, ctx, c, names, candidate)
+		passed, failed := extenderFilter(t, ctx, c, fleet, candidate)
 
 		var stay *followed
 		if len(passed) > 0 {
