@@ -132,6 +132,8 @@ func registerStub(stub *plugin.Stub, kubeletSocket, name string) error {
 
 func stopStub(stub *plugin.Stub) error { return stub.Stop() }
 
+func stopDeviceManager(m *devicemanager.ManagerImpl) error { return m.Stop() }
+
 func discoverTopology(machine *machineInfoT) (*topology.CPUTopology, error) {
 	return topology.Discover(machine)
 }

@@ -133,6 +133,8 @@ func registerStub(stub *plugin.Stub, kubeletSocket, name string) error {
 
 func stopStub(stub *plugin.Stub) error { return stub.Stop(klog.Background()) }
 
+func stopDeviceManager(m *devicemanager.ManagerImpl) error { return m.Stop(klog.Background()) }
+
 func discoverTopology(machine *machineInfoT) (*topology.CPUTopology, error) {
 	return topology.Discover(klog.Background(), machine)
 }

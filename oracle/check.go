@@ -2,11 +2,14 @@ package main
 
 // oracle check: replays every scenario of a vector directory
 // (scenarios/NNNN.json, expected/NNNN.json, index.json) through this binary,
-// one fresh process per scenario (feature gates are process-global), and
-// compares each result document with the expected one, accepting the
-// alternative texts index.json lists. The last line is "N passed, N failed".
+// one fresh process per scenario (feature gates are process-global), or with
+// --batch through one `oracle batch` process per job (which must give the
+// same answers: this is how batch mode is checked), and compares each result
+// document with the expected one, accepting the alternative texts index.json
+// lists. The last line is "N passed, N failed".
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -31,6 +34,7 @@ type checkResult struct {
 
 func checkCommand(args []string) int {
 	jobs := 2
+	batch := false
 	var save, dir string
 	for i := 0; i < len(args); i++ {
 		switch {
@@ -41,6 +45,8 @@ func checkCommand(args []string) int {
 			}
 			jobs = v
 			i++
+		case args[i] == "--batch":
+			batch = true
 		case args[i] == "--save" && i+1 < len(args):
 			save = args[i+1]
 			i++
@@ -83,6 +89,10 @@ func checkCommand(args []string) int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if batch {
+				checkBatch(exe, dir, files, work, results, alternatives)
+				return
+			}
 			for i := range work {
 				results[i] = checkOne(exe, dir, files[i], alternatives)
 			}
@@ -156,25 +166,75 @@ func checkOne(exe, dir, file string, alternatives map[string]map[string][]string
 		r.diff = fmt.Sprintf("replay failed: %v: %s", err, strings.TrimSpace(stderr.String()))
 		return r
 	}
+	r.diff = compareExpected(dir, name, out, alternatives)
+	return r
+}
+
+// checkBatch replays the scenarios handed to it through one `oracle batch`
+// process.
+func checkBatch(exe, dir string, files []string, work <-chan int, results []checkResult, alternatives map[string]map[string][]string) {
+	cmd := exec.Command(exe, "batch")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdin, err1 := cmd.StdinPipe()
+	stdout, err2 := cmd.StdoutPipe()
+	started := err1 == nil && err2 == nil && cmd.Start() == nil
+	var answers *bufio.Scanner
+	if started {
+		answers = bufio.NewScanner(stdout)
+		answers.Buffer(make([]byte, 1<<16), 1<<26)
+		defer func() {
+			stdin.Close()
+			_ = cmd.Wait()
+		}()
+	}
+	for i := range work {
+		name := strings.TrimSuffix(filepath.Base(files[i]), ".json")
+		results[i] = checkResult{name: name}
+		if !started {
+			results[i].diff = "cannot start oracle batch"
+			continue
+		}
+		abs, _ := filepath.Abs(files[i])
+		if _, err := fmt.Fprintln(stdin, abs); err != nil || !answers.Scan() {
+			results[i].diff = fmt.Sprintf("oracle batch stopped: %s", strings.TrimSpace(stderr.String()))
+			started = false
+			continue
+		}
+		var a batchAnswer
+		if err := json.Unmarshal(answers.Bytes(), &a); err != nil {
+			results[i].diff = fmt.Sprintf("oracle batch answered %q: %v", answers.Text(), err)
+			continue
+		}
+		out, _ := json.Marshal(a.Document)
+		results[i].output = append(out, '\n')
+		if a.Status == 1 {
+			results[i].diff = fmt.Sprintf("replay failed: %s", a.Stderr)
+			continue
+		}
+		results[i].diff = compareExpected(dir, name, results[i].output, alternatives)
+	}
+}
+
+// compareExpected compares a result document with expected/NAME.json: empty
+// when they agree.
+func compareExpected(dir, name string, out []byte, alternatives map[string]map[string][]string) string {
 	want, err := os.ReadFile(filepath.Join(dir, "expected", name+".json"))
 	if err != nil {
-		r.diff = err.Error()
-		return r
+		return err.Error()
 	}
 	var got, exp any
 	if err := json.Unmarshal(out, &got); err != nil {
-		r.diff = fmt.Sprintf("output is not JSON: %v: %s", err, out)
-		return r
+		return fmt.Sprintf("output is not JSON: %v: %s", err, out)
 	}
 	if err := json.Unmarshal(want, &exp); err != nil {
-		r.diff = fmt.Sprintf("expected/%s.json: %v", name, err)
-		return r
+		return fmt.Sprintf("expected/%s.json: %v", name, err)
 	}
 	acceptAlternatives(got, exp, alternatives[name])
 	if !reflect.DeepEqual(got, exp) {
-		r.diff = fmt.Sprintf("%s\n  expected: %s\n  got:      %s", firstDifference("", exp, got), bytes.TrimSpace(want), bytes.TrimSpace(out))
+		return fmt.Sprintf("%s\n  expected: %s\n  got:      %s", firstDifference("", exp, got), bytes.TrimSpace(want), bytes.TrimSpace(out))
 	}
-	return r
+	return ""
 }
 
 // acceptAlternatives replaces a text of got by the expected one when got's is

@@ -315,7 +315,13 @@ func (n *node) activePods() []*v1.Pod {
 	return append([]*v1.Pod(nil), n.active...)
 }
 
+// stop stops the device manager's registration server (which disconnects
+// the plugins' endpoints) and the plugins: what a batch replay must end
+// before the next scenario starts on the same socket paths.
 func (n *node) stop() {
+	if n.devices != nil {
+		_ = stopDeviceManager(n.devices)
+	}
 	for _, p := range n.plugins {
 		_ = stopStub(p)
 	}

@@ -5,6 +5,7 @@
 //
 //	oracle replay [--checkpoint-dir DIR] SCENARIO.json|yaml
 //	oracle check [--jobs N] [--save DIR] VECTOR_DIR
+//	oracle batch        (scenario paths on stdin, answers as JSON lines)
 //	oracle version
 package main
 
@@ -26,6 +27,7 @@ func usage() {
 	fmt.Fprintf(os.Stderr, `usage:
   oracle replay [--checkpoint-dir DIR] SCENARIO.json|yaml
   oracle check [--jobs N] [--save DIR] VECTOR_DIR
+  oracle batch        (scenario paths on stdin, answers as JSON lines)
   oracle version
   oracle gates
 `)
@@ -41,6 +43,8 @@ func main() {
 		os.Exit(replayCommand(os.Args[2:]))
 	case "check":
 		os.Exit(checkCommand(os.Args[2:]))
+	case "batch":
+		os.Exit(batchCommand(os.Args[2:]))
 	case "version":
 		fmt.Println(kubeletMinor)
 	case "gates":
@@ -133,6 +137,7 @@ func run(file, checkpointDir string) (any, int) {
 	if err != nil {
 		return errorDoc(err), exitStatus(err)
 	}
+	defaultPods(pods)
 	n, err := startNode(kc, machineInfo(s, nodes), s.Topology.Devices)
 	if n != nil {
 		defer n.stop()

@@ -77,11 +77,22 @@ func decodePods(s *scenario) (map[int]*v1.Pod, error) {
 		if pod.UID == "" {
 			pod.UID = types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", k))
 		}
-		// API-server defaulting (requests default to limits, ...).
-		legacyscheme.Scheme.Default(pod)
 		pods[i] = pod
 	}
 	return pods, nil
+}
+
+// defaultPods runs the API server's defaulting (core/v1: requests default
+// to limits, pod-level resources, ...) on every pod, once the scenario's
+// feature gates are set: its one gate set stands for the API server's too.
+// (The defaulting reads gates such as PodLevelResources and, in 1.37,
+// PodLevelResourcesFixDefaulting; an API server without PodLevelResources
+// would not even keep spec.resources, so defaulting under the release's
+// default gates while the kubelet runs with others describes no cluster.)
+func defaultPods(pods map[int]*v1.Pod) {
+	for _, pod := range pods {
+		legacyscheme.Scheme.Default(pod)
+	}
 }
 
 // replay plays the events and returns the result document.

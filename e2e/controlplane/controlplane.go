@@ -86,10 +86,16 @@ type ControlPlane struct {
 	SchedulerToken string
 	// AdminKubeconfig is a kubeconfig file for AdminToken.
 	AdminKubeconfig string
+	// EtcdURL is etcd's client URL (http://127.0.0.1:PORT): what the API
+	// server stored, read without it.
+	EtcdURL string
 
 	bins      Binaries
 	etcd      *Process
 	apiserver *Process
+	// apiserverArgs start the API server again (RestartAPIServer) on
+	// the same port, certificates and etcd.
+	apiserverArgs []string
 }
 
 // Start brings up etcd and kube-apiserver under dir and waits until the
@@ -113,6 +119,7 @@ func Start(ctx context.Context, bins Binaries, dir string) (*ControlPlane, error
 		return nil, err
 	}
 	etcdClient := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	cp.EtcdURL = etcdClient
 	etcdPeer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
 	cp.etcd, err = StartProcess("etcd", bins.Etcd, []string{
 		"--name=e2e",
@@ -132,7 +139,7 @@ func Start(ctx context.Context, bins Binaries, dir string) (*ControlPlane, error
 	}
 
 	cp.URL = "https://127.0.0.1:" + strconv.Itoa(ports[2])
-	cp.apiserver, err = StartProcess("kube-apiserver", bins.APIServer, []string{
+	cp.apiserverArgs = []string{
 		"--etcd-servers=" + etcdClient,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -152,7 +159,8 @@ func Start(ctx context.Context, bins Binaries, dir string) (*ControlPlane, error
 		"--endpoint-reconciler-type=none",
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
-	}, nil, filepath.Join(dir, "kube-apiserver.log"))
+	}
+	cp.apiserver, err = cp.startAPIServer()
 	if err != nil {
 		return nil, err
 	}
@@ -166,6 +174,32 @@ func Start(ctx context.Context, bins Binaries, dir string) (*ControlPlane, error
 	}
 	ok = true
 	return cp, nil
+}
+
+func (cp *ControlPlane) startAPIServer() (*Process, error) {
+	return StartProcess("kube-apiserver", cp.bins.APIServer, cp.apiserverArgs, nil, filepath.Join(cp.Dir, "kube-apiserver.log"))
+}
+
+// KillAPIServer kills the API server with SIGKILL (no graceful shutdown:
+// open watches and connections just break) and waits until it is gone;
+// etcd keeps running.
+func (cp *ControlPlane) KillAPIServer() {
+	cp.apiserver.Kill()
+}
+
+// RestartAPIServer starts the API server again after KillAPIServer, with
+// the same arguments (port, certificates, tokens, etcd: every client's
+// configuration stays valid), and waits until it is ready.
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
+	if exited, _ := cp.apiserver.Exited(); !exited {
+		return errors.New("kube-apiserver is still running: kill it first")
+	}
+	p, err := cp.startAPIServer()
+	if err != nil {
+		return err
+	}
+	cp.apiserver = p
+	return cp.waitReady(ctx, 2*time.Minute)
 }
 
 // waitReady polls /readyz until it answers 200, failing early when etcd

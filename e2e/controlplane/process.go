@@ -59,6 +59,17 @@ func (p *Process) Exited() (bool, error) {
 	}
 }
 
+// Kill sends SIGKILL to the process group and waits until the process
+// has ended.
+func (p *Process) Kill() {
+	defer unregister(p)
+	if exited, _ := p.Exited(); exited {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
 // Stop sends SIGTERM to the process group, waits up to 15 s, then kills it.
 // Stopping a process that already ended is not an error.
 func (p *Process) Stop() error {

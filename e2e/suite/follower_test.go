@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -175,32 +177,53 @@ func plainValue(value any) any {
 	return plain
 }
 
-// The follower beside a kubelet (the stand-in: checkpoint files in
-// v1.37's layout, the PodResources socket), its pods from the real API
-// server through a watcher on spec.nodeName, publishing through the
-// follower's service account (deploy/topoalign-follower.yaml's RBAC) with
-// server-side apply: after every add and delete, the stored object's
-// exact state is the stand-in's state, read back equal.
-func TestFollower(t *testing.T) {
-	ctx := testContext(t, 3*time.Minute)
-	c := admin(t)
+// followed is one node as the follower tests run it: a stand-in kubelet
+// (checkpoint files in v1.37's layout, the PodResources socket) and
+// `topoalign agent --follow-kubelet` beside it, its pods from the real API
+// server through a watcher on spec.nodeName, publishing the node's NRT
+// object through the follower's service account with server-side apply.
+type followed struct {
+	t        *testing.T
+	ctx      context.Context
+	c        *clients
+	name, ns string
+	kubelet  *standIn
+	follower *controlplane.Process
+	// api is the follower's read-only API (/healthz, /v1/status) on its
+	// Unix socket.
+	api *http.Client
+	// state is the stand-in's state record now; states every state it
+	// has had (a published exact state must be one of them).
+	state  any
+	states []any
+}
+
+// followerKubeconfig installs the CRD and the follower's RBAC
+// (deploy/topoalign-follower.yaml) and returns a kubeconfig carrying a
+// token of the follower's service account.
+func followerKubeconfig(t *testing.T, ctx context.Context, c *clients) string {
+	t.Helper()
 	c.installCRD(t, ctx)
 	c.applyFile(t, ctx, "topoalign-follower.yaml")
-	kubeconfig := kubeconfigFor(t, "topoalign-follower", c.serviceAccountToken(t, ctx, "kube-system", "topoalign-follower"))
-	const node, ns = "e2e-followed-node", "e2e-follower"
-	namespace(t, ctx, c, ns)
+	return kubeconfigFor(t, "topoalign-follower", c.serviceAccountToken(t, ctx, "kube-system", "topoalign-follower"))
+}
+
+// followNode starts the stand-in and the follower of node (pods in
+// namespace ns) and waits until the empty node is published.
+func followNode(t *testing.T, ctx context.Context, c *clients, kubeconfig, node, ns string) *followed {
+	t.Helper()
 	c.deleteNRT(t, ctx, node)
 	t.Cleanup(func() { c.deleteNRT(t, context.Background(), node) })
-
 	dir := t.TempDir()
 	scenario := filepath.Join(repo, "testdata/kubelet-state/layouts/1.32/scenario.json")
 	kubelet, ready := startStandIn(t, dir, scenario)
-	follower, err := controlplane.StartProcess("topoalign-follower", topoalign, []string{
+	socket := filepath.Join(dir, "follower.sock")
+	follower, err := controlplane.StartProcess("topoalign-follower "+node, topoalign, []string{
 		"agent", "--follow-kubelet",
 		"--node", scenario,
 		"--kubelet-root-dir", filepath.Join(dir, "kubelet"),
 		"--pod-resources-socket", filepath.Join(dir, "kubelet/pod-resources/kubelet.sock"),
-		"--socket", filepath.Join(dir, "follower.sock"),
+		"--socket", socket,
 		"--state-dir", filepath.Join(dir, "state"),
 		"--nrt-publish", "--nrt-node-name", node, "--nrt-interval", "100",
 		"--resync-interval", "1",
@@ -209,66 +232,157 @@ func TestFollower(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopAtEnd(t, follower)
-	nrtStateUntil(t, ctx, c, node, "the empty node published", ready["state"])
+	f := &followed{
+		t: t, ctx: ctx, c: c, name: node, ns: ns, kubelet: kubelet, follower: follower,
+		api: &http.Client{
+			Timeout: 40 * time.Second,
+			Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+			}},
+		},
+	}
+	f.record(ready["state"])
+	f.published("the empty node published")
+	return f
+}
 
-	pod := func(name string, cpus int64, memory string, extra corev1.ResourceList) *corev1.Pod {
-		resources := corev1.ResourceList{
-			corev1.ResourceCPU:    *resource.NewQuantity(cpus, resource.DecimalSI),
-			corev1.ResourceMemory: resource.MustParse(memory),
-		}
-		for k, v := range extra {
-			resources[k] = v
-		}
-		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: corev1.PodSpec{
-				NodeName: node,
-				Containers: []corev1.Container{{
-					Name: "app", Image: "registry.k8s.io/pause:3.10",
-					Resources: corev1.ResourceRequirements{Requests: resources, Limits: resources},
-				}},
-			},
-		}
+func (f *followed) record(state any) {
+	f.state = state
+	f.states = append(f.states, plainValue(state))
+}
+
+// published waits until the node's NRT object carries the stand-in's
+// state now.
+func (f *followed) published(what string) *unstructured.Unstructured {
+	f.t.Helper()
+	return nrtStateUntil(f.t, f.ctx, f.c, f.name, f.name+": "+what, f.state)
+}
+
+// alive fails the test if the follower has exited.
+func (f *followed) alive() {
+	f.t.Helper()
+	if exited, err := f.follower.Exited(); exited {
+		f.t.Fatalf("the follower of %s exited (%v); its log:\n%s", f.name, err, controlplane.Tail(f.follower.Log, 30))
 	}
-	// add binds the pod through the API server (as the scheduler would),
-	// then lets the kubelet admit that very object.
-	add := func(p *corev1.Pod) *corev1.Pod {
-		created, err := c.kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		object, err := runtime.DefaultUnstructuredConverter.ToUnstructured(created)
-		if err != nil {
-			t.Fatal(err)
-		}
-		object["apiVersion"], object["kind"] = "v1", "Pod"
-		line := kubelet.send(t, map[string]any{"add": object})
-		if line["event"] != "admitted" {
-			t.Fatalf("%s: %v", p.Name, line)
-		}
-		nrtStateUntil(t, ctx, c, node, p.Name+" admitted and published", line["state"])
-		return created
+}
+
+// get reads one JSON answer of the follower's read-only API.
+func (f *followed) get(path string) (int, map[string]any, error) {
+	resp, err := f.api.Get("http://follower" + path)
+	if err != nil {
+		return 0, nil, err
 	}
-	remove := func(p *corev1.Pod) {
-		zero := int64(0)
-		if err := c.kube.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
-			t.Fatal(err)
-		}
-		line := kubelet.send(t, map[string]any{"delete": string(p.UID)})
-		if line["event"] != "deleted" {
-			t.Fatalf("%s: %v", p.Name, line)
-		}
-		nrtStateUntil(t, ctx, c, node, p.Name+" deleted and published", line["state"])
+	defer resp.Body.Close()
+	var body map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return resp.StatusCode, nil, err
 	}
+	return resp.StatusCode, body, nil
+}
+
+// pod is a Guaranteed pod of one container bound to the node (as the
+// scheduler binds it).
+func (f *followed) pod(name string, cpus int64, memory string, extra corev1.ResourceList) *corev1.Pod {
+	resources := corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewQuantity(cpus, resource.DecimalSI),
+		corev1.ResourceMemory: resource.MustParse(memory),
+	}
+	for k, v := range extra {
+		resources[k] = v
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
+		Spec: corev1.PodSpec{
+			NodeName: f.name,
+			Containers: []corev1.Container{{
+				Name: "app", Image: "registry.k8s.io/pause:3.10",
+				Resources: corev1.ResourceRequirements{Requests: resources, Limits: resources},
+			}},
+		},
+	}
+}
+
+// create stores p, bound to the node, in the API server.
+func (f *followed) create(p *corev1.Pod) *corev1.Pod {
+	f.t.Helper()
+	p.Spec.NodeName = f.name
+	created, err := f.c.kube.CoreV1().Pods(f.ns).Create(f.ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return created
+}
+
+// offer lets the stand-in kubelet admit p and returns its answer line
+// (event "admitted" or "rejected", the state after it).
+func (f *followed) offer(p *corev1.Pod) map[string]any {
+	f.t.Helper()
+	object, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	object["apiVersion"], object["kind"] = "v1", "Pod"
+	line := f.kubelet.send(f.t, map[string]any{"add": object})
+	if line["event"] != "admitted" && line["event"] != "rejected" {
+		f.t.Fatalf("%s on %s: %v", p.Name, f.name, line)
+	}
+	f.record(line["state"])
+	return line
+}
+
+// forget lets the stand-in kubelet remove the pod uid.
+func (f *followed) forget(uid string) {
+	f.t.Helper()
+	line := f.kubelet.send(f.t, map[string]any{"delete": uid})
+	if line["event"] != "deleted" {
+		f.t.Fatalf("%s on %s: %v", uid, f.name, line)
+	}
+	f.record(line["state"])
+}
+
+// add binds the pod through the API server (as the scheduler would),
+// lets the kubelet admit that very object and waits until it is
+// published.
+func (f *followed) add(p *corev1.Pod) *corev1.Pod {
+	f.t.Helper()
+	created := f.create(p)
+	if line := f.offer(created); line["event"] != "admitted" {
+		f.t.Fatalf("%s on %s: %v", p.Name, f.name, line)
+	}
+	f.published(p.Name + " admitted and published")
+	return created
+}
+
+// remove deletes the pod from the API server, then from the kubelet, and
+// waits until that is published.
+func (f *followed) remove(p *corev1.Pod) {
+	f.t.Helper()
+	zero := int64(0)
+	if err := f.c.kube.CoreV1().Pods(f.ns).Delete(f.ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		f.t.Fatal(err)
+	}
+	f.forget(string(p.UID))
+	f.published(p.Name + " deleted and published")
+}
+
+// The follower beside a kubelet: after every add and delete, the stored
+// object's exact state is the stand-in's state, read back equal.
+func TestFollower(t *testing.T) {
+	ctx := testContext(t, 3*time.Minute)
+	c := admin(t)
+	kubeconfig := followerKubeconfig(t, ctx, c)
+	const ns = "e2e-follower"
+	namespace(t, ctx, c, ns)
+	f := followNode(t, ctx, c, kubeconfig, "e2e-followed-node", ns)
 
 	gpu := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
 	nic := corev1.ResourceList{"example.com/nic": resource.MustParse("1")}
 	huge := corev1.ResourceList{"hugepages-1Gi": resource.MustParse("1Gi")}
-	a := add(pod("p1-a", 2, "1Gi", gpu))
-	b := add(pod("p2-b", 1, "512Mi", nil))
-	add(pod("p3-c", 2, "1Gi", huge))
-	remove(a)
-	add(pod("p4-d", 1, "256Mi", nic))
-	remove(b)
-	add(pod("p5-e", 3, "2Gi", gpu))
+	a := f.add(f.pod("p1-a", 2, "1Gi", gpu))
+	b := f.add(f.pod("p2-b", 1, "512Mi", nil))
+	f.add(f.pod("p3-c", 2, "1Gi", huge))
+	f.remove(a)
+	f.add(f.pod("p4-d", 1, "256Mi", nic))
+	f.remove(b)
+	f.add(f.pod("p5-e", 3, "2Gi", gpu))
 }

@@ -31,12 +31,12 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 
 use serde_json::{Value, json};
-use topoalign_engine::{ContainerPlacement, Decision, Node, NodeConfig, StartupError};
+use topoalign_engine::{ContainerPlacement, Decision, Node, NodeConfig, StartupError, TopologyPolicyName};
 use topoalign_model::{Machine, Pod};
 
 use crate::journal::{Corruption, DiscardedTail, Journal, JournalError};
 use crate::record::{AdmitRecord, Holder, Record};
-use crate::request::{Workload, parse_policy};
+use crate::request::Workload;
 
 /// The journal's file name in the state directory.
 pub const JOURNAL_FILE: &str = "journal";
@@ -141,7 +141,6 @@ impl Ledger {
     /// [`LedgerError::Corrupt`] (with what survives and what is lost) and
     /// [`LedgerError::Replay`]; the caller must not serve on any of them.
     pub fn open(state_dir: &Path, machine: Machine, config: NodeConfig) -> Result<(Ledger, Recovery), LedgerError> {
-        let fingerprint = crate::fingerprint::fingerprint(&machine, &config);
         let description = format!(
             "{} CPUs, {} NUMA nodes; topology manager {} ({} scope), CPU manager {}, memory manager {}",
             machine.cpus().len(),
@@ -152,6 +151,7 @@ impl Ledger {
             config.memory_policy,
         );
         let genesis = Node::start(machine, config)?;
+        let fingerprint = crate::fingerprint::fingerprint(&genesis);
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -303,7 +303,8 @@ impl Ledger {
             )));
         }
         let mut next = self.node.clone();
-        let decision = decide(&mut next, pod.clone(), workload.options.policy.as_deref())?;
+        let policy = workload.policy().map_err(|e| LedgerError::Request(e.0))?;
+        let decision = decide(&mut next, pod.clone(), policy)?;
         if !decision.admitted() {
             return Ok(Admission {
                 pod,
@@ -315,7 +316,7 @@ impl Ledger {
         let record = AdmitRecord {
             id: id.clone(),
             pod: manifest.clone(),
-            policy: workload.options.policy.clone(),
+            policy,
             holder,
             placements: decision.containers.clone(),
         };
@@ -470,7 +471,7 @@ impl Ledger {
                 let pod = topoalign_k8s::pod_from_value(&record.pod, &record.id)
                     .map_err(|e| changed(format!("has a manifest that no longer reads: {}", e.message())))?;
                 let key = pod.key();
-                let decision = decide(&mut self.node, pod, record.policy.as_deref())
+                let decision = decide(&mut self.node, pod, record.policy)
                     .map_err(|e| changed(format!("({key}) cannot be decided: {e}")))?;
                 if let Some(rejection) = &decision.rejection {
                     return Err(changed(format!(
@@ -539,14 +540,12 @@ impl Ledger {
 }
 
 /// Admits `pod` on `node`, under a policy override if one is named.
-fn decide(node: &mut Node, pod: Pod, policy: Option<&str>) -> Result<Decision, LedgerError> {
+fn decide(node: &mut Node, pod: Pod, policy: Option<TopologyPolicyName>) -> Result<Decision, LedgerError> {
     match policy {
         None => Ok(node.admit(pod)),
-        Some(name) => {
-            let policy = parse_policy(name).map_err(|e| LedgerError::Request(e.0))?;
-            node.admit_with_topology_policy(pod, policy)
-                .map_err(|e| LedgerError::Request(format!("topology policy {name} cannot be used on this node: {e}")))
-        }
+        Some(policy) => node
+            .admit_with_topology_policy(pod, policy)
+            .map_err(|e| LedgerError::Request(format!("topology policy {policy} cannot be used on this node: {e}"))),
     }
 }
 

@@ -26,10 +26,34 @@ struct ReasonLabels {
     reason: String,
 }
 
+/// The labels of a per-NUMA gauge, the agent's and the follower's
+/// (`numa_node`, `resource`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct NumaLabels {
+pub struct NumaLabels {
     numa_node: String,
     resource: String,
+}
+
+impl NumaLabels {
+    pub fn new(numa_node: impl std::fmt::Display, resource: &str) -> NumaLabels {
+        NumaLabels {
+            numa_node: numa_node.to_string(),
+            resource: resource.to_owned(),
+        }
+    }
+}
+
+/// An amount as a gauge's value (saturating: no amount is that large).
+pub fn gauge_value(amount: impl TryInto<i64>) -> i64 {
+    amount.try_into().unwrap_or(i64::MAX)
+}
+
+/// The OpenMetrics text exposition of `registry`.
+pub fn encode(registry: &Registry) -> String {
+    let mut text = String::new();
+    // Writing to a String cannot fail.
+    let _ = prometheus_client::encoding::text::encode(&mut text, registry);
+    text
 }
 
 /// The agent's metrics.
@@ -188,33 +212,28 @@ impl Metrics {
 
     /// Sets the per-NUMA gauges from `topology`, and the agent's own.
     pub fn set_usage(&self, topology: &Topology, allocations: usize, journal_records: u64) {
-        let gauge = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
         for node in &topology.numa_nodes {
             for (resource, usage) in &node.resources {
-                let labels = NumaLabels {
-                    numa_node: node.id.to_string(),
-                    resource: resource.clone(),
-                };
-                self.capacity.get_or_create(&labels).set(gauge(usage.capacity));
-                self.allocatable.get_or_create(&labels).set(gauge(usage.allocatable));
+                let labels = NumaLabels::new(node.id, resource);
+                self.capacity.get_or_create(&labels).set(gauge_value(usage.capacity));
+                self.allocatable
+                    .get_or_create(&labels)
+                    .set(gauge_value(usage.allocatable));
                 if let Some(allocated) = usage.allocated {
-                    self.allocated.get_or_create(&labels).set(gauge(allocated));
+                    self.allocated.get_or_create(&labels).set(gauge_value(allocated));
                 }
                 let unpaired = node.unpaired.get(resource).copied().unwrap_or(0);
                 if unpaired > 0 || resource == "cpu" || resource == "memory" {
-                    self.unpaired.get_or_create(&labels).set(gauge(unpaired));
+                    self.unpaired.get_or_create(&labels).set(gauge_value(unpaired));
                 }
             }
         }
-        self.allocations.set(gauge(allocations as u64));
-        self.journal_records.set(gauge(journal_records));
+        self.allocations.set(gauge_value(allocations));
+        self.journal_records.set(gauge_value(journal_records));
     }
 
     /// The OpenMetrics text exposition.
     pub fn encode(&self) -> String {
-        let mut text = String::new();
-        // Writing to a String cannot fail.
-        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
-        text
+        encode(&self.registry)
     }
 }

@@ -551,7 +551,7 @@ impl NodeAgent {
             memory_numa,
             devices,
             pid: held.record.holder.as_ref().map(|h| h.pid),
-            policy: held.record.policy.clone(),
+            policy: held.record.policy.map(|policy| policy.as_str().to_owned()),
             enforcement: self.enforcement.mode().to_string(),
             cgroup: self.enforcement.cgroup_path(held.id()).map(|p| p.display().to_string()),
             containers: placements.to_vec(),

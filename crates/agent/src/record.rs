@@ -2,13 +2,14 @@
 //! replays (JSON, one per record).
 //!
 //! An admission records the manifest exactly as admitted (with its uid),
-//! the policy override, the holding process, and the placement the engine
+//! the policy override (typed, in the kubelet's spelling), the holding process, and the placement the engine
 //! gave — replaying the manifest must give the same placement, and recovery
 //! checks that it does.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use topoalign_engine::ContainerPlacement;
+use topoalign_engine::TopologyPolicyName;
 
 /// One journal record.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -43,9 +44,10 @@ pub struct AdmitRecord {
     pub id: String,
     /// The `v1.Pod` manifest admitted, `metadata.uid` = `id`.
     pub pod: Value,
-    /// Topology policy override, as named in the request.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub policy: Option<String>,
+    /// Topology policy override, as the request named it (written in the
+    /// kubelet's spelling, as before it was typed).
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "policy_name")]
+    pub policy: Option<TopologyPolicyName>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holder: Option<Holder>,
     /// What the engine gave each container, recorded exactly as the API
@@ -83,6 +85,27 @@ impl From<&Holder> for topoalign_enforce::ProcessIdentity {
     }
 }
 
+/// A policy override on the wire: the kubelet's spelling, read back
+/// through `FromStr` (an unknown name is a read error naming it).
+mod policy_name {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use topoalign_engine::TopologyPolicyName;
+
+    #[allow(clippy::ref_option)] // serde's `with` passes the field by reference
+    pub(super) fn serialize<S: Serializer>(policy: &Option<TopologyPolicyName>, s: S) -> Result<S::Ok, S::Error> {
+        match policy {
+            Some(policy) => s.serialize_some(policy.as_str()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<TopologyPolicyName>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|name| name.parse().map_err(serde::de::Error::custom))
+            .transpose()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -96,11 +119,12 @@ mod tests {
     /// writes back byte for byte.
     #[test]
     fn a_journal_record_of_before_reads_and_writes_back_unchanged() {
-        let written = r#"{"op":"admit","id":"a1","pod":{"metadata":{"uid":"a1"}},"placements":[{"name":"init","init":true,"cpus":null,"memoryNuma":null},{"name":"app","init":false,"cpus":"2-5,8","memoryNuma":[0],"devices":{"nvidia.com/gpu":["gpu0"]}}]}"#;
+        let written = r#"{"op":"admit","id":"a1","pod":{"metadata":{"uid":"a1"}},"policy":"single-numa-node","placements":[{"name":"init","init":true,"cpus":null,"memoryNuma":null},{"name":"app","init":false,"cpus":"2-5,8","memoryNuma":[0],"devices":{"nvidia.com/gpu":["gpu0"]}}]}"#;
         let record: Record = serde_json::from_str(written).unwrap();
         let Record::Admit(admit) = &record else {
             panic!("an admission: {record:?}");
         };
+        assert_eq!(admit.policy, Some(TopologyPolicyName::SingleNumaNode));
         assert_eq!(
             admit.placements[1],
             ContainerPlacement {
@@ -112,6 +136,20 @@ mod tests {
             }
         );
         assert_eq!(serde_json::to_string(&record).unwrap(), written);
+    }
+
+    /// A policy override that is no policy is a read error naming it.
+    #[test]
+    fn a_record_whose_policy_is_unknown_is_refused() {
+        let error = serde_json::from_str::<Record>(
+            r#"{"op":"admit","id":"a1","pod":{},"policy":"Restricted","placements":[]}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.contains(r#"unknown topology manager policy "Restricted""#),
+            "{error}"
+        );
     }
 
     /// A CPU list that does not read is an error naming it, never an empty

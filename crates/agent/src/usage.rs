@@ -106,7 +106,7 @@ mod tests {
     }
 
     #[test]
-    fn stranded_capacity_is_one_resource_free_where_the_other_is_gone() {
+    fn unpaired_capacity_is_one_resource_free_where_the_other_is_gone() {
         let table = |cpu: Usage, memory: Usage| -> BTreeMap<String, Usage> {
             [("cpu".to_string(), cpu), ("memory".to_string(), memory)].into()
         };

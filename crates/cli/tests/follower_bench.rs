@@ -12,7 +12,16 @@
 //!   the work the follower does per change;
 //! - the baseline, measured in the same run on the same state: rebuilding
 //!   the node by admitting its 200 pods again on a fresh node (what the
-//!   old history attribute cost its readers), and the ratio.
+//!   old history attribute cost its readers), and the ratio;
+//! - the extender's start: 5,000 copies of the last object (other node
+//!   names) restored into a `topoalign_extender::Cluster` through
+//!   `sync_nrt`, the path of `--nrt-from-cluster`, beside re-admitting the
+//!   pods of as many nodes (scaled from the per-node baseline).
+//!
+//! Sizes: `TOPOALIGN_BENCH_PODS` (200), `TOPOALIGN_BENCH_CHANGES` (100),
+//! `TOPOALIGN_BENCH_OBJECTS` (5,000). Progress goes to stderr; the
+//! machine's load average is printed at the start and the end (other jobs
+//! on the machine skew every figure).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // a benchmark's report
 
@@ -25,7 +34,9 @@ use serde_json::{Value, json};
 use topoalign_agent::{Client, Endpoint};
 
 /// 8 NUMA nodes × 16 cores × 2 threads, 64Gi and 8Gi of 1Gi huge pages
-/// each, two GPUs per NUMA node; static CPU and memory managers,
+/// each, two GPUs per NUMA node, room for 256 pods (`maxPods`: the
+/// kubelet's default of 110 made the filling loop spin for ever — the
+/// reason this benchmark had never finished); static CPU and memory managers,
 /// restricted policy.
 fn node() -> Value {
     let numa: Vec<Value> = (0..8)
@@ -50,6 +61,8 @@ fn node() -> Value {
             "cpuManagerPolicy": "static",
             "memoryManagerPolicy": "Static",
             "reservedSystemCPUs": "0,128",
+            // The kubelet's default of 110 pods would refuse the 111th.
+            "maxPods": 256,
             "systemReserved": {"memory": "1Gi"},
             "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1124Mi"}}],
         },
@@ -79,6 +92,20 @@ fn pod(index: usize) -> Value {
     }})
 }
 
+fn size(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".to_owned())
+}
+
+/// How long to wait for the follower to know one change before giving up
+/// with what it says (a benchmark that hangs measures nothing).
+const SETTLE_LIMIT: Duration = Duration::from_secs(120);
+
 fn median(values: &mut [Duration]) -> Duration {
     values.sort();
     values[values.len() / 2]
@@ -92,6 +119,15 @@ fn p90(values: &mut [Duration]) -> Duration {
 #[test]
 #[ignore = "a benchmark: bench/follower.sh runs it on a release build"]
 fn follower_resync_per_change() {
+    let (pods, change_count, object_count) = (
+        size("TOPOALIGN_BENCH_PODS", 200),
+        size("TOPOALIGN_BENCH_CHANGES", 100),
+        size("TOPOALIGN_BENCH_OBJECTS", 5000),
+    );
+    let load_at_start = load();
+    eprintln!(
+        "follower bench: {pods} pods, {change_count} changes, {object_count} objects; load average {load_at_start}"
+    );
     let dir = tempfile::tempdir().unwrap();
     let node_path = dir.path().join("node.json");
     std::fs::write(&node_path, serde_json::to_vec(&node()).unwrap()).unwrap();
@@ -130,13 +166,23 @@ fn follower_resync_per_change() {
     let mut state = Value::Null;
     let mut running = Vec::new();
     let mut next = 1;
-    while running.len() < 200 {
+    let filling = Instant::now();
+    while running.len() < pods {
         let line = send(&pod(next), &mut read);
         if line["event"] == "admitted" {
             running.push(format!("00000000-0000-0000-0000-{next:012}"));
             state = line["state"].clone();
         }
         next += 1;
+        assert!(
+            next < 4 * pods + 10,
+            "the node refuses most pods: {} {}",
+            line["reason"],
+            line["message"]
+        );
+        if running.len().is_multiple_of(50) && line["event"] == "admitted" {
+            eprintln!("  filled {} pods ({:.1?})", running.len(), filling.elapsed());
+        }
     }
 
     let follower_socket = dir.path().join("follower.sock");
@@ -171,6 +217,7 @@ fn follower_resync_per_change() {
     let client = Client::new(Endpoint::Unix(follower_socket));
     let mut generation = 0u64;
     let mut wait_for = |expected: &Value| {
+        let since = Instant::now();
         loop {
             let status: Value = client
                 .call("GET", &format!("/v1/status?after={generation}"), None)
@@ -179,9 +226,16 @@ fn follower_resync_per_change() {
             if status["state"] == "known" && &status["record"] == expected {
                 return;
             }
+            assert!(
+                since.elapsed() < SETTLE_LIMIT,
+                "the follower did not reach the stand-in's state within {SETTLE_LIMIT:?}; it says {} {}",
+                status["state"],
+                status["reason"]
+            );
         }
     };
     wait_for(&state);
+    eprintln!("  the follower knows the {pods} pods; {change_count} changes follow");
 
     // In-process: the follower's per-change work, and the baseline.
     let started = topoalign_intake::start(&topoalign_intake::NodeInputs::new(
@@ -203,7 +257,12 @@ fn follower_resync_per_change() {
 
     let (mut lags, mut changes, mut rebuilds, mut readmissions) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut object_bytes = 0;
-    for i in 0..100usize {
+    let mut last_object = None;
+    let measuring = Instant::now();
+    for i in 0..change_count {
+        if i > 0 && i.is_multiple_of(10) {
+            eprintln!("  {i} changes ({:.1?})", measuring.elapsed());
+        }
         let change = if i.is_multiple_of(2) {
             let uid = running.remove((i * 7919) % running.len());
             json!({"delete": uid})
@@ -235,6 +294,7 @@ fn follower_resync_per_change() {
         );
         rebuilds.push(t.elapsed());
         object_bytes = serde_json::to_vec(&object).unwrap().len();
+        last_object = Some(object);
         assert_eq!(
             serde_json::to_value(topoalign_nrt::StateRecord::of(&rebuilt.node)).unwrap(),
             expected
@@ -256,7 +316,30 @@ fn follower_resync_per_change() {
         median(&mut rebuilds),
         median(&mut readmissions),
     );
-    eprintln!("follower bench: 256 CPUs, 8 NUMA nodes, 200 pods, 100 changes (medians; p90 in brackets)");
+    // The extender's start: as many objects as a large cluster's nodes.
+    let object = serde_json::to_value(last_object.expect("at least one change")).unwrap();
+    let objects: Vec<topoalign_nrt::NodeResourceTopology> = (0..object_count)
+        .map(|i| {
+            let mut copy = object.clone();
+            copy["metadata"]["name"] = json!(format!("node-{i:05}"));
+            serde_json::from_value(copy).unwrap()
+        })
+        .collect();
+    eprintln!("  restoring {object_count} objects as the extender does at start");
+    let t = Instant::now();
+    let mut cluster = topoalign_extender::Cluster::new(topoalign_extender::ExtenderConfig::default());
+    let report = cluster.sync_nrt(&objects, Instant::now());
+    let restore_all = t.elapsed();
+    assert!(
+        report.errors.is_empty() && report.passed.is_empty(),
+        "{:?}",
+        report.errors
+    );
+    assert_eq!(cluster.len(), object_count);
+
+    eprintln!(
+        "follower bench: 256 CPUs, 8 NUMA nodes, {pods} pods, {change_count} changes (medians; p90 in brackets)"
+    );
     eprintln!(
         "  stand-in change written        {change:>10.2?} [{:.2?}]",
         p90(&mut changes)
@@ -274,6 +357,13 @@ fn follower_resync_per_change() {
         "  ratio rebuild / re-admission   {:>10.2}",
         rebuild.as_secs_f64() / readmission.as_secs_f64()
     );
+    let readmit_all = readmission.mul_f64(object_count as f64);
+    eprintln!(
+        "  extender start: restore {object_count} objects {restore_all:>10.2?}  (baseline: re-admitting their pods, \
+         {object_count} x the median above = {readmit_all:.2?}; ratio {:.2})",
+        restore_all.as_secs_f64() / readmit_all.as_secs_f64()
+    );
+    eprintln!("  load average: {load_at_start} at the start, {} at the end", load());
     let _ = follower.kill();
     let _ = follower.wait();
     drop(input);

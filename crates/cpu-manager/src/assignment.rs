@@ -23,7 +23,7 @@
 //!   that aliasing so the combination actually used is the kubelet's.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use topoalign_model::{CpuSet, NumaMask};
@@ -148,15 +148,25 @@ impl<'t> Accumulator<'t> {
 
     /// Distinct `child` ids of the free CPUs whose `parent` id is
     /// `parent_id` (all free CPUs when `parent` is `None`).
+    /// Ascending. Walks only the free CPUs (of the parent group), not the
+    /// machine.
     fn free_ids(&self, child: Level, parent: Option<(Level, u32)>) -> Vec<u32> {
-        let ids: BTreeSet<u32> = self
-            .topology
-            .infos()
-            .filter(|(cpu, _)| self.free.contains(*cpu))
-            .filter(|(_, info)| parent.is_none_or(|(level, id)| level.id_of(info) == id))
-            .map(|(_, info)| child.id_of(info))
-            .collect();
-        ids.into_iter().collect()
+        let child_of = |cpu: u32| self.topology.cpu(cpu).map(|info| child.id_of(&info));
+        let mut ids: Vec<u32> = match parent {
+            None => self.free.iter().filter_map(child_of).collect(),
+            // The parent's group is exactly the CPUs whose parent id is
+            // `id`.
+            Some((level, id)) => self
+                .topology
+                .group(level, id)
+                .iter()
+                .filter(|&cpu| self.free.contains(cpu))
+                .filter_map(child_of)
+                .collect(),
+        };
+        ids.sort_unstable();
+        ids.dedup();
+        ids
     }
 
     /// The kubelet's `sort`: fewest free CPUs first, then lowest id.
@@ -217,7 +227,12 @@ impl<'t> Accumulator<'t> {
         };
         groups
             .into_iter()
-            .flat_map(|id| self.free.intersection(self.topology.group(level, id)).to_vec())
+            .flat_map(|id| {
+                self.topology
+                    .group(level, id)
+                    .iter()
+                    .filter(|&cpu| self.free.contains(cpu))
+            })
             .collect()
     }
 
@@ -244,9 +259,16 @@ impl<'t> Accumulator<'t> {
     }
 
     fn take(&mut self, cpus: &CpuSet) {
-        self.result = self.result.union(cpus);
-        self.free = self.free.difference(&self.result);
+        self.result.union_with(cpus);
+        self.free.difference_with(&self.result);
         self.needed -= cpus.len() as i64;
+    }
+
+    /// [`Accumulator::take`] of the one CPU `cpu`.
+    fn take_one(&mut self, cpu: u32) {
+        self.result.insert(cpu);
+        self.free.remove(cpu);
+        self.needed -= 1;
     }
 
     /// `takeFullNUMANodes` / `takeFullSockets` / `takeFullUncore` /
@@ -258,10 +280,11 @@ impl<'t> Accumulator<'t> {
             .into_iter()
             .filter(|&id| self.is_free(level, id))
             .collect();
+        let topology = self.topology;
         for id in free_groups {
-            let group = self.topology.group(level, id).clone();
+            let group = topology.group(level, id);
             if self.needs_at_least(group.len()) {
-                self.take(&group);
+                self.take(group);
             }
         }
     }
@@ -318,7 +341,7 @@ impl<'t> Accumulator<'t> {
 
     fn take_remaining_cpus(&mut self) {
         for cpu in self.sorted_cpus() {
-            self.take(&CpuSet::from_iter([cpu]));
+            self.take_one(cpu);
             if self.is_satisfied() {
                 return;
             }

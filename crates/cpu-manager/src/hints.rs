@@ -12,7 +12,6 @@
 use topoalign_model::{CpuSet, HintRule, MAX_NUMA_NODES, NumaMask, TopologyHint, upward_closed_has_hint_between};
 
 use crate::CpuTopology;
-use crate::topology::Level;
 
 /// The CPU hint list as a rule: which NUMA masks can hold `request` CPUs.
 ///
@@ -78,12 +77,7 @@ impl CpuHintRule {
         let request = u64::try_from(request).unwrap_or(0);
         // minAffinitySize is measured on the whole machine: the largest
         // nodes first reach the request with the fewest nodes.
-        let mut totals: Vec<u64> = universe
-            .nodes()
-            .map(|n| topology.group(Level::Numa, n as u32).len() as u64)
-            .collect();
-        totals.sort_unstable_by(|a, b| b.cmp(a));
-        let min_affinity_size = fewest_reaching(&totals, request).unwrap_or(universe.count());
+        let min_affinity_size = fewest_reaching(topology.numa_sizes_descending(), request).unwrap_or(universe.count());
         let socket_alignment = align_by_socket.then(|| {
             let numa_per_socket = topology
                 .num_numa_nodes()

@@ -8,21 +8,9 @@
 
 use std::collections::BTreeMap;
 
-use topoalign_model::{FeatureGates, KubeletVersion};
+use topoalign_model::{FeatureGates, KubeletVersion, OptionMaturity, OptionsOf};
 
 use crate::CpuTopology;
-
-/// How mature a policy option is in a kubelet release, which decides the
-/// feature gate it needs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Maturity {
-    /// Needs `CPUManagerPolicyAlphaOptions` (off by default).
-    Alpha,
-    /// Needs `CPUManagerPolicyBetaOptions` (on by default).
-    Beta,
-    /// Needs no gate.
-    Stable,
-}
 
 topoalign_model::kubelet_vocabulary! {
     /// The options the static policy knows (`cpuManagerPolicyOptions` keys).
@@ -43,20 +31,20 @@ impl CpuPolicyOption {
     /// adds `prefer-align-cpus-by-uncorecache` to the beta ones; v1.35 makes
     /// `strict-cpu-reservation` stable, v1.36
     /// `prefer-align-cpus-by-uncorecache`.
-    fn maturity(self, version: KubeletVersion) -> Maturity {
+    fn maturity(self, version: KubeletVersion) -> OptionMaturity {
         let from = |minor: KubeletVersion| version.at_least(minor);
         match self {
-            CpuPolicyOption::FullPcpusOnly if from(KubeletVersion::V1_33) => Maturity::Stable,
-            CpuPolicyOption::FullPcpusOnly => Maturity::Beta,
-            CpuPolicyOption::StrictCpuReservation if from(KubeletVersion::V1_35) => Maturity::Stable,
+            CpuPolicyOption::FullPcpusOnly if from(KubeletVersion::V1_33) => OptionMaturity::Stable,
+            CpuPolicyOption::FullPcpusOnly => OptionMaturity::Beta,
+            CpuPolicyOption::StrictCpuReservation if from(KubeletVersion::V1_35) => OptionMaturity::Stable,
             CpuPolicyOption::DistributeCpusAcrossNuma | CpuPolicyOption::StrictCpuReservation
                 if from(KubeletVersion::V1_33) =>
             {
-                Maturity::Beta
+                OptionMaturity::Beta
             }
-            CpuPolicyOption::PreferAlignCpusByUncoreCache if from(KubeletVersion::V1_36) => Maturity::Stable,
-            CpuPolicyOption::PreferAlignCpusByUncoreCache if from(KubeletVersion::V1_34) => Maturity::Beta,
-            _ => Maturity::Alpha,
+            CpuPolicyOption::PreferAlignCpusByUncoreCache if from(KubeletVersion::V1_36) => OptionMaturity::Stable,
+            CpuPolicyOption::PreferAlignCpusByUncoreCache if from(KubeletVersion::V1_34) => OptionMaturity::Beta,
+            _ => OptionMaturity::Alpha,
         }
     }
 }
@@ -130,14 +118,10 @@ impl StaticPolicyOptions {
         };
         for (name, value) in options {
             let option: CpuPolicyOption = name.parse().map_err(|_| PolicyOptionError::Unknown(name.clone()))?;
-            match option.maturity(version) {
-                Maturity::Alpha if !gates.cpu_manager_policy_alpha_options => {
-                    return Err(PolicyOptionError::AlphaNotEnabled(name.clone()));
-                }
-                Maturity::Beta if !gates.cpu_manager_policy_beta_options => {
-                    return Err(PolicyOptionError::BetaNotEnabled(name.clone()));
-                }
-                _ => {}
+            match option.maturity(version).gate_missing(OptionsOf::CpuManager, gates) {
+                Some(OptionMaturity::Alpha) => return Err(PolicyOptionError::AlphaNotEnabled(name.clone())),
+                Some(_) => return Err(PolicyOptionError::BetaNotEnabled(name.clone())),
+                None => {}
             }
             let on = parse_go_bool(value).ok_or_else(|| PolicyOptionError::BadValue {
                 name: name.clone(),

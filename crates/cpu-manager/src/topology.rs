@@ -65,6 +65,12 @@ pub struct CpuTopology {
     groups: BTreeMap<(Level, u32), CpuSet>,
     all: CpuSet,
     empty: CpuSet,
+    /// Derived once for the allocator and the hints, which ask per call:
+    /// each CPU's description indexed by its id, the NUMA nodes with CPUs,
+    /// and the CPU count of each of those nodes, largest first.
+    by_id: Vec<Option<CpuInfo>>,
+    numa_mask: NumaMask,
+    numa_sizes_descending: Vec<u64>,
 }
 
 impl CpuTopology {
@@ -115,7 +121,21 @@ impl CpuTopology {
         let (num_numa_nodes, num_uncore_caches) = (count(Level::Numa), count(Level::UncoreCache));
         let num_cores = num_cores.unwrap_or_else(|| count(Level::Core));
         let all: CpuSet = cpus.keys().copied().collect();
+        let mut by_id = vec![None; cpus.keys().next_back().map_or(0, |&id| id as usize + 1)];
+        for (&id, info) in &cpus {
+            by_id[id as usize] = Some(*info);
+        }
+        let numa_mask = NumaMask::from_nodes(cpus.values().map(|i| i.numa));
+        let mut numa_sizes_descending: Vec<u64> = groups
+            .iter()
+            .filter(|((level, _), _)| *level == Level::Numa)
+            .map(|(_, members)| members.len() as u64)
+            .collect();
+        numa_sizes_descending.sort_unstable_by(|a, b| b.cmp(a));
         CpuTopology {
+            by_id,
+            numa_mask,
+            numa_sizes_descending,
             num_cpus: cpus.len(),
             num_cores,
             num_sockets,
@@ -171,7 +191,7 @@ impl CpuTopology {
 
     /// Where `cpu` sits, if the machine has it.
     pub fn cpu(&self, cpu: u32) -> Option<CpuInfo> {
-        self.cpus.get(&cpu).copied()
+        self.by_id.get(cpu as usize).copied().flatten()
     }
 
     /// Every logical CPU.
@@ -181,7 +201,12 @@ impl CpuTopology {
 
     /// The NUMA nodes that have CPUs.
     pub fn numa_mask(&self) -> NumaMask {
-        NumaMask::from_nodes(self.cpus.values().map(|i| i.numa))
+        self.numa_mask
+    }
+
+    /// The CPU count of each NUMA node that has CPUs, largest first.
+    pub(crate) fn numa_sizes_descending(&self) -> &[u64] {
+        &self.numa_sizes_descending
     }
 
     /// The CPUs of the NUMA nodes in `mask`.
@@ -212,11 +237,6 @@ impl CpuTopology {
     /// Every CPU of the group `id` at `level` (empty when there is none).
     pub(crate) fn group(&self, level: Level, id: u32) -> &CpuSet {
         self.groups.get(&(level, id)).unwrap_or(&self.empty)
-    }
-
-    /// CPU descriptions in ascending id order.
-    pub(crate) fn infos(&self) -> impl Iterator<Item = (u32, &CpuInfo)> {
-        self.cpus.iter().map(|(&id, info)| (id, info))
     }
 }
 

@@ -13,6 +13,8 @@
 //! whatever the plugin says — re-using more init-container devices than the
 //! container needs — takes the lowest ids here.
 
+use std::collections::BTreeSet;
+
 use topoalign_model::TopologyHint;
 
 use crate::DeviceAllocateError;
@@ -81,11 +83,11 @@ pub(crate) fn devices_to_allocate(request: &Request<'_>) -> Result<DeviceSet, De
         return Ok(chosen.devices);
     }
 
-    let available: DeviceSet = request
+    // Ids are borrowed from the registry: only the ones given are copied.
+    let available: Ids<'_> = request
         .devices
         .ids()
         .filter(|id| !request.in_use.contains(*id) && !chosen.devices.contains(*id))
-        .cloned()
         .collect();
     if len(&available) < chosen.needed {
         return Err(DeviceAllocateError::new(format!(
@@ -98,12 +100,12 @@ pub(crate) fn devices_to_allocate(request: &Request<'_>) -> Result<DeviceSet, De
     let buckets = filter_by_affinity(request.devices, &available, request.hint);
     if chosen.needed < len(&buckets.aligned) {
         // Everything fits in the aligned set: let the plugin choose there.
-        let offered: DeviceSet = buckets.aligned.union(&chosen.devices).cloned().collect();
+        let offered: Ids<'_> = buckets.aligned.iter().copied().chain(&chosen.devices).collect();
         let preferred = preferred_allocation(request.devices, &offered, &chosen.devices, required);
         if chosen.take_from(preferred.iter().filter(|id| buckets.aligned.contains(*id))) {
             return Ok(chosen.devices);
         }
-        if chosen.take_from(buckets.aligned.iter()) {
+        if chosen.take_from(buckets.aligned.iter().copied()) {
             return Ok(chosen.devices);
         }
         return Err(less_than_required(required, required - chosen.needed));
@@ -111,15 +113,16 @@ pub(crate) fn devices_to_allocate(request: &Request<'_>) -> Result<DeviceSet, De
 
     // Take every aligned device first (the alignment the topology manager
     // promised), then let the plugin choose among the rest.
-    if chosen.take_from(buckets.aligned.iter()) {
+    if chosen.take_from(buckets.aligned.iter().copied()) {
         return Ok(chosen.devices);
     }
-    let offered: DeviceSet = available.union(&chosen.devices).cloned().collect();
+    let offered: Ids<'_> = available.iter().copied().chain(&chosen.devices).collect();
     let preferred = preferred_allocation(request.devices, &offered, &chosen.devices, required);
     if chosen.take_from(preferred.iter().filter(|id| available.contains(*id))) {
         return Ok(chosen.devices);
     }
-    if chosen.take_from(buckets.unaligned.iter()) || chosen.take_from(buckets.without_topology.iter()) {
+    if chosen.take_from(buckets.unaligned.iter().copied()) || chosen.take_from(buckets.without_topology.iter().copied())
+    {
         return Ok(chosen.devices);
     }
     Err(less_than_required(required, required - chosen.needed))
@@ -152,19 +155,23 @@ impl Chosen {
 /// `filterByAffinity`). A device on several NUMA nodes is aligned as soon as
 /// one of them is in the hint.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct AffinityBuckets {
-    pub(crate) aligned: DeviceSet,
-    pub(crate) unaligned: DeviceSet,
-    pub(crate) without_topology: DeviceSet,
+pub(crate) struct AffinityBuckets<'a> {
+    pub(crate) aligned: Ids<'a>,
+    pub(crate) unaligned: Ids<'a>,
+    pub(crate) without_topology: Ids<'a>,
 }
+
+/// Device ids borrowed from the registry (or from what is already chosen),
+/// ascending like a [`DeviceSet`].
+pub(crate) type Ids<'a> = BTreeSet<&'a String>;
 
 /// Without a hint affinity, or for a resource none of whose devices reports
 /// a topology, everything lands in `without_topology`: nothing is aligned.
-pub(crate) fn filter_by_affinity(
+pub(crate) fn filter_by_affinity<'a>(
     devices: &ResourceDevices,
-    available: &DeviceSet,
+    available: &Ids<'a>,
     hint: TopologyHint,
-) -> AffinityBuckets {
+) -> AffinityBuckets<'a> {
     let mut buckets = AffinityBuckets::default();
     let hint_mask = match hint.affinity {
         Some(mask) if devices.has_topology_alignment() => mask,
@@ -173,13 +180,13 @@ pub(crate) fn filter_by_affinity(
             return buckets;
         }
     };
-    for id in available {
+    for &id in available {
         let bucket = match devices.affinity(id) {
             None => &mut buckets.without_topology,
             Some(affinity) if affinity.intersects(hint_mask) => &mut buckets.aligned,
             Some(_) => &mut buckets.unaligned,
         };
-        bucket.insert(id.clone());
+        bucket.insert(id);
     }
     buckets
 }
@@ -190,7 +197,7 @@ pub(crate) fn filter_by_affinity(
 /// (string order) — up to `size` devices in all, in that order.
 pub(crate) fn preferred_allocation(
     devices: &ResourceDevices,
-    offered: &DeviceSet,
+    offered: &Ids<'_>,
     must_include: &DeviceSet,
     size: i128,
 ) -> Vec<String> {
@@ -198,6 +205,7 @@ pub(crate) fn preferred_allocation(
     let rest = |with_topology: bool| {
         offered
             .iter()
+            .copied()
             .filter(move |id| !must_include.contains(*id) && devices.affinity(id).is_some() == with_topology)
     };
     must_include
@@ -215,6 +223,6 @@ fn less_than_required(required: i128, got: i128) -> DeviceAllocateError {
     ))
 }
 
-fn len(set: &DeviceSet) -> i128 {
+fn len<T>(set: &BTreeSet<T>) -> i128 {
     i128::try_from(set.len()).unwrap_or(i128::MAX)
 }

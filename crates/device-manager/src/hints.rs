@@ -6,7 +6,7 @@
 //! about (container or pod scope, already-allocated containers) is the
 //! manager's job in `lib.rs`.
 
-use topoalign_model::{HintRule, NumaMask, upward_closed_has_hint_between};
+use topoalign_model::{HintRule, MAX_NUMA_NODES, NumaMask, upward_closed_has_hint_between};
 
 use crate::pod_devices::DeviceSet;
 use crate::registry::ResourceDevices;
@@ -32,6 +32,10 @@ pub(crate) struct DeviceHintRule {
     reused: Vec<NumaMask>,
     request: i128,
     min_size: u32,
+    /// When every free affinity is a single node (the usual case): the
+    /// free devices per node, so that a mask's count is a sum over its
+    /// nodes. Empty otherwise.
+    free_per_node: Vec<i128>,
 }
 
 impl DeviceHintRule {
@@ -43,17 +47,53 @@ impl DeviceHintRule {
         request: i128,
     ) -> DeviceHintRule {
         let all: Vec<NumaMask> = devices.iter().filter_map(|(_, affinity)| affinity).collect();
-        let free = available.iter().filter_map(|id| devices.affinity(id)).collect();
+        let free: Vec<NumaMask> = available.iter().filter_map(|id| devices.affinity(id)).collect();
         let reused = reusable.iter().filter_map(|id| devices.affinity(id)).collect();
         let min_size = fewest_nodes_reaching(numa_nodes, &all, &[], 0, request).unwrap_or(numa_nodes.count());
+        DeviceHintRule::from_parts(numa_nodes, free, reused, request, min_size)
+    }
+
+    fn from_parts(
+        universe: NumaMask,
+        free: Vec<NumaMask>,
+        reused: Vec<NumaMask>,
+        request: i128,
+        min_size: u32,
+    ) -> DeviceHintRule {
+        let free_per_node = if free.iter().all(|a| a.count() == 1) {
+            per_node(&free).to_vec()
+        } else {
+            Vec::new()
+        };
         DeviceHintRule {
-            universe: numa_nodes,
+            universe,
             free,
             reused,
             request,
             min_size,
+            free_per_node,
         }
     }
+
+    /// Free devices whose affinity touches `mask`.
+    fn free_on(&self, mask: NumaMask) -> i128 {
+        if self.free_per_node.is_empty() {
+            count_on(mask, &self.free)
+        } else {
+            mask.nodes().map(|n| self.free_per_node[n]).sum()
+        }
+    }
+}
+
+/// Devices per node, for affinities that are all single nodes.
+fn per_node(affinities: &[NumaMask]) -> [i128; MAX_NUMA_NODES] {
+    let mut counts = [0i128; MAX_NUMA_NODES];
+    for affinity in affinities {
+        if let Some(node) = affinity.nodes().next() {
+            counts[node] += 1;
+        }
+    }
+    counts
 }
 
 /// Devices whose affinity touches `mask`.
@@ -81,12 +121,11 @@ fn fewest_nodes_reaching(
     if required.iter().any(|r| !r.intersects(universe)) {
         return None;
     }
-    let mut so_far = base + count_on(forced, devices);
-    let mut others: Vec<i128> = universe
-        .without(forced)
-        .nodes()
-        .map(|n| count_on(NumaMask::single(n), devices))
-        .collect();
+    // Every affinity is one node: a mask touches a device exactly when it
+    // holds that node, so counting per node once answers every mask.
+    let per_node = per_node(devices);
+    let mut so_far = base + forced.nodes().map(|n| per_node[n]).sum::<i128>();
+    let mut others: Vec<i128> = universe.without(forced).nodes().map(|n| per_node[n]).collect();
     others.sort_unstable_by(|a, b| b.cmp(a));
     let mut count = forced.count();
     for extra in others {
@@ -107,7 +146,7 @@ impl HintRule for DeviceHintRule {
     fn classify(&self, mask: NumaMask) -> Option<bool> {
         let reused_count = i128::try_from(self.reused.len()).unwrap_or(i128::MAX);
         let holds = self.reused.iter().all(|a| a.intersects(mask))
-            && reused_count.saturating_add(count_on(mask, &self.free)) >= self.request;
+            && reused_count.saturating_add(self.free_on(mask)) >= self.request;
         holds.then(|| mask.count() == self.min_size)
     }
 
@@ -293,12 +332,18 @@ mod rule_properties {
         ) {
             let universe = NumaMask::from_bits(0b11_1111);
             let min_size = fewest_nodes_reaching(universe, &free, &[], 0, request).unwrap_or(6);
-            let rule = DeviceHintRule { universe, free, reused, request, min_size };
+            let rule = DeviceHintRule::from_parts(universe, free, reused, request, min_size);
             let enumerated = NumaMask::subsets_by_size(universe)
                 .filter(|m| rule.classify(*m).is_some())
                 .map(NumaMask::count)
                 .min();
             prop_assert_eq!(rule.narrowest_count(), enumerated);
+            // Counting per node (single-node devices) answers as counting
+            // device by device does.
+            let by_device = DeviceHintRule { free_per_node: Vec::new(), ..rule.clone() };
+            for mask in NumaMask::subsets_by_size(universe) {
+                prop_assert_eq!(rule.classify(mask), by_device.classify(mask));
+            }
         }
     }
 }

@@ -1,17 +1,19 @@
 //! The two judges of a scenario and what they answer: the oracle (the real
-//! kubelet code of one release, `oracle replay`, a process per scenario)
+//! kubelet code of one release: `oracle replay`, a process per scenario, or
+//! `oracle batch`, one process for many)
 //! and the engine (`topoalign-scenario`'s replay, in process, exactly what
 //! the conformance test and `topoalign replay` run).
 
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use topoalign_scenario::{Replay, Scenario, replay};
 
@@ -175,17 +177,164 @@ impl Oracle {
         };
         let (out, err) = output;
         let doc: Option<Value> = serde_json::from_slice(&out).ok();
-        match (status.code(), doc) {
-            (Some(0), Some(doc)) => Answer::Document(doc),
-            (Some(2), Some(doc)) => {
-                let text = doc.get("error").and_then(Value::as_str).unwrap_or_default();
-                Answer::Invalid(text.strip_prefix("invalid scenario: ").unwrap_or(text).to_owned())
-            }
-            (code, _) => Answer::Failed(format!(
-                "exit status {code:?}: {} {}",
+        from_replay(status.code(), doc, || {
+            format!(
+                "{} {}",
                 String::from_utf8_lossy(&out).trim(),
                 String::from_utf8_lossy(&err).trim()
-            )),
+            )
+        })
+    }
+}
+
+/// What `oracle replay` exiting with `code` after printing `doc` answers;
+/// `text` is the harness's message, asked for only when it failed.
+fn from_replay(code: Option<i32>, doc: Option<Value>, text: impl FnOnce() -> String) -> Answer {
+    match (code, doc) {
+        (Some(0), Some(doc)) => Answer::Document(doc),
+        (Some(2), Some(doc)) => {
+            let text = doc.get("error").and_then(Value::as_str).unwrap_or_default();
+            Answer::Invalid(text.strip_prefix("invalid scenario: ").unwrap_or(text).to_owned())
+        }
+        (code, _) => Answer::Failed(format!("exit status {code:?}: {}", text())),
+    }
+}
+
+/// Scenarios one `oracle batch` process replays before a fresh one takes
+/// over: each replay leaves its CPU manager's sleeping reconcile goroutine
+/// behind (oracle/batch.go), so a batch must not live for ever.
+const BATCH_LIFETIME: usize = 300;
+
+/// An `oracle batch` process (oracle/batch.go): many replays in one
+/// process, each from a fresh state, answers streamed back, the same
+/// answers as [`Oracle::answer`] (`oracle check --batch` checks that on the
+/// vectors) at a fraction of the cost. Restarted after a timeout, a failure
+/// or [`BATCH_LIFETIME`] scenarios.
+pub struct Batch {
+    oracle: Oracle,
+    process: Option<BatchProcess>,
+}
+
+struct BatchProcess {
+    child: Child,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<String>,
+    served: usize,
+}
+
+impl BatchProcess {
+    fn kill(mut self) {
+        // The whole group: the namespaced child holds the pipes too.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+/// One line of `oracle batch`.
+#[derive(Deserialize)]
+struct BatchLine {
+    status: i32,
+    document: Value,
+    #[serde(default)]
+    stderr: String,
+}
+
+impl Batch {
+    pub fn new(oracle: &Oracle) -> Batch {
+        Batch {
+            oracle: oracle.clone(),
+            process: None,
+        }
+    }
+
+    fn start(&self) -> std::io::Result<BatchProcess> {
+        let mut child = Command::new(&self.oracle.binary)
+            .arg("batch")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(std::io::Error::other("no pipes to the oracle"));
+        };
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(BatchProcess {
+            child,
+            stdin,
+            lines,
+            served: 0,
+        })
+    }
+
+    /// The oracle's answer for the scenario in `file` (an absolute path).
+    /// When the batch process dies without answering, the scenario is
+    /// replayed in a fresh process, whose answer (or failure text) counts.
+    pub fn answer(&mut self, file: &Path) -> Answer {
+        let process = match self.process.take() {
+            Some(p) if p.served < BATCH_LIFETIME => p,
+            old => {
+                if let Some(old) = old {
+                    old.kill();
+                }
+                match self.start() {
+                    Ok(p) => p,
+                    Err(e) => {
+                        return Answer::Failed(format!("cannot start {} batch: {e}", self.oracle.binary.display()));
+                    }
+                }
+            }
+        };
+        let mut process = process;
+        if writeln!(process.stdin, "{}", file.display())
+            .and_then(|()| process.stdin.flush())
+            .is_err()
+        {
+            process.kill();
+            return self.oracle.answer(file);
+        }
+        match process.lines.recv_timeout(self.oracle.timeout) {
+            Ok(line) => {
+                process.served += 1;
+                let Ok(line) = serde_json::from_str::<BatchLine>(&line) else {
+                    process.kill();
+                    return Answer::Failed(format!("oracle batch answered {line:?}"));
+                };
+                if line.status == 1 {
+                    // A panic ends the batch; a harness failure may have
+                    // left anything behind: start afresh.
+                    process.kill();
+                } else {
+                    self.process = Some(process);
+                }
+                from_replay(Some(line.status), Some(line.document), || line.stderr)
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                process.kill();
+                Answer::Timeout
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                process.kill();
+                self.oracle.answer(file)
+            }
+        }
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        if let Some(p) = self.process.take() {
+            p.kill();
         }
     }
 }

@@ -2,6 +2,11 @@
 //! seed names the same scenario whatever crate versions the lock file
 //! holds (a `rand` upgrade may change its streams; a seed printed in a
 //! report must keep meaning one scenario).
+//!
+//! Not shared with `topoalign-fleet`'s generator `Rng`: the two draw
+//! bounded numbers differently (multiply-shift here, rejection there), so
+//! one type would change the scenarios behind committed seeds and vectors,
+//! or the fleet's generated workloads.
 
 /// A deterministic stream of numbers from one seed.
 #[derive(Clone, Debug)]

@@ -1,8 +1,9 @@
 //! The differential run: scenarios from consecutive seeds, each played
-//! through the oracle and the engine; a difference is confirmed (the
-//! oracle is asked again: texts that follow Go map order may come out
-//! either way, and the engine may give any of them), shrunk to a minimal
-//! scenario, printed side by side and saved.
+//! through the oracle (an `oracle batch` process per worker) and the
+//! engine; a difference is confirmed (the oracle is asked again, in fresh
+//! processes: texts that follow Go map order may come out either way, and
+//! the engine may give any of them), shrunk to a minimal scenario (fresh
+//! processes again), printed side by side and saved.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,7 +16,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 use topoalign_scenario::Scenario;
 
-use crate::answer::{Answer, Oracle, engine};
+use crate::answer::{Answer, Batch, Oracle, engine};
 use crate::compare::{Difference, Verdict, first_differing_event, judge};
 use crate::generate::generate;
 use crate::show::side_by_side;
@@ -95,6 +96,9 @@ impl Summary {
     }
 }
 
+/// Without a terminal, a progress line every this many scenarios.
+const PROGRESS_EVERY: u64 = 500;
+
 /// What a worker reports for one scenario.
 enum Outcome {
     Excluded,
@@ -129,12 +133,13 @@ pub fn run(options: &RunOptions) -> anyhow::Result<Summary> {
         let options = options.clone();
         let file = scratch.join(format!("worker-{worker}.json"));
         workers.push(std::thread::spawn(move || {
+            let mut batch = Batch::new(&options.oracle);
             loop {
                 let index = next.fetch_add(1, Ordering::SeqCst);
                 if options.count.is_some_and(|n| index >= n) || deadline.is_some_and(|d| Instant::now() >= d) {
                     break;
                 }
-                let outcome = one_scenario(&options, options.seed.wrapping_add(index), &file);
+                let outcome = one_scenario(&options, &mut batch, options.seed.wrapping_add(index), &file);
                 if tx.send(outcome).is_err() {
                     break;
                 }
@@ -173,6 +178,18 @@ pub fn run(options: &RunOptions) -> anyhow::Result<Summary> {
             }
         }
         bar.set_position(summary.scenarios);
+        if bar.is_hidden() && summary.scenarios.is_multiple_of(PROGRESS_EVERY) {
+            // No terminal (a long run in the background): a line now and then.
+            eprintln!(
+                "{} scenarios: same {} (refused {}), differ {}, timeouts {}, excluded {}",
+                summary.scenarios,
+                summary.same,
+                summary.same_refusals,
+                summary.findings.len(),
+                summary.timeouts,
+                summary.excluded
+            );
+        }
         bar.set_message(format!(
             "same {} (refused {}), differ {}, timeouts {}",
             summary.same,
@@ -207,12 +224,16 @@ fn answers(oracle: &Oracle, scenario: &Scenario, file: &Path) -> (Answer, Answer
     (oracle.answer(file), engine(&text))
 }
 
-fn one_scenario(options: &RunOptions, seed: u64, file: &Path) -> Outcome {
+fn one_scenario(options: &RunOptions, batch: &mut Batch, seed: u64, file: &Path) -> Outcome {
     let generated = generate(seed, options.oracle.release);
     if generated.tags.iter().any(|t| options.exclude.contains(t)) {
         return Outcome::Excluded;
     }
-    let (oracle_answer, engine_answer) = answers(&options.oracle, &generated.scenario, file);
+    let text = serde_json::to_string(&generated.scenario).unwrap_or_default();
+    if let Err(e) = std::fs::write(file, &text) {
+        return Outcome::HarnessFailure(seed, format!("writing {}: {e}", file.display()));
+    }
+    let (oracle_answer, engine_answer) = (batch.answer(file), engine(&text));
     let kind = match judge(&oracle_answer, &engine_answer) {
         Verdict::Same => {
             return Outcome::Same {

@@ -169,7 +169,23 @@ pub fn validate_node_allocatable(resources: &NodeResources, reservation: &Resour
 /// # Errors
 /// The first shortfall, as the kubelet reports it.
 pub fn check_fit(node: &NodeResources, pod: &Pod, others: &[&Pod]) -> Result<(), FitFailure> {
-    let allocatable = SchedulerResources::sum_of(&node.allocatable);
+    check_fit_on(&FitAllocatable::of(node), pod, others)
+}
+
+/// A node's allocatable as the fit check reads it, worked out once per
+/// node rather than once per admission.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct FitAllocatable(SchedulerResources);
+
+impl FitAllocatable {
+    pub(crate) fn of(node: &NodeResources) -> FitAllocatable {
+        FitAllocatable(SchedulerResources::sum_of(&node.allocatable))
+    }
+}
+
+/// [`check_fit`] against an allocatable already read.
+pub(crate) fn check_fit_on(allocatable: &FitAllocatable, pod: &Pod, others: &[&Pod]) -> Result<(), FitFailure> {
+    let allocatable = &allocatable.0;
     let mut used = SchedulerResources::default();
     for other in others {
         used.add(&pod_requests(other, |_| true));

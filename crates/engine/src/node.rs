@@ -17,7 +17,7 @@ use topoalign_model::{CpuSet, Machine, Pod, ProviderHints, TopologyHint};
 use topoalign_topology_manager::{MergeStrategy, TopologyManager, TopologyPolicyName, TopologyScope};
 
 use crate::decision::{ContainerPlacement, Decision, MergeRecord, MergeTrace, Provider, Rejection, RejectionStage};
-use crate::fit::{self, NodeResources};
+use crate::fit::{self, FitAllocatable, NodeResources};
 use crate::reservation::node_allocatable_reservation;
 use crate::{NodeConfig, StartupError};
 
@@ -36,6 +36,8 @@ pub struct Node {
     machine: Arc<Machine>,
     config: Arc<NodeConfig>,
     resources: Arc<NodeResources>,
+    /// `resources.allocatable` as the fit check reads it.
+    fit_allocatable: Arc<FitAllocatable>,
     topology: TopologyManager,
     devices: DeviceManager,
     cpus: CpuManager,
@@ -99,6 +101,7 @@ impl Node {
         Ok(Node {
             machine: Arc::new(machine),
             config: Arc::new(config),
+            fit_allocatable: Arc::new(FitAllocatable::of(&resources)),
             resources: Arc::new(resources),
             topology,
             devices,
@@ -352,7 +355,7 @@ impl Node {
     /// admitted pods.
     fn check_fit(&self, pod: &Pod) -> Result<(), Rejection> {
         let others: Vec<&Pod> = self.active.iter().collect();
-        fit::check_fit(&self.resources, pod, &others).map_err(|failure| Rejection {
+        fit::check_fit_on(&self.fit_allocatable, pod, &others).map_err(|failure| Rejection {
             reason: failure.reason,
             message: failure.message,
             stage: RejectionStage::ResourceFit,

@@ -20,15 +20,18 @@
 //!
 //! Speed: nodes in the same state — the same machine and configuration and
 //! the same pods, in the same order — give the same answer, so answers are
-//! cached by (state key, pod shape) and a call evaluates the engine once per
-//! distinct state, spread over worker threads.
+//! cached by pod shape then state key and a call evaluates the engine once
+//! per distinct state, spread over worker threads. A call for a shape
+//! already answered is two map lookups per candidate (names hashed with
+//! foldhash, state keys used as their own hash); `expire` scans the
+//! assumptions only when the oldest may have expired.
 //!
 //! Owns: node states, assumptions, the answer cache. No I/O: time comes in
 //! as an argument.
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::time::{Duration, Instant};
 
 use topoalign_engine::Node;
@@ -131,16 +134,24 @@ pub struct SyncReport {
 /// The cluster as the extender sees it.
 pub struct Cluster {
     config: ExtenderConfig,
-    nodes: HashMap<String, KnownNode>,
+    nodes: Named<KnownNode>,
     /// An empty node per spec key, for "would preemption help?".
     empty: HashMap<u64, Node>,
     assumed: HashMap<String, Assumption>,
+    /// No assumption is older than this (it may be younger: removals do
+    /// not move it), so `expire` scans only when something may expire.
+    oldest_assumed: Option<Instant>,
     /// Assumptions made so far (the next one's `order`).
     assumptions_made: u64,
     /// Pods seen by `filter` / `prioritize`, for `bind` (which sends only
     /// names): uid → pod and when it was seen.
     seen: HashMap<String, (Pod, Instant)>,
-    trials: HashMap<(u64, u64), Trial>,
+    /// No entry of `seen` is older than this (as `oldest_assumed`).
+    oldest_seen: Option<Instant>,
+    /// The answer cache: pod shape → node state → the engine's answer.
+    trials: Keyed<Keyed<Trial>>,
+    /// Answers in `trials`.
+    trial_count: usize,
     empty_trials: HashMap<(u64, u64), bool>,
     /// Nodes the last [`Cluster::sync_nrt`] listed.
     listed: HashSet<String>,
@@ -156,12 +167,15 @@ impl Cluster {
     pub fn new(config: ExtenderConfig) -> Cluster {
         Cluster {
             config,
-            nodes: HashMap::new(),
+            nodes: Named::default(),
             empty: HashMap::new(),
             assumed: HashMap::new(),
+            oldest_assumed: None,
             assumptions_made: 0,
             seen: HashMap::new(),
-            trials: HashMap::new(),
+            oldest_seen: None,
+            trials: Keyed::default(),
+            trial_count: 0,
             empty_trials: HashMap::new(),
             listed: HashSet::new(),
             passing: HashMap::new(),
@@ -383,22 +397,26 @@ impl Cluster {
     /// [`ClusterError::Engine`] when an evaluation panicked.
     pub fn filter(&mut self, pod: &Pod, candidates: &[String], now: Instant) -> Result<FilterOutcome, ClusterError> {
         self.expire(now);
-        self.seen.insert(pod.uid.clone(), (pod.clone(), now));
+        self.see(pod, now);
         let shape = shape_key(pod);
-        self.evaluate(pod, shape, candidates)?;
+        let states = self.states_of(candidates);
+        self.evaluate(pod, shape, candidates, &states)?;
         let mut outcome = FilterOutcome::default();
-        for name in candidates {
-            let Some(known) = self.nodes.get(name) else {
-                outcome.passed.push(name.clone());
-                continue;
-            };
-            let trial = &self.trials[&(known.state_key, shape)];
-            if trial.admitted {
-                outcome.passed.push(name.clone());
-                continue;
+        let mut refused: Vec<(usize, u64)> = Vec::new();
+        if let Some(answers) = self.trials.get(&shape) {
+            for (i, (name, state)) in candidates.iter().zip(&states).enumerate() {
+                match state {
+                    Some((state_key, spec_key)) if !answers[state_key].admitted => refused.push((i, *spec_key)),
+                    _ => outcome.passed.push(name.clone()),
+                }
             }
-            let spec_key = known.spec_key;
-            let summary = trial.summary.clone();
+        } else {
+            outcome.passed = candidates.to_vec();
+        }
+        for (i, spec_key) in refused {
+            let name = &candidates[i];
+            let Some((state_key, _)) = states[i] else { continue };
+            let summary = self.trials[&shape][&state_key].summary.clone();
             if self.empty_admits(spec_key, shape, pod) {
                 outcome.failed.insert(name.clone(), summary);
             } else {
@@ -407,35 +425,52 @@ impl Cluster {
                     .insert(name.clone(), format!("{summary} (even on an empty node)"));
             }
         }
-        if self.config.choose_in_filter
-            && let Some(best) = best_of(&self.scored(shape, &outcome.passed))
-        {
-            self.assume(pod, &best, now);
-            for name in std::mem::take(&mut outcome.passed) {
-                if name != best {
-                    outcome
-                        .failed
-                        .insert(name, format!("admits the pod, but the extender chose {best}"));
+        if self.config.choose_in_filter {
+            let passed_states = self.states_of(&outcome.passed);
+            if let Some(best) = best_of(&self.scored(shape, &passed_states)) {
+                let best = outcome.passed[best].clone();
+                self.assume(pod, &best, now);
+                for name in std::mem::take(&mut outcome.passed) {
+                    if name != best {
+                        outcome
+                            .failed
+                            .insert(name, format!("admits the pod, but the extender chose {best}"));
+                    }
                 }
+                outcome.passed.push(best);
             }
-            outcome.passed.push(best);
         }
         Ok(outcome)
     }
 
-    /// Each candidate's score for the pod (already evaluated), and whether
-    /// it admits it; unknown nodes: 0, not admitting.
-    fn scored(&self, shape: u64, candidates: &[String]) -> Vec<(String, i64, bool)> {
-        let strategy = self.config.strategy;
+    /// Records `pod` as seen now (for `bind`).
+    fn see(&mut self, pod: &Pod, now: Instant) {
+        self.seen.insert(pod.uid.clone(), (pod.clone(), now));
+        self.oldest_seen = Some(self.oldest_seen.map_or(now, |oldest| oldest.min(now)));
+    }
+
+    /// Each candidate's (state key, spec key); `None` for unknown nodes.
+    fn states_of(&self, candidates: &[String]) -> Vec<Option<(u64, u64)>> {
         candidates
             .iter()
-            .map(|name| match self.nodes.get(name) {
-                None => (name.clone(), 0, false),
-                Some(known) => {
-                    let trial = &self.trials[&(known.state_key, shape)];
+            .map(|name| self.nodes.get(name).map(|known| (known.state_key, known.spec_key)))
+            .collect()
+    }
+
+    /// Each candidate's score for the pod (already evaluated), and whether
+    /// it admits it; unknown nodes: 0, not admitting.
+    fn scored(&self, shape: u64, states: &[Option<(u64, u64)>]) -> Vec<(i64, bool)> {
+        let strategy = self.config.strategy;
+        let answers = self.trials.get(&shape);
+        states
+            .iter()
+            .map(|state| match (state, answers) {
+                (Some((state_key, _)), Some(answers)) => {
+                    let trial = &answers[state_key];
                     let score = if trial.admitted { trial.scores.get(strategy) } else { 0 };
-                    (name.clone(), score, trial.admitted)
+                    (score, trial.admitted)
                 }
+                _ => (0, false),
             })
             .collect()
     }
@@ -453,16 +488,21 @@ impl Cluster {
         now: Instant,
     ) -> Result<Vec<(String, i64)>, ClusterError> {
         self.expire(now);
-        self.seen.insert(pod.uid.clone(), (pod.clone(), now));
+        self.see(pod, now);
         let shape = shape_key(pod);
-        self.evaluate(pod, shape, candidates)?;
-        let scores = self.scored(shape, candidates);
+        let states = self.states_of(candidates);
+        self.evaluate(pod, shape, candidates, &states)?;
+        let scores = self.scored(shape, &states);
         if self.config.assume_on_prioritize
             && let Some(best) = best_of(&scores)
         {
-            self.assume(pod, &best, now);
+            self.assume(pod, &candidates[best], now);
         }
-        Ok(scores.into_iter().map(|(name, score, _)| (name, score)).collect())
+        Ok(candidates
+            .iter()
+            .zip(scores)
+            .map(|(name, (score, _))| (name.clone(), score))
+            .collect())
     }
 
     /// `bind`: the scheduler chose `node` for the pod `uid` (seen by an
@@ -492,6 +532,7 @@ impl Cluster {
         };
         if admit_into(known, pod.clone()) {
             self.assumptions_made += 1;
+            self.oldest_assumed = Some(self.oldest_assumed.map_or(now, |oldest| oldest.min(now)));
             self.assumed.insert(
                 pod.uid.clone(),
                 Assumption {
@@ -525,36 +566,59 @@ impl Cluster {
     }
 
     /// Drops assumptions older than the timeout, and pods seen long ago.
+    /// Scans only when the oldest entry may have expired.
     fn expire(&mut self, now: Instant) {
         let timeout = self.config.assume_timeout;
-        let expired: Vec<String> = self
-            .assumed
-            .iter()
-            .filter(|(_, a)| now.duration_since(a.since) > timeout)
-            .map(|(uid, _)| uid.clone())
-            .collect();
-        for uid in expired {
-            self.unassume(&uid);
+        if self
+            .oldest_assumed
+            .is_some_and(|oldest| now.duration_since(oldest) > timeout)
+        {
+            let expired: Vec<String> = self
+                .assumed
+                .iter()
+                .filter(|(_, a)| now.duration_since(a.since) > timeout)
+                .map(|(uid, _)| uid.clone())
+                .collect();
+            for uid in expired {
+                self.unassume(&uid);
+            }
+            self.oldest_assumed = self.assumed.values().map(|a| a.since).min();
         }
-        let assumed = &self.assumed;
-        self.seen.retain(|uid, (_, at)| {
-            assumed.contains_key(uid) || now.duration_since(*at) <= timeout.max(Duration::from_secs(60))
-        });
+        let kept_for = timeout.max(Duration::from_secs(60));
+        if self
+            .oldest_seen
+            .is_some_and(|oldest| now.duration_since(oldest) > kept_for)
+        {
+            let assumed = &self.assumed;
+            self.seen
+                .retain(|uid, (_, at)| assumed.contains_key(uid) || now.duration_since(*at) <= kept_for);
+            self.oldest_seen = self.seen.values().map(|(_, at)| *at).min();
+        }
     }
 
-    /// Fills the answer cache for every distinct state among `candidates`.
-    fn evaluate(&mut self, pod: &Pod, shape: u64, candidates: &[String]) -> Result<(), ClusterError> {
-        if self.trials.len() > TRIAL_CACHE_LIMIT {
+    /// Fills the answer cache for every distinct state among `candidates`
+    /// (`states`: theirs, from [`Cluster::states_of`]).
+    fn evaluate(
+        &mut self,
+        pod: &Pod,
+        shape: u64,
+        candidates: &[String],
+        states: &[Option<(u64, u64)>],
+    ) -> Result<(), ClusterError> {
+        if self.trial_count > TRIAL_CACHE_LIMIT {
             self.trials.clear();
+            self.trial_count = 0;
         }
+        let answers = self.trials.get(&shape);
         let mut missing: Vec<(u64, &Node)> = Vec::new();
-        let mut queued: HashSet<u64> = HashSet::new();
-        for name in candidates {
-            if let Some(known) = self.nodes.get(name)
-                && !self.trials.contains_key(&(known.state_key, shape))
-                && queued.insert(known.state_key)
+        let mut queued: Keyed<()> = Keyed::default();
+        for (name, state) in candidates.iter().zip(states) {
+            if let Some((state_key, _)) = state
+                && answers.is_none_or(|answers| !answers.contains_key(state_key))
+                && queued.insert(*state_key, ()).is_none()
+                && let Some(known) = self.nodes.get(name)
             {
-                missing.push((known.state_key, &known.node));
+                missing.push((*state_key, &known.node));
             }
         }
         if missing.is_empty() {
@@ -568,8 +632,10 @@ impl Cluster {
                 .collect::<Vec<_>>()
         })
         .map_err(ClusterError::Engine)?;
+        let answers = self.trials.entry(shape).or_default();
         for (key, result) in results.into_iter().flatten() {
-            self.trials.insert((key, shape), result);
+            answers.insert(key, result);
+            self.trial_count += 1;
         }
         Ok(())
     }
@@ -611,16 +677,17 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a worker thread panicked".to_owned())
 }
 
-/// Admits `pod` into a known node for real, keeping its state key.
-/// The first of the best-scored nodes that admit the pod.
-fn best_of(scores: &[(String, i64, bool)]) -> Option<String> {
+/// The position of the first of the best-scored nodes that admit the pod.
+fn best_of(scores: &[(i64, bool)]) -> Option<usize> {
     scores
         .iter()
-        .filter(|(_, _, admitted)| *admitted)
-        .max_by(|a, b| a.1.cmp(&b.1).then(std::cmp::Ordering::Greater))
-        .map(|(name, _, _)| name.clone())
+        .enumerate()
+        .filter(|(_, (_, admitted))| *admitted)
+        .max_by(|a, b| a.1.0.cmp(&b.1.0).then(std::cmp::Ordering::Greater))
+        .map(|(i, _)| i)
 }
 
+/// Admits `pod` into a known node for real, keeping its state key.
 fn admit_into(known: &mut KnownNode, pod: Pod) -> bool {
     let shape = shape_key(&pod);
     if known.node.admit(pod).admitted() {
@@ -651,6 +718,32 @@ fn trial(node: &Node, pod: &Pod) -> Trial {
 /// Pods with equal resources get equal answers: the key ignores identity.
 fn shape_key(pod: &Pod) -> u64 {
     hash(&pod.shape())
+}
+
+/// Maps keyed by node name.
+type Named<V> = HashMap<String, V, foldhash::fast::RandomState>;
+
+/// Maps keyed by a [`hash`] (already well mixed): the key is its own hash.
+type Keyed<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
+
+/// The hasher of [`Keyed`] maps.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
+    }
 }
 
 fn hash<T: Hash>(value: &T) -> u64 {

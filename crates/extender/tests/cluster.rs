@@ -43,6 +43,30 @@ fn pod(name: &str, cpu: &str, gpus: u32) -> Pod {
     Cluster::read_pod(&manifest).unwrap()
 }
 
+/// `worker-1`, the spec's node, running a 4-CPU pod with the GPU.
+struct Worker {
+    spec: topoalign_nrt::NodeSpec,
+    node: topoalign_engine::Node,
+}
+
+impl Worker {
+    fn running_a_gpu_pod() -> Worker {
+        let spec = spec();
+        let mut node = topoalign_nrt::start_node(&spec).unwrap();
+        assert!(node.admit(pod("running", "4", 1)).admitted());
+        Worker { spec, node }
+    }
+
+    /// Its NRT object, with topoalign's exact state or as another
+    /// exporter writes it.
+    fn object(&self, exact: bool) -> topoalign_nrt::NodeResourceTopology {
+        let options = topoalign_nrt::BuildOptions {
+            exact_state: exact.then_some(&self.spec),
+        };
+        topoalign_nrt::build("worker-1", &self.node, options)
+    }
+}
+
 fn names(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
 }
@@ -100,17 +124,10 @@ fn choosing_in_filter_passes_one_node_and_assumes_the_pod_there() {
 
 #[test]
 fn nrt_objects_carry_the_exact_state_and_confirm_assumptions() {
-    let spec = spec();
-    let mut node = topoalign_nrt::start_node(&spec).unwrap();
-    assert!(node.admit(pod("running", "4", 1)).admitted());
-    let options = topoalign_nrt::BuildOptions {
-        exact_state: Some(&spec),
-    };
+    let mut worker = Worker::running_a_gpu_pod();
     let t0 = Instant::now();
     let mut cluster = Cluster::new(ExtenderConfig::default());
-    cluster
-        .apply_nrt(&topoalign_nrt::build("worker-1", &node, options), t0)
-        .unwrap();
+    cluster.apply_nrt(&worker.object(true), t0).unwrap();
     // The node's GPU is in use: a GPU pod does not fit; a CPU pod does.
     let candidates = names(&["worker-1", "unknown"]);
     assert_eq!(
@@ -134,9 +151,7 @@ fn nrt_objects_carry_the_exact_state_and_confirm_assumptions() {
     );
     let assumed = pod("next", "7", 0);
     cluster.assume(&assumed, "worker-1", t0);
-    cluster
-        .apply_nrt(&topoalign_nrt::build("worker-1", &node, options), t0)
-        .unwrap();
+    cluster.apply_nrt(&worker.object(true), t0).unwrap();
     assert_eq!(
         cluster.assumptions().get("uid-next").map(String::as_str),
         Some("worker-1")
@@ -148,10 +163,8 @@ fn nrt_objects_carry_the_exact_state_and_confirm_assumptions() {
             .passed
             .contains(&"worker-1".to_string())
     );
-    assert!(node.admit(assumed).admitted());
-    cluster
-        .apply_nrt(&topoalign_nrt::build("worker-1", &node, options), t0)
-        .unwrap();
+    assert!(worker.node.admit(assumed).admitted());
+    cluster.apply_nrt(&worker.object(true), t0).unwrap();
     assert!(cluster.assumptions().is_empty());
     assert!(
         !cluster
@@ -163,7 +176,7 @@ fn nrt_objects_carry_the_exact_state_and_confirm_assumptions() {
 
     // An NRT object from another exporter (no topoalign attributes): the
     // node is unknown and passes through.
-    let plain = topoalign_nrt::build("worker-1", &node, topoalign_nrt::BuildOptions { exact_state: None });
+    let plain = worker.object(false);
     cluster.apply_nrt(&plain, t0).unwrap();
     assert_eq!(cluster.len(), 0);
     assert_eq!(
@@ -244,15 +257,10 @@ fn a_node_missing_from_the_next_listing_is_removed() {
 /// says why, once per reason.
 #[test]
 fn unknown_and_unrestorable_objects_pass_with_the_reason() {
-    let spec = spec();
-    let mut node = topoalign_nrt::start_node(&spec).unwrap();
-    assert!(node.admit(pod("running", "4", 1)).admitted());
-    let options = topoalign_nrt::BuildOptions {
-        exact_state: Some(&spec),
-    };
+    let worker = Worker::running_a_gpu_pod();
     let t0 = Instant::now();
     let mut cluster = Cluster::new(ExtenderConfig::default());
-    let known = topoalign_nrt::build("worker-1", &node, options);
+    let known = worker.object(true);
     assert_eq!(cluster.sync_nrt(std::slice::from_ref(&known), t0), Default::default());
     let gpu_pod = pod("g", "2", 1);
     let candidates = names(&["worker-1"]);
@@ -285,7 +293,7 @@ fn unknown_and_unrestorable_objects_pass_with_the_reason() {
     );
     assert_eq!(cluster.filter(&gpu_pod, &candidates, t0).unwrap().passed, ["worker-1"]);
 
-    let plain = topoalign_nrt::build("worker-1", &node, topoalign_nrt::BuildOptions { exact_state: None });
+    let plain = worker.object(false);
     let report = cluster.sync_nrt(std::slice::from_ref(&plain), t0);
     assert_eq!(report.passed.len(), 1, "{report:?}");
     assert!(report.passed[0].1.contains("another exporter"), "{report:?}");

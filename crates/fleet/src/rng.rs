@@ -1,6 +1,10 @@
 //! A small seeded random number generator (SplitMix64): shuffles and the
 //! workload generator must give the same result for the same seed on every
 //! machine, and need nothing stronger.
+//!
+//! Not shared with `topoalign-difftest`'s `Rng`: the same SplitMix64, but
+//! bounded draws differ (rejection here, multiply-shift there); one type
+//! would change the streams behind seeds already written down.
 
 /// SplitMix64 (Steele, Lea, Flood 2014).
 #[derive(Clone, Debug)]

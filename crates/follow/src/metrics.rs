@@ -7,17 +7,12 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+use topoalign_agent::metrics::{NumaLabels, encode, gauge_value};
 use topoalign_engine::Node;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SourceLabels {
     source: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct NumaLabels {
-    numa_node: String,
-    resource: String,
 }
 
 /// The registry and its metrics.
@@ -63,16 +58,13 @@ impl Default for Metrics {
 impl Metrics {
     pub(crate) fn known(&self, node: &Node) {
         self.known.set(1);
-        self.pods
-            .set(i64::try_from(node.snapshot().pods.len()).unwrap_or(i64::MAX));
+        self.pods.set(gauge_value(node.snapshot().pods.len()));
         for usage in node.numa_usage() {
             for (resource, amounts) in &usage.resources {
-                let labels = NumaLabels {
-                    numa_node: usage.numa.to_string(),
-                    resource: resource.clone(),
-                };
-                let value = i64::try_from(amounts.allocated.value()).unwrap_or(i64::MAX);
-                self.allocated.get_or_create(&labels).set(value);
+                let labels = NumaLabels::new(usage.numa, resource);
+                self.allocated
+                    .get_or_create(&labels)
+                    .set(gauge_value(amounts.allocated.value()));
             }
         }
     }
@@ -88,9 +80,6 @@ impl Metrics {
 
     /// The OpenMetrics text exposition.
     pub fn encode(&self) -> String {
-        let mut text = String::new();
-        // Writing into a String cannot fail.
-        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
-        text
+        encode(&self.registry)
     }
 }

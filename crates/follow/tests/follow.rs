@@ -15,14 +15,12 @@ use std::time::Duration;
 
 use tokio::net::UnixListener;
 use tokio::sync::{oneshot, watch};
-use topoalign_engine::Node;
+use topoalign_engine::{Node, NodeSnapshot};
 use topoalign_follow::{
     FollowConfig, Metrics, Observation, PodSource, State, Status, Trigger, follow, gather, rebuild,
 };
 use topoalign_k8s::checkpoint::{CpuCheckpoint, DeviceCheckpoint, MemoryCheckpoint};
-use topoalign_podresources::{
-    Allocatable, ContainerAllocation, DeviceGroup, MemoryBlock, PodAllocation, Snapshot, serve,
-};
+use topoalign_podresources::{Allocatable, Snapshot, serve};
 
 const RELEASES: [&str; 3] = ["1.32", "1.36-pod-level", "1.37"];
 
@@ -61,62 +59,16 @@ fn kubelet_answers(dir: &Path, node: &Node) -> Snapshot {
         DeviceCheckpoint::parse(&std::fs::read(dir.join("device-plugins/kubelet_internal_checkpoint")).unwrap())
             .unwrap()
             .assignments();
-    let pods = pods_of(&layouts().join("pods.yaml"));
+    // The kubelet's checkpoints as read back, not the engine's node: the
+    // walk over pods and containers is the stand-in kubelet's.
+    let state = NodeSnapshot {
+        pods: pods_of(&layouts().join("pods.yaml")),
+        cpu,
+        memory: Some(memory),
+        devices,
+    };
     let machine = node.machine();
-    let pods = pods
-        .iter()
-        .map(|pod| PodAllocation {
-            namespace: pod.namespace.clone(),
-            name: pod.name.clone(),
-            containers: pod
-                .init_containers
-                .iter()
-                .filter(|c| c.restartable)
-                .chain(&pod.containers)
-                .map(|c| ContainerAllocation {
-                    name: c.name.clone(),
-                    cpus: cpu
-                        .assignments
-                        .get(&pod.uid)
-                        .and_then(|a| a.get(&c.name))
-                        .cloned()
-                        .unwrap_or_default(),
-                    memory: memory
-                        .assignments
-                        .get(&pod.uid)
-                        .and_then(|a| a.get(&c.name))
-                        .into_iter()
-                        .flatten()
-                        .map(|b| MemoryBlock {
-                            resource: b.resource.clone(),
-                            size: b.size,
-                            numa: b.numa_affinity.clone(),
-                        })
-                        .collect(),
-                    devices: devices
-                        .get(&pod.uid)
-                        .and_then(|a| a.get(&c.name))
-                        .into_iter()
-                        .flatten()
-                        .map(|(resource, ids)| {
-                            let groups = ids
-                                .iter()
-                                .map(|id| DeviceGroup {
-                                    ids: vec![id.clone()],
-                                    numa: machine.devices()[resource]
-                                        .iter()
-                                        .find(|d| &d.id == id)
-                                        .map(|d| d.numa.clone())
-                                        .unwrap_or_default(),
-                                })
-                                .collect();
-                            (resource.clone(), groups)
-                        })
-                        .collect(),
-                })
-                .collect(),
-        })
-        .collect();
+    let pods = topoalign_simnodes::stand_in::pod_allocations(&state, machine);
     Snapshot {
         pods,
         allocatable: Allocatable {

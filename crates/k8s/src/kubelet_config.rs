@@ -58,6 +58,8 @@ pub struct KubeletConfiguration {
     pub system_reserved: Option<BTreeMap<String, String>>,
     pub kube_reserved: Option<BTreeMap<String, String>>,
     pub eviction_hard: Option<BTreeMap<String, String>>,
+    /// `mergeDefaultEvictionSettings` (v1beta1 from 1.33, default false).
+    pub merge_default_eviction_settings: Option<bool>,
     pub reserved_memory: Option<Vec<MemoryReservation>>,
     pub feature_gates: Option<BTreeMap<String, bool>>,
     pub max_pods: Option<i32>,
@@ -155,7 +157,7 @@ fn quantity_map<'de, D: Deserializer<'de>>(deserializer: D) -> Result<BTreeMap<S
 /// Every field of `kubelet.config.k8s.io/v1beta1` `KubeletConfiguration`
 /// (k8s.io/kubelet v0.32 `config/v1beta1/types.go`), plus `apiVersion` and
 /// `kind`: what the kubelet's strict decoding knows.
-const KNOWN_FIELDS: [&str; 121] = [
+const KNOWN_FIELDS: [&str; 122] = [
     "apiVersion",
     "kind",
     "enableServer",
@@ -228,6 +230,7 @@ const KNOWN_FIELDS: [&str; 121] = [
     "serializeImagePulls",
     "maxParallelImagePulls",
     "evictionHard",
+    "mergeDefaultEvictionSettings",
     "evictionSoft",
     "evictionSoftGracePeriod",
     "evictionPressureTransitionPeriod",
@@ -441,20 +444,33 @@ impl KubeletConfiguration {
     }
 
     /// `evictionHard`; when absent, the kubelet's Linux default
-    /// (`loadConfigFile`), which a given map replaces entirely.
+    /// (cmd/kubelet `loadConfigFile`), which a given map replaces entirely
+    /// — unless, from 1.33, `mergeDefaultEvictionSettings` is true: then the
+    /// default fills in every signal the given map leaves out. (A 1.32
+    /// kubelet does not know the field and ignores it.)
     pub fn eviction_hard(&self) -> BTreeMap<String, String> {
-        self.eviction_hard.clone().unwrap_or_else(|| {
-            [
-                ("memory.available", "100Mi"),
-                ("nodefs.available", "10%"),
-                ("nodefs.inodesFree", "5%"),
-                ("imagefs.available", "15%"),
-                ("imagefs.inodesFree", "5%"),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect()
-        })
+        let default: BTreeMap<String, String> = [
+            ("memory.available", "100Mi"),
+            ("nodefs.available", "10%"),
+            ("nodefs.inodesFree", "5%"),
+            ("imagefs.available", "15%"),
+            ("imagefs.inodesFree", "5%"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let Some(given) = &self.eviction_hard else {
+            return default;
+        };
+        let merge = self.merge_default_eviction_settings == Some(true)
+            && self.kubelet_version.unwrap_or_default().at_least(KubeletVersion::V1_33);
+        let mut hard = given.clone();
+        if merge {
+            for (signal, value) in default {
+                hard.entry(signal).or_insert(value);
+            }
+        }
+        hard
     }
 
     /// `featureGates`, default none.
@@ -581,6 +597,22 @@ mod tests {
             1,
             "a given evictionHard replaces the default"
         );
+    }
+
+    #[test]
+    fn merge_default_eviction_settings_fills_in_the_defaults_from_1_33() {
+        let block = |version: &str, merge: bool| {
+            KubeletConfiguration::from_value(&json!({"kubeletVersion": version,
+                "evictionHard": {"nodefs.available": "5%"}, "mergeDefaultEvictionSettings": merge}))
+            .unwrap()
+            .eviction_hard()
+        };
+        let merged = block("1.33", true);
+        assert_eq!(merged.len(), 5);
+        assert_eq!(merged["memory.available"], "100Mi");
+        assert_eq!(merged["nodefs.available"], "5%", "a given signal keeps its value");
+        assert_eq!(block("1.37", false).len(), 1, "default false: the given map alone");
+        assert_eq!(block("1.32", true).len(), 1, "v1.32 does not know the field");
     }
 
     #[test]

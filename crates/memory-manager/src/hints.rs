@@ -74,9 +74,11 @@ impl MemoryHintRule {
             .collect();
         let mut cells = vec![NumaMask::EMPTY; MAX_NUMA_NODES];
         let mut assigned = NumaMask::EMPTY;
-        for node in universe.nodes() {
-            cells[node] = state.cells(node);
-            if state.assignments(node) > 0 {
+        // The universe is the state's nodes: walk them rather than look
+        // each up.
+        for (&node, numa) in &state.nodes {
+            cells[node] = numa.cells;
+            if numa.assignments > 0 {
                 assigned = assigned | NumaMask::single(node);
             }
         }
@@ -236,10 +238,12 @@ impl ResourceColumns {
             allocatable: [0; MAX_NUMA_NODES],
             free: [0; MAX_NUMA_NODES],
         };
-        for node in state.numa_mask().nodes() {
-            let table = state.table(node, resource);
-            columns.allocatable[node] = table.allocatable;
-            columns.free[node] = table.free;
+        // A node without the resource reads as empty: its columns stay 0.
+        for (&node, numa) in &state.nodes {
+            if let Some(table) = numa.memory.get(resource) {
+                columns.allocatable[node] = table.allocatable;
+                columns.free[node] = table.free;
+            }
         }
         columns
     }

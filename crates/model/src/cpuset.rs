@@ -129,6 +129,19 @@ impl CpuSet {
         CpuSet { bits }
     }
 
+    /// `self ∪= other`, without building a new set.
+    pub fn union_with(&mut self, other: &CpuSet) {
+        if other.bits.len() > self.bits.len() {
+            self.bits.grow(other.bits.len());
+        }
+        self.bits.union_with(&other.bits);
+    }
+
+    /// `self \= other`, without building a new set.
+    pub fn difference_with(&mut self, other: &CpuSet) {
+        self.bits.difference_with(&other.bits);
+    }
+
     /// Number of CPUs in `self ∩ other`, without building it.
     pub fn intersection_len(&self, other: &CpuSet) -> usize {
         self.bits.intersection_count(&other.bits)
@@ -329,6 +342,12 @@ mod tests {
             prop_assert_eq!(sa.difference(&sb).to_vec(), a.difference(&b).copied().collect::<Vec<_>>());
             prop_assert_eq!(sa.intersection_len(&sb), a.intersection(&b).count());
             prop_assert_eq!(sa.is_subset(&sb), a.is_subset(&b));
+            let mut in_place = sa.clone();
+            in_place.union_with(&sb);
+            prop_assert_eq!(in_place, sa.union(&sb));
+            let mut in_place = sa.clone();
+            in_place.difference_with(&sb);
+            prop_assert_eq!(in_place, sa.difference(&sb));
         }
     }
 

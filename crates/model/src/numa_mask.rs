@@ -111,8 +111,12 @@ impl NumaMask {
     /// (so, for one size, from narrowest to widest under the kubelet's
     /// order). Lazy: the first few of C(64, k) masks cost only a few steps.
     pub fn subsets_of_size(universe: NumaMask, size: u32) -> impl Iterator<Item = NumaMask> {
-        let nodes: Vec<usize> = universe.nodes().collect();
-        let n = nodes.len() as u32;
+        // The node ids by position, kept inline: no allocation per call.
+        let mut nodes = [0u8; MAX_NUMA_NODES];
+        for (position, node) in universe.nodes().enumerate() {
+            nodes[position] = node as u8;
+        }
+        let n = universe.count();
         // Gosper's hack over positions in `nodes`: successive integers with
         // `size` bits set, in increasing order. Positions map to node ids
         // monotonically, so the masks come out in increasing value too.

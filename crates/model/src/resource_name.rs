@@ -66,7 +66,22 @@ pub fn is_native(name: &str) -> bool {
 /// (`nvidia.com/gpu`, `example.com/nic`). Device-plugin resources are
 /// extended resources.
 pub fn is_extended(name: &str) -> bool {
-    !is_native(name) && !name.starts_with("requests.") && is_qualified_name(&format!("requests.{name}"))
+    const QUOTA_PREFIX: &str = "requests.";
+    if is_native(name) || name.starts_with(QUOTA_PREFIX) {
+        return false;
+    }
+    // `requests.<name>` is spelled out on the stack: the fit check asks
+    // this for every extended resource of every admission.
+    let mut spelled = [0u8; 320];
+    let len = QUOTA_PREFIX.len() + name.len();
+    if len <= spelled.len() {
+        spelled[..QUOTA_PREFIX.len()].copy_from_slice(QUOTA_PREFIX.as_bytes());
+        spelled[QUOTA_PREFIX.len()..len].copy_from_slice(name.as_bytes());
+        if let Ok(quota_name) = std::str::from_utf8(&spelled[..len]) {
+            return is_qualified_name(quota_name);
+        }
+    }
+    is_qualified_name(&format!("{QUOTA_PREFIX}{name}"))
 }
 
 /// `IsScalarResourceName`: the resources the fit check counts by name
@@ -159,5 +174,13 @@ mod tests {
             assert_eq!(is_scalar(name), scalar, "scalar {name}");
             assert_eq!(is_cpu_or_memory(name), cpu_or_memory, "cpu or memory {name}");
         }
+        // The quota prefix counts against the 253 characters of a DNS
+        // subdomain; names past the stack buffer take the heap path.
+        let label = "a".repeat(63);
+        let fits = format!("{label}.{label}.{label}.{}/x", "a".repeat(52));
+        assert!(is_extended(&fits), "{} characters with the prefix", fits.len() + 9);
+        let too_long = format!("{label}.{label}.{label}.{}/x", "a".repeat(53));
+        assert!(!is_extended(&too_long));
+        assert!(!is_extended(&format!("{}/x", "a.".repeat(200))));
     }
 }

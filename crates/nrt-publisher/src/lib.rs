@@ -169,7 +169,8 @@ pub trait Destination {
     /// Delivers one object.
     fn deliver(&self, object: &NodeResourceTopology) -> impl Future<Output = Result<(), Self::Error>> + Send;
     /// Whether `error` ends the deliveries: trying again would only repeat
-    /// it (an RBAC refusal), so [`run`] stops instead of retrying forever.
+    /// it (an RBAC refusal), so [`run`] stops instead of retrying forever
+    /// — when nothing was delivered yet (see [`run`]).
     fn is_final(_error: &Self::Error) -> bool {
         false
     }
@@ -260,23 +261,35 @@ impl Throttle {
 /// one after each allocation change) to `destination`, through a
 /// [`Throttle`], until the sender is dropped; then sends what is still
 /// pending and returns. Failures are reported to `on_error` and retried
-/// after the interval, except a final one ([`Destination::is_final`]):
-/// `run` returns once it is reported.
+/// after the interval, except a final one: `run` returns once it is
+/// reported (`on_error`'s second argument says so).
+///
+/// An error [`Destination::is_final`] says cannot pass is final only
+/// before the first delivery: then it is this identity's configuration.
+/// Once a delivery has gone through, the same refusal is a passing moment
+/// — a restarted API server answers 403 until its RBAC caches are filled
+/// (the end-to-end suite's API-server kill meets exactly that) — and is
+/// retried like any other failure.
 pub async fn run<D: Destination>(
     destination: D,
     mut updates: tokio::sync::mpsc::Receiver<NodeResourceTopology>,
     min_interval: Duration,
-    mut on_error: impl FnMut(&D::Error),
+    mut on_error: impl FnMut(&D::Error, bool),
 ) {
     let mut throttle = Throttle::new(min_interval);
     let mut open = true;
+    let mut delivered = false;
     loop {
         match throttle.next(Instant::now()) {
             Next::Send(object) => match destination.deliver(&object).await {
-                Ok(()) => throttle.sent(*object, Instant::now()),
+                Ok(()) => {
+                    delivered = true;
+                    throttle.sent(*object, Instant::now());
+                }
                 Err(error) => {
-                    on_error(&error);
-                    if D::is_final(&error) {
+                    let last = !delivered && D::is_final(&error);
+                    on_error(&error, last);
+                    if last {
                         return;
                     }
                     throttle.failed(*object);

@@ -4,7 +4,8 @@
 //! (never blocking the allocation); one task per destination (API server,
 //! file or stdout) takes the latest object and delivers it through
 //! [`run`](crate::run) — throttled, failures logged and retried, except a
-//! refusal of the agent's identity (RBAC), which stops that destination.
+//! refusal of the agent's identity (RBAC) before anything was delivered,
+//! which stops that destination.
 //!
 //! Must not touch: the objects' contents (`topoalign-nrt`), the agent
 //! (it only calls the listener).
@@ -119,8 +120,8 @@ async fn deliver<D>(
     D::Error: Send,
 {
     let (updates, receiver) = mpsc::channel(1);
-    let sender = tokio::spawn(run(destination, receiver, interval, move |error| {
-        if D::is_final(error) {
+    let sender = tokio::spawn(run(destination, receiver, interval, move |error, last| {
+        if last {
             tracing::error!(
                 destination = label,
                 %error,

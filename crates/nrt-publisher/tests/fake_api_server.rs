@@ -130,7 +130,7 @@ async fn rapid_updates_are_coalesced_and_rate_limited() {
     let (server, client) = start().await;
     let (updates, receiver) = tokio::sync::mpsc::channel(64);
     let publisher = Publisher::new(client);
-    let task = tokio::spawn(run(publisher, receiver, Duration::from_millis(300), |e| panic!("{e}")));
+    let task = tokio::spawn(run(publisher, receiver, Duration::from_millis(300), |e, _| panic!("{e}")));
     // Ten allocation changes in a burst, then the same object again.
     let names = ["p0", "p1", "p2", "p3", "p4", "p5"];
     for n in 1..=names.len() {
@@ -216,7 +216,7 @@ async fn an_rbac_refusal_is_reported_once_and_not_retried() {
     updates.send(object_with(&["a"])).await.unwrap();
     let mut errors = Vec::new();
     tokio::select! {
-        () = run(Publisher::new(client), receiver, Duration::from_millis(10), |e| errors.push(e.to_string())) => {}
+        () = run(Publisher::new(client), receiver, Duration::from_millis(10), |e, _| errors.push(e.to_string())) => {}
         _ = second_request.recv() => panic!("the refused apply was retried"),
     }
     drop(updates);
@@ -224,4 +224,65 @@ async fn an_rbac_refusal_is_reported_once_and_not_retried() {
     for part in ["forbids", "cannot patch", "deploy/topoalign-rbac.yaml"] {
         assert!(errors[0].contains(part), "{part:?} not in {:?}", errors[0]);
     }
+}
+
+/// A refusal after a delivery went through is a moment (a restarted API
+/// server answers 403 until its RBAC caches are filled), not the
+/// identity's configuration: reported as not final and retried, and the
+/// retry delivers.
+#[tokio::test]
+async fn a_refusal_after_a_delivery_is_retried() {
+    use std::sync::{Arc, Mutex};
+
+    use axum::http::StatusCode;
+
+    let (request_tx, mut requests_seen) = tokio::sync::mpsc::unbounded_channel::<usize>();
+    let requests = Arc::new(Mutex::new(0_usize));
+    let app = axum::Router::new().fallback(move || {
+        let requests = requests.clone();
+        let request_tx = request_tx.clone();
+        async move {
+            let n = {
+                let mut n = requests.lock().unwrap();
+                *n += 1;
+                *n
+            };
+            request_tx.send(n).unwrap();
+            if n == 2 {
+                let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden", "code": 403,
+                    "message": "noderesourcetopologies.topology.node.k8s.io \"worker-1\" is forbidden: User \"system:serviceaccount:default:x\" cannot patch resource \"noderesourcetopologies\""});
+                return (StatusCode::FORBIDDEN, [("content-type", "application/json")], status.to_string());
+            }
+            let stored = json!({"apiVersion": "topology.node.k8s.io/v1alpha2", "kind": "NodeResourceTopology",
+                "metadata": {"name": "worker-1"}});
+            (StatusCode::OK, [("content-type", "application/json")], stored.to_string())
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let client = kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap();
+
+    let (updates, receiver) = tokio::sync::mpsc::channel(4);
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let seen = errors.clone();
+    updates.send(object_with(&["a"])).await.unwrap();
+    let mut delivering = tokio::spawn(run(
+        Publisher::new(client),
+        receiver,
+        Duration::from_millis(10),
+        move |e: &PublishError, last| seen.lock().unwrap().push((e.to_string(), last)),
+    ));
+    assert_eq!(requests_seen.recv().await, Some(1));
+    updates.send(object_with(&["a", "b"])).await.unwrap();
+    assert_eq!(requests_seen.recv().await, Some(2), "the second object is sent");
+    tokio::select! {
+        n = requests_seen.recv() => assert_eq!(n, Some(3), "the refused object is sent again"),
+        _ = &mut delivering => panic!("the deliveries stopped at the refusal: {:?}", errors.lock().unwrap()),
+    }
+    drop(updates);
+    delivering.await.unwrap();
+    let errors = errors.lock().unwrap();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].0.contains("forbids") && !errors[0].1, "{errors:?}");
 }

@@ -92,17 +92,12 @@ pub fn build(name: &str, node: &Node, options: BuildOptions<'_>) -> NodeResource
             value: text(serde_json::to_string(&StateRecord::of(node))),
         });
     }
-    NodeResourceTopology {
-        api_version: API_VERSION.to_string(),
-        kind: KIND.to_string(),
-        metadata: ObjectMeta {
-            name: name.to_string(),
-            ..ObjectMeta::default()
-        },
-        topology_policies: vec![legacy_policy(config.topology_policy, config.topology_scope).to_string()],
+    object(
+        name,
+        legacy_policy(config.topology_policy, config.topology_scope),
         zones,
         attributes,
-    }
+    )
 }
 
 /// Attribute saying why a node's state is not known now (its publisher
@@ -114,6 +109,21 @@ pub const STATE_UNKNOWN_ATTRIBUTE: &str = "topoalign.io/state-unknown";
 
 /// The object of node `name` whose state is unknown, saying why.
 pub fn unknown(name: &str, reason: &str) -> NodeResourceTopology {
+    let attributes = vec![AttributeInfo {
+        name: STATE_UNKNOWN_ATTRIBUTE.to_string(),
+        value: reason.to_string(),
+    }];
+    object(
+        name,
+        legacy_policy(TopologyPolicyName::None, TopologyScope::Container),
+        Vec::new(),
+        attributes,
+    )
+}
+
+/// The object of node `name`, its one (deprecated) topology policy, zones
+/// and attributes.
+fn object(name: &str, policy: &str, zones: Vec<Zone>, attributes: Vec<AttributeInfo>) -> NodeResourceTopology {
     NodeResourceTopology {
         api_version: API_VERSION.to_string(),
         kind: KIND.to_string(),
@@ -121,12 +131,9 @@ pub fn unknown(name: &str, reason: &str) -> NodeResourceTopology {
             name: name.to_string(),
             ..ObjectMeta::default()
         },
-        topology_policies: vec![legacy_policy(TopologyPolicyName::None, TopologyScope::Container).to_string()],
-        zones: Vec::new(),
-        attributes: vec![AttributeInfo {
-            name: STATE_UNKNOWN_ATTRIBUTE.to_string(),
-            value: reason.to_string(),
-        }],
+        topology_policies: vec![policy.to_string()],
+        zones,
+        attributes,
     }
 }
 

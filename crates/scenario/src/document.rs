@@ -81,6 +81,29 @@ pub struct EventSpec {
     pub delete: Option<String>,
 }
 
+/// A scenario as [`crate::ReplayInput`] reads JSON text: the same shape as
+/// [`Scenario`], with each pod deserialized straight into the Kubernetes
+/// type (no intermediate `serde_json::Value`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TypedScenario {
+    pub topology: TopologySpec,
+    #[serde(default)]
+    pub kubelet: serde_json::Value,
+    #[serde(default)]
+    pub events: Vec<TypedEvent>,
+}
+
+/// One event of a [`TypedScenario`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TypedEvent {
+    #[serde(default)]
+    pub add: Option<Box<k8s_openapi::api::core::v1::Pod>>,
+    #[serde(default)]
+    pub delete: Option<String>,
+}
+
 /// Quantities may be written as strings or bare numbers (`memory: 1024`).
 fn quantity_text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
     #[derive(Deserialize)]
@@ -95,6 +118,18 @@ fn quantity_text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D
         Text::Unsigned(n) => n.to_string(),
         Text::Float(f) => f.to_string(),
     })
+}
+
+impl TypedScenario {
+    /// Reads JSON text (after [`topoalign_k8s::prepare_text`]); `None` for
+    /// anything [`Scenario::parse`] must read (YAML) or report (any error).
+    pub(crate) fn parse_json(text: &str) -> Option<TypedScenario> {
+        let text = topoalign_k8s::prepare_text(text).ok()?;
+        if !text.trim_start().starts_with('{') {
+            return None;
+        }
+        serde_json::from_str(text).ok()
+    }
 }
 
 impl Scenario {

@@ -12,7 +12,7 @@ mod replay;
 mod result;
 
 pub use document::{CpuSpec, DeviceSpec, EventSpec, NumaNodeSpec, Scenario, TopologySpec, byte_quantity};
-pub use replay::{EventOutcome, Replay, play_events, replay, replay_with};
+pub use replay::{EventOutcome, Replay, ReplayInput, play_events, replay, replay_with};
 pub use result::{EventResult, FinalState, ResultDocument};
 pub use topoalign_engine::MergeStrategy;
 

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use topoalign_engine::{Decision, MergeStrategy, Node, NodeState};
 use topoalign_model::Pod;
 
+use crate::document::TypedScenario;
 use crate::result::{EventResult, FinalState, ResultDocument};
 use crate::{Scenario, ScenarioError};
 
@@ -39,9 +40,90 @@ pub fn replay(scenario: &Scenario) -> Result<Replay, ScenarioError> {
 /// # Errors
 /// As [`replay`].
 pub fn replay_with(scenario: &Scenario, strategy: MergeStrategy) -> Result<Replay, ScenarioError> {
-    let machine = scenario.topology.to_machine()?;
-    let events = read_events(scenario)?;
-    let mut node = match topoalign_k8s::start_node(machine, &scenario.kubelet) {
+    run(
+        &scenario.topology,
+        &scenario.kubelet,
+        || read_raw_events(scenario),
+        strategy,
+    )
+}
+
+/// A scenario read for [`ReplayInput::replay`]: from JSON text, each pod
+/// deserialized once, straight into the Kubernetes type, and converted
+/// into the engine's pod while reading. Replaying it answers exactly as
+/// [`Scenario::parse`] then [`replay`] (same results, same errors: any text
+/// the direct reading does not take goes through them).
+pub struct ReplayInput {
+    /// The `kubelet:` block (raw, as in [`Scenario`]).
+    pub kubelet: serde_json::Value,
+    topology: crate::TopologySpec,
+    events: Events,
+}
+
+/// The events of a [`ReplayInput`]: read already, or still raw (read at
+/// replay time, after the topology, for errors in [`replay`]'s order).
+enum Events {
+    Read(Vec<Event>),
+    Raw(Scenario),
+}
+
+impl ReplayInput {
+    /// Reads scenario text (JSON or YAML).
+    ///
+    /// # Errors
+    /// As [`Scenario::parse`].
+    pub fn parse(text: &str) -> Result<ReplayInput, ScenarioError> {
+        if let Some(typed) = TypedScenario::parse_json(text)
+            && let Ok(events) = read_events(
+                typed
+                    .events
+                    .iter()
+                    .map(|e| (e.add.as_deref().map(Manifest::Typed), e.delete.as_ref())),
+            )
+        {
+            return Ok(ReplayInput {
+                kubelet: typed.kubelet,
+                topology: typed.topology,
+                events: Events::Read(events),
+            });
+        }
+        let scenario = Scenario::parse(text)?;
+        Ok(ReplayInput {
+            kubelet: scenario.kubelet.clone(),
+            topology: scenario.topology.clone(),
+            events: Events::Raw(scenario),
+        })
+    }
+
+    /// Replays it, as [`replay`] replays the scenario.
+    ///
+    /// # Errors
+    /// As [`replay`].
+    pub fn replay(self) -> Result<Replay, ScenarioError> {
+        let ReplayInput {
+            kubelet,
+            topology,
+            events,
+        } = self;
+        let events = || match events {
+            Events::Read(events) => Ok(events),
+            Events::Raw(scenario) => read_raw_events(&scenario),
+        };
+        run(&topology, &kubelet, events, MergeStrategy::Fast)
+    }
+}
+
+/// The replay: the machine, the events, the kubelet's start, the events
+/// played, the result document.
+fn run(
+    topology: &crate::TopologySpec,
+    kubelet: &serde_json::Value,
+    events: impl FnOnce() -> Result<Vec<Event>, ScenarioError>,
+    strategy: MergeStrategy,
+) -> Result<Replay, ScenarioError> {
+    let machine = topology.to_machine()?;
+    let events = events()?;
+    let mut node = match topoalign_k8s::start_node(machine, kubelet) {
         Ok(node) => node,
         Err(topoalign_k8s::ConfigError::Refused(text)) => return Ok(Replay::Refused(text)),
         Err(topoalign_k8s::ConfigError::Invalid { path, message }) => {
@@ -57,7 +139,7 @@ pub fn replay_with(scenario: &Scenario, strategy: MergeStrategy) -> Result<Repla
         .into_iter()
         .enumerate()
         .map(|(index, outcome)| match outcome {
-            EventOutcome::Admission(decision) => admission_result(index, &decision),
+            EventOutcome::Admission(decision) => admission_result(index, decision),
             EventOutcome::Deletion { pod, found: true } => EventResult {
                 deleted: Some(true),
                 ..blank(index, pod)
@@ -93,7 +175,7 @@ pub enum EventOutcome {
 /// # Errors
 /// [`ScenarioError`] naming the malformed event.
 pub fn play_events(node: &mut Node, scenario: &Scenario) -> Result<Vec<EventOutcome>, ScenarioError> {
-    let events = read_events(scenario)?;
+    let events = read_raw_events(scenario)?;
     Ok(apply_events(node, events))
 }
 
@@ -119,25 +201,55 @@ fn apply_events(node: &mut Node, events: Vec<Event>) -> Vec<EventOutcome> {
         .collect()
 }
 
-fn read_events(scenario: &Scenario) -> Result<Vec<Event>, ScenarioError> {
-    let mut events = Vec::with_capacity(scenario.events.len());
+/// A pod manifest of an `add` event.
+#[derive(Clone, Copy)]
+enum Manifest<'a> {
+    /// As [`Scenario`] holds it.
+    Raw(&'a serde_json::Value),
+    /// As [`TypedScenario`] holds it.
+    Typed(&'a k8s_openapi::api::core::v1::Pod),
+}
+
+impl Manifest<'_> {
+    fn pod(self, default_uid: &str) -> Result<Pod, topoalign_k8s::PodError> {
+        match self {
+            Manifest::Raw(value) => topoalign_k8s::pod_from_value(value, default_uid),
+            Manifest::Typed(pod) => topoalign_k8s::pod_from_k8s(pod, default_uid),
+        }
+    }
+}
+
+fn read_raw_events(scenario: &Scenario) -> Result<Vec<Event>, ScenarioError> {
+    read_events(
+        scenario
+            .events
+            .iter()
+            .map(|e| (e.add.as_ref().map(Manifest::Raw), e.delete.as_ref())),
+    )
+}
+
+/// Reads and checks the events (`add` manifest, `delete` key), in order.
+fn read_events<'a>(
+    specs: impl ExactSizeIterator<Item = (Option<Manifest<'a>>, Option<&'a String>)>,
+) -> Result<Vec<Event>, ScenarioError> {
+    let mut events = Vec::with_capacity(specs.len());
     // The API server holds one pod per namespace/name (and per uid) until it
     // is deleted; a second add would make two pods answer to one name.
     let mut live: HashMap<String, (usize, String)> = HashMap::new();
     let mut uids: HashMap<String, usize> = HashMap::new();
-    for (index, spec) in scenario.events.iter().enumerate() {
-        let at = format!("events[{index}]");
-        events.push(match (&spec.add, &spec.delete) {
+    for (index, spec) in specs.enumerate() {
+        let at = || format!("events[{index}]");
+        events.push(match spec {
             (Some(manifest), None) => {
                 // A pod without metadata.uid gets one unique to this event.
                 let uid = format!("topoalign-event-{index}");
-                let pod = topoalign_k8s::pod_from_value(manifest, &uid).map_err(|e| ScenarioError::Field {
-                    path: join_path(&format!("{at}.add"), e.path()),
+                let pod = manifest.pod(&uid).map_err(|e| ScenarioError::Field {
+                    path: join_path(&format!("{}.add", at()), e.path()),
                     message: e.message(),
                 })?;
                 if let Some((earlier, _)) = live.get(&pod.key()) {
                     return Err(ScenarioError::Field {
-                        path: format!("{at}.add.metadata.name"),
+                        path: format!("{}.add.metadata.name", at()),
                         message: format!(
                             "pod {} is already on the node (added by events[{earlier}]); delete it first: \
                              the API server holds one pod per namespace/name",
@@ -147,7 +259,7 @@ fn read_events(scenario: &Scenario) -> Result<Vec<Event>, ScenarioError> {
                 }
                 if let Some(earlier) = uids.insert(pod.uid.clone(), index) {
                     return Err(ScenarioError::Field {
-                        path: format!("{at}.add.metadata.uid"),
+                        path: format!("{}.add.metadata.uid", at()),
                         message: format!("uid {:?} is already used by events[{earlier}]", pod.uid),
                     });
                 }
@@ -162,7 +274,7 @@ fn read_events(scenario: &Scenario) -> Result<Vec<Event>, ScenarioError> {
                 };
                 if !topoalign_k8s::is_valid_pod_key(&key) {
                     return Err(ScenarioError::Field {
-                        path: format!("{at}.delete"),
+                        path: format!("{}.delete", at()),
                         message: format!(
                             "{key:?} is not a pod's namespace/name (lowercase letters, digits, '-' and '.')"
                         ),
@@ -175,7 +287,7 @@ fn read_events(scenario: &Scenario) -> Result<Vec<Event>, ScenarioError> {
             }
             _ => {
                 return Err(ScenarioError::Field {
-                    path: at,
+                    path: at(),
                     message: "an event has exactly one of `add` (a Pod) or `delete` (namespace/name)".into(),
                 });
             }
@@ -205,18 +317,18 @@ fn blank(event: usize, pod: String) -> EventResult {
     }
 }
 
-fn admission_result(index: usize, decision: &Decision) -> EventResult {
-    match &decision.rejection {
+fn admission_result(index: usize, decision: Decision) -> EventResult {
+    match decision.rejection {
         Some(rejection) => EventResult {
             admitted: Some(false),
-            reason: Some(rejection.reason.clone()),
-            message: Some(rejection.message.clone()),
-            ..blank(index, decision.pod.clone())
+            reason: Some(rejection.reason),
+            message: Some(rejection.message),
+            ..blank(index, decision.pod)
         },
         None => EventResult {
             admitted: Some(true),
-            containers: Some(decision.containers.clone()),
-            ..blank(index, decision.pod.clone())
+            containers: Some(decision.containers),
+            ..blank(index, decision.pod)
         },
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use topoalign_model::{FeatureGates, KubeletVersion};
+use topoalign_model::{FeatureGates, KubeletVersion, OptionMaturity, OptionsOf};
 
 use crate::TopologyManagerStartError;
 
@@ -40,18 +40,14 @@ impl Default for PolicyOptions {
     }
 }
 
-/// Maturity of an option, which decides the feature gate it needs.
-#[derive(Clone, Copy)]
-enum Maturity {
-    Beta,
-    Stable,
-}
-
-fn maturity(option: TopologyPolicyOption, version: KubeletVersion) -> Maturity {
+/// The option's maturity in `version`.
+fn maturity(option: TopologyPolicyOption, version: KubeletVersion) -> OptionMaturity {
     match option {
-        TopologyPolicyOption::PreferClosestNumaNodes => Maturity::Stable,
-        TopologyPolicyOption::MaxAllowableNumaNodes if version.at_least(KubeletVersion::V1_35) => Maturity::Stable,
-        TopologyPolicyOption::MaxAllowableNumaNodes => Maturity::Beta,
+        TopologyPolicyOption::PreferClosestNumaNodes => OptionMaturity::Stable,
+        TopologyPolicyOption::MaxAllowableNumaNodes if version.at_least(KubeletVersion::V1_35) => {
+            OptionMaturity::Stable
+        }
+        TopologyPolicyOption::MaxAllowableNumaNodes => OptionMaturity::Beta,
     }
 }
 
@@ -73,17 +69,20 @@ impl PolicyOptions {
             let Ok(option) = name.parse::<TopologyPolicyOption>() else {
                 return fail(format!("unknown Topology Manager Policy option: {name:?}"));
             };
-            match maturity(option, version) {
-                Maturity::Beta if !gates.topology_manager_policy_beta_options => {
-                    // v1.33 lower-cased the text.
-                    let what = if version.at_least(KubeletVersion::V1_33) {
-                        "topology manager policy beta-level options"
-                    } else {
-                        "Topology Manager Policy Beta-level Options"
-                    };
-                    return fail(format!("{what} not enabled, but option {name:?} provided"));
-                }
-                _ => {}
+            if let Some(missing) = maturity(option, version).gate_missing(OptionsOf::TopologyManager, gates) {
+                let level = if missing == OptionMaturity::Alpha {
+                    "Alpha"
+                } else {
+                    "Beta"
+                };
+                // v1.33 lower-cased the text.
+                let what = format!("Topology Manager Policy {level}-level Options");
+                let what = if version.at_least(KubeletVersion::V1_33) {
+                    what.to_lowercase()
+                } else {
+                    what
+                };
+                return fail(format!("{what} not enabled, but option {name:?} provided"));
             }
             if option == TopologyPolicyOption::PreferClosestNumaNodes {
                 match go_parse_bool(value) {

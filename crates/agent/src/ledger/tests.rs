@@ -158,8 +158,8 @@ fn a_policy_override_applies_to_its_request_only() -> TestResult {
     assert!(held.decision.admitted());
     let (recovered, _) = open(dir.path())?;
     assert_eq!(
-        recovered.get("a2").and_then(|h| h.record.policy.as_deref()),
-        Some("restricted")
+        recovered.get("a2").and_then(|h| h.record.policy),
+        Some(topoalign_engine::TopologyPolicyName::Restricted)
     );
     Ok(())
 }

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use comfy_table::{Table, presets::UTF8_FULL};
-use topoalign_scenario::{Replay, ResultDocument, Scenario, replay};
+use topoalign_scenario::{Replay, ReplayInput, ResultDocument};
 
 use topoalign_intake::read_text;
 
@@ -33,13 +33,13 @@ enum ReplayFormat {
 
 pub fn run(args: &Args) -> Result {
     let text = read_text(&args.scenario)?;
-    let outcome = match Scenario::parse(&text) {
+    let outcome = match ReplayInput::parse(&text) {
         Ok(mut scenario) => {
             args.version.apply(&mut scenario.kubelet, &args.scenario)?;
             for warning in topoalign_k8s::unknown_field_warnings(&scenario.kubelet) {
                 eprintln!("topoalign: {}: kubelet: {warning}", args.scenario.display());
             }
-            replay(&scenario)
+            scenario.replay()
         }
         Err(invalid) => Err(invalid),
     };

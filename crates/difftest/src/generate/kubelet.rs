@@ -183,8 +183,17 @@ pub fn kubelet(
         kube_reserved.insert("memory".into(), json!(topoalign_scenario::byte_quantity(amount)));
         reserved_memory += amount;
     }
-    let eviction = *rng.weighted(&[(60, 100u64), (15, 200), (10, 500), (10, 0), (5, 1024)]);
-    if eviction != 100 || rng.chance(20) {
+    let mut eviction = *rng.weighted(&[(60, 100u64), (15, 200), (10, 500), (10, 0), (5, 1024)]);
+    if rng.chance(8) {
+        // Another signal only: the default memory.available (100Mi) is
+        // gone, unless mergeDefaultEvictionSettings (1.33+; an unknown
+        // field to 1.32) brings it back.
+        let merge = rng.chance(60);
+        k.insert("evictionHard".into(), json!({"nodefs.available": "5%"}));
+        k.insert("mergeDefaultEvictionSettings".into(), json!(merge));
+        tags.push(format!("merge-eviction:{merge}"));
+        eviction = if merge && release.0 >= 33 { 100 } else { 0 };
+    } else if eviction != 100 || rng.chance(20) {
         let text = if eviction == 0 {
             "0".to_owned()
         } else {

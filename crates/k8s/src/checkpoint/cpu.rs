@@ -9,9 +9,10 @@ use serde_json::Value;
 use topoalign_engine::CpuManagerState;
 use topoalign_model::CpuSet;
 
+use super::envelope::{self, Enveloped, verify_checksum};
 use super::go_json::{self, At, Writer};
 use super::spew::{Spew, fnv32a};
-use super::{CheckpointError, CheckpointKind, check_policy, data_checksum, data_layer, parse_data, verify_checksum};
+use super::{CheckpointError, CheckpointKind, check_policy};
 use crate::cpu_list::parse_cpu_list;
 
 /// A CPU manager checkpoint as the kubelet holds it after reading the file
@@ -53,11 +54,7 @@ impl CpuCheckpoint {
     /// [`CheckpointError::Unsupported`] for v3 pod-level entries.
     pub fn parse(bytes: &[u8]) -> Result<CpuCheckpoint, CheckpointError> {
         let value = go_json::parse(bytes)?;
-        if let Some(layer) = data_layer(&value, "state.CPUManagerCheckpoint")? {
-            let mut checkpoint = decode_v2(&parse_data(&layer, "cpu manager")?)?;
-            checkpoint.version = 4;
-            checkpoint.checksum = layer.stored;
-            checkpoint.data = Some(layer.data);
+        if let Some(checkpoint) = envelope::read_data_layer(&value)? {
             return Ok(checkpoint);
         }
         if let Ok(v1) = decode_v1(&value) {
@@ -80,11 +77,7 @@ impl CpuCheckpoint {
     /// The checksum of the content (checksum field taken as 0), computed
     /// the kubelet's way for the file's format: for v4 the data checksum.
     pub fn computed_checksum(&self) -> u32 {
-        match &self.data {
-            Some(data) => data_checksum(data),
-            None if self.version == 1 => self.v1().computed_checksum(),
-            None => self.struct_checksum(self.version == 3),
-        }
+        envelope::computed_checksum(self.data.as_deref(), || Enveloped::struct_checksum(self))
     }
 
     /// The v1 struct of a migrated checkpoint: its container-id entries
@@ -101,7 +94,7 @@ impl CpuCheckpoint {
     /// The `checksum` field: FNV-32a over the printing of the v2 struct
     /// (the v3 struct with `pod_entries`; v4 writes the v2 one too), under
     /// the type name every release hashes, `state.CPUManagerCheckpoint`.
-    fn struct_checksum(&self, with_pod_entries: bool) -> u32 {
+    fn v2_checksum(&self, with_pod_entries: bool) -> u32 {
         let mut spew = Spew::default();
         spew.raw("(*state.CPUManagerCheckpoint){");
         spew.field("PolicyName", "string").raw(&self.policy_name);
@@ -138,7 +131,7 @@ impl CpuCheckpoint {
                 (pod.clone(), Some(containers))
             })
             .collect();
-        let mut checkpoint = CpuCheckpoint {
+        let checkpoint = CpuCheckpoint {
             version,
             policy_name: policy_name.to_owned(),
             default_cpu_set: state.default_cpu_set.to_string(),
@@ -148,11 +141,7 @@ impl CpuCheckpoint {
             data: None,
             baselines: BTreeMap::new(),
         };
-        if version >= 4 {
-            checkpoint.data = Some(checkpoint.data_json());
-        }
-        checkpoint.checksum = u64::from(checkpoint.computed_checksum());
-        checkpoint
+        envelope::seal(checkpoint, CpuCheckpoint::computed_checksum)
     }
 
     /// The file's bytes as the kubelet's `MarshalCheckpoint` of
@@ -184,14 +173,7 @@ impl CpuCheckpoint {
             return Ok(json.into_string().into_bytes());
         }
         self.write_entries(&mut json);
-        json.key("checksum").number(self.struct_checksum(self.version == 3));
-        if self.version >= 4 {
-            let data = self.data_json();
-            json.key("data").string(&data);
-            json.key("dataChecksum").number(data_checksum(&data));
-        }
-        json.raw("}");
-        Ok(json.into_string().into_bytes())
+        Ok(envelope::close(self, json))
     }
 
     /// `entries` (omitted when empty or nil, Go's `omitempty`).
@@ -202,6 +184,26 @@ impl CpuCheckpoint {
                     json.string(cpus);
                 });
             });
+        }
+    }
+}
+
+impl Enveloped for CpuCheckpoint {
+    const GO_STRUCT: &'static str = "state.CPUManagerCheckpoint";
+    const WHAT: &'static str = "cpu manager";
+    const DATA_VERSION: u8 = 4;
+
+    fn decode(value: &Value) -> Result<Self, CheckpointError> {
+        decode_v2(value)
+    }
+
+    /// v1's own checksum; otherwise the v2 struct's (v3's with its pod
+    /// entries).
+    fn struct_checksum(&self) -> u32 {
+        if self.version == 1 {
+            self.v1().computed_checksum()
+        } else {
+            self.v2_checksum(self.version == 3)
         }
     }
 
@@ -232,6 +234,16 @@ impl CpuCheckpoint {
         json.into_string()
     }
 
+    fn version(&self) -> u8 {
+        self.version
+    }
+
+    fn envelope_mut(&mut self) -> (&mut u8, &mut u64, &mut Option<String>) {
+        (&mut self.version, &mut self.checksum, &mut self.data)
+    }
+}
+
+impl CpuCheckpoint {
     /// The state the CPU manager restores with `configured_policy`
     /// (`cpuManagerPolicy`): the policy must be the checkpoint's, and every
     /// CPU list must parse.

@@ -15,9 +15,10 @@ use serde_json::Value;
 use topoalign_engine::DeviceAssignments;
 use topoalign_model::Machine;
 
+use super::CheckpointError;
+use super::envelope::verify_checksum;
 use super::go_json::{self, At, Writer};
 use super::spew::{Spew, fnv32a};
-use super::{CheckpointError, verify_checksum};
 
 /// The device checkpoint's path under the kubelet's root directory.
 pub const DEVICE_CHECKPOINT: &str = "device-plugins/kubelet_internal_checkpoint";

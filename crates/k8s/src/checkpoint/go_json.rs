@@ -8,6 +8,7 @@
 use serde_json::{Map, Value};
 
 use super::CheckpointError;
+use super::print::Print;
 
 /// Parses the file's bytes as one JSON document.
 pub(crate) fn parse(bytes: &[u8]) -> Result<Value, CheckpointError> {
@@ -201,12 +202,6 @@ impl Writer {
         self
     }
 
-    /// A value in an array: the separator, then `value`.
-    pub(crate) fn item(&mut self) -> &mut Self {
-        self.separate();
-        self
-    }
-
     /// A map (`None`: Go's nil map, `null`), its keys in Go's order:
     /// sorted as strings.
     pub(crate) fn map<K: ToString, V>(
@@ -214,33 +209,32 @@ impl Writer {
         entries: Option<impl IntoIterator<Item = (K, V)>>,
         mut value: impl FnMut(&mut Writer, V),
     ) -> &mut Self {
-        let Some(entries) = entries else {
-            return self.raw("null");
-        };
-        let mut entries: Vec<(String, V)> = entries.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
-        self.0.push('{');
-        for (key, v) in entries {
-            self.key(&key);
-            value(self, v);
-        }
-        self.raw("}")
+        let entries = entries.map(|entries| {
+            let mut entries: Vec<(String, V)> = entries.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            entries
+        });
+        self.list(entries, "{", "}", |json, (key, v)| {
+            json.string(&key).raw(":");
+            value(json, v);
+        })
     }
 
     /// A slice (`None`: Go's nil slice, `null`).
     pub(crate) fn slice<T>(
         &mut self,
         items: Option<impl IntoIterator<Item = T>>,
-        mut value: impl FnMut(&mut Writer, T),
+        value: impl FnMut(&mut Writer, T),
     ) -> &mut Self {
-        let Some(items) = items else {
-            return self.raw("null");
-        };
-        self.0.push('[');
-        for item in items {
-            self.item();
-            value(self, item);
-        }
-        self.raw("]")
+        self.list(items, "[", "]", value)
+    }
+}
+
+impl Print for Writer {
+    const NIL: &'static str = "null";
+    const SEPARATOR: &'static str = ",";
+
+    fn push(&mut self, text: &str) {
+        self.0.push_str(text);
     }
 }

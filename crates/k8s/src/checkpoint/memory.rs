@@ -8,9 +8,10 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 use topoalign_engine::{MemoryBlock, MemoryManagerState, MemoryTableState, NumaMemoryState};
 
+use super::envelope::{self, Enveloped, verify_checksum};
 use super::go_json::{self, At, Writer};
 use super::spew::{Spew, fnv32a};
-use super::{CheckpointError, CheckpointKind, check_policy, data_checksum, data_layer, parse_data, verify_checksum};
+use super::{CheckpointError, CheckpointKind, check_policy};
 
 /// A memory manager checkpoint as the kubelet decodes it. `None` stands for
 /// Go's nil (a `null` in the file), which prints differently in the
@@ -63,11 +64,7 @@ impl MemoryCheckpoint {
     /// [`CheckpointError::Unsupported`] for v2 pod-level entries.
     pub fn parse(bytes: &[u8]) -> Result<MemoryCheckpoint, CheckpointError> {
         let value = go_json::parse(bytes)?;
-        if let Some(layer) = data_layer(&value, "state.MemoryManagerCheckpoint")? {
-            let mut checkpoint = decode(&parse_data(&layer, "memory manager")?)?;
-            checkpoint.version = 3;
-            checkpoint.checksum = layer.stored;
-            checkpoint.data = Some(layer.data);
+        if let Some(checkpoint) = envelope::read_data_layer(&value)? {
             return Ok(checkpoint);
         }
         let mut checkpoint = decode(&value)?;
@@ -85,16 +82,13 @@ impl MemoryCheckpoint {
     /// The checksum of the content (checksum field taken as 0), computed
     /// the kubelet's way for the file's format: for v3 the data checksum.
     pub fn computed_checksum(&self) -> u32 {
-        match &self.data {
-            Some(data) => data_checksum(data),
-            None => self.struct_checksum(self.version == 2),
-        }
+        envelope::computed_checksum(self.data.as_deref(), || self.v1_checksum(self.version == 2))
     }
 
     /// The `checksum` field: FNV-32a over the printing of the v1 struct
     /// (the v2 struct with `pod_entries`; v3 writes the v1 one too), under
     /// the type name every release hashes, `state.MemoryManagerCheckpoint`.
-    fn struct_checksum(&self, with_pod_entries: bool) -> u32 {
+    fn v1_checksum(&self, with_pod_entries: bool) -> u32 {
         let mut spew = Spew::default();
         spew.raw("(*state.MemoryManagerCheckpoint){");
         spew.field("PolicyName", "string").raw(&self.policy_name);
@@ -194,7 +188,7 @@ impl MemoryCheckpoint {
                 (pod.clone(), Some(containers))
             })
             .collect();
-        let mut checkpoint = MemoryCheckpoint {
+        let checkpoint = MemoryCheckpoint {
             version,
             policy_name: policy_name.to_owned(),
             machine_state: Some(machine_state),
@@ -203,11 +197,7 @@ impl MemoryCheckpoint {
             checksum: 0,
             data: None,
         };
-        if version >= 3 {
-            checkpoint.data = Some(checkpoint.data_json());
-        }
-        checkpoint.checksum = u64::from(checkpoint.computed_checksum());
-        checkpoint
+        envelope::seal(checkpoint, MemoryCheckpoint::computed_checksum)
     }
 
     /// The file's bytes as the kubelet's `MarshalCheckpoint` of
@@ -225,14 +215,7 @@ impl MemoryCheckpoint {
         let mut json = Writer::default();
         json.raw("{");
         self.write_fields(&mut json);
-        json.key("checksum").number(self.struct_checksum(self.version == 2));
-        if self.version >= 3 {
-            let data = self.data_json();
-            json.key("data").string(&data);
-            json.key("dataChecksum").number(data_checksum(&data));
-        }
-        json.raw("}");
-        Ok(json.into_string().into_bytes())
+        Ok(envelope::close(self, json))
     }
 
     /// `policyName`, `machineState` and `entries` (omitted when empty).
@@ -280,6 +263,21 @@ impl MemoryCheckpoint {
             });
         }
     }
+}
+
+impl Enveloped for MemoryCheckpoint {
+    const GO_STRUCT: &'static str = "state.MemoryManagerCheckpoint";
+    const WHAT: &'static str = "memory manager";
+    const DATA_VERSION: u8 = 3;
+
+    fn decode(value: &Value) -> Result<Self, CheckpointError> {
+        decode(value)
+    }
+
+    /// The v1 struct's (v2's with its pod entries).
+    fn struct_checksum(&self) -> u32 {
+        self.v1_checksum(self.version == 2)
+    }
 
     /// The v3 `data` string: `MemoryManagerCheckpointData` as JSON.
     fn data_json(&self) -> String {
@@ -290,6 +288,16 @@ impl MemoryCheckpoint {
         json.into_string()
     }
 
+    fn version(&self) -> u8 {
+        self.version
+    }
+
+    fn envelope_mut(&mut self) -> (&mut u8, &mut u64, &mut Option<String>) {
+        (&mut self.version, &mut self.checksum, &mut self.data)
+    }
+}
+
+impl MemoryCheckpoint {
     /// The state the memory manager restores with `configured_policy`
     /// (`memoryManagerPolicy`), which must be the checkpoint's.
     ///

@@ -22,7 +22,9 @@
 //! checksum set to 0 (`checkpointmanager/checksum` over
 //! `hashutil.DeepHashObject`); [`spew`] prints our copies of those structs
 //! byte for byte as Go would. The data checksum is the same hash over the
-//! string's printing, `(string)` then the string.
+//! string's printing, `(string)` then the string. [`envelope`] owns both
+//! checksums and the `data` layer for the CPU and memory checkpoints;
+//! `print` the nil-or-list shape Go's JSON and spew printings share.
 //!
 //! Owns: the file formats ([`CpuCheckpoint`], [`MemoryCheckpoint`],
 //! [`DeviceCheckpoint`]) both ways, their checksums, [`CheckpointError`] with the
@@ -37,8 +39,10 @@
 
 mod cpu;
 mod device;
+mod envelope;
 mod go_json;
 mod memory;
+mod print;
 mod spew;
 
 pub use cpu::CpuCheckpoint;
@@ -152,53 +156,6 @@ impl CheckpointError {
     pub fn kubelet_start_text(&self, kind: CheckpointKind, path: &str) -> String {
         format!("{}: {}", kind.start_prefix(), self.kubelet_text(kind, path))
     }
-}
-
-/// `checksum.Verify`: the stored checksum must be the content's.
-fn verify_checksum(stored: u64, computed: u32) -> Result<(), CheckpointError> {
-    let computed = u64::from(computed);
-    if computed == stored {
-        Ok(())
-    } else {
-        Err(CheckpointError::Corrupt { stored, computed })
-    }
-}
-
-/// The v1.37 layout's payload: `data`, the checkpoint as a JSON string,
-/// and `dataChecksum` over it.
-pub(crate) struct DataLayer {
-    pub data: String,
-    pub stored: u64,
-}
-
-/// Reads `data` and `dataChecksum` of a decoded file; `None` when neither
-/// is set (an older layout: the kubelet then falls back to it). A set but
-/// mismatching pair is [`CheckpointError::Corrupt`], never a fallback —
-/// the kubelet's rule too.
-pub(crate) fn data_layer(value: &serde_json::Value, go_struct: &str) -> Result<Option<DataLayer>, CheckpointError> {
-    let Some(object) = go_json::top_object(value, go_struct)? else {
-        return Ok(None);
-    };
-    let at = |path| go_json::At { go_struct, path };
-    let data = go_json::string(go_json::field(object, "data"), at("data"))?;
-    let stored = go_json::uint64(go_json::field(object, "dataChecksum"), at("dataChecksum"))?;
-    if data.is_empty() && stored == 0 {
-        return Ok(None);
-    }
-    verify_checksum(stored, data_checksum(&data))?;
-    Ok(Some(DataLayer { data, stored }))
-}
-
-/// `checksum.New(data)` for a string.
-pub(crate) fn data_checksum(data: &str) -> u32 {
-    fnv32a(format!("(string){data}").as_bytes())
-}
-
-/// Decodes the payload of [`DataLayer`] (Go's error wording for what
-/// the kubelet reports as `failed to deserialize ... checkpoint data`).
-pub(crate) fn parse_data(layer: &DataLayer, what: &str) -> Result<serde_json::Value, CheckpointError> {
-    go_json::parse(layer.data.as_bytes())
-        .map_err(|error| CheckpointError::Decode(format!("failed to deserialize {what} checkpoint data: {error}")))
 }
 
 /// A checkpoint is only restored under the policy that wrote it.

@@ -13,6 +13,8 @@
 
 use std::fmt::Write;
 
+use super::print::Print;
+
 /// FNV-32a, Go's `hash/fnv.New32a`.
 pub fn fnv32a(bytes: &[u8]) -> u32 {
     bytes.iter().fold(0x811c_9dc5_u32, |hash, &byte| {
@@ -55,36 +57,25 @@ impl Spew {
         entries: Option<impl IntoIterator<Item = (K, V)>>,
         mut entry: impl FnMut(&mut Spew, K, V),
     ) -> &mut Self {
-        let Some(entries) = entries else {
-            return self.raw("<nil>");
-        };
-        self.raw("map[");
-        for (i, (key, value)) in entries.into_iter().enumerate() {
-            if i > 0 {
-                self.raw(" ");
-            }
-            entry(self, key, value);
-        }
-        self.raw("]")
+        self.list(entries, "map[", "]", |s, (key, value)| entry(s, key, value))
     }
 
     /// A slice or nil slice.
     pub(crate) fn slice<T>(
         &mut self,
         items: Option<impl IntoIterator<Item = T>>,
-        mut item: impl FnMut(&mut Spew, T),
+        item: impl FnMut(&mut Spew, T),
     ) -> &mut Self {
-        let Some(items) = items else {
-            return self.raw("<nil>");
-        };
-        self.raw("[");
-        for (i, value) in items.into_iter().enumerate() {
-            if i > 0 {
-                self.raw(" ");
-            }
-            item(self, value);
-        }
-        self.raw("]")
+        self.list(items, "[", "]", item)
+    }
+}
+
+impl Print for Spew {
+    const NIL: &'static str = "<nil>";
+    const SEPARATOR: &'static str = " ";
+
+    fn push(&mut self, text: &str) {
+        self.0.push_str(text);
     }
 }
 

@@ -2,6 +2,7 @@
 //! `testdata/kubelet-state/0023`), their corrupted variants, and the kubelet's
 //! texts for each failure.
 
+use super::envelope::data_checksum;
 use super::*;
 
 /// `0023/cpu_manager_state`, byte for byte.

@@ -4,8 +4,6 @@
 //! the kubelet's cross product. Cost: at most |reachable| × |list| per list,
 //! with at most 2^n reachable masks.
 
-use std::collections::HashSet;
-
 use topoalign_model::{NumaMask, TopologyHint};
 
 use crate::NumaInfo;
@@ -40,12 +38,26 @@ pub(crate) fn merge_lists(lists: &[Vec<TopologyHint>], numa: &NumaInfo, closest:
 /// contributes either a preferred "any" hint or a preferred hint for the
 /// same mask `M`.
 fn best_preferred(lists: &[Vec<TopologyHint>], default: NumaMask, numa: &NumaInfo, closest: bool) -> Option<NumaMask> {
-    let any_preferred = |list: &[TopologyHint]| list.iter().any(|h| h.affinity.is_none() && h.preferred);
-    let preferred_masks: Vec<HashSet<NumaMask>> = lists
+    let any_preferred: Vec<bool> = lists
         .iter()
-        .map(|list| list.iter().filter(|h| h.preferred).filter_map(|h| h.affinity).collect())
+        .map(|list| list.iter().any(|h| h.affinity.is_none() && h.preferred))
         .collect();
-    let accepts = |i: usize, mask: NumaMask| any_preferred(&lists[i]) || preferred_masks[i].contains(&mask);
+    // Each list's preferred affinities, sorted and without repeats.
+    let preferred_masks: Vec<Vec<NumaMask>> = lists
+        .iter()
+        .map(|list| {
+            let mut masks: Vec<NumaMask> = list.iter().filter(|h| h.preferred).filter_map(|h| h.affinity).collect();
+            masks.sort_unstable_by_key(|m| m.bits());
+            masks.dedup();
+            masks
+        })
+        .collect();
+    let accepts = |i: usize, mask: NumaMask| {
+        any_preferred[i]
+            || preferred_masks[i]
+                .binary_search_by_key(&mask.bits(), |m| m.bits())
+                .is_ok()
+    };
 
     let mut candidates: Vec<NumaMask> = preferred_masks
         .iter()
@@ -54,7 +66,7 @@ fn best_preferred(lists: &[Vec<TopologyHint>], default: NumaMask, numa: &NumaInf
         .filter(|&mask| (0..lists.len()).all(|i| accepts(i, mask)))
         .map(|mask| mask & default)
         .collect();
-    if lists.iter().all(|l| any_preferred(l)) {
+    if any_preferred.iter().all(|&any| any) {
         candidates.push(default);
     }
     candidates
@@ -63,16 +75,30 @@ fn best_preferred(lists: &[Vec<TopologyHint>], default: NumaMask, numa: &NumaInf
         .min_by(|a, b| numa.compare(*a, *b, closest))
 }
 
-/// Every non-empty AND of one affinity per list, starting from `default`.
-fn reachable_candidates(lists: &[Vec<TopologyHint>], default: NumaMask) -> HashSet<NumaMask> {
-    let mut reachable = HashSet::from([default]);
+/// Every non-empty AND of one affinity per list, starting from `default`;
+/// ascending by value, without repeats (callers only filter and take a
+/// minimum under a total order, so the order is immaterial to them).
+fn reachable_candidates(lists: &[Vec<TopologyHint>], default: NumaMask) -> Vec<NumaMask> {
+    let mut reachable = vec![default];
+    let mut next = Vec::new();
+    let mut affinities: Vec<Option<NumaMask>> = Vec::new();
     for list in lists {
-        let affinities: HashSet<Option<NumaMask>> = list.iter().map(|h| h.affinity).collect();
-        reachable = reachable
-            .iter()
-            .flat_map(|&so_far| affinities.iter().map(move |a| a.map_or(so_far, |a| so_far & a)))
-            .filter(|m| !m.is_empty())
-            .collect();
+        affinities.clear();
+        affinities.extend(list.iter().map(|h| h.affinity));
+        affinities.sort_unstable_by_key(|a| a.map(NumaMask::bits));
+        affinities.dedup();
+        next.clear();
+        for &so_far in &reachable {
+            next.extend(
+                affinities
+                    .iter()
+                    .map(|a| a.map_or(so_far, |a| so_far & a))
+                    .filter(|m| !m.is_empty()),
+            );
+        }
+        next.sort_unstable_by_key(|m| m.bits());
+        next.dedup();
+        std::mem::swap(&mut reachable, &mut next);
         if reachable.is_empty() {
             break;
         }

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Benchmark (not part of scripts/test): the figures of issue #14 beside
+# their targets, with the machine's load, plus callgrind instruction counts
+# of one admission per policy and machine size — counts repeat exactly from
+# run to run, so a regression shows as a number even on a busy machine.
+#
+#   bench/speed.sh                 # criterion (engine, extender) + callgrind
+#   bench/speed.sh --quick         # shorter criterion runs (rougher figures)
+#   bench/speed.sh --callgrind     # only the instruction counts
+#   bench/speed.sh --no-callgrind  # only the timings
+#
+# Wall-clock figures are only comparable with the targets on a quiet
+# machine: the load printed beside them says how quiet it was.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(dirname "$here")
+target_dir=${CARGO_TARGET_DIR:-$root/target}
+
+quick=false
+timings=true
+counts=true
+for arg in "$@"; do
+    case $arg in
+        --quick) quick=true ;;
+        --callgrind) timings=false ;;
+        --no-callgrind) counts=false ;;
+        -h | --help)
+            sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+            exit 0
+            ;;
+        *)
+            echo "bench/speed.sh: unknown argument $arg (try --help)" >&2
+            exit 2
+            ;;
+    esac
+done
+
+if $counts && ! command -v valgrind >/dev/null; then
+    echo "bench/speed.sh: valgrind is not installed, so the instruction counts cannot be taken." >&2
+    echo "  Install it (Debian/Ubuntu: apt-get install valgrind) or run bench/speed.sh --no-callgrind." >&2
+    exit 1
+fi
+
+log=$(mktemp -t topoalign-speed.XXXXXX)
+echo "bench/speed.sh: raw benchmark output in $log" >&2
+
+load() { uptime | sed 's/.*load average/load average/'; }
+
+criterion_args=()
+if $quick; then
+    criterion_args=(--warm-up-time 1 --measurement-time 2)
+fi
+
+# The middle estimate of criterion's "time: [low mid high]" for each
+# benchmark id, as "id<TAB>value<TAB>unit" lines.
+criterion_estimates() {
+    awk '
+        /time:/ {
+            id = $0; sub(/time:.*/, "", id); gsub(/^[ \t]+|[ \t]+$/, "", id)
+            if (id == "") id = previous
+            line = $0; sub(/.*\[/, "", line)
+            split(line, f, /[ \t]+/)
+            printf "%s\t%s\t%s\n", id, f[3], f[4]
+            next
+        }
+        NF { previous = $0; gsub(/^[ \t]+|[ \t]+$/, "", previous) }
+    ' "$1"
+}
+
+# Converts "value unit" to the unit asked for (µs or ms).
+convert() {
+    awk -v v="$1" -v u="$2" -v to="$3" 'BEGIN {
+        f["ps"] = 1e-6; f["ns"] = 1e-3; f["µs"] = 1; f["us"] = 1; f["ms"] = 1e3; f["s"] = 1e6
+        if (!(u in f)) { print "?"; exit }
+        x = v * f[u]; if (to == "ms") x /= 1e3
+        printf "%.1f", x
+    }'
+}
+
+figure() { # estimates-file id unit
+    local line
+    line=$(awk -F '\t' -v id="$2" '$1 == id { print $2 "\t" $3 }' "$1" | tail -n 1)
+    if [ -z "$line" ]; then
+        echo "-"
+    else
+        convert "${line%%$'\t'*}" "${line#*$'\t'}" "$3"
+    fi
+}
+
+if $timings; then
+    echo "== timings (criterion, release)"
+    echo "load before: $(load)"
+    engine_out=$(mktemp -t topoalign-speed-engine.XXXXXX)
+    (cd "$root" && cargo bench -q -p topoalign-engine --bench admission -- \
+        "${criterion_args[@]}" '^admit/[a-z-]+/fast/(2|8|64)$') >"$engine_out" 2>>"$log" || {
+        echo "bench/speed.sh: cargo bench -p topoalign-engine failed; see $log" >&2
+        exit 1
+    }
+    cat "$engine_out" >>"$log"
+    engine=$(mktemp -t topoalign-speed-est.XXXXXX)
+    criterion_estimates "$engine_out" >"$engine"
+    echo "load after engine: $(load)"
+    printf '%-44s %8s %8s %8s %8s\n' "engine admission (µs)" "snn" "restr." "b-e" "target"
+    for numa in 2 8 64; do
+        case $numa in 2) goal="≤ 5" ;; 8) goal="≤ 10" ;; 64) goal="≤ 50" ;; esac
+        printf '%-44s %8s %8s %8s %8s\n' "  $numa NUMA nodes" \
+            "$(figure "$engine" "admit/single-numa-node/fast/$numa" µs)" \
+            "$(figure "$engine" "admit/restricted/fast/$numa" µs)" \
+            "$(figure "$engine" "admit/best-effort/fast/$numa" µs)" "$goal"
+    done
+
+    extender_out=$(mktemp -t topoalign-speed-extender.XXXXXX)
+    (cd "$root" && cargo bench -q -p topoalign-extender --bench extender -- "${criterion_args[@]}") \
+        >"$extender_out" 2>>"$log" || {
+        echo "bench/speed.sh: cargo bench -p topoalign-extender failed; see $log" >&2
+        exit 1
+    }
+    cat "$extender_out" >>"$log"
+    extender=$(mktemp -t topoalign-speed-est.XXXXXX)
+    criterion_estimates "$extender_out" >"$extender"
+    echo "load after extender: $(load)"
+    printf '%-44s %8s %8s\n' "extender, 5,000 nodes (ms)" "now" "target"
+    printf '%-44s %8s %8s\n' "  filter + prioritize, shape seen" \
+        "$(figure "$extender" "extender 5000 nodes/filter + prioritize, warm" ms)" "≤ 1"
+    printf '%-44s %8s %8s\n' "  filter + prioritize, shape never seen" \
+        "$(figure "$extender" "extender 5000 nodes/filter + prioritize, cold" ms)" "≤ 3"
+
+    replay=""
+    for candidate in "$here/replay.sh" "$here/replay"; do
+        if [ -x "$candidate" ] && [ -f "$candidate" ]; then
+            replay=$candidate
+            break
+        fi
+    done
+    if [ -n "$replay" ]; then
+        if $quick; then "$replay" --quick; else "$replay"; fi
+    else
+        echo "replay: see bench/replay (target ≤ 15 µs per event at 2 NUMA nodes)"
+    fi
+    rm -f "$engine_out" "$engine" "$extender_out" "$extender"
+fi
+
+if $counts; then
+    echo "== instructions per admission (callgrind; the admission only, not start-up)"
+    (cd "$root" && cargo build -q --release -p topoalign-engine --example one_admission) 2>>"$log" || {
+        echo "bench/speed.sh: building the one_admission example failed; see $log" >&2
+        exit 1
+    }
+    binary=$target_dir/release/examples/one_admission
+    printf '%-20s %12s %12s %12s\n' "policy" "2 NUMA" "8 NUMA" "64 NUMA"
+    for policy in single-numa-node restricted best-effort; do
+        row=()
+        for numa in 2 8 64; do
+            out=$(mktemp -t topoalign-speed-cg.XXXXXX)
+            if valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+                --toggle-collect='one_admission::measured' "$binary" "$policy" "$numa" >"$out" 2>&1; then
+                row+=("$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$out" | tail -n 1)")
+            else
+                cat "$out" >>"$log"
+                row+=("failed")
+            fi
+            rm -f "$out"
+        done
+        printf '%-20s %12s %12s %12s\n' "$policy" "${row[@]}"
+    done
+fi
+echo "load at the end: $(load)"
