@@ -337,9 +337,7 @@ fn follower_resync_per_change() {
     );
     assert_eq!(cluster.len(), object_count);
 
-    eprintln!(
-        "follower bench: 256 CPUs, 8 NUMA nodes, {pods} pods, {change_count} changes (medians; p90 in brackets)"
-    );
+    eprintln!("follower bench: 256 CPUs, 8 NUMA nodes, {pods} pods, {change_count} changes (medians; p90 in brackets)");
     eprintln!(
         "  stand-in change written        {change:>10.2?} [{:.2?}]",
         p90(&mut changes)

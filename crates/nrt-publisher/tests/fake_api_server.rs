@@ -130,7 +130,9 @@ async fn rapid_updates_are_coalesced_and_rate_limited() {
     let (server, client) = start().await;
     let (updates, receiver) = tokio::sync::mpsc::channel(64);
     let publisher = Publisher::new(client);
-    let task = tokio::spawn(run(publisher, receiver, Duration::from_millis(300), |e, _| panic!("{e}")));
+    let task = tokio::spawn(run(publisher, receiver, Duration::from_millis(300), |e, _| {
+        panic!("{e}")
+    }));
     // Ten allocation changes in a burst, then the same object again.
     let names = ["p0", "p1", "p2", "p3", "p4", "p5"];
     for n in 1..=names.len() {
