@@ -125,18 +125,10 @@ if $timings; then
     printf '%-44s %8s %8s\n' "  filter + prioritize, shape never seen" \
         "$(figure "$extender" "extender 5000 nodes/filter + prioritize, cold" ms)" "≤ 3"
 
-    replay=""
-    for candidate in "$here/replay.sh" "$here/replay"; do
-        if [ -x "$candidate" ] && [ -f "$candidate" ]; then
-            replay=$candidate
-            break
-        fi
-    done
-    if [ -n "$replay" ]; then
-        if $quick; then "$replay" --quick; else "$replay"; fi
-    else
-        echo "replay: see bench/replay (target ≤ 15 µs per event at 2 NUMA nodes)"
-    fi
+    echo "load before replay: $(load)"
+    echo "replay, per event at 2 NUMA nodes (target ≤ 15 µs; cargo bench -p topoalign-scenario --bench replay):"
+    cargo bench -q -p topoalign-scenario --bench replay 2>/dev/null | grep "µs per event" \
+        || echo "  the replay bench failed: run cargo bench -p topoalign-scenario --bench replay"
     rm -f "$engine_out" "$engine" "$extender_out" "$extender"
 fi
 
