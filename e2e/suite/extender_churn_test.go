@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -139,20 +138,7 @@ func extenderFilter(t *testing.T, ctx context.Context, c *clients, fleet []*foll
 		}
 	}()
 	url := "http://" + address
-	eventually(t, ctx, "the extender serves the "+strconv.Itoa(len(nodes))+" nodes", func() (bool, string) {
-		if exited, err := p.Exited(); exited {
-			t.Fatalf("the extender exited (%v):\n%s", err, controlplane.Tail(p.Log, 30))
-		}
-		resp, err := http.Get(url + "/healthz")
-		if err != nil {
-			return false, err.Error()
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		var known int
-		_, err = fmt.Sscanf(string(body), "ok: %d nodes", &known)
-		return err == nil && known == len(nodes), string(body)
-	})
+	extenderKnows(t, ctx, p, url, "the extender serves the "+strconv.Itoa(len(nodes))+" nodes", func(known int) bool { return known == len(nodes) })
 	body, err := json.Marshal(map[string]any{"Pod": pod, "NodeNames": nodes})
 	if err != nil {
 		t.Fatal(err)

@@ -210,20 +210,7 @@ func startExtender(t *testing.T, ctx context.Context, c *clients, nodes int, arg
 	}
 	stopAtEnd(t, p)
 	url := "http://" + address
-	eventually(t, ctx, "the extender reads the "+strconv.Itoa(nodes)+" NRT objects", func() (bool, string) {
-		if exited, err := p.Exited(); exited {
-			t.Fatalf("the extender exited (%v):\n%s", err, controlplane.Tail(p.Log, 30))
-		}
-		resp, err := http.Get(url + "/healthz")
-		if err != nil {
-			return false, err.Error()
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		var known int
-		_, err = fmt.Sscanf(string(body), "ok: %d nodes", &known)
-		return err == nil && known >= nodes, string(body)
-	})
+	extenderKnows(t, ctx, p, url, "the extender reads the "+strconv.Itoa(nodes)+" NRT objects", func(known int) bool { return known >= nodes })
 	return url
 }
 
@@ -274,6 +261,27 @@ func namespace(t *testing.T, ctx context.Context, c *clients, name string) {
 // and leaves the fifth pod Pending with the extender's reason. With
 // `bindVerb` (and `--create-bindings`), the extender's /bind creates the
 // Bindings.
+// extenderKnows waits until the extender process p serving url says in
+// /healthz that it knows a number of nodes for which holds is true; the
+// test fails at once if the process exits.
+func extenderKnows(t *testing.T, ctx context.Context, p *controlplane.Process, url, what string, holds func(known int) bool) {
+	t.Helper()
+	eventually(t, ctx, what, func() (bool, string) {
+		if exited, err := p.Exited(); exited {
+			t.Fatalf("the extender exited (%v):\n%s", err, controlplane.Tail(p.Log, 30))
+		}
+		resp, err := http.Get(url + "/healthz")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		var known int
+		_, err = fmt.Sscanf(string(body), "ok: %d nodes", &known)
+		return err == nil && holds(known), string(body)
+	})
+}
+
 func TestKubeSchedulerCallsTheExtender(t *testing.T) {
 	for _, bind := range []bool{false, true} {
 		name := "filter-prioritize"
