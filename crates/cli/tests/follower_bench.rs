@@ -398,6 +398,10 @@ fn follower_resync_per_change() {
     eprintln!("  load average: {load_at_start} at the start, {} at the end", load());
     let _ = follower.kill();
     let _ = follower.wait();
+    // The in-process gathers' connections live in this runtime: dropped,
+    // they close, and the stand-in's server can stop at the end of its
+    // input (the run hung here once, after printing every figure).
+    drop(runtime);
     drop(input);
     let _ = stand_in.wait();
     assert!(Path::new(&root).is_dir());

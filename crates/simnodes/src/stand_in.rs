@@ -560,8 +560,18 @@ pub async fn run(
             Err(error) => break Err(error),
         }
     };
+    // A graceful stop waits for open connections to close; a client that
+    // keeps one open (an idle channel in a runtime nobody drives) must not
+    // keep the stand-in alive after its input ended.
     let _ = stop.send(());
-    let _ = server.await;
+    let mut server = server;
+    if tokio::time::timeout(SERVER_STOP_LIMIT, &mut server).await.is_err() {
+        server.abort();
+    }
     let _ = std::fs::remove_file(socket);
     result
 }
+
+/// How long the PodResources server may take to close its connections
+/// once the input has ended.
+const SERVER_STOP_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
