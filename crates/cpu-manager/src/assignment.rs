@@ -172,7 +172,8 @@ impl<'t> Accumulator<'t> {
     /// The kubelet's `sort`: fewest free CPUs first, then lowest id.
     fn sorted_ids(&self, child: Level, parent: Option<(Level, u32)>) -> Vec<u32> {
         let mut ids = self.free_ids(child, parent);
-        ids.sort_by_cached_key(|&id| (self.free_in(child, id), id));
+        // Ids are distinct, so an unstable sort gives the one order.
+        ids.sort_unstable_by_key(|&id| (self.free_in(child, id), id));
         ids
     }
 
@@ -275,6 +276,12 @@ impl<'t> Accumulator<'t> {
     /// `takeFullCores`: every free group (listed before taking any) whose
     /// size the request still covers.
     fn take_whole(&mut self, level: Level) {
+        // Nothing to take when the request no longer covers even the
+        // smallest group (it only shrinks while taking): skip listing the
+        // groups in order, the costly part.
+        if !self.needs_at_least(self.topology.smallest_group(level)) {
+            return;
+        }
         let free_groups: Vec<u32> = self
             .sorted(level)
             .into_iter()
