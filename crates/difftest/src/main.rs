@@ -287,7 +287,7 @@ fn try_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 jobs,
                 save,
                 shrink_budget,
-                confirmations: 2,
+                confirmations: 6,
                 exclude,
                 timings,
             };
