@@ -335,6 +335,23 @@ fn running_uids(state: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// An unknown status's reason without the pod and container names and
+/// the values, to count reasons by kind.
+fn reason_kind(reason: &str) -> String {
+    reason
+        .split_whitespace()
+        .map(|word| {
+            if word.contains('/') && !word.contains("_state") && !word.contains("checkpoint") || word.starts_with('[') {
+                "_"
+            } else {
+                word
+            }
+        })
+        .take(12)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[test]
 fn churn_follower_never_diverges_readmission_does() {
     let setup = Setup::new("1.37");
@@ -354,6 +371,7 @@ fn churn_follower_never_diverges_readmission_does() {
     let mut rng = Rng(0x5eed_1234_abcd_0001);
     let (mut follower_divergences, mut readmission_divergences) = (0, 0);
     let (mut admitted, mut rejected, mut deleted, mut unknown_seen) = (0, 0, 0, 0);
+    let mut unknown_reasons: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
     for index in 1..=1000 {
         let change = random_change(&mut rng, &running_uids(&previous), index);
         let line = stand_in.send(&change);
@@ -367,6 +385,9 @@ fn churn_follower_never_diverges_readmission_does() {
         let (divergences, unknown) = follower.settle(&previous, &expected);
         follower_divergences += divergences;
         unknown_seen += unknown.len();
+        for reason in unknown {
+            *unknown_reasons.entry(reason_kind(&reason)).or_insert(0) += 1;
+        }
         if !readmission_agrees(&empty, &expected) {
             readmission_divergences += 1;
         }
@@ -375,7 +396,7 @@ fn churn_follower_never_diverges_readmission_does() {
     eprintln!(
         "1000 changes ({admitted} admitted, {rejected} rejected, {deleted} deleted): follower divergences \
          {follower_divergences}, re-admission divergences {readmission_divergences}, unknown statuses on the way \
-         {unknown_seen}"
+         {unknown_seen} ({unknown_reasons:?})"
     );
     assert!(
         admitted > 200 && deleted > 200 && rejected > 20,
