@@ -85,6 +85,19 @@ struct KnownNode {
     state_key: u64,
 }
 
+/// What a node's state was last rebuilt from ([`Cluster::apply_nrt`]):
+/// the only parts of its NRT object the rebuild reads, and the pods the
+/// object listed.
+struct Applied {
+    spec_text: String,
+    state_text: String,
+    reported: HashSet<String>,
+    /// A pod assumed on the node was taken off it since (moved elsewhere or
+    /// expired): its state is no longer the rebuilt one plus assumptions
+    /// laid in order.
+    disturbed: bool,
+}
+
 struct Assumption {
     node: String,
     pod: Pod,
@@ -157,6 +170,8 @@ pub struct Cluster {
     listed: HashSet<String>,
     /// Nodes whose object could not be restored, passed through, and why.
     passing: HashMap<String, String>,
+    /// Nodes rebuilt from an NRT object, and from what.
+    applied: Named<Applied>,
 }
 
 /// Answers kept before the cache is dropped and rebuilt.
@@ -179,6 +194,7 @@ impl Cluster {
             empty_trials: HashMap::new(),
             listed: HashSet::new(),
             passing: HashMap::new(),
+            applied: Named::default(),
         }
     }
 
@@ -233,6 +249,7 @@ impl Cluster {
             name: name.clone(),
             message,
         };
+        self.applied.remove(&name);
         let restored = match topoalign_nrt::restore(object) {
             Ok(restored) => restored,
             Err(e) => {
@@ -285,7 +302,7 @@ impl Cluster {
         }
         anonymous.devices = anonymous.devices.iter().map(|(u, c)| (renamed(u), c.clone())).collect();
         let state_key = hash(&(spec_key, serde_json::to_string(&anonymous).unwrap_or_default()));
-        let reported: Vec<String> = restored.pods.iter().map(|p| p.uid.clone()).collect();
+        let reported: HashSet<String> = restored.pods.iter().map(|p| p.uid.clone()).collect();
         self.nodes.insert(
             name.clone(),
             KnownNode {
@@ -324,7 +341,37 @@ impl Cluster {
                 }
             }
         }
+        let text = |attribute: &str| object.attribute(attribute).unwrap_or_default().to_owned();
+        self.applied.insert(
+            name,
+            Applied {
+                spec_text: text(topoalign_nrt::exact::NODE_SPEC_ATTRIBUTE),
+                state_text: text(topoalign_nrt::exact::STATE_ATTRIBUTE),
+                reported,
+                disturbed: false,
+            },
+        );
         Ok(())
+    }
+
+    /// Whether [`Cluster::apply_nrt`] would leave the node exactly as it
+    /// is: the object's spec and state read the same as when the node was
+    /// last rebuilt, no pod assumed there was taken off since, and of the
+    /// pods assumed there (`mine`), none is listed by the object or
+    /// expired — so the rebuild would lay the same assumptions, in the same
+    /// order, on the same state.
+    fn unchanged(&self, object: &NodeResourceTopology, mine: &[&Assumption], now: Instant) -> bool {
+        let Some(applied) = self.applied.get(&object.metadata.name) else {
+            return false;
+        };
+        let text = |attribute: &str| object.attribute(attribute).unwrap_or_default();
+        !applied.disturbed
+            && self.nodes.contains_key(&object.metadata.name)
+            && text(topoalign_nrt::exact::STATE_ATTRIBUTE) == applied.state_text
+            && text(topoalign_nrt::exact::NODE_SPEC_ATTRIBUTE) == applied.spec_text
+            && mine.iter().all(|a| {
+                !applied.reported.contains(&a.pod.uid) && now.duration_since(a.since) <= self.config.assume_timeout
+            })
     }
 
     /// Takes a whole listing of NRT objects (the API server's, read again
@@ -335,9 +382,25 @@ impl Cluster {
     pub fn sync_nrt(&mut self, objects: &[NodeResourceTopology], now: Instant) -> SyncReport {
         let mut report = SyncReport::default();
         let mut listed = HashSet::with_capacity(objects.len());
-        for object in objects {
+        let mut assumed_on: HashMap<&str, Vec<&Assumption>> = HashMap::new();
+        for assumption in self.assumed.values() {
+            assumed_on.entry(assumption.node.as_str()).or_default().push(assumption);
+        }
+        let unchanged: Vec<bool> = objects
+            .iter()
+            .map(|object| {
+                let mine = assumed_on
+                    .get(object.metadata.name.as_str())
+                    .map_or(&[][..], Vec::as_slice);
+                self.unchanged(object, mine, now)
+            })
+            .collect();
+        for (object, unchanged) in objects.iter().zip(unchanged) {
             let name = &object.metadata.name;
             listed.insert(name.clone());
+            if unchanged {
+                continue;
+            }
             let before = self.passing.get(name).cloned();
             let result = self.apply_nrt(object, now);
             let after = self.passing.get(name);
@@ -362,6 +425,7 @@ impl Cluster {
     /// Forgets a node and the pods assumed on it.
     fn forget(&mut self, name: &str) {
         self.nodes.remove(name);
+        self.applied.remove(name);
         self.passing.remove(name);
         self.assumed.retain(|_, assumption| assumption.node != name);
     }
@@ -530,6 +594,14 @@ impl Cluster {
         let Some(known) = self.nodes.get_mut(node) else {
             return;
         };
+        // A pod the node already holds under the same uid: admitting it
+        // again, even refused, releases what the holder has, so the node is
+        // no longer its rebuilt state plus assumptions.
+        if known.node.pods().iter().any(|p| p.uid == pod.uid)
+            && let Some(applied) = self.applied.get_mut(node)
+        {
+            applied.disturbed = true;
+        }
         if admit_into(known, pod.clone()) {
             self.assumptions_made += 1;
             self.oldest_assumed = Some(self.oldest_assumed.map_or(now, |oldest| oldest.min(now)));
@@ -557,6 +629,9 @@ impl Cluster {
         let Some(assumption) = self.assumed.remove(uid) else {
             return;
         };
+        if let Some(applied) = self.applied.get_mut(&assumption.node) {
+            applied.disturbed = true;
+        }
         if let Some(known) = self.nodes.get_mut(&assumption.node)
             && let Some(position) = known.node.pods().iter().position(|p| p.uid == uid)
         {
