@@ -88,6 +88,10 @@ struct Rules {
     cpu_static: bool,
     memory_static: bool,
     full_pcpus_only: bool,
+    /// From 1.34, with `PodLevelResources` on, a pod with pod-level
+    /// resources stays in the shared pool and its memory unpinned (no
+    /// pinning request to either manager).
+    pod_level_shared: bool,
 }
 
 impl Rules {
@@ -99,6 +103,8 @@ impl Rules {
             pod_scope: config.topology_scope == TopologyScope::Pod,
             cpu_static,
             memory_static: config.memory_policy == MemoryPolicyName::Static,
+            pod_level_shared: config.kubelet_version.at_least(KubeletVersion::V1_34)
+                && config.feature_gates.pod_level_resources(config.kubelet_version),
             // A node runs only with options its release accepts; the
             // value is what the static policy parsed.
             full_pcpus_only: cpu_static
@@ -311,22 +317,19 @@ impl Metrics {
         let rules = self.rules;
         self.admission_requests.inc();
         self.admission_duration.observe(seconds);
-        let guaranteed = pod.qos == QosClass::Guaranteed;
+        // The QoS class as admitted (pod-level resources may decide it).
+        let guaranteed = decision.qos == QosClass::Guaranteed;
         let containers = || pod.init_containers.iter().chain(&pod.containers);
-        // From 1.34 a pod with pod-level resources never reaches the static
-        // policy's exclusive allocation.
+        let pod_level_shared = rules.pod_level_shared && pod.uses_pod_level_resources();
         let pinning = |c: &topoalign_model::Container| {
             let cpu = c.request("cpu");
-            guaranteed
-                && cpu.is_whole()
-                && cpu.value() > 0
-                && !(rules.version.at_least(KubeletVersion::V1_34) && pod.uses_pod_level_resources())
+            guaranteed && cpu.is_whole() && cpu.value() > 0 && !pod_level_shared
         };
         if rules.cpu_static {
             self.cpu_pinning_requests
                 .inc_by(containers().filter(|c| pinning(c)).count() as u64);
         }
-        if rules.memory_static && guaranteed {
+        if rules.memory_static && guaranteed && !pod_level_shared {
             self.memory_pinning_requests.inc_by(containers().count() as u64);
         }
         let stage = decision.rejection.as_ref().map(|r| r.stage);
@@ -370,23 +373,42 @@ impl Metrics {
         }
         // The static CPU policy's part, per container given exclusive CPUs.
         if rules.cpu_static {
-            if through_topology {
-                let pinned = containers().filter(|c| pinning(c)).count() as u64;
-                if rules.full_pcpus_only {
-                    self.aligned.get_or_create(&PHYSICAL_CPU).inc_by(pinned);
-                }
-                if rules.since_1_33() {
-                    let uncore_aligned = decision
-                        .containers
-                        .iter()
-                        .filter_map(|placement| placement.cpus.as_ref())
-                        .filter(|cpus| shares_one_uncore_cache(machine, cpus.iter()))
-                        .count() as u64;
-                    self.aligned.get_or_create(&UNCORE_CACHE).inc_by(uncore_aligned);
+            if rules.full_pcpus_only {
+                let allocated = match stage {
+                    None | Some(RejectionStage::ResourceFit) => Some(containers().filter(|c| pinning(c)).count()),
+                    // Refused part-way: the containers before the one
+                    // refused were allocated, and that one too when only its
+                    // memory failed. The container scope's merges name it;
+                    // otherwise it is not known and nothing is counted.
+                    Some(stage) => decision
+                        .trace
+                        .merges
+                        .last()
+                        .and_then(|m| m.container.as_deref())
+                        .map(|refused| {
+                            let refused_too = stage == RejectionStage::Allocation(Provider::Memory);
+                            containers()
+                                .take_while(|c| c.name != refused)
+                                .chain(containers().filter(|c| refused_too && c.name == refused))
+                                .filter(|c| pinning(c))
+                                .count()
+                        }),
+                };
+                self.aligned
+                    .get_or_create(&PHYSICAL_CPU)
+                    .inc_by(allocated.unwrap_or(0) as u64);
+                if stage == Some(RejectionStage::Allocation(Provider::Cpu)) && rules.since_1_33() {
+                    self.aligned_failures.get_or_create(&PHYSICAL_CPU).inc();
                 }
             }
-            if stage == Some(RejectionStage::Allocation(Provider::Cpu)) && rules.full_pcpus_only && rules.since_1_33() {
-                self.aligned_failures.get_or_create(&PHYSICAL_CPU).inc();
+            if through_topology && rules.since_1_33() {
+                let uncore_aligned = decision
+                    .containers
+                    .iter()
+                    .filter_map(|placement| placement.cpus.as_ref())
+                    .filter(|cpus| shares_one_uncore_cache(machine, cpus.iter()))
+                    .count() as u64;
+                self.aligned.get_or_create(&UNCORE_CACHE).inc_by(uncore_aligned);
             }
         }
         if rules.version.at_least(KubeletVersion::V1_37) && decision.admitted() {
@@ -686,6 +708,53 @@ mod tests {
             "topoalign_cpu_manager_pinning_errors_total 1",
         ] {
             assert!(text.contains(expected), "{expected}: {text}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_part_way_counts_the_containers_allocated_before_it() {
+        let mut node = node(
+            KubeletVersion::V1_33,
+            TopologyPolicyName::BestEffort,
+            TopologyScope::Container,
+            true,
+        );
+        let metrics = Metrics::new(node.config());
+        // c0 gets a whole core; c1's 3 CPUs are not whole cores.
+        let refused = admit(&metrics, &mut node, pod("part", &[2, 3]));
+        assert_eq!(refused.rejection.expect("refused").reason, "SMTAlignmentError");
+        let text = metrics.encode();
+        for expected in [
+            r#"topoalign_container_aligned_compute_resources_count_total{scope="container",boundary="physical_cpu"} 1"#,
+            r#"topoalign_container_aligned_compute_resources_failure_count_total{scope="container",boundary="physical_cpu"} 1"#,
+        ] {
+            assert!(text.contains(expected), "{expected}: {text}");
+        }
+    }
+
+    #[test]
+    fn pod_level_pods_ask_for_no_pinning_from_1_34() {
+        let r = serde_json::json!({"cpu": "2", "memory": "1Gi"});
+        let manifest = serde_json::json!({
+            "metadata": {"name": "pl", "namespace": "default"},
+            "spec": {
+                "resources": {"requests": r, "limits": r},
+                "containers": [{"name": "c", "resources": {"requests": r, "limits": r}}],
+            },
+        });
+        let pod_level = topoalign_k8s::pod_from_value(&manifest, "uid-pl").expect("valid pod");
+        for (version, pinned) in [(KubeletVersion::V1_33, 1), (KubeletVersion::V1_34, 0)] {
+            let mut node = node(version, TopologyPolicyName::None, TopologyScope::Container, false);
+            let metrics = Metrics::new(node.config());
+            let decision = admit(&metrics, &mut node, pod_level.clone());
+            assert!(decision.admitted());
+            assert_eq!(decision.containers[0].cpus.is_some(), pinned == 1, "{version}");
+            assert!(
+                metrics
+                    .encode()
+                    .contains(&format!("topoalign_cpu_manager_pinning_requests_total {pinned}")),
+                "{version}"
+            );
         }
     }
 

@@ -141,7 +141,7 @@ pub fn same_event_by_event(oracle: &[Answer], engine: &Answer) -> bool {
         theirs
             .iter()
             .all(|t| without(t, "message") == without(theirs[0], "message"))
-            && theirs.iter().any(|t| *t == mine)
+            && theirs.contains(&mine)
     })
 }
 
