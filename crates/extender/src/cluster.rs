@@ -85,6 +85,30 @@ struct KnownNode {
     state_key: u64,
 }
 
+/// An NRT object's node rebuilt by [`Cluster::rebuild`], for
+/// [`Cluster::install`].
+pub struct Rebuilt {
+    name: String,
+    result: Result<RebuiltNode, Unrestorable>,
+}
+
+struct RebuiltNode {
+    node: Node,
+    spec_key: u64,
+    state_key: u64,
+    reported: HashSet<String>,
+    spec_text: String,
+    state_text: String,
+}
+
+/// Why an object's node cannot be rebuilt: the node passes through for
+/// `reason`; `error` when the object is malformed (not merely another
+/// exporter's, or of unknown state).
+struct Unrestorable {
+    reason: String,
+    error: Option<String>,
+}
+
 /// What a node's state was last rebuilt from ([`Cluster::apply_nrt`]):
 /// the only parts of its NRT object the rebuild reads, and the pods the
 /// object listed.
@@ -244,37 +268,35 @@ impl Cluster {
     /// kubelet would not start or a state it would not restore; the node
     /// is then passed through too.
     pub fn apply_nrt(&mut self, object: &NodeResourceTopology, now: Instant) -> Result<(), ClusterError> {
+        self.install(Cluster::rebuild(object), now)
+    }
+
+    /// The part of [`Cluster::apply_nrt`] that reads only the object: its
+    /// node rebuilt (the engine restoring its state) and keyed, or why it
+    /// cannot be. Needs no cluster, so it runs without the cluster's lock
+    /// ([`crate::poll`]).
+    pub fn rebuild(object: &NodeResourceTopology) -> Rebuilt {
         let name = object.metadata.name.clone();
-        let error = |message: String| ClusterError::Nrt {
-            name: name.clone(),
-            message,
-        };
-        self.applied.remove(&name);
         let restored = match topoalign_nrt::restore(object) {
             Ok(restored) => restored,
             Err(e) => {
-                self.nodes.remove(&name);
-                let (reason, result) = match (object.attribute(topoalign_nrt::STATE_UNKNOWN_ATTRIBUTE), &e) {
-                    (Some(reason), _) => (format!("its exporter does not know its state: {reason}"), Ok(())),
+                let (reason, error) = match (object.attribute(topoalign_nrt::STATE_UNKNOWN_ATTRIBUTE), &e) {
+                    (Some(reason), _) => (format!("its exporter does not know its state: {reason}"), None),
                     (None, topoalign_nrt::RestoreError::Missing(attribute)) => (
                         format!("no exact state ({attribute} missing: another exporter's object)"),
-                        Ok(()),
+                        None,
                     ),
-                    (None, _) => (e.to_string(), Err(error(e.to_string()))),
+                    (None, _) => (e.to_string(), Some(e.to_string())),
                 };
-                self.passing.insert(name.clone(), reason);
-                return result;
+                return Rebuilt {
+                    name,
+                    result: Err(Unrestorable { reason, error }),
+                };
             }
         };
-        self.passing.remove(&name);
-        let spec_text = object
-            .attribute(topoalign_nrt::exact::NODE_SPEC_ATTRIBUTE)
-            .unwrap_or_default();
-        let spec_key = hash(&("nrt", spec_text));
-        if let std::collections::hash_map::Entry::Vacant(slot) = self.empty.entry(spec_key) {
-            let spec: topoalign_nrt::NodeSpec = serde_json::from_str(spec_text).map_err(|e| error(e.to_string()))?;
-            slot.insert(topoalign_nrt::start_node(&spec).map_err(|e| error(e.to_string()))?);
-        }
+        let text = |attribute: &str| object.attribute(attribute).unwrap_or_default().to_owned();
+        let spec_text = text(topoalign_nrt::exact::NODE_SPEC_ATTRIBUTE);
+        let spec_key = hash(&("nrt", &spec_text));
         // The state without identities: same machine, same pods, same
         // placements → same key. Uids are replaced by their pod's place in
         // the admission order, so that the key still tells pods apart.
@@ -302,11 +324,57 @@ impl Cluster {
         }
         anonymous.devices = anonymous.devices.iter().map(|(u, c)| (renamed(u), c.clone())).collect();
         let state_key = hash(&(spec_key, serde_json::to_string(&anonymous).unwrap_or_default()));
-        let reported: HashSet<String> = restored.pods.iter().map(|p| p.uid.clone()).collect();
+        Rebuilt {
+            name,
+            result: Ok(RebuiltNode {
+                reported: restored.pods.iter().map(|p| p.uid.clone()).collect(),
+                node: restored.node,
+                spec_key,
+                state_key,
+                state_text: text(topoalign_nrt::exact::STATE_ATTRIBUTE),
+                spec_text,
+            }),
+        }
+    }
+
+    /// The part of [`Cluster::apply_nrt`] that changes the cluster: the
+    /// rebuilt node replaces the known one (or the node passes through),
+    /// then the pods assumed on it are confirmed or laid on top again.
+    ///
+    /// # Errors
+    /// As [`Cluster::apply_nrt`].
+    pub fn install(&mut self, rebuilt: Rebuilt, now: Instant) -> Result<(), ClusterError> {
+        let Rebuilt { name, result } = rebuilt;
+        let error = |message: String| ClusterError::Nrt {
+            name: name.clone(),
+            message,
+        };
+        self.applied.remove(&name);
+        let rebuilt = match result {
+            Ok(rebuilt) => rebuilt,
+            Err(Unrestorable { reason, error: message }) => {
+                self.nodes.remove(&name);
+                self.passing.insert(name.clone(), reason);
+                return message.map_or(Ok(()), |message| Err(error(message)));
+            }
+        };
+        self.passing.remove(&name);
+        let RebuiltNode {
+            node,
+            spec_key,
+            state_key,
+            reported,
+            spec_text,
+            state_text,
+        } = rebuilt;
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.empty.entry(spec_key) {
+            let spec: topoalign_nrt::NodeSpec = serde_json::from_str(&spec_text).map_err(|e| error(e.to_string()))?;
+            slot.insert(topoalign_nrt::start_node(&spec).map_err(|e| error(e.to_string()))?);
+        }
         self.nodes.insert(
             name.clone(),
             KnownNode {
-                node: restored.node,
+                node,
                 spec_key,
                 state_key,
             },
@@ -341,12 +409,11 @@ impl Cluster {
                 }
             }
         }
-        let text = |attribute: &str| object.attribute(attribute).unwrap_or_default().to_owned();
         self.applied.insert(
             name,
             Applied {
-                spec_text: text(topoalign_nrt::exact::NODE_SPEC_ATTRIBUTE),
-                state_text: text(topoalign_nrt::exact::STATE_ATTRIBUTE),
+                spec_text,
+                state_text,
                 reported,
                 disturbed: false,
             },
@@ -380,29 +447,52 @@ impl Cluster {
     /// with the pods assumed on it. Nodes from the fleet file or from
     /// objects given one by one are never removed here.
     pub fn sync_nrt(&mut self, objects: &[NodeResourceTopology], now: Instant) -> SyncReport {
-        let mut report = SyncReport::default();
-        let mut listed = HashSet::with_capacity(objects.len());
+        self.sync_rebuilt(objects, Vec::new(), now)
+    }
+
+    /// Which of `objects` a sync at `now` would rebuild: those whose node
+    /// state the cluster does not already hold ([`Cluster::unchanged`]).
+    pub fn stale(&self, objects: &[NodeResourceTopology], now: Instant) -> Vec<bool> {
         let mut assumed_on: HashMap<&str, Vec<&Assumption>> = HashMap::new();
         for assumption in self.assumed.values() {
             assumed_on.entry(assumption.node.as_str()).or_default().push(assumption);
         }
-        let unchanged: Vec<bool> = objects
+        objects
             .iter()
             .map(|object| {
                 let mine = assumed_on
                     .get(object.metadata.name.as_str())
                     .map_or(&[][..], Vec::as_slice);
-                self.unchanged(object, mine, now)
+                !self.unchanged(object, mine, now)
             })
-            .collect();
-        for (object, unchanged) in objects.iter().zip(unchanged) {
+            .collect()
+    }
+
+    /// [`Cluster::sync_nrt`] with some objects already rebuilt
+    /// (`rebuilt[i]`: [`Cluster::rebuild`] of `objects[i]`, done without
+    /// the lock; missing ones are rebuilt here when needed). The same
+    /// outcome as `sync_nrt`: a rebuild depends on nothing but its object.
+    pub fn sync_rebuilt(
+        &mut self,
+        objects: &[NodeResourceTopology],
+        mut rebuilt: Vec<Option<Rebuilt>>,
+        now: Instant,
+    ) -> SyncReport {
+        let mut report = SyncReport::default();
+        let mut listed = HashSet::with_capacity(objects.len());
+        let stale = self.stale(objects, now);
+        rebuilt.resize_with(objects.len(), || None);
+        for ((object, stale), rebuilt) in objects.iter().zip(stale).zip(rebuilt) {
             let name = &object.metadata.name;
             listed.insert(name.clone());
-            if unchanged {
+            if !stale {
                 continue;
             }
+            let rebuilt = rebuilt
+                .filter(|r| r.name == *name)
+                .unwrap_or_else(|| Cluster::rebuild(object));
             let before = self.passing.get(name).cloned();
-            let result = self.apply_nrt(object, now);
+            let result = self.install(rebuilt, now);
             let after = self.passing.get(name);
             if after.is_none() || after == before.as_ref() {
                 continue;
