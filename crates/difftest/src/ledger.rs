@@ -343,7 +343,7 @@ pub fn totals(entries: &[Entry]) -> BTreeMap<Release, Totals> {
 /// The totals as a Markdown table (what the README shows).
 pub fn table(entries: &[Entry]) -> String {
     let mut out = String::from(
-        "| release | scenarios | same (start-up refusals) | differ | unstable | timeouts | skipped (known) | harness failures | hours | scenarios/s |\n\
+        "| release | scenarios | same (start-up refusals) | differ | unstable | timeouts | skipped (known) | harness failures | minutes | scenarios/s |\n\
          |---|---|---|---|---|---|---|---|---|---|\n",
     );
     for (release, t) in totals(entries) {
@@ -353,7 +353,7 @@ pub fn table(entries: &[Entry]) -> String {
             t.scenarios as f64 / t.seconds as f64
         };
         out.push_str(&format!(
-            "| {} | {} | {} ({}) | {} | {} | {} | {} | {} | {:.1} | {:.1} |\n",
+            "| {} | {} | {} ({}) | {} | {} | {} | {} | {} | {:.0} | {:.1} |\n",
             release.name(),
             t.scenarios,
             t.same,
@@ -363,7 +363,7 @@ pub fn table(entries: &[Entry]) -> String {
             t.timeouts,
             t.excluded,
             t.harness_failures,
-            t.seconds as f64 / 3600.0,
+            t.seconds as f64 / 60.0,
             rate
         ));
     }

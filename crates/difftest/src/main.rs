@@ -138,7 +138,10 @@ struct OracleArgs {
     /// The oracle binary (default: where oracle/build.sh VERSION puts it).
     #[arg(long, value_name = "PATH")]
     oracle: Option<PathBuf>,
-    /// Seconds an oracle replay may take before the scenario is skipped.
+    /// Seconds of CPU time an oracle replay in a batch may use (and ten
+    /// times that of wall-clock time) before the scenario is counted as a
+    /// timeout, not judged; a replay in a fresh process (confirming,
+    /// shrinking): seconds of wall-clock time.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
 }
@@ -274,7 +277,7 @@ fn try_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 None => None,
             };
             let ledger_options = format!(
-                "timeout={}{}",
+                "cpu-timeout={}{}",
                 oracle.timeout,
                 exclude.iter().map(|t| format!(" exclude={t}")).collect::<String>()
             );
