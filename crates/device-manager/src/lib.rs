@@ -186,10 +186,11 @@ impl DeviceManager {
             return Ok(());
         };
         for (resource, devices) in held {
-            let reusable = self.reusable.by_resource.entry(resource.clone()).or_default();
             if finished_init {
+                let reusable = self.reusable.by_resource.entry(resource.clone()).or_default();
                 reusable.extend(devices.iter().cloned());
-            } else {
+            } else if let Some(reusable) = self.reusable.by_resource.get_mut(resource) {
+                // (No entry reads as an empty set: nothing to take out.)
                 reusable.retain(|id| !devices.contains(id));
             }
         }

@@ -319,7 +319,12 @@ impl SchedulerResources {
                 "memory" => self.memory += amount.value(),
                 "pods" => self.pods += amount.value(),
                 "ephemeral-storage" => self.ephemeral_storage += amount.value(),
-                name if is_scalar(name) => *self.scalar.entry(resource.clone()).or_default() += amount.value(),
+                name if is_scalar(name) => match self.scalar.get_mut(name) {
+                    Some(sum) => *sum += amount.value(),
+                    None => {
+                        self.scalar.insert(resource.clone(), amount.value());
+                    }
+                },
                 _ => {}
             }
         }
