@@ -10,13 +10,20 @@
 //!   the real protocol on a real socket.
 //!
 //! The wire types are generated from the kubelet's own `proto/api.proto`
-//! ([`v1`]). Owns: the protocol and its conversion. Must not touch:
+//! ([`v1`]).
+//!
+//! [`pod_allocations`] gives the answer a kubelet with a given state (its
+//! checkpoints read back) must give, and [`differences`] what differs
+//! between two answers.
+//!
+//! Owns: the protocol and its conversion. Must not touch:
 //! decisions (the engine's) or what the allocations mean for a node's state
 //! (the follower's).
 
 mod client;
 mod convert;
 mod server;
+mod state;
 
 use std::collections::BTreeMap;
 
@@ -24,6 +31,7 @@ use topoalign_model::CpuSet;
 
 pub use client::Client;
 pub use server::{SnapshotSource, serve};
+pub use state::{Difference, Field, differences, pod_allocations};
 
 /// The generated wire types and service stubs of `proto/api.proto`.
 #[allow(clippy::unwrap_used, missing_docs)] // reason: generated code
