@@ -85,6 +85,43 @@ struct KnownNode {
     state_key: u64,
 }
 
+/// An NRT object's node rebuilt by [`Cluster::rebuild`], for
+/// [`Cluster::install`].
+pub struct Rebuilt {
+    name: String,
+    result: Result<RebuiltNode, Unrestorable>,
+}
+
+struct RebuiltNode {
+    node: Node,
+    spec_key: u64,
+    state_key: u64,
+    reported: HashSet<String>,
+    spec_text: String,
+    state_text: String,
+}
+
+/// Why an object's node cannot be rebuilt: the node passes through for
+/// `reason`; `error` when the object is malformed (not merely another
+/// exporter's, or of unknown state).
+struct Unrestorable {
+    reason: String,
+    error: Option<String>,
+}
+
+/// What a node's state was last rebuilt from ([`Cluster::apply_nrt`]):
+/// the only parts of its NRT object the rebuild reads, and the pods the
+/// object listed.
+struct Applied {
+    spec_text: String,
+    state_text: String,
+    reported: HashSet<String>,
+    /// A pod assumed on the node was taken off it since (moved elsewhere or
+    /// expired): its state is no longer the rebuilt one plus assumptions
+    /// laid in order.
+    disturbed: bool,
+}
+
 struct Assumption {
     node: String,
     pod: Pod,
@@ -157,6 +194,8 @@ pub struct Cluster {
     listed: HashSet<String>,
     /// Nodes whose object could not be restored, passed through, and why.
     passing: HashMap<String, String>,
+    /// Nodes rebuilt from an NRT object, and from what.
+    applied: Named<Applied>,
 }
 
 /// Answers kept before the cache is dropped and rebuilt.
@@ -179,6 +218,7 @@ impl Cluster {
             empty_trials: HashMap::new(),
             listed: HashSet::new(),
             passing: HashMap::new(),
+            applied: Named::default(),
         }
     }
 
@@ -228,36 +268,35 @@ impl Cluster {
     /// kubelet would not start or a state it would not restore; the node
     /// is then passed through too.
     pub fn apply_nrt(&mut self, object: &NodeResourceTopology, now: Instant) -> Result<(), ClusterError> {
+        self.install(Cluster::rebuild(object), now)
+    }
+
+    /// The part of [`Cluster::apply_nrt`] that reads only the object: its
+    /// node rebuilt (the engine restoring its state) and keyed, or why it
+    /// cannot be. Needs no cluster, so it runs without the cluster's lock
+    /// ([`crate::poll`]).
+    pub fn rebuild(object: &NodeResourceTopology) -> Rebuilt {
         let name = object.metadata.name.clone();
-        let error = |message: String| ClusterError::Nrt {
-            name: name.clone(),
-            message,
-        };
         let restored = match topoalign_nrt::restore(object) {
             Ok(restored) => restored,
             Err(e) => {
-                self.nodes.remove(&name);
-                let (reason, result) = match (object.attribute(topoalign_nrt::STATE_UNKNOWN_ATTRIBUTE), &e) {
-                    (Some(reason), _) => (format!("its exporter does not know its state: {reason}"), Ok(())),
+                let (reason, error) = match (object.attribute(topoalign_nrt::STATE_UNKNOWN_ATTRIBUTE), &e) {
+                    (Some(reason), _) => (format!("its exporter does not know its state: {reason}"), None),
                     (None, topoalign_nrt::RestoreError::Missing(attribute)) => (
                         format!("no exact state ({attribute} missing: another exporter's object)"),
-                        Ok(()),
+                        None,
                     ),
-                    (None, _) => (e.to_string(), Err(error(e.to_string()))),
+                    (None, _) => (e.to_string(), Some(e.to_string())),
                 };
-                self.passing.insert(name.clone(), reason);
-                return result;
+                return Rebuilt {
+                    name,
+                    result: Err(Unrestorable { reason, error }),
+                };
             }
         };
-        self.passing.remove(&name);
-        let spec_text = object
-            .attribute(topoalign_nrt::exact::NODE_SPEC_ATTRIBUTE)
-            .unwrap_or_default();
-        let spec_key = hash(&("nrt", spec_text));
-        if let std::collections::hash_map::Entry::Vacant(slot) = self.empty.entry(spec_key) {
-            let spec: topoalign_nrt::NodeSpec = serde_json::from_str(spec_text).map_err(|e| error(e.to_string()))?;
-            slot.insert(topoalign_nrt::start_node(&spec).map_err(|e| error(e.to_string()))?);
-        }
+        let text = |attribute: &str| object.attribute(attribute).unwrap_or_default().to_owned();
+        let spec_text = text(topoalign_nrt::exact::NODE_SPEC_ATTRIBUTE);
+        let spec_key = hash(&("nrt", &spec_text));
         // The state without identities: same machine, same pods, same
         // placements → same key. Uids are replaced by their pod's place in
         // the admission order, so that the key still tells pods apart.
@@ -285,11 +324,57 @@ impl Cluster {
         }
         anonymous.devices = anonymous.devices.iter().map(|(u, c)| (renamed(u), c.clone())).collect();
         let state_key = hash(&(spec_key, serde_json::to_string(&anonymous).unwrap_or_default()));
-        let reported: Vec<String> = restored.pods.iter().map(|p| p.uid.clone()).collect();
+        Rebuilt {
+            name,
+            result: Ok(RebuiltNode {
+                reported: restored.pods.iter().map(|p| p.uid.clone()).collect(),
+                node: restored.node,
+                spec_key,
+                state_key,
+                state_text: text(topoalign_nrt::exact::STATE_ATTRIBUTE),
+                spec_text,
+            }),
+        }
+    }
+
+    /// The part of [`Cluster::apply_nrt`] that changes the cluster: the
+    /// rebuilt node replaces the known one (or the node passes through),
+    /// then the pods assumed on it are confirmed or laid on top again.
+    ///
+    /// # Errors
+    /// As [`Cluster::apply_nrt`].
+    pub fn install(&mut self, rebuilt: Rebuilt, now: Instant) -> Result<(), ClusterError> {
+        let Rebuilt { name, result } = rebuilt;
+        let error = |message: String| ClusterError::Nrt {
+            name: name.clone(),
+            message,
+        };
+        self.applied.remove(&name);
+        let rebuilt = match result {
+            Ok(rebuilt) => rebuilt,
+            Err(Unrestorable { reason, error: message }) => {
+                self.nodes.remove(&name);
+                self.passing.insert(name.clone(), reason);
+                return message.map_or(Ok(()), |message| Err(error(message)));
+            }
+        };
+        self.passing.remove(&name);
+        let RebuiltNode {
+            node,
+            spec_key,
+            state_key,
+            reported,
+            spec_text,
+            state_text,
+        } = rebuilt;
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.empty.entry(spec_key) {
+            let spec: topoalign_nrt::NodeSpec = serde_json::from_str(&spec_text).map_err(|e| error(e.to_string()))?;
+            slot.insert(topoalign_nrt::start_node(&spec).map_err(|e| error(e.to_string()))?);
+        }
         self.nodes.insert(
             name.clone(),
             KnownNode {
-                node: restored.node,
+                node,
                 spec_key,
                 state_key,
             },
@@ -324,7 +409,36 @@ impl Cluster {
                 }
             }
         }
+        self.applied.insert(
+            name,
+            Applied {
+                spec_text,
+                state_text,
+                reported,
+                disturbed: false,
+            },
+        );
         Ok(())
+    }
+
+    /// Whether [`Cluster::apply_nrt`] would leave the node exactly as it
+    /// is: the object's spec and state read the same as when the node was
+    /// last rebuilt, no pod assumed there was taken off since, and of the
+    /// pods assumed there (`mine`), none is listed by the object or
+    /// expired — so the rebuild would lay the same assumptions, in the same
+    /// order, on the same state.
+    fn unchanged(&self, object: &NodeResourceTopology, mine: &[&Assumption], now: Instant) -> bool {
+        let Some(applied) = self.applied.get(&object.metadata.name) else {
+            return false;
+        };
+        let text = |attribute: &str| object.attribute(attribute).unwrap_or_default();
+        !applied.disturbed
+            && self.nodes.contains_key(&object.metadata.name)
+            && text(topoalign_nrt::exact::STATE_ATTRIBUTE) == applied.state_text
+            && text(topoalign_nrt::exact::NODE_SPEC_ATTRIBUTE) == applied.spec_text
+            && mine.iter().all(|a| {
+                !applied.reported.contains(&a.pod.uid) && now.duration_since(a.since) <= self.config.assume_timeout
+            })
     }
 
     /// Takes a whole listing of NRT objects (the API server's, read again
@@ -333,13 +447,52 @@ impl Cluster {
     /// with the pods assumed on it. Nodes from the fleet file or from
     /// objects given one by one are never removed here.
     pub fn sync_nrt(&mut self, objects: &[NodeResourceTopology], now: Instant) -> SyncReport {
+        self.sync_rebuilt(objects, Vec::new(), now)
+    }
+
+    /// Which of `objects` a sync at `now` would rebuild: those whose node
+    /// state the cluster does not already hold ([`Cluster::unchanged`]).
+    pub fn stale(&self, objects: &[NodeResourceTopology], now: Instant) -> Vec<bool> {
+        let mut assumed_on: HashMap<&str, Vec<&Assumption>> = HashMap::new();
+        for assumption in self.assumed.values() {
+            assumed_on.entry(assumption.node.as_str()).or_default().push(assumption);
+        }
+        objects
+            .iter()
+            .map(|object| {
+                let mine = assumed_on
+                    .get(object.metadata.name.as_str())
+                    .map_or(&[][..], Vec::as_slice);
+                !self.unchanged(object, mine, now)
+            })
+            .collect()
+    }
+
+    /// [`Cluster::sync_nrt`] with some objects already rebuilt
+    /// (`rebuilt[i]`: [`Cluster::rebuild`] of `objects[i]`, done without
+    /// the lock; missing ones are rebuilt here when needed). The same
+    /// outcome as `sync_nrt`: a rebuild depends on nothing but its object.
+    pub fn sync_rebuilt(
+        &mut self,
+        objects: &[NodeResourceTopology],
+        mut rebuilt: Vec<Option<Rebuilt>>,
+        now: Instant,
+    ) -> SyncReport {
         let mut report = SyncReport::default();
         let mut listed = HashSet::with_capacity(objects.len());
-        for object in objects {
+        let stale = self.stale(objects, now);
+        rebuilt.resize_with(objects.len(), || None);
+        for ((object, stale), rebuilt) in objects.iter().zip(stale).zip(rebuilt) {
             let name = &object.metadata.name;
             listed.insert(name.clone());
+            if !stale {
+                continue;
+            }
+            let rebuilt = rebuilt
+                .filter(|r| r.name == *name)
+                .unwrap_or_else(|| Cluster::rebuild(object));
             let before = self.passing.get(name).cloned();
-            let result = self.apply_nrt(object, now);
+            let result = self.install(rebuilt, now);
             let after = self.passing.get(name);
             if after.is_none() || after == before.as_ref() {
                 continue;
@@ -362,6 +515,7 @@ impl Cluster {
     /// Forgets a node and the pods assumed on it.
     fn forget(&mut self, name: &str) {
         self.nodes.remove(name);
+        self.applied.remove(name);
         self.passing.remove(name);
         self.assumed.retain(|_, assumption| assumption.node != name);
     }
@@ -530,6 +684,14 @@ impl Cluster {
         let Some(known) = self.nodes.get_mut(node) else {
             return;
         };
+        // A pod the node already holds under the same uid: admitting it
+        // again, even refused, releases what the holder has, so the node is
+        // no longer its rebuilt state plus assumptions.
+        if known.node.pods().iter().any(|p| p.uid == pod.uid)
+            && let Some(applied) = self.applied.get_mut(node)
+        {
+            applied.disturbed = true;
+        }
         if admit_into(known, pod.clone()) {
             self.assumptions_made += 1;
             self.oldest_assumed = Some(self.oldest_assumed.map_or(now, |oldest| oldest.min(now)));
@@ -557,6 +719,9 @@ impl Cluster {
         let Some(assumption) = self.assumed.remove(uid) else {
             return;
         };
+        if let Some(applied) = self.applied.get_mut(&assumption.node) {
+            applied.disturbed = true;
+        }
         if let Some(known) = self.nodes.get_mut(&assumption.node)
             && let Some(position) = known.node.pods().iter().position(|p| p.uid == uid)
         {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use topoalign_nrt::NodeResourceTopology;
 
-use crate::cluster::SyncReport;
+use crate::cluster::{Cluster, Rebuilt, SyncReport};
 use crate::server::Shared;
 
 /// Lists the objects every `every` and syncs the cluster with them, until
@@ -44,15 +44,25 @@ where
     }
 }
 
-/// One listing into the cluster, on a blocking thread.
+/// One listing into the cluster, on a blocking thread. The nodes whose
+/// objects changed are rebuilt without the cluster's lock (it is taken
+/// only to see which changed, then to install them), so `filter` and
+/// `prioritize` calls do not wait for the engine restoring node states.
 ///
 /// # Errors
 /// A message when the cluster's lock is poisoned or the work panicked.
 pub async fn sync(cluster: &Shared, objects: Vec<NodeResourceTopology>) -> Result<SyncReport, String> {
     let cluster = cluster.clone();
     tokio::task::spawn_blocking(move || {
-        let mut cluster = cluster.lock().map_err(|_| "internal: state lock poisoned".to_owned())?;
-        Ok(cluster.sync_nrt(&objects, Instant::now()))
+        let poisoned = |_| "internal: state lock poisoned".to_owned();
+        let stale = cluster.lock().map_err(poisoned)?.stale(&objects, Instant::now());
+        let rebuilt: Vec<Option<Rebuilt>> = objects
+            .iter()
+            .zip(stale)
+            .map(|(object, stale)| stale.then(|| Cluster::rebuild(object)))
+            .collect();
+        let mut cluster = cluster.lock().map_err(poisoned)?;
+        Ok(cluster.sync_rebuilt(&objects, rebuilt, Instant::now()))
     })
     .await
     .map_err(|e| format!("internal: syncing the NodeResourceTopology objects failed: {e}"))?
