@@ -821,8 +821,9 @@ impl Cluster {
     }
 }
 
-/// `work` on every part, each on its own thread; the results in order, or
-/// the message of a worker's panic.
+/// `work` on every part, each on its own thread (a single part on the
+/// calling thread); the results in order, or the message of a worker's
+/// panic.
 fn on_threads<P, R, I>(parts: I, work: impl Fn(P) -> R + Sync) -> Result<Vec<R>, String>
 where
     I: Iterator<Item = P>,
@@ -830,8 +831,25 @@ where
     R: Send,
 {
     let work = &work;
+    let mut parts = parts.peekable();
+    let first = parts.next();
+    if parts.peek().is_none() {
+        // One part: on this thread (no thread to start), panics caught the
+        // same way.
+        return first
+            .map(|part| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(part)))
+                    .map_err(|payload| panic_message(payload.as_ref()))
+            })
+            .into_iter()
+            .collect();
+    }
     std::thread::scope(|scope| {
-        let handles: Vec<_> = parts.map(|part| scope.spawn(move || work(part))).collect();
+        let handles: Vec<_> = first
+            .into_iter()
+            .chain(parts)
+            .map(|part| scope.spawn(move || work(part)))
+            .collect();
         handles
             .into_iter()
             .map(|handle| handle.join().map_err(|payload| panic_message(payload.as_ref())))
@@ -937,5 +955,13 @@ mod tests {
         });
         assert_eq!(result, Err("evaluation 2 failed".to_owned()));
         assert_eq!(on_threads([1, 2].into_iter(), |n| n * 10), Ok(vec![10, 20]));
+        // A single part runs on the calling thread, its panic reported the
+        // same way.
+        let alone = on_threads([2].into_iter(), |n| {
+            assert!(n != 2, "evaluation {n} failed");
+            n
+        });
+        assert_eq!(alone, Err("evaluation 2 failed".to_owned()));
+        assert_eq!(on_threads([3].into_iter(), |n| n * 10), Ok(vec![30]));
     }
 }
