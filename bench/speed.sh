@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Benchmark (not part of scripts/test): the figures of issue #14 beside
-# their targets, with the machine's load, plus callgrind instruction counts
-# of one admission per policy and machine size, and of one extender call
-# (filter + prioritize over 5,000 nodes, warm and cold) — counts repeat exactly from
-# run to run, so a regression shows as a number even on a busy machine.
+# their targets, with the machine's load, plus callgrind instruction and
+# heap-allocation counts of one admission per policy and machine size,
+# instructions per replay event and per extender call (filter + prioritize
+# over 5,000 nodes, warm and cold) — counts repeat exactly from run to run,
+# so a regression shows as a number even on a busy machine.
 #
 #   bench/speed.sh                 # criterion (engine, extender) + callgrind
 #   bench/speed.sh --quick         # shorter criterion runs (rougher figures)
@@ -26,7 +27,7 @@ for arg in "$@"; do
         --callgrind) timings=false ;;
         --no-callgrind) counts=false ;;
         -h | --help)
-            sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+            sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         *)
@@ -133,29 +134,65 @@ if $timings; then
     rm -f "$engine_out" "$engine" "$extender_out" "$extender"
 fi
 
+# Heap allocations in a callgrind profile: calls of the Rust allocator's
+# alloc (and alloc_zeroed), "+N r" for reallocations, read from
+# callgrind_annotate's caller tree.
+allocations() {
+    callgrind_annotate --threshold=100 --tree=caller "$1" 2>/dev/null | awk '
+        /^ *[0-9,]+ \(.*\)  < / { callers[++n] = $0; next }
+        /\*  .*:__rustc::__rdl_(alloc|alloc_zeroed|realloc) \[/ {
+            kind = ($0 ~ /__rdl_realloc/) ? "r" : "a"
+            for (i = 1; i <= n; i++)
+                if (match(callers[i], /\(([0-9,]+)x\)/)) {
+                    c = substr(callers[i], RSTART + 1, RLENGTH - 3); gsub(",", "", c); total[kind] += c
+                }
+        }
+        { n = 0 }
+        END { printf "%d+%dr", total["a"], total["r"] }'
+}
+
 if $counts; then
-    echo "== instructions per admission (callgrind; the admission only, not start-up)"
+    echo "== instructions / heap allocations (+ reallocations) per admission (callgrind; the admission only, not start-up)"
     (cd "$root" && cargo build -q --release -p topoalign-engine --example one_admission) 2>>"$log" || {
         echo "bench/speed.sh: building the one_admission example failed; see $log" >&2
         exit 1
     }
     binary=$target_dir/release/examples/one_admission
-    printf '%-20s %12s %12s %12s\n' "policy" "2 NUMA" "8 NUMA" "64 NUMA"
+    printf '%-20s %20s %20s %20s\n' "policy" "2 NUMA" "8 NUMA" "64 NUMA"
     for policy in single-numa-node restricted best-effort; do
         row=()
         for numa in 2 8 64; do
             out=$(mktemp -t topoalign-speed-cg.XXXXXX)
-            if valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+            profile=$(mktemp -t topoalign-speed-profile.XXXXXX)
+            if valgrind --tool=callgrind --callgrind-out-file="$profile" \
                 --toggle-collect='one_admission::measured' "$binary" "$policy" "$numa" >"$out" 2>&1; then
-                row+=("$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$out" | tail -n 1)")
+                row+=("$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$out" | tail -n 1) / $(allocations "$profile")")
             else
                 cat "$out" >>"$log"
                 row+=("failed")
             fi
-            rm -f "$out"
+            rm -f "$out" "$profile"
         done
-        printf '%-20s %12s %12s %12s\n' "$policy" "${row[@]}"
+        printf '%-20s %20s %20s %20s\n' "$policy" "${row[@]}"
     done
+
+    echo "== instructions per replay event (callgrind; the replay bench's scenario: read, replay, write)"
+    (cd "$root" && cargo build -q --release -p topoalign-scenario --example replay_events) 2>>"$log" || {
+        echo "bench/speed.sh: building the replay_events example failed; see $log" >&2
+        exit 1
+    }
+    out=$(mktemp -t topoalign-speed-cg.XXXXXX)
+    if valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+        --toggle-collect='replay_events::measured' "$target_dir/release/examples/replay_events" >"$out" 2>&1; then
+        total=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$out" | tail -n 1)
+        events=$(sed -n 's/^events: \([0-9]*\).*/\1/p' "$out")
+        echo "  $((total / events)) instructions per event ($total over $events events)"
+    else
+        cat "$out" >>"$log"
+        echo "  failed; see $log"
+    fi
+    rm -f "$out"
+
     echo "== instructions per extender call (callgrind; filter + prioritize over 5,000 nodes)"
     (cd "$root" && cargo build -q --release -p topoalign-extender --example filter_once) 2>>"$log" || {
         echo "bench/speed.sh: building the filter_once example failed; see $log" >&2

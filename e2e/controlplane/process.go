@@ -34,7 +34,8 @@ func StartProcess(name, path string, args []string, env []string, logPath string
 	cmd.Stdout = log
 	cmd.Stderr = log
 	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -47,6 +48,19 @@ func StartProcess(name, path string, args []string, env []string, logPath string
 	}()
 	register(p)
 	return p, nil
+}
+
+// DieWithParent makes the kernel kill cmd (SIGKILL) when the test binary
+// dies, however it dies (a panic, a timeout, kill -9): Linux's
+// PR_SET_PDEATHSIG. Call it before cmd.Start. The signal follows the OS
+// thread that started the process; Go's runtime does not end its threads
+// while the program runs (no goroutine here locks one), so in practice it
+// follows the test binary.
+func DieWithParent(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 }
 
 // Exited reports whether the process has ended, and how.

@@ -51,6 +51,9 @@ func startStandIn(t *testing.T, dir, node string) (*standIn, map[string]any) {
 		"--pods-file", filepath.Join(dir, "pods.json"),
 		"--checkpoint-layout", "1.37")
 	cmd.Stderr = stderr
+	// Killed with the test binary: an aborted run leaves no stand-in
+	// serving a socket in a deleted directory.
+	controlplane.DieWithParent(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

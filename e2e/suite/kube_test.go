@@ -214,6 +214,7 @@ func runTopoalign(t *testing.T, ctx context.Context, env []string, args ...strin
 	cmd := exec.CommandContext(ctx, topoalign, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Dir = repo
+	controlplane.DieWithParent(cmd)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

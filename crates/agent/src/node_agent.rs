@@ -166,11 +166,12 @@ impl NodeAgent {
         for note in &notes {
             tracing::info!(target: "topoalign::recovery", "{note}");
         }
+        let metrics = Arc::new(Metrics::new(ledger.node().config()));
         let mut agent = NodeAgent {
             ledger,
             enforcement,
             procfs,
-            metrics: Arc::new(Metrics::new()),
+            metrics,
             published: Arc::default(),
             recovery_notes: notes,
             listener: None,
@@ -258,13 +259,11 @@ impl NodeAgent {
             },
         };
         let admission = self.ledger.admit(workload, holder)?;
-        let config = self.ledger.node().config();
         self.metrics.record_admission(
             &admission.pod,
             &admission.decision,
             started.elapsed().as_secs_f64(),
-            config.cpu_policy,
-            config.memory_policy,
+            self.ledger.node().machine(),
         );
         let Some(id) = admission.id.clone() else {
             tracing::info!(

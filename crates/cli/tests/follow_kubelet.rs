@@ -14,6 +14,13 @@
 //!   follower says unknown, never a state; afterwards it settles on the
 //!   stand-in's restored state.
 //!
+//! - diagnose: `topoalign diagnose` reads the stand-in's PodResources API
+//!   (the real proto on its socket) beside its checkpoint files: they
+//!   agree; without the device checkpoint the devices are read from the
+//!   API, not inferred; a socket that is missing is an error naming it;
+//!   a copy of the files from before the node moved on disagrees with the
+//!   API, each disagreement naming the file and the field.
+//!
 //! No sleeps: the tests wait on the stand-in's output lines (one per
 //! change, written once its files are), the follower's log lines and its
 //! `/v1/status?after=G`, which answers when a newer status exists.
@@ -328,6 +335,23 @@ fn running_uids(state: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// An unknown status's reason without the pod and container names and
+/// the values, to count reasons by kind.
+fn reason_kind(reason: &str) -> String {
+    reason
+        .split_whitespace()
+        .map(|word| {
+            if word.contains('/') && !word.contains("_state") && !word.contains("checkpoint") || word.starts_with('[') {
+                "_"
+            } else {
+                word
+            }
+        })
+        .take(12)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[test]
 fn churn_follower_never_diverges_readmission_does() {
     let setup = Setup::new("1.37");
@@ -347,6 +371,7 @@ fn churn_follower_never_diverges_readmission_does() {
     let mut rng = Rng(0x5eed_1234_abcd_0001);
     let (mut follower_divergences, mut readmission_divergences) = (0, 0);
     let (mut admitted, mut rejected, mut deleted, mut unknown_seen) = (0, 0, 0, 0);
+    let mut unknown_reasons: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
     for index in 1..=1000 {
         let change = random_change(&mut rng, &running_uids(&previous), index);
         let line = stand_in.send(&change);
@@ -360,6 +385,9 @@ fn churn_follower_never_diverges_readmission_does() {
         let (divergences, unknown) = follower.settle(&previous, &expected);
         follower_divergences += divergences;
         unknown_seen += unknown.len();
+        for reason in unknown {
+            *unknown_reasons.entry(reason_kind(&reason)).or_insert(0) += 1;
+        }
         if !readmission_agrees(&empty, &expected) {
             readmission_divergences += 1;
         }
@@ -368,7 +396,7 @@ fn churn_follower_never_diverges_readmission_does() {
     eprintln!(
         "1000 changes ({admitted} admitted, {rejected} rejected, {deleted} deleted): follower divergences \
          {follower_divergences}, re-admission divergences {readmission_divergences}, unknown statuses on the way \
-         {unknown_seen}"
+         {unknown_seen} ({unknown_reasons:?})"
     );
     assert!(
         admitted > 200 && deleted > 200 && rejected > 20,
@@ -474,4 +502,226 @@ fn stand_in_dying_mid_write_is_unknown_then_its_restored_state() {
     }
     stand_in.kill();
     follower.kill();
+}
+
+/// A Guaranteed pod of one container: 2 CPUs, 512Mi, and one GPU when
+/// `gpu`.
+fn fixed_pod(index: usize, gpu: bool) -> Value {
+    let mut resources = json!({"cpu": "2", "memory": "512Mi"});
+    if gpu {
+        resources["nvidia.com/gpu"] = json!("1");
+    }
+    json!({"add": {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": format!("p{index:04}"),
+            "namespace": "default",
+            "uid": format!("00000000-0000-0000-0000-{index:012}"),
+            "creationTimestamp": format!("2026-01-01T00:00:{index:02}Z"),
+        },
+        "spec": {"containers": [{"name": "app", "image": "x", "resources": {"requests": resources, "limits": resources}}]},
+    }})
+}
+
+/// `topoalign diagnose` on `dir` with the node and pods file given; its
+/// exit status, JSON document (or text) and stderr.
+fn diagnose(setup: &Setup, dir: &Path, pods: &Path, extra: &[&str]) -> (i32, String, String) {
+    let output = Command::new(binary())
+        .arg("diagnose")
+        .arg("--kubelet-dir")
+        .arg(dir)
+        .arg("--node")
+        .arg(&setup.node)
+        .arg("--pods")
+        .arg(pods)
+        .args(extra)
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+fn diagnose_json(setup: &Setup, dir: &Path, pods: &Path, extra: &[&str]) -> (i32, Value) {
+    let mut args = extra.to_vec();
+    args.extend(["-o", "json"]);
+    let (status, stdout, stderr) = diagnose(setup, dir, pods, &args);
+    let document = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout} {stderr}"));
+    (status, document)
+}
+
+fn notes(document: &Value) -> String {
+    document["notes"].to_string()
+}
+
+/// The devices of the per-NUMA map: NUMA node → resource → id → holder.
+fn device_map(document: &Value) -> Vec<Value> {
+    document["numa"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["devices"].clone())
+        .collect()
+}
+
+/// Copies the checkpoint files named (relative to the kubelet root) and
+/// the pods file into `to`, as one moment's copy of the node.
+fn copy_state(setup: &Setup, to: &Path, files: &[&str]) -> PathBuf {
+    for file in files {
+        let target = to.join(file);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(setup.root().join(file), &target).unwrap();
+    }
+    let pods = to.join("pods.json");
+    std::fs::copy(setup.pods(), &pods).unwrap();
+    pods
+}
+
+const CPU_STATE: &str = "cpu_manager_state";
+const MEMORY_STATE: &str = "memory_manager_state";
+const DEVICE_STATE: &str = "device-plugins/kubelet_internal_checkpoint";
+
+#[test]
+fn diagnose_reads_the_kubelets_pod_resources_and_agrees_with_its_checkpoints() {
+    let setup = Setup::new("1.37");
+    let (mut stand_in, _) = setup.stand_in(&[]);
+    for (index, gpu) in [(1, true), (2, true), (3, false)] {
+        assert_eq!(stand_in.send(&fixed_pod(index, gpu))["event"], "admitted");
+    }
+    let socket = setup.socket();
+    let socket_text = socket.display().to_string();
+    // Given, and by default (the socket under the kubelet directory).
+    for extra in [vec!["--pod-resources", socket_text.as_str()], vec![]] {
+        let (status, doc) = diagnose_json(&setup, &setup.root(), &setup.pods(), &extra);
+        assert_eq!(status, 0, "{doc}");
+        assert_eq!(doc["podResources"], socket_text.as_str());
+        assert_eq!(doc["disagreements"], json!([]));
+        assert!(notes(&doc).contains("lists 3 pod(s)"), "{}", notes(&doc));
+        assert!(notes(&doc).contains("device assignments read from"), "{}", notes(&doc));
+    }
+    let (_, full) = diagnose_json(&setup, &setup.root(), &setup.pods(), &["--no-pod-resources"]);
+    assert_eq!(full["podResources"], Value::Null);
+    let held: Vec<String> = device_map(&full)
+        .iter()
+        .flat_map(|d| d["nvidia.com/gpu"].as_object().cloned().unwrap_or_default())
+        .filter_map(|(_, holder)| holder.as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(held, ["default/p0001 app", "default/p0002 app"], "{}", full["numa"]);
+
+    // A copy without the device manager's checkpoint: the devices are read
+    // from the API (the same map), not inferred.
+    let copy = tempfile::tempdir().unwrap();
+    let pods = copy_state(&setup, copy.path(), &[CPU_STATE, MEMORY_STATE]);
+    let (status, doc) = diagnose_json(&setup, copy.path(), &pods, &["--pod-resources", &socket_text]);
+    assert_eq!(status, 0, "{doc}");
+    assert!(
+        notes(&doc).contains("device assignments read from the kubelet's PodResources API"),
+        "{}",
+        notes(&doc)
+    );
+    assert!(!notes(&doc).contains("inferred"), "{}", notes(&doc));
+    assert_eq!(device_map(&doc), device_map(&full));
+    // Without the API, they can only be inferred, and the notes say so.
+    let (_, doc) = diagnose_json(&setup, copy.path(), &pods, &[]);
+    assert_eq!(doc["podResources"], Value::Null);
+    assert!(notes(&doc).contains("inferred"), "{}", notes(&doc));
+    stand_in.kill();
+}
+
+#[test]
+fn diagnose_with_a_missing_pod_resources_socket_says_which() {
+    let setup = Setup::new("1.32");
+    let (stand_in, _) = setup.stand_in(&[]);
+    let missing = setup.dir.path().join("no-kubelet.sock");
+    let (status, stdout, stderr) = diagnose(
+        &setup,
+        &setup.root(),
+        &setup.pods(),
+        &["--pod-resources", missing.to_str().unwrap()],
+    );
+    assert_eq!(status, 2, "{stdout}");
+    assert!(
+        stderr.contains(&format!("--pod-resources {}", missing.display()))
+            && stderr.contains("cannot connect to the kubelet's PodResources API"),
+        "{stderr}"
+    );
+    stand_in.kill();
+    // The default socket gone (the stand-in is): a note, not an error.
+    let (status, doc) = diagnose_json(&setup, &setup.root(), &setup.pods(), &[]);
+    assert_eq!(status, 0, "{doc}");
+    assert!(
+        notes(&doc).contains("the PodResources API was not read"),
+        "{}",
+        notes(&doc)
+    );
+}
+
+#[test]
+fn diagnose_reports_where_the_pod_resources_api_and_the_checkpoints_disagree() {
+    let setup = Setup::new("1.32");
+    let (mut stand_in, _) = setup.stand_in(&[]);
+    for (index, gpu) in [(1, true), (2, true)] {
+        assert_eq!(stand_in.send(&fixed_pod(index, gpu))["event"], "admitted");
+    }
+    // A copy of that moment, then the node moves on: both pods go and p0002
+    // comes back, now where p0001 was.
+    let then = tempfile::tempdir().unwrap();
+    let pods = copy_state(&setup, then.path(), &[CPU_STATE, MEMORY_STATE, DEVICE_STATE]);
+    for uid in [1, 2] {
+        let line = stand_in.send(&json!({"delete": format!("00000000-0000-0000-0000-{uid:012}")}));
+        assert_eq!(line["event"], "deleted", "{line}");
+    }
+    assert_eq!(stand_in.send(&fixed_pod(2, true))["event"], "admitted");
+
+    let socket = setup.socket();
+    let (status, doc) = diagnose_json(
+        &setup,
+        then.path(),
+        &pods,
+        &["--pod-resources", socket.to_str().unwrap()],
+    );
+    assert_eq!(status, 2, "{doc}");
+    let disagreements = doc["disagreements"].as_array().unwrap();
+    let find = |pod: &str, field: &str| {
+        disagreements
+            .iter()
+            .find(|d| d["pod"] == pod && d["field"] == field)
+            .unwrap_or_else(|| panic!("no {pod} {field} in {disagreements:?}"))
+    };
+    let gone = find("default/p0001", "pod_resources");
+    assert_eq!(
+        (gone["served"].as_str(), gone["recorded"].as_str()),
+        (Some("-"), Some("listed"))
+    );
+    let devices = find("default/p0002", "devices");
+    assert_eq!(devices["container"], "app");
+    assert!(devices["file"].as_str().unwrap().ends_with(DEVICE_STATE), "{devices}");
+    let (served, recorded) = (
+        devices["served"].as_str().unwrap(),
+        devices["recorded"].as_str().unwrap(),
+    );
+    assert!(served.starts_with("nvidia.com/gpu ") && recorded.starts_with("nvidia.com/gpu ") && served != recorded);
+    let cpus = find("default/p0002", "cpu_ids");
+    assert!(cpus["file"].as_str().unwrap().ends_with(CPU_STATE), "{cpus}");
+    assert_ne!(cpus["served"], cpus["recorded"]);
+    let memory = find("default/p0002", "memory");
+    assert!(memory["file"].as_str().unwrap().ends_with(MEMORY_STATE), "{memory}");
+
+    // The text says the same, naming the file and the field.
+    let (status, text, _) = diagnose(
+        &setup,
+        then.path(),
+        &pods,
+        &["--pod-resources", socket.to_str().unwrap()],
+    );
+    assert_eq!(status, 2);
+    assert!(
+        text.contains("DISAGREES: pod default/p0002 container app: PodResources devices is"),
+        "{text}"
+    );
+    assert!(text.contains("kubelet_internal_checkpoint records"), "{text}");
+    stand_in.kill();
 }

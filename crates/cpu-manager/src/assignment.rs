@@ -151,38 +151,63 @@ impl<'t> Accumulator<'t> {
     /// Ascending. Walks only the free CPUs (of the parent group), not the
     /// machine.
     fn free_ids(&self, child: Level, parent: Option<(Level, u32)>) -> Vec<u32> {
+        let mut ids = Vec::new();
+        self.push_free_ids(child, parent, &mut ids);
+        ids
+    }
+
+    /// [`Accumulator::free_ids`] appended to `out` (what `out` held before
+    /// is left alone).
+    fn push_free_ids(&self, child: Level, parent: Option<(Level, u32)>, out: &mut Vec<u32>) {
+        let start = out.len();
         let child_of = |cpu: u32| self.topology.cpu(cpu).map(|info| child.id_of(&info));
-        let mut ids: Vec<u32> = match parent {
-            None => self.free.iter().filter_map(child_of).collect(),
+        match parent {
+            None => out.extend(self.free.iter().filter_map(child_of)),
             // The parent's group is exactly the CPUs whose parent id is
             // `id`.
-            Some((level, id)) => self
-                .topology
-                .group(level, id)
-                .iter()
-                .filter(|&cpu| self.free.contains(cpu))
-                .filter_map(child_of)
-                .collect(),
-        };
-        ids.sort_unstable();
-        ids.dedup();
-        ids
+            Some((level, id)) => out.extend(
+                self.topology
+                    .group(level, id)
+                    .iter()
+                    .filter(|&cpu| self.free.contains(cpu))
+                    .filter_map(child_of),
+            ),
+        }
+        out[start..].sort_unstable();
+        // Drop repeats within the appended part.
+        let mut kept = start;
+        for i in start..out.len() {
+            if kept == start || out[i] != out[kept - 1] {
+                out[kept] = out[i];
+                kept += 1;
+            }
+        }
+        out.truncate(kept);
     }
 
     /// The kubelet's `sort`: fewest free CPUs first, then lowest id.
     fn sorted_ids(&self, child: Level, parent: Option<(Level, u32)>) -> Vec<u32> {
-        let mut ids = self.free_ids(child, parent);
-        ids.sort_by_cached_key(|&id| (self.free_in(child, id), id));
+        let mut ids = Vec::new();
+        self.push_sorted_ids(child, parent, &mut ids);
         ids
+    }
+
+    /// [`Accumulator::sorted_ids`] appended to `out`.
+    fn push_sorted_ids(&self, child: Level, parent: Option<(Level, u32)>, out: &mut Vec<u32>) {
+        let start = out.len();
+        self.push_free_ids(child, parent, out);
+        // Ids are distinct, so an unstable sort gives the one order.
+        out[start..].sort_unstable_by_key(|&id| (self.free_in(child, id), id));
     }
 
     /// For each parent in order, its children sorted: the partial orders the
     /// kubelet concatenates (a child under two parents appears twice).
     fn nested(&self, child: Level, parent: Level, parents: Vec<u32>) -> Vec<u32> {
-        parents
-            .into_iter()
-            .flat_map(|p| self.sorted_ids(child, Some((parent, p))))
-            .collect()
+        let mut children = Vec::new();
+        for p in parents {
+            self.push_sorted_ids(child, Some((parent, p)), &mut children);
+        }
+        children
     }
 
     fn sorted_numa_nodes(&self) -> Vec<u32> {
@@ -275,6 +300,12 @@ impl<'t> Accumulator<'t> {
     /// `takeFullCores`: every free group (listed before taking any) whose
     /// size the request still covers.
     fn take_whole(&mut self, level: Level) {
+        // Nothing to take when the request no longer covers even the
+        // smallest group (it only shrinks while taking): skip listing the
+        // groups in order, the costly part.
+        if !self.needs_at_least(self.topology.smallest_group(level)) {
+            return;
+        }
         let free_groups: Vec<u32> = self
             .sorted(level)
             .into_iter()

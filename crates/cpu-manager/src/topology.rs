@@ -71,6 +71,9 @@ pub struct CpuTopology {
     by_id: Vec<Option<CpuInfo>>,
     numa_mask: NumaMask,
     numa_sizes_descending: Vec<u64>,
+    /// The CPU count of the smallest group at each level (indexed by
+    /// `Level as usize`; 0 for a level without groups).
+    smallest_group: [usize; 4],
 }
 
 impl CpuTopology {
@@ -132,7 +135,15 @@ impl CpuTopology {
             .map(|(_, members)| members.len() as u64)
             .collect();
         numa_sizes_descending.sort_unstable_by(|a, b| b.cmp(a));
+        let mut smallest_group = [0; 4];
+        for ((level, _), members) in &groups {
+            let smallest = &mut smallest_group[*level as usize];
+            if *smallest == 0 || members.len() < *smallest {
+                *smallest = members.len();
+            }
+        }
         CpuTopology {
+            smallest_group,
             by_id,
             numa_mask,
             numa_sizes_descending,
@@ -232,6 +243,12 @@ impl CpuTopology {
     /// The CPUs of the core `core` (named by its lowest CPU id).
     pub fn cpus_in_core(&self, core: u32) -> &CpuSet {
         self.group(Level::Core, core)
+    }
+
+    /// The CPU count of the smallest group at `level` (0 when there is
+    /// none).
+    pub(crate) fn smallest_group(&self, level: Level) -> usize {
+        self.smallest_group[level as usize]
     }
 
     /// Every CPU of the group `id` at `level` (empty when there is none).

@@ -15,10 +15,10 @@
 
 use std::collections::BTreeSet;
 
-use topoalign_model::TopologyHint;
+use topoalign_model::{NumaMask, TopologyHint};
 
 use crate::DeviceAllocateError;
-use crate::pod_devices::DeviceSet;
+use crate::pod_devices::{DeviceSet, InUse};
 use crate::registry::ResourceDevices;
 
 /// One `devicesToAllocate` call.
@@ -34,7 +34,7 @@ pub(crate) struct Request<'a> {
     /// Devices of earlier init containers of the pod it may take over.
     pub(crate) reusable: &'a DeviceSet,
     /// Devices held by any pod.
-    pub(crate) in_use: &'a DeviceSet,
+    pub(crate) in_use: InUse<'a>,
     /// The topology manager's hint for the container.
     pub(crate) hint: TopologyHint,
 }
@@ -83,13 +83,14 @@ pub(crate) fn devices_to_allocate(request: &Request<'_>) -> Result<DeviceSet, De
         return Ok(chosen.devices);
     }
 
-    // Ids are borrowed from the registry: only the ones given are copied.
-    let available: Ids<'_> = request
+    // Ids are borrowed from the registry (only the ones given are copied),
+    // each with its affinity, in ascending id order.
+    let available: Vec<(&String, Option<NumaMask>)> = request
         .devices
-        .ids()
-        .filter(|id| !request.in_use.contains(*id) && !chosen.devices.contains(*id))
+        .iter()
+        .filter(|(id, _)| !request.in_use.contains(id) && !chosen.devices.contains(*id))
         .collect();
-    if len(&available) < chosen.needed {
+    if i128::try_from(available.len()).unwrap_or(i128::MAX) < chosen.needed {
         return Err(DeviceAllocateError::new(format!(
             "requested number of devices unavailable for {resource}. Requested: {}, Available: {}",
             chosen.needed,
@@ -98,11 +99,11 @@ pub(crate) fn devices_to_allocate(request: &Request<'_>) -> Result<DeviceSet, De
     }
 
     let buckets = filter_by_affinity(request.devices, &available, request.hint);
-    if chosen.needed < len(&buckets.aligned) {
+    if chosen.needed < i128::try_from(buckets.aligned.len()).unwrap_or(i128::MAX) {
         // Everything fits in the aligned set: let the plugin choose there.
         let offered: Ids<'_> = buckets.aligned.iter().copied().chain(&chosen.devices).collect();
         let preferred = preferred_allocation(request.devices, &offered, &chosen.devices, required);
-        if chosen.take_from(preferred.iter().filter(|id| buckets.aligned.contains(*id))) {
+        if chosen.take_from(preferred.iter().filter(|id| holds(&buckets.aligned, id))) {
             return Ok(chosen.devices);
         }
         if chosen.take_from(buckets.aligned.iter().copied()) {
@@ -116,9 +117,14 @@ pub(crate) fn devices_to_allocate(request: &Request<'_>) -> Result<DeviceSet, De
     if chosen.take_from(buckets.aligned.iter().copied()) {
         return Ok(chosen.devices);
     }
-    let offered: Ids<'_> = available.iter().copied().chain(&chosen.devices).collect();
+    let offered: Ids<'_> = available.iter().map(|&(id, _)| id).chain(&chosen.devices).collect();
     let preferred = preferred_allocation(request.devices, &offered, &chosen.devices, required);
-    if chosen.take_from(preferred.iter().filter(|id| available.contains(*id))) {
+    let is_available = |id: &&String| {
+        available
+            .binary_search_by(|(other, _)| other.as_str().cmp(id.as_str()))
+            .is_ok()
+    };
+    if chosen.take_from(preferred.iter().filter(is_available)) {
         return Ok(chosen.devices);
     }
     if chosen.take_from(buckets.unaligned.iter().copied()) || chosen.take_from(buckets.without_topology.iter().copied())
@@ -153,40 +159,46 @@ impl Chosen {
 
 /// The available devices split by the hint (the kubelet's
 /// `filterByAffinity`). A device on several NUMA nodes is aligned as soon as
-/// one of them is in the hint.
+/// one of them is in the hint. Each bucket is in ascending id order.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct AffinityBuckets<'a> {
-    pub(crate) aligned: Ids<'a>,
-    pub(crate) unaligned: Ids<'a>,
-    pub(crate) without_topology: Ids<'a>,
+    pub(crate) aligned: Vec<&'a String>,
+    pub(crate) unaligned: Vec<&'a String>,
+    pub(crate) without_topology: Vec<&'a String>,
 }
 
 /// Device ids borrowed from the registry (or from what is already chosen),
 /// ascending like a [`DeviceSet`].
 pub(crate) type Ids<'a> = BTreeSet<&'a String>;
 
+/// Whether the ascending list `ids` holds `id`.
+fn holds(ids: &[&String], id: &str) -> bool {
+    ids.binary_search_by(|other| other.as_str().cmp(id)).is_ok()
+}
+
 /// Without a hint affinity, or for a resource none of whose devices reports
 /// a topology, everything lands in `without_topology`: nothing is aligned.
+/// `available` is in ascending id order, with each device's affinity.
 pub(crate) fn filter_by_affinity<'a>(
     devices: &ResourceDevices,
-    available: &Ids<'a>,
+    available: &[(&'a String, Option<NumaMask>)],
     hint: TopologyHint,
 ) -> AffinityBuckets<'a> {
     let mut buckets = AffinityBuckets::default();
     let hint_mask = match hint.affinity {
         Some(mask) if devices.has_topology_alignment() => mask,
         _ => {
-            buckets.without_topology = available.clone();
+            buckets.without_topology = available.iter().map(|&(id, _)| id).collect();
             return buckets;
         }
     };
-    for &id in available {
-        let bucket = match devices.affinity(id) {
+    for &(id, affinity) in available {
+        let bucket = match affinity {
             None => &mut buckets.without_topology,
             Some(affinity) if affinity.intersects(hint_mask) => &mut buckets.aligned,
             Some(_) => &mut buckets.unaligned,
         };
-        bucket.insert(id);
+        bucket.push(id);
     }
     buckets
 }

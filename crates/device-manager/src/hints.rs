@@ -39,17 +39,17 @@ pub(crate) struct DeviceHintRule {
 }
 
 impl DeviceHintRule {
+    /// `free`: the affinities of the available devices that report one.
     pub(crate) fn new(
         numa_nodes: NumaMask,
         devices: &ResourceDevices,
-        available: &DeviceSet,
+        free: Vec<NumaMask>,
         reusable: &DeviceSet,
         request: i128,
     ) -> DeviceHintRule {
-        let all: Vec<NumaMask> = devices.iter().filter_map(|(_, affinity)| affinity).collect();
-        let free: Vec<NumaMask> = available.iter().filter_map(|id| devices.affinity(id)).collect();
         let reused = reusable.iter().filter_map(|id| devices.affinity(id)).collect();
-        let min_size = fewest_nodes_reaching(numa_nodes, &all, &[], 0, request).unwrap_or(numa_nodes.count());
+        let min_size =
+            fewest_nodes_reaching(numa_nodes, devices.affinities(), &[], 0, request).unwrap_or(numa_nodes.count());
         DeviceHintRule::from_parts(numa_nodes, free, reused, request, min_size)
     }
 
@@ -174,7 +174,8 @@ pub(crate) fn device_hints(
     reusable: &DeviceSet,
     request: i128,
 ) -> Vec<topoalign_model::TopologyHint> {
-    DeviceHintRule::new(numa_nodes, devices, available, reusable, request).to_list()
+    let free = available.iter().filter_map(|id| devices.affinity(id)).collect();
+    DeviceHintRule::new(numa_nodes, devices, free, reusable, request).to_list()
 }
 
 #[cfg(test)]

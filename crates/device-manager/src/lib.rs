@@ -125,9 +125,8 @@ impl DeviceManager {
                 // again, as long as the request did not change.
                 self.regenerate(devices, held, requested)
             } else {
-                let available = self.available(&resource, devices);
                 let reusable = self.reusable.for_pod(&pod.uid, &resource);
-                self.fresh_hints(devices, &available, &reusable, requested)
+                self.fresh_hints(&resource, devices, &reusable, requested)
             };
             hints.by_resource.insert(resource, resource_hints);
         }
@@ -149,8 +148,7 @@ impl DeviceManager {
             } else if !held.is_empty() {
                 self.regenerate(devices, &held, requested)
             } else {
-                let available = self.available(&resource, devices);
-                self.fresh_hints(devices, &available, &DeviceSet::new(), requested)
+                self.fresh_hints(&resource, devices, &DeviceSet::new(), requested)
             };
             hints.by_resource.insert(resource, resource_hints);
         }
@@ -188,10 +186,11 @@ impl DeviceManager {
             return Ok(());
         };
         for (resource, devices) in held {
-            let reusable = self.reusable.by_resource.entry(resource.clone()).or_default();
             if finished_init {
+                let reusable = self.reusable.by_resource.entry(resource.clone()).or_default();
                 reusable.extend(devices.iter().cloned());
-            } else {
+            } else if let Some(reusable) = self.reusable.by_resource.get_mut(resource) {
+                // (No entry reads as an empty set: nothing to take out.)
                 reusable.retain(|id| !devices.contains(id));
             }
         }
@@ -248,7 +247,7 @@ impl DeviceManager {
             let Some(devices) = self.registry.resource(&resource) else {
                 continue;
             };
-            let in_use = self.pod_devices.in_use(&resource);
+            let in_use = self.pod_devices.in_use_view(&resource);
             let reusable = self.reusable.for_pod(&pod.uid, &resource);
             let chosen = allocate::devices_to_allocate(&allocate::Request {
                 pod_uid: &pod.uid,
@@ -258,7 +257,7 @@ impl DeviceManager {
                 required,
                 already_held: self.pod_devices.container_devices(&pod.uid, &container.name, &resource),
                 reusable: &reusable,
-                in_use: &in_use,
+                in_use,
                 hint,
             })?;
             if !chosen.is_empty() {
@@ -268,29 +267,37 @@ impl DeviceManager {
         Ok(())
     }
 
-    fn available(&self, resource: &str, devices: &ResourceDevices) -> DeviceSet {
-        let in_use = self.pod_devices.in_use(resource);
-        devices.ids().filter(|id| !in_use.contains(*id)).cloned().collect()
-    }
-
     /// Hints for a request nothing is allocated to yet: impossible when
     /// the free devices and those reusable from the pod's init containers
     /// are too few together.
     fn fresh_hints(
         &self,
+        resource: &str,
         devices: &ResourceDevices,
-        available: &DeviceSet,
         reusable: &DeviceSet,
         requested: i128,
     ) -> ResourceHints {
-        let usable = available.len() + reusable.difference(available).count();
+        // The free devices are read in place (the registry's devices not in
+        // use), not copied into a set.
+        let in_use = self.pod_devices.in_use_view(resource);
+        let available = devices.ids().filter(|id| !in_use.contains(id)).count();
+        let reusable_not_available = reusable
+            .iter()
+            .filter(|id| !devices.contains(id) || in_use.contains(id))
+            .count();
+        let usable = available + reusable_not_available;
         if i128::try_from(usable).unwrap_or(i128::MAX) < requested {
             return ResourceHints::Impossible;
         }
+        let free = devices
+            .iter()
+            .filter(|(id, _)| !in_use.contains(id))
+            .filter_map(|(_, affinity)| affinity)
+            .collect();
         ResourceHints::from_rule(hints::DeviceHintRule::new(
             self.hint_nodes(devices),
             devices,
-            available,
+            free,
             reusable,
             requested,
         ))
@@ -304,9 +311,9 @@ impl DeviceManager {
             return self.numa_nodes;
         }
         let held = devices
+            .affinities()
             .iter()
-            .filter_map(|(_, affinity)| affinity)
-            .fold(NumaMask::EMPTY, |acc, affinity| acc | affinity)
+            .fold(NumaMask::EMPTY, |acc, &affinity| acc | affinity)
             & self.numa_nodes;
         if held.is_empty() { self.numa_nodes } else { held }
     }
@@ -315,10 +322,11 @@ impl DeviceManager {
         if count(held) != requested {
             return ResourceHints::Impossible;
         }
+        let free = held.iter().filter_map(|id| devices.affinity(id)).collect();
         ResourceHints::from_rule(hints::DeviceHintRule::new(
             self.hint_nodes(devices),
             devices,
-            held,
+            free,
             &DeviceSet::new(),
             requested,
         ))

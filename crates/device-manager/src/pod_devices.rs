@@ -17,6 +17,17 @@ pub(crate) type DeviceSet = BTreeSet<String>;
 /// Devices per resource name.
 pub(crate) type DevicesByResource = BTreeMap<String, DeviceSet>;
 
+/// The devices of one resource held by any pod, borrowed from the record
+/// ([`PodDevices::in_use_view`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct InUse<'a>(Option<&'a BTreeMap<String, usize>>);
+
+impl InUse<'_> {
+    pub(crate) fn contains(&self, id: &str) -> bool {
+        self.0.is_some_and(|holders| holders.contains_key(id))
+    }
+}
+
 /// pod uid → container name → resource → device ids.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct PodDevices {
@@ -95,6 +106,12 @@ impl PodDevices {
             .get(resource)
             .map(|holders| holders.keys().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// [`PodDevices::in_use`] borrowed, for asking about single devices
+    /// without copying the set.
+    pub(crate) fn in_use_view(&self, resource: &str) -> InUse<'_> {
+        InUse(self.holders.get(resource))
     }
 
     /// Every record: pod uid → container → resource → device ids.

@@ -16,18 +16,31 @@ use topoalign_model::{Machine, NumaMask};
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ResourceDevices {
     devices: BTreeMap<String, Option<NumaMask>>,
+    /// The affinities of the devices that report one, in id order: read by
+    /// every hint list, so derived once.
+    affinities: Vec<NumaMask>,
 }
 
 impl ResourceDevices {
-    /// The kubelet's `deviceHasTopologyAlignment`: whether any device of the
-    /// resource reports NUMA nodes. A resource without it has no topology
-    /// preference and is never filtered by affinity.
-    pub(crate) fn has_topology_alignment(&self) -> bool {
-        self.devices.values().any(Option::is_some)
+    fn new(devices: BTreeMap<String, Option<NumaMask>>) -> ResourceDevices {
+        let affinities = devices.values().filter_map(|affinity| *affinity).collect();
+        ResourceDevices { devices, affinities }
     }
 
-    /// The NUMA affinity of `id`; `None` when the device has no topology or
-    /// is unknown.
+    pub(crate) fn has_topology_alignment(&self) -> bool {
+        !self.affinities.is_empty()
+    }
+
+    /// The affinities of the devices that report one, in id order.
+    pub(crate) fn affinities(&self) -> &[NumaMask] {
+        &self.affinities
+    }
+
+    /// Whether `id` is a device of this resource.
+    pub(crate) fn contains(&self, id: &str) -> bool {
+        self.devices.contains_key(id)
+    }
+
     pub(crate) fn affinity(&self, id: &str) -> Option<NumaMask> {
         self.devices.get(id).copied().flatten()
     }
@@ -71,7 +84,7 @@ impl Registry {
                         (device.id.clone(), affinity)
                     })
                     .collect();
-                (resource.clone(), ResourceDevices { devices })
+                (resource.clone(), ResourceDevices::new(devices))
             })
             .collect();
         Registry { resources }

@@ -25,7 +25,12 @@ pub(crate) fn container_device_requests(registry: &Registry, container: &Contain
 /// The kubelet's `getPodDeviceRequest`: the pod's effective limits
 /// (component-helpers `PodLimits` without overhead), device resources only.
 pub(crate) fn pod_device_requests(registry: &Registry, pod: &Pod) -> DeviceRequests {
-    device_requests(registry, &pod_limits(pod))
+    // Each resource's effective limit depends on that resource's limits
+    // only, so the other resources are dropped before summing.
+    device_requests(
+        registry,
+        &pod_limits(pod, |resource| registry.resource(resource).is_some()),
+    )
 }
 
 fn device_requests(registry: &Registry, limits: &ResourceList) -> DeviceRequests {
@@ -40,20 +45,33 @@ fn device_requests(registry: &Registry, limits: &ResourceList) -> DeviceRequests
 /// app containers and the sidecars (restartable init containers), or, when
 /// larger, what the pod needs while its biggest init container runs (that
 /// init container plus the sidecars started before it).
-fn pod_limits(pod: &Pod) -> ResourceList {
+/// Only the resources `keep` accepts are summed.
+fn pod_limits(pod: &Pod, keep: impl Fn(&str) -> bool) -> ResourceList {
+    let kept = |limits: &ResourceList| -> ResourceList {
+        limits
+            .iter()
+            .filter(|(resource, _)| keep(resource))
+            .map(|(resource, quantity)| (resource.clone(), *quantity))
+            .collect()
+    };
     let mut total = ResourceList::new();
     for container in &pod.containers {
-        add_into(&mut total, &container.limits);
+        for (resource, quantity) in &container.limits {
+            if keep(resource) {
+                add_one(&mut total, resource, *quantity);
+            }
+        }
     }
     let mut sidecars = ResourceList::new();
     let mut init_peak = ResourceList::new();
     for init in &pod.init_containers {
+        let limits = kept(&init.limits);
         let running_now = if init.restartable {
-            add_into(&mut total, &init.limits);
-            add_into(&mut sidecars, &init.limits);
+            add_into(&mut total, &limits);
+            add_into(&mut sidecars, &limits);
             sidecars.clone()
         } else {
-            let mut with_sidecars = init.limits.clone();
+            let mut with_sidecars = limits;
             add_into(&mut with_sidecars, &sidecars);
             with_sidecars
         };
@@ -65,8 +83,19 @@ fn pod_limits(pod: &Pod) -> ResourceList {
 
 fn add_into(total: &mut ResourceList, more: &ResourceList) {
     for (resource, quantity) in more {
-        let entry = total.entry(resource.clone()).or_insert(Quantity::ZERO);
-        *entry += *quantity;
+        add_one(total, resource, *quantity);
+    }
+}
+
+/// Adds `quantity` of `resource` (copying the name only when it is new).
+fn add_one(total: &mut ResourceList, resource: &str, quantity: Quantity) {
+    match total.get_mut(resource) {
+        Some(sum) => *sum += quantity,
+        None => {
+            let mut sum = Quantity::ZERO;
+            sum += quantity;
+            total.insert(resource.to_owned(), sum);
+        }
     }
 }
 

@@ -303,7 +303,7 @@ impl Batch {
             process.kill();
             return self.oracle.answer(file);
         }
-        match process.lines.recv_timeout(self.oracle.timeout) {
+        match wait_for_line(&process, self.oracle.timeout) {
             Ok(line) => {
                 process.served += 1;
                 let Ok(line) = serde_json::from_str::<BatchLine>(&line) else {
@@ -331,10 +331,101 @@ impl Batch {
     }
 }
 
+/// Waits for the batch's next answer while the oracle has used less than
+/// `limit` of CPU time (user and system, all processes of its group: the
+/// batch re-executes itself in a mount namespace) on it, and at most ten
+/// times `limit` of wall-clock time. CPU time, not wall-clock time, so that
+/// what counts as a timeout does not depend on the machine's load; where
+/// `/proc` cannot be read, wall-clock time.
+fn wait_for_line(process: &BatchProcess, limit: Duration) -> Result<String, mpsc::RecvTimeoutError> {
+    const POLL: Duration = Duration::from_millis(250);
+    let pgid = process.child.id();
+    let started = std::time::Instant::now();
+    let baseline = group_cpu(pgid);
+    loop {
+        let waited = started.elapsed();
+        let wall_left = (limit * 10).saturating_sub(waited);
+        match process.lines.recv_timeout(POLL.min(wall_left)) {
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let cpu = match (baseline, group_cpu(pgid)) {
+                    (Some(before), Some(now)) => now.saturating_sub(before),
+                    _ => waited + POLL,
+                };
+                if cpu >= limit || started.elapsed() >= limit * 10 {
+                    return Err(mpsc::RecvTimeoutError::Timeout);
+                }
+            }
+            other => return other,
+        }
+    }
+}
+
+/// CPU time (user and system) used so far by the processes of process
+/// group `pgid`, from `/proc/*/stat`; `None` when `/proc` cannot be read.
+fn group_cpu(pgid: u32) -> Option<Duration> {
+    // USER_HZ, the unit of /proc's times: 100 on every Linux architecture
+    // Rust supports.
+    const TICKS_PER_SECOND: u64 = 100;
+    let mut ticks = 0u64;
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // After the command name (which may hold spaces) in parentheses:
+        // state, ppid, pgrp, ..., utime (14th field), stime (15th).
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let field = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+        if field(2) == Some(u64::from(pgid)) {
+            ticks += field(11).unwrap_or(0) + field(12).unwrap_or(0);
+        }
+    }
+    Some(Duration::from_millis(ticks * 1000 / TICKS_PER_SECOND))
+}
+
 impl Drop for Batch {
     fn drop(&mut self) {
         if let Some(p) = self.process.take() {
             p.kill();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// This process's group, from `/proc/self/stat` (`pgrp`, 5th field).
+    fn own_group() -> u32 {
+        let stat = std::fs::read_to_string("/proc/self/stat").expect("Linux /proc");
+        let (_, rest) = stat.rsplit_once(')').expect("a stat line");
+        rest.split_whitespace()
+            .nth(2)
+            .and_then(|f| f.parse().ok())
+            .expect("pgrp")
+    }
+
+    #[test]
+    fn a_process_groups_cpu_time_is_read_from_proc() {
+        let group = own_group();
+        let mut sum = 0u64;
+        let mut used = Duration::ZERO;
+        // Work until the kernel has charged this group some CPU time.
+        while used == Duration::ZERO {
+            for i in 0..1_000_000u64 {
+                sum = sum.wrapping_add(i * i);
+            }
+            used = group_cpu(group).expect("/proc is readable");
+        }
+        assert!(sum > 0);
+        assert!(group_cpu(group).expect("/proc is readable") >= used);
+        // No process group has an id above the kernel's pid_max (at most
+        // 2^22): nothing charged.
+        assert_eq!(group_cpu(u32::MAX), Some(Duration::ZERO));
     }
 }

@@ -90,6 +90,61 @@ fn document_difference(oracle: &Value, engine: &Value) -> Difference {
     }
 }
 
+/// Whether the engine's answer is made of the oracle's answers event by
+/// event: several replays of one scenario that differ only in the
+/// `message` of some events (the kubelet picks the text in Go map order,
+/// e.g. which of two short device resources `allocateContainerResources`
+/// names first, walking the container's `Limits` map), and the engine's
+/// result for each event is what one of those replays said. Everything
+/// else (admission, reason, placements, the final state) must agree among
+/// the replays and with the engine.
+pub fn same_event_by_event(oracle: &[Answer], engine: &Answer) -> bool {
+    let Answer::Document(e) = engine else {
+        return false;
+    };
+    let docs: Vec<&Value> = oracle
+        .iter()
+        .filter_map(|a| match a {
+            Answer::Document(d) => Some(d),
+            _ => None,
+        })
+        .collect();
+    let Some(first) = docs.first() else {
+        return false;
+    };
+    let without = |v: &Value, key: &str| {
+        let mut v = v.clone();
+        if let Some(o) = v.as_object_mut() {
+            o.remove(key);
+        }
+        v
+    };
+    // Beyond the events, one answer for all.
+    if docs.iter().any(|d| without(d, "results") != without(first, "results"))
+        || without(e, "results") != without(first, "results")
+    {
+        return false;
+    }
+    let results = |v: &Value| v.get("results").and_then(Value::as_array).cloned();
+    let Some(engine_results) = results(e) else {
+        return false;
+    };
+    let mut all = Vec::new();
+    for d in &docs {
+        match results(d) {
+            Some(r) if r.len() == engine_results.len() => all.push(r),
+            _ => return false,
+        }
+    }
+    engine_results.iter().enumerate().all(|(i, mine)| {
+        let theirs: Vec<&Value> = all.iter().map(|r| &r[i]).collect();
+        theirs
+            .iter()
+            .all(|t| without(t, "message") == without(theirs[0], "message"))
+            && theirs.contains(&mine)
+    })
+}
+
 /// The index of the first event whose results differ (`None` when the
 /// events agree or a side has no results).
 pub fn first_differing_event(oracle: &Value, engine: &Value) -> Option<usize> {
@@ -109,6 +164,35 @@ mod tests {
 
     fn doc(v: Value) -> Answer {
         Answer::Document(v)
+    }
+
+    #[test]
+    fn messages_in_go_map_order_are_judged_event_by_event() {
+        let short = |r: &str| format!("Allocate failed due to requested number of devices unavailable for {r}. ...");
+        let run = |a: &str, b: &str| {
+            doc(json!({"results": [
+                {"event": 0, "admitted": false, "message": short(a)},
+                {"event": 1, "admitted": false, "message": short(b)},
+            ], "final": {"defaultCpuSet": "0-3"}}))
+        };
+        let replays = [run("gpu", "nic"), run("nic", "gpu")];
+        // Each event's text came from some replay.
+        assert!(same_event_by_event(&replays, &run("nic", "nic")));
+        assert!(same_event_by_event(&replays, &run("gpu", "gpu")));
+        // A text no replay gave is not.
+        assert!(!same_event_by_event(&replays, &run("fpga", "nic")));
+        // Replays that differ in more than a message prove nothing.
+        let admitted = doc(json!({"results": [
+            {"event": 0, "admitted": true, "message": short("gpu")},
+            {"event": 1, "admitted": false, "message": short("gpu")},
+        ], "final": {"defaultCpuSet": "0-3"}}));
+        assert!(!same_event_by_event(&[run("gpu", "nic"), admitted], &run("nic", "gpu")));
+        // Nor does a final state the engine does not share.
+        let other_final = doc(json!({"results": [
+            {"event": 0, "admitted": false, "message": short("gpu")},
+            {"event": 1, "admitted": false, "message": short("nic")},
+        ], "final": {"defaultCpuSet": "0-2"}}));
+        assert!(!same_event_by_event(&replays, &other_final));
     }
 
     #[test]

@@ -15,6 +15,7 @@
 mod answer;
 mod compare;
 mod generate;
+mod ledger;
 mod release;
 mod rng;
 mod run;
@@ -83,6 +84,30 @@ enum Command {
         /// a known difference while looking for others; repeatable.
         #[arg(long, value_name = "TAG")]
         exclude: Vec<String>,
+        /// Write one line per scenario to FILE: seed, outcome, the oracle's
+        /// milliseconds, NUMA nodes, topology policy and scope, CPU and
+        /// memory policies (tab-separated, with a header).
+        #[arg(long, value_name = "FILE")]
+        timings: Option<PathBuf>,
+        /// Record the run in this ledger when it ends (testdata/difftest-ledger.tsv):
+        /// one line with the seeds played, the counts, the time, the commit
+        /// and the oracle build. Seeds the ledger already counts for the
+        /// release are refused.
+        #[arg(long, value_name = "FILE")]
+        ledger: Option<PathBuf>,
+        /// Start after the highest seed the ledger counts for the release
+        /// (--seed when it has none).
+        #[arg(long, requires = "ledger")]
+        resume: bool,
+        /// The engine commit to record (default: the repository's HEAD,
+        /// `+dirty` with uncommitted changes under crates/).
+        #[arg(long, requires = "ledger")]
+        commit: Option<String>,
+    },
+    /// The ledger's totals per release, as the README's Markdown table.
+    Ledger {
+        #[arg(default_value = "testdata/difftest-ledger.tsv")]
+        file: PathBuf,
     },
     /// Write a vector set (scenarios/gen-<seed>.json, expected/, index.json, README-gen.md).
     Vectors {
@@ -113,7 +138,10 @@ struct OracleArgs {
     /// The oracle binary (default: where oracle/build.sh VERSION puts it).
     #[arg(long, value_name = "PATH")]
     oracle: Option<PathBuf>,
-    /// Seconds an oracle replay may take before the scenario is skipped.
+    /// Seconds of CPU time an oracle replay in a batch may use (and ten
+    /// times that of wall-clock time) before the scenario is counted as a
+    /// timeout, not judged; a replay in a fresh process (confirming,
+    /// shrinking): seconds of wall-clock time.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
 }
@@ -147,6 +175,40 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         _ => return Err(format!("{text:?} is not a duration such as 90s, 10m or 8h")),
     };
     Ok(Duration::from_secs(seconds))
+}
+
+/// The repository's HEAD (12 hex digits), `+dirty` when crates/ or
+/// oracle/ have uncommitted changes; `unknown` outside a git checkout.
+fn ledger_commit() -> String {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    };
+    match git(&["rev-parse", "--short=12", "HEAD"]) {
+        Some(head) => match git(&["status", "--porcelain", "--", "crates", "oracle"]) {
+            Some(changes) if changes.is_empty() => head,
+            _ => format!("{head}+dirty"),
+        },
+        None => "unknown".to_owned(),
+    }
+}
+
+/// The oracle build: the first 12 hex digits of the `oracle.sha256` that
+/// oracle/build.sh writes beside the binary (a hash of its sources).
+fn oracle_build(binary: &std::path::Path) -> String {
+    let mut sums = binary.as_os_str().to_owned();
+    sums.push(".sha256");
+    std::fs::read_to_string(&sums)
+        .ok()
+        .and_then(|text| text.get(..12).map(str::to_owned))
+        .unwrap_or_else(|| "unknown".to_owned())
 }
 
 fn main() -> ExitCode {
@@ -188,6 +250,10 @@ fn try_main(cli: Cli) -> anyhow::Result<ExitCode> {
             oracle,
             shrink_budget,
             exclude,
+            timings,
+            ledger: ledger_file,
+            resume,
+            commit,
         } => {
             if count.is_none() && duration.is_none() {
                 bail!("say how long to run: --count N, --duration D or both");
@@ -198,6 +264,24 @@ fn try_main(cli: Cli) -> anyhow::Result<ExitCode> {
                     version.name()
                 );
             }
+            let mut seed = seed;
+            let recorded = match &ledger_file {
+                Some(path) => {
+                    let entries = ledger::read(path)?;
+                    if resume {
+                        seed = ledger::resume_seed(&entries, version, seed);
+                    }
+                    ledger::check_free(&entries, version, seed, count)?;
+                    Some((path.clone(), commit.unwrap_or_else(ledger_commit)))
+                }
+                None => None,
+            };
+            let ledger_options = format!(
+                "cpu-timeout={}{}",
+                oracle.timeout,
+                exclude.iter().map(|t| format!(" exclude={t}")).collect::<String>()
+            );
+            let started = std::time::Instant::now();
             let options = run::RunOptions {
                 oracle: oracle.open(version)?,
                 seed,
@@ -206,10 +290,34 @@ fn try_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 jobs,
                 save,
                 shrink_budget,
-                confirmations: 2,
+                confirmations: 6,
                 exclude,
+                timings,
             };
             let summary = run::run(&options)?;
+            if let Some((path, commit)) = recorded
+                && summary.scenarios > 0
+            {
+                let entry = ledger::Entry {
+                    release: version,
+                    first_seed: seed,
+                    last_seed: seed + summary.scenarios - 1,
+                    scenarios: summary.scenarios,
+                    same: summary.same,
+                    same_refusals: summary.same_refusals,
+                    differ: summary.findings.len() as u64,
+                    unstable: summary.unstable.len() as u64,
+                    timeouts: summary.timeouts,
+                    excluded: summary.excluded,
+                    harness_failures: summary.harness_failures.len() as u64,
+                    seconds: started.elapsed().as_secs(),
+                    finished_utc: ledger::utc_now(),
+                    commit,
+                    oracle: oracle_build(&options.oracle.binary),
+                    options: ledger_options,
+                };
+                ledger::append(&path, &entry)?;
+            }
             let differences: Vec<String> = summary
                 .differences()
                 .iter()
@@ -277,6 +385,11 @@ fn try_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 "{written} vectors in {} ({differing} answered differently by the baseline)",
                 options.out.display()
             );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Ledger { file } => {
+            let entries = ledger::read(&file)?;
+            print!("{}", ledger::table(&entries));
             Ok(ExitCode::SUCCESS)
         }
         Command::Supported => {

@@ -6,6 +6,7 @@
 //! processes again), printed side by side and saved.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
@@ -17,7 +18,7 @@ use serde_json::Value;
 use topoalign_scenario::Scenario;
 
 use crate::answer::{Answer, Batch, Oracle, engine};
-use crate::compare::{Difference, Verdict, first_differing_event, judge};
+use crate::compare::{Difference, Verdict, first_differing_event, judge, same_event_by_event};
 use crate::generate::generate;
 use crate::show::side_by_side;
 use crate::shrink::shrink;
@@ -41,6 +42,10 @@ pub struct RunOptions {
     /// Scenarios with any of these generator tags are skipped (a known
     /// difference class, while another is looked for).
     pub exclude: Vec<String>,
+    /// Where to write one line per scenario (`seed`, outcome, milliseconds
+    /// the oracle took, the machine's NUMA nodes, topology policy and
+    /// scope, CPU and memory policies): where the time goes.
+    pub timings: Option<PathBuf>,
 }
 
 /// One confirmed difference, shrunk.
@@ -99,6 +104,34 @@ impl Summary {
 /// Without a terminal, a progress line every this many scenarios.
 const PROGRESS_EVERY: u64 = 500;
 
+/// What a worker reports for one scenario: the outcome, the time the
+/// oracle's first answer took, and the scenario's shape (for `--timings`).
+struct Timed {
+    seed: u64,
+    outcome: Outcome,
+    oracle: Duration,
+    profile: String,
+}
+
+/// The shape columns of a timings line: NUMA nodes, topology policy and
+/// scope, CPU and memory policies (from the generator's tags).
+fn profile(tags: &[String]) -> String {
+    let tagged = |prefix: &str| {
+        tags.iter()
+            .find_map(|t| t.strip_prefix(prefix))
+            .unwrap_or("-")
+            .to_owned()
+    };
+    [
+        tagged("numa-"),
+        tagged("policy:"),
+        tagged("scope:"),
+        tagged("cpu:"),
+        tagged("memory:"),
+    ]
+    .join("\t")
+}
+
 /// What a worker reports for one scenario.
 enum Outcome {
     Excluded,
@@ -125,7 +158,7 @@ pub fn run(options: &RunOptions) -> anyhow::Result<Summary> {
         ProgressStyle::with_template("{elapsed_precise} [{wide_bar}] {pos}/{len} {per_sec} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let (tx, rx) = mpsc::channel::<Outcome>();
+    let (tx, rx) = mpsc::channel::<Timed>();
     let mut workers = Vec::new();
     for worker in 0..options.jobs.max(1) {
         let tx = tx.clone();
@@ -139,8 +172,9 @@ pub fn run(options: &RunOptions) -> anyhow::Result<Summary> {
                 if options.count.is_some_and(|n| index >= n) || deadline.is_some_and(|d| Instant::now() >= d) {
                     break;
                 }
-                let outcome = one_scenario(&options, &mut batch, options.seed.wrapping_add(index), &file);
-                if tx.send(outcome).is_err() {
+                let seed = options.seed.wrapping_add(index);
+                let timed = one_scenario(&options, &mut batch, seed, &file);
+                if tx.send(timed).is_err() {
                     break;
                 }
             }
@@ -148,10 +182,30 @@ pub fn run(options: &RunOptions) -> anyhow::Result<Summary> {
     }
     drop(tx);
 
+    let mut timings = match &options.timings {
+        Some(path) => {
+            let mut file = std::io::BufWriter::new(
+                std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+            );
+            writeln!(file, "seed\toutcome\toracle_ms\tnuma\tpolicy\tscope\tcpu\tmemory")?;
+            Some(file)
+        }
+        None => None,
+    };
     let mut summary = Summary::default();
-    for outcome in rx {
+    for timed in rx {
         summary.scenarios += 1;
-        match outcome {
+        if let Some(file) = &mut timings {
+            writeln!(
+                file,
+                "{}\t{}\t{}\t{}",
+                timed.seed,
+                timed.outcome.label(),
+                timed.oracle.as_millis(),
+                timed.profile
+            )?;
+        }
+        match timed.outcome {
             Outcome::Excluded => summary.excluded += 1,
             Outcome::Same { refusal, asked_again } => {
                 summary.same += 1;
@@ -199,6 +253,9 @@ pub fn run(options: &RunOptions) -> anyhow::Result<Summary> {
         ));
     }
     bar.finish();
+    if let Some(mut file) = timings {
+        file.flush()?;
+    }
     for w in workers {
         let _ = w.join();
     }
@@ -224,16 +281,53 @@ fn answers(oracle: &Oracle, scenario: &Scenario, file: &Path) -> (Answer, Answer
     (oracle.answer(file), engine(&text))
 }
 
-fn one_scenario(options: &RunOptions, batch: &mut Batch, seed: u64, file: &Path) -> Outcome {
+impl Outcome {
+    fn label(&self) -> &'static str {
+        match self {
+            Outcome::Excluded => "excluded",
+            Outcome::Same { refusal: true, .. } => "same-refusal",
+            Outcome::Same { .. } => "same",
+            Outcome::Timeout => "timeout",
+            Outcome::Unstable(_) => "unstable",
+            Outcome::HarnessFailure(..) => "harness-failure",
+            Outcome::Found(_) => "differ",
+        }
+    }
+}
+
+fn one_scenario(options: &RunOptions, batch: &mut Batch, seed: u64, file: &Path) -> Timed {
     let generated = generate(seed, options.oracle.release);
+    let mut timed = Timed {
+        seed,
+        outcome: Outcome::Excluded,
+        oracle: Duration::ZERO,
+        profile: profile(&generated.tags),
+    };
     if generated.tags.iter().any(|t| options.exclude.contains(t)) {
-        return Outcome::Excluded;
+        return timed;
     }
     let text = serde_json::to_string(&generated.scenario).unwrap_or_default();
     if let Err(e) = std::fs::write(file, &text) {
-        return Outcome::HarnessFailure(seed, format!("writing {}: {e}", file.display()));
+        timed.outcome = Outcome::HarnessFailure(seed, format!("writing {}: {e}", file.display()));
+        return timed;
     }
-    let (oracle_answer, engine_answer) = (batch.answer(file), engine(&text));
+    let started = Instant::now();
+    let oracle_answer = batch.answer(file);
+    timed.oracle = started.elapsed();
+    timed.outcome = judged(options, seed, &generated.scenario, oracle_answer, engine(&text), file);
+    timed
+}
+
+/// The outcome of a scenario whose two answers are in: the same, or a
+/// difference confirmed, shrunk and reported.
+fn judged(
+    options: &RunOptions,
+    seed: u64,
+    scenario: &Scenario,
+    oracle_answer: Answer,
+    engine_answer: Answer,
+    file: &Path,
+) -> Outcome {
     let kind = match judge(&oracle_answer, &engine_answer) {
         Verdict::Same => {
             return Outcome::Same {
@@ -249,22 +343,31 @@ fn one_scenario(options: &RunOptions, batch: &mut Batch, seed: u64, file: &Path)
         }
         Verdict::Differs(kind) => kind,
     };
-    // Ask again: a text in Go map order may come out as the engine's.
+    // Ask again: a text in Go map order may come out as the engine's, in
+    // one replay or event by event over several.
+    let mut replays = vec![oracle_answer.clone()];
     for _ in 0..options.confirmations {
-        let (again, _) = answers(&options.oracle, &generated.scenario, file);
+        let (again, _) = answers(&options.oracle, scenario, file);
         if judge(&again, &engine_answer) == Verdict::Same {
             return Outcome::Same {
                 refusal: again.is_refusal(),
                 asked_again: true,
             };
         }
+        replays.push(again);
+        if same_event_by_event(&replays, &engine_answer) {
+            return Outcome::Same {
+                refusal: false,
+                asked_again: true,
+            };
+        }
     }
     // Events after the first differing one cannot matter for it.
-    let mut start = generated.scenario.clone();
+    let mut start = scenario.clone();
     if let Some(i) = first_differing_event(&oracle_answer.to_json(), &engine_answer.to_json()) {
         start.events.truncate(i + 1);
         if judge_scenario(&options.oracle, &start, file) != Verdict::Differs(kind) {
-            start = generated.scenario.clone();
+            start = scenario.clone();
         }
     }
     let (minimal, shrink_calls) = shrink(&start, options.shrink_budget, |candidate| {

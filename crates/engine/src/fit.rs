@@ -5,9 +5,11 @@
 //! reservation does not exceed capacity (`validateNodeAllocatable`).
 //!
 //! Owns: [`NodeResources`] ([`node_resources`]), [`check_fit`] and its
-//! [`FitFailure`] texts, [`validate_node_allocatable`]. Pure; must not touch
-//! any manager's state — the engine runs it after the topology manager's
-//! admission, with the other admitted pods.
+//! [`FitFailure`] texts, [`validate_node_allocatable`], and `FitUsage` (the
+//! admitted pods' requests summed, which the node keeps up to date as pods
+//! come and go instead of re-adding them on every admission). Pure; must not
+//! touch any manager's state — the engine runs it after the topology
+//! manager's admission, with the other admitted pods.
 //!
 //! Node resources, as the conformance README "Interpretations" fixes them:
 //! capacity `cpu` = logical CPUs, `memory` = sum of the NUMA nodes' memory
@@ -169,7 +171,8 @@ pub fn validate_node_allocatable(resources: &NodeResources, reservation: &Resour
 /// # Errors
 /// The first shortfall, as the kubelet reports it.
 pub fn check_fit(node: &NodeResources, pod: &Pod, others: &[&Pod]) -> Result<(), FitFailure> {
-    check_fit_on(&FitAllocatable::of(node), pod, others)
+    let usage = FitUsage::of(others.iter().copied());
+    check_fit_with(&FitAllocatable::of(node), pod, &PodRequests::of(pod), &usage)
 }
 
 /// A node's allocatable as the fit check reads it, worked out once per
@@ -183,18 +186,73 @@ impl FitAllocatable {
     }
 }
 
-/// [`check_fit`] against an allocatable already read.
-pub(crate) fn check_fit_on(allocatable: &FitAllocatable, pod: &Pod, others: &[&Pod]) -> Result<(), FitFailure> {
-    let allocatable = &allocatable.0;
-    let mut used = SchedulerResources::default();
-    for other in others {
-        used.add(&pod_requests(other, |_| true));
-    }
-    let asked = SchedulerResources::max_of(&pod_requests(pod, |resource| {
-        !is_extended(resource) || allocatable.scalar.contains_key(resource)
-    }));
+/// What the admitted pods request together, as the fit check counts it:
+/// kept up to date as pods come and go (see [`FitUsage::add`]), so that an
+/// admission does not re-add every admitted pod's requests. Exact: the
+/// amounts are whole numbers (millicores, bytes, units), so adding a pod and
+/// subtracting it again leaves the sum as it was.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FitUsage {
+    used: SchedulerResources,
+    pods: usize,
+}
 
-    let pods_used = i128::try_from(others.len()).unwrap_or(i128::MAX);
+/// One pod's requests as the fit check counts an admitted pod
+/// ([`pod_request_totals`]), worked out once per admission: the check reads
+/// them, then the node's [`FitUsage`] adds them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PodRequests(ResourceList);
+
+impl PodRequests {
+    pub(crate) fn of(pod: &Pod) -> PodRequests {
+        PodRequests(pod_request_totals(pod))
+    }
+}
+
+impl FitUsage {
+    /// The usage of `pods`, all admitted.
+    pub(crate) fn of<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> FitUsage {
+        let mut usage = FitUsage::default();
+        for pod in pods {
+            usage.add(&PodRequests::of(pod));
+        }
+        usage
+    }
+
+    /// Counts an admitted pod with these requests.
+    pub(crate) fn add(&mut self, requests: &PodRequests) {
+        self.used.add(&requests.0);
+        self.pods += 1;
+    }
+
+    /// Stops counting `pod`, which [`FitUsage::add`] counted.
+    pub(crate) fn remove(&mut self, pod: &Pod) {
+        self.used.subtract(&PodRequests::of(pod).0);
+        self.pods = self.pods.saturating_sub(1);
+    }
+}
+
+/// [`check_fit`] against an allocatable already read and the admitted pods'
+/// usage kept by the node; `requests` are [`PodRequests::of`] `pod`.
+pub(crate) fn check_fit_with(
+    allocatable: &FitAllocatable,
+    pod: &Pod,
+    requests: &PodRequests,
+    usage: &FitUsage,
+) -> Result<(), FitFailure> {
+    let allocatable = &allocatable.0;
+    let used = &usage.used;
+    // Extended resources the node does not list are dropped from the pod's
+    // container requests (not from its overhead). When none is dropped the
+    // pod's totals are the requests asked.
+    let kept = |resource: &str| !is_extended(resource) || allocatable.scalar.contains_key(resource);
+    let asked = if requests.0.keys().all(|resource| kept(resource)) {
+        SchedulerResources::max_of(&requests.0)
+    } else {
+        SchedulerResources::max_of(&pod_requests(pod, kept))
+    };
+
+    let pods_used = i128::try_from(usage.pods).unwrap_or(i128::MAX);
     if pods_used + 1 > allocatable.pods {
         return Err(shortfall("pods", 1, pods_used, allocatable.pods));
     }
@@ -261,7 +319,34 @@ impl SchedulerResources {
                 "memory" => self.memory += amount.value(),
                 "pods" => self.pods += amount.value(),
                 "ephemeral-storage" => self.ephemeral_storage += amount.value(),
-                name if is_scalar(name) => *self.scalar.entry(resource.clone()).or_default() += amount.value(),
+                name if is_scalar(name) => match self.scalar.get_mut(name) {
+                    Some(sum) => *sum += amount.value(),
+                    None => {
+                        self.scalar.insert(resource.clone(), amount.value());
+                    }
+                },
+                _ => {}
+            }
+        }
+    }
+
+    /// Undoes [`Self::add`] of the same list.
+    fn subtract(&mut self, list: &ResourceList) {
+        for (resource, amount) in list {
+            match resource.as_str() {
+                "cpu" => self.milli_cpu -= amount.milli(),
+                "memory" => self.memory -= amount.value(),
+                "pods" => self.pods -= amount.value(),
+                "ephemeral-storage" => self.ephemeral_storage -= amount.value(),
+                name if is_scalar(name) => {
+                    if let Some(used) = self.scalar.get_mut(resource) {
+                        *used -= amount.value();
+                        if *used == 0 {
+                            // As if never added: a missing entry reads as 0.
+                            self.scalar.remove(resource);
+                        }
+                    }
+                }
                 _ => {}
             }
         }
@@ -333,7 +418,11 @@ pub(crate) fn aggregate_containers(
     };
     let mut total = ResourceList::new();
     for container in &pod.containers {
-        add_into(&mut total, &own(container));
+        for (resource, amount) in amounts(container) {
+            if keep(resource) {
+                add_one(&mut total, resource, *amount);
+            }
+        }
     }
     let mut sidecars = ResourceList::new();
     let mut init_peak = ResourceList::new();
@@ -366,8 +455,19 @@ pub(crate) fn aggregate_containers(
 
 fn add_into(total: &mut ResourceList, more: &ResourceList) {
     for (resource, amount) in more {
-        let entry = total.entry(resource.clone()).or_insert(Quantity::ZERO);
-        *entry += *amount;
+        add_one(total, resource, *amount);
+    }
+}
+
+/// Adds `amount` of `resource` (copying the name only when it is new).
+fn add_one(total: &mut ResourceList, resource: &str, amount: Quantity) {
+    match total.get_mut(resource) {
+        Some(sum) => *sum += amount,
+        None => {
+            let mut sum = Quantity::ZERO;
+            sum += amount;
+            total.insert(resource.to_owned(), sum);
+        }
     }
 }
 
@@ -738,6 +838,36 @@ mod tests {
                 format!("Node didn't have enough resource: cpu, requested: {expected}, used: 0, capacity: 8000");
             assert_eq!(check_fit(&node, &p, &[]), failure("OutOfcpu", &message), "{name}");
         }
+    }
+
+    #[test]
+    fn usage_kept_as_pods_come_and_go_is_the_usage_summed_again() {
+        let sidecar = Container {
+            restartable: true,
+            ..container("s", &[("cpu", cpus(300)), ("example.com/foo", Quantity::from_units(1))])
+        };
+        let a = pod(
+            "a",
+            vec![
+                sidecar,
+                container("i", &[("cpu", cpus(5000)), ("memory", binary(1 << 30))]),
+            ],
+            vec![container(
+                "c",
+                &[("cpu", cpus(1500)), ("hugepages-2Mi", binary(4 << 20))],
+            )],
+        );
+        let b = app("b", &[("cpu", cpus(250)), ("example.com/foo", Quantity::from_units(2))]);
+        let c = app("c", &[("memory", binary(3 << 20))]);
+        let mut usage = FitUsage::default();
+        for p in [&a, &b, &c] {
+            usage.add(&PodRequests::of(p));
+        }
+        usage.remove(&a);
+        assert_eq!(usage, FitUsage::of([&b, &c]));
+        usage.remove(&b);
+        usage.remove(&c);
+        assert_eq!(usage, FitUsage::default());
     }
 
     #[test]

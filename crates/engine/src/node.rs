@@ -17,7 +17,7 @@ use topoalign_model::{CpuSet, Machine, Pod, ProviderHints, TopologyHint};
 use topoalign_topology_manager::{MergeStrategy, TopologyManager, TopologyPolicyName, TopologyScope};
 
 use crate::decision::{ContainerPlacement, Decision, MergeRecord, MergeTrace, Provider, Rejection, RejectionStage};
-use crate::fit::{self, FitAllocatable, NodeResources};
+use crate::fit::{self, FitAllocatable, FitUsage, NodeResources, PodRequests};
 use crate::reservation::node_allocatable_reservation;
 use crate::{NodeConfig, StartupError};
 
@@ -44,6 +44,9 @@ pub struct Node {
     memory: MemoryManager,
     /// Admitted pods in admission order, by uid.
     active: Vec<Pod>,
+    /// What `active` requests together, as the fit check counts it; changes
+    /// with `active` only (see `set_active`, `admit`, `remove`).
+    fit_usage: FitUsage,
 }
 
 /// The node's allocation state, as the kubelet's checkpoint files hold it.
@@ -108,6 +111,7 @@ impl Node {
             cpus,
             memory,
             active: Vec::new(),
+            fit_usage: FitUsage::default(),
         })
     }
 
@@ -150,17 +154,19 @@ impl Node {
         };
         // The kubelet adds the pod to its pod manager before admitting it,
         // so it already counts as active (and may reuse its own resources).
-        let outcome = self.align(&pod, &mut trace).and_then(|()| self.check_fit(&pod));
-        if let Err(rejection) = outcome {
-            self.release(&pod.uid);
-            return Decision {
-                pod: pod.key(),
-                qos: pod.qos,
-                rejection: Some(rejection),
-                containers: Vec::new(),
-                trace,
-            };
-        }
+        let requests = match self.align(&pod, &mut trace).and_then(|()| self.check_fit(&pod)) {
+            Ok(requests) => requests,
+            Err(rejection) => {
+                self.release(&pod.uid);
+                return Decision {
+                    pod: pod.key(),
+                    qos: pod.qos,
+                    rejection: Some(rejection),
+                    containers: Vec::new(),
+                    trace,
+                };
+            }
+        };
         let containers = self.start_containers(&pod);
         let decision = Decision {
             pod: pod.key(),
@@ -169,6 +175,7 @@ impl Node {
             containers,
             trace,
         };
+        self.fit_usage.add(&requests);
         self.active.push(pod);
         decision
     }
@@ -214,7 +221,14 @@ impl Node {
     /// whether such a pod was admitted.
     pub fn remove(&mut self, uid: &str) -> bool {
         let before = self.active.len();
-        self.active.retain(|p| p.uid != uid);
+        let usage = &mut self.fit_usage;
+        self.active.retain(|p| {
+            let keep = p.uid != uid;
+            if !keep {
+                usage.remove(p);
+            }
+            keep
+        });
         self.release(uid);
         self.active.len() != before
     }
@@ -352,14 +366,16 @@ impl Node {
     }
 
     /// The predicate admit handler's resource-fit check against the other
-    /// admitted pods.
-    fn check_fit(&self, pod: &Pod) -> Result<(), Rejection> {
-        let others: Vec<&Pod> = self.active.iter().collect();
-        fit::check_fit_on(&self.fit_allocatable, pod, &others).map_err(|failure| Rejection {
-            reason: failure.reason,
-            message: failure.message,
-            stage: RejectionStage::ResourceFit,
-        })
+    /// admitted pods; the pod's requests, for the usage once it is admitted.
+    fn check_fit(&self, pod: &Pod) -> Result<PodRequests, Rejection> {
+        let requests = PodRequests::of(pod);
+        fit::check_fit_with(&self.fit_allocatable, pod, &requests, &self.fit_usage)
+            .map(|()| requests)
+            .map_err(|failure| Rejection {
+                reason: failure.reason,
+                message: failure.message,
+                stage: RejectionStage::ResourceFit,
+            })
     }
 
     /// Starts the containers in order, recording what each is given at its
@@ -378,6 +394,12 @@ impl Node {
             self.memory.add_container(pod, container);
         }
         placements
+    }
+
+    /// Replaces the admitted pods (a restored snapshot), with their usage.
+    fn set_active(&mut self, pods: Vec<Pod>) {
+        self.fit_usage = FitUsage::of(&pods);
+        self.active = pods;
     }
 
     /// Drops every manager's state for a pod.

@@ -50,8 +50,9 @@ pub struct Observation {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{reason}")]
 pub struct Unknown {
-    /// Which source: `checkpoint`, `pods`, `pod-resources`, `restore`
-    /// (a metric label).
+    /// Which source: `checkpoint`, `pods`, `pod-resources`, `restore`, or
+    /// `changing` for files rewritten while they were read (a metric
+    /// label).
     pub kind: &'static str,
     pub reason: String,
 }
@@ -130,7 +131,10 @@ pub fn rebuild(base: &Node, observation: &Observation) -> Result<Rebuilt, Unknow
     if let Some(key) = reported.keys().find(|k| !by_key.contains_key(*k)) {
         return Err(Unknown::new(
             "pods",
-            format!("the kubelet lists pod {key}, which the API server no longer has on this node"),
+            format!(
+                "the kubelet lists pod {key}, which the API server does not have on this node (deleted \
+                 already, or not stored yet)"
+            ),
         ));
     }
 

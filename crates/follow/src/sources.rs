@@ -2,9 +2,10 @@
 //! root directory, the PodResources API on its socket, and the node's pods
 //! (a [`PodSource`]: the API server through a watcher, or a file).
 //!
-//! The checkpoint files are read before and after the other sources; if
-//! any changed meanwhile the observation is refused (the kubelet was
-//! writing: the change's own notification brings the next gather).
+//! The checkpoint files (and a pods file) are read before and after the
+//! other sources; if any changed meanwhile the observation is refused as
+//! `changing` (the kubelet was writing: the change's own notification
+//! brings the next gather), naming the files.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -66,11 +67,15 @@ fn read_checkpoints(root: &Path) -> Result<Files, Unknown> {
     ))
 }
 
-fn read_pods_file(path: &Path) -> Result<Vec<ApiPod>, Unknown> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Unknown::new("pods", format!("{}: cannot be read: {e}", path.display())))?;
+fn read_bytes(path: &Path) -> Result<Vec<u8>, Unknown> {
+    std::fs::read(path).map_err(|e| Unknown::new("pods", format!("{}: cannot be read: {e}", path.display())))
+}
+
+fn parse_pods_file(path: &Path, bytes: &[u8]) -> Result<Vec<ApiPod>, Unknown> {
+    let text =
+        std::str::from_utf8(bytes).map_err(|e| Unknown::new("pods", format!("{}: not UTF-8: {e}", path.display())))?;
     let mut pods = Vec::new();
-    for document in serde_yaml_ng::Deserializer::from_str(&text) {
+    for document in serde_yaml_ng::Deserializer::from_str(text) {
         let value: serde_json::Value = serde::Deserialize::deserialize(document)
             .map_err(|e| Unknown::new("pods", format!("{}: {e}", path.display())))?;
         let items = match value.get("kind").and_then(|k| k.as_str()) {
@@ -98,9 +103,12 @@ fn read_pods_file(path: &Path) -> Result<Vec<ApiPod>, Unknown> {
 /// while reading.
 pub async fn gather(root: &Path, socket: &Path, pods: &PodSource) -> Result<Observation, Unknown> {
     let before = read_checkpoints(root)?;
-    let pods = match pods {
-        PodSource::File(path) => read_pods_file(path)?,
-        PodSource::Api(store) => store.get()?,
+    let (pods, pods_file_before) = match pods {
+        PodSource::File(path) => {
+            let bytes = read_bytes(path)?;
+            (parse_pods_file(path, &bytes)?, Some((path, bytes)))
+        }
+        PodSource::Api(store) => (store.get()?, None),
     };
     let mut client = Client::connect(socket)
         .await
@@ -114,10 +122,32 @@ pub async fn gather(root: &Path, socket: &Path, pods: &PodSource) -> Result<Obse
         .await
         .map_err(|e| Unknown::new("pod-resources", e.to_string()))?;
     let after = read_checkpoints(root)?;
-    if before != after {
+    // A change caught half-way (the kubelet writes one file after the
+    // other): not a disagreement, a moment; its own notification brings
+    // the next gather. Named apart (`changing`) so the metric and the log
+    // tell it from sources that really disagree.
+    let mut changed: Vec<&str> = [
+        (CPU_MANAGER_STATE, before.0 != after.0),
+        (MEMORY_MANAGER_STATE, before.1 != after.1),
+        (DEVICE_CHECKPOINT, before.2 != after.2),
+    ]
+    .into_iter()
+    .filter_map(|(name, changed)| changed.then_some(name))
+    .collect();
+    let pods_file_name;
+    if let Some((path, bytes)) = &pods_file_before
+        && read_bytes(path)? != *bytes
+    {
+        pods_file_name = path.display().to_string();
+        changed.push(&pods_file_name);
+    }
+    if !changed.is_empty() {
         return Err(Unknown::new(
-            "checkpoint",
-            "the checkpoint files changed while they were read",
+            "changing",
+            format!(
+                "the kubelet's state changed while it was read ({} rewritten meanwhile)",
+                changed.join(", ")
+            ),
         ));
     }
     let (cpu_state, memory_state, device_state) = after;

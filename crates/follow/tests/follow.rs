@@ -293,7 +293,8 @@ async fn damaged_or_disagreeing_sources_are_unknown_with_the_reason() {
     late.pods.retain(|p| p.metadata.name.as_deref() != Some("db"));
     assert_eq!(
         unknown(check(&late)).reason,
-        "the kubelet lists pod default/db, which the API server no longer has on this node"
+        "the kubelet lists pod default/db, which the API server does not have on this node (deleted already, or not \
+         stored yet)"
     );
     // A pod gone from both: its checkpoint entries are stale, released.
     answers.lock().unwrap().pods.retain(|p| p.name != "db");

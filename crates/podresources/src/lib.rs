@@ -10,22 +10,42 @@
 //!   the real protocol on a real socket.
 //!
 //! The wire types are generated from the kubelet's own `proto/api.proto`
-//! ([`v1`]). Owns: the protocol and its conversion. Must not touch:
+//! ([`v1`]).
+//!
+//! [`pod_allocations`] gives the answer a kubelet with a given state (its
+//! checkpoints read back) must give, and [`differences`] what differs
+//! between two answers.
+//!
+//! The plain data ([`PodAllocation`] and its parts, [`pod_allocations`],
+//! [`differences`]) is always built; the protocol ([`Client`], [`serve`],
+//! [`v1`], [`PodResourcesError`]) only with the `grpc` feature (on by
+//! default), so a pure crate such as `topoalign-explain` can compare
+//! answers without pulling in tonic, tokio and the proto compiler.
+//!
+//! Owns: the protocol and its conversion. Must not touch:
 //! decisions (the engine's) or what the allocations mean for a node's state
 //! (the follower's).
 
+#[cfg(feature = "grpc")]
 mod client;
+#[cfg(feature = "grpc")]
 mod convert;
+#[cfg(feature = "grpc")]
 mod server;
+mod state;
 
 use std::collections::BTreeMap;
 
 use topoalign_model::CpuSet;
 
+#[cfg(feature = "grpc")]
 pub use client::Client;
+#[cfg(feature = "grpc")]
 pub use server::{SnapshotSource, serve};
+pub use state::{Difference, Field, differences, pod_allocations};
 
 /// The generated wire types and service stubs of `proto/api.proto`.
+#[cfg(feature = "grpc")]
 #[allow(clippy::unwrap_used, missing_docs)] // reason: generated code
 pub mod v1 {
     tonic::include_proto!("v1");
@@ -99,6 +119,7 @@ pub struct Snapshot {
 }
 
 /// Why a PodResources call failed.
+#[cfg(feature = "grpc")]
 #[derive(Debug, thiserror::Error)]
 pub enum PodResourcesError {
     /// The socket could not be reached.

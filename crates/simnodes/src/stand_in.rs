@@ -36,9 +36,9 @@ use topoalign_engine::{CpuPolicyName, MemoryPolicyName, Node, NodeSnapshot};
 use topoalign_k8s::checkpoint::{
     CPU_MANAGER_STATE, CpuCheckpoint, DEVICE_CHECKPOINT, DeviceCheckpoint, MEMORY_MANAGER_STATE, MemoryCheckpoint,
 };
-use topoalign_model::Machine;
 use topoalign_nrt::StateRecord;
-use topoalign_podresources::{Allocatable, ContainerAllocation, DeviceGroup, MemoryBlock, PodAllocation, Snapshot};
+pub use topoalign_podresources::pod_allocations;
+use topoalign_podresources::{Allocatable, DeviceGroup, Snapshot};
 
 use crate::kubelet::pod_key;
 
@@ -448,76 +448,6 @@ pub fn pod_resources_of(node: &Node) -> Snapshot {
             devices,
         },
     }
-}
-
-/// The PodResources answer's pods for a node's `state` (the engine's
-/// snapshot, or the kubelet's checkpoints read back): each pod's app
-/// containers and sidecars (restartable init containers) with their
-/// exclusive CPUs, pinned memory and device ids (each device its own group
-/// with the device's NUMA nodes on `machine`).
-pub fn pod_allocations(state: &NodeSnapshot, machine: &Machine) -> Vec<PodAllocation> {
-    let numa_of = |resource: &str, id: &str| {
-        machine
-            .devices()
-            .get(resource)
-            .and_then(|list| list.iter().find(|d| d.id == id))
-            .map(|d| d.numa.clone())
-            .unwrap_or_default()
-    };
-    state
-        .pods
-        .iter()
-        .map(|pod| PodAllocation {
-            namespace: pod.namespace.clone(),
-            name: pod.name.clone(),
-            containers: pod
-                .init_containers
-                .iter()
-                .filter(|c| c.restartable)
-                .chain(&pod.containers)
-                .map(|c| ContainerAllocation {
-                    name: c.name.clone(),
-                    cpus: state
-                        .cpu
-                        .assignments
-                        .get(&pod.uid)
-                        .and_then(|a| a.get(&c.name))
-                        .cloned()
-                        .unwrap_or_default(),
-                    memory: state
-                        .memory
-                        .as_ref()
-                        .and_then(|m| m.assignments.get(&pod.uid))
-                        .and_then(|a| a.get(&c.name))
-                        .into_iter()
-                        .flatten()
-                        .map(|b| MemoryBlock {
-                            resource: b.resource.clone(),
-                            size: b.size,
-                            numa: b.numa_affinity.clone(),
-                        })
-                        .collect(),
-                    devices: state
-                        .devices
-                        .get(&pod.uid)
-                        .and_then(|a| a.get(&c.name))
-                        .into_iter()
-                        .flatten()
-                        .map(|(resource, ids)| {
-                            let groups = ids
-                                .iter()
-                                .map(|id| DeviceGroup {
-                                    ids: vec![id.clone()],
-                                    numa: numa_of(resource, id),
-                                })
-                                .collect();
-                            (resource.clone(), groups)
-                        })
-                        .collect(),
-                })
-                .collect(),
-        })
-        .collect()
 }
 
 /// One line of the stand-in's input: `{"add": <Pod>}` or

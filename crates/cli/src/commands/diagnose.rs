@@ -8,16 +8,25 @@
 //! `--kubelet-config` says otherwise; `--pods` (default `DIR/pods.yaml` when
 //! present) names the pods behind the state's UIDs.
 //!
+//! The kubelet's PodResources API is read too — `--pod-resources SOCKET`,
+//! or by default `DIR/pod-resources/kubelet.sock` when that socket exists
+//! (on a live node, `/var/lib/kubelet/pod-resources/kubelet.sock`):
+//! `List` names the devices when the device manager's checkpoint cannot,
+//! and is cross-checked against the checkpoint files, each disagreement
+//! naming the file and the API's field. A socket given and not answering
+//! is an error; the default one not answering is a note.
+//!
 //! Exit status: 0 for state the kubelet accepts, 2 for state it would
-//! refuse (a corrupt or unreadable checkpoint, a failed start-up check) and
-//! for input that cannot be read.
+//! refuse (a corrupt or unreadable checkpoint, a failed start-up check),
+//! for a PodResources API that disagrees with the checkpoints, and for
+//! input that cannot be read.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use topoalign_explain::diagnose::{
-    CheckpointFile, CheckpointStatus, Diagnosis, FileContent, Inputs, Restart, diagnose,
+    CheckpointFile, CheckpointStatus, Diagnosis, FileContent, Inputs, PodResourcesAnswer, Restart, diagnose,
 };
 use topoalign_intake::{Events, StartedNode, read_pods, read_text};
 use topoalign_k8s::checkpoint::{CheckpointKind, DEVICE_CHECKPOINT};
@@ -38,6 +47,14 @@ pub struct Args {
     /// Default: DIR/pods.yaml when it exists.
     #[arg(long, value_name = "FILE")]
     pub pods: Option<PathBuf>,
+    /// The kubelet's PodResources API socket, to read its allocations and
+    /// check them against the checkpoint files. Default:
+    /// DIR/pod-resources/kubelet.sock when it exists.
+    #[arg(long, value_name = "SOCKET", conflicts_with = "no_pod_resources")]
+    pub pod_resources: Option<PathBuf>,
+    /// Do not ask the PodResources API (a copy of a kubelet directory).
+    #[arg(long)]
+    pub no_pod_resources: bool,
     /// Pods to explain on the node as it is now.
     #[arg(value_name = "POD.yaml")]
     pub explain: Vec<PathBuf>,
@@ -65,6 +82,28 @@ pub fn run(args: &Args) -> Result {
     } else {
         read_pods(&args.explain, Some(1), "topoalign-diagnose")?.pods
     };
+    let mut notes = std::mem::take(&mut started.notes);
+    let pod_resources = match (&args.pod_resources, args.no_pod_resources) {
+        (_, true) => None,
+        (Some(socket), false) => Some(
+            ask_pod_resources(socket)
+                .map_err(|e| Error::bad_input(format!("--pod-resources {}: {e}", socket.display())))?,
+        ),
+        (None, false) => {
+            let socket = dir.join(DEFAULT_SOCKET_IN_DIR);
+            if socket.exists() {
+                match ask_pod_resources(&socket) {
+                    Ok(answer) => Some(answer),
+                    Err(e) => {
+                        notes.push(format!("the PodResources API was not read: {e}"));
+                        None
+                    }
+                }
+            } else {
+                None
+            }
+        }
+    };
     let kubelet = started.kubelet.clone();
     let mut diagnosis = diagnose(Inputs {
         node: &mut started.node,
@@ -72,14 +111,14 @@ pub fn run(args: &Args) -> Result {
         cpu_checkpoint: checkpoint_file(dir, CheckpointKind::Cpu.file_name()),
         memory_checkpoint: checkpoint_file(dir, CheckpointKind::Memory.file_name()),
         device_checkpoint: checkpoint_file(dir, DEVICE_CHECKPOINT),
+        pod_resources,
         pods: listed.as_deref(),
         explain: &explained,
     })
     .map_err(Error::bad_input)?;
-    let mut notes = std::mem::take(&mut started.notes);
     notes.append(&mut diagnosis.notes);
     diagnosis.notes = notes;
-    let healthy = diagnosis.restart == Restart::Starts;
+    let healthy = diagnosis.restart == Restart::Starts && diagnosis.disagreements.is_empty();
     let document = serde_json::json!({ "kubeletDir": dir.display().to_string() });
     let text = match args.output.format() {
         DocumentFormat::Json => serde_json::to_string_pretty(&with_dir(document, &diagnosis)?)? + "\n",
@@ -88,6 +127,38 @@ pub fn run(args: &Args) -> Result {
     };
     args.output.write(text.as_bytes())?;
     Ok(if healthy { Outcome::Success } else { Outcome::Refused })
+}
+
+/// Where a kubelet serves the PodResources API, under its root directory.
+const DEFAULT_SOCKET_IN_DIR: &str = "pod-resources/kubelet.sock";
+
+/// How long the kubelet has to answer before diagnose goes on without it.
+const POD_RESOURCES_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The kubelet's PodResources `List` on `socket`, or what went wrong (the
+/// error names the socket).
+fn ask_pod_resources(socket: &Path) -> std::result::Result<PodResourcesAnswer, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let pods = runtime.block_on(async {
+        let call = async {
+            let mut client = topoalign_podresources::Client::connect(socket).await?;
+            client.list().await
+        };
+        match tokio::time::timeout(POD_RESOURCES_TIMEOUT, call).await {
+            Ok(answer) => answer.map_err(|e| e.to_string()),
+            Err(_) => Err(format!(
+                "{}: the kubelet did not answer List within {POD_RESOURCES_TIMEOUT:?}",
+                socket.display()
+            )),
+        }
+    })?;
+    Ok(PodResourcesAnswer {
+        socket: socket.display().to_string(),
+        pods,
+    })
 }
 
 /// The diagnosis document with `kubeletDir` first.
@@ -151,6 +222,9 @@ fn text(dir: &Path, diagnosis: &Diagnosis, started: &StartedNode, explained: &[M
             "      ",
             error,
         )),
+    }
+    for disagreement in &diagnosis.disagreements {
+        out.push_str(&render::wrap("  DISAGREES: ", "      ", &disagreement.to_string()));
     }
     for note in &diagnosis.notes {
         out.push_str(&render::wrap("  note: ", "      ", note));

@@ -72,7 +72,7 @@ impl Node {
             restored.memory.restore(Default::default())?;
         }
         restored.devices.restore(snapshot.devices)?;
-        restored.active = snapshot.pods.into_iter().map(|pod| self.as_admitted(pod)).collect();
+        restored.set_active(snapshot.pods.into_iter().map(|pod| self.as_admitted(pod)).collect());
         let active: BTreeSet<String> = restored.active.iter().map(|p| p.uid.clone()).collect();
         let mut held: BTreeSet<String> = restored.cpus.assignments().into_keys().collect();
         held.extend(restored.memory.assignments().into_keys());

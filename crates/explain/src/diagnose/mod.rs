@@ -7,9 +7,17 @@
 //! and devices where) and, for the pods given, the explanation `explain`
 //! gives.
 //!
+//! When the kubelet's PodResources API answered ([`PodResourcesAnswer`]),
+//! its answer is read too: the device assignments come from it when the
+//! device manager's checkpoint cannot be read (rather than being
+//! inferred), and otherwise it is cross-checked against the checkpoints —
+//! every container whose exclusive CPUs, pinned memory or devices the two
+//! report differently is a [`Disagreement`] naming the checkpoint file and
+//! the API's field.
+//!
 //! Entry point: [`diagnose`], a pure function over the checkpoint files'
-//! contents ([`CheckpointFile`]), the started node and its kubelet
-//! configuration, and the pods. Reading the files and printing the
+//! contents ([`CheckpointFile`]), the API's answer, the started node and
+//! its kubelet configuration, and the pods. Reading the files and printing the
 //! [`Diagnosis`] are the front end's.
 
 mod numa;
@@ -24,6 +32,7 @@ use topoalign_engine::{CpuManagerState, MemoryManagerState, Node, NodeSnapshot};
 use topoalign_k8s::ManifestPod;
 use topoalign_k8s::checkpoint::{CheckpointError, CheckpointKind, CpuCheckpoint, DeviceCheckpoint, MemoryCheckpoint};
 use topoalign_model::{Container, Pod, QosClass, Quantity, QuantityFormat, ResourceList};
+use topoalign_podresources::{Field, PodAllocation, differences, pod_allocations};
 
 use crate::{PodReport, admit_all};
 
@@ -58,14 +67,66 @@ pub struct Inputs<'a> {
     pub cpu_checkpoint: CheckpointFile,
     pub memory_checkpoint: CheckpointFile,
     /// `device-plugins/kubelet_internal_checkpoint`: who holds which
-    /// devices. Absent or unusable, the assignments are inferred (and the
-    /// notes say so).
+    /// devices. Absent or unusable, the assignments are read from
+    /// `pod_resources` when there is an answer and a pod list, and
+    /// inferred otherwise (the notes say which).
     pub device_checkpoint: CheckpointFile,
+    /// The kubelet's PodResources `List`, when it was asked.
+    pub pod_resources: Option<PodResourcesAnswer>,
     /// The node's pods, naming the state's UIDs (`None`: no pod list;
     /// the UIDs then stand for the pods).
     pub pods: Option<&'a [ManifestPod]>,
     /// Pods to explain on the node as it stands.
     pub explain: &'a [ManifestPod],
+}
+
+/// What the kubelet's PodResources API answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodResourcesAnswer {
+    /// The socket it answered on.
+    pub socket: String,
+    /// `List`'s pods.
+    pub pods: Vec<PodAllocation>,
+}
+
+/// A container (or pod) the PodResources API and the checkpoint files
+/// report differently.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Disagreement {
+    /// `namespace/name`.
+    pub pod: String,
+    /// Empty when the whole pod is listed by one side only.
+    pub container: String,
+    /// The API's field: `cpu_ids`, `memory`, `devices`, or
+    /// `pod_resources` for a pod listed by one side only.
+    pub field: &'static str,
+    /// Where the other side comes from: the checkpoint file, or the pod
+    /// list for a pod.
+    pub file: String,
+    /// What the API reports (`-`: nothing).
+    pub served: String,
+    /// What `file` records.
+    pub recorded: String,
+}
+
+impl std::fmt::Display for Disagreement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.container.is_empty() {
+            let (who, other) = if self.served == "-" {
+                (self.file.as_str(), "the kubelet's PodResources API does not list it")
+            } else {
+                ("the kubelet's PodResources API", "the pod list does not have it")
+            };
+            write!(f, "pod {}: {who} lists it, {other}", self.pod)
+        } else {
+            write!(
+                f,
+                "pod {} container {}: PodResources {} is {}, {} records {}",
+                self.pod, self.container, self.field, self.served, self.file, self.recorded
+            )
+        }
+    }
 }
 
 /// What one checkpoint file says.
@@ -170,6 +231,10 @@ pub struct Diagnosis {
     pub numa: Vec<NumaAllocation>,
     /// UIDs in the state that the pod list does not name.
     pub unknown_uids: Vec<String>,
+    /// The socket the PodResources API answered on (`None`: not asked).
+    pub pod_resources: Option<String>,
+    /// Where the PodResources API and the checkpoints disagree.
+    pub disagreements: Vec<Disagreement>,
     pub notes: Vec<String>,
     /// The pods given to explain.
     pub results: Vec<PodReport>,
@@ -287,13 +352,26 @@ pub fn diagnose(inputs: Inputs<'_>) -> Result<Diagnosis, DiagnoseError> {
         // The kubelet goes on without a device record it cannot read
         // ("Continue after failing to read checkpoint file"): so does the
         // diagnosis, inferring the assignments and saying why.
-        let recorded = match &file.content {
+        let from_checkpoint = match &file.content {
             FileContent::Bytes(bytes) => match DeviceCheckpoint::parse(bytes) {
                 Ok(checkpoint) => Ok(checkpoint.assignments()),
                 Err(error) => Err(format!("{}: {error}", file.path)),
             },
             FileContent::Absent => Err(format!("there is no {}", file.path)),
             FileContent::Unreadable(error) => Err(format!("{}: cannot be read: {error}", file.path)),
+        };
+        // Without a usable checkpoint, the kubelet's own answer names the
+        // devices (its pods matched to UIDs through the pod list).
+        let (recorded, device_source) = match (from_checkpoint, &inputs.pod_resources) {
+            (Ok(assignments), _) => (Ok(assignments), file.path.clone()),
+            (Err(why), Some(answer)) if !listed.is_empty() => {
+                notes.push(format!(
+                    "device assignments read from the kubelet's PodResources API on {} ({why})",
+                    answer.socket
+                ));
+                (Ok(served_devices(&answer.pods, &names)), answer.socket.clone())
+            }
+            (Err(why), _) => (Err(why), String::new()),
         };
         let snapshot = NodeSnapshot {
             pods,
@@ -312,8 +390,36 @@ pub fn diagnose(inputs: Inputs<'_>) -> Result<Diagnosis, DiagnoseError> {
                 ));
             }
             notes.extend(device_notes);
-        } else if has_devices {
+        } else if has_devices && device_source == file.path {
             notes.push(format!("device assignments read from {}", file.path));
+        }
+    }
+    let mut disagreements = Vec::new();
+    if let Some(answer) = &inputs.pod_resources {
+        if errors.is_empty() && inputs.pods.is_some() {
+            disagreements = cross_check(
+                node,
+                answer,
+                listed,
+                &inputs.device_checkpoint.path,
+                &cpu_report,
+                &memory_report,
+            );
+            notes.push(format!(
+                "the kubelet's PodResources API on {} lists {} pod(s); {}",
+                answer.socket,
+                answer.pods.len(),
+                match disagreements.len() {
+                    0 => "every container's CPUs, memory and devices agree with the checkpoints".to_owned(),
+                    n => format!("{n} disagreement(s) with the checkpoints"),
+                }
+            ));
+        } else if errors.is_empty() {
+            notes.push(format!(
+                "the kubelet's PodResources API on {} answered, but without a pod list (--pods) its pods cannot be \
+                 matched to the checkpoints' UIDs: not cross-checked",
+                answer.socket
+            ));
         }
     }
     let restart = match errors.first() {
@@ -345,9 +451,83 @@ pub fn diagnose(inputs: Inputs<'_>) -> Result<Diagnosis, DiagnoseError> {
         memory_assignments,
         numa,
         unknown_uids,
+        pod_resources: inputs.pod_resources.as_ref().map(|a| a.socket.clone()),
+        disagreements,
         notes,
         results,
     })
+}
+
+/// The device assignments in a PodResources answer, keyed by the UIDs the
+/// pod list gives its pods (a pod the list lacks is left out: the
+/// cross-check reports it).
+fn served_devices(pods: &[PodAllocation], names: &BTreeMap<&str, String>) -> topoalign_engine::DeviceAssignments {
+    let uids: BTreeMap<&str, &str> = names.iter().map(|(uid, key)| (key.as_str(), *uid)).collect();
+    let mut assignments = topoalign_engine::DeviceAssignments::new();
+    for pod in pods {
+        let Some(uid) = uids.get(format!("{}/{}", pod.namespace, pod.name).as_str()) else {
+            continue;
+        };
+        for container in &pod.containers {
+            for (resource, groups) in &container.devices {
+                let mut ids: Vec<String> = groups.iter().flat_map(|g| g.ids.iter().cloned()).collect();
+                ids.sort();
+                ids.dedup();
+                if ids.is_empty() {
+                    continue;
+                }
+                assignments
+                    .entry((*uid).to_owned())
+                    .or_default()
+                    .entry(container.name.clone())
+                    .or_default()
+                    .insert(resource.clone(), ids);
+            }
+        }
+    }
+    assignments
+}
+
+/// The PodResources answer against the one the restored node gives (its
+/// checkpoints as the kubelet must report them), leaving out the listed
+/// pods that have finished (the kubelet lists active pods only).
+fn cross_check(
+    node: &Node,
+    answer: &PodResourcesAnswer,
+    listed: &[ManifestPod],
+    device_file: &str,
+    cpu: &CheckpointReport,
+    memory: &CheckpointReport,
+) -> Vec<Disagreement> {
+    let finished: BTreeSet<&str> = listed
+        .iter()
+        .filter(|p| {
+            matches!(
+                p.manifest.pointer("/status/phase").and_then(Value::as_str),
+                Some("Succeeded" | "Failed")
+            )
+        })
+        .map(|p| p.pod.uid.as_str())
+        .collect();
+    let mut snapshot = node.snapshot();
+    snapshot.pods.retain(|p| !finished.contains(p.uid.as_str()));
+    let recorded = pod_allocations(&snapshot, node.machine());
+    differences(&answer.pods, &recorded)
+        .into_iter()
+        .map(|d| Disagreement {
+            file: match d.field {
+                Field::Pod => "the pod list (--pods)".to_owned(),
+                Field::Cpus => cpu.file.clone(),
+                Field::Memory => memory.file.clone(),
+                Field::Devices => device_file.to_owned(),
+            },
+            field: d.field.wire_name(),
+            pod: d.pod,
+            container: d.container,
+            served: d.served,
+            recorded: d.recorded,
+        })
+        .collect()
 }
 
 /// One checkpoint file decoded, verified and restored to the state the
@@ -473,6 +653,9 @@ impl Serialize for Diagnosis {
             memory_assignments: &'a BTreeMap<String, BTreeMap<String, Vec<usize>>>,
             numa: &'a [NumaAllocation],
             unknown_uids: &'a [String],
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pod_resources: Option<&'a str>,
+            disagreements: &'a [Disagreement],
             notes: &'a [String],
             results: &'a [PodReport],
         }
@@ -497,6 +680,8 @@ impl Serialize for Diagnosis {
             memory_assignments: &self.memory_assignments,
             numa: &self.numa,
             unknown_uids: &self.unknown_uids,
+            pod_resources: self.pod_resources.as_deref(),
+            disagreements: &self.disagreements,
             notes: &self.notes,
             results: &self.results,
         }

@@ -61,6 +61,7 @@ fn check(cpu: CheckpointFile, memory: CheckpointFile, named: bool) -> Diagnosis 
         cpu_checkpoint: cpu,
         memory_checkpoint: memory,
         device_checkpoint: absent(),
+        pod_resources: None,
         pods: named.then_some(pods.as_slice()),
         explain: &[],
     })
@@ -227,6 +228,7 @@ fn a_checkpoint_of_another_policy_is_refused_and_nothing_is_explained() {
         cpu_checkpoint: file("0023", "cpu_manager_state"),
         memory_checkpoint: file("0023", "memory_manager_state"),
         device_checkpoint: absent(),
+        pod_resources: None,
         pods: Some(pods.as_slice()),
         explain,
     };
@@ -269,6 +271,7 @@ fn pods_are_explained_on_the_restored_node() {
         cpu_checkpoint: file("0023", "cpu_manager_state"),
         memory_checkpoint: file("0023", "memory_manager_state"),
         device_checkpoint: absent(),
+        pod_resources: None,
         pods: Some(pods.as_slice()),
         explain: &extra,
     })
@@ -338,6 +341,7 @@ fn devices_come_from_the_device_checkpoint() {
                 cpu_checkpoint: read(release, "cpu_manager_state"),
                 memory_checkpoint: read(release, "memory_manager_state"),
                 device_checkpoint: devices,
+                pod_resources: None,
                 pods: Some(&pods),
                 explain: &[],
             })

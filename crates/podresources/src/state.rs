@@ -1,0 +1,227 @@
+//! The kubelet's allocations as PodResources reports them, from the
+//! state its checkpoints record ([`pod_allocations`]), and what differs
+//! between two such answers ([`differences`]): what `diagnose` reports
+//! when the kubelet's API and its checkpoint files disagree.
+
+use std::collections::BTreeMap;
+
+use topoalign_engine::NodeSnapshot;
+use topoalign_model::Machine;
+
+use crate::{ContainerAllocation, DeviceGroup, MemoryBlock, PodAllocation};
+
+/// The PodResources answer's pods for a node's `state` (the engine's
+/// snapshot, or the kubelet's checkpoints read back): each pod's app
+/// containers and sidecars (restartable init containers) with their
+/// exclusive CPUs, pinned memory and device ids (each device its own group
+/// with the device's NUMA nodes on `machine`).
+pub fn pod_allocations(state: &NodeSnapshot, machine: &Machine) -> Vec<PodAllocation> {
+    let numa_of = |resource: &str, id: &str| {
+        machine
+            .devices()
+            .get(resource)
+            .and_then(|list| list.iter().find(|d| d.id == id))
+            .map(|d| d.numa.clone())
+            .unwrap_or_default()
+    };
+    state
+        .pods
+        .iter()
+        .map(|pod| PodAllocation {
+            namespace: pod.namespace.clone(),
+            name: pod.name.clone(),
+            containers: pod
+                .init_containers
+                .iter()
+                .filter(|c| c.restartable)
+                .chain(&pod.containers)
+                .map(|c| ContainerAllocation {
+                    name: c.name.clone(),
+                    cpus: state
+                        .cpu
+                        .assignments
+                        .get(&pod.uid)
+                        .and_then(|a| a.get(&c.name))
+                        .cloned()
+                        .unwrap_or_default(),
+                    memory: state
+                        .memory
+                        .as_ref()
+                        .and_then(|m| m.assignments.get(&pod.uid))
+                        .and_then(|a| a.get(&c.name))
+                        .into_iter()
+                        .flatten()
+                        .map(|b| MemoryBlock {
+                            resource: b.resource.clone(),
+                            size: b.size,
+                            numa: b.numa_affinity.clone(),
+                        })
+                        .collect(),
+                    devices: state
+                        .devices
+                        .get(&pod.uid)
+                        .and_then(|a| a.get(&c.name))
+                        .into_iter()
+                        .flatten()
+                        .map(|(resource, ids)| {
+                            let groups = ids
+                                .iter()
+                                .map(|id| DeviceGroup {
+                                    ids: vec![id.clone()],
+                                    numa: numa_of(resource, id),
+                                })
+                                .collect();
+                            (resource.clone(), groups)
+                        })
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// Which part of a container's allocation differs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Field {
+    /// The pod is listed on one side only.
+    Pod,
+    /// Exclusive CPUs (`cpu_ids`; the CPU manager's checkpoint).
+    Cpus,
+    /// Pinned memory blocks (`memory`; the memory manager's checkpoint).
+    Memory,
+    /// Device ids (`devices`; the device manager's checkpoint).
+    Devices,
+}
+
+impl Field {
+    /// The field's name in the PodResources answer.
+    pub fn wire_name(self) -> &'static str {
+        match self {
+            Field::Pod => "pod_resources",
+            Field::Cpus => "cpu_ids",
+            Field::Memory => "memory",
+            Field::Devices => "devices",
+        }
+    }
+}
+
+/// One way a served answer differs from the recorded one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Difference {
+    /// `namespace/name`.
+    pub pod: String,
+    /// Empty for [`Field::Pod`].
+    pub container: String,
+    pub field: Field,
+    /// What the served answer says, in words (`-` for nothing).
+    pub served: String,
+    /// What the recorded answer says.
+    pub recorded: String,
+}
+
+/// Every way `served` (a kubelet's `List`) differs from `recorded` (the
+/// same answer built from its checkpoints with [`pod_allocations`]): pods
+/// on one side only, then per container the exclusive CPUs, the pinned
+/// memory blocks (in any order) and the device ids per resource (in any
+/// order and grouping). A container missing on one side holds nothing
+/// there. In pod, container, field order.
+pub fn differences(served: &[PodAllocation], recorded: &[PodAllocation]) -> Vec<Difference> {
+    let key = |p: &PodAllocation| format!("{}/{}", p.namespace, p.name);
+    let served: BTreeMap<String, &PodAllocation> = served.iter().map(|p| (key(p), p)).collect();
+    let recorded: BTreeMap<String, &PodAllocation> = recorded.iter().map(|p| (key(p), p)).collect();
+    let mut found = Vec::new();
+    let mut pods: Vec<&String> = served.keys().chain(recorded.keys()).collect();
+    pods.sort();
+    pods.dedup();
+    for pod in pods {
+        let (s, r) = match (served.get(pod), recorded.get(pod)) {
+            (Some(s), Some(r)) => (s, r),
+            (s, _) => {
+                let (listed, missing) = if s.is_some() { ("listed", "-") } else { ("-", "listed") };
+                found.push(Difference {
+                    pod: pod.clone(),
+                    container: String::new(),
+                    field: Field::Pod,
+                    served: listed.to_owned(),
+                    recorded: missing.to_owned(),
+                });
+                continue;
+            }
+        };
+        let mut containers: Vec<&str> = s
+            .containers
+            .iter()
+            .chain(&r.containers)
+            .map(|c| c.name.as_str())
+            .collect();
+        containers.sort_unstable();
+        containers.dedup();
+        let empty = ContainerAllocation::default();
+        let find = |pod: &PodAllocation, name: &str| -> ContainerAllocation {
+            pod.containers.iter().find(|c| c.name == name).unwrap_or(&empty).clone()
+        };
+        for name in containers {
+            let (s, r) = (find(s, name), find(r, name));
+            let mut differ = |field: Field, served: String, recorded: String| {
+                if served != recorded {
+                    found.push(Difference {
+                        pod: pod.clone(),
+                        container: name.to_owned(),
+                        field,
+                        served,
+                        recorded,
+                    });
+                }
+            };
+            differ(Field::Cpus, describe_cpus(&s), describe_cpus(&r));
+            differ(Field::Memory, describe_memory(&s.memory), describe_memory(&r.memory));
+            differ(
+                Field::Devices,
+                describe_devices(&s.devices),
+                describe_devices(&r.devices),
+            );
+        }
+    }
+    found
+}
+
+fn describe_cpus(container: &ContainerAllocation) -> String {
+    if container.cpus.is_empty() {
+        "-".to_owned()
+    } else {
+        container.cpus.to_string()
+    }
+}
+
+fn describe_memory(blocks: &[MemoryBlock]) -> String {
+    let mut parts: Vec<String> = blocks
+        .iter()
+        .map(|b| {
+            let numa: Vec<String> = b.numa.iter().map(ToString::to_string).collect();
+            format!("{} {} bytes on NUMA {}", b.resource, b.size, numa.join(","))
+        })
+        .collect();
+    parts.sort();
+    if parts.is_empty() {
+        "-".to_owned()
+    } else {
+        parts.join("; ")
+    }
+}
+
+fn describe_devices(devices: &BTreeMap<String, Vec<DeviceGroup>>) -> String {
+    let parts: Vec<String> = devices
+        .iter()
+        .filter_map(|(resource, groups)| {
+            let mut ids: Vec<&str> = groups.iter().flat_map(|g| g.ids.iter().map(String::as_str)).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            (!ids.is_empty()).then(|| format!("{resource} {}", ids.join(",")))
+        })
+        .collect();
+    if parts.is_empty() {
+        "-".to_owned()
+    } else {
+        parts.join("; ")
+    }
+}
