@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Benchmark (not part of scripts/test): the figures of issue #14 beside
 # their targets, with the machine's load, plus callgrind instruction and
-# heap-allocation counts of one admission per policy and machine size, and
-# instructions per replay event — counts repeat exactly from run to run, so
-# a regression shows as a number even on a busy machine.
+# heap-allocation counts of one admission per policy and machine size,
+# instructions per replay event and per extender call (filter + prioritize
+# over 5,000 nodes, warm and cold) — counts repeat exactly from run to run,
+# so a regression shows as a number even on a busy machine.
 #
 #   bench/speed.sh                 # criterion (engine, extender) + callgrind
 #   bench/speed.sh --quick         # shorter criterion runs (rougher figures)
@@ -191,5 +192,24 @@ if $counts; then
         echo "  failed; see $log"
     fi
     rm -f "$out"
+
+    echo "== instructions per extender call (callgrind; filter + prioritize over 5,000 nodes)"
+    (cd "$root" && cargo build -q --release -p topoalign-extender --example filter_once) 2>>"$log" || {
+        echo "bench/speed.sh: building the filter_once example failed; see $log" >&2
+        exit 1
+    }
+    for mode in warm cold; do
+        out=$(mktemp -t topoalign-speed-cg.XXXXXX)
+        if valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+            --toggle-collect='filter_once::measured' "$target_dir/release/examples/filter_once" "$mode" >"$out" 2>&1; then
+            count=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$out" | tail -n 1)
+        else
+            cat "$out" >>"$log"
+            count=failed
+        fi
+        rm -f "$out"
+        case $mode in warm) what="pod shape already seen" ;; cold) what="pod shape never seen" ;; esac
+        printf '%-44s %12s\n' "  $what" "$count"
+    done
 fi
 echo "load at the end: $(load)"

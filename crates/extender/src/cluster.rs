@@ -24,7 +24,11 @@
 //! per distinct state, spread over worker threads. A call for a shape
 //! already answered is two map lookups per candidate (names hashed with
 //! foldhash, state keys used as their own hash); `expire` scans the
-//! assumptions only when the oldest may have expired.
+//! assumptions only when the oldest may have expired. A listing of NRT
+//! objects rebuilds only the nodes whose spec or state attribute changed
+//! (or whose assumptions were disturbed since: moved, expired), and the
+//! rebuilding itself ([`Cluster::rebuild`]) needs no cluster, so the
+//! poller does it without the lock.
 //!
 //! Owns: node states, assumptions, the answer cache. No I/O: time comes in
 //! as an argument.
@@ -549,34 +553,36 @@ impl Cluster {
     ///
     /// # Errors
     /// [`ClusterError::Engine`] when an evaluation panicked.
-    pub fn filter(&mut self, pod: &Pod, candidates: &[String], now: Instant) -> Result<FilterOutcome, ClusterError> {
+    pub fn filter(&mut self, pod: &Pod, candidates: Vec<String>, now: Instant) -> Result<FilterOutcome, ClusterError> {
         self.expire(now);
         self.see(pod, now);
         let shape = shape_key(pod);
-        let states = self.states_of(candidates);
-        self.evaluate(pod, shape, candidates, &states)?;
-        let mut outcome = FilterOutcome::default();
-        let mut refused: Vec<(usize, u64)> = Vec::new();
-        if let Some(answers) = self.trials.get(&shape) {
-            for (i, (name, state)) in candidates.iter().zip(&states).enumerate() {
-                match state {
-                    Some((state_key, spec_key)) if !answers[state_key].admitted => refused.push((i, *spec_key)),
-                    _ => outcome.passed.push(name.clone()),
+        let states = self.states_of(&candidates);
+        self.evaluate(pod, shape, &candidates, &states)?;
+        let mut outcome = FilterOutcome {
+            passed: Vec::with_capacity(candidates.len()),
+            ..FilterOutcome::default()
+        };
+        // (name, state key, spec key) of the refusing nodes; names are moved,
+        // never copied.
+        let mut refused: Vec<(String, u64, u64)> = Vec::new();
+        let answers = self.trials.get(&shape);
+        for (name, state) in candidates.into_iter().zip(&states) {
+            match (state, answers) {
+                (Some((state_key, spec_key)), Some(answers)) if !answers[state_key].admitted => {
+                    refused.push((name, *state_key, *spec_key));
                 }
+                _ => outcome.passed.push(name),
             }
-        } else {
-            outcome.passed = candidates.to_vec();
         }
-        for (i, spec_key) in refused {
-            let name = &candidates[i];
-            let Some((state_key, _)) = states[i] else { continue };
+        for (name, state_key, spec_key) in refused {
             let summary = self.trials[&shape][&state_key].summary.clone();
             if self.empty_admits(spec_key, shape, pod) {
-                outcome.failed.insert(name.clone(), summary);
+                outcome.failed.insert(name, summary);
             } else {
                 outcome
                     .unresolvable
-                    .insert(name.clone(), format!("{summary} (even on an empty node)"));
+                    .insert(name, format!("{summary} (even on an empty node)"));
             }
         }
         if self.config.choose_in_filter {
@@ -638,14 +644,14 @@ impl Cluster {
     pub fn prioritize(
         &mut self,
         pod: &Pod,
-        candidates: &[String],
+        candidates: Vec<String>,
         now: Instant,
     ) -> Result<Vec<(String, i64)>, ClusterError> {
         self.expire(now);
         self.see(pod, now);
         let shape = shape_key(pod);
-        let states = self.states_of(candidates);
-        self.evaluate(pod, shape, candidates, &states)?;
+        let states = self.states_of(&candidates);
+        self.evaluate(pod, shape, &candidates, &states)?;
         let scores = self.scored(shape, &states);
         if self.config.assume_on_prioritize
             && let Some(best) = best_of(&scores)
@@ -653,9 +659,9 @@ impl Cluster {
             self.assume(pod, &candidates[best], now);
         }
         Ok(candidates
-            .iter()
+            .into_iter()
             .zip(scores)
-            .map(|(name, (score, _))| (name.clone(), score))
+            .map(|(name, (score, _))| (name, score))
             .collect())
     }
 
@@ -815,8 +821,9 @@ impl Cluster {
     }
 }
 
-/// `work` on every part, each on its own thread; the results in order, or
-/// the message of a worker's panic.
+/// `work` on every part, each on its own thread (a single part on the
+/// calling thread); the results in order, or the message of a worker's
+/// panic.
 fn on_threads<P, R, I>(parts: I, work: impl Fn(P) -> R + Sync) -> Result<Vec<R>, String>
 where
     I: Iterator<Item = P>,
@@ -824,8 +831,25 @@ where
     R: Send,
 {
     let work = &work;
+    let mut parts = parts.peekable();
+    let first = parts.next();
+    if parts.peek().is_none() {
+        // One part: on this thread (no thread to start), panics caught the
+        // same way.
+        return first
+            .map(|part| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(part)))
+                    .map_err(|payload| panic_message(payload.as_ref()))
+            })
+            .into_iter()
+            .collect();
+    }
     std::thread::scope(|scope| {
-        let handles: Vec<_> = parts.map(|part| scope.spawn(move || work(part))).collect();
+        let handles: Vec<_> = first
+            .into_iter()
+            .chain(parts)
+            .map(|part| scope.spawn(move || work(part)))
+            .collect();
         handles
             .into_iter()
             .map(|handle| handle.join().map_err(|payload| panic_message(payload.as_ref())))
@@ -931,5 +955,13 @@ mod tests {
         });
         assert_eq!(result, Err("evaluation 2 failed".to_owned()));
         assert_eq!(on_threads([1, 2].into_iter(), |n| n * 10), Ok(vec![10, 20]));
+        // A single part runs on the calling thread, its panic reported the
+        // same way.
+        let alone = on_threads([2].into_iter(), |n| {
+            assert!(n != 2, "evaluation {n} failed");
+            n
+        });
+        assert_eq!(alone, Err("evaluation 2 failed".to_owned()));
+        assert_eq!(on_threads([3].into_iter(), |n| n * 10), Ok(vec![30]));
     }
 }

@@ -1,8 +1,9 @@
 //! Reading nodes' NodeResourceTopology objects again and again (from the
 //! API server, through whatever `list` the caller gives) into the shared
-//! cluster: each listing replaces the last ([`Cluster::sync_nrt`]: changed
-//! nodes rebuilt, vanished nodes removed). Rebuilding nodes runs the
-//! engine, so it happens on a blocking thread, never on the async ones.
+//! cluster: each listing replaces the last ([`Cluster::sync_rebuilt`]:
+//! changed nodes rebuilt, vanished nodes removed). Rebuilding nodes runs
+//! the engine, so it happens on a blocking thread, never on the async ones,
+//! and outside the cluster's lock.
 
 use std::fmt::Display;
 use std::future::Future;

@@ -92,10 +92,11 @@ pub async fn serve(
         .await
 }
 
-/// The candidates of a request, and whether they came as names.
-fn candidates(args: &ExtenderArgs) -> (Vec<String>, bool) {
-    match (&args.node_names, &args.nodes) {
-        (Some(names), _) => (names.clone(), true),
+/// The candidates of a request (its `NodeNames` taken out of it, not
+/// copied), and whether they came as names.
+fn candidates(args: &mut ExtenderArgs) -> (Vec<String>, bool) {
+    match (args.node_names.take(), &args.nodes) {
+        (Some(names), _) => (names, true),
         (None, Some(list)) => (node_list_names(list), false),
         (None, None) => (Vec::new(), true),
     }
@@ -119,9 +120,9 @@ pub async fn with_cluster<T: Send + 'static>(
 
 async fn filter(
     State(AppState { cluster, .. }): State<AppState>,
-    Json(args): Json<ExtenderArgs>,
+    Json(mut args): Json<ExtenderArgs>,
 ) -> Json<ExtenderFilterResult> {
-    let (names, by_name) = candidates(&args);
+    let (names, by_name) = candidates(&mut args);
     let answer = |error: String| ExtenderFilterResult {
         error,
         ..ExtenderFilterResult::default()
@@ -134,7 +135,7 @@ async fn filter(
         Err(e) => return Json(answer(e.to_string())),
     };
     let outcome = with_cluster(cluster, move |cluster| {
-        cluster.filter(&pod, &names, Instant::now()).map_err(|e| e.to_string())
+        cluster.filter(&pod, names, Instant::now()).map_err(|e| e.to_string())
     })
     .await
     .and_then(|outcome| outcome);
@@ -158,15 +159,15 @@ async fn filter(
 
 async fn prioritize(
     State(AppState { cluster, .. }): State<AppState>,
-    Json(args): Json<ExtenderArgs>,
+    Json(mut args): Json<ExtenderArgs>,
 ) -> Json<Vec<HostPriority>> {
-    let (names, _) = candidates(&args);
+    let (names, _) = candidates(&mut args);
     let pod = args.pod.as_ref().and_then(|m| Cluster::read_pod(m).ok());
     // Without a readable pod, or without an answer, every node scores the
     // same (the verb has no error field).
     let even: Vec<(String, i64)> = names.iter().map(|n| (n.clone(), 0)).collect();
     let scores = match pod {
-        Some(pod) => with_cluster(cluster, move |cluster| cluster.prioritize(&pod, &names, Instant::now()))
+        Some(pod) => with_cluster(cluster, move |cluster| cluster.prioritize(&pod, names, Instant::now()))
             .await
             .ok()
             .and_then(Result::ok)

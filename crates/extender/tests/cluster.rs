@@ -82,11 +82,11 @@ fn an_assumed_pod_holds_its_resources_until_the_timeout() {
     cluster.assume(&pod("a", "4", 1), "gpu-0", t0);
     let candidates = names(&["gpu-0", "gpu-1"]);
     let during = cluster
-        .filter(&pod("b", "4", 1), &candidates, t0 + Duration::from_secs(29))
+        .filter(&pod("b", "4", 1), candidates.clone(), t0 + Duration::from_secs(29))
         .unwrap();
     assert_eq!(during.passed, ["gpu-1"]);
     let after = cluster
-        .filter(&pod("b", "4", 1), &candidates, t0 + Duration::from_secs(31))
+        .filter(&pod("b", "4", 1), candidates.clone(), t0 + Duration::from_secs(31))
         .unwrap();
     assert_eq!(after.passed, ["gpu-0", "gpu-1"]);
     assert!(cluster.assumptions().is_empty());
@@ -102,7 +102,7 @@ fn choosing_in_filter_passes_one_node_and_assumes_the_pod_there() {
     let now = Instant::now();
     cluster.assume(&pod("a", "4", 1), "gpu-0", now);
     let candidates = names(&["gpu-0", "gpu-1", "gpu-2"]);
-    let outcome = cluster.filter(&pod("b", "2", 1), &candidates, now).unwrap();
+    let outcome = cluster.filter(&pod("b", "2", 1), candidates.clone(), now).unwrap();
     assert_eq!(outcome.passed.len(), 1, "{outcome:?}");
     let chosen = outcome.passed[0].clone();
     // gpu-0 refuses b (a holds its GPU's NUMA node); of the two that
@@ -131,11 +131,17 @@ fn nrt_objects_carry_the_exact_state_and_confirm_assumptions() {
     // The node's GPU is in use: a GPU pod does not fit; a CPU pod does.
     let candidates = names(&["worker-1", "unknown"]);
     assert_eq!(
-        cluster.filter(&pod("g", "2", 1), &candidates, t0).unwrap().passed,
+        cluster
+            .filter(&pod("g", "2", 1), candidates.clone(), t0)
+            .unwrap()
+            .passed,
         ["unknown"]
     );
     assert_eq!(
-        cluster.filter(&pod("c", "2", 0), &candidates, t0).unwrap().passed,
+        cluster
+            .filter(&pod("c", "2", 0), candidates.clone(), t0)
+            .unwrap()
+            .passed,
         ["worker-1", "unknown"]
     );
 
@@ -144,7 +150,7 @@ fn nrt_objects_carry_the_exact_state_and_confirm_assumptions() {
     // confirms it; either way a 5-CPU pod no longer fits.
     assert!(
         cluster
-            .filter(&pod("five", "5", 0), &candidates, t0)
+            .filter(&pod("five", "5", 0), candidates.clone(), t0)
             .unwrap()
             .passed
             .contains(&"worker-1".to_string())
@@ -158,7 +164,7 @@ fn nrt_objects_carry_the_exact_state_and_confirm_assumptions() {
     );
     assert!(
         !cluster
-            .filter(&pod("five", "5", 0), &candidates, t0)
+            .filter(&pod("five", "5", 0), candidates.clone(), t0)
             .unwrap()
             .passed
             .contains(&"worker-1".to_string())
@@ -168,7 +174,7 @@ fn nrt_objects_carry_the_exact_state_and_confirm_assumptions() {
     assert!(cluster.assumptions().is_empty());
     assert!(
         !cluster
-            .filter(&pod("five", "5", 0), &candidates, t0)
+            .filter(&pod("five", "5", 0), candidates.clone(), t0)
             .unwrap()
             .passed
             .contains(&"worker-1".to_string())
@@ -180,7 +186,10 @@ fn nrt_objects_carry_the_exact_state_and_confirm_assumptions() {
     cluster.apply_nrt(&plain, t0).unwrap();
     assert_eq!(cluster.len(), 0);
     assert_eq!(
-        cluster.filter(&pod("g", "2", 1), &candidates, t0).unwrap().passed,
+        cluster
+            .filter(&pod("g", "2", 1), candidates.clone(), t0)
+            .unwrap()
+            .passed,
         ["worker-1", "unknown"]
     );
 }
@@ -197,7 +206,7 @@ fn the_scoring_strategies_rank_a_fuller_and_an_emptier_node() {
         let mut cluster = Cluster::from_fleet(&fleet(2), config).unwrap();
         let now = Instant::now();
         cluster.assume(&pod_with_cpus(), "gpu-0", now);
-        cluster.prioritize(pod, &names(&["gpu-0", "gpu-1"]), now).unwrap()
+        cluster.prioritize(pod, names(&["gpu-0", "gpu-1"]), now).unwrap()
     };
     fn pod_with_cpus() -> Pod {
         pod("holder", "6", 0)
@@ -246,7 +255,7 @@ fn a_node_missing_from_the_next_listing_is_removed() {
     // worker-1 is known and refuses a pod larger than the machine; the
     // removed worker-2 passes through like any unknown node.
     let too_big = pod("huge", "20", 0);
-    let outcome = cluster.filter(&too_big, &names(&["worker-1", "worker-2"]), t0).unwrap();
+    let outcome = cluster.filter(&too_big, names(&["worker-1", "worker-2"]), t0).unwrap();
     assert_eq!(outcome.passed, ["worker-2"]);
     assert!(outcome.unresolvable.contains_key("worker-1"), "{outcome:?}");
 }
@@ -264,7 +273,13 @@ fn unknown_and_unrestorable_objects_pass_with_the_reason() {
     assert_eq!(cluster.sync_nrt(std::slice::from_ref(&known), t0), Default::default());
     let gpu_pod = pod("g", "2", 1);
     let candidates = names(&["worker-1"]);
-    assert!(cluster.filter(&gpu_pod, &candidates, t0).unwrap().passed.is_empty());
+    assert!(
+        cluster
+            .filter(&gpu_pod, candidates.clone(), t0)
+            .unwrap()
+            .passed
+            .is_empty()
+    );
 
     let unknown = topoalign_nrt::unknown("worker-1", "cpu_manager_state: unexpected end of JSON input");
     let report = cluster.sync_nrt(std::slice::from_ref(&unknown), t0);
@@ -275,7 +290,10 @@ fn unknown_and_unrestorable_objects_pass_with_the_reason() {
             "its exporter does not know its state: cpu_manager_state: unexpected end of JSON input".to_string()
         )]
     );
-    assert_eq!(cluster.filter(&gpu_pod, &candidates, t0).unwrap().passed, ["worker-1"]);
+    assert_eq!(
+        cluster.filter(&gpu_pod, candidates.clone(), t0).unwrap().passed,
+        ["worker-1"]
+    );
     // The same reason again is not news.
     assert_eq!(cluster.sync_nrt(std::slice::from_ref(&unknown), t0), Default::default());
 
@@ -291,7 +309,10 @@ fn unknown_and_unrestorable_objects_pass_with_the_reason() {
         report.errors[0].to_string().contains("topoalign.io/state"),
         "{report:?}"
     );
-    assert_eq!(cluster.filter(&gpu_pod, &candidates, t0).unwrap().passed, ["worker-1"]);
+    assert_eq!(
+        cluster.filter(&gpu_pod, candidates.clone(), t0).unwrap().passed,
+        ["worker-1"]
+    );
 
     let plain = worker.object(false);
     let report = cluster.sync_nrt(std::slice::from_ref(&plain), t0);
@@ -300,5 +321,11 @@ fn unknown_and_unrestorable_objects_pass_with_the_reason() {
 
     // Known again: filtered again.
     assert_eq!(cluster.sync_nrt(std::slice::from_ref(&known), t0), Default::default());
-    assert!(cluster.filter(&gpu_pod, &candidates, t0).unwrap().passed.is_empty());
+    assert!(
+        cluster
+            .filter(&gpu_pod, candidates.clone(), t0)
+            .unwrap()
+            .passed
+            .is_empty()
+    );
 }

@@ -191,9 +191,9 @@ proptest! {
                     let index = *asked.entry(key).or_insert(seen);
                     let p = pod(&format!("q{index}"), shape);
                     let (expected, expected_scores) = reference(&nodes, &empty, &groups, &p, strategy);
-                    let outcome = cluster.filter(&p, &names, now).unwrap();
+                    let outcome = cluster.filter(&p, names.clone(), now).unwrap();
                     prop_assert_eq!(&outcome, &expected);
-                    let scores = cluster.prioritize(&p, &names, now).unwrap();
+                    let scores = cluster.prioritize(&p, names.clone(), now).unwrap();
                     prop_assert_eq!(&scores, &expected_scores);
                 }
             }

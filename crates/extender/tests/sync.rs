@@ -190,10 +190,10 @@ fn check(steps: Vec<Step>) -> Result<(), TestCaseError> {
             Step::Ask { cpus, gpus } => {
                 asks += 1;
                 let p = pod(&format!("q{asks}"), cpus, gpus);
-                let outcome = synced.filter(&p, &names, now).unwrap();
-                prop_assert_eq!(&outcome, &rebuilt.filter(&p, &names, now).unwrap());
-                let scores = synced.prioritize(&p, &names, now).unwrap();
-                prop_assert_eq!(&scores, &rebuilt.prioritize(&p, &names, now).unwrap());
+                let outcome = synced.filter(&p, names.clone(), now).unwrap();
+                prop_assert_eq!(&outcome, &rebuilt.filter(&p, names.clone(), now).unwrap());
+                let scores = synced.prioritize(&p, names.clone(), now).unwrap();
+                prop_assert_eq!(&scores, &rebuilt.prioritize(&p, names.clone(), now).unwrap());
             }
         }
         prop_assert_eq!(synced.assumptions(), rebuilt.assumptions());

@@ -3,7 +3,7 @@
 //! holding up to five pods of three sizes in node-dependent order (about a
 //! thousand distinct node states).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 use topoalign_extender::{Cluster, ExtenderConfig};
@@ -52,6 +52,11 @@ pub fn cluster(threads: usize) -> (Cluster, Vec<String>) {
     let fleet = topoalign_fleet::Fleet::parse(&fleet.to_string(), |_| Err("no files".into())).expect("fleet");
     let config = ExtenderConfig {
         assume_on_prioritize: false,
+        // The pods laid on the nodes below are assumptions: they must not
+        // expire while a benchmark runs (or valgrind runs the example), or
+        // the nodes would empty out and the "about a thousand states"
+        // would become three.
+        assume_timeout: Duration::from_secs(24 * 3600),
         threads,
         ..ExtenderConfig::default()
     };
