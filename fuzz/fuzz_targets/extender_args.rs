@@ -37,6 +37,6 @@ fuzz_target!(|bytes: &[u8]| {
         let _ = cluster.apply_nrt(object, now);
         names.push(object.metadata.name.clone());
     }
-    let _ = cluster.filter(&pod, &names, now);
-    let _ = cluster.prioritize(&pod, &names, now);
+    let _ = cluster.filter(&pod, names.clone(), now);
+    let _ = cluster.prioritize(&pod, names, now);
 });
