@@ -3,29 +3,15 @@
 
 #![allow(clippy::unwrap_used)] // a panic is how a test reports failure
 
+mod common;
+
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 use topoalign_extender::{Cluster, ExtenderConfig, Strategy};
 use topoalign_model::Pod;
 
-fn spec() -> topoalign_nrt::NodeSpec {
-    let cpus: Vec<Value> = (0..16)
-        .map(|id| {
-            let core = id % 8;
-            json!({"id": id, "core": core, "socket": core / 4, "numa": core / 4})
-        })
-        .collect();
-    serde_json::from_value(json!({
-        "topology": {
-            "numaNodes": [{"id": 0, "memory": "16Gi"}, {"id": 1, "memory": "16Gi"}],
-            "cpus": cpus,
-            "devices": {"nvidia.com/gpu": [{"id": "gpu0", "numa": [1]}]}
-        },
-        "kubelet": {"topologyManagerPolicy": "single-numa-node", "cpuManagerPolicy": "static", "reservedSystemCPUs": "0"}
-    }))
-    .unwrap()
-}
+use common::spec;
 
 fn fleet(count: u32) -> topoalign_fleet::Fleet {
     let spec = spec();
@@ -34,13 +20,7 @@ fn fleet(count: u32) -> topoalign_fleet::Fleet {
 }
 
 fn pod(name: &str, cpu: &str, gpus: u32) -> Pod {
-    let mut limits = json!({"cpu": cpu, "memory": "2Gi"});
-    if gpus > 0 {
-        limits["nvidia.com/gpu"] = json!(gpus.to_string());
-    }
-    let manifest = json!({"metadata": {"name": name, "uid": format!("uid-{name}")},
-        "spec": {"containers": [{"name": "app", "resources": {"limits": limits}}]}});
-    Cluster::read_pod(&manifest).unwrap()
+    common::pod(name, &format!("uid-{name}"), cpu, gpus)
 }
 
 /// `worker-1`, the spec's node, running a 4-CPU pod with the GPU.

@@ -9,39 +9,18 @@
 
 #![allow(clippy::unwrap_used)] // a panic is how a test reports failure
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
-use serde_json::{Value, json};
 use topoalign_extender::{Cluster, ExtenderConfig};
 use topoalign_model::Pod;
 
-fn spec() -> topoalign_nrt::NodeSpec {
-    let cpus: Vec<Value> = (0..16)
-        .map(|id| {
-            let core = id % 8;
-            json!({"id": id, "core": core, "socket": core / 4, "numa": core / 4})
-        })
-        .collect();
-    serde_json::from_value(json!({
-        "topology": {
-            "numaNodes": [{"id": 0, "memory": "16Gi"}, {"id": 1, "memory": "16Gi"}],
-            "cpus": cpus,
-            "devices": {"nvidia.com/gpu": [{"id": "gpu0", "numa": [1]}]}
-        },
-        "kubelet": {"topologyManagerPolicy": "single-numa-node", "cpuManagerPolicy": "static", "reservedSystemCPUs": "0"}
-    }))
-    .unwrap()
-}
+use common::spec;
 
 fn pod(uid: &str, cpus: u32, gpus: u32) -> Pod {
-    let mut limits = json!({"cpu": cpus.to_string(), "memory": "2Gi"});
-    if gpus > 0 {
-        limits["nvidia.com/gpu"] = json!(gpus.to_string());
-    }
-    let manifest = json!({"metadata": {"name": uid, "uid": uid},
-        "spec": {"containers": [{"name": "app", "resources": {"limits": limits}}]}});
-    Cluster::read_pod(&manifest).unwrap()
+    common::pod(uid, uid, &cpus.to_string(), gpus)
 }
 
 #[derive(Clone, Debug)]
