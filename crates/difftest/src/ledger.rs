@@ -38,12 +38,9 @@ pub const HEADER: [&str; 16] = [
     "options",
 ];
 
-/// One finished run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Entry {
-    pub release: Release,
-    pub first_seed: u64,
-    pub last_seed: u64,
+/// The counts of a run, or of several added up.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
     pub scenarios: u64,
     pub same: u64,
     pub same_refusals: u64,
@@ -53,6 +50,66 @@ pub struct Entry {
     pub excluded: u64,
     pub harness_failures: u64,
     pub seconds: u64,
+}
+
+impl Counts {
+    /// In the ledger's column order (`HEADER[3..12]`).
+    fn columns(&self) -> [u64; 9] {
+        [
+            self.scenarios,
+            self.same,
+            self.same_refusals,
+            self.differ,
+            self.unstable,
+            self.timeouts,
+            self.excluded,
+            self.harness_failures,
+            self.seconds,
+        ]
+    }
+
+    fn from_columns(
+        [
+            scenarios,
+            same,
+            same_refusals,
+            differ,
+            unstable,
+            timeouts,
+            excluded,
+            harness_failures,
+            seconds,
+        ]: [u64; 9],
+    ) -> Counts {
+        Counts {
+            scenarios,
+            same,
+            same_refusals,
+            differ,
+            unstable,
+            timeouts,
+            excluded,
+            harness_failures,
+            seconds,
+        }
+    }
+
+    fn add(&mut self, other: &Counts) {
+        let mut sum = self.columns();
+        for (total, n) in sum.iter_mut().zip(other.columns()) {
+            *total += n;
+        }
+        *self = Counts::from_columns(sum);
+    }
+}
+
+/// One finished run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub release: Release,
+    pub first_seed: u64,
+    pub last_seed: u64,
+    pub counts: Counts,
     /// `2026-11-27T03:10:00Z`.
     pub finished_utc: String,
     /// The engine's git commit (`+dirty` when crates/ had changes).
@@ -65,25 +122,19 @@ pub struct Entry {
 
 impl Entry {
     fn line(&self) -> String {
-        [
+        let mut fields = vec![
             self.release.name(),
             self.first_seed.to_string(),
             self.last_seed.to_string(),
-            self.scenarios.to_string(),
-            self.same.to_string(),
-            self.same_refusals.to_string(),
-            self.differ.to_string(),
-            self.unstable.to_string(),
-            self.timeouts.to_string(),
-            self.excluded.to_string(),
-            self.harness_failures.to_string(),
-            self.seconds.to_string(),
+        ];
+        fields.extend(self.counts.columns().iter().map(u64::to_string));
+        fields.extend([
             self.finished_utc.clone(),
             self.commit.clone(),
             self.oracle.clone(),
             self.options.clone(),
-        ]
-        .join("\t")
+        ]);
+        fields.join("\t")
     }
 
     fn parse(line: &str, path: &Path, number: usize) -> anyhow::Result<Entry> {
@@ -114,31 +165,27 @@ impl Entry {
                 fields[0]
             )
         })?;
+        let mut columns = [0; 9];
+        for (i, column) in columns.iter_mut().enumerate() {
+            *column = number_at(3 + i)?;
+        }
         let entry = Entry {
             release,
             first_seed: number_at(1)?,
             last_seed: number_at(2)?,
-            scenarios: number_at(3)?,
-            same: number_at(4)?,
-            same_refusals: number_at(5)?,
-            differ: number_at(6)?,
-            unstable: number_at(7)?,
-            timeouts: number_at(8)?,
-            excluded: number_at(9)?,
-            harness_failures: number_at(10)?,
-            seconds: number_at(11)?,
+            counts: Counts::from_columns(columns),
             finished_utc: fields[12].to_owned(),
             commit: fields[13].to_owned(),
             oracle: fields[14].to_owned(),
             options: fields[15].to_owned(),
         };
-        if entry.last_seed < entry.first_seed || entry.last_seed - entry.first_seed + 1 != entry.scenarios {
+        if entry.last_seed < entry.first_seed || entry.last_seed - entry.first_seed + 1 != entry.counts.scenarios {
             bail!(
                 "{}: line {number}: seeds {}..={} are not {} scenarios",
                 path.display(),
                 entry.first_seed,
                 entry.last_seed,
-                entry.scenarios
+                entry.counts.scenarios
             );
         }
         Ok(entry)
@@ -172,7 +219,7 @@ pub fn read(path: &Path) -> anyhow::Result<Vec<Entry>> {
             continue;
         }
         let entry = Entry::parse(line, path, i + 1)?;
-        if let Some(other) = overlapping(&entries, &entry) {
+        if let Some(other) = overlapping(&entries, entry.release, entry.first_seed, entry.last_seed) {
             bail!(
                 "{}: line {}: kubelet {} seeds {}..={} overlap {}..={} (counted once only)",
                 path.display(),
@@ -189,10 +236,10 @@ pub fn read(path: &Path) -> anyhow::Result<Vec<Entry>> {
     Ok(entries)
 }
 
-fn overlapping<'a>(entries: &'a [Entry], new: &Entry) -> Option<&'a Entry> {
+fn overlapping(entries: &[Entry], release: Release, first: u64, last: u64) -> Option<&Entry> {
     entries
         .iter()
-        .find(|e| e.release == new.release && e.first_seed <= new.last_seed && new.first_seed <= e.last_seed)
+        .find(|e| e.release == release && e.first_seed <= last && first <= e.last_seed)
 }
 
 /// Where `release` goes on: after its highest recorded seed, or `default`
@@ -212,25 +259,8 @@ pub fn resume_seed(entries: &[Entry], release: Release, default: u64) -> u64 {
 /// # Errors
 /// Naming the recorded range that overlaps.
 pub fn check_free(entries: &[Entry], release: Release, first: u64, count: Option<u64>) -> anyhow::Result<()> {
-    let probe = Entry {
-        release,
-        first_seed: first,
-        last_seed: count.map_or(u64::MAX, |n| first.saturating_add(n.max(1) - 1)),
-        scenarios: 0,
-        same: 0,
-        same_refusals: 0,
-        differ: 0,
-        unstable: 0,
-        timeouts: 0,
-        excluded: 0,
-        harness_failures: 0,
-        seconds: 0,
-        finished_utc: String::new(),
-        commit: String::new(),
-        oracle: String::new(),
-        options: String::new(),
-    };
-    if let Some(other) = overlapping(entries, &probe) {
+    let last = count.map_or(u64::MAX, |n| first.saturating_add(n.max(1) - 1));
+    if let Some(other) = overlapping(entries, release, first, last) {
         bail!(
             "the ledger already counts kubelet {} seeds {}..={}: start after them (--resume) or elsewhere",
             release.name(),
@@ -248,7 +278,7 @@ pub fn check_free(entries: &[Entry], release: Release, first: u64, count: Option
 /// When the ledger cannot be read or written, or the range overlaps.
 pub fn append(path: &Path, entry: &Entry) -> anyhow::Result<()> {
     let entries = read(path)?;
-    if let Some(other) = overlapping(&entries, entry) {
+    if let Some(other) = overlapping(&entries, entry.release, entry.first_seed, entry.last_seed) {
         bail!(
             "{}: kubelet {} seeds {}..={} overlap the recorded {}..={}",
             path.display(),
@@ -284,41 +314,20 @@ pub fn utc_now() -> String {
     utc(seconds)
 }
 
-/// Seconds since 1970 as a UTC date and time (the proleptic Gregorian
-/// calendar, days to year-month-day as in Howard Hinnant's `civil_from_days`).
+/// Seconds since 1970 as a UTC date and time, to the second (RFC 3339).
 fn utc(seconds: u64) -> String {
-    let days = seconds / 86_400;
-    let rest = seconds % 86_400;
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
+    i64::try_from(seconds)
+        .ok()
+        .and_then(|s| jiff::Timestamp::from_second(s).ok())
+        .unwrap_or(jiff::Timestamp::MAX)
+        .to_string()
 }
 
 /// Totals of one release over the ledger.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Totals {
     pub runs: u64,
-    pub scenarios: u64,
-    pub same: u64,
-    pub same_refusals: u64,
-    pub differ: u64,
-    pub unstable: u64,
-    pub timeouts: u64,
-    pub excluded: u64,
-    pub harness_failures: u64,
-    pub seconds: u64,
+    pub counts: Counts,
 }
 
 /// The totals per release.
@@ -327,15 +336,7 @@ pub fn totals(entries: &[Entry]) -> BTreeMap<Release, Totals> {
     for e in entries {
         let t = by_release.entry(e.release).or_default();
         t.runs += 1;
-        t.scenarios += e.scenarios;
-        t.same += e.same;
-        t.same_refusals += e.same_refusals;
-        t.differ += e.differ;
-        t.unstable += e.unstable;
-        t.timeouts += e.timeouts;
-        t.excluded += e.excluded;
-        t.harness_failures += e.harness_failures;
-        t.seconds += e.seconds;
+        t.counts.add(&e.counts);
     }
     by_release
 }
@@ -346,7 +347,7 @@ pub fn table(entries: &[Entry]) -> String {
         "| release | scenarios | same (start-up refusals) | differ | unstable | timeouts | skipped (known) | harness failures | minutes | scenarios/s |\n\
          |---|---|---|---|---|---|---|---|---|---|\n",
     );
-    for (release, t) in totals(entries) {
+    for (release, Totals { counts: t, .. }) in totals(entries) {
         let rate = if t.seconds == 0 {
             0.0
         } else {
@@ -379,15 +380,14 @@ mod tests {
             release: Release(release),
             first_seed: first,
             last_seed: last,
-            scenarios: last - first + 1,
-            same: last - first,
-            same_refusals: 1,
-            differ: 0,
-            unstable: 0,
-            timeouts: 1,
-            excluded: 0,
-            harness_failures: 0,
-            seconds: 10,
+            counts: Counts {
+                scenarios: last - first + 1,
+                same: last - first,
+                same_refusals: 1,
+                timeouts: 1,
+                seconds: 10,
+                ..Counts::default()
+            },
             finished_utc: "2026-11-27T03:00:00Z".into(),
             commit: "0123456789ab".into(),
             oracle: "abcdefabcdef".into(),
@@ -414,7 +414,10 @@ mod tests {
         assert_eq!(resume_seed(&entries, Release(37), 1), 2000);
         assert_eq!(resume_seed(&entries, Release(32), 77), 77);
         let t = &totals(&entries)[&Release(35)];
-        assert_eq!((t.runs, t.scenarios, t.timeouts, t.seconds), (2, 600, 2, 20));
+        assert_eq!(
+            (t.runs, t.counts.scenarios, t.counts.timeouts, t.counts.seconds),
+            (2, 600, 2, 20)
+        );
         assert!(table(&entries).contains("| 1.35 | 600 | 598 (2) | 0 | 0 | 2 |"));
     }
 
