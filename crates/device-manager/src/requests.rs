@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use topoalign_model::{Container, Pod, Quantity, ResourceList};
+use topoalign_model::{Container, Pod, ResourceList};
 
 use crate::registry::Registry;
 
@@ -41,77 +41,18 @@ fn device_requests(registry: &Registry, limits: &ResourceList) -> DeviceRequests
         .collect()
 }
 
-/// component-helpers `PodLimits` (v1.32, overhead excluded): the sum of the
-/// app containers and the sidecars (restartable init containers), or, when
-/// larger, what the pod needs while its biggest init container runs (that
-/// init container plus the sidecars started before it).
-/// Only the resources `keep` accepts are summed.
+/// component-helpers `PodLimits` (v1.32, overhead excluded): the pod's
+/// containers aggregated ([`Pod::aggregate_containers`]) over their
+/// limits. Only the resources `keep` accepts are summed.
 fn pod_limits(pod: &Pod, keep: impl Fn(&str) -> bool) -> ResourceList {
-    let kept = |limits: &ResourceList| -> ResourceList {
-        limits
-            .iter()
-            .filter(|(resource, _)| keep(resource))
-            .map(|(resource, quantity)| (resource.clone(), *quantity))
-            .collect()
-    };
-    let mut total = ResourceList::new();
-    for container in &pod.containers {
-        for (resource, quantity) in &container.limits {
-            if keep(resource) {
-                add_one(&mut total, resource, *quantity);
-            }
-        }
-    }
-    let mut sidecars = ResourceList::new();
-    let mut init_peak = ResourceList::new();
-    for init in &pod.init_containers {
-        let limits = kept(&init.limits);
-        let running_now = if init.restartable {
-            add_into(&mut total, &limits);
-            add_into(&mut sidecars, &limits);
-            sidecars.clone()
-        } else {
-            let mut with_sidecars = limits;
-            add_into(&mut with_sidecars, &sidecars);
-            with_sidecars
-        };
-        max_into(&mut init_peak, &running_now);
-    }
-    max_into(&mut total, &init_peak);
-    total
-}
-
-fn add_into(total: &mut ResourceList, more: &ResourceList) {
-    for (resource, quantity) in more {
-        add_one(total, resource, *quantity);
-    }
-}
-
-/// Adds `quantity` of `resource` (copying the name only when it is new).
-fn add_one(total: &mut ResourceList, resource: &str, quantity: Quantity) {
-    match total.get_mut(resource) {
-        Some(sum) => *sum += quantity,
-        None => {
-            let mut sum = Quantity::ZERO;
-            sum += quantity;
-            total.insert(resource.to_owned(), sum);
-        }
-    }
-}
-
-fn max_into(total: &mut ResourceList, other: &ResourceList) {
-    for (resource, quantity) in other {
-        let entry = total.entry(resource.clone()).or_insert(*quantity);
-        if *quantity > *entry {
-            *entry = *quantity;
-        }
-    }
+    pod.aggregate_containers(|container| &container.limits, keep)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testing::{container, machine, pod, sidecar};
+    use topoalign_model::Quantity;
 
     fn gpus(requests: DeviceRequests) -> Option<i128> {
         requests.get("gpu").copied()

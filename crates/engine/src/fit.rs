@@ -38,7 +38,7 @@
 use std::collections::BTreeMap;
 
 use topoalign_model::resource_name::{is_extended, is_hugepages, is_scalar};
-use topoalign_model::{Machine, Pod, Quantity, QuantityFormat, ResourceList, hugepage_resource_name};
+use topoalign_model::{Machine, Pod, Quantity, QuantityFormat, ResourceList, add_resources, hugepage_resource_name};
 
 use crate::NodeConfig;
 use crate::reservation::node_allocatable_reservation;
@@ -379,7 +379,7 @@ pub fn pod_request_totals(pod: &Pod) -> ResourceList {
 }
 
 /// component-helpers `PodRequests`: the containers' requests
-/// ([`aggregate_containers`]) — or, for a resource the pod's `spec.resources`
+/// ([`Pod::aggregate_containers`]) — or, for a resource the pod's `spec.resources`
 /// requests, that amount instead — plus the pod overhead. Only requests
 /// whose name `keep` accepts count.
 ///
@@ -388,7 +388,7 @@ pub fn pod_request_totals(pod: &Pod) -> ResourceList {
 /// off, defaulted, only supported names); a pod not yet admitted is read as
 /// a scheduler with the gate on reads it.
 fn pod_requests(pod: &Pod, keep: impl Fn(&str) -> bool) -> ResourceList {
-    let mut total = aggregate_containers(pod, |container| &container.requests, &keep);
+    let mut total = pod.aggregate_containers(|container| &container.requests, &keep);
     if let Some(pod_level) = &pod.pod_resources {
         for (resource, amount) in &pod_level.requests {
             if keep(resource) && crate::pod_level::covers(resource) {
@@ -396,79 +396,8 @@ fn pod_requests(pod: &Pod, keep: impl Fn(&str) -> bool) -> ResourceList {
             }
         }
     }
-    add_into(&mut total, &pod.overhead);
+    add_resources(&mut total, &pod.overhead);
     total
-}
-
-/// component-helpers `AggregateContainerRequests` / `...Limits` over the
-/// list `amounts` picks: the sum of app containers and sidecars, or, when
-/// larger, the biggest init container next to the sidecars started before
-/// it. Only names `keep` accepts count.
-pub(crate) fn aggregate_containers(
-    pod: &Pod,
-    amounts: impl Fn(&topoalign_model::Container) -> &ResourceList,
-    keep: impl Fn(&str) -> bool,
-) -> ResourceList {
-    let own = |container: &topoalign_model::Container| -> ResourceList {
-        amounts(container)
-            .iter()
-            .filter(|(resource, _)| keep(resource))
-            .map(|(resource, amount)| (resource.clone(), *amount))
-            .collect()
-    };
-    let mut total = ResourceList::new();
-    for container in &pod.containers {
-        for (resource, amount) in amounts(container) {
-            if keep(resource) {
-                add_one(&mut total, resource, *amount);
-            }
-        }
-    }
-    let mut sidecars = ResourceList::new();
-    let mut init_peak = ResourceList::new();
-    for init in &pod.init_containers {
-        let own = own(init);
-        let running_now = if init.restartable {
-            add_into(&mut total, &own);
-            add_into(&mut sidecars, &own);
-            sidecars.clone()
-        } else {
-            let mut with_sidecars = own;
-            add_into(&mut with_sidecars, &sidecars);
-            with_sidecars
-        };
-        for (resource, amount) in running_now {
-            let peak = init_peak.entry(resource).or_insert(amount);
-            if amount > *peak {
-                *peak = amount;
-            }
-        }
-    }
-    for (resource, amount) in init_peak {
-        let current = total.entry(resource).or_insert(amount);
-        if amount > *current {
-            *current = amount;
-        }
-    }
-    total
-}
-
-fn add_into(total: &mut ResourceList, more: &ResourceList) {
-    for (resource, amount) in more {
-        add_one(total, resource, *amount);
-    }
-}
-
-/// Adds `amount` of `resource` (copying the name only when it is new).
-fn add_one(total: &mut ResourceList, resource: &str, amount: Quantity) {
-    match total.get_mut(resource) {
-        Some(sum) => *sum += amount,
-        None => {
-            let mut sum = Quantity::ZERO;
-            sum += amount;
-            total.insert(resource.to_owned(), sum);
-        }
-    }
 }
 
 fn clamp_at_zero(amount: Quantity) -> Quantity {

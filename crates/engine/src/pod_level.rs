@@ -15,7 +15,6 @@
 
 use topoalign_model::{FeatureGates, KubeletVersion, Pod, PodResources, QosClass, ResourceList};
 
-use crate::fit::aggregate_containers;
 use topoalign_model::resource_name;
 
 /// Whether pod-level management covers `resource` in some release: `cpu`,
@@ -67,7 +66,7 @@ fn defaulted(pod: &Pod, written: PodResources, version: KubeletVersion) -> PodRe
     // containers limit and the pod names neither as request nor as limit
     // gets the containers' sum as its pod-level limit.
     if version.at_least(KubeletVersion::V1_33) && (!requests.is_empty() || !limits.is_empty()) {
-        let container_limits = aggregate_containers(pod, |c| &c.limits, resource_name::is_hugepages);
+        let container_limits = pod.aggregate_containers(|c| &c.limits, resource_name::is_hugepages);
         for (resource, amount) in container_limits {
             if !requests.contains_key(&resource) {
                 limits.entry(resource).or_insert(amount);
@@ -78,7 +77,7 @@ fn defaulted(pod: &Pod, written: PodResources, version: KubeletVersion) -> PodRe
     // covered, overcommittable resource the containers request gets their
     // sum; any other covered limit without a request becomes the request.
     if !limits.is_empty() {
-        let container_requests = aggregate_containers(pod, |c| &c.requests, |r| matches!(r, "cpu" | "memory"));
+        let container_requests = pod.aggregate_containers(|c| &c.requests, |r| matches!(r, "cpu" | "memory"));
         for (resource, amount) in container_requests {
             requests.entry(resource).or_insert(amount);
         }

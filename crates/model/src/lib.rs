@@ -29,4 +29,4 @@ pub use numa_mask::{MAX_NUMA_NODES, NumaMask};
 pub use option_maturity::{OptionMaturity, OptionsOf};
 pub use quantity::{Quantity, QuantityFormat};
 pub use resource_name::hugepage_resource_name;
-pub use workload::{Container, Pod, PodResources, PodShape, QosClass, ResourceList, ResourceName};
+pub use workload::{Container, Pod, PodResources, PodShape, QosClass, ResourceList, ResourceName, add_resources};

@@ -14,6 +14,25 @@ pub type ResourceName = String;
 /// Amounts per resource name.
 pub type ResourceList = BTreeMap<ResourceName, Quantity>;
 
+/// Adds every amount of `more` to `total` (copying a name only when it is
+/// new to `total`).
+pub fn add_resources(total: &mut ResourceList, more: &ResourceList) {
+    for (resource, amount) in more {
+        add_resource(total, resource, *amount);
+    }
+}
+
+fn add_resource(total: &mut ResourceList, resource: &str, amount: Quantity) {
+    match total.get_mut(resource) {
+        Some(sum) => *sum += amount,
+        None => {
+            let mut sum = Quantity::ZERO;
+            sum += amount;
+            total.insert(resource.to_owned(), sum);
+        }
+    }
+}
+
 /// Kubernetes QoS class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum QosClass {
@@ -173,6 +192,61 @@ impl PodResources {
 }
 
 impl Pod {
+    /// component-helpers `AggregateContainerRequests` / `...Limits` over
+    /// the list `amounts` picks: the sum of app containers and sidecars
+    /// (restartable init containers), or, when larger, the biggest init
+    /// container next to the sidecars started before it. Only names `keep`
+    /// accepts count. The pod's requests for fitting (engine) and its
+    /// limits for device hints (device manager) are both this.
+    pub fn aggregate_containers(
+        &self,
+        amounts: impl Fn(&Container) -> &ResourceList,
+        keep: impl Fn(&str) -> bool,
+    ) -> ResourceList {
+        let own = |container: &Container| -> ResourceList {
+            amounts(container)
+                .iter()
+                .filter(|(resource, _)| keep(resource))
+                .map(|(resource, amount)| (resource.clone(), *amount))
+                .collect()
+        };
+        let mut total = ResourceList::new();
+        for container in &self.containers {
+            for (resource, amount) in amounts(container) {
+                if keep(resource) {
+                    add_resource(&mut total, resource, *amount);
+                }
+            }
+        }
+        let mut sidecars = ResourceList::new();
+        let mut init_peak = ResourceList::new();
+        for init in &self.init_containers {
+            let own = own(init);
+            let running_now = if init.restartable {
+                add_resources(&mut total, &own);
+                add_resources(&mut sidecars, &own);
+                sidecars.clone()
+            } else {
+                let mut with_sidecars = own;
+                add_resources(&mut with_sidecars, &sidecars);
+                with_sidecars
+            };
+            for (resource, amount) in running_now {
+                let peak = init_peak.entry(resource).or_insert(amount);
+                if amount > *peak {
+                    *peak = amount;
+                }
+            }
+        }
+        for (resource, amount) in init_peak {
+            let current = total.entry(resource).or_insert(amount);
+            if amount > *current {
+                *current = amount;
+            }
+        }
+        total
+    }
+
     /// `namespace/name`, the key the results and state use.
     pub fn key(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
