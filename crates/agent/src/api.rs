@@ -210,11 +210,17 @@ async fn admit(
         Ok(workload) => workload,
         Err(e) => return error(StatusCode::BAD_REQUEST, e.0),
     };
-    match with_agent(agent, move |a| a.admit(&workload)).await {
-        Ok(Ok(response)) if response.admitted => (StatusCode::CREATED, Json(response)).into_response(),
-        Ok(Ok(response)) => (StatusCode::CONFLICT, Json(response)).into_response(),
-        Ok(Err(e)) => e.into_response(),
-        Err(failure) => failure.into_response(),
+    // A rejection is explained after the agent is released: the fix
+    // search admits the pod again on copies of the node and may take long.
+    let unexplained = match with_agent(agent, move |a| a.admit_unexplained(&workload)).await {
+        Ok(Ok(unexplained)) => unexplained,
+        Ok(Err(e)) => return e.into_response(),
+        Err(failure) => return failure.into_response(),
+    };
+    match tokio::task::spawn_blocking(move || unexplained.explain()).await {
+        Ok(response) if response.admitted => (StatusCode::CREATED, Json(response)).into_response(),
+        Ok(response) => (StatusCode::CONFLICT, Json(response)).into_response(),
+        Err(e) => Failure(format!("request aborted: {e}")).into_response(),
     }
 }
 

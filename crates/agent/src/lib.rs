@@ -42,7 +42,7 @@ use std::path::Path;
 pub use client::{Client, ClientError, Endpoint};
 pub use enforcement::Enforcement;
 pub use ledger::{Ledger, LedgerError, Recovery};
-pub use node_agent::{AgentError, NodeAgent};
+pub use node_agent::{AgentError, NodeAgent, Unexplained};
 pub use server::{ServeConfig, serve, termination_signal};
 pub use state_lock::{Role, StateLock};
 

@@ -245,6 +245,19 @@ impl NodeAgent {
     /// [`AgentError`]; a rejection by the engine is not an error but an
     /// [`AdmitResponse`] with `admitted: false`.
     pub fn admit(&mut self, workload: &Workload) -> Result<AdmitResponse, AgentError> {
+        self.admit_unexplained(workload).map(Unexplained::explain)
+    }
+
+    /// Admits a workload like [`NodeAgent::admit`], but leaves the costly
+    /// half of a rejection's explanation — `topoalign-explain` and its fix
+    /// search, which admits the pod again on copies of the node — to
+    /// [`Unexplained::explain`], which needs no access to the agent: the
+    /// API server runs it after releasing the agent's lock, so one
+    /// expensive rejection does not hold up every other admission.
+    ///
+    /// # Errors
+    /// As [`NodeAgent::admit`].
+    pub fn admit_unexplained(&mut self, workload: &Workload) -> Result<Unexplained, AgentError> {
         let started = Instant::now();
         let holder = match workload.options.pid {
             None => None,
@@ -271,12 +284,18 @@ impl NodeAgent {
                 reason = admission.decision.rejection.as_ref().map(|r| r.reason.as_str()).unwrap_or_default(),
                 "rejected"
             );
-            return Ok(AdmitResponse {
+            let rejection = admission.decision.rejection.as_ref();
+            let response = AdmitResponse {
                 admitted: false,
                 allocation: None,
-                reason: admission.decision.rejection.as_ref().map(|r| r.reason.clone()),
-                message: admission.decision.rejection.as_ref().map(|r| r.message.clone()),
+                reason: rejection.map(|r| r.reason.clone()),
+                message: rejection.map(|r| r.message.clone()),
                 explanation: self.explanation(&admission),
+            };
+            let rejected = self.rejection(admission);
+            return Ok(Unexplained {
+                response,
+                rejected: Some(rejected),
             });
         };
         let held = self.ledger.get(&id).cloned();
@@ -303,61 +322,29 @@ impl NodeAgent {
             pid = ?workload.options.pid,
             "admitted"
         );
-        Ok(AdmitResponse {
-            admitted: true,
-            allocation,
-            reason: None,
-            message: None,
-            explanation: self.explanation(&admission),
+        Ok(Unexplained {
+            response: AdmitResponse {
+                admitted: true,
+                allocation,
+                reason: None,
+                message: None,
+                explanation: self.explanation(&admission),
+            },
+            rejected: None,
         })
     }
 
-    /// The API's explanation of `admission`: the decision in one line, the
-    /// merges, warnings about silent no-ops and, for a rejection, why
-    /// (`topoalign-explain` on the node as the request saw it) and the
-    /// fixes it checked by admitting the pod again.
+    /// The API's explanation of `admission` as far as it is cheap: the
+    /// decision in one line, the merges and warnings about silent no-ops.
+    /// A rejection's why and fixes are added by [`Unexplained::explain`].
     fn explanation(&self, admission: &Admission) -> AdmitExplanation {
         let decision = &admission.decision;
         let node = self.ledger.node();
         let numa_count = node.machine().numa_nodes().len();
-        let mut summary = words::decision_line(decision);
-        let mut fixes = Vec::new();
-        // A rejection leaves the ledger's node as the request found it.
-        if !decision.admitted() {
-            match self.as_requested(decision.trace.policy) {
-                Ok((node, kubelet)) => {
-                    let situation = Situation {
-                        node: &node,
-                        kubelet: &kubelet,
-                        manifest: &admission.manifest,
-                        pod: &admission.pod,
-                    };
-                    let why = topoalign_explain::explain(&situation, decision);
-                    summary = format!("{summary} {} Free now: {}.", why.summary, words::free_now(&node));
-                    let overridden = decision.trace.policy != self.ledger.node().config().topology_policy;
-                    fixes = why
-                        .fixes
-                        .into_iter()
-                        .filter_map(|fix| match &fix.change {
-                            // Checked against a configuration that is not the node's.
-                            Change::Kubelet(_) if self.kubelet.is_none() => None,
-                            // This request chose its own policy: another one
-                            // is the request's to ask for, not the kubelet's.
-                            Change::Kubelet(fields) if overridden && fields.len() == 1 => fields
-                                .get("topologyManagerPolicy")
-                                .and_then(Value::as_str)
-                                .map(|policy| format!("Ask with policy {policy}: {}.", fix.outcome)),
-                            _ => Some(fix.description),
-                        })
-                        .collect();
-                }
-                Err(error) => tracing::warn!(%error, "cannot explain the rejection"),
-            }
-        }
         AdmitExplanation {
             policy: decision.trace.policy.as_str().to_string(),
             scope: decision.trace.scope.as_str().to_string(),
-            summary,
+            summary: words::decision_line(decision),
             notes: topoalign_explain::warnings::warnings(node, &admission.pod),
             merges: decision
                 .trace
@@ -365,7 +352,20 @@ impl NodeAgent {
                 .iter()
                 .map(|merge| Merge::of(merge, numa_count))
                 .collect(),
-            fixes,
+            fixes: Vec::new(),
+        }
+    }
+
+    /// What explaining a rejection needs, copied while the agent is held:
+    /// the node as the request saw it (a rejection leaves the ledger's node
+    /// as the request found it).
+    fn rejection(&self, admission: Admission) -> Rejected {
+        let overridden = admission.decision.trace.policy != self.ledger.node().config().topology_policy;
+        Rejected {
+            as_requested: self.as_requested(admission.decision.trace.policy),
+            kubelet_known: self.kubelet.is_some(),
+            overridden,
+            admission,
         }
     }
 
@@ -588,4 +588,66 @@ fn union_numa<'a>(lists: impl Iterator<Item = &'a Vec<usize>>) -> Option<Vec<usi
     nodes.sort_unstable();
     nodes.dedup();
     any.then_some(nodes)
+}
+
+/// An admission whose response is complete but for a rejection's why and
+/// fixes (see [`NodeAgent::admit_unexplained`]).
+pub struct Unexplained {
+    response: AdmitResponse,
+    rejected: Option<Rejected>,
+}
+
+/// A rejection, with the node as its request saw it.
+struct Rejected {
+    admission: Admission,
+    as_requested: Result<(Node, Value), String>,
+    kubelet_known: bool,
+    overridden: bool,
+}
+
+impl Unexplained {
+    /// The response, with a rejection explained (`topoalign-explain` on
+    /// the node as the request saw it) and the fixes it checked by
+    /// admitting the pod again.
+    pub fn explain(self) -> AdmitResponse {
+        let Unexplained { mut response, rejected } = self;
+        let Some(rejected) = rejected else { return response };
+        let (node, kubelet) = match rejected.as_requested {
+            Ok(requested) => requested,
+            Err(error) => {
+                tracing::warn!(%error, "cannot explain the rejection");
+                return response;
+            }
+        };
+        let situation = Situation {
+            node: &node,
+            kubelet: &kubelet,
+            manifest: &rejected.admission.manifest,
+            pod: &rejected.admission.pod,
+        };
+        let why = topoalign_explain::explain(&situation, &rejected.admission.decision);
+        let explanation = &mut response.explanation;
+        explanation.summary = format!(
+            "{} {} Free now: {}.",
+            explanation.summary,
+            why.summary,
+            words::free_now(&node)
+        );
+        explanation.fixes = why
+            .fixes
+            .into_iter()
+            .filter_map(|fix| match &fix.change {
+                // Checked against a configuration that is not the node's.
+                Change::Kubelet(_) if !rejected.kubelet_known => None,
+                // This request chose its own policy: another one is the
+                // request's to ask for, not the kubelet's.
+                Change::Kubelet(fields) if rejected.overridden && fields.len() == 1 => fields
+                    .get("topologyManagerPolicy")
+                    .and_then(Value::as_str)
+                    .map(|policy| format!("Ask with policy {policy}: {}.", fix.outcome)),
+                _ => Some(fix.description),
+            })
+            .collect();
+        response
+    }
 }

@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 use topoalign_agent::api::{SharedAgent, router};
+use topoalign_agent::request::{AdmitOptions, Workload, read_body};
 use topoalign_agent::server::bind_unix_socket;
-use topoalign_agent::{Client, Endpoint, OpenOptions, Role};
+use topoalign_agent::{Client, Endpoint, NodeAgent, OpenOptions, Role, StateLock};
 use topoalign_model::{Cpu, Machine, NumaNode};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -36,6 +37,29 @@ fn machine() -> Machine {
     Machine::new(numa_nodes, cpus, BTreeMap::new()).expect("a valid machine")
 }
 
+/// An agent on [`machine`] with its state in `dir`/state: static CPU
+/// manager with CPU 0 reserved, single-numa-node, its kubelet
+/// configuration known (so rejections offer kubelet fixes).
+fn open_agent(dir: &std::path::Path) -> Result<(NodeAgent, StateLock), Box<dyn std::error::Error>> {
+    let kubelet =
+        json!({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0", "topologyManagerPolicy": "single-numa-node"});
+    let config = topoalign_k8s::node_config_from_value(&kubelet, &machine())?;
+    let (mut agent, lock) = topoalign_agent::open(
+        machine(),
+        config,
+        OpenOptions {
+            state_dir: &dir.join("state"),
+            role: Role::Agent,
+            enforce: false,
+            cgroups: false,
+            cgroup_parent: "topoalign-test",
+            procfs: topoalign_enforce::Procfs::default(),
+        },
+    )?;
+    agent.set_kubelet_configuration(kubelet);
+    Ok((agent, lock))
+}
+
 /// Issue 13: a pod with thousands of init containers took minutes of one
 /// admission, "during which every other request waits". Readers now answer
 /// from the last committed state: here an admission is held in progress —
@@ -45,22 +69,7 @@ fn machine() -> Machine {
 #[test]
 fn reads_are_answered_while_an_admission_holds_the_agent() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let state = dir.path().join("state");
-    let kubelet =
-        json!({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0", "topologyManagerPolicy": "single-numa-node"});
-    let config = topoalign_k8s::node_config_from_value(&kubelet, &machine())?;
-    let (mut agent, _lock) = topoalign_agent::open(
-        machine(),
-        config,
-        OpenOptions {
-            state_dir: &state,
-            role: Role::Agent,
-            enforce: false,
-            cgroups: false,
-            cgroup_parent: "topoalign-test",
-            procfs: topoalign_enforce::Procfs::default(),
-        },
-    )?;
+    let (mut agent, _lock) = open_agent(dir.path())?;
 
     // The hook: once armed, the listener (called with the agent locked,
     // after each change) says it has been entered and waits to be let go.
@@ -145,4 +154,49 @@ fn reads_are_answered_while_an_admission_holds_the_agent() -> TestResult {
     let _ = stop_tx.send(());
     server.join().map_err(|_| "the server thread panicked")??;
     Ok(())
+}
+
+/// A rejection's explanation (topoalign-explain's fix search admits the
+/// pod again on copies of the node, which can take long) is made after
+/// the agent is released: the API server holds the agent only for
+/// `admit_unexplained`. What is explained is the node as the rejected
+/// request saw it, even when other admissions changed the agent since —
+/// and the result is the one `admit` gives, which explains at once.
+#[test]
+fn a_rejection_is_explained_without_holding_the_agent() -> TestResult {
+    let too_big = plain(r#"{"name": "too-big", "cpus": 5, "memory": "1Gi"}"#)?;
+    let small = plain(r#"{"name": "small", "cpus": 1, "memory": "1Gi"}"#)?;
+
+    let dir = tempfile::tempdir()?;
+    let (mut agent, _lock) = open_agent(dir.path())?;
+    agent.admit(&small)?;
+    let explained_at_once = agent.admit(&too_big)?;
+    assert!(!explained_at_once.admitted, "{explained_at_once:?}");
+    assert!(
+        !explained_at_once.explanation.fixes.is_empty(),
+        "a rejection on this node offers fixes: {explained_at_once:?}"
+    );
+
+    let other = tempfile::tempdir()?;
+    let (mut agent, _lock) = open_agent(other.path())?;
+    agent.admit(&small)?;
+    let unexplained = agent.admit_unexplained(&too_big)?;
+    // The agent is free again (`unexplained` borrows nothing from it) and
+    // changes before the explanation is made.
+    let later = agent.admit(&plain(r#"{"name": "later", "cpus": 1, "memory": "1Gi"}"#)?)?;
+    assert!(later.admitted, "{later:?}");
+    let explained_later = unexplained.explain();
+
+    // Made on the node as the request saw it ("Free now: ..." included).
+    assert_eq!(
+        serde_json::to_value(&explained_later.explanation)?,
+        serde_json::to_value(&explained_at_once.explanation)?
+    );
+    assert_eq!(explained_later.reason, explained_at_once.reason);
+    assert_eq!(explained_later.message, explained_at_once.message);
+    Ok(())
+}
+
+fn plain(body: &str) -> Result<Workload, Box<dyn std::error::Error>> {
+    Ok(read_body(body.as_bytes(), false, &AdmitOptions::default())?)
 }
