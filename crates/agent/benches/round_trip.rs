@@ -15,28 +15,17 @@ use topoalign_agent::request::{AdmitOptions, read_body};
 use topoalign_agent::{Client, Endpoint, Ledger, NodeAgent, ServeConfig};
 use topoalign_enforce::Procfs;
 use topoalign_engine::{Node, NodeConfig};
-use topoalign_model::{Cpu, Machine, NumaNode};
+use topoalign_model::{Machine, UniformMachine};
 
 /// 2 NUMA nodes × 8 cores × 2 threads, 32Gi each.
 fn machine() -> Machine {
-    let numa_nodes = (0..2)
-        .map(|id| NumaNode {
-            id,
-            memory: 32 << 30,
-            hugepages: Default::default(),
-            distances: Some(if id == 0 { vec![10, 21] } else { vec![21, 10] }),
-        })
-        .collect();
-    let cpus = (0..32u32)
-        .map(|id| Cpu {
-            id,
-            core: id % 16,
-            socket: (id % 16) / 8,
-            numa: ((id % 16) / 8) as usize,
-            uncore_cache: None,
-        })
-        .collect();
-    Machine::new(numa_nodes, cpus, Default::default()).expect("a valid machine")
+    UniformMachine::new(2, 8)
+        .threads_per_core(2)
+        .sockets(2)
+        .memory_per_numa(32 << 30)
+        .remote_distance(21)
+        .build()
+        .expect("a valid machine")
 }
 
 fn config(machine: &Machine) -> NodeConfig {

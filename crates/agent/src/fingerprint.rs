@@ -130,29 +130,12 @@ fn amounts(list: &ResourceList) -> String {
 
 #[cfg(test)]
 mod tests {
-    use topoalign_model::{CpuSet, Quantity, QuantityFormat};
+    use topoalign_model::{CpuSet, Quantity, QuantityFormat, UniformMachine};
 
     use super::*;
 
     fn machine() -> Machine {
-        let cpus = (0..4)
-            .map(|id| Cpu {
-                id,
-                core: id,
-                socket: 0,
-                numa: (id / 2) as usize,
-                uncore_cache: None,
-            })
-            .collect();
-        let numa = (0..2)
-            .map(|id| NumaNode {
-                id,
-                memory: 1 << 30,
-                hugepages: Default::default(),
-                distances: None,
-            })
-            .collect();
-        Machine::new(numa, cpus, Default::default()).unwrap()
+        UniformMachine::new(2, 2).build().unwrap()
     }
 
     #[test]

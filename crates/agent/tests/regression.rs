@@ -1,7 +1,6 @@
 //! One test per bug a person (or a hostile input) found in the agent,
 //! named after what it reproduces (issue 13).
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -11,30 +10,18 @@ use topoalign_agent::api::{SharedAgent, router};
 use topoalign_agent::request::{AdmitOptions, Workload, read_body};
 use topoalign_agent::server::bind_unix_socket;
 use topoalign_agent::{Client, Endpoint, NodeAgent, OpenOptions, Role, StateLock};
-use topoalign_model::{Cpu, Machine, NumaNode};
+use topoalign_model::{Machine, UniformMachine};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 /// 2 NUMA nodes × 4 single-thread cores, 4Gi each.
 fn machine() -> Machine {
-    let numa_nodes = (0..2)
-        .map(|id| NumaNode {
-            id,
-            memory: 4 << 30,
-            hugepages: BTreeMap::new(),
-            distances: Some(if id == 0 { vec![10, 20] } else { vec![20, 10] }),
-        })
-        .collect();
-    let cpus = (0..8)
-        .map(|id| Cpu {
-            id,
-            core: id,
-            socket: id / 4,
-            numa: (id / 4) as usize,
-            uncore_cache: None,
-        })
-        .collect();
-    Machine::new(numa_nodes, cpus, BTreeMap::new()).expect("a valid machine")
+    UniformMachine::new(2, 4)
+        .sockets(2)
+        .memory_per_numa(4 << 30)
+        .remote_distance(20)
+        .build()
+        .expect("a valid machine")
 }
 
 /// An agent on [`machine`] with its state in `dir`/state: static CPU

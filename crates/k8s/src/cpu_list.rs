@@ -108,26 +108,10 @@ pub fn reserved_cpus(text: &str, machine: &Machine) -> Result<Option<CpuSet>, St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
-    use topoalign_model::{Cpu, NumaNode};
+    use topoalign_model::UniformMachine;
 
     fn machine(cpus: u32) -> Machine {
-        let node = NumaNode {
-            id: 0,
-            memory: 1 << 30,
-            hugepages: BTreeMap::new(),
-            distances: None,
-        };
-        let cpus = (0..cpus)
-            .map(|id| Cpu {
-                id,
-                core: id,
-                socket: 0,
-                numa: 0,
-                uncore_cache: None,
-            })
-            .collect::<Vec<_>>();
-        Machine::new(vec![node], cpus, BTreeMap::new()).unwrap()
+        UniformMachine::new(1, cpus).build().unwrap()
     }
 
     #[test]

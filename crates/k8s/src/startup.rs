@@ -281,28 +281,14 @@ fn gated_options(
 mod tests {
     use super::*;
     use serde_json::{Value, json};
-    use topoalign_model::{Cpu, CpuSet, FeatureGates, NumaNode};
+    use topoalign_model::{Cpu, CpuSet, FeatureGates, NumaNode, UniformMachine};
 
     /// `numa` NUMA nodes of `cpus_per_node` CPUs and 32Gi each.
     fn machine(numa: usize, cpus_per_node: u32) -> Machine {
-        let nodes = (0..numa)
-            .map(|id| NumaNode {
-                id,
-                memory: 32 << 30,
-                hugepages: BTreeMap::new(),
-                distances: None,
-            })
-            .collect();
-        let cpus = (0..numa as u32 * cpus_per_node)
-            .map(|id| Cpu {
-                id,
-                core: id,
-                socket: 0,
-                numa: (id / cpus_per_node) as usize,
-                uncore_cache: None,
-            })
-            .collect();
-        Machine::new(nodes, cpus, BTreeMap::new()).unwrap()
+        UniformMachine::new(numa, cpus_per_node)
+            .memory_per_numa(32 << 30)
+            .build()
+            .unwrap()
     }
 
     fn start(config: Value) -> Result<NodeConfig, ConfigError> {

@@ -17,6 +17,7 @@ mod numa_mask;
 mod option_maturity;
 mod quantity;
 pub mod resource_name;
+mod uniform;
 mod workload;
 
 pub use cpuset::{CpuSet, CpuSetParseError};
@@ -29,4 +30,5 @@ pub use numa_mask::{MAX_NUMA_NODES, NumaMask};
 pub use option_maturity::{OptionMaturity, OptionsOf};
 pub use quantity::{Quantity, QuantityFormat};
 pub use resource_name::hugepage_resource_name;
+pub use uniform::UniformMachine;
 pub use workload::{Container, Pod, PodResources, PodShape, QosClass, ResourceList, ResourceName, add_resources};

@@ -2,10 +2,8 @@
 //! recovered exactly, rejections leave no trace, damage and changed
 //! configurations are reported.
 
-use std::collections::BTreeMap;
-
 use serde_json::json;
-use topoalign_model::{Cpu, Device, Machine, NumaNode};
+use topoalign_model::{Machine, UniformMachine};
 
 use super::*;
 use crate::request::{AdmitOptions, read_body};
@@ -15,30 +13,13 @@ type TestResult = Result<(), Box<dyn std::error::Error>>;
 /// 2 NUMA nodes × 4 single-thread cores (CPUs 0–3 and 4–7), 4Gi and one
 /// GPU each.
 fn two_node_machine() -> Machine {
-    let numa_nodes = (0..2)
-        .map(|id| NumaNode {
-            id,
-            memory: 4 << 30,
-            hugepages: BTreeMap::new(),
-            distances: Some(if id == 0 { vec![10, 20] } else { vec![20, 10] }),
-        })
-        .collect();
-    let cpus = (0..8)
-        .map(|id| Cpu {
-            id,
-            core: id,
-            socket: id / 4,
-            numa: (id / 4) as usize,
-            uncore_cache: None,
-        })
-        .collect();
-    let gpus = (0..2)
-        .map(|n| Device {
-            id: format!("gpu{n}"),
-            numa: vec![n],
-        })
-        .collect();
-    Machine::new(numa_nodes, cpus, [("nvidia.com/gpu".to_string(), gpus)].into()).expect("a valid machine")
+    UniformMachine::new(2, 4)
+        .sockets(2)
+        .memory_per_numa(4 << 30)
+        .remote_distance(20)
+        .devices("nvidia.com/gpu", "gpu", 1)
+        .build()
+        .expect("a valid machine")
 }
 
 fn config(reserved: &str) -> NodeConfig {
