@@ -98,12 +98,19 @@ pub struct Rebuilt {
 
 struct RebuiltNode {
     node: Node,
+    /// The node of this spec as started, before the state was restored.
+    empty: Node,
     spec_key: u64,
     state_key: u64,
     reported: HashSet<String>,
     spec_text: String,
     state_text: String,
 }
+
+/// Started nodes by spec key (the hash of an NRT object's spec text):
+/// [`Cluster::rebuild_with`] starts each spec's node once.
+#[derive(Clone, Default)]
+pub struct Starts(HashMap<u64, Node>);
 
 /// Why an object's node cannot be rebuilt: the node passes through for
 /// `reason`; `error` when the object is malformed (not merely another
@@ -280,61 +287,67 @@ impl Cluster {
     /// cannot be. Needs no cluster, so it runs without the cluster's lock
     /// ([`crate::poll`]).
     pub fn rebuild(object: &NodeResourceTopology) -> Rebuilt {
+        Cluster::rebuild_with(object, &mut Starts::default())
+    }
+
+    /// The nodes this cluster has started, one per node spec, for
+    /// [`Cluster::rebuild_with`].
+    pub fn starts(&self) -> Starts {
+        Starts(self.empty.clone())
+    }
+
+    /// [`Cluster::rebuild`], starting the object's node from `starts` when
+    /// its spec was started before (a clone: what starting it again would
+    /// give), and keeping the node it starts there otherwise. Objects of
+    /// one node shape share the spec, so a cluster of a few shapes parses
+    /// and starts a few nodes, not one per object.
+    pub fn rebuild_with(object: &NodeResourceTopology, starts: &mut Starts) -> Rebuilt {
         let name = object.metadata.name.clone();
-        let restored = match topoalign_nrt::restore(object) {
-            Ok(restored) => restored,
-            Err(e) => {
-                let (reason, error) = match (object.attribute(topoalign_nrt::STATE_UNKNOWN_ATTRIBUTE), &e) {
-                    (Some(reason), _) => (format!("its exporter does not know its state: {reason}"), None),
-                    (None, topoalign_nrt::RestoreError::Missing(attribute)) => (
-                        format!("no exact state ({attribute} missing: another exporter's object)"),
-                        None,
-                    ),
-                    (None, _) => (e.to_string(), Some(e.to_string())),
-                };
-                return Rebuilt {
-                    name,
-                    result: Err(Unrestorable { reason, error }),
-                };
+        let unrestorable = |e: topoalign_nrt::RestoreError| {
+            let (reason, error) = match (object.attribute(topoalign_nrt::STATE_UNKNOWN_ATTRIBUTE), &e) {
+                (Some(reason), _) => (format!("its exporter does not know its state: {reason}"), None),
+                (None, topoalign_nrt::RestoreError::Missing(attribute)) => (
+                    format!("no exact state ({attribute} missing: another exporter's object)"),
+                    None,
+                ),
+                (None, _) => (e.to_string(), Some(e.to_string())),
+            };
+            Rebuilt {
+                name: name.clone(),
+                result: Err(Unrestorable { reason, error }),
             }
         };
         let text = |attribute: &str| object.attribute(attribute).unwrap_or_default().to_owned();
         let spec_text = text(topoalign_nrt::exact::NODE_SPEC_ATTRIBUTE);
         let spec_key = hash(&("nrt", &spec_text));
-        // The state without identities: same machine, same pods, same
-        // placements → same key. Uids are replaced by their pod's place in
-        // the admission order, so that the key still tells pods apart.
-        let mut anonymous = topoalign_nrt::StateRecord::of(&restored.node);
-        let order: HashMap<String, String> = anonymous
-            .pods
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (p.uid.clone(), i.to_string()))
-            .collect();
-        let renamed = |uid: &String| order.get(uid).cloned().unwrap_or_default();
-        for pod in &mut anonymous.pods {
-            pod.uid = renamed(&pod.uid);
-            pod.name.clear();
-            pod.namespace.clear();
-        }
-        anonymous.cpu.entries = anonymous
-            .cpu
-            .entries
-            .iter()
-            .map(|(u, c)| (renamed(u), c.clone()))
-            .collect();
-        if let Some(memory) = &mut anonymous.memory {
-            memory.entries = memory.entries.iter().map(|(u, c)| (renamed(u), c.clone())).collect();
-        }
-        anonymous.devices = anonymous.devices.iter().map(|(u, c)| (renamed(u), c.clone())).collect();
-        let state_key = hash(&(spec_key, serde_json::to_string(&anonymous).unwrap_or_default()));
+        let empty = match starts.0.get(&spec_key) {
+            // The spec text is the one that started it: present and valid.
+            Some(node) => node.clone(),
+            None => {
+                let started = topoalign_nrt::read_spec(object).and_then(|spec| topoalign_nrt::start_node(&spec));
+                match started {
+                    Ok(node) => {
+                        starts.0.insert(spec_key, node.clone());
+                        node
+                    }
+                    Err(e) => return unrestorable(e),
+                }
+            }
+        };
+        let restored = topoalign_nrt::read_state(object)
+            .and_then(|state| topoalign_nrt::restore_onto(empty.clone(), &state).map(|node| (state, node)));
+        let (state, node) = match restored {
+            Ok(restored) => restored,
+            Err(e) => return unrestorable(e),
+        };
         Rebuilt {
             name,
             result: Ok(RebuiltNode {
-                reported: restored.pods.iter().map(|p| p.uid.clone()).collect(),
-                node: restored.node,
+                reported: state.pods.iter().map(|p| p.uid.clone()).collect(),
+                state_key: state_key(spec_key, &state),
+                node,
+                empty,
                 spec_key,
-                state_key,
                 state_text: text(topoalign_nrt::exact::STATE_ATTRIBUTE),
                 spec_text,
             }),
@@ -365,16 +378,14 @@ impl Cluster {
         self.passing.remove(&name);
         let RebuiltNode {
             node,
+            empty,
             spec_key,
             state_key,
             reported,
             spec_text,
             state_text,
         } = rebuilt;
-        if let std::collections::hash_map::Entry::Vacant(slot) = self.empty.entry(spec_key) {
-            let spec: topoalign_nrt::NodeSpec = serde_json::from_str(&spec_text).map_err(|e| error(e.to_string()))?;
-            slot.insert(topoalign_nrt::start_node(&spec).map_err(|e| error(e.to_string()))?);
-        }
+        self.empty.entry(spec_key).or_insert(empty);
         self.nodes.insert(
             name.clone(),
             KnownNode {
@@ -485,6 +496,7 @@ impl Cluster {
         let mut report = SyncReport::default();
         let mut listed = HashSet::with_capacity(objects.len());
         let stale = self.stale(objects, now);
+        let mut starts = self.starts();
         rebuilt.resize_with(objects.len(), || None);
         for ((object, stale), rebuilt) in objects.iter().zip(stale).zip(rebuilt) {
             let name = &object.metadata.name;
@@ -494,7 +506,7 @@ impl Cluster {
             }
             let rebuilt = rebuilt
                 .filter(|r| r.name == *name)
-                .unwrap_or_else(|| Cluster::rebuild(object));
+                .unwrap_or_else(|| Cluster::rebuild_with(object, &mut starts));
             let before = self.passing.get(name).cloned();
             let result = self.install(rebuilt, now);
             let after = self.passing.get(name);
@@ -902,6 +914,55 @@ fn trial(node: &Node, pod: &Pod) -> Trial {
             scores: score(&copy, &decision, pod),
         },
     }
+}
+
+/// The key of the state `record` restores on the node of `spec_key`: same
+/// machine, same pods, same placements → same key, whoever the pods are.
+/// Uids are replaced by their pod's place in the admission order (state
+/// kept for a uid no pod has is released by the restore: it counts as
+/// nobody's); names are left out. Read from the record itself, so that
+/// keying costs a walk over it, not a second snapshot and serialization;
+/// two texts of one state (quantities written otherwise) may get two keys,
+/// which only shares fewer answers.
+fn state_key(spec_key: u64, record: &topoalign_nrt::StateRecord) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    spec_key.hash(&mut hasher);
+    let place: HashMap<&str, usize> = record
+        .pods
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.uid.as_str(), i))
+        .collect();
+    record.pods.len().hash(&mut hasher);
+    for pod in &record.pods {
+        (&pod.init_containers, &pod.containers, &pod.overhead, &pod.pod_resources).hash(&mut hasher);
+    }
+    // Per pod place, in that order: the maps are in uid order, which
+    // differs between nodes holding the same pods.
+    fn by_place<'a, V: Hash>(
+        place: &HashMap<&str, usize>,
+        entries: &'a BTreeMap<String, V>,
+        hasher: &mut DefaultHasher,
+    ) {
+        let mut placed: Vec<(Option<usize>, &'a V)> = entries
+            .iter()
+            .map(|(uid, v)| (place.get(uid.as_str()).copied(), v))
+            .collect();
+        placed.sort_by_key(|(p, _)| *p);
+        for (p, v) in placed.into_iter().filter(|(p, _)| p.is_some()) {
+            (p, v).hash(hasher);
+        }
+        entries.len().hash(hasher);
+    }
+    record.memory.is_some().hash(&mut hasher);
+    record.cpu.default_cpu_set.hash(&mut hasher);
+    by_place(&place, &record.cpu.entries, &mut hasher);
+    if let Some(memory) = &record.memory {
+        memory.machine_state.hash(&mut hasher);
+        by_place(&place, &memory.entries, &mut hasher);
+    }
+    by_place(&place, &record.devices, &mut hasher);
+    hasher.finish()
 }
 
 /// Pods with equal resources get equal answers: the key ignores identity.

@@ -21,5 +21,5 @@ pub mod poll;
 pub mod scoring;
 pub mod server;
 
-pub use cluster::{Cluster, ClusterError, ExtenderConfig, FilterOutcome, Rebuilt, SyncReport};
+pub use cluster::{Cluster, ClusterError, ExtenderConfig, FilterOutcome, Rebuilt, Starts, SyncReport};
 pub use scoring::Strategy;

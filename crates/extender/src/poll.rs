@@ -56,11 +56,14 @@ pub async fn sync(cluster: &Shared, objects: Vec<NodeResourceTopology>) -> Resul
     let cluster = cluster.clone();
     tokio::task::spawn_blocking(move || {
         let poisoned = |_| "internal: state lock poisoned".to_owned();
-        let stale = cluster.lock().map_err(poisoned)?.stale(&objects, Instant::now());
+        let (stale, mut starts) = {
+            let cluster = cluster.lock().map_err(poisoned)?;
+            (cluster.stale(&objects, Instant::now()), cluster.starts())
+        };
         let rebuilt: Vec<Option<Rebuilt>> = objects
             .iter()
             .zip(stale)
-            .map(|(object, stale)| stale.then(|| Cluster::rebuild(object)))
+            .map(|(object, stale)| stale.then(|| Cluster::rebuild_with(object, &mut starts)))
             .collect();
         let mut cluster = cluster.lock().map_err(poisoned)?;
         Ok(cluster.sync_rebuilt(&objects, rebuilt, Instant::now()))

@@ -53,7 +53,7 @@ pub struct NodeSpec {
 
 /// Everything a node holds, as plain data: the engine's [`NodeSnapshot`]
 /// in the kubelet checkpoints' vocabulary.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StateRecord {
     /// The admitted pods, in admission order.
@@ -70,7 +70,7 @@ pub struct StateRecord {
 }
 
 /// One admitted pod: what the resource-fit check and the managers need of it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodRecord {
     pub namespace: String,
@@ -88,7 +88,7 @@ pub struct PodRecord {
 }
 
 /// A pod's `spec.resources`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodResourcesRecord {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -98,7 +98,7 @@ pub struct PodResourcesRecord {
 }
 
 /// One container's resources.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerRecord {
     pub name: String,
@@ -111,7 +111,7 @@ pub struct ContainerRecord {
 }
 
 /// The CPU manager's state (`cpu_manager_state`'s fields).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CpuRecord {
     /// The shared pool, in kubelet list form.
@@ -122,7 +122,7 @@ pub struct CpuRecord {
 }
 
 /// The memory manager's state (`memory_manager_state`'s fields).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MemoryRecord {
     /// Per NUMA node.
@@ -133,7 +133,7 @@ pub struct MemoryRecord {
 }
 
 /// One NUMA node of the memory manager's machine state.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NumaMemoryRecord {
     pub number_of_assignments: i64,
@@ -143,7 +143,7 @@ pub struct NumaMemoryRecord {
 }
 
 /// One resource's table on one NUMA node, in bytes.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TableRecord {
     pub total: u64,
@@ -154,7 +154,7 @@ pub struct TableRecord {
 }
 
 /// One memory block of a container.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BlockRecord {
     pub numa_affinity: Vec<usize>,
@@ -183,7 +183,8 @@ pub enum RestoreError {
 #[derive(Clone, Debug)]
 pub struct Restored {
     pub node: Node,
-    /// The pods in admission order (uids as published).
+    /// The pods in admission order, as the node admitted them (uids as
+    /// published).
     pub pods: Vec<Pod>,
 }
 
@@ -499,21 +500,37 @@ pub fn start_node(spec: &NodeSpec) -> Result<Node, RestoreError> {
 /// [`RestoreError`] when an attribute is missing or malformed, the node
 /// would not start, or it refuses the published state.
 pub fn restore(object: &crate::NodeResourceTopology) -> Result<Restored, RestoreError> {
-    let spec_text = object
+    let spec = read_spec(object)?;
+    let state = read_state(object)?;
+    restore_from(&spec, &state)
+}
+
+/// The object's [`NODE_SPEC_ATTRIBUTE`], parsed.
+///
+/// # Errors
+/// [`RestoreError::Missing`] or [`RestoreError::Malformed`].
+pub fn read_spec(object: &crate::NodeResourceTopology) -> Result<NodeSpec, RestoreError> {
+    let text = object
         .attribute(NODE_SPEC_ATTRIBUTE)
         .ok_or(RestoreError::Missing(NODE_SPEC_ATTRIBUTE))?;
-    let spec: NodeSpec = serde_json::from_str(spec_text).map_err(|e| RestoreError::Malformed {
+    serde_json::from_str(text).map_err(|e| RestoreError::Malformed {
         attribute: NODE_SPEC_ATTRIBUTE,
         message: e.to_string(),
-    })?;
-    let state_text = object
+    })
+}
+
+/// The object's [`STATE_ATTRIBUTE`], parsed.
+///
+/// # Errors
+/// [`RestoreError::Missing`] or [`RestoreError::Malformed`].
+pub fn read_state(object: &crate::NodeResourceTopology) -> Result<StateRecord, RestoreError> {
+    let text = object
         .attribute(STATE_ATTRIBUTE)
         .ok_or(RestoreError::Missing(STATE_ATTRIBUTE))?;
-    let state: StateRecord = serde_json::from_str(state_text).map_err(|e| RestoreError::Malformed {
+    serde_json::from_str(text).map_err(|e| RestoreError::Malformed {
         attribute: STATE_ATTRIBUTE,
         message: e.to_string(),
-    })?;
-    restore_from(&spec, &state)
+    })
 }
 
 /// [`restore`] from already parsed parts.
@@ -521,15 +538,26 @@ pub fn restore(object: &crate::NodeResourceTopology) -> Result<Restored, Restore
 /// # Errors
 /// As [`restore`].
 pub fn restore_from(spec: &NodeSpec, state: &StateRecord) -> Result<Restored, RestoreError> {
-    let mut node = start_node(spec)?;
+    let node = restore_onto(start_node(spec)?, state)?;
+    let pods = node.pods().to_vec();
+    Ok(Restored { node, pods })
+}
+
+/// The state restored onto `node`, a node just started from the state's
+/// spec ([`start_node`]; one started node serves every object of the same
+/// spec, as a clone).
+///
+/// # Errors
+/// [`RestoreError::Malformed`] or [`RestoreError::Unrestorable`], as
+/// [`restore`].
+pub fn restore_onto(mut node: Node, state: &StateRecord) -> Result<Node, RestoreError> {
     let snapshot = state.to_snapshot().map_err(|message| RestoreError::Malformed {
         attribute: STATE_ATTRIBUTE,
         message,
     })?;
-    let pods = snapshot.pods.clone();
     node.restore(snapshot)
         .map_err(|e| RestoreError::Unrestorable(e.to_string()))?;
-    Ok(Restored { node, pods })
+    Ok(node)
 }
 
 /// The node a scenario leaves behind: its machine and kubelet blocks, and

@@ -1,0 +1,50 @@
+//! The extender restoring NRT objects with exact state, as it does at
+//! start (`Cluster::sync_nrt`, the path of `--nrt-from-cluster`), for
+//! valgrind's callgrind: instruction counts repeat from run to run, where
+//! wall-clock time on a shared machine does not.
+//!
+//! ```text
+//! cargo build --release -p topoalign-extender --example restore_once
+//! valgrind --tool=callgrind --toggle-collect='restore_once::measured' \
+//!     target/release/examples/restore_once 10
+//! ```
+//!
+//! The objects (default 10) are `benches/followed`'s node — 256 CPUs, 8
+//! NUMA nodes, 200 pods — under other names. Only [`measured`] is
+//! counted under that toggle; building the objects is not.
+
+#[path = "../benches/followed/mod.rs"]
+mod followed;
+
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use topoalign_extender::{Cluster, ExtenderConfig};
+use topoalign_nrt::NodeResourceTopology;
+
+#[inline(never)]
+fn measured(objects: &[NodeResourceTopology]) -> usize {
+    let mut cluster = Cluster::new(ExtenderConfig::default());
+    let report = cluster.sync_nrt(objects, Instant::now());
+    assert!(report.errors.is_empty() && report.passed.is_empty(), "{report:?}");
+    cluster.len()
+}
+
+fn main() -> ExitCode {
+    let Some(count) = std::env::args().nth(1).map_or(Some(10), |n| n.parse::<usize>().ok()) else {
+        eprintln!("usage: restore_once [objects]");
+        return ExitCode::from(2);
+    };
+    let object = followed::object("node", 200);
+    let objects: Vec<NodeResourceTopology> = (0..count)
+        .map(|i| {
+            let mut copy = object.clone();
+            copy.metadata.name = format!("node-{i:05}");
+            copy
+        })
+        .collect();
+    let restored = black_box(measured(&objects));
+    println!("restore_once: {restored} nodes restored");
+    ExitCode::SUCCESS
+}
