@@ -150,6 +150,23 @@ pub struct FilterOutcome {
     pub passed: Vec<String>,
     pub failed: BTreeMap<String, String>,
     pub unresolvable: BTreeMap<String, String>,
+    /// With `choose_in_filter`: the candidates that admit the pod but were
+    /// not chosen, in request order. The scheduler gets them under
+    /// `FailedNodes` with [`FilterOutcome::not_chosen_reason`]; they are
+    /// kept apart from `failed` so that a call over thousands of nodes
+    /// builds that reason once, not a string and a map entry per node.
+    pub not_chosen: Vec<String>,
+}
+
+impl FilterOutcome {
+    /// Why the nodes of `not_chosen` fail: the node that was chosen (the
+    /// one passed).
+    pub fn not_chosen_reason(&self) -> String {
+        format!(
+            "admits the pod, but the extender chose {}",
+            self.passed.first().map_or("", String::as_str)
+        )
+    }
 }
 
 /// Why a pod cannot be evaluated.
@@ -600,15 +617,12 @@ impl Cluster {
         if self.config.choose_in_filter {
             let passed_states = self.states_of(&outcome.passed);
             if let Some(best) = best_of(&self.scored(shape, &passed_states)) {
-                let best = outcome.passed[best].clone();
+                let mut others = std::mem::take(&mut outcome.passed);
+                let best = others.remove(best);
                 self.assume(pod, &best, now);
-                for name in std::mem::take(&mut outcome.passed) {
-                    if name != best {
-                        outcome
-                            .failed
-                            .insert(name, format!("admits the pod, but the extender chose {best}"));
-                    }
-                }
+                // (A name listed twice is passed once, never also failed.)
+                others.retain(|name| *name != best);
+                outcome.not_chosen = others;
                 outcome.passed.push(best);
             }
         }

@@ -18,11 +18,12 @@ use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use axum::{Json, Router};
 
 use crate::api::{
-    ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult, HostPriority, filter_node_list,
-    node_list_names,
+    ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult, FailedNodes, FilterAnswer,
+    HostPriority, filter_node_list, node_list_names,
 };
 use crate::binder::Binder;
 use crate::cluster::Cluster;
@@ -54,6 +55,7 @@ pub fn router(cluster: Shared, binder: Option<Arc<dyn Binder>>) -> Router {
         .route("/healthz", get(healthz))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(middleware::from_fn(refuse_announced_oversize))
+        .layer(middleware::from_fn(server_timing))
         .with_state(AppState { cluster, binder })
 }
 
@@ -77,6 +79,24 @@ async fn refuse_announced_oversize(request: Request, next: Next) -> Response {
     next.run(request).await
 }
 
+/// Says in a `Server-Timing` header (`extender;dur=<ms>`) how long the
+/// extender took over a request: from its headers read to its answer
+/// ready to send (the body read and parsed, the work, the answer
+/// serialized; not the writing to the socket). A client timing the round trip (the benchmark's proxy)
+/// can then tell the extender's own time from the transport's.
+async fn server_timing(request: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let mut response = next.run(request).await;
+    let took = format!("extender;dur={:.3}", start.elapsed().as_secs_f64() * 1000.0);
+    if let Ok(value) = header::HeaderValue::from_str(&took) {
+        response.headers_mut().insert(SERVER_TIMING, value);
+    }
+    response
+}
+
+/// The `Server-Timing` header ([`server_timing`]).
+pub const SERVER_TIMING: header::HeaderName = header::HeaderName::from_static("server-timing");
+
 /// Serves on `listener` until `shutdown` completes.
 ///
 /// # Errors
@@ -87,6 +107,14 @@ pub async fn serve(
     binder: Option<Arc<dyn Binder>>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    // Answers go out at once (no Nagle delay): a filter answer over
+    // thousands of nodes ends in a segment smaller than the MSS, which
+    // Nagle's algorithm would hold until the peer acknowledges the rest.
+    let listener = listener.tap_io(|stream| {
+        if let Err(error) = stream.set_nodelay(true) {
+            eprintln!("topoalign extender: cannot set TCP_NODELAY on a connection: {error}");
+        }
+    });
     axum::serve(listener, router(cluster, binder))
         .with_graceful_shutdown(shutdown)
         .await
@@ -118,21 +146,21 @@ pub async fn with_cluster<T: Send + 'static>(
     .map_err(|e| format!("internal: {e}"))?
 }
 
-async fn filter(
-    State(AppState { cluster, .. }): State<AppState>,
-    Json(mut args): Json<ExtenderArgs>,
-) -> Json<ExtenderFilterResult> {
+async fn filter(State(AppState { cluster, .. }): State<AppState>, Json(mut args): Json<ExtenderArgs>) -> Response {
     let (names, by_name) = candidates(&mut args);
-    let answer = |error: String| ExtenderFilterResult {
-        error,
-        ..ExtenderFilterResult::default()
+    let answer = |error: String| {
+        Json(ExtenderFilterResult {
+            error,
+            ..ExtenderFilterResult::default()
+        })
+        .into_response()
     };
     let Some(manifest) = &args.pod else {
-        return Json(answer("no Pod in the request".into()));
+        return answer("no Pod in the request".into());
     };
     let pod = match Cluster::read_pod(manifest) {
         Ok(pod) => pod,
-        Err(e) => return Json(answer(e.to_string())),
+        Err(e) => return answer(e.to_string()),
     };
     let outcome = with_cluster(cluster, move |cluster| {
         cluster.filter(&pod, names, Instant::now()).map_err(|e| e.to_string())
@@ -141,20 +169,32 @@ async fn filter(
     .and_then(|outcome| outcome);
     let outcome = match outcome {
         Ok(outcome) => outcome,
-        Err(error) => return Json(answer(error)),
+        Err(error) => return answer(error),
     };
-    let mut result = ExtenderFilterResult {
-        failed_nodes: outcome.failed,
-        failed_and_unresolvable_nodes: outcome.unresolvable,
-        ..ExtenderFilterResult::default()
+    let nodes = match (by_name, &args.nodes) {
+        (false, Some(list)) => {
+            let passed: std::collections::HashSet<&str> = outcome.passed.iter().map(String::as_str).collect();
+            Some(filter_node_list(list, |name| passed.contains(name)))
+        }
+        _ => None,
     };
-    if by_name {
-        result.node_names = Some(outcome.passed);
-    } else if let Some(list) = &args.nodes {
-        let passed: std::collections::HashSet<&str> = outcome.passed.iter().map(String::as_str).collect();
-        result.nodes = Some(filter_node_list(list, |name| passed.contains(name)));
-    }
-    Json(result)
+    let reason = if outcome.not_chosen.is_empty() {
+        String::new()
+    } else {
+        outcome.not_chosen_reason()
+    };
+    Json(FilterAnswer {
+        nodes: nodes.as_ref(),
+        node_names: by_name.then_some(outcome.passed.as_slice()),
+        failed_nodes: FailedNodes {
+            refused: &outcome.failed,
+            not_chosen: &outcome.not_chosen,
+            reason: &reason,
+        },
+        failed_and_unresolvable_nodes: &outcome.unresolvable,
+        error: "",
+    })
+    .into_response()
 }
 
 async fn prioritize(

@@ -87,13 +87,14 @@ fn choosing_in_filter_passes_one_node_and_assumes_the_pod_there() {
     let chosen = outcome.passed[0].clone();
     // gpu-0 refuses b (a holds its GPU's NUMA node); of the two that
     // admit it, the one not chosen is failed with the choice as reason.
-    let not_chosen: Vec<_> = outcome
-        .failed
-        .iter()
-        .filter(|(_, why)| why.contains(&format!("the extender chose {chosen}")))
-        .collect();
-    assert_eq!(not_chosen.len(), 1, "{outcome:?}");
     assert_ne!(chosen, "gpu-0");
+    assert!(outcome.failed.contains_key("gpu-0"), "{outcome:?}");
+    let other = if chosen == "gpu-1" { "gpu-2" } else { "gpu-1" };
+    assert_eq!(outcome.not_chosen, [other], "{outcome:?}");
+    assert_eq!(
+        outcome.not_chosen_reason(),
+        format!("admits the pod, but the extender chose {chosen}")
+    );
     assert_eq!(
         cluster.assumptions().get("uid-b"),
         Some(&chosen),

@@ -104,6 +104,78 @@ async fn post(address: &str, path: &str, body: &Value) -> Value {
     serde_json::from_str(body).unwrap()
 }
 
+/// Every answer says how long the extender took over it.
+#[tokio::test]
+async fn answers_carry_the_extenders_own_time() {
+    let (address, stop) = start(ExtenderConfig::default()).await;
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let request = format!("GET /healthz HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let timing = response
+        .lines()
+        .find_map(|line| line.strip_prefix("server-timing: extender;dur="))
+        .unwrap_or_else(|| panic!("no Server-Timing header: {response}"));
+    let ms: f64 = timing.trim().parse().unwrap();
+    assert!(ms >= 0.0, "{timing}");
+    stop.send(()).ok();
+}
+
+/// With `choose_in_filter` the answer passes one node; the other node that
+/// admits the pod is under `FailedNodes` with the choice as its reason,
+/// beside the refusals with theirs, and the chosen node nowhere else.
+#[tokio::test]
+async fn choosing_in_filter_answers_one_node_and_fails_the_others_with_the_choice() {
+    let config = ExtenderConfig {
+        choose_in_filter: true,
+        ..ExtenderConfig::default()
+    };
+    let (address, stop) = start(config).await;
+    // The first GPU pod takes gpu-0's or gpu-1's only GPU.
+    let first = json!({"Pod": pod("a", "uid-a", "2", 1), "NodeNames": ["gpu-0", "gpu-1"]});
+    let result = post(&address, "/filter", &first).await;
+    let taken = result["NodeNames"][0].as_str().unwrap().to_owned();
+    let free = if taken == "gpu-0" { "gpu-1" } else { "gpu-0" };
+    assert_eq!(
+        result["FailedNodes"],
+        json!({free: format!("admits the pod, but the extender chose {taken}")})
+    );
+    // A CPU pod: both admit it (one chosen); a second GPU pod: only the
+    // free node does, the taken one is refused with the kubelet's reason.
+    let names = json!([taken, free]);
+    let cpu = post(
+        &address,
+        "/filter",
+        &json!({"Pod": pod("b", "uid-b", "2", 0), "NodeNames": names}),
+    )
+    .await;
+    let chosen = cpu["NodeNames"].as_array().unwrap();
+    assert_eq!(chosen.len(), 1, "{cpu}");
+    let other = if chosen[0] == json!(taken) {
+        free
+    } else {
+        taken.as_str()
+    };
+    assert_eq!(
+        cpu["FailedNodes"],
+        json!({other: format!("admits the pod, but the extender chose {}", chosen[0].as_str().unwrap())})
+    );
+    let gpu = post(
+        &address,
+        "/filter",
+        &json!({"Pod": pod("c", "uid-c", "2", 1), "NodeNames": names}),
+    )
+    .await;
+    assert_eq!(gpu["NodeNames"], json!([free]), "{gpu}");
+    let failed = gpu["FailedNodes"].as_object().unwrap();
+    assert_eq!(failed.len(), 1, "{gpu}");
+    assert!(failed[&taken].as_str().unwrap().contains("nvidia.com/gpu"), "{gpu}");
+    assert_eq!(gpu["FailedAndUnresolvableNodes"], json!({}));
+    assert_eq!(gpu["Error"], "");
+    stop.send(()).ok();
+}
+
 #[tokio::test]
 async fn filter_by_node_names_keeps_admitting_and_unknown_nodes_and_says_why_others_fail() {
     let (address, stop) = start(ExtenderConfig::default()).await;
