@@ -80,11 +80,13 @@ pub enum CpuRestoreError {
     #[error("not all reserved cpus: \"{reserved}\" are present in defaultCpuSet: \"{pool}\"")]
     ReservedNotInPool { reserved: CpuSet, pool: CpuSet },
     #[error("pod: {pod}, container: {container} cpuset: \"{cpus}\" overlaps with default cpuset \"{pool}\"")]
+    /// (The sets are boxed: two names and two sets inline would make
+    /// every `Result` carrying this error large.)
     OverlapsPool {
         pod: String,
         container: String,
-        cpus: CpuSet,
-        pool: CpuSet,
+        cpus: Box<CpuSet>,
+        pool: Box<CpuSet>,
     },
     #[error("current set of available CPUs \"{machine}\" doesn't match with CPUs in state \"{state}\"")]
     CpusChanged { machine: CpuSet, state: CpuSet },

@@ -60,9 +60,11 @@ pub struct CpuTopology {
     num_sockets: usize,
     num_numa_nodes: usize,
     num_uncore_caches: usize,
-    /// Members of each group, per level: the kubelet's `CPUsInNUMANodes`,
-    /// `CPUsInSockets`, ... on the full topology.
-    groups: BTreeMap<(Level, u32), CpuSet>,
+    /// Members of each group, per level (indexed by `Level as usize`),
+    /// ascending by group id: the kubelet's `CPUsInNUMANodes`,
+    /// `CPUsInSockets`, ... on the full topology. A sorted vector, searched
+    /// by id: the allocator looks groups up many times per admission.
+    groups: [Vec<(u32, CpuSet)>; 4],
     all: CpuSet,
     empty: CpuSet,
     /// Derived once for the allocator and the hints, which ask per call:
@@ -114,13 +116,17 @@ impl CpuTopology {
 
     fn build(infos: Vec<(u32, CpuInfo)>, num_cores: Option<usize>, num_sockets: usize) -> CpuTopology {
         let cpus: BTreeMap<u32, CpuInfo> = infos.into_iter().collect();
-        let mut groups: BTreeMap<(Level, u32), CpuSet> = BTreeMap::new();
+        let mut by_level: [BTreeMap<u32, CpuSet>; 4] = Default::default();
         for (&id, info) in &cpus {
             for level in [Level::Numa, Level::Socket, Level::UncoreCache, Level::Core] {
-                groups.entry((level, level.id_of(info))).or_default().insert(id);
+                by_level[level as usize]
+                    .entry(level.id_of(info))
+                    .or_default()
+                    .insert(id);
             }
         }
-        let count = |level: Level| groups.keys().filter(|(l, _)| *l == level).count();
+        let groups: [Vec<(u32, CpuSet)>; 4] = by_level.map(|level| level.into_iter().collect());
+        let count = |level: Level| groups[level as usize].len();
         let (num_numa_nodes, num_uncore_caches) = (count(Level::Numa), count(Level::UncoreCache));
         let num_cores = num_cores.unwrap_or_else(|| count(Level::Core));
         let all: CpuSet = cpus.keys().copied().collect();
@@ -129,18 +135,14 @@ impl CpuTopology {
             by_id[id as usize] = Some(*info);
         }
         let numa_mask = NumaMask::from_nodes(cpus.values().map(|i| i.numa));
-        let mut numa_sizes_descending: Vec<u64> = groups
+        let mut numa_sizes_descending: Vec<u64> = groups[Level::Numa as usize]
             .iter()
-            .filter(|((level, _), _)| *level == Level::Numa)
             .map(|(_, members)| members.len() as u64)
             .collect();
         numa_sizes_descending.sort_unstable_by(|a, b| b.cmp(a));
         let mut smallest_group = [0; 4];
-        for ((level, _), members) in &groups {
-            let smallest = &mut smallest_group[*level as usize];
-            if *smallest == 0 || members.len() < *smallest {
-                *smallest = members.len();
-            }
+        for (smallest, level) in smallest_group.iter_mut().zip(&groups) {
+            *smallest = level.iter().map(|(_, members)| members.len()).min().unwrap_or(0);
         }
         CpuTopology {
             smallest_group,
@@ -253,7 +255,11 @@ impl CpuTopology {
 
     /// Every CPU of the group `id` at `level` (empty when there is none).
     pub(crate) fn group(&self, level: Level, id: u32) -> &CpuSet {
-        self.groups.get(&(level, id)).unwrap_or(&self.empty)
+        let groups = &self.groups[level as usize];
+        match groups.binary_search_by_key(&id, |(group, _)| *group) {
+            Ok(index) => &groups[index].1,
+            Err(_) => &self.empty,
+        }
     }
 }
 

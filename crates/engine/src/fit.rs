@@ -245,23 +245,32 @@ pub(crate) fn check_fit_with(
     // Extended resources the node does not list are dropped from the pod's
     // container requests (not from its overhead). When none is dropped the
     // pod's totals are the requests asked.
-    let kept = |resource: &str| !is_extended(resource) || allocatable.scalar.contains_key(resource);
-    let asked = if requests.0.keys().all(|resource| kept(resource)) {
-        SchedulerResources::max_of(&requests.0)
+    // (A name the node lists as a scalar resource is kept without reading
+    // it again.)
+    let kept = |resource: &str| allocatable.scalar.contains_key(resource) || !is_extended(resource);
+    let filtered;
+    let asked_list = if requests.0.keys().all(|resource| kept(resource)) {
+        &requests.0
     } else {
-        SchedulerResources::max_of(&pod_requests(pod, kept))
+        filtered = pod_requests(pod, kept);
+        &filtered
     };
+    // `SetMaxResource` on an empty `Resource`: the named amounts here, the
+    // scalar ones read in name order below; a negative amount counts as
+    // zero.
+    let asked = |resource: &str| asked_list.get(resource).map_or(0, |amount| amount.value().max(0));
+    let asked_milli_cpu = asked_list.get("cpu").map_or(0, |amount| amount.milli().max(0));
 
     let pods_used = i128::try_from(usage.pods).unwrap_or(i128::MAX);
     if pods_used + 1 > allocatable.pods {
         return Err(shortfall("pods", 1, pods_used, allocatable.pods));
     }
     let named = [
-        ("cpu", asked.milli_cpu, used.milli_cpu, allocatable.milli_cpu),
-        ("memory", asked.memory, used.memory, allocatable.memory),
+        ("cpu", asked_milli_cpu, used.milli_cpu, allocatable.milli_cpu),
+        ("memory", asked("memory"), used.memory, allocatable.memory),
         (
             "ephemeral-storage",
-            asked.ephemeral_storage,
+            asked("ephemeral-storage"),
             used.ephemeral_storage,
             allocatable.ephemeral_storage,
         ),
@@ -271,7 +280,12 @@ pub(crate) fn check_fit_with(
             return Err(shortfall(resource, requested, used, capacity));
         }
     }
-    for (resource, &requested) in &asked.scalar {
+    let scalar = |resource: &str| {
+        !matches!(resource, "cpu" | "memory" | "ephemeral-storage")
+            && (allocatable.scalar.contains_key(resource) || is_scalar(resource))
+    };
+    for (resource, amount) in asked_list.iter().filter(|(resource, _)| scalar(resource)) {
+        let requested = amount.value().max(0);
         let used = used.scalar.get(resource).copied().unwrap_or(0);
         let capacity = allocatable.scalar.get(resource).copied().unwrap_or(0);
         if requested > 0 && requested > capacity - used {
@@ -319,13 +333,15 @@ impl SchedulerResources {
                 "memory" => self.memory += amount.value(),
                 "pods" => self.pods += amount.value(),
                 "ephemeral-storage" => self.ephemeral_storage += amount.value(),
-                name if is_scalar(name) => match self.scalar.get_mut(name) {
+                // A name already counted is a scalar resource: no need to
+                // read it again.
+                name => match self.scalar.get_mut(name) {
                     Some(sum) => *sum += amount.value(),
-                    None => {
+                    None if is_scalar(name) => {
                         self.scalar.insert(resource.clone(), amount.value());
                     }
+                    None => {}
                 },
-                _ => {}
             }
         }
     }
@@ -338,36 +354,18 @@ impl SchedulerResources {
                 "memory" => self.memory -= amount.value(),
                 "pods" => self.pods -= amount.value(),
                 "ephemeral-storage" => self.ephemeral_storage -= amount.value(),
-                name if is_scalar(name) => {
-                    if let Some(used) = self.scalar.get_mut(resource) {
+                // Only scalar resources were counted.
+                name => {
+                    if let Some(used) = self.scalar.get_mut(name) {
                         *used -= amount.value();
                         if *used == 0 {
                             // As if never added: a missing entry reads as 0.
-                            self.scalar.remove(resource);
+                            self.scalar.remove(name);
                         }
                     }
                 }
-                _ => {}
             }
         }
-    }
-
-    /// `SetMaxResource` on an empty `Resource`: like [`Self::sum_of`] but a
-    /// negative amount counts as zero, and `pods` is not read.
-    fn max_of(list: &ResourceList) -> Self {
-        let mut resources = SchedulerResources::default();
-        for (resource, amount) in list {
-            match resource.as_str() {
-                "cpu" => resources.milli_cpu = amount.milli().max(0),
-                "memory" => resources.memory = amount.value().max(0),
-                "ephemeral-storage" => resources.ephemeral_storage = amount.value().max(0),
-                name if is_scalar(name) => {
-                    resources.scalar.insert(resource.clone(), amount.value().max(0));
-                }
-                _ => {}
-            }
-        }
-        resources
     }
 }
 

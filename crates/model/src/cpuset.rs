@@ -4,7 +4,10 @@
 
 use std::fmt;
 
-use fixedbitset::FixedBitSet;
+/// How many 64-bit words of a set live inline: CPUs 0 to 255, which covers
+/// most machines, need no heap allocation (an admission builds and drops
+/// dozens of sets); higher ids spill into a vector.
+const INLINE_WORDS: usize = 4;
 
 /// A set of logical CPU ids.
 ///
@@ -12,7 +15,11 @@ use fixedbitset::FixedBitSet;
 /// `cpuset.CPUSet.List()` returns and on which its allocator's tie-breaks rely.
 #[derive(Clone, Default)]
 pub struct CpuSet {
-    bits: FixedBitSet,
+    /// One bit per CPU id below `64 * INLINE_WORDS`.
+    low: [u64; INLINE_WORDS],
+    /// One bit per CPU id from `64 * INLINE_WORDS` up; empty (unallocated)
+    /// while the set holds no such id. May end in zero words.
+    high: Vec<u64>,
 }
 
 /// Why a CPU list string could not be read.
@@ -27,6 +34,33 @@ pub enum CpuSetParseError {
     /// An id beyond what any machine has (guards against absurd allocations).
     #[error("invalid CPU list {input:?}: CPU id {id} is larger than {max}, the largest a Linux machine can have", max = CpuSet::MAX_CPU_ID)]
     TooLarge { input: String, id: u64 },
+}
+
+/// Ascending CPU ids of a [`CpuSet`].
+struct Ones<'a> {
+    set: &'a CpuSet,
+    /// Index of the word `current` was read from.
+    index: usize,
+    /// The bits of that word not yet returned.
+    current: u64,
+}
+
+impl Iterator for Ones<'_> {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        while self.current == 0 {
+            self.index += 1;
+            if self.index >= self.set.word_count() {
+                return None;
+            }
+            self.current = self.set.word(self.index);
+        }
+        let bit = self.current.trailing_zeros();
+        self.current &= self.current - 1;
+        // Ids are inserted as u32, so every index fits back into one.
+        Some((self.index * 64) as u32 + bit)
+    }
 }
 
 impl CpuSet {
@@ -45,13 +79,36 @@ impl CpuSet {
         Self::default()
     }
 
+    /// Words held (inline ones always count).
+    fn word_count(&self) -> usize {
+        INLINE_WORDS + self.high.len()
+    }
+
+    /// Word `index`, zero beyond what is held.
+    fn word(&self, index: usize) -> u64 {
+        match index.checked_sub(INLINE_WORDS) {
+            None => self.low[index],
+            Some(i) => self.high.get(i).copied().unwrap_or(0),
+        }
+    }
+
+    /// Word `index` for writing, growing the spilled part as needed.
+    fn word_mut(&mut self, index: usize) -> &mut u64 {
+        match index.checked_sub(INLINE_WORDS) {
+            None => &mut self.low[index],
+            Some(i) => {
+                if i >= self.high.len() {
+                    self.high.resize(i + 1, 0);
+                }
+                &mut self.high[i]
+            }
+        }
+    }
+
     /// Adds a CPU id.
     pub fn insert(&mut self, cpu: u32) {
         let index = cpu as usize;
-        if index >= self.bits.len() {
-            self.bits.grow(index + 1);
-        }
-        self.bits.insert(index);
+        *self.word_mut(index / 64) |= 1 << (index % 64);
     }
 
     /// Adds the CPU ids `low..=high`, a word at a time.
@@ -59,40 +116,49 @@ impl CpuSet {
         if high < low {
             return;
         }
-        let end = high as usize + 1;
-        if end > self.bits.len() {
-            self.bits.grow(end);
+        let (low, high) = (low as usize, high as usize);
+        for index in low / 64..=high / 64 {
+            let from = if index == low / 64 { low % 64 } else { 0 };
+            let to = if index == high / 64 { high % 64 } else { 63 };
+            // Bits from..=to set.
+            let mask = (u64::MAX >> (63 - to)) & (u64::MAX << from);
+            *self.word_mut(index) |= mask;
         }
-        self.bits.insert_range(low as usize..end);
     }
 
     /// Removes a CPU id (no-op when absent).
     pub fn remove(&mut self, cpu: u32) {
         let index = cpu as usize;
-        if index < self.bits.len() {
-            self.bits.set(index, false);
+        if index / 64 < self.word_count() {
+            *self.word_mut(index / 64) &= !(1 << (index % 64));
         }
     }
 
     /// Whether the set holds `cpu`.
     pub fn contains(&self, cpu: u32) -> bool {
-        self.bits.contains(cpu as usize)
+        let index = cpu as usize;
+        self.word(index / 64) & (1 << (index % 64)) != 0
     }
 
     /// Number of CPUs in the set.
     pub fn len(&self) -> usize {
-        self.bits.count_ones(..)
+        let low: u32 = self.low.iter().map(|w| w.count_ones()).sum();
+        let high: u32 = self.high.iter().map(|w| w.count_ones()).sum();
+        (low + high) as usize
     }
 
     /// Whether the set is empty.
     pub fn is_empty(&self) -> bool {
-        self.bits.is_clear()
+        self.low.iter().chain(&self.high).all(|&w| w == 0)
     }
 
     /// CPU ids in ascending order.
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        // Ids are inserted as u32, so every index fits back into one.
-        self.bits.ones().map(|i| i as u32)
+        Ones {
+            set: self,
+            index: 0,
+            current: self.low[0],
+        }
     }
 
     /// CPU ids in ascending order, collected.
@@ -107,49 +173,66 @@ impl CpuSet {
 
     /// `self ∪ other`.
     pub fn union(&self, other: &CpuSet) -> CpuSet {
-        let mut bits = self.bits.clone();
-        if other.bits.len() > bits.len() {
-            bits.grow(other.bits.len());
-        }
-        bits.union_with(&other.bits);
-        CpuSet { bits }
+        let mut set = self.clone();
+        set.union_with(other);
+        set
     }
 
     /// `self ∩ other`.
     pub fn intersection(&self, other: &CpuSet) -> CpuSet {
-        let mut bits = self.bits.clone();
-        bits.intersect_with(&other.bits);
-        CpuSet { bits }
+        let mut low = [0; INLINE_WORDS];
+        for (i, word) in low.iter_mut().enumerate() {
+            *word = self.low[i] & other.low[i];
+        }
+        let high = self.high.iter().zip(&other.high).map(|(a, b)| a & b).collect();
+        CpuSet { low, high }
     }
 
     /// `self \ other`.
     pub fn difference(&self, other: &CpuSet) -> CpuSet {
-        let mut bits = self.bits.clone();
-        bits.difference_with(&other.bits);
-        CpuSet { bits }
+        let mut set = self.clone();
+        set.difference_with(other);
+        set
     }
 
     /// `self ∪= other`, without building a new set.
     pub fn union_with(&mut self, other: &CpuSet) {
-        if other.bits.len() > self.bits.len() {
-            self.bits.grow(other.bits.len());
+        for (a, b) in self.low.iter_mut().zip(&other.low) {
+            *a |= b;
         }
-        self.bits.union_with(&other.bits);
+        if other.high.len() > self.high.len() {
+            self.high.resize(other.high.len(), 0);
+        }
+        for (a, b) in self.high.iter_mut().zip(&other.high) {
+            *a |= b;
+        }
     }
 
     /// `self \= other`, without building a new set.
     pub fn difference_with(&mut self, other: &CpuSet) {
-        self.bits.difference_with(&other.bits);
+        for (a, b) in self.low.iter_mut().zip(&other.low) {
+            *a &= !b;
+        }
+        for (a, b) in self.high.iter_mut().zip(&other.high) {
+            *a &= !b;
+        }
     }
 
     /// Number of CPUs in `self ∩ other`, without building it.
     pub fn intersection_len(&self, other: &CpuSet) -> usize {
-        self.bits.intersection_count(&other.bits)
+        let low: u32 = self.low.iter().zip(&other.low).map(|(a, b)| (a & b).count_ones()).sum();
+        let high: u32 = self
+            .high
+            .iter()
+            .zip(&other.high)
+            .map(|(a, b)| (a & b).count_ones())
+            .sum();
+        (low + high) as usize
     }
 
     /// Whether every CPU of `self` is in `other`.
     pub fn is_subset(&self, other: &CpuSet) -> bool {
-        self.iter().all(|cpu| other.contains(cpu))
+        (0..self.word_count()).all(|i| self.word(i) & !other.word(i) == 0)
     }
 
     /// Parses the kubelet / Linux list syntax: `""`, `"3"`, `"0-3,8,10-11"`.
@@ -204,8 +287,8 @@ impl CpuSet {
 
 impl PartialEq for CpuSet {
     fn eq(&self, other: &Self) -> bool {
-        // FixedBitSet compares lengths too; two sets are equal by members.
-        self.iter().eq(other.iter())
+        // Equal by members: missing words and trailing zero words are alike.
+        (0..self.word_count().max(other.word_count())).all(|i| self.word(i) == other.word(i))
     }
 }
 
@@ -333,8 +416,8 @@ mod tests {
 
         #[test]
         fn set_algebra_agrees_with_btreeset(
-            a in proptest::collection::btree_set(0u32..200, 0..30),
-            b in proptest::collection::btree_set(0u32..200, 0..30),
+            a in proptest::collection::btree_set(0u32..600, 0..30),
+            b in proptest::collection::btree_set(0u32..600, 0..30),
         ) {
             let (sa, sb): (CpuSet, CpuSet) = (a.iter().copied().collect(), b.iter().copied().collect());
             prop_assert_eq!(sa.union(&sb).to_vec(), a.union(&b).copied().collect::<Vec<_>>());
@@ -348,6 +431,37 @@ mod tests {
             let mut in_place = sa.clone();
             in_place.difference_with(&sb);
             prop_assert_eq!(in_place, sa.difference(&sb));
+            prop_assert_eq!(sa == sb, a == b);
+            prop_assert_eq!(sa.len(), a.len());
+            prop_assert_eq!(sa.is_empty(), a.is_empty());
+            for cpu in [0, 63, 64, 255, 256, 300, 599, 700] {
+                prop_assert_eq!(sa.contains(cpu), a.contains(&cpu));
+            }
+        }
+
+        #[test]
+        fn ranges_and_removals_agree_with_btreeset(
+            low in 0u32..700,
+            width in 0u32..300,
+            removed in proptest::collection::vec(0u32..1100, 0..20),
+        ) {
+            let mut set = CpuSet::new();
+            set.insert_range(low, low + width);
+            let mut expected: std::collections::BTreeSet<u32> = (low..=low + width).collect();
+            prop_assert_eq!(set.to_vec(), expected.iter().copied().collect::<Vec<_>>());
+            for cpu in removed {
+                set.remove(cpu);
+                expected.remove(&cpu);
+            }
+            prop_assert_eq!(set.to_vec(), expected.iter().copied().collect::<Vec<_>>());
+            prop_assert_eq!(set.first(), expected.first().copied());
+            // Removing every high id leaves a set equal to its inline part.
+            let low_only: CpuSet = expected.iter().copied().filter(|&c| c < 256).collect();
+            let mut trimmed = set.clone();
+            for cpu in 256..1100 {
+                trimmed.remove(cpu);
+            }
+            prop_assert_eq!(trimmed, low_only);
         }
     }
 

@@ -51,11 +51,13 @@ pub struct TopologyManagerStartError(pub String);
 
 /// How hints are merged. All give the same answer; the permutation fold
 /// is the kubelet's exponential algorithm, kept to measure against, and the
-/// forced search lets the conformance vectors check the large-machine path
-/// on small machines.
+/// forced search lets the conformance vectors check the search on explicit
+/// lists too.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum MergeStrategy {
-    /// [`merge()`]: sets on small machines, candidate search on large ones.
+    /// [`merge()`]: sets on explicit lists, candidate search once a
+    /// provider gives a rule (and, under `single-numa-node`, the merge on
+    /// masks).
     #[default]
     Fast,
     /// [`merge_by_search`] whatever the machine size.

@@ -58,8 +58,8 @@ impl StaticPolicy {
                     return Err(CpuRestoreError::OverlapsPool {
                         pod: pod.clone(),
                         container: container.clone(),
-                        cpus: cpus.clone(),
-                        pool: shared,
+                        cpus: Box::new(cpus.clone()),
+                        pool: Box::new(shared),
                     });
                 }
             }

@@ -23,9 +23,10 @@
 //! "Best" is [`NumaInfo::compare`]: narrowest, or closest with
 //! `prefer-closest-numa-nodes`.
 //!
-//! Two evaluations of the rule: [`sets`] on explicit lists (small
-//! machines), [`search`] on lists given as rules (large machines), which
-//! walks candidates in the rule's order and stops at the first that wins.
+//! Two evaluations of the rule: [`sets`] when every list is explicit,
+//! [`search`] as soon as one is given as a rule, which walks candidates in
+//! the rule's order and stops at the first that wins — cheaper than
+//! expanding the rules into lists even on two NUMA nodes.
 
 mod search;
 mod sets;
@@ -33,10 +34,6 @@ mod sets;
 use topoalign_model::{HintRule, NumaMask, SharedHintRule, TopologyHint};
 
 use crate::NumaInfo;
-
-/// Rules over at most this many NUMA nodes are expanded into lists: up to
-/// 1023 hints each, cheap for the set evaluation.
-const EXPAND_UP_TO_NODES: u32 = 4;
 
 /// One provider resource's hints, as the merge receives them.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,11 +57,8 @@ impl HintSource {
 /// Merges one hint source per provider resource (see
 /// [`crate::flatten_provider_hints`]) into the best hint.
 pub fn merge(sources: &[HintSource], numa: &NumaInfo, closest: bool) -> TopologyHint {
-    let small = sources.iter().all(|s| match s {
-        HintSource::List(_) => true,
-        HintSource::Rule(rule) => rule.universe().count() <= EXPAND_UP_TO_NODES,
-    });
-    if small {
+    let explicit = sources.iter().all(|s| matches!(s, HintSource::List(_)));
+    if explicit {
         let lists: Vec<Vec<TopologyHint>> = sources.iter().map(HintSource::to_list).collect();
         sets::merge_lists(&lists, numa, closest)
     } else {

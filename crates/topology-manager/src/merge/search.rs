@@ -17,6 +17,7 @@
 //! Cost follows the answer, not the machine: an empty 64-node machine with a
 //! preferred single-node hint costs 64 membership tests.
 
+use std::cell::OnceCell;
 use std::collections::HashSet;
 
 use topoalign_model::{HintRule, NumaMask, TopologyHint};
@@ -32,6 +33,10 @@ struct Source<'a> {
     /// Whether the list has an "any" hint at all.
     any: bool,
     members: Members<'a>,
+    /// [`Source::narrowest`], worked out on first use: a rule answers it
+    /// by search, and both the emptiness test and the non-preferred walk
+    /// ask.
+    narrowest: OnceCell<Option<u32>>,
 }
 
 enum Members<'a> {
@@ -50,22 +55,20 @@ impl<'a> Source<'a> {
                         .filter_map(|h| h.affinity.map(|m| (m, h.preferred)))
                         .collect(),
                 ),
+                narrowest: OnceCell::new(),
             },
             HintSource::Rule(rule) => Source {
                 any_preferred: false,
                 any: false,
                 members: Members::Rule(as_rule(rule)),
+                narrowest: OnceCell::new(),
             },
         }
     }
 
     /// Whether the list has no hint at all (the merge is then impossible).
     fn is_empty(&self) -> bool {
-        !self.any
-            && match &self.members {
-                Members::Listed(masks) => masks.is_empty(),
-                Members::Rule(rule) => rule.narrowest_count().is_none(),
-            }
+        !self.any && self.narrowest().is_none()
     }
 
     /// `None` if `mask` is not one of the list's affinities; otherwise
@@ -99,10 +102,10 @@ impl<'a> Source<'a> {
 
     /// Node count of the narrowest affinity.
     fn narrowest(&self) -> Option<u32> {
-        match &self.members {
+        *self.narrowest.get_or_init(|| match &self.members {
             Members::Listed(masks) => masks.iter().map(|(m, _)| m.count()).min(),
             Members::Rule(rule) => rule.narrowest_count(),
-        }
+        })
     }
 
     /// Every node some affinity of the list may contain.
@@ -113,8 +116,9 @@ impl<'a> Source<'a> {
         }
     }
 
-    /// The preferred affinities of one size, in increasing value.
-    fn preferred_of_size(&self, size: u32) -> Vec<NumaMask> {
+    /// The preferred affinities of one size, in increasing value (a rule
+    /// is asked lazily, so a caller that stops early asks little).
+    fn preferred_of_size(&self, size: u32) -> Box<dyn Iterator<Item = NumaMask> + '_> {
         match &self.members {
             Members::Listed(masks) => {
                 let mut found: Vec<NumaMask> = masks
@@ -124,11 +128,11 @@ impl<'a> Source<'a> {
                     .collect();
                 found.sort_unstable_by_key(|m| m.bits());
                 found.dedup();
-                found
+                Box::new(found.into_iter())
             }
-            Members::Rule(rule) => NumaMask::subsets_of_size(rule.universe(), size)
-                .filter(|&m| rule.classify(m) == Some(true))
-                .collect(),
+            Members::Rule(rule) => {
+                Box::new(NumaMask::subsets_of_size(rule.universe(), size).filter(|&m| rule.classify(m) == Some(true)))
+            }
         }
     }
 
@@ -177,14 +181,21 @@ fn best_preferred(sources: &[Source<'_>], default: NumaMask, numa: &NumaInfo, cl
     // A list without a preferred "any" hint must supply the candidate: let
     // it generate, narrowest sizes first.
     if let Some(generator) = sources.iter().find(|s| !s.any_preferred) {
+        // Without distances, masks of one size within `default` come out
+        // narrowest first: the first accepted one is the best of its size.
+        let first_is_best = !closest && generator.span().is_subset_of(default);
         for size in generator.preferred_sizes() {
-            let found = generator
+            let mut found = generator
                 .preferred_of_size(size)
-                .into_iter()
                 .filter(|&m| accepted_by_all(m))
                 .map(|m| m & default)
                 .filter(|m| !m.is_empty());
-            if let Some(best) = best_of(found, numa, closest) {
+            let best = if first_is_best {
+                found.next()
+            } else {
+                best_of(found, numa, closest)
+            };
+            if let Some(best) = best {
                 return Some(best);
             }
         }
@@ -197,7 +208,6 @@ fn best_preferred(sources: &[Source<'_>], default: NumaMask, numa: &NumaInfo, cl
         for size in source.preferred_sizes() {
             let found: Vec<NumaMask> = source
                 .preferred_of_size(size)
-                .into_iter()
                 .map(|m| m & default)
                 .filter(|m| !m.is_empty())
                 .collect();
