@@ -125,3 +125,151 @@ impl StaticPolicy {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use topoalign_model::{
+        Container, CpuSet, FeatureGates, KubeletVersion, PodResources, ProviderHints, Quantity, ResourceHints,
+        ResourceList, TopologyHint,
+    };
+
+    use super::*;
+    use crate::{CpuManager, CpuManagerConfig, CpuPolicyName};
+
+    /// Two NUMA nodes of 4 cores, siblings N and N+8; CPU 0 reserved.
+    fn manager(gate: Option<bool>) -> CpuManager {
+        let machine = crate::tests::machine_from(16, |c| (c % 8, c % 8 / 4, (c % 8 / 4) as usize, None));
+        let config = CpuManagerConfig {
+            policy: CpuPolicyName::Static,
+            options: BTreeMap::new(),
+            reserved_system_cpus: Some(CpuSet::parse("0").unwrap()),
+            reserved_cpu: Some(Quantity::from_units(1)),
+            feature_gates: FeatureGates {
+                pod_level_managers_set: gate,
+                ..FeatureGates::default()
+            },
+            kubelet_version: KubeletVersion::V1_37,
+            topology_policy_is_single_numa_node: false,
+        };
+        CpuManager::start(&machine, &config).unwrap()
+    }
+
+    fn list(cpu_milli: i128, memory: i128) -> ResourceList {
+        [
+            ("cpu".to_string(), Quantity::from_milli(cpu_milli)),
+            ("memory".to_string(), Quantity::from_units(memory)),
+        ]
+        .into()
+    }
+
+    /// Requests equal to limits: Guaranteed by itself.
+    fn pinned(name: &str, cpus: i128) -> Container {
+        Container {
+            name: name.to_string(),
+            requests: list(cpus * 1000, 1 << 30),
+            limits: list(cpus * 1000, 1 << 30),
+            restartable: false,
+        }
+    }
+
+    /// Requests only: shares the pod's CPUs.
+    fn shared(name: &str) -> Container {
+        Container {
+            name: name.to_string(),
+            requests: list(250, 1 << 20),
+            limits: ResourceList::new(),
+            restartable: false,
+        }
+    }
+
+    fn pod(cpus: i128, init: Vec<Container>, apps: Vec<Container>) -> Pod {
+        let resources = list(cpus * 1000, 4 << 30);
+        Pod {
+            namespace: "default".to_string(),
+            name: "p".to_string(),
+            uid: "p".to_string(),
+            qos: QosClass::Guaranteed,
+            init_containers: init,
+            containers: apps,
+            overhead: BTreeMap::new(),
+            pod_resources: Some(PodResources {
+                requests: resources.clone(),
+                limits: resources,
+            }),
+        }
+    }
+
+    fn on_node_0() -> TopologyHint {
+        TopologyHint::new(topoalign_model::NumaMask::from_nodes([0]), true)
+    }
+
+    fn cpus(manager: &CpuManager, container: &str) -> CpuSet {
+        manager.container_cpus("p", container).unwrap()
+    }
+
+    #[test]
+    fn the_bubble_is_divided_among_the_containers() {
+        let mut m = manager(Some(true));
+        let side = Container {
+            restartable: true,
+            ..pinned("side", 1)
+        };
+        let p = pod(5, vec![side, shared("setup")], vec![pinned("app", 2), shared("rest")]);
+        m.allocate_pod(&p, on_node_0()).unwrap();
+        let bubble = m.pod_assignments()["p"].clone();
+        assert_eq!(bubble.len(), 5);
+        assert!(bubble.is_subset(&CpuSet::parse("1-3,8-11").unwrap()), "{bubble}");
+        assert!(m.default_cpu_set().intersection(&bubble).is_empty());
+        let (side, setup, app, rest) = (cpus(&m, "side"), cpus(&m, "setup"), cpus(&m, "app"), cpus(&m, "rest"));
+        assert_eq!((side.len(), app.len()), (1, 2));
+        assert_eq!(setup, bubble.difference(&side));
+        assert_eq!(rest, bubble.difference(&side).difference(&app));
+        m.remove_pod("p");
+        assert_eq!(m.default_cpu_set(), CpuSet::parse("0-15").unwrap());
+        assert!(m.pod_assignments().is_empty() && m.assignments().is_empty());
+    }
+
+    #[test]
+    fn a_budget_the_exclusive_containers_use_up_is_refused() {
+        let mut m = manager(Some(true));
+        let p = pod(2, vec![], vec![pinned("app", 2), shared("rest")]);
+        assert_eq!(m.pod_hints(&p), ProviderHints::single("cpu", ResourceHints::Impossible));
+        assert_eq!(
+            m.allocate_pod(&p, on_node_0()),
+            Err(CpuAllocateError::EmptyPodSharedPool(
+                "pod rejected, sum of exclusive container cpu requests equals pod budget, leaving no cpus for shared containers"
+                    .to_string()
+            ))
+        );
+        assert_eq!(m.default_cpu_set(), CpuSet::parse("0-15").unwrap());
+        let sidecar_first = pod(
+            2,
+            vec![
+                Container {
+                    restartable: true,
+                    ..pinned("side", 2)
+                },
+                shared("setup"),
+            ],
+            vec![pinned("app", 0)],
+        );
+        assert_eq!(
+            m.allocate_pod(&sidecar_first, on_node_0()),
+            Err(CpuAllocateError::EmptyPodSharedPool(
+                "pod rejected, pod has shared init containers but no cpus available for them".to_string()
+            ))
+        );
+    }
+
+    #[test]
+    fn without_the_gate_such_pods_stay_in_the_shared_pool() {
+        let mut m = manager(None);
+        let p = pod(3, vec![], vec![pinned("app", 2), shared("rest")]);
+        assert_eq!(m.pod_hints(&p), ProviderHints::no_preference());
+        m.allocate(&p, &p.containers[0], on_node_0()).unwrap();
+        assert_eq!(m.container_cpus("p", "app"), None);
+        assert_eq!(m.default_cpu_set(), CpuSet::parse("0-15").unwrap());
+    }
+}
