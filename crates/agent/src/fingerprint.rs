@@ -109,6 +109,7 @@ fn write_gates(out: &mut String, gates: &FeatureGates) {
         pod_level_resources_set,
         pod_level_fix_defaulting_set,
         pod_level_fix_qos_set,
+        pod_level_managers_set,
     } = gates;
     let _ = writeln!(
         out,
@@ -120,6 +121,11 @@ fn write_gates(out: &mut String, gates: &FeatureGates) {
          {pod_level_resources_set:?} PodLevelResourcesFixDefaulting {pod_level_fix_defaulting_set:?} \
          PodLevelResourcesFixKubeletQOSClass {pod_level_fix_qos_set:?}"
     );
+    // Written only when set, so that the fingerprints of journals written
+    // before the field existed stay the same.
+    if let Some(set) = pod_level_managers_set {
+        let _ = writeln!(out, "gates PodLevelResourceManagers {set}");
+    }
 }
 
 /// `name=milli,…` in name order.

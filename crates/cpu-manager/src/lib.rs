@@ -97,6 +97,11 @@ pub enum CpuAllocateError {
     /// request: requested=4, available=3`.
     #[error("{0}")]
     Other(String),
+    /// A pod managed at the pod level whose exclusive containers leave no
+    /// CPUs for the ones that share (kubelet `EmptyPodSharedPoolError`,
+    /// the admission reason of the same name); the text is the kubelet's.
+    #[error("{0}")]
+    EmptyPodSharedPool(String),
 }
 
 /// Why the manager refuses to start, structured; [`CpuManager::start`]
@@ -190,6 +195,20 @@ impl CpuManager {
         }
     }
 
+    /// Allocates for a whole pod managed at the pod level (kubelet
+    /// `AllocatePod`, called by the pod scope instead of `allocate` for
+    /// each container when `PodLevelResourceManagers` is on and the pod has
+    /// pod-level resources): the pod's CPUs, then its containers' inside them.
+    ///
+    /// # Errors
+    /// [`CpuAllocateError`] as the kubelet's `AllocatePod` fails.
+    pub fn allocate_pod(&mut self, pod: &Pod, affinity: TopologyHint) -> Result<(), CpuAllocateError> {
+        match &mut self.policy {
+            Policy::None => Ok(()),
+            Policy::Static(p) => p.allocate_pod(pod, affinity.affinity),
+        }
+    }
+
     /// The container was started (kubelet `AddContainer`). The kubelet only
     /// records the container id and its cgroup state there; no decision
     /// depends on it.
@@ -217,6 +236,14 @@ impl CpuManager {
         match &self.policy {
             Policy::None => None,
             Policy::Static(p) => p.assignment(pod_uid, container).cloned(),
+        }
+    }
+
+    /// The pod-level assignments (`podEntries`): pod uid → CPUs.
+    pub fn pod_assignments(&self) -> BTreeMap<String, CpuSet> {
+        match &self.policy {
+            Policy::None => BTreeMap::new(),
+            Policy::Static(p) => p.pod_assignments().clone(),
         }
     }
 
@@ -258,7 +285,7 @@ fn start_policy(machine: &Machine, config: &CpuManagerConfig) -> Result<Policy, 
                 num_reserved,
                 config.reserved_system_cpus.as_ref(),
             )?
-            .for_release(config.kubelet_version);
+            .for_release(config.kubelet_version, &config.feature_gates);
             Ok(Policy::Static(Box::new(policy)))
         }
     }

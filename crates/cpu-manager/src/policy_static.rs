@@ -11,13 +11,16 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use topoalign_model::{Container, CpuSet, KubeletVersion, NumaMask, Pod, ProviderHints, QosClass, ResourceHints};
+use topoalign_model::{
+    Container, CpuSet, FeatureGates, KubeletVersion, NumaMask, Pod, ProviderHints, QosClass, ResourceHints,
+};
 
 use crate::assignment::{TakeError, take_by_topology};
 use crate::hints::CpuHintRule;
 use crate::options::{PolicyOptionError, StaticPolicyOptions};
 use crate::{CpuAllocateError, CpuTopology};
 
+mod pod_level;
 mod restore;
 
 /// Why `NewStaticPolicy` fails. Display is the kubelet's text (the manager
@@ -73,6 +76,12 @@ pub(crate) struct StaticPolicy {
     /// "pod-level resources are not supported by the static CPU manager
     /// policy". Before, its containers are treated as any others.
     leaves_pod_level_pods_shared: bool,
+    /// `PodLevelResourceManagers` on (1.36+): a pod with pod-level
+    /// resources is managed as a whole (see `pod_level`).
+    pod_level_managers: bool,
+    /// Pod-level assignments ("bubbles", `podEntries` of the checkpoint):
+    /// pod uid → the CPUs taken from the shared pool for the whole pod.
+    pod_cpus: BTreeMap<String, CpuSet>,
 }
 
 impl StaticPolicy {
@@ -115,19 +124,52 @@ impl StaticPolicy {
             assignments: Assignments::new(),
             cpus_to_reuse: BTreeMap::new(),
             leaves_pod_level_pods_shared: false,
+            pod_level_managers: false,
+            pod_cpus: BTreeMap::new(),
         })
     }
 
     /// The policy as the kubelet of `version` runs it (the options aside).
-    pub(crate) fn for_release(mut self, version: KubeletVersion) -> StaticPolicy {
+    pub(crate) fn for_release(mut self, version: KubeletVersion, gates: &FeatureGates) -> StaticPolicy {
         self.leaves_pod_level_pods_shared = version.at_least(KubeletVersion::V1_34);
+        self.pod_level_managers = gates.pod_level_managers(version);
         self
     }
 
     /// Whether the policy leaves `pod` alone: it uses pod-level resources
     /// and the release skips such pods.
     fn leaves_shared(&self, pod: &Pod) -> bool {
-        self.leaves_pod_level_pods_shared && pod.uses_pod_level_resources()
+        self.leaves_pod_level_pods_shared && pod.uses_pod_level_resources() && !self.pod_level_managers
+    }
+
+    /// Whether `pod` is managed at the pod level (`PodLevelResourceManagers`
+    /// on and the pod has pod-level resources).
+    pub(crate) fn manages_pod_level(&self, pod: &Pod) -> bool {
+        self.pod_level_managers && pod.uses_pod_level_resources()
+    }
+
+    /// `guaranteedCPUs` as this policy reads it: in a pod managed at the
+    /// pod level only a container that is Guaranteed by itself counts.
+    fn guaranteed(&self, pod: &Pod, container: &Container) -> i64 {
+        if self.manages_pod_level(pod) && !container.is_equivalent_guaranteed() {
+            return 0;
+        }
+        guaranteed_cpus(pod, container)
+    }
+
+    /// `podGuaranteedCPUs` as this policy reads it: a pod managed at the
+    /// pod level needs its pod-level CPU request (whole CPUs, Guaranteed
+    /// pods only).
+    fn pod_guaranteed(&self, pod: &Pod) -> i64 {
+        if self.manages_pod_level(pod) {
+            return pod_level::pod_cpus(pod);
+        }
+        pod_guaranteed_cpus(pod)
+    }
+
+    /// The pod-level assignments: pod uid → CPUs.
+    pub(crate) fn pod_assignments(&self) -> &BTreeMap<String, CpuSet> {
+        &self.pod_cpus
     }
 
     pub(crate) fn topology(&self) -> &CpuTopology {
@@ -168,7 +210,7 @@ impl StaticPolicy {
 
     /// `GetTopologyHints`.
     pub(crate) fn container_hints(&self, pod: &Pod, container: &Container) -> ProviderHints {
-        let requested = guaranteed_cpus(pod, container);
+        let requested = self.guaranteed(pod, container);
         if requested == 0 || self.leaves_shared(pod) {
             return ProviderHints::no_preference();
         }
@@ -185,14 +227,18 @@ impl StaticPolicy {
 
     /// `GetPodTopologyHints`.
     pub(crate) fn pod_hints(&self, pod: &Pod) -> ProviderHints {
-        let requested = pod_guaranteed_cpus(pod);
+        let requested = self.pod_guaranteed(pod);
         if requested == 0 || self.leaves_shared(pod) {
             return ProviderHints::no_preference();
+        }
+        // An empty pod shared pool cannot be placed anywhere.
+        if self.manages_pod_level(pod) && self.validate_pod_scope(pod).is_err() {
+            return ProviderHints::single("cpu", ResourceHints::Impossible);
         }
         let mut assigned = CpuSet::new();
         for (container, _) in pod.all_containers() {
             if let Some(allocated) = self.assignment(&pod.uid, &container.name) {
-                if allocated.len() as i64 != guaranteed_cpus(pod, container) {
+                if allocated.len() as i64 != self.guaranteed(pod, container) {
                     return ProviderHints::single("cpu", ResourceHints::Impossible);
                 }
                 assigned = assigned.union(allocated);
@@ -213,7 +259,7 @@ impl StaticPolicy {
         container: &Container,
         affinity: Option<NumaMask>,
     ) -> Result<(), CpuAllocateError> {
-        let requested = guaranteed_cpus(pod, container);
+        let requested = self.guaranteed(pod, container);
         if requested == 0 || self.leaves_shared(pod) {
             return Ok(());
         }
@@ -314,6 +360,13 @@ impl StaticPolicy {
     /// Releases every CPU the pod holds back to the shared pool (the
     /// kubelet's `RemoveContainer` for each of its containers).
     pub(crate) fn remove_pod(&mut self, pod_uid: &str) {
+        // A pod-level assignment: its containers' CPUs all lie inside it,
+        // which goes back whole once the last container is gone.
+        if let Some(bubble) = self.pod_cpus.remove(pod_uid) {
+            self.assignments.remove(pod_uid);
+            self.shared = self.shared.union(&bubble);
+            return;
+        }
         if let Some(containers) = self.assignments.remove(pod_uid) {
             for cpus in containers.values() {
                 self.shared = self.shared.union(cpus);

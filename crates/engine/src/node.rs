@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use topoalign_cpu_manager::{CpuAllocateError, CpuManager, CpuManagerConfig};
 use topoalign_device_manager::DeviceManager;
-use topoalign_memory_manager::{MemoryManager, MemoryManagerConfig};
+use topoalign_memory_manager::{MemoryManager, MemoryManagerConfig, MemoryPodAllocateError};
 use topoalign_model::{CpuSet, Machine, Pod, ProviderHints, TopologyHint};
 use topoalign_topology_manager::{MergeStrategy, TopologyManager, TopologyPolicyName, TopologyScope};
 
@@ -58,6 +58,11 @@ pub struct NodeState {
     pub cpu_assignments: BTreeMap<String, BTreeMap<String, CpuSet>>,
     /// `namespace/name` → container → NUMA nodes of its pinned memory.
     pub memory_assignments: BTreeMap<String, BTreeMap<String, Vec<usize>>>,
+    /// `namespace/name` → the pod's CPUs, for pods managed at the pod level
+    /// (`PodLevelResourceManagers`; the checkpoint's `podEntries`).
+    pub pod_cpu_assignments: BTreeMap<String, CpuSet>,
+    /// `namespace/name` → NUMA nodes of the pod's memory, likewise.
+    pub pod_memory_assignments: BTreeMap<String, Vec<usize>>,
 }
 
 impl Node {
@@ -98,6 +103,7 @@ impl Node {
                 reserved_memory: config.reserved_memory.clone(),
                 node_allocatable_reservation: reservation.clone(),
                 kubelet_version: config.kubelet_version,
+                pod_level_managers: config.feature_gates.pod_level_managers(config.kubelet_version),
             },
         )?;
         fit::validate_node_allocatable(&resources, &reservation).map_err(StartupError::NodeAllocatable)?;
@@ -260,6 +266,8 @@ impl Node {
             default_cpu_set: self.cpus.default_cpu_set(),
             cpu_assignments: self.by_pod_key(self.cpus.assignments()),
             memory_assignments: self.by_pod_key(self.memory.assignments()),
+            pod_cpu_assignments: self.by_pod_key(self.cpus.pod_assignments()),
+            pod_memory_assignments: self.by_pod_key(self.memory.pod_assignments()),
         }
     }
 
@@ -283,6 +291,13 @@ impl Node {
             }
             return Ok(());
         }
+        // `PodLevelResourceManagers` with pod-level resources: the pod
+        // scope allocates once for the whole pod, and a refusal says so.
+        let pod_level = self
+            .config
+            .feature_gates
+            .pod_level_managers(self.config.kubelet_version)
+            && pod.uses_pod_level_resources();
         match self.topology.scope() {
             TopologyScope::Container => {
                 for (container, _) in pod.all_containers() {
@@ -291,7 +306,10 @@ impl Node {
                         (Provider::Cpu, self.cpus.container_hints(pod, container)),
                         (Provider::Memory, self.memory.container_hints(pod, container)),
                     ];
-                    let best = self.merge(Some(container.name.clone()), hints, trace)?;
+                    let refusal = pod_level.then_some(
+                        "Pod Scope pod with pod-level resources failed admission with a container-level topology manager",
+                    );
+                    let best = self.merge(Some(container.name.clone()), hints, refusal, trace)?;
                     self.allocate(pod, container, best)?;
                 }
             }
@@ -301,12 +319,35 @@ impl Node {
                     (Provider::Cpu, self.cpus.pod_hints(pod)),
                     (Provider::Memory, self.memory.pod_hints(pod)),
                 ];
-                let best = self.merge(None, hints, trace)?;
-                for (container, _) in pod.all_containers() {
-                    self.allocate(pod, container, best)?;
+                let refusal = pod_level.then_some(
+                    "Pod Scope pod with pod-level resources failed admission under pod-scope topology manager",
+                );
+                let best = self.merge(None, hints, refusal, trace)?;
+                if pod_level {
+                    self.allocate_pod(pod, best)?;
+                } else {
+                    for (container, _) in pod.all_containers() {
+                        self.allocate(pod, container, best)?;
+                    }
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Each provider allocates for the whole pod (kubelet `AllocatePod`):
+    /// the device manager does nothing there, the CPU and memory managers
+    /// give the pod its CPUs and memory and divide them.
+    fn allocate_pod(&mut self, pod: &Pod, hint: TopologyHint) -> Result<(), Rejection> {
+        self.cpus.allocate_pod(pod, hint).map_err(cpu_rejection)?;
+        self.memory.allocate_pod(pod, hint).map_err(|e| match e {
+            MemoryPodAllocateError::EmptyPodSharedPool(message) => Rejection {
+                reason: "EmptyPodSharedPoolError".to_string(),
+                message,
+                stage: RejectionStage::Allocation(Provider::Memory),
+            },
+            MemoryPodAllocateError::Other(error) => unexpected(Provider::Memory, error.to_string()),
+        })?;
         Ok(())
     }
 
@@ -316,6 +357,7 @@ impl Node {
         &self,
         container: Option<String>,
         hints: Vec<(Provider, ProviderHints)>,
+        pod_level_refusal: Option<&str>,
         trace: &mut MergeTrace,
     ) -> Result<TopologyHint, Rejection> {
         let decision = self.topology.decide(hints.iter().map(|(_, h)| h));
@@ -330,7 +372,9 @@ impl Node {
         } else {
             Err(Rejection {
                 reason: "TopologyAffinityError".to_string(),
-                message: "Resources cannot be allocated with Topology locality".to_string(),
+                message: pod_level_refusal
+                    .unwrap_or("Resources cannot be allocated with Topology locality")
+                    .to_string(),
                 stage: RejectionStage::TopologyPolicy,
             })
         }
@@ -343,22 +387,10 @@ impl Node {
         container: &topoalign_model::Container,
         hint: TopologyHint,
     ) -> Result<(), Rejection> {
-        let unexpected = |provider: Provider, error: String| Rejection {
-            reason: "UnexpectedAdmissionError".to_string(),
-            message: format!("Allocate failed due to {error}, which is unexpected"),
-            stage: RejectionStage::Allocation(provider),
-        };
         self.devices
             .allocate(pod, container, hint)
             .map_err(|e| unexpected(Provider::Device, e.to_string()))?;
-        self.cpus.allocate(pod, container, hint).map_err(|e| match e {
-            CpuAllocateError::SmtAlignment(message) => Rejection {
-                reason: "SMTAlignmentError".to_string(),
-                message,
-                stage: RejectionStage::Allocation(Provider::Cpu),
-            },
-            CpuAllocateError::Other(error) => unexpected(Provider::Cpu, error),
-        })?;
+        self.cpus.allocate(pod, container, hint).map_err(cpu_rejection)?;
         self.memory
             .allocate(pod, container, hint)
             .map_err(|e| unexpected(Provider::Memory, e.to_string()))?;
@@ -407,5 +439,28 @@ impl Node {
         self.devices.remove_pod(uid);
         self.cpus.remove_pod(uid);
         self.memory.remove_pod(uid);
+    }
+}
+
+/// An allocation failure the kubelet does not name (`UnexpectedAdmissionError`).
+fn unexpected(provider: Provider, error: String) -> Rejection {
+    Rejection {
+        reason: "UnexpectedAdmissionError".to_string(),
+        message: format!("Allocate failed due to {error}, which is unexpected"),
+        stage: RejectionStage::Allocation(provider),
+    }
+}
+
+/// The CPU manager's allocation failure as the kubelet's admission result.
+fn cpu_rejection(error: CpuAllocateError) -> Rejection {
+    let named = |reason: &str, message: String| Rejection {
+        reason: reason.to_string(),
+        message,
+        stage: RejectionStage::Allocation(Provider::Cpu),
+    };
+    match error {
+        CpuAllocateError::SmtAlignment(message) => named("SMTAlignmentError", message),
+        CpuAllocateError::EmptyPodSharedPool(message) => named("EmptyPodSharedPoolError", message),
+        CpuAllocateError::Other(error) => unexpected(Provider::Cpu, error),
     }
 }

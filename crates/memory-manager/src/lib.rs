@@ -77,6 +77,8 @@ pub struct MemoryManagerConfig {
     pub node_allocatable_reservation: ResourceList,
     /// The kubelet release whose decisions to reproduce.
     pub kubelet_version: KubeletVersion,
+    /// `PodLevelResourceManagers` in force (`FeatureGates::pod_level_managers`).
+    pub pod_level_managers: bool,
 }
 
 /// Why the memory manager refuses to start. Display is the kubelet's text,
@@ -108,6 +110,18 @@ pub enum MemoryManagerStartError {
 #[error("{0}")]
 pub struct MemoryAllocateError(pub String);
 
+/// Why `AllocatePod` failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MemoryPodAllocateError {
+    /// The pod's shared containers would get no memory (kubelet
+    /// `EmptyPodSharedPoolError`, the admission reason of the same name).
+    #[error("{0}")]
+    EmptyPodSharedPool(String),
+    /// Any other failure (kubelet: `UnexpectedAdmissionError`).
+    #[error(transparent)]
+    Other(#[from] MemoryAllocateError),
+}
+
 /// The memory manager of one node.
 #[derive(Clone, Debug)]
 pub struct MemoryManager {
@@ -137,6 +151,7 @@ impl MemoryManager {
                     machine,
                     &system_reserved,
                     config.kubelet_version,
+                    config.pod_level_managers,
                 )))
             }
         };
@@ -177,6 +192,39 @@ impl MemoryManager {
                 .allocate(pod, container, affinity)
                 .map_err(|e| MemoryAllocateError(e.to_string())),
         }
+    }
+
+    /// Reserves the memory of a whole pod managed at the pod level (kubelet
+    /// `AllocatePod`, called by the pod scope instead of `allocate` for each
+    /// container when `PodLevelResourceManagers` is on and the pod has
+    /// pod-level resources), then divides it among the containers.
+    ///
+    /// # Errors
+    /// [`MemoryPodAllocateError`] as the kubelet's `AllocatePod` fails.
+    pub fn allocate_pod(&mut self, pod: &Pod, affinity: TopologyHint) -> Result<(), MemoryPodAllocateError> {
+        match &mut self.policy {
+            Policy::None => Ok(()),
+            Policy::Static(policy) => policy.allocate_pod(pod, affinity).map_err(|e| match e {
+                policy_static::PodAllocateError::EmptyPodSharedPool(text) => {
+                    MemoryPodAllocateError::EmptyPodSharedPool(text)
+                }
+                policy_static::PodAllocateError::Allocate(e) => {
+                    MemoryPodAllocateError::Other(MemoryAllocateError(e.to_string()))
+                }
+            }),
+        }
+    }
+
+    /// The pod-level assignments (`podEntries`): pod uid → the NUMA nodes of
+    /// the pod's memory.
+    pub fn pod_assignments(&self) -> BTreeMap<String, Vec<usize>> {
+        let Policy::Static(policy) = &self.policy else {
+            return BTreeMap::new();
+        };
+        policy
+            .pod_assignments()
+            .map(|(uid, blocks)| (uid.to_string(), numa_nodes_of(blocks).unwrap_or_default()))
+            .collect()
     }
 
     /// The container was started (kubelet `AddContainer`): releases the

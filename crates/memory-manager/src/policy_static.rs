@@ -17,6 +17,8 @@ use crate::init_reuse::ReusableMemory;
 use crate::machine_state::{Block, MachineState, SystemReserved};
 use crate::requests::{Requested, UnrepresentableRequest, container_requests, pod_requests};
 
+mod pod_level;
+pub(crate) use pod_level::PodAllocateError;
 mod restore;
 
 /// Why `Allocate` fails; the texts are the kubelet's.
@@ -153,23 +155,56 @@ pub(crate) struct StaticPolicy {
     /// "pod-level resources are not supported by the static Memory manager
     /// policy". Before, it is treated as any other pod of its QoS class.
     leaves_pod_level_pods_alone: bool,
+    /// `PodLevelResourceManagers` on (1.36+): a pod with pod-level
+    /// resources is managed as a whole (see `pod_level`).
+    pod_level_managers: bool,
+    /// From 1.37 `Allocate` leaves a container that requests no memory
+    /// alone before looking at hints.
+    skips_containers_without_requests: bool,
+    /// Pod-level assignments (`podEntries`): pod uid → the blocks reserved
+    /// for the whole pod.
+    pod_blocks: BTreeMap<String, Vec<Block>>,
 }
 
 impl StaticPolicy {
     /// The policy with nothing allocated, as the kubelet of `version` runs it.
-    pub fn new(machine: &Machine, system_reserved: &SystemReserved, version: KubeletVersion) -> Self {
+    pub fn new(
+        machine: &Machine,
+        system_reserved: &SystemReserved,
+        version: KubeletVersion,
+        pod_level_managers: bool,
+    ) -> Self {
         StaticPolicy {
             machine: MachineState::new(machine, system_reserved),
             blocks: BTreeMap::new(),
             reusable: ReusableMemory::default(),
             leaves_pod_level_pods_alone: version.at_least(KubeletVersion::V1_34),
+            pod_level_managers,
+            skips_containers_without_requests: version.at_least(KubeletVersion::V1_37),
+            pod_blocks: BTreeMap::new(),
         }
     }
 
     /// Whether the policy leaves `pod` alone: it uses pod-level resources
     /// and the release skips such pods.
     fn leaves_alone(&self, pod: &Pod) -> bool {
-        self.leaves_pod_level_pods_alone && pod.uses_pod_level_resources()
+        self.leaves_pod_level_pods_alone && pod.uses_pod_level_resources() && !self.pod_level_managers
+    }
+
+    /// Whether `pod` is managed at the pod level (`PodLevelResourceManagers`
+    /// on and the pod has pod-level resources).
+    fn manages_pod_level(&self, pod: &Pod) -> bool {
+        self.pod_level_managers && pod.uses_pod_level_resources()
+    }
+
+    /// `getContainerRequestedResources` as this policy reads it: in a pod
+    /// managed at the pod level only a container Guaranteed by itself
+    /// requests memory of its own.
+    fn container_requests(&self, pod: &Pod, container: &Container) -> Result<Requested, UnrepresentableRequest> {
+        if self.manages_pod_level(pod) && !container.is_equivalent_guaranteed() {
+            return Ok(Requested::new());
+        }
+        container_requests(container)
     }
 
     /// The container's blocks; `None` when it has none (the kubelet's nil).
@@ -207,7 +242,7 @@ impl StaticPolicy {
         if pod.qos != QosClass::Guaranteed {
             return None;
         }
-        let requested = container_requests(container).ok()?;
+        let requested = self.container_requests(pod, container).ok()?;
         if self.leaves_alone(pod) {
             return None;
         }
@@ -222,6 +257,9 @@ impl StaticPolicy {
     pub fn pod_hints(&self, pod: &Pod) -> Option<HintMap> {
         if pod.qos != QosClass::Guaranteed {
             return None;
+        }
+        if self.manages_pod_level(pod) {
+            return self.pod_level_hints(pod);
         }
         let requested = pod_requests(pod).ok()?;
         if self.leaves_alone(pod) {
@@ -252,7 +290,10 @@ impl StaticPolicy {
             return Ok(());
         }
 
-        let requested = container_requests(container)?;
+        let requested = self.container_requests(pod, container)?;
+        if requested.is_empty() && self.skips_containers_without_requests {
+            return Ok(());
+        }
         let mut chosen = affinity;
         if chosen.affinity.is_none() {
             let default = self.default_hint(&pod.uid, &requested)?;
@@ -362,6 +403,10 @@ impl StaticPolicy {
 
     /// Frees the container's blocks (kubelet `RemoveContainer`).
     pub fn remove_container(&mut self, pod_uid: &str, container: &str) {
+        if self.pod_blocks.contains_key(pod_uid) {
+            self.remove_pod_level_container(pod_uid, container);
+            return;
+        }
         let Some(containers) = self.blocks.get_mut(pod_uid) else {
             return;
         };
@@ -453,6 +498,9 @@ mod tests {
                 blocks: BTreeMap::new(),
                 reusable: ReusableMemory::default(),
                 leaves_pod_level_pods_alone: true,
+                pod_level_managers: false,
+                skips_containers_without_requests: false,
+                pod_blocks: BTreeMap::new(),
             };
             for (pod_uid, container, container_blocks) in blocks {
                 policy.set_blocks(pod_uid, container, container_blocks);

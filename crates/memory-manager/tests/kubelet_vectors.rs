@@ -59,6 +59,7 @@ fn reserved(numa_node: usize, entries: &[(&str, u64)]) -> ReservedMemory {
 fn static_config(reserved_memory: Vec<ReservedMemory>, node_allocatable: &[(&str, u64)]) -> MemoryManagerConfig {
     MemoryManagerConfig {
         kubelet_version: topoalign_model::KubeletVersion::V1_32,
+        pod_level_managers: false,
         policy: MemoryPolicyName::Static,
         reserved_memory,
         node_allocatable_reservation: resources(node_allocatable),
@@ -276,6 +277,7 @@ fn the_none_policy_neither_hints_nor_pins_nor_checks_reservations() {
     let m = machine(&[(32 * GI, 0)]);
     let config = MemoryManagerConfig {
         kubelet_version: topoalign_model::KubeletVersion::V1_32,
+        pod_level_managers: false,
         policy: MemoryPolicyName::None,
         reserved_memory: vec![reserved(7, &[("memory", GI)])],
         node_allocatable_reservation: resources(&[("memory", 100 * MI)]),

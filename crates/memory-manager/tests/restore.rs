@@ -28,6 +28,7 @@ fn manager() -> MemoryManager {
     let machine = Machine::new(nodes, Vec::new(), BTreeMap::new()).expect("valid machine");
     let config = MemoryManagerConfig {
         kubelet_version: topoalign_model::KubeletVersion::V1_32,
+        pod_level_managers: false,
         policy: MemoryPolicyName::Static,
         reserved_memory: vec![ReservedMemory {
             numa_node: 0,

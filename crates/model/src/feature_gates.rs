@@ -35,6 +35,11 @@ pub struct FeatureGates {
     /// class to the containers. Read it through
     /// [`FeatureGates::pod_level_qos_needs_set_resources`].
     pub pod_level_fix_qos_set: Option<bool>,
+    /// `PodLevelResourceManagers` as set (1.36 alpha, 1.37 beta, off by
+    /// default; unknown before 1.36): the CPU and memory managers give a pod
+    /// with pod-level resources a pod-level assignment ("bubble"). Read it
+    /// through [`FeatureGates::pod_level_managers`].
+    pub pod_level_managers_set: Option<bool>,
 }
 
 impl Default for FeatureGates {
@@ -50,6 +55,7 @@ impl Default for FeatureGates {
             pod_level_resources_set: None,
             pod_level_fix_defaulting_set: None,
             pod_level_fix_qos_set: None,
+            pod_level_managers_set: None,
         }
     }
 }
@@ -74,5 +80,14 @@ impl FeatureGates {
     pub fn pod_level_qos_needs_set_resources(&self, version: KubeletVersion) -> bool {
         self.pod_level_fix_qos_set
             .unwrap_or(version.at_least(KubeletVersion::V1_37))
+    }
+
+    /// Whether the CPU and memory managers manage pods with pod-level
+    /// resources at the pod level (`PodLevelResourceManagers`, off by
+    /// default, 1.36+; it needs `PodLevelResources`).
+    pub fn pod_level_managers(&self, version: KubeletVersion) -> bool {
+        self.pod_level_managers_set.unwrap_or(false)
+            && version.at_least(KubeletVersion::V1_36)
+            && self.pod_level_resources(version)
     }
 }

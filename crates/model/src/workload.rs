@@ -146,6 +146,18 @@ impl Container {
     pub fn limit(&self, resource: &str) -> Quantity {
         self.limits.get(resource).copied().unwrap_or_default()
     }
+
+    /// Whether the container alone would be Guaranteed: non-zero `cpu` and
+    /// `memory` requests equal to their limits (kubelet
+    /// `IsContainerEquivalentQOSGuaranteed`). Inside a pod with pod-level
+    /// resources under `PodLevelResourceManagers`, only such containers get
+    /// exclusive CPUs and memory of their own.
+    pub fn is_equivalent_guaranteed(&self) -> bool {
+        ["cpu", "memory"].iter().all(|resource| {
+            let request = self.request(resource);
+            !request.is_zero() && request == self.limit(resource)
+        })
+    }
 }
 
 /// A pod: identity, QoS class, init containers then app containers.

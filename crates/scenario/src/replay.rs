@@ -350,5 +350,11 @@ fn final_state(state: &NodeState) -> FinalState {
             })
             .collect(),
         memory_assignments: state.memory_assignments.clone(),
+        pod_cpu_assignments: state
+            .pod_cpu_assignments
+            .iter()
+            .map(|(pod, cpus)| (pod.clone(), cpus.to_string()))
+            .collect(),
+        pod_memory_assignments: state.pod_memory_assignments.clone(),
     }
 }

@@ -38,4 +38,11 @@ pub struct FinalState {
     pub default_cpu_set: String,
     pub cpu_assignments: BTreeMap<String, BTreeMap<String, String>>,
     pub memory_assignments: BTreeMap<String, BTreeMap<String, Vec<usize>>>,
+    /// Pod-level CPU assignments (`PodLevelResourceManagers`, 1.36+);
+    /// absent when no pod has one, as the kubelet oracle writes it.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub pod_cpu_assignments: BTreeMap<String, String>,
+    /// Pod-level memory assignments (NUMA nodes), likewise.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub pod_memory_assignments: BTreeMap<String, Vec<usize>>,
 }

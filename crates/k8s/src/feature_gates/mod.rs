@@ -211,6 +211,7 @@ impl GateSet {
             pod_level_resources_set: self.enabled.get("PodLevelResources").copied(),
             pod_level_fix_defaulting_set: self.enabled.get("PodLevelResourcesFixDefaulting").copied(),
             pod_level_fix_qos_set: self.enabled.get("PodLevelResourcesFixKubeletQOSClass").copied(),
+            pod_level_managers_set: self.enabled.get("PodLevelResourceManagers").copied(),
         }
     }
 }
