@@ -35,6 +35,17 @@ pub struct FeatureGates {
     /// class to the containers. Read it through
     /// [`FeatureGates::pod_level_qos_needs_set_resources`].
     pub pod_level_fix_qos_set: Option<bool>,
+    /// `InPlacePodVerticalScaling` as set (alpha and off in 1.32, beta and
+    /// on from 1.33, GA and locked from 1.35): whether the kubelet acts on
+    /// an in-place resize. Read it through [`FeatureGates::in_place_resize`].
+    pub in_place_resize_set: Option<bool>,
+    /// `InPlacePodVerticalScalingExclusiveCPUs` (alpha, off): resizes of
+    /// Guaranteed pods under the static CPU policy are not refused.
+    pub in_place_resize_exclusive_cpus: bool,
+    /// `InPlacePodVerticalScalingExclusiveMemory` (1.34+, alpha, off):
+    /// resizes of Guaranteed pods under the `Static` memory policy are not
+    /// refused.
+    pub in_place_resize_exclusive_memory: bool,
 }
 
 impl Default for FeatureGates {
@@ -50,6 +61,9 @@ impl Default for FeatureGates {
             pod_level_resources_set: None,
             pod_level_fix_defaulting_set: None,
             pod_level_fix_qos_set: None,
+            in_place_resize_set: None,
+            in_place_resize_exclusive_cpus: false,
+            in_place_resize_exclusive_memory: false,
         }
     }
 }
@@ -74,5 +88,12 @@ impl FeatureGates {
     pub fn pod_level_qos_needs_set_resources(&self, version: KubeletVersion) -> bool {
         self.pod_level_fix_qos_set
             .unwrap_or(version.at_least(KubeletVersion::V1_37))
+    }
+
+    /// Whether a kubelet of `version` acts on in-place resizes
+    /// (`InPlacePodVerticalScaling`, on by default from 1.33).
+    pub fn in_place_resize(&self, version: KubeletVersion) -> bool {
+        self.in_place_resize_set
+            .unwrap_or(version.at_least(KubeletVersion::V1_33))
     }
 }

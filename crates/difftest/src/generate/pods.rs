@@ -79,6 +79,7 @@ pub fn events(rng: &mut Rng, machine: &MachineFacts, kubelet: &KubeletFacts, tag
             events.push(EventSpec {
                 add: None,
                 delete: Some(key),
+                ..EventSpec::default()
             });
             continue;
         }
@@ -87,6 +88,7 @@ pub fn events(rng: &mut Rng, machine: &MachineFacts, kubelet: &KubeletFacts, tag
             events.push(EventSpec {
                 add: None,
                 delete: Some("default/never-added".into()),
+                ..EventSpec::default()
             });
             continue;
         }
@@ -105,7 +107,7 @@ pub fn events(rng: &mut Rng, machine: &MachineFacts, kubelet: &KubeletFacts, tag
         live.push(name);
         events.push(EventSpec {
             add: Some(pod),
-            delete: None,
+            ..EventSpec::default()
         });
     }
     events
