@@ -394,7 +394,8 @@ fn resized_pod(pod: &Pod, spec: &ResizeSpec, path: &str) -> Result<Pod, Scenario
                 field(
                     format!("{at}.name"),
                     format!(
-                        "{} has no container or sidecar (restartPolicy: Always init container) named {:?};                          init containers that run to completion are not resized",
+                        "{} has no container or sidecar (restartPolicy: Always init container) named {:?}; \
+                         init containers that run to completion are not resized",
                         pod.key(),
                         change.name
                     ),
