@@ -193,3 +193,32 @@ fn resizing_a_refused_pod_is_reported_not_fatal() {
     assert_eq!(doc.results[1].resized, Some(false));
     assert_eq!(doc.results[1].message.as_deref(), Some("pod not admitted"));
 }
+
+#[test]
+fn a_resize_reaching_the_managers_exclusive_resize_is_an_error_not_an_answer() {
+    let node = |gates: &str| {
+        format!(
+            "{NODE}kubelet: {{kubeletVersion: \"1.37\", cpuManagerPolicy: static, reservedSystemCPUs: \"0\", \
+             featureGates: {{{gates}}}}}\nevents:\n  - add: {{metadata: {{name: g}}, spec: {{containers: [{{name: \
+             app, resources: {{limits: {{cpu: 1, memory: 1Gi}}}}}}]}}}}\n  - resize: {{pod: g, containers: \
+             [{{name: app, resources: {{requests: {{cpu: 2}}, limits: {{cpu: 2}}}}}}]}}\n"
+        )
+    };
+    assert!(
+        error_of(&node("InPlacePodVerticalScalingExclusiveCPUs: true")).starts_with(
+            "events[1].resize: a resize of a Guaranteed pod's CPUs with InPlacePodVerticalScalingExclusiveCPUs on"
+        ),
+        "{}",
+        error_of(&node("InPlacePodVerticalScalingExclusiveCPUs: true"))
+    );
+    // Without the gate the kubelet refuses it, in its own words.
+    let Ok(Replay::Completed(doc)) = Scenario::parse(&node("")).and_then(|s| replay(&s)) else {
+        panic!("should replay")
+    };
+    assert_eq!(doc.results[1].resized, Some(false));
+    assert_eq!(doc.results[1].reason.as_deref(), Some("Infeasible"));
+    assert_eq!(
+        doc.results[1].message.as_deref(),
+        Some("Resize is infeasible for Guaranteed Pods alongside CPU Manager policy \"static\"")
+    );
+}

@@ -227,7 +227,7 @@ impl Node {
             let mut left = self.resources.capacity.get(resource).copied().unwrap_or_default();
             for reserved in [&self.config.system_reserved, &self.config.kube_reserved] {
                 if let Some(amount) = reserved.get(resource) {
-                    left = left - *amount;
+                    left -= *amount;
                 }
             }
             if left.is_negative() { Quantity::ZERO } else { left }
@@ -325,7 +325,7 @@ fn request_for_capacity(pod: &Pod, resource: &str, version: KubeletVersion) -> Q
     if !total.is_zero()
         && let Some(overhead) = pod.overhead.get(resource)
     {
-        total = total + *overhead;
+        total += *overhead;
     }
     total
 }
