@@ -65,6 +65,19 @@ func checkCommand(args []string) int {
 		return 1
 	}
 	sort.Strings(files)
+	// code-*.json: vectors derived from reading kubelet code this harness
+	// cannot call (in-place resize before v1.36); only the engine's
+	// conformance test replays them.
+	kept := files[:0]
+	for _, f := range files {
+		if !strings.HasPrefix(filepath.Base(f), "code-") {
+			kept = append(kept, f)
+		}
+	}
+	if skipped := len(files) - len(kept); skipped > 0 {
+		fmt.Fprintf(os.Stderr, "oracle check: %d code-* vectors not replayed (derived from code the harness does not call)\n", skipped)
+	}
+	files = kept
 	alternatives, err := readAlternatives(filepath.Join(dir, "index.json"))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "oracle check: %v\n", err)

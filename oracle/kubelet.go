@@ -67,6 +67,7 @@ type node struct {
 	plugins  []*plugin.Stub
 
 	admitHandlers []lifecycle.PodAdmitHandler
+	resize        resizeState // resize_<v>.go
 
 	mu     sync.Mutex
 	active []*v1.Pod // pods the kubelet considers active, in admission order
@@ -277,6 +278,7 @@ func startNode(kc *kubeletconfig.KubeletConfiguration, machine *machineInfoT, de
 		n.topology,
 		newPredicateAdmitHandler(nodeObj, n.devices),
 	}
+	n.setupResize(kc)
 	ready.ready.Store(true)
 	return n, nil
 }

@@ -145,7 +145,11 @@ func run(file, checkpointDir string) (any, int) {
 	if err != nil {
 		return errorDoc(err), exitStatus(err)
 	}
-	doc := n.replay(s, pods)
+	doc, err := n.replay(s, pods)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "oracle:", err)
+		return errorDoc(err), 1
+	}
 	if checkpointDir != "" {
 		if err := copyCheckpoints(kc.MemoryManagerPolicy, checkpointDir); err != nil {
 			fmt.Fprintln(os.Stderr, "oracle:", err)

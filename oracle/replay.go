@@ -24,6 +24,7 @@ type podEntry struct {
 	pod      *v1.Pod
 	key      string // namespace/name
 	admitted bool
+	desired  *v1.Pod // the API server's pod after resizes (nil before the first)
 }
 
 // decodePods reads every add event's pod up front, so that a malformed
@@ -31,15 +32,28 @@ type podEntry struct {
 // the UID 00000000-0000-0000-0000-<k in 12 digits> unless it sets one.
 func decodePods(s *scenario) (map[int]*v1.Pod, error) {
 	pods := map[int]*v1.Pod{}
-	live := map[string]bool{}
+	live := map[string]*v1.Pod{}
 	k := 0
 	for i, ev := range s.Events {
 		hasAdd := len(ev.Add) > 0 && string(ev.Add) != "null"
+		parts := 0
+		for _, has := range []bool{hasAdd, ev.Delete != nil, ev.Resize != nil} {
+			if has {
+				parts++
+			}
+		}
 		switch {
-		case hasAdd && ev.Delete != nil:
-			return nil, invalidf("events[%d]: both add and delete", i)
-		case !hasAdd && ev.Delete == nil:
-			return nil, invalidf("events[%d]: neither add nor delete", i)
+		case parts != 1:
+			return nil, invalidf("events[%d]: exactly one of add, delete or resize", i)
+		case ev.Resize != nil:
+			key := resizeKey(ev.Resize.Pod)
+			if live[key] == nil {
+				return nil, invalidf("events[%d].resize.pod: pod %s is not on the node", i, key)
+			}
+			if err := checkResize(i, ev.Resize, live[key]); err != nil {
+				return nil, err
+			}
+			continue
 		case ev.Delete != nil:
 			if parts := strings.Split(*ev.Delete, "/"); len(parts) != 2 || parts[0] == "" || parts[1] == "" {
 				return nil, invalidf("events[%d].delete: %q is not namespace/name", i, *ev.Delete)
@@ -61,11 +75,11 @@ func decodePods(s *scenario) (map[int]*v1.Pod, error) {
 			return nil, invalidf("events[%d].add.spec.containers: a pod has at least one container", i)
 		}
 		key := pod.Namespace + "/" + pod.Name
-		if live[key] {
+		if live[key] != nil {
 			// A delete naming it would be ambiguous.
 			return nil, invalidf("events[%d].add: pod %s is already on the node", i, key)
 		}
-		live[key] = true
+		live[key] = pod
 		names := map[string]bool{}
 		for _, c := range append(append([]v1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
 			if c.Name == "" || names[c.Name] {
@@ -96,13 +110,21 @@ func defaultPods(pods map[int]*v1.Pod) {
 }
 
 // replay plays the events and returns the result document.
-func (n *node) replay(s *scenario, pods map[int]*v1.Pod) map[string]any {
+func (n *node) replay(s *scenario, pods map[int]*v1.Pod) (map[string]any, error) {
 	live := map[string]*podEntry{} // namespace/name -> pod added and not deleted
 	byUID := map[string]string{}   // UID -> namespace/name of every pod added
 	results := []any{}
 	for i, ev := range s.Events {
 		if ev.Delete != nil {
 			results = append(results, n.deletePod(i, *ev.Delete, live))
+			continue
+		}
+		if ev.Resize != nil {
+			r, err := n.resizePod(i, ev.Resize, live)
+			if err != nil {
+				return nil, err
+			}
+			results = append(results, r)
 			continue
 		}
 		pod := pods[i]
@@ -112,7 +134,7 @@ func (n *node) replay(s *scenario, pods map[int]*v1.Pod) map[string]any {
 		live[key] = entry
 		results = append(results, n.addPod(i, entry))
 	}
-	return map[string]any{"results": results, "final": n.final(byUID)}
+	return map[string]any{"results": results, "final": n.final(byUID)}, nil
 }
 
 func (n *node) addPod(i int, e *podEntry) map[string]any {
@@ -131,6 +153,7 @@ func (n *node) addPod(i int, e *podEntry) map[string]any {
 		}
 	}
 	e.admitted = true
+	n.recordAllocation(pod)
 
 	containers := []any{}
 	start := func(c *v1.Container, init bool) {
@@ -177,6 +200,7 @@ func (n *node) deletePod(i int, key string, live map[string]*podEntry) map[strin
 			removeContainer(n, containerID(e.pod, &c))
 		}
 		n.deactivate(e.pod)
+		n.forgetAllocation(e.pod)
 	}
 	return map[string]any{"event": i, "pod": key, "deleted": true}
 }

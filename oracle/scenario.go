@@ -47,6 +47,7 @@ type device struct {
 type event struct {
 	Add    json.RawMessage `json:"add"`
 	Delete *string         `json:"delete"`
+	Resize *resizeEvent    `json:"resize"`
 }
 
 // numaNode is one checked entry of topology.numaNodes.

@@ -110,6 +110,9 @@ fn write_gates(out: &mut String, gates: &FeatureGates) {
         pod_level_fix_defaulting_set,
         pod_level_fix_qos_set,
         pod_level_managers_set,
+        in_place_resize_set,
+        in_place_resize_exclusive_cpus,
+        in_place_resize_exclusive_memory,
     } = gates;
     let _ = writeln!(
         out,
@@ -125,6 +128,16 @@ fn write_gates(out: &mut String, gates: &FeatureGates) {
     // before the field existed stay the same.
     if let Some(set) = pod_level_managers_set {
         let _ = writeln!(out, "gates PodLevelResourceManagers {set}");
+    }
+    // Only when set: fingerprints of journals written before these gates
+    // were read stay the same.
+    if in_place_resize_set.is_some() || *in_place_resize_exclusive_cpus || *in_place_resize_exclusive_memory {
+        let _ = writeln!(
+            out,
+            "gates InPlacePodVerticalScaling {in_place_resize_set:?} InPlacePodVerticalScalingExclusiveCPUs \
+             {in_place_resize_exclusive_cpus} InPlacePodVerticalScalingExclusiveMemory \
+             {in_place_resize_exclusive_memory}"
+        );
     }
 }
 

@@ -17,7 +17,10 @@ mod reservation;
 
 pub use config::{CpuPolicyName, MemoryPolicyName, NodeConfig, ReservedMemory, TopologyPolicyName, TopologyScope};
 pub use decision::{ContainerPlacement, Decision, MergeRecord, MergeTrace, Provider, Rejection, RejectionStage};
-pub use node::{Node, NodeSnapshot, NodeState, NumaUsage, ResourceUsage, RestoreError};
+pub use node::{
+    Node, NodeSnapshot, NodeState, NumaUsage, PendingReason, ResizeDecision, ResizeError, ResizeOutcome, ResourceUsage,
+    RestoreError,
+};
 pub use reservation::node_allocatable_reservation;
 /// The managers' state types a [`NodeSnapshot`] is made of.
 pub use topoalign_cpu_manager::CpuManagerState;

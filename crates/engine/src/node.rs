@@ -21,9 +21,11 @@ use crate::fit::{self, FitAllocatable, FitUsage, NodeResources, PodRequests};
 use crate::reservation::node_allocatable_reservation;
 use crate::{NodeConfig, StartupError};
 
+mod resize;
 mod snapshot;
 mod usage;
 
+pub use resize::{PendingReason, ResizeDecision, ResizeError, ResizeOutcome};
 pub use snapshot::{NodeSnapshot, RestoreError};
 pub use usage::{NumaUsage, ResourceUsage};
 

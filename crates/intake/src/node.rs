@@ -6,7 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
-use topoalign_engine::{CpuPolicyName, MemoryPolicyName, Node, TopologyPolicyName, TopologyScope};
+use topoalign_engine::{
+    CpuPolicyName, MemoryPolicyName, Node, ResizeDecision, ResizeOutcome, TopologyPolicyName, TopologyScope,
+};
 use topoalign_k8s::{ConfigError, KubeletConfiguration};
 use topoalign_model::Machine;
 use topoalign_scenario::{EventOutcome, Scenario, play_events};
@@ -410,13 +412,29 @@ pub fn start(inputs: &NodeInputs<'_>) -> Result<StartedNode, IntakeError> {
             message: e.to_string(),
         })?;
         for (index, outcome) in outcomes.into_iter().enumerate() {
-            if let EventOutcome::Admission(decision) = outcome
-                && let Some(rejection) = decision.rejection
-            {
-                notes.push(format!(
-                    "{} (event {index}) was not admitted on this node: {}",
-                    decision.pod, rejection.reason
-                ));
+            match outcome {
+                EventOutcome::Admission(decision) => {
+                    if let Some(rejection) = decision.rejection {
+                        notes.push(format!(
+                            "{} (event {index}) was not admitted on this node: {}",
+                            decision.pod, rejection.reason
+                        ));
+                    }
+                }
+                EventOutcome::Resize(ResizeDecision {
+                    pod,
+                    outcome: ResizeOutcome::Pending { reason, message },
+                }) => notes.push(format!(
+                    "{pod} (event {index}) keeps its allocated resources: resize {}: {message}",
+                    reason.as_str()
+                )),
+                EventOutcome::Resize(ResizeDecision {
+                    pod,
+                    outcome: ResizeOutcome::Ignored,
+                }) => notes.push(format!(
+                    "{pod} (event {index}) keeps its allocated resources: InPlacePodVerticalScaling is disabled"
+                )),
+                _ => {}
             }
         }
     }

@@ -40,6 +40,17 @@ pub struct FeatureGates {
     /// with pod-level resources a pod-level assignment ("bubble"). Read it
     /// through [`FeatureGates::pod_level_managers`].
     pub pod_level_managers_set: Option<bool>,
+    /// `InPlacePodVerticalScaling` as set (alpha and off in 1.32, beta and
+    /// on from 1.33, GA and locked from 1.35): whether the kubelet acts on
+    /// an in-place resize. Read it through [`FeatureGates::in_place_resize`].
+    pub in_place_resize_set: Option<bool>,
+    /// `InPlacePodVerticalScalingExclusiveCPUs` (alpha, off): resizes of
+    /// Guaranteed pods under the static CPU policy are not refused.
+    pub in_place_resize_exclusive_cpus: bool,
+    /// `InPlacePodVerticalScalingExclusiveMemory` (1.34+, alpha, off):
+    /// resizes of Guaranteed pods under the `Static` memory policy are not
+    /// refused.
+    pub in_place_resize_exclusive_memory: bool,
 }
 
 impl Default for FeatureGates {
@@ -56,6 +67,9 @@ impl Default for FeatureGates {
             pod_level_fix_defaulting_set: None,
             pod_level_fix_qos_set: None,
             pod_level_managers_set: None,
+            in_place_resize_set: None,
+            in_place_resize_exclusive_cpus: false,
+            in_place_resize_exclusive_memory: false,
         }
     }
 }
@@ -89,5 +103,12 @@ impl FeatureGates {
         self.pod_level_managers_set.unwrap_or(false)
             && version.at_least(KubeletVersion::V1_36)
             && self.pod_level_resources(version)
+    }
+
+    /// Whether a kubelet of `version` acts on in-place resizes
+    /// (`InPlacePodVerticalScaling`, on by default from 1.33).
+    pub fn in_place_resize(&self, version: KubeletVersion) -> bool {
+        self.in_place_resize_set
+            .unwrap_or(version.at_least(KubeletVersion::V1_33))
     }
 }

@@ -71,14 +71,47 @@ pub struct DeviceSpec {
     pub numa: Vec<usize>,
 }
 
-/// One event: `add: <Pod>` or `delete: namespace/name`.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+/// One event: `add: <Pod>`, `delete: namespace/name` or `resize:`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct EventSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub add: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delete: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resize: Option<ResizeSpec>,
+}
+
+/// A `resize` event: new `cpu`/`memory` requests and limits for some of a
+/// pod's containers, as an in-place resize (the pod's `resize`
+/// subresource) writes them.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ResizeSpec {
+    /// `namespace/name` (or `name` in `default`) of a pod added earlier.
+    pub pod: String,
+    pub containers: Vec<ResizeContainerSpec>,
+}
+
+/// One container of a [`ResizeSpec`]: the amounts given replace the
+/// container's; the others stay.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ResizeContainerSpec {
+    pub name: String,
+    #[serde(default)]
+    pub resources: ResizeResources,
+}
+
+/// `requests` and `limits` of `cpu` and `memory` (quantities).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ResizeResources {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub requests: BTreeMap<String, serde_json::Value>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub limits: BTreeMap<String, serde_json::Value>,
 }
 
 /// A scenario as [`crate::ReplayInput`] reads JSON text: the same shape as
@@ -102,6 +135,8 @@ pub(crate) struct TypedEvent {
     pub add: Option<Box<k8s_openapi::api::core::v1::Pod>>,
     #[serde(default)]
     pub delete: Option<String>,
+    #[serde(default)]
+    pub resize: Option<ResizeSpec>,
 }
 
 /// Quantities may be written as strings or bare numbers (`memory: 1024`).

@@ -3,7 +3,7 @@
 //! document.
 //!
 //! Owns: the document's shape and its error messages, the event loop
-//! (adds, deletes by `namespace/name`), the result document. Must not
+//! (adds, deletes by `namespace/name`, resizes), the result document. Must not
 //! touch: admission logic (the engine's) or Kubernetes parsing (the k8s
 //! crate's); no I/O — callers hand in text and print the result.
 
@@ -11,7 +11,10 @@ mod document;
 mod replay;
 mod result;
 
-pub use document::{CpuSpec, DeviceSpec, EventSpec, NumaNodeSpec, Scenario, TopologySpec, byte_quantity};
+pub use document::{
+    CpuSpec, DeviceSpec, EventSpec, NumaNodeSpec, ResizeContainerSpec, ResizeResources, ResizeSpec, Scenario,
+    TopologySpec, byte_quantity,
+};
 pub use replay::{EventOutcome, Replay, ReplayInput, play_events, replay, replay_with};
 pub use result::{EventResult, FinalState, ResultDocument};
 pub use topoalign_engine::MergeStrategy;

@@ -3,10 +3,10 @@
 
 use std::collections::HashMap;
 
-use topoalign_engine::{Decision, MergeStrategy, Node, NodeState};
-use topoalign_model::Pod;
+use topoalign_engine::{Decision, MergeStrategy, Node, NodeState, ResizeDecision, ResizeError, ResizeOutcome};
+use topoalign_model::{Pod, QosClass, Quantity};
 
-use crate::document::TypedScenario;
+use crate::document::{ResizeSpec, TypedScenario};
 use crate::result::{EventResult, FinalState, ResultDocument};
 use crate::{Scenario, ScenarioError};
 
@@ -21,7 +21,14 @@ pub enum Replay {
 /// One event, read and checked before anything runs.
 enum Event {
     Add(Pod),
-    Delete { key: String },
+    Delete {
+        key: String,
+    },
+    /// The pod as the API server holds it after the resize: its
+    /// containers' `cpu`/`memory` are the desired sizes.
+    Resize {
+        desired: Pod,
+    },
 }
 
 /// Replays `scenario`.
@@ -74,12 +81,13 @@ impl ReplayInput {
     /// As [`Scenario::parse`].
     pub fn parse(text: &str) -> Result<ReplayInput, ScenarioError> {
         if let Some(typed) = TypedScenario::parse_json(text)
-            && let Ok(events) = read_events(
-                typed
-                    .events
-                    .iter()
-                    .map(|e| (e.add.as_deref().map(Manifest::Typed), e.delete.as_ref())),
-            )
+            && let Ok(events) = read_events(typed.events.iter().map(|e| {
+                (
+                    e.add.as_deref().map(Manifest::Typed),
+                    e.delete.as_ref(),
+                    e.resize.as_ref(),
+                )
+            }))
         {
             return Ok(ReplayInput {
                 kubelet: typed.kubelet,
@@ -135,7 +143,7 @@ fn run(
     };
     node.set_merge_strategy(strategy);
 
-    let results = apply_events(&mut node, events)
+    let results = apply_events(&mut node, events)?
         .into_iter()
         .enumerate()
         .map(|(index, outcome)| match outcome {
@@ -147,6 +155,12 @@ fn run(
             EventOutcome::Deletion { pod, found: false } => EventResult {
                 deleted: Some(false),
                 message: Some("pod not found".into()),
+                ..blank(index, pod)
+            },
+            EventOutcome::Resize(decision) => resize_result(index, decision),
+            EventOutcome::ResizeOfAbsentPod { pod } => EventResult {
+                resized: Some(false),
+                message: Some(NOT_ADMITTED.into()),
                 ..blank(index, pod)
             },
         })
@@ -165,7 +179,17 @@ pub enum EventOutcome {
     /// A `delete` of `namespace/name`; `found` is false when no such pod
     /// was added (or it was deleted already).
     Deletion { pod: String, found: bool },
+    /// A `resize` of an admitted pod: the engine's decision.
+    Resize(ResizeDecision),
+    /// A `resize` of a pod the node refused (`namespace/name`).
+    ResizeOfAbsentPod { pod: String },
 }
+
+/// The message of a resize of a pod the node did not admit.
+const NOT_ADMITTED: &str = "pod not admitted";
+
+/// The message of a resize a 1.32 or 1.33 kubelet does not act on.
+const IGNORED: &str = "InPlacePodVerticalScaling is disabled: the kubelet keeps the pod's allocated resources";
 
 /// Plays a scenario's events onto a started `node` (its adds and deletes
 /// in order, a delete removing the newest pod of that name), the way
@@ -176,27 +200,40 @@ pub enum EventOutcome {
 /// [`ScenarioError`] naming the malformed event.
 pub fn play_events(node: &mut Node, scenario: &Scenario) -> Result<Vec<EventOutcome>, ScenarioError> {
     let events = read_raw_events(scenario)?;
-    Ok(apply_events(node, events))
+    apply_events(node, events)
 }
 
-fn apply_events(node: &mut Node, events: Vec<Event>) -> Vec<EventOutcome> {
+fn apply_events(node: &mut Node, events: Vec<Event>) -> Result<Vec<EventOutcome>, ScenarioError> {
     // Pods added and not yet deleted: (namespace/name, uid), newest last.
     let mut added: Vec<(String, String)> = Vec::new();
     events
         .into_iter()
-        .map(|event| match event {
-            Event::Add(pod) => {
-                added.push((pod.key(), pod.uid.clone()));
-                EventOutcome::Admission(node.admit(pod))
-            }
-            Event::Delete { key } => match added.iter().rposition(|(k, _)| *k == key) {
-                Some(position) => {
-                    let (_, uid) = added.remove(position);
-                    node.remove(&uid);
-                    EventOutcome::Deletion { pod: key, found: true }
+        .enumerate()
+        .map(|(index, event)| {
+            Ok(match event {
+                Event::Add(pod) => {
+                    added.push((pod.key(), pod.uid.clone()));
+                    EventOutcome::Admission(node.admit(pod))
                 }
-                None => EventOutcome::Deletion { pod: key, found: false },
-            },
+                Event::Delete { key } => match added.iter().rposition(|(k, _)| *k == key) {
+                    Some(position) => {
+                        let (_, uid) = added.remove(position);
+                        node.remove(&uid);
+                        EventOutcome::Deletion { pod: key, found: true }
+                    }
+                    None => EventOutcome::Deletion { pod: key, found: false },
+                },
+                Event::Resize { desired } => match node.resize(&desired) {
+                    Ok(decision) => EventOutcome::Resize(decision),
+                    Err(ResizeError::NotAdmitted(_)) => EventOutcome::ResizeOfAbsentPod { pod: desired.key() },
+                    Err(error @ ResizeError::NotReproduced(_)) => {
+                        return Err(ScenarioError::Field {
+                            path: format!("events[{index}].resize"),
+                            message: error.to_string(),
+                        });
+                    }
+                },
+            })
         })
         .collect()
 }
@@ -224,23 +261,28 @@ fn read_raw_events(scenario: &Scenario) -> Result<Vec<Event>, ScenarioError> {
         scenario
             .events
             .iter()
-            .map(|e| (e.add.as_ref().map(Manifest::Raw), e.delete.as_ref())),
+            .map(|e| (e.add.as_ref().map(Manifest::Raw), e.delete.as_ref(), e.resize.as_ref())),
     )
 }
 
-/// Reads and checks the events (`add` manifest, `delete` key), in order.
-fn read_events<'a>(
-    specs: impl ExactSizeIterator<Item = (Option<Manifest<'a>>, Option<&'a String>)>,
-) -> Result<Vec<Event>, ScenarioError> {
+/// One event as written: its `add` manifest, `delete` key, `resize`.
+type EventParts<'a> = (Option<Manifest<'a>>, Option<&'a String>, Option<&'a ResizeSpec>);
+
+/// Reads and checks the events (`add` manifest, `delete` key, `resize`),
+/// in order.
+fn read_events<'a>(specs: impl ExactSizeIterator<Item = EventParts<'a>>) -> Result<Vec<Event>, ScenarioError> {
     let mut events = Vec::with_capacity(specs.len());
     // The API server holds one pod per namespace/name (and per uid) until it
     // is deleted; a second add would make two pods answer to one name.
     let mut live: HashMap<String, (usize, String)> = HashMap::new();
     let mut uids: HashMap<String, usize> = HashMap::new();
+    // The API server's pod of each live namespace/name that was resized:
+    // later resizes change it further.
+    let mut resized: HashMap<String, Pod> = HashMap::new();
     for (index, spec) in specs.enumerate() {
         let at = || format!("events[{index}]");
         events.push(match spec {
-            (Some(manifest), None) => {
+            (Some(manifest), None, None) => {
                 // A pod without metadata.uid gets one unique to this event.
                 let uid = format!("topoalign-event-{index}");
                 let pod = manifest.pod(&uid).map_err(|e| ScenarioError::Field {
@@ -266,34 +308,152 @@ fn read_events<'a>(
                 live.insert(pod.key(), (index, pod.uid.clone()));
                 Event::Add(pod)
             }
-            (None, Some(key)) => {
-                let key = if key.contains('/') {
-                    key.clone()
-                } else {
-                    format!("default/{key}")
-                };
-                if !topoalign_k8s::is_valid_pod_key(&key) {
-                    return Err(ScenarioError::Field {
-                        path: format!("{}.delete", at()),
-                        message: format!(
-                            "{key:?} is not a pod's namespace/name (lowercase letters, digits, '-' and '.')"
-                        ),
-                    });
-                }
+            (None, Some(key), None) => {
+                let key = pod_key(key, &format!("{}.delete", at()))?;
                 if let Some((_, uid)) = live.remove(&key) {
                     uids.remove(&uid);
                 }
+                resized.remove(&key);
                 Event::Delete { key }
+            }
+            (None, None, Some(spec)) => {
+                let path = format!("{}.resize", at());
+                let key = pod_key(&spec.pod, &format!("{path}.pod"))?;
+                let Some((added_by, _)) = live.get(&key) else {
+                    return Err(ScenarioError::Field {
+                        path: format!("{path}.pod"),
+                        message: format!("pod {key} is not on the node (no add before this event, or deleted)"),
+                    });
+                };
+                let current = match (resized.get(&key), &events[*added_by]) {
+                    (Some(pod), _) | (None, Event::Add(pod)) => pod,
+                    (None, _) => {
+                        return Err(ScenarioError::Field {
+                            path: format!("{path}.pod"),
+                            message: format!("pod {key} is not on the node"),
+                        });
+                    }
+                };
+                let desired = resized_pod(current, spec, &path)?;
+                resized.insert(key, desired.clone());
+                Event::Resize { desired }
             }
             _ => {
                 return Err(ScenarioError::Field {
                     path: at(),
-                    message: "an event has exactly one of `add` (a Pod) or `delete` (namespace/name)".into(),
+                    message: "an event has exactly one of `add` (a Pod), `delete` (namespace/name) or `resize`".into(),
                 });
             }
         });
     }
     Ok(events)
+}
+
+/// `namespace/name` of a `delete` or `resize` (`name` alone: `default`).
+fn pod_key(key: &str, path: &str) -> Result<String, ScenarioError> {
+    let key = if key.contains('/') {
+        key.to_string()
+    } else {
+        format!("default/{key}")
+    };
+    if !topoalign_k8s::is_valid_pod_key(&key) {
+        return Err(ScenarioError::Field {
+            path: path.to_string(),
+            message: format!("{key:?} is not a pod's namespace/name (lowercase letters, digits, '-' and '.')"),
+        });
+    }
+    Ok(key)
+}
+
+/// `pod` with the sizes of a `resize` event, checked as the API server
+/// checks a resize: only `cpu` and `memory` of app containers and sidecars,
+/// requests within limits, and the same QoS class.
+fn resized_pod(pod: &Pod, spec: &ResizeSpec, path: &str) -> Result<Pod, ScenarioError> {
+    let field = |path: String, message: String| ScenarioError::Field { path, message };
+    if spec.containers.is_empty() {
+        return Err(field(
+            format!("{path}.containers"),
+            "a resize names at least one container".into(),
+        ));
+    }
+    let mut desired = pod.clone();
+    for (i, change) in spec.containers.iter().enumerate() {
+        let at = format!("{path}.containers[{i}]");
+        if spec.containers[..i].iter().any(|c| c.name == change.name) {
+            return Err(field(
+                format!("{at}.name"),
+                format!("container {:?} is named twice", change.name),
+            ));
+        }
+        let container = desired
+            .containers
+            .iter_mut()
+            .chain(desired.init_containers.iter_mut().filter(|c| c.restartable))
+            .find(|c| c.name == change.name)
+            .ok_or_else(|| {
+                field(
+                    format!("{at}.name"),
+                    format!(
+                        "{} has no container or sidecar (restartPolicy: Always init container) named {:?}; \
+                         init containers that run to completion are not resized",
+                        pod.key(),
+                        change.name
+                    ),
+                )
+            })?;
+        for (list, amounts, name) in [
+            (&mut container.requests, &change.resources.requests, "requests"),
+            (&mut container.limits, &change.resources.limits, "limits"),
+        ] {
+            for (resource, value) in amounts {
+                let at = format!("{at}.resources.{name}.{resource}");
+                if resource != "cpu" && resource != "memory" {
+                    return Err(field(at, "only cpu and memory are resized in place".into()));
+                }
+                list.insert(
+                    resource.clone(),
+                    resize_quantity(value).map_err(|m| field(at.clone(), m))?,
+                );
+            }
+        }
+        for resource in ["cpu", "memory"] {
+            if let (Some(request), Some(limit)) = (container.requests.get(resource), container.limits.get(resource))
+                && request > limit
+            {
+                return Err(field(
+                    format!("{at}.resources.requests.{resource}"),
+                    format!("must be less than or equal to the {resource} limit"),
+                ));
+            }
+        }
+    }
+    if pod.pod_resources.is_none() {
+        let before = QosClass::of_containers(&pod.init_containers, &pod.containers);
+        let after = QosClass::of_containers(&desired.init_containers, &desired.containers);
+        if before != after {
+            return Err(field(
+                format!("{path}.containers"),
+                format!(
+                    "the pod's QoS class would change from {before:?} to {after:?}; the API server refuses that (Pod QoS is immutable)"
+                ),
+            ));
+        }
+    }
+    Ok(desired)
+}
+
+/// A quantity of a `resize` event: a string or a number, positive.
+fn resize_quantity(value: &serde_json::Value) -> Result<Quantity, String> {
+    let text = match value {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Number(n) => n.to_string(),
+        other => return Err(format!("expected a quantity, found {other}")),
+    };
+    let quantity = topoalign_k8s::parse_quantity(&text).map_err(|e| format!("{text:?}: {e}"))?;
+    if quantity.is_negative() {
+        return Err(format!("{text:?} must be greater than or equal to 0"));
+    }
+    Ok(quantity)
 }
 
 /// `parent.child`, or `parent` when the error is about the whole value.
@@ -311,6 +471,7 @@ fn blank(event: usize, pod: String) -> EventResult {
         pod,
         admitted: None,
         deleted: None,
+        resized: None,
         reason: None,
         message: None,
         containers: None,
@@ -328,6 +489,26 @@ fn admission_result(index: usize, decision: Decision) -> EventResult {
         None => EventResult {
             admitted: Some(true),
             containers: Some(decision.containers),
+            ..blank(index, decision.pod)
+        },
+    }
+}
+
+fn resize_result(index: usize, decision: ResizeDecision) -> EventResult {
+    match decision.outcome {
+        ResizeOutcome::Applied => EventResult {
+            resized: Some(true),
+            ..blank(index, decision.pod)
+        },
+        ResizeOutcome::Ignored => EventResult {
+            resized: Some(false),
+            message: Some(IGNORED.into()),
+            ..blank(index, decision.pod)
+        },
+        ResizeOutcome::Pending { reason, message } => EventResult {
+            resized: Some(false),
+            reason: Some(reason.as_str().into()),
+            message: Some(message),
             ..blank(index, decision.pod)
         },
     }

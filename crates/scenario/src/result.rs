@@ -23,6 +23,9 @@ pub struct EventResult {
     pub admitted: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deleted: Option<bool>,
+    /// A `resize` event: whether the new sizes are the pod's allocation now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resized: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]

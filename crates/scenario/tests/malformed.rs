@@ -91,16 +91,16 @@ fn broken_machines_are_refused() {
 }
 
 #[test]
-fn events_must_be_add_or_delete() {
+fn events_must_be_add_delete_or_resize() {
     let both = format!("{NODE}events:\n  - {{delete: default/a, add: {{metadata: {{name: a}}}}}}\n");
     assert_eq!(
         error_of(&both),
-        "events[0]: an event has exactly one of `add` (a Pod) or `delete` (namespace/name)"
+        "events[0]: an event has exactly one of `add` (a Pod), `delete` (namespace/name) or `resize`"
     );
     let neither = format!("{NODE}events:\n  - {{}}\n");
     assert_eq!(
         error_of(&neither),
-        "events[0]: an event has exactly one of `add` (a Pod) or `delete` (namespace/name)"
+        "events[0]: an event has exactly one of `add` (a Pod), `delete` (namespace/name) or `resize`"
     );
 }
 
@@ -112,4 +112,113 @@ fn deleting_an_unknown_pod_is_reported_not_fatal() {
     };
     assert_eq!(doc.results[0].deleted, Some(false));
     assert_eq!(doc.results[0].message.as_deref(), Some("pod not found"));
+}
+
+/// A scenario adding `web` (a Burstable app container and a sidecar, a
+/// Guaranteed-shaped container, a regular init container) then resizing it
+/// with `resize` (YAML flow mapping).
+fn resizing(resize: &str) -> String {
+    format!(
+        "{NODE}events:\n  - add: {{metadata: {{name: web}}, spec: {{initContainers: [{{name: setup}}, \
+         {{name: proxy, restartPolicy: Always, resources: {{requests: {{cpu: 100m}}}}}}], containers: \
+         [{{name: app, resources: {{requests: {{cpu: 500m, memory: 1Gi}}, limits: {{memory: 2Gi}}}}}}]}}}}\n  \
+         - resize: {resize}\n"
+    )
+}
+
+#[test]
+fn resize_events_are_checked_as_the_api_server_checks_a_resize() {
+    let cases = [
+        (
+            "{pod: default/nobody, containers: [{name: app}]}",
+            "events[1].resize.pod: pod default/nobody is not on the node (no add before this event, or deleted)",
+        ),
+        (
+            "{pod: web, containers: []}",
+            "events[1].resize.containers: a resize names at least one container",
+        ),
+        (
+            "{pod: web, containers: [{name: setup, resources: {requests: {cpu: 1}}}]}",
+            "events[1].resize.containers[0].name: default/web has no container or sidecar (restartPolicy: Always \
+             init container) named \"setup\"; init containers that run to completion are not resized",
+        ),
+        (
+            "{pod: web, containers: [{name: app, resources: {requests: {nvidia.com/gpu: 1}}}]}",
+            "events[1].resize.containers[0].resources.requests.nvidia.com/gpu: only cpu and memory are resized in place",
+        ),
+        (
+            "{pod: web, containers: [{name: app, resources: {requests: {memory: 3Gi}}}]}",
+            "events[1].resize.containers[0].resources.requests.memory: must be less than or equal to the memory limit",
+        ),
+        (
+            "{pod: web, containers: [{name: app, resources: {requests: {cpu: lots}}}]}",
+            "events[1].resize.containers[0].resources.requests.cpu: \"lots\": ",
+        ),
+        (
+            "{pod: web, containers: [{name: app}, {name: app}]}",
+            "events[1].resize.containers[1].name: container \"app\" is named twice",
+        ),
+    ];
+    for (resize, expected) in cases {
+        let error = error_of(&resizing(resize));
+        assert!(error.starts_with(expected), "{resize}: {error}");
+    }
+}
+
+#[test]
+fn a_resize_may_not_change_the_qos_class() {
+    let text = format!(
+        "{NODE}events:\n  - add: {{metadata: {{name: g}}, spec: {{containers: [{{name: app, resources: \
+         {{limits: {{cpu: 1, memory: 1Gi}}}}}}]}}}}\n  - resize: {{pod: g, containers: [{{name: app, \
+         resources: {{limits: {{cpu: 2}}}}}}]}}\n"
+    );
+    assert_eq!(
+        error_of(&text),
+        "events[1].resize.containers: the pod's QoS class would change from Guaranteed to Burstable; the API \
+         server refuses that (Pod QoS is immutable)"
+    );
+}
+
+#[test]
+fn resizing_a_refused_pod_is_reported_not_fatal() {
+    let text = format!(
+        "{NODE}events:\n  - add: {{metadata: {{name: big}}, spec: {{containers: [{{name: app, resources: \
+         {{requests: {{cpu: 64}}}}}}]}}}}\n  - resize: {{pod: big, containers: [{{name: app, resources: \
+         {{requests: {{cpu: 1}}}}}}]}}\n"
+    );
+    let Ok(Replay::Completed(doc)) = Scenario::parse(&text).and_then(|s| replay(&s)) else {
+        panic!("should replay")
+    };
+    assert_eq!(doc.results[0].admitted, Some(false));
+    assert_eq!(doc.results[1].resized, Some(false));
+    assert_eq!(doc.results[1].message.as_deref(), Some("pod not admitted"));
+}
+
+#[test]
+fn a_resize_reaching_the_managers_exclusive_resize_is_an_error_not_an_answer() {
+    let node = |gates: &str| {
+        format!(
+            "{NODE}kubelet: {{kubeletVersion: \"1.37\", cpuManagerPolicy: static, reservedSystemCPUs: \"0\", \
+             featureGates: {{{gates}}}}}\nevents:\n  - add: {{metadata: {{name: g}}, spec: {{containers: [{{name: \
+             app, resources: {{limits: {{cpu: 1, memory: 1Gi}}}}}}]}}}}\n  - resize: {{pod: g, containers: \
+             [{{name: app, resources: {{requests: {{cpu: 2}}, limits: {{cpu: 2}}}}}}]}}\n"
+        )
+    };
+    assert!(
+        error_of(&node("InPlacePodVerticalScalingExclusiveCPUs: true")).starts_with(
+            "events[1].resize: a resize of a Guaranteed pod's CPUs with InPlacePodVerticalScalingExclusiveCPUs on"
+        ),
+        "{}",
+        error_of(&node("InPlacePodVerticalScalingExclusiveCPUs: true"))
+    );
+    // Without the gate the kubelet refuses it, in its own words.
+    let Ok(Replay::Completed(doc)) = Scenario::parse(&node("")).and_then(|s| replay(&s)) else {
+        panic!("should replay")
+    };
+    assert_eq!(doc.results[1].resized, Some(false));
+    assert_eq!(doc.results[1].reason.as_deref(), Some("Infeasible"));
+    assert_eq!(
+        doc.results[1].message.as_deref(),
+        Some("Resize is infeasible for Guaranteed Pods alongside CPU Manager policy \"static\"")
+    );
 }

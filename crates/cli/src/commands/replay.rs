@@ -69,15 +69,17 @@ fn render_text(document: &ResultDocument) -> String {
     table.load_style(UTF8_FULL);
     table.set_header(["#", "pod", "outcome", "container", "CPUs", "memory NUMA", "devices"]);
     for result in &document.results {
-        let outcome = match (result.admitted, result.deleted) {
-            (Some(true), _) => "admitted".to_string(),
-            (Some(false), _) => format!(
-                "REJECTED {}: {}",
-                result.reason.as_deref().unwrap_or(""),
-                result.message.as_deref().unwrap_or("")
-            ),
-            (_, Some(true)) => "deleted".to_string(),
-            _ => format!("not deleted: {}", result.message.as_deref().unwrap_or("")),
+        let message = result.message.as_deref().unwrap_or("");
+        let outcome = match (result.admitted, result.deleted, result.resized) {
+            (Some(true), _, _) => "admitted".to_string(),
+            (Some(false), _, _) => format!("REJECTED {}: {message}", result.reason.as_deref().unwrap_or("")),
+            (_, Some(true), _) => "deleted".to_string(),
+            (_, _, Some(true)) => "resized".to_string(),
+            (_, _, Some(false)) => match &result.reason {
+                Some(reason) => format!("NOT RESIZED {reason}: {message}"),
+                None => format!("not resized: {message}"),
+            },
+            _ => format!("not deleted: {message}"),
         };
         let containers = result.containers.as_deref().unwrap_or_default();
         if containers.is_empty() {

@@ -23,6 +23,9 @@ pub struct KubeletFacts {
     /// `PodLevelResourceManagers` on (with pod-level resources honoured).
     pub pod_level_managers: bool,
     pub full_pcpus_only: bool,
+    /// Whether to generate `resize` events: only where the oracle replays
+    /// them through the kubelet's code (1.36+; oracle/README.md).
+    pub resize_events: bool,
 }
 
 const MI: u64 = 1 << 20;
@@ -281,6 +284,7 @@ pub fn kubelet(
         pod_level_resources: release.pod_level_resources(pod_level_gate),
         pod_level_managers: managers_gate && release.pod_level_resources(pod_level_gate),
         full_pcpus_only,
+        resize_events: release.0 >= 36,
     };
     (Value::Object(k), facts)
 }

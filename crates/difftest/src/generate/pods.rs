@@ -2,7 +2,9 @@
 //! Burstable and BestEffort pods, init containers and sidecars (init
 //! containers with `restartPolicy: Always`), pod-level resources
 //! (`spec.resources`), huge pages and devices; deletes of earlier pods
-//! (admitted or not) and of pods never added. Every pod is one the API
+//! (admitted or not) and of pods never added; in-place resizes of the
+//! `cpu` and `memory` of app containers and sidecars (releases whose oracle
+//! replays them), keeping the pod's QoS class. Every pod is one the API
 //! server accepts (requests within limits, extended resources and huge
 //! pages with requests equal to limits, pod-level resources covering the
 //! containers'), so a refusal is the kubelet's.
@@ -65,8 +67,19 @@ pub fn events(rng: &mut Rng, machine: &MachineFacts, kubelet: &KubeletFacts, tag
     let mut live: Vec<String> = Vec::new();
     let mut events = Vec::new();
     let mut next = 0usize;
+    // The API server's pod of each live name, as resizes leave it.
+    let mut pods: BTreeMap<String, Value> = BTreeMap::new();
     for _ in 0..count {
         let roll = rng.below(100);
+        if kubelet.resize_events
+            && (20..34).contains(&roll)
+            && !live.is_empty()
+            && let Some(key) = Some(live[rng.urange(0, live.len() - 1)].clone())
+            && let Some(event) = pods.get_mut(&key).and_then(|pod| resize(rng, &key, pod, machine, tags))
+        {
+            events.push(event);
+            continue;
+        }
         if roll < 18 && !added.is_empty() {
             // Delete an earlier pod, usually one still on the node.
             let key = if !live.is_empty() && rng.chance(85) {
@@ -79,6 +92,7 @@ pub fn events(rng: &mut Rng, machine: &MachineFacts, kubelet: &KubeletFacts, tag
             events.push(EventSpec {
                 add: None,
                 delete: Some(key),
+                ..EventSpec::default()
             });
             continue;
         }
@@ -87,6 +101,7 @@ pub fn events(rng: &mut Rng, machine: &MachineFacts, kubelet: &KubeletFacts, tag
             events.push(EventSpec {
                 add: None,
                 delete: Some("default/never-added".into()),
+                ..EventSpec::default()
             });
             continue;
         }
@@ -99,16 +114,168 @@ pub fn events(rng: &mut Rng, machine: &MachineFacts, kubelet: &KubeletFacts, tag
             }
         };
         let pod = pod(rng, &name, machine, kubelet, tags);
+        pods.insert(name.clone(), pod.clone());
         if !added.contains(&name) {
             added.push(name.clone());
         }
         live.push(name);
         events.push(EventSpec {
             add: Some(pod),
-            delete: None,
+            ..EventSpec::default()
         });
     }
     events
+}
+
+/// A `resize` of one app container or sidecar of `pod` (not of pods with
+/// pod-level resources), written into `pod` too: new `cpu` and/or `memory`
+/// amounts — now and then far beyond the node, or unchanged — that keep
+/// each resource's shape (request equal to limit stays so, a request below
+/// its limit stays below, no resource is added), so the QoS class stays.
+fn resize(
+    rng: &mut Rng,
+    key: &str,
+    pod: &mut Value,
+    machine: &MachineFacts,
+    tags: &mut Vec<String>,
+) -> Option<EventSpec> {
+    let spec = pod.get_mut("spec")?;
+    if spec.get("resources").is_some() {
+        return None;
+    }
+    let mut candidates: Vec<(&str, usize)> = Vec::new();
+    for list in ["containers", "initContainers"] {
+        for (i, c) in spec
+            .get(list)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            if list == "containers" || c.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
+                candidates.push((list, i));
+            }
+        }
+    }
+    if candidates.is_empty() {
+        return None;
+    }
+    let (list, index) = *rng.pick(&candidates);
+    let container = spec.get_mut(list)?.get_mut(index)?;
+    let name = container.get("name")?.as_str()?.to_string();
+    let total_cpus: usize = machine.cpus_per_numa.iter().map(Vec::len).sum();
+    let total_memory: u64 = machine.memory_per_numa.iter().sum();
+    let unchanged = rng.chance(5);
+    let beyond = rng.chance(10);
+    let mut requests = Map::new();
+    let mut limits = Map::new();
+    for resource in ["cpu", "memory"] {
+        if !rng.chance(60) && !(resource == "memory" && requests.is_empty() && limits.is_empty()) {
+            continue;
+        }
+        let resources = container.get("resources");
+        let old_limit = resources
+            .and_then(|r| r.get("limits"))
+            .and_then(|l| l.get(resource))
+            .cloned();
+        let old_request = resources
+            .and_then(|r| r.get("requests"))
+            .and_then(|l| l.get(resource))
+            .cloned()
+            .or_else(|| old_limit.clone());
+        let Some(old_request) = old_request else { continue };
+        let amount = |rng: &mut Rng| -> (u64, Value) {
+            if resource == "cpu" {
+                let milli = if beyond {
+                    (total_cpus as u64 * 2 + 1) * 1000
+                } else if rng.chance(60) {
+                    rng.range(1, (total_cpus as u64 / 2).max(1)) * 1000
+                } else {
+                    rng.range(1, 40) * 100
+                };
+                let text = if milli % 1000 == 0 {
+                    (milli / 1000).to_string()
+                } else {
+                    format!("{milli}m")
+                };
+                (milli, json!(text))
+            } else {
+                let mi = if beyond {
+                    total_memory / MI * 2
+                } else {
+                    rng.range(1, 64) * 64
+                };
+                (mi, json!(format!("{mi}Mi")))
+            }
+        };
+        match old_limit {
+            _ if unchanged => {
+                requests.insert(resource.into(), old_request.clone());
+                if let Some(limit) = old_limit {
+                    limits.insert(resource.into(), limit);
+                }
+            }
+            Some(limit) if limit == old_request => {
+                let (_, value) = amount(rng);
+                requests.insert(resource.into(), value.clone());
+                limits.insert(resource.into(), value);
+            }
+            Some(_) => {
+                // Request strictly below the limit: both new.
+                let (high, high_value) = amount(rng);
+                if high < 2 {
+                    continue;
+                }
+                let low = rng.range(1, high - 1);
+                let low_value = match resource {
+                    "cpu" => json!(format!("{low}m")),
+                    _ => json!(format!("{low}Mi")),
+                };
+                requests.insert(resource.into(), low_value);
+                limits.insert(resource.into(), high_value);
+            }
+            None => {
+                requests.insert(resource.into(), amount(rng).1);
+            }
+        }
+    }
+    if requests.is_empty() && limits.is_empty() {
+        return None;
+    }
+    // The desired pod keeps the new sizes for later resizes.
+    let resources = container
+        .as_object_mut()?
+        .entry("resources")
+        .or_insert_with(|| json!({}));
+    for (name, list) in [("requests", &requests), ("limits", &limits)] {
+        if list.is_empty() {
+            continue;
+        }
+        let target = resources.as_object_mut()?.entry(name).or_insert_with(|| json!({}));
+        for (resource, value) in list {
+            target.as_object_mut()?.insert(resource.clone(), value.clone());
+        }
+    }
+    tags.push("resize".into());
+    if beyond {
+        tags.push("resize-beyond".into());
+    }
+    let mut change = Map::new();
+    if !requests.is_empty() {
+        change.insert("requests".into(), Value::Object(requests));
+    }
+    if !limits.is_empty() {
+        change.insert("limits".into(), Value::Object(limits));
+    }
+    let spec: topoalign_scenario::ResizeSpec = serde_json::from_value(json!({
+        "pod": key,
+        "containers": [{"name": name, "resources": change}],
+    }))
+    .ok()?;
+    Some(EventSpec {
+        resize: Some(spec),
+        ..EventSpec::default()
+    })
 }
 
 fn pod(rng: &mut Rng, key: &str, machine: &MachineFacts, kubelet: &KubeletFacts, tags: &mut Vec<String>) -> Value {

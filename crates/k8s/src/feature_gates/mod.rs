@@ -212,6 +212,9 @@ impl GateSet {
             pod_level_fix_defaulting_set: self.enabled.get("PodLevelResourcesFixDefaulting").copied(),
             pod_level_fix_qos_set: self.enabled.get("PodLevelResourcesFixKubeletQOSClass").copied(),
             pod_level_managers_set: self.enabled.get("PodLevelResourceManagers").copied(),
+            in_place_resize_set: self.enabled.get("InPlacePodVerticalScaling").copied(),
+            in_place_resize_exclusive_cpus: self.enabled("InPlacePodVerticalScalingExclusiveCPUs"),
+            in_place_resize_exclusive_memory: self.enabled("InPlacePodVerticalScalingExclusiveMemory"),
         }
     }
 }

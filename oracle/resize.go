@@ -1,0 +1,137 @@
+package main
+
+// In-place resize events (docs/scenario.md, `resize`): the scenario's new
+// cpu/memory sizes are written into the API server's copy of the pod (the
+// desired pod), and the release's resize decision (resize_<v>.go) is asked
+// whether the kubelet takes them. What decides is the kubelet's code; what
+// this file supplies is the desired pod and the condition's reason as the
+// status manager records it.
+
+import (
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// resizeEvent is a `resize` event.
+type resizeEvent struct {
+	Pod        string            `json:"pod"`
+	Containers []resizeContainer `json:"containers"`
+}
+
+type resizeContainer struct {
+	Name      string `json:"name"`
+	Resources struct {
+		Requests v1.ResourceList `json:"requests"`
+		Limits   v1.ResourceList `json:"limits"`
+	} `json:"resources"`
+}
+
+// resizeKey is the namespace/name a resize names (`name` alone: default).
+func resizeKey(pod string) string {
+	if strings.Contains(pod, "/") {
+		return pod
+	}
+	return "default/" + pod
+}
+
+// checkResize checks a resize event against the pod it names (the API
+// server's checks that matter here: existing containers or sidecars, cpu
+// and memory only).
+func checkResize(i int, r *resizeEvent, pod *v1.Pod) error {
+	if len(r.Containers) == 0 {
+		return invalidf("events[%d].resize.containers: a resize names at least one container", i)
+	}
+	for j, c := range r.Containers {
+		if resizableContainer(pod, c.Name) == nil {
+			return invalidf("events[%d].resize.containers[%d].name: no container or sidecar named %q", i, j, c.Name)
+		}
+		for _, list := range []v1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
+			for name := range list {
+				if name != v1.ResourceCPU && name != v1.ResourceMemory {
+					return invalidf("events[%d].resize.containers[%d].resources: only cpu and memory are resized in place, not %s", i, j, name)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// resizableContainer is the app container or sidecar (restartable init
+// container) of pod named name, or nil.
+func resizableContainer(pod *v1.Pod, name string) *v1.Container {
+	for j := range pod.Spec.Containers {
+		if pod.Spec.Containers[j].Name == name {
+			return &pod.Spec.Containers[j]
+		}
+	}
+	for j := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[j]
+		if c.Name == name && c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+			return c
+		}
+	}
+	return nil
+}
+
+// applyResize writes the event's sizes into the desired pod.
+func applyResize(desired *v1.Pod, r *resizeEvent) {
+	for _, c := range r.Containers {
+		target := resizableContainer(desired, c.Name)
+		for name, q := range c.Resources.Requests {
+			if target.Resources.Requests == nil {
+				target.Resources.Requests = v1.ResourceList{}
+			}
+			target.Resources.Requests[name] = q
+		}
+		for name, q := range c.Resources.Limits {
+			if target.Resources.Limits == nil {
+				target.Resources.Limits = v1.ResourceList{}
+			}
+			target.Resources.Limits[name] = q
+		}
+	}
+}
+
+func (n *node) resizePod(i int, r *resizeEvent, live map[string]*podEntry) (map[string]any, error) {
+	key := resizeKey(r.Pod)
+	e := live[key]
+	if e.desired == nil {
+		e.desired = e.pod.DeepCopy()
+	}
+	applyResize(e.desired, r)
+	if !e.admitted {
+		return map[string]any{"event": i, "pod": key, "resized": false, "message": "pod not admitted"}, nil
+	}
+	desired := e.desired.DeepCopy()
+	n.mu.Lock()
+	others := []*v1.Pod{}
+	for _, p := range n.active {
+		if p.UID != desired.UID {
+			others = append(others, p)
+		}
+	}
+	n.mu.Unlock()
+	fit, reason, message, err := n.decideResize(desired, others)
+	if err != nil {
+		return nil, err
+	}
+	if !fit {
+		// pkg/kubelet/status SetPodResizePendingCondition (copied): every
+		// reason but Infeasible is recorded as Deferred.
+		if reason != "Infeasible" {
+			reason = "Deferred"
+		}
+		return map[string]any{"event": i, "pod": key, "resized": false, "reason": reason, "message": message}, nil
+	}
+	// The allocated pod is the desired one now: later admissions count it.
+	n.mu.Lock()
+	for j, p := range n.active {
+		if p.UID == desired.UID {
+			n.active[j] = desired
+		}
+	}
+	n.mu.Unlock()
+	e.pod = desired
+	return map[string]any{"event": i, "pod": key, "resized": true}, nil
+}
