@@ -11,14 +11,18 @@
 //!   not yet admitted, or one the kubelet still runs after the API server
 //!   let it go, is a moment when the state is in flux);
 //! - each container PodResources reports holds the same exclusive CPUs,
-//!   pinned memory blocks and device ids as the checkpoints record;
+//!   pinned memory blocks and device ids as the checkpoints record — the
+//!   checkpoints' snapshot turned into the answer the kubelet must give
+//!   (`topoalign_podresources::pod_allocations`) and compared by
+//!   `topoalign_podresources::differences`, the comparison `diagnose`
+//!   makes;
 //! - the engine restores the whole, with its own start-up checks.
 //!
 //! State the checkpoints keep for a pod that neither the API server nor
 //! the kubelet lists any more is stale: the kubelet releases it before its
 //! next admission, and so does the restore.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::Pod as ApiPod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -28,7 +32,7 @@ use topoalign_k8s::checkpoint::{
     MemoryCheckpoint,
 };
 use topoalign_model::Pod;
-use topoalign_podresources::{Allocatable, PodAllocation};
+use topoalign_podresources::{Allocatable, Difference, Field, PodAllocation, differences, pod_allocations};
 
 /// Everything gathered from the kubelet's sources at one moment.
 #[derive(Clone, Debug, Default)]
@@ -116,115 +120,31 @@ pub fn rebuild(base: &Node, observation: &Observation) -> Result<Rebuilt, Unknow
     };
 
     let pods = running_pods(&observation.pods)?;
-    let by_key: BTreeMap<String, &Pod> = pods.iter().map(|p| (p.key(), p)).collect();
-    let reported: BTreeMap<String, &PodAllocation> = observation
-        .pod_resources
-        .iter()
-        .map(|p| (format!("{}/{}", p.namespace, p.name), p))
-        .collect();
-    if let Some(key) = by_key.keys().find(|k| !reported.contains_key(*k)) {
-        return Err(Unknown::new(
-            "pods",
-            format!("pod {key} is bound to this node but the kubelet does not list it yet"),
-        ));
-    }
-    if let Some(key) = reported.keys().find(|k| !by_key.contains_key(*k)) {
-        return Err(Unknown::new(
-            "pods",
-            format!(
-                "the kubelet lists pod {key}, which the API server does not have on this node (deleted \
-                 already, or not stored yet)"
-            ),
-        ));
-    }
-
-    for (key, allocation) in &reported {
-        let uid = by_key.get(key).map(|p| p.uid.as_str()).unwrap_or_default();
-        for container in &allocation.containers {
-            let name = container.name.as_str();
-            let recorded = cpu
-                .assignments
-                .get(uid)
-                .and_then(|c| c.get(name))
-                .cloned()
-                .unwrap_or_default();
-            if recorded != container.cpus {
-                return Err(disagree(
-                    key,
-                    name,
-                    "exclusive CPUs",
-                    &container.cpus.to_string(),
-                    CPU_MANAGER_STATE,
-                    &recorded.to_string(),
-                ));
-            }
-            if let Some(memory) = &memory {
-                let mut recorded: Vec<(String, u64, Vec<usize>)> = memory
-                    .assignments
-                    .get(uid)
-                    .and_then(|c| c.get(name))
-                    .into_iter()
-                    .flatten()
-                    .map(|b| (b.resource.clone(), b.size, b.numa_affinity.clone()))
-                    .collect();
-                let mut served: Vec<(String, u64, Vec<usize>)> = container
-                    .memory
-                    .iter()
-                    .map(|b| (b.resource.clone(), b.size, b.numa.clone()))
-                    .collect();
-                recorded.sort();
-                served.sort();
-                if recorded != served {
-                    return Err(disagree(
-                        key,
-                        name,
-                        "pinned memory",
-                        &format!("{served:?}"),
-                        MEMORY_MANAGER_STATE,
-                        &format!("{recorded:?}"),
-                    ));
-                }
-            }
-            let recorded: BTreeMap<String, Vec<String>> =
-                devices.get(uid).and_then(|c| c.get(name)).cloned().unwrap_or_default();
-            let served: BTreeMap<String, Vec<String>> = container
-                .devices
-                .iter()
-                .map(|(resource, groups)| {
-                    let mut ids: Vec<String> = groups.iter().flat_map(|g| g.ids.iter().cloned()).collect();
-                    ids.sort();
-                    ids.dedup();
-                    (resource.clone(), ids)
-                })
-                .filter(|(_, ids)| !ids.is_empty())
-                .collect();
-            if recorded != served {
-                return Err(disagree(
-                    key,
-                    name,
-                    "devices",
-                    &format!("{served:?}"),
-                    DEVICE_CHECKPOINT,
-                    &format!("{recorded:?}"),
-                ));
-            }
-        }
-    }
-
     let listed: BTreeSet<&str> = pods.iter().map(|p| p.uid.as_str()).collect();
     let mut held: BTreeSet<String> = cpu.assignments.keys().cloned().collect();
     held.extend(memory.iter().flat_map(|m| m.assignments.keys().cloned()));
     held.extend(devices.keys().cloned());
     let stale: Vec<String> = held.into_iter().filter(|uid| !listed.contains(uid.as_str())).collect();
 
-    let mut node = base.clone();
-    node.restore(NodeSnapshot {
+    let snapshot = NodeSnapshot {
         pods,
         cpu,
         memory,
         devices,
-    })
-    .map_err(|e| Unknown::new("restore", format!("the kubelet's state cannot be restored: {e}")))?;
+    };
+    // The one comparison (the one `diagnose` makes): what PodResources
+    // lists against the answer the checkpoints give for the API server's
+    // pods.
+    let recorded = pod_allocations(&snapshot, base.machine());
+    let found = differences(&observation.pod_resources, &recorded);
+    // A pod on one side only says more than what its containers hold.
+    if let Some(difference) = found.iter().find(|d| d.field == Field::Pod).or(found.first()) {
+        return Err(disagreement(difference));
+    }
+
+    let mut node = base.clone();
+    node.restore(snapshot)
+        .map_err(|e| Unknown::new("restore", format!("the kubelet's state cannot be restored: {e}")))?;
     if let Some(allocatable) = &observation.allocatable {
         check_allocatable(&node, allocatable)?;
     }
@@ -235,10 +155,41 @@ fn checkpoint_error(file: &str, error: &str) -> Unknown {
     Unknown::new("checkpoint", format!("{file}: {error}"))
 }
 
-fn disagree(pod: &str, container: &str, what: &str, served: &str, file: &str, recorded: &str) -> Unknown {
+/// What `difference` (PodResources' `List` against the checkpoints) means
+/// for the state: a pod in flux, or a source that disagrees.
+fn disagreement(difference: &Difference) -> Unknown {
+    let pod = &difference.pod;
+    let file = match difference.field {
+        Field::Pod if difference.served == "-" => {
+            return Unknown::new(
+                "pods",
+                format!("pod {pod} is bound to this node but the kubelet does not list it yet"),
+            );
+        }
+        Field::Pod => {
+            return Unknown::new(
+                "pods",
+                format!(
+                    "the kubelet lists pod {pod}, which the API server does not have on this node (deleted \
+                     already, or not stored yet)"
+                ),
+            );
+        }
+        Field::Cpus => CPU_MANAGER_STATE,
+        Field::Memory => MEMORY_MANAGER_STATE,
+        Field::Devices => DEVICE_CHECKPOINT,
+    };
+    let what = match difference.field {
+        Field::Cpus => "exclusive CPUs",
+        Field::Memory => "pinned memory",
+        _ => "devices",
+    };
     Unknown::new(
         "pod-resources",
-        format!("pod {pod} container {container}: PodResources reports {what} {served}, {file} records {recorded}"),
+        format!(
+            "pod {pod} container {}: PodResources reports {what} {}, {file} records {}",
+            difference.container, difference.served, difference.recorded
+        ),
     )
 }
 
