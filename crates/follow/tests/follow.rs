@@ -281,6 +281,39 @@ async fn damaged_or_disagreeing_sources_are_unknown_with_the_reason() {
         "{error}"
     );
 
+    let mut pinned = observation.clone();
+    let block = pinned
+        .pod_resources
+        .iter_mut()
+        .flat_map(|p| &mut p.containers)
+        .find_map(|c| c.memory.first_mut())
+        .unwrap();
+    block.size += 1;
+    let error = unknown(check(&pinned));
+    assert_eq!(error.kind, "pod-resources");
+    assert!(
+        error.reason.contains("PodResources reports pinned memory ")
+            && error.reason.contains(", memory_manager_state records "),
+        "{error}"
+    );
+    let mut swapped = observation.clone();
+    let group = swapped
+        .pod_resources
+        .iter_mut()
+        .flat_map(|p| &mut p.containers)
+        .find_map(|c| c.devices.values_mut().flatten().next())
+        .unwrap();
+    group.ids = vec!["not-a-device".to_owned()];
+    let error = unknown(check(&swapped));
+    assert_eq!(error.kind, "pod-resources");
+    assert!(
+        error.reason.contains("PodResources reports devices ")
+            && error
+                .reason
+                .contains("not-a-device, device-plugins/kubelet_internal_checkpoint records "),
+        "{error}"
+    );
+
     // A pod bound by the API server, not yet admitted by the kubelet.
     let mut early = observation.clone();
     early.pod_resources.retain(|p| p.name != "db");
