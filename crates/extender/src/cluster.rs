@@ -371,6 +371,48 @@ impl Cluster {
         }
     }
 
+    /// [`Cluster::rebuild_with`] of each object marked in `rebuild`
+    /// (`None` for the others), in order, spread over `threads` worker
+    /// threads, each part starting from its own copy of `starts`. A
+    /// rebuild depends on nothing but its object, so this is what rebuilding
+    /// them one by one gives.
+    ///
+    /// # Errors
+    /// The message of a worker's panic.
+    pub fn rebuild_all(
+        objects: &[NodeResourceTopology],
+        rebuild: &[bool],
+        starts: &Starts,
+        threads: usize,
+    ) -> Result<Vec<Option<Rebuilt>>, String> {
+        let wanted: Vec<&NodeResourceTopology> = objects
+            .iter()
+            .zip(rebuild)
+            .filter_map(|(object, &rebuild)| rebuild.then_some(object))
+            .collect();
+        let mut done = Vec::with_capacity(wanted.len());
+        if !wanted.is_empty() {
+            let threads = threads.max(1).min(wanted.len());
+            let parts = on_threads(wanted.chunks(wanted.len().div_ceil(threads)), |part| {
+                let mut starts = starts.clone();
+                part.iter()
+                    .map(|object| Cluster::rebuild_with(object, &mut starts))
+                    .collect::<Vec<_>>()
+            })?;
+            done = parts.into_iter().flatten().collect();
+        }
+        let mut done = done.into_iter();
+        Ok(rebuild
+            .iter()
+            .map(|&rebuild| if rebuild { done.next() } else { None })
+            .collect())
+    }
+
+    /// Worker threads for engine work ([`ExtenderConfig::threads`]).
+    pub fn threads(&self) -> usize {
+        self.config.threads
+    }
+
     /// The part of [`Cluster::apply_nrt`] that changes the cluster: the
     /// rebuilt node replaces the known one (or the node passes through),
     /// then the pods assumed on it are confirmed or laid on top again.
@@ -513,17 +555,35 @@ impl Cluster {
         let mut report = SyncReport::default();
         let mut listed = HashSet::with_capacity(objects.len());
         let stale = self.stale(objects, now);
-        let mut starts = self.starts();
         rebuilt.resize_with(objects.len(), || None);
+        for (object, rebuilt) in objects.iter().zip(&mut rebuilt) {
+            if rebuilt.as_ref().is_some_and(|r| r.name != object.metadata.name) {
+                *rebuilt = None;
+            }
+        }
+        // The missing rebuilds, on the worker threads (a panic there is
+        // met again below, on this thread).
+        let missing: Vec<bool> = stale.iter().zip(&rebuilt).map(|(&s, r)| s && r.is_none()).collect();
+        if missing.contains(&true)
+            && let Ok(done) = Cluster::rebuild_all(objects, &missing, &self.starts(), self.config.threads)
+        {
+            for (slot, done) in rebuilt.iter_mut().zip(done) {
+                if done.is_some() {
+                    *slot = done;
+                }
+            }
+        }
+        let mut starts: Option<Starts> = None;
         for ((object, stale), rebuilt) in objects.iter().zip(stale).zip(rebuilt) {
             let name = &object.metadata.name;
             listed.insert(name.clone());
             if !stale {
                 continue;
             }
-            let rebuilt = rebuilt
-                .filter(|r| r.name == *name)
-                .unwrap_or_else(|| Cluster::rebuild_with(object, &mut starts));
+            let rebuilt = match rebuilt {
+                Some(rebuilt) => rebuilt,
+                None => Cluster::rebuild_with(object, starts.get_or_insert_with(|| self.starts())),
+            };
             let before = self.passing.get(name).cloned();
             let result = self.install(rebuilt, now);
             let after = self.passing.get(name);

@@ -56,15 +56,16 @@ pub async fn sync(cluster: &Shared, objects: Vec<NodeResourceTopology>) -> Resul
     let cluster = cluster.clone();
     tokio::task::spawn_blocking(move || {
         let poisoned = |_| "internal: state lock poisoned".to_owned();
-        let (stale, mut starts) = {
+        let (stale, starts, threads) = {
             let cluster = cluster.lock().map_err(poisoned)?;
-            (cluster.stale(&objects, Instant::now()), cluster.starts())
+            (
+                cluster.stale(&objects, Instant::now()),
+                cluster.starts(),
+                cluster.threads(),
+            )
         };
-        let rebuilt: Vec<Option<Rebuilt>> = objects
-            .iter()
-            .zip(stale)
-            .map(|(object, stale)| stale.then(|| Cluster::rebuild_with(object, &mut starts)))
-            .collect();
+        let rebuilt: Vec<Option<Rebuilt>> = Cluster::rebuild_all(&objects, &stale, &starts, threads)
+            .map_err(|e| format!("internal: rebuilding the NodeResourceTopology objects failed: {e}"))?;
         let mut cluster = cluster.lock().map_err(poisoned)?;
         Ok(cluster.sync_rebuilt(&objects, rebuilt, Instant::now()))
     })

@@ -550,14 +550,13 @@ pub fn restore_from(spec: &NodeSpec, state: &StateRecord) -> Result<Restored, Re
 /// # Errors
 /// [`RestoreError::Malformed`] or [`RestoreError::Unrestorable`], as
 /// [`restore`].
-pub fn restore_onto(mut node: Node, state: &StateRecord) -> Result<Node, RestoreError> {
+pub fn restore_onto(node: Node, state: &StateRecord) -> Result<Node, RestoreError> {
     let snapshot = state.to_snapshot().map_err(|message| RestoreError::Malformed {
         attribute: STATE_ATTRIBUTE,
         message,
     })?;
-    node.restore(snapshot)
-        .map_err(|e| RestoreError::Unrestorable(e.to_string()))?;
-    Ok(node)
+    node.restored(snapshot)
+        .map_err(|e| RestoreError::Unrestorable(e.to_string()))
 }
 
 /// The node a scenario leaves behind: its machine and kubelet blocks, and

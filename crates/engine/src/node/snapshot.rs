@@ -2,7 +2,7 @@
 //! kubelet's checkpoint files and pod list hold), taking one from a node and
 //! restoring a node from one the way a restarting kubelet does.
 //!
-//! Owns: [`Node::snapshot`], [`Node::restore`], [`RestoreError`]. Must not touch: admission — a restored node admits
+//! Owns: [`Node::snapshot`], [`Node::restore`] / [`Node::restored`], [`RestoreError`]. Must not touch: admission — a restored node admits
 //! with the same code as any other. No I/O: reading checkpoint files is
 //! `topoalign-k8s`'s job.
 
@@ -64,24 +64,31 @@ impl Node {
     /// [`RestoreError`] for state the kubelet would refuse; the node is then
     /// unchanged.
     pub fn restore(&mut self, snapshot: NodeSnapshot) -> Result<(), RestoreError> {
-        let mut restored = self.clone();
-        restored.cpus.restore(snapshot.cpu)?;
-        if let Some(memory) = snapshot.memory {
-            restored.memory.restore(memory)?;
-        } else {
-            restored.memory.restore(Default::default())?;
-        }
-        restored.devices.restore(snapshot.devices)?;
-        restored.set_active(snapshot.pods.into_iter().map(|pod| self.as_admitted(pod)).collect());
-        let active: BTreeSet<String> = restored.active.iter().map(|p| p.uid.clone()).collect();
-        let mut held: BTreeSet<String> = restored.cpus.assignments().into_keys().collect();
-        held.extend(restored.memory.assignments().into_keys());
-        held.extend(restored.devices.assignments().into_keys());
-        for uid in held.difference(&active) {
-            restored.release(uid);
-        }
-        *self = restored;
+        *self = self.clone().restored(snapshot)?;
         Ok(())
+    }
+
+    /// [`Node::restore`] of a node given away: the restored node, with no
+    /// copy kept to leave unchanged on error (a caller restoring onto a
+    /// fresh clone of a started node pays for one clone, not two).
+    ///
+    /// # Errors
+    /// [`RestoreError`] for state the kubelet would refuse; the node is then
+    /// dropped.
+    pub fn restored(mut self, snapshot: NodeSnapshot) -> Result<Node, RestoreError> {
+        self.cpus.restore(snapshot.cpu)?;
+        self.memory.restore(snapshot.memory.unwrap_or_default())?;
+        self.devices.restore(snapshot.devices)?;
+        let active = snapshot.pods.into_iter().map(|pod| self.as_admitted(pod)).collect();
+        self.set_active(active);
+        let active: BTreeSet<String> = self.active.iter().map(|p| p.uid.clone()).collect();
+        let mut held: BTreeSet<String> = self.cpus.assignments().into_keys().collect();
+        held.extend(self.memory.assignments().into_keys());
+        held.extend(self.devices.assignments().into_keys());
+        for uid in held.difference(&active) {
+            self.release(uid);
+        }
+        Ok(self)
     }
 }
 
