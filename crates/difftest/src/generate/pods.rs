@@ -170,7 +170,10 @@ fn resize(
     let mut requests = Map::new();
     let mut limits = Map::new();
     for resource in ["cpu", "memory"] {
-        if !rng.chance(60) && !(resource == "memory" && requests.is_empty() && limits.is_empty()) {
+        // Each resource is resized now and then; memory always when CPU was
+        // not, so that every resize changes something.
+        let memory_is_the_last_chance = resource == "memory" && requests.is_empty() && limits.is_empty();
+        if !rng.chance(60) && !memory_is_the_last_chance {
             continue;
         }
         let resources = container.get("resources");
