@@ -105,8 +105,9 @@ fn assuming_a_pod_the_node_runs_makes_the_next_listing_rebuild_it() {
     check(steps).unwrap();
 }
 
-/// Runs `steps` on a cluster fed by `sync_nrt` / `sync_rebuilt` and on one
-/// fed by `apply_nrt` for every object, comparing every answer.
+/// Runs `steps` on a cluster fed by `sync_nrt` / `sync_rebuilt` (on two
+/// worker threads) and on one fed by `apply_nrt` for every object,
+/// comparing every answer.
 fn check(steps: Vec<Step>) -> Result<(), TestCaseError> {
     let spec = spec();
     let names: Vec<String> = (0..3).map(|i| format!("worker-{i}")).collect();
@@ -115,7 +116,12 @@ fn check(steps: Vec<Step>) -> Result<(), TestCaseError> {
         assume_timeout: Duration::from_secs(30),
         ..ExtenderConfig::default()
     };
-    let mut synced = Cluster::new(config.clone());
+    // The synced cluster rebuilds a listing's objects on two worker
+    // threads; the other applies them one by one.
+    let mut synced = Cluster::new(ExtenderConfig {
+        threads: 2,
+        ..config.clone()
+    });
     let mut rebuilt = Cluster::new(config);
     let objects = |kubelets: &[topoalign_engine::Node]| -> Vec<topoalign_nrt::NodeResourceTopology> {
         let options = topoalign_nrt::BuildOptions {
