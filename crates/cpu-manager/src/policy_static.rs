@@ -79,6 +79,11 @@ pub(crate) struct StaticPolicy {
     /// `PodLevelResourceManagers` on (1.36+): a pod with pod-level
     /// resources is managed as a whole (see `pod_level`).
     pod_level_managers: bool,
+    /// Up to 1.36 `Allocate` makes the `full-pcpus-only` checks before it
+    /// looks for the container's CPUs in the state, so a container admitted
+    /// again (a resize through the admit handlers) can be refused although
+    /// the CPUs are its own; 1.37 looks first and keeps what is held.
+    checks_smt_of_held_cpus: bool,
     /// Pod-level assignments ("bubbles", `podEntries` of the checkpoint):
     /// pod uid → the CPUs taken from the shared pool for the whole pod.
     pod_cpus: BTreeMap<String, CpuSet>,
@@ -125,6 +130,7 @@ impl StaticPolicy {
             cpus_to_reuse: BTreeMap::new(),
             leaves_pod_level_pods_shared: false,
             pod_level_managers: false,
+            checks_smt_of_held_cpus: true,
             pod_cpus: BTreeMap::new(),
         })
     }
@@ -133,6 +139,7 @@ impl StaticPolicy {
     pub(crate) fn for_release(mut self, version: KubeletVersion, gates: &FeatureGates) -> StaticPolicy {
         self.leaves_pod_level_pods_shared = version.at_least(KubeletVersion::V1_34);
         self.pod_level_managers = gates.pod_level_managers(version);
+        self.checks_smt_of_held_cpus = !version.at_least(KubeletVersion::V1_37);
         self
     }
 
@@ -263,11 +270,12 @@ impl StaticPolicy {
         if requested == 0 || self.leaves_shared(pod) {
             return Ok(());
         }
-        if self.options.full_pcpus_only {
+        let held = self.assignment(&pod.uid, &container.name).cloned();
+        if self.options.full_pcpus_only && (held.is_none() || self.checks_smt_of_held_cpus) {
             self.check_smt_alignment(requested)
                 .map_err(|e| CpuAllocateError::SmtAlignment(e.to_string()))?;
         }
-        if let Some(cpus) = self.assignment(&pod.uid, &container.name).cloned() {
+        if let Some(cpus) = held {
             self.update_cpus_to_reuse(pod, container, &cpus);
             return Ok(());
         }

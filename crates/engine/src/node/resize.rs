@@ -13,9 +13,10 @@
 
 use topoalign_cpu_manager::CpuPolicyName;
 use topoalign_memory_manager::MemoryPolicyName;
-use topoalign_model::{Container, KubeletVersion, Pod, QosClass, Quantity, ResourceList};
+use topoalign_model::{Container, KubeletVersion, Pod, QosClass, Quantity, ResourceList, TopologyHint};
 
 use super::Node;
+use crate::Rejection;
 use crate::fit::{self, PodRequests};
 
 /// The kubelet's answer to a resize of an admitted pod.
@@ -99,7 +100,8 @@ impl Node {
             .iter()
             .position(|p| p.uid == desired.uid)
             .ok_or_else(|| ResizeError::NotAdmitted(desired.uid.clone()))?;
-        let allocated = &self.active[index];
+        // A copy: the CPU manager is asked again below while it is read.
+        let allocated = &self.active[index].clone();
         let decision = |outcome| ResizeDecision {
             pod: allocated.key(),
             outcome,
@@ -129,7 +131,15 @@ impl Node {
             return Ok(decision(infeasible(&message)));
         }
         // The other admit handlers: the topology manager admits again (see
-        // above), then the resource fit against the other pods' allocation.
+        // above) — its CPU manager's `Allocate` of a container that holds
+        // CPUs still makes 1.36's `full-pcpus-only` checks —, then the
+        // resource fit against the other pods' allocation.
+        if let Err(refused) = self.allocate_held_cpus_again(&resized) {
+            return Ok(decision(ResizeOutcome::Pending {
+                reason: PendingReason::Deferred,
+                message: refused.message,
+            }));
+        }
         let mut others = self.fit_usage.clone();
         others.remove(allocated);
         let requests = PodRequests::of(&resized);
@@ -147,6 +157,22 @@ impl Node {
             pod: key,
             outcome: ResizeOutcome::Applied,
         })
+    }
+
+    /// The CPU manager's `Allocate` for each container of `pod` that holds
+    /// exclusive CPUs, as the topology manager calls it when it admits the
+    /// pod again: nothing is taken, but a release that checks
+    /// `full-pcpus-only` before it looks at the held CPUs (up to 1.36) can
+    /// refuse.
+    fn allocate_held_cpus_again(&mut self, pod: &Pod) -> Result<(), Rejection> {
+        for (container, _) in pod.all_containers() {
+            if self.cpus.container_cpus(&pod.uid, &container.name).is_some() {
+                self.cpus
+                    .allocate(pod, container, TopologyHint::any(false))
+                    .map_err(super::cpu_rejection)?;
+            }
+        }
+        Ok(())
     }
 
     /// The refusal of a Guaranteed pod's resize under the static CPU or
