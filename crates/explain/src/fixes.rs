@@ -247,9 +247,63 @@ pub(crate) fn find(situation: &Situation<'_>, empty_node: &EmptyNode) -> Vec<Fix
         fixes.extend(remove_then_shrink(situation));
     }
     if fixes.is_empty() {
+        fixes.extend(larger_pod_level(situation));
+    }
+    if fixes.is_empty() {
         fixes.extend(larger_node(situation));
     }
     fixes
+}
+
+/// How many steps above the pod-level amount [`larger_pod_level`] tries.
+const POD_LEVEL_STEPS: i128 = 4;
+
+/// For a pod with pod-level resources (`spec.resources`) whose containers
+/// that share the pod's CPUs or memory are left none (the kubelet's
+/// `EmptyPodSharedPoolError` under `PodLevelResourceManagers`): the
+/// smallest pod-level amount, a few steps above today's, that admits.
+/// Shrinking never helps there — it is the pod's own total that is short.
+fn larger_pod_level(situation: &Situation<'_>) -> Option<Fix> {
+    let pod_resources = situation.pod.pod_resources.as_ref()?;
+    for (resource, current) in pod_resources.requests.iter() {
+        if resource != "cpu" && resource != "memory" {
+            continue;
+        }
+        let unit = step(resource).value();
+        let current_steps = current.value() / unit;
+        for steps in current_steps + 1..=current_steps + POD_LEVEL_STEPS {
+            let amount = amount_of(resource, steps);
+            let change = Change::Pod(with_pod_level_amount(situation.manifest, resource, amount));
+            if let Some(decision) = admits(situation, &change) {
+                let what = format!(
+                    "Ask for {resource}: {amount} instead of {current} at the pod level (spec.resources), so the \
+                     containers that share the pod's {resource} keep some"
+                );
+                return Some(Fix::new(what, change, &decision));
+            }
+        }
+    }
+    None
+}
+
+/// The manifest with the pod-level `resource` set to `amount` in
+/// `spec.resources`' requests and limits (where each is given).
+fn with_pod_level_amount(manifest: &Value, resource: &str, amount: Quantity) -> Value {
+    let mut changed = manifest.clone();
+    if let Some(resources) = changed
+        .get_mut("spec")
+        .and_then(|s| s.get_mut("resources"))
+        .and_then(Value::as_object_mut)
+    {
+        for field in ["requests", "limits"] {
+            if let Some(list) = resources.get_mut(field).and_then(Value::as_object_mut)
+                && list.contains_key(resource)
+            {
+                list.insert(resource.to_owned(), json!(amount.to_string()));
+            }
+        }
+    }
+    changed
 }
 
 /// The largest factor [`larger_node`] tries.
