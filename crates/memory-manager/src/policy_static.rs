@@ -265,13 +265,20 @@ impl StaticPolicy {
         if self.leaves_alone(pod) {
             return None;
         }
+        self.pod_hints_for(pod, &requested)
+    }
+
+    /// Pod-scope hints for `requested` (the pod's sum, or its pod-level
+    /// amounts): regenerated from the blocks a container of the pod
+    /// already holds, else calculated from what is free.
+    fn pod_hints_for(&self, pod: &Pod, requested: &Requested) -> Option<HintMap> {
         let allocated = pod
             .all_containers()
             .find_map(|(container, _)| self.blocks(&pod.uid, &container.name));
         if let Some(blocks) = allocated {
-            return hints::regenerate(blocks, &requested);
+            return hints::regenerate(blocks, requested);
         }
-        Some(hints::calculate(&self.machine, &self.reusable, &pod.uid, &requested))
+        Some(hints::calculate(&self.machine, &self.reusable, &pod.uid, requested))
     }
 
     /// Pins the container's memory on the topology manager's `affinity`,

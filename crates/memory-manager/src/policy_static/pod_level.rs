@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use topoalign_model::{Pod, QosClass, ResourceHints, TopologyHint};
 
 use super::{AllocateError, StaticPolicy};
-use crate::hints::{self, HintMap};
+use crate::hints::HintMap;
 use crate::machine_state::{Block, MEMORY, is_hugepage_resource};
 use crate::requests::{Requested, UnrepresentableRequest, quantity_as_u64};
 
@@ -116,13 +116,7 @@ impl StaticPolicy {
         if requested.is_empty() {
             return None;
         }
-        let allocated = pod
-            .all_containers()
-            .find_map(|(container, _)| self.blocks(&pod.uid, &container.name));
-        if let Some(blocks) = allocated {
-            return hints::regenerate(blocks, &requested);
-        }
-        Some(hints::calculate(&self.machine, &self.reusable, &pod.uid, &requested))
+        self.pod_hints_for(pod, &requested)
     }
 
     /// `AllocatePod`: the pod's memory on the topology manager's
