@@ -23,10 +23,12 @@ use crate::{NodeConfig, StartupError};
 
 mod resize;
 mod snapshot;
+mod trial;
 mod usage;
 
 pub use resize::{PendingReason, ResizeDecision, ResizeError, ResizeOutcome};
 pub use snapshot::{NodeSnapshot, RestoreError};
+pub use trial::TrialAdmission;
 pub use usage::{NumaUsage, ResourceUsage};
 
 /// A started node: machine, configuration, the managers' state and the

@@ -394,3 +394,29 @@ proptest! {
         prop_assert_eq!(node.numa_usage(), empty_usage);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// `try_admit` (the extender's trial admission) decides exactly as
+    /// `admit` on a copy of the node, reports the usage that admission
+    /// leaves, and leaves the node as it was.
+    #[test]
+    fn a_trial_admission_is_a_real_admission_left_uncommitted(
+        setup in setup(),
+        shapes in prop::collection::vec(pod_shape(), 1..=8),
+    ) {
+        let mut node = start(&setup);
+        for (n, shape) in shapes.iter().enumerate() {
+            let pod = pod(n, shape);
+            let before_state = node.state();
+            let before_usage = node.numa_usage();
+            let trial = node.try_admit(&pod);
+            prop_assert_eq!(node.state(), before_state);
+            prop_assert_eq!(node.numa_usage(), before_usage);
+            let decision = node.admit(pod);
+            prop_assert_eq!(&trial.decision, &decision);
+            prop_assert_eq!(trial.numa_usage(), node.numa_usage());
+        }
+    }
+}

@@ -42,7 +42,7 @@ use topoalign_engine::Node;
 use topoalign_model::Pod;
 use topoalign_nrt::NodeResourceTopology;
 
-use crate::scoring::{Scores, Strategy, score};
+use crate::scoring::{Scores, Strategy, score_trial};
 
 /// How the extender behaves.
 #[derive(Clone, Debug)]
@@ -973,19 +973,21 @@ fn admit_into(known: &mut KnownNode, pod: Pod) -> bool {
     }
 }
 
+/// The engine's answer for `pod` on `node`: a trial admission
+/// ([`Node::try_admit`], the decision of a real admission, the node left as
+/// it is) and, when admitted, the placement's scores.
 fn trial(node: &Node, pod: &Pod) -> Trial {
-    let mut copy = node.clone();
-    let decision = copy.admit(pod.clone());
-    match &decision.rejection {
+    let trial = node.try_admit(pod);
+    match &trial.decision.rejection {
         Some(_) => Trial {
             admitted: false,
-            summary: topoalign_explain::words::refusal(&decision),
+            summary: topoalign_explain::words::refusal(&trial.decision),
             scores: Scores::default(),
         },
         None => Trial {
             admitted: true,
             summary: String::new(),
-            scores: score(&copy, &decision, pod),
+            scores: score_trial(&trial, pod),
         },
     }
 }

@@ -19,8 +19,8 @@
 
 use std::collections::BTreeSet;
 
-use topoalign_engine::{Decision, Node};
-use topoalign_model::Pod;
+use topoalign_engine::{Decision, Node, NumaUsage, TrialAdmission};
+use topoalign_model::{Machine, Pod};
 
 use crate::api::MAX_EXTENDER_PRIORITY;
 
@@ -74,7 +74,18 @@ impl Scores {
 /// Scores `pod` as placed by `decision` on `after` (the node with the pod
 /// admitted).
 pub fn score(after: &Node, decision: &Decision, pod: &Pod) -> Scores {
-    let machine = after.machine();
+    score_usage(after.machine(), &after.numa_usage(), decision, pod)
+}
+
+/// [`score`] of a trial admission ([`Node::try_admit`]) that admitted the
+/// pod: the same placement, the same usage after it.
+pub fn score_trial(trial: &TrialAdmission, pod: &Pod) -> Scores {
+    score_usage(trial.machine(), &trial.numa_usage(), &trial.decision, pod)
+}
+
+/// Scores `pod` as placed by `decision` on a node of `machine` whose zones
+/// are then `zones` ([`Node::numa_usage`]).
+fn score_usage(machine: &Machine, zones: &[NumaUsage], decision: &Decision, pod: &Pod) -> Scores {
     let mut used: BTreeSet<usize> = BTreeSet::new();
     for container in &decision.containers {
         if let Some(cpus) = &container.cpus {
@@ -90,8 +101,7 @@ pub fn score(after: &Node, decision: &Decision, pod: &Pod) -> Scores {
             }
         }
     }
-    let zones = after.numa_usage();
-    let in_use: Vec<&topoalign_engine::NumaUsage> = zones
+    let in_use: Vec<&NumaUsage> = zones
         .iter()
         .filter(|z| used.is_empty() || used.contains(&z.numa))
         .collect();
