@@ -191,7 +191,7 @@ impl FitAllocatable {
 /// admission does not re-add every admitted pod's requests. Exact: the
 /// amounts are whole numbers (millicores, bytes, units), so adding a pod and
 /// subtracting it again leaves the sum as it was.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct FitUsage {
     used: SchedulerResources,
     pods: usize,
@@ -307,7 +307,7 @@ fn shortfall(resource: &str, requested: i128, used: i128, capacity: i128) -> Fit
 /// The scheduler framework's `Resource`: the amounts the fit check
 /// compares — millicores, bytes, pod slots, and whole units of every other
 /// scalar resource (huge pages, extended resources).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 struct SchedulerResources {
     milli_cpu: i128,
     memory: i128,

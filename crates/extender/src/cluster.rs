@@ -867,31 +867,50 @@ impl Cluster {
             self.trial_count = 0;
         }
         let answers = self.trials.get(&shape);
-        let mut missing: Vec<(u64, &Node)> = Vec::new();
+        let mut missing: Vec<(u64, u64, &Node)> = Vec::new();
         let mut queued: Keyed<()> = Keyed::default();
         for (name, state) in candidates.iter().zip(states) {
-            if let Some((state_key, _)) = state
+            if let Some((state_key, spec_key)) = state
                 && answers.is_none_or(|answers| !answers.contains_key(state_key))
                 && queued.insert(*state_key, ()).is_none()
                 && let Some(known) = self.nodes.get(name)
             {
-                missing.push((*state_key, &known.node));
+                missing.push((*state_key, *spec_key, &known.node));
             }
         }
         if missing.is_empty() {
             return Ok(());
         }
+        // States of one spec whose trial keys ([`Node::trial_key`]) are
+        // equal give the same answer for any pod they do not hold: one
+        // trial per spec and trial key. The keys are worked out on the
+        // workers too.
         let threads = self.config.threads.max(1).min(missing.len());
-        let chunk = missing.len().div_ceil(threads);
-        let results = on_threads(missing.chunks(chunk), |part| {
+        let keyed = on_threads(missing.chunks(missing.len().div_ceil(threads)), |part| {
             part.iter()
-                .map(|&(key, node)| (key, trial(node, pod)))
+                .map(|&(_, spec_key, node)| hash(&(spec_key, node.trial_key())))
                 .collect::<Vec<_>>()
         })
         .map_err(ClusterError::Engine)?;
+        let mut first_of: Keyed<usize> = Keyed::default();
+        let mut trials: Vec<&Node> = Vec::new();
+        let mut answer_of: Vec<(u64, usize)> = Vec::with_capacity(missing.len());
+        for (trial_key, &(state_key, _, node)) in keyed.into_iter().flatten().zip(&missing) {
+            let at = *first_of.entry(trial_key).or_insert_with(|| {
+                trials.push(node);
+                trials.len() - 1
+            });
+            answer_of.push((state_key, at));
+        }
+        let threads = self.config.threads.max(1).min(trials.len());
+        let results = on_threads(trials.chunks(trials.len().div_ceil(threads)), |part| {
+            part.iter().map(|node| trial(node, pod)).collect::<Vec<_>>()
+        })
+        .map_err(ClusterError::Engine)?;
+        let results: Vec<Trial> = results.into_iter().flatten().collect();
         let answers = self.trials.entry(shape).or_default();
-        for (key, result) in results.into_iter().flatten() {
-            answers.insert(key, result);
+        for (state_key, at) in answer_of {
+            answers.insert(state_key, results[at].clone());
             self.trial_count += 1;
         }
         Ok(())

@@ -2,8 +2,10 @@
 //! scores — are exactly those of a plain trial admission: the node's state
 //! copied, the pod admitted by the engine, the placement scored. Checked on
 //! random fleets (three policies, GPUs, a second machine shape), random
-//! assumptions between the calls (so cached answers meet changed states)
-//! and random pods (guaranteed, burstable, best-effort; with and without
+//! assumptions between the calls (so cached answers meet changed states;
+//! some lay the sizes of another node's pods in reverse order, so that
+//! nodes in different states hold the same free resources and share one
+//! trial) and random pods (guaranteed, burstable, best-effort; with and without
 //! GPUs; some shapes asked again).
 
 #![allow(clippy::unwrap_used)] // a panic is how a test reports failure
@@ -95,17 +97,22 @@ fn shape() -> impl Strategy<Value = Shape> {
         })
 }
 
-/// One step: assume a pod on node `node % count`, or ask about a pod.
+/// One step: assume a pod on node `node % count`; assume on node `to`
+/// pods of the sizes node `from` was given, in the reverse order (nodes in
+/// other states that often hold the same free resources, which the
+/// extender evaluates once); or ask about a pod.
 #[derive(Clone, Debug)]
 enum Step {
     Assume(Shape, usize),
+    Reversed { from: usize, to: usize },
     Ask(Shape),
 }
 
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        2 => (shape(), any::<usize>()).prop_map(|(s, n)| Step::Assume(s, n)),
-        1 => shape().prop_map(Step::Ask),
+        4 => (shape(), any::<usize>()).prop_map(|(s, n)| Step::Assume(s, n)),
+        1 => (any::<usize>(), any::<usize>()).prop_map(|(from, to)| Step::Reversed { from, to }),
+        2 => shape().prop_map(Step::Ask),
     ]
 }
 
@@ -176,6 +183,8 @@ proptest! {
         let mut nodes: Vec<(String, Node)> = named.iter().map(|(n, g)| (n.clone(), empty[*g].clone())).collect();
         let now = Instant::now();
         let mut asked: BTreeMap<String, usize> = BTreeMap::new();
+        // The sizes given to each node, in order.
+        let mut given: Vec<Vec<Shape>> = vec![Vec::new(); nodes.len()];
         for (i, step) in steps.into_iter().enumerate() {
             match step {
                 Step::Assume(shape, n) => {
@@ -183,6 +192,17 @@ proptest! {
                     let at = n % nodes.len();
                     cluster.assume(&p, &nodes[at].0, now);
                     nodes[at].1.admit(p);
+                    given[at].push(shape);
+                }
+                Step::Reversed { from, to } => {
+                    let (from, to) = (from % nodes.len(), to % nodes.len());
+                    let sizes: Vec<Shape> = given[from].iter().rev().copied().collect();
+                    for (k, shape) in sizes.into_iter().enumerate() {
+                        let p = pod(&format!("p{i}-{k}"), shape);
+                        cluster.assume(&p, &nodes[to].0, now);
+                        nodes[to].1.admit(p);
+                        given[to].push(shape);
+                    }
                 }
                 Step::Ask(shape) => {
                     // Same shape, same name: the second ask is answered from the cache.

@@ -6,7 +6,11 @@
 //! trial runs the very admission chain of [`Node::admit`] on a copy of the
 //! managers' state.
 
-use topoalign_model::{Machine, Pod};
+use std::collections::BTreeMap;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+
+use topoalign_model::{CpuSet, Machine, Pod};
 
 use super::{Node, NumaUsage};
 use crate::Decision;
@@ -59,5 +63,50 @@ impl Node {
         // The pod admission just recorded: not part of what a trial keeps.
         after.active.clear();
         TrialAdmission { decision, after }
+    }
+}
+
+impl Node {
+    /// A key of everything an admission of a pod this node does not hold
+    /// reads, and nothing of who holds what: the shared CPU pool, the CPUs
+    /// held exclusively (as one set), the memory manager's table per NUMA
+    /// node (free amounts, assignment counts, groups), the devices in use
+    /// (as sets) and the pods' summed requests and count. Two nodes started
+    /// with the same machine and configuration whose keys are equal give
+    /// every such pod the same [`Node::try_admit`]: each manager decides a
+    /// new pod from these alone (what it keeps per pod is read only for
+    /// that pod), and [`Node::numa_usage`] reads no more. Nodes holding the
+    /// same pods in another order — or other pods of the same sizes, placed
+    /// alike — share a key.
+    pub fn trial_key(&self) -> u64 {
+        let mut hasher = DefaultHasher::new();
+        let hasher = &mut hasher;
+        self.cpus.default_cpu_set().hash(hasher);
+        let held = self
+            .cpus
+            .assignments()
+            .values()
+            .flat_map(BTreeMap::values)
+            .chain(self.cpus.pod_assignments().values())
+            .fold(CpuSet::new(), |all, cpus| all.union(cpus));
+        held.hash(hasher);
+        match self.memory.state() {
+            Some(memory) => {
+                true.hash(hasher);
+                for (numa, state) in &memory.machine_state {
+                    (numa, state.number_of_assignments, &state.cells).hash(hasher);
+                    for (resource, table) in &state.memory {
+                        (resource, table.total, table.system_reserved, table.allocatable).hash(hasher);
+                        (table.reserved, table.free).hash(hasher);
+                    }
+                }
+            }
+            None => false.hash(hasher),
+        }
+        for resource in self.machine.devices().keys() {
+            (resource, self.devices.devices_in_use(resource)).hash(hasher);
+        }
+        self.fit_usage.hash(hasher);
+        hasher.finish()
     }
 }
