@@ -247,6 +247,23 @@ impl CpuManager {
         }
     }
 
+    /// The CPUs held exclusively by containers, and those held by pods at
+    /// the pod level (`podEntries`), each as one set (who holds what left
+    /// out; nothing is copied but the sets). Empty under the `none` policy.
+    pub fn held_cpus(&self) -> (CpuSet, CpuSet) {
+        let mut by_containers = CpuSet::new();
+        let mut by_pods = CpuSet::new();
+        if let Policy::Static(p) = &self.policy {
+            for cpus in p.assignments().values().flat_map(BTreeMap::values) {
+                by_containers.union_with(cpus);
+            }
+            for cpus in p.pod_assignments().values() {
+                by_pods.union_with(cpus);
+            }
+        }
+        (by_containers, by_pods)
+    }
+
     /// All exclusive assignments: pod uid → container name → CPUs.
     pub fn assignments(&self) -> BTreeMap<String, BTreeMap<String, CpuSet>> {
         match &self.policy {

@@ -420,3 +420,41 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// `trial_key` leaves out who holds what (the same sizes admitted under
+    /// other names give the same key), and nodes whose keys are equal give
+    /// a new pod the same trial admission: here the same sizes admitted in
+    /// two orders (often placed alike, so the keys often meet), then any
+    /// pod asked of both.
+    #[test]
+    fn equal_trial_keys_give_equal_trial_admissions(
+        setup in setup(),
+        shapes in prop::collection::vec(pod_shape(), 1..=6),
+        asked in prop::collection::vec(pod_shape(), 1..=4),
+    ) {
+        let mut forward = start(&setup);
+        let mut renamed = start(&setup);
+        let mut backward = start(&setup);
+        for (n, shape) in shapes.iter().enumerate() {
+            forward.admit(pod(n, shape));
+            renamed.admit(pod(n + 300, shape));
+        }
+        for (n, shape) in shapes.iter().enumerate().rev() {
+            backward.admit(pod(n + 100, shape));
+        }
+        // Who holds what is not part of the key.
+        prop_assert_eq!(forward.trial_key(), renamed.trial_key());
+        if forward.trial_key() == backward.trial_key() {
+            prop_assert_eq!(forward.numa_usage(), backward.numa_usage());
+            for (n, shape) in asked.iter().enumerate() {
+                let pod = pod(n + 200, shape);
+                let (a, b) = (forward.try_admit(&pod), backward.try_admit(&pod));
+                prop_assert_eq!(&a.decision, &b.decision);
+                prop_assert_eq!(a.numa_usage(), b.numa_usage());
+            }
+        }
+    }
+}

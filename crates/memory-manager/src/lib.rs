@@ -278,6 +278,25 @@ impl MemoryManager {
         policy.machine_state().nodes.get(&numa).map(|state| &state.memory)
     }
 
+    /// Feeds the Static policy's machine state to `state`: per NUMA node
+    /// its table, its assignment count and its group (nothing of which pod
+    /// holds what); only `false` under the `None` policy.
+    pub fn hash_machine_state<H: std::hash::Hasher>(&self, state: &mut H) {
+        use std::hash::Hash;
+        let Policy::Static(policy) = &self.policy else {
+            false.hash(state);
+            return;
+        };
+        true.hash(state);
+        for (id, node) in &policy.machine_state().nodes {
+            (id, node.assignments, node.cells).hash(state);
+            for (resource, table) in &node.memory {
+                (resource, table.total, table.system_reserved, table.allocatable).hash(state);
+                (table.reserved, table.free).hash(state);
+            }
+        }
+    }
+
     /// Free amount per NUMA node and resource, for explanations. Empty
     /// under the `None` policy, which keeps no table.
     pub fn free(&self) -> BTreeMap<usize, BTreeMap<String, Quantity>> {

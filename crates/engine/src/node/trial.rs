@@ -6,7 +6,6 @@
 //! trial runs the very admission chain of [`Node::admit`] on a copy of the
 //! managers' state.
 
-use std::collections::BTreeMap;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
@@ -81,32 +80,33 @@ impl Node {
     pub fn trial_key(&self) -> u64 {
         let mut hasher = DefaultHasher::new();
         let hasher = &mut hasher;
-        self.cpus.default_cpu_set().hash(hasher);
-        let held = self
-            .cpus
-            .assignments()
-            .values()
-            .flat_map(BTreeMap::values)
-            .chain(self.cpus.pod_assignments().values())
-            .fold(CpuSet::new(), |all, cpus| all.union(cpus));
-        held.hash(hasher);
-        match self.memory.state() {
-            Some(memory) => {
-                true.hash(hasher);
-                for (numa, state) in &memory.machine_state {
-                    (numa, state.number_of_assignments, &state.cells).hash(hasher);
-                    for (resource, table) in &state.memory {
-                        (resource, table.total, table.system_reserved, table.allocatable).hash(hasher);
-                        (table.reserved, table.free).hash(hasher);
-                    }
-                }
-            }
-            None => false.hash(hasher),
+        let (by_containers, by_pods) = self.cpus.held_cpus();
+        for cpus in [&self.cpus.default_cpu_set(), &by_containers, &by_pods] {
+            hash_cpus(cpus, hasher);
         }
+        self.memory.hash_machine_state(hasher);
         for resource in self.machine.devices().keys() {
             (resource, self.devices.devices_in_use(resource)).hash(hasher);
         }
         self.fit_usage.hash(hasher);
         hasher.finish()
     }
+}
+
+/// Feeds a CPU set to `hasher` as 64-bit words (one write per word, not
+/// per CPU), then its size, so sets of different members differ.
+fn hash_cpus(cpus: &CpuSet, hasher: &mut impl Hasher) {
+    let mut word = 0u64;
+    let mut index = 0u32;
+    for cpu in cpus.iter() {
+        if cpu / 64 != index {
+            hasher.write_u64(word);
+            (index + 1..cpu / 64).for_each(|_| hasher.write_u64(0));
+            index = cpu / 64;
+            word = 0;
+        }
+        word |= 1 << (cpu % 64);
+    }
+    hasher.write_u64(word);
+    hasher.write_usize(cpus.len());
 }
