@@ -161,6 +161,12 @@ impl<'t> Accumulator<'t> {
     fn push_free_ids(&self, child: Level, parent: Option<(Level, u32)>, out: &mut Vec<u32>) {
         let start = out.len();
         let child_of = |cpu: u32| self.topology.cpu(cpu).map(|info| child.id_of(&info));
+        // At most one id per CPU looked at: one allocation, not a growth
+        // per doubling.
+        out.reserve(match parent {
+            None => self.free.len(),
+            Some((level, id)) => self.topology.group(level, id).len(),
+        });
         match parent {
             None => out.extend(self.free.iter().filter_map(child_of)),
             // The parent's group is exactly the CPUs whose parent id is

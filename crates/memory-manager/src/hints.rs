@@ -37,7 +37,7 @@ pub(crate) struct MemoryHintRule {
     universe: NumaMask,
     columns: Vec<ResourceColumns>,
     /// Each node's group (itself when in no multi-node group).
-    cells: Vec<NumaMask>,
+    cells: [NumaMask; MAX_NUMA_NODES],
     /// Nodes holding at least one block.
     assigned: NumaMask,
     /// Masks on which the pod's init containers left reusable memory, with
@@ -72,7 +72,7 @@ impl MemoryHintRule {
             .iter()
             .map(|(resource, &size)| ResourceColumns::new(state, resource, size))
             .collect();
-        let mut cells = vec![NumaMask::EMPTY; MAX_NUMA_NODES];
+        let mut cells = [NumaMask::EMPTY; MAX_NUMA_NODES];
         let mut assigned = NumaMask::EMPTY;
         // The universe is the state's nodes: walk them rather than look
         // each up.

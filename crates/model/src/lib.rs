@@ -31,4 +31,6 @@ pub use option_maturity::{OptionMaturity, OptionsOf};
 pub use quantity::{Quantity, QuantityFormat};
 pub use resource_name::hugepage_resource_name;
 pub use uniform::UniformMachine;
-pub use workload::{Container, Pod, PodResources, PodShape, QosClass, ResourceList, ResourceName, add_resources};
+pub use workload::{
+    Container, Pod, PodResources, PodShape, QosClass, ResourceList, ResourceName, add_resource, add_resources,
+};
