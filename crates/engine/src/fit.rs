@@ -226,7 +226,20 @@ impl FitUsage {
     /// Counts an admitted pod with these requests.
     pub(crate) fn add(&mut self, requests: &PodRequests) {
         self.used
-            .add(requests.0.iter().map(|(resource, amount)| (*resource, amount)));
+            .add(requests.0.iter().map(|(resource, amount)| (*resource, amount)), |_| {
+                false
+            });
+        self.pods += 1;
+    }
+
+    /// [`FitUsage::add`] on the node whose allocatable is `allocatable`: a
+    /// name it lists as a scalar resource is one without reading the name
+    /// again.
+    pub(crate) fn add_on(&mut self, requests: &PodRequests, allocatable: &FitAllocatable) {
+        self.used.add(
+            requests.0.iter().map(|(resource, amount)| (*resource, amount)),
+            |name| allocatable.0.scalar.contains_key(name),
+        );
         self.pods += 1;
     }
 
@@ -325,13 +338,17 @@ impl SchedulerResources {
     /// `NewResource`: a resource list read as amounts.
     fn sum_of(list: &ResourceList) -> Self {
         let mut resources = SchedulerResources::default();
-        resources.add(list.iter().map(|(resource, amount)| (resource.as_str(), amount)));
+        resources.add(
+            list.iter().map(|(resource, amount)| (resource.as_str(), amount)),
+            |_| false,
+        );
         resources
     }
 
     /// `Resource.Add`. Names that are not scalar resources (e.g. a bare
-    /// `foo`) are ignored, as the kubelet ignores them.
-    fn add<'a>(&mut self, list: impl Iterator<Item = (&'a str, &'a Quantity)>) {
+    /// `foo`) are ignored, as the kubelet ignores them. `known_scalar`: names
+    /// already known to be scalar resources (a shortcut, never a widening).
+    fn add<'a>(&mut self, list: impl Iterator<Item = (&'a str, &'a Quantity)>, known_scalar: impl Fn(&str) -> bool) {
         for (resource, amount) in list {
             match resource {
                 "cpu" => self.milli_cpu += amount.milli(),
@@ -342,7 +359,7 @@ impl SchedulerResources {
                 // read it again.
                 name => match self.scalar.get_mut(name) {
                     Some(sum) => *sum += amount.value(),
-                    None if is_scalar(name) => {
+                    None if known_scalar(name) || is_scalar(name) => {
                         self.scalar.insert(name.to_owned(), amount.value());
                     }
                     None => {}

@@ -183,7 +183,7 @@ impl Node {
             containers,
             trace,
         };
-        self.fit_usage.add(&requests);
+        self.fit_usage.add_on(&requests, &self.fit_allocatable);
         self.active.push(pod);
         decision
     }
