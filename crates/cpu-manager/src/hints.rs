@@ -9,7 +9,10 @@
 //! also those spanning the fewest sockets that could.
 //! Must not touch: state; callers pass the free and reusable sets.
 
-use topoalign_model::{CpuSet, HintRule, MAX_NUMA_NODES, NumaMask, TopologyHint, upward_closed_has_hint_between};
+use topoalign_model::{
+    CpuSet, HintRule, MAX_NUMA_NODES, NumaMask, TopologyHint, classified_preferred_single_nodes,
+    upward_closed_has_hint_between,
+};
 
 use crate::CpuTopology;
 
@@ -148,6 +151,22 @@ impl HintRule for CpuHintRule {
 
     fn preferred_count(&self) -> Option<u32> {
         self.socket_alignment.is_none().then_some(self.min_affinity_size)
+    }
+
+    fn preferred_single_nodes(&self, within: NumaMask) -> NumaMask {
+        if self.socket_alignment.is_some() {
+            return classified_preferred_single_nodes(self, within);
+        }
+        // A single node is preferred when it is the narrowest size, holds
+        // every reusable CPU and, with them, the request.
+        if self.min_affinity_size != 1 || self.reusable_nodes.count() > 1 {
+            return NumaMask::EMPTY;
+        }
+        let nodes = (self.universe & within).nodes().filter(|&n| {
+            self.reusable_nodes.is_subset_of(NumaMask::single(n))
+                && u64::from(self.reusable) + u64::from(self.available[n]) >= self.request
+        });
+        NumaMask::from_nodes(nodes)
     }
 
     fn narrowest_count(&self) -> Option<u32> {
@@ -333,6 +352,14 @@ mod rule_properties {
                 .map(NumaMask::count)
                 .min();
             prop_assert_eq!(rule.narrowest_count(), enumerated);
+            // The preferred single nodes, read off the per-node counts, are
+            // the ones `classify` prefers.
+            for within in [rule.universe(), NumaMask::from_bits(0b1010_0101)] {
+                prop_assert_eq!(
+                    rule.preferred_single_nodes(within),
+                    topoalign_model::classified_preferred_single_nodes(&rule, within)
+                );
+            }
         }
     }
 }

@@ -158,6 +158,20 @@ impl HintRule for DeviceHintRule {
         Some(self.min_size)
     }
 
+    fn preferred_single_nodes(&self, within: NumaMask) -> NumaMask {
+        if self.min_size != 1 {
+            return NumaMask::EMPTY;
+        }
+        // `classify` of each single node, its sums over one node.
+        let reused_count = i128::try_from(self.reused.len()).unwrap_or(i128::MAX);
+        let nodes = (self.universe & within).nodes().filter(|&n| {
+            let node = NumaMask::single(n);
+            self.reused.iter().all(|a| a.intersects(node))
+                && reused_count.saturating_add(self.free_on(node)) >= self.request
+        });
+        NumaMask::from_nodes(nodes)
+    }
+
     fn narrowest_count(&self) -> Option<u32> {
         let base = i128::try_from(self.reused.len()).unwrap_or(i128::MAX);
         fewest_nodes_reaching(self.universe, &self.free, &self.reused, base, self.request)
@@ -344,6 +358,11 @@ mod rule_properties {
             let by_device = DeviceHintRule { free_per_node: Vec::new(), ..rule.clone() };
             for mask in NumaMask::subsets_by_size(universe) {
                 prop_assert_eq!(rule.classify(mask), by_device.classify(mask));
+                // The preferred single nodes within any mask are the ones
+                // `classify` prefers, either way of counting.
+                let singles = topoalign_model::classified_preferred_single_nodes(&rule, mask);
+                prop_assert_eq!(rule.preferred_single_nodes(mask), singles);
+                prop_assert_eq!(by_device.preferred_single_nodes(mask), singles);
             }
         }
     }

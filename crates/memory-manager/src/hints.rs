@@ -189,6 +189,21 @@ impl HintRule for MemoryHintRule {
     fn preferred_count(&self) -> Option<u32> {
         Some(self.min_affinity_size)
     }
+
+    fn preferred_single_nodes(&self, within: NumaMask) -> NumaMask {
+        if self.min_affinity_size != 1 {
+            return NumaMask::EMPTY;
+        }
+        // `classify` of each single node, read off the columns directly.
+        let nodes = (self.universe & within).nodes().filter(|&n| {
+            let node = NumaMask::single(n);
+            self.cells[n].count() <= 1
+                && self.columns.iter().enumerate().all(|(i, c)| {
+                    c.allocatable[n] >= c.size && c.free[n].wrapping_add(self.reusable_on(node, i)) >= c.size
+                })
+        });
+        NumaMask::from_nodes(nodes)
+    }
 }
 
 /// The fewest nodes of `universe` forming a mask that passes `fits`
@@ -513,6 +528,14 @@ mod tests {
                     list.iter().copied().filter(|h| h.affinity.is_some_and(|a| must.is_subset_of(a))).collect();
                 prop_assert_eq!(rule.best(must), best_of(&containing));
                 prop_assert_eq!(rule.narrowest_count(), list.iter().filter_map(|h| h.affinity).map(NumaMask::count).min());
+                let singles = NumaMask::from_nodes(
+                    list.iter()
+                        .filter(|h| h.preferred)
+                        .filter_map(|h| h.affinity)
+                        .filter(|a| a.count() == 1 && a.is_subset_of(within))
+                        .flat_map(NumaMask::nodes),
+                );
+                prop_assert_eq!(rule.preferred_single_nodes(within), singles);
             }
         }
     }

@@ -22,7 +22,10 @@ mod workload;
 
 pub use cpuset::{CpuSet, CpuSetParseError};
 pub use feature_gates::FeatureGates;
-pub use hint::{HintRule, ProviderHints, ResourceHints, SharedHintRule, TopologyHint, upward_closed_has_hint_between};
+pub use hint::{
+    HintRule, ProviderHints, ResourceHints, SharedHintRule, TopologyHint, classified_preferred_single_nodes,
+    upward_closed_has_hint_between,
+};
 pub use kubelet_version::{KubeletVersion, KubeletVersionError};
 pub use machine::{Cpu, Device, Machine, MachineError, NumaNode};
 pub use names::UnknownName;
