@@ -177,17 +177,19 @@ impl HintRule for CpuHintRule {
                 .nodes()
                 .map(|n| u64::from(self.available[n]))
                 .sum::<u64>();
-        let mut others: Vec<u64> = self
-            .universe
-            .without(self.reusable_nodes)
-            .nodes()
-            .map(|n| u64::from(self.available[n]))
-            .collect();
+        // On the stack: at most one count per NUMA node.
+        let mut counts = [0u64; MAX_NUMA_NODES];
+        let mut len = 0;
+        for n in self.universe.without(self.reusable_nodes).nodes() {
+            counts[len] = u64::from(self.available[n]);
+            len += 1;
+        }
+        let others = &mut counts[..len];
         others.sort_unstable_by(|a, b| b.cmp(a));
         let extra = if base >= self.request {
             Some(0)
         } else {
-            fewest_reaching(&others, self.request - base)
+            fewest_reaching(others, self.request - base)
         }?;
         let count = self.reusable_nodes.count() + extra;
         (count >= 1 && self.reusable_nodes.is_subset_of(self.universe)).then_some(count)

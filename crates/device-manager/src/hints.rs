@@ -125,10 +125,17 @@ fn fewest_nodes_reaching(
     // holds that node, so counting per node once answers every mask.
     let per_node = per_node(devices);
     let mut so_far = base + forced.nodes().map(|n| per_node[n]).sum::<i128>();
-    let mut others: Vec<i128> = universe.without(forced).nodes().map(|n| per_node[n]).collect();
+    // On the stack: at most one count per NUMA node.
+    let mut counts = [0i128; MAX_NUMA_NODES];
+    let mut len = 0;
+    for n in universe.without(forced).nodes() {
+        counts[len] = per_node[n];
+        len += 1;
+    }
+    let others = &mut counts[..len];
     others.sort_unstable_by(|a, b| b.cmp(a));
     let mut count = forced.count();
-    for extra in others {
+    for &extra in others.iter() {
         if so_far >= need && count >= 1 {
             break;
         }
