@@ -367,9 +367,7 @@ impl MemoryRecord {
 }
 
 /// Pod uid → items, each item converted.
-fn convert_pod_entries<A, B: for<'a> From<&'a A>>(
-    entries: &BTreeMap<String, Vec<A>>,
-) -> BTreeMap<String, Vec<B>> {
+fn convert_pod_entries<A, B: for<'a> From<&'a A>>(entries: &BTreeMap<String, Vec<A>>) -> BTreeMap<String, Vec<B>> {
     entries
         .iter()
         .map(|(uid, items)| (uid.clone(), items.iter().map(B::from).collect()))
