@@ -6,10 +6,17 @@
 //! `/bind` creates the pod's Binding when given a [`Binder`], then records
 //! the placement.
 //!
+//! `GET /metrics` gives, per verb, the calls served and the extender's own
+//! time over them (what each answer's `Server-Timing` header says), in
+//! Prometheus' text format: kube-scheduler's own metrics have no extender
+//! latency, so a benchmark reads the extender's part here.
+//!
 //! Both `nodeCacheCapable` settings are served by every verb: a request
 //! with `NodeNames` gets `NodeNames` back; one with a `Nodes` list gets the
 //! same list back, filtered, objects untouched.
 
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -36,6 +43,47 @@ pub type Shared = Arc<Mutex<Cluster>>;
 struct AppState {
     cluster: Shared,
     binder: Option<Arc<dyn Binder>>,
+    timings: Arc<Timings>,
+}
+
+/// The verbs whose calls and time `GET /metrics` reports.
+const TIMED_VERBS: [&str; 3] = ["filter", "prioritize", "bind"];
+
+/// Per verb of [`TIMED_VERBS`]: calls answered, and nanoseconds over them
+/// (as [`server_timing`] measures).
+#[derive(Default)]
+struct Timings {
+    calls: [AtomicU64; 3],
+    nanos: [AtomicU64; 3],
+}
+
+impl Timings {
+    /// The index in [`TIMED_VERBS`] of a request path's verb.
+    fn verb(path: &str) -> Option<usize> {
+        let verb = path.strip_prefix('/').unwrap_or(path);
+        TIMED_VERBS.iter().position(|v| *v == verb)
+    }
+
+    fn record(&self, verb: usize, took: std::time::Duration) {
+        self.calls[verb].fetch_add(1, Ordering::Relaxed);
+        let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        self.nanos[verb].fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// Prometheus' text format: a summary (sum and count) per verb.
+    fn text(&self) -> String {
+        let name = "topoalign_extender_request_duration_seconds";
+        let mut text = format!(
+            "# HELP {name} The extender's own time over the requests of a verb: request headers read to answer ready (its Server-Timing).\n# TYPE {name} summary\n"
+        );
+        for (i, verb) in TIMED_VERBS.iter().enumerate() {
+            let seconds = self.nanos[i].load(Ordering::Relaxed) as f64 / 1e9;
+            let calls = self.calls[i].load(Ordering::Relaxed);
+            let _ = writeln!(text, "{name}_sum{{verb=\"{verb}\"}} {seconds}");
+            let _ = writeln!(text, "{name}_count{{verb=\"{verb}\"}} {calls}");
+        }
+        text
+    }
 }
 
 /// Largest request body accepted (larger ones get 413 before they are
@@ -48,15 +96,21 @@ pub const BODY_LIMIT: usize = 64 << 20;
 
 /// The extender's routes; `/bind` creates Bindings with `binder` when given.
 pub fn router(cluster: Shared, binder: Option<Arc<dyn Binder>>) -> Router {
+    let timings = Arc::new(Timings::default());
     Router::new()
         .route("/filter", post(filter))
         .route("/prioritize", post(prioritize))
         .route("/bind", post(bind))
         .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(middleware::from_fn(refuse_announced_oversize))
-        .layer(middleware::from_fn(server_timing))
-        .with_state(AppState { cluster, binder })
+        .layer(middleware::from_fn_with_state(timings.clone(), server_timing))
+        .with_state(AppState {
+            cluster,
+            binder,
+            timings,
+        })
 }
 
 /// 413 at once for a body whose `Content-Length` passes [`BODY_LIMIT`]:
@@ -82,12 +136,18 @@ async fn refuse_announced_oversize(request: Request, next: Next) -> Response {
 /// Says in a `Server-Timing` header (`extender;dur=<ms>`) how long the
 /// extender took over a request: from its headers read to its answer
 /// ready to send (the body read and parsed, the work, the answer
-/// serialized; not the writing to the socket). A client timing the round trip (the benchmark's proxy)
-/// can then tell the extender's own time from the transport's.
-async fn server_timing(request: Request, next: Next) -> Response {
+/// serialized; not the writing to the socket). A client timing the round
+/// trip can then tell the extender's own time from the transport's; the
+/// same time is added up per verb for `GET /metrics`.
+async fn server_timing(State(timings): State<Arc<Timings>>, request: Request, next: Next) -> Response {
     let start = Instant::now();
+    let verb = Timings::verb(request.uri().path());
     let mut response = next.run(request).await;
-    let took = format!("extender;dur={:.3}", start.elapsed().as_secs_f64() * 1000.0);
+    let elapsed = start.elapsed();
+    if let Some(verb) = verb {
+        timings.record(verb, elapsed);
+    }
+    let took = format!("extender;dur={:.3}", elapsed.as_secs_f64() * 1000.0);
     if let Ok(value) = header::HeaderValue::from_str(&took) {
         response.headers_mut().insert(SERVER_TIMING, value);
     }
@@ -247,6 +307,14 @@ async fn bind(State(state): State<AppState>, Json(args): Json<ExtenderBindingArg
         Err(error) => error,
     };
     Json(ExtenderBindingResult { error })
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        state.timings.text(),
+    )
+        .into_response()
 }
 
 async fn healthz(State(state): State<AppState>) -> String {

@@ -361,3 +361,32 @@ async fn with_a_binder_bind_creates_the_binding_then_records_the_placement() {
         stop.send(()).ok();
     }
 }
+
+/// `GET /metrics` adds up, per verb, the calls and the extender's own time.
+#[tokio::test]
+async fn metrics_count_each_verbs_calls() {
+    let (address, stop) = start(ExtenderConfig::default()).await;
+    let args = json!({"Pod": pod("m", "uid-m", "2", 0), "NodeNames": ["gpu-0", "gpu-1"]});
+    post(&address, "/filter", &args).await;
+    post(&address, "/filter", &args).await;
+    post(&address, "/prioritize", &args).await;
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let request = format!("GET /metrics HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let name = "topoalign_extender_request_duration_seconds";
+    let value = |series: &str| -> f64 {
+        response
+            .lines()
+            .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("no {series}: {response}"))
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(value(&format!("{name}_count{{verb=\"filter\"}}")), 2.0);
+    assert_eq!(value(&format!("{name}_count{{verb=\"prioritize\"}}")), 1.0);
+    assert_eq!(value(&format!("{name}_count{{verb=\"bind\"}}")), 0.0);
+    assert!(value(&format!("{name}_sum{{verb=\"filter\"}}")) > 0.0, "{response}");
+    stop.send(()).ok();
+}
