@@ -54,40 +54,48 @@ func TestBenchSchedulerThroughput(t *testing.T) {
 	baseline, baseMetrics := benchRun(t, ctx, c, "bench-default", "bench-default", bins.Scheduler, config, pods, names)
 
 	// With it: deploy/'s configuration, bindVerb, the scheduler calling
-	// the extender itself.
-	extender := startExtender(t, ctx, c, nodes, "--create-bindings", "--choose-in-filter")
-	config = adaptSchedulerConfigWith(t, filepath.Join(repo, "deploy", "kube-scheduler-extender.yaml"), "bench-extender", extender, true,
-		map[string]string{"- schedulerName:": "- schedulerName: bench-extender"})
-	before := extenderMetrics(t, ctx, extender)
-	with, withMetrics := benchRun(t, ctx, c, "bench-extender", "bench-extender", bins.Scheduler, config, pods, names)
-	after := extenderMetrics(t, ctx, extender)
-
-	rate := func(d time.Duration) float64 { return float64(pods) / d.Seconds() }
-	ms := func(seconds float64, n int) float64 { return 1000 * seconds / float64(max(n, 1)) }
+	// the extender itself. $TOPOALIGN_BENCH_BEFORE names another topoalign
+	// binary (an earlier build) to measure first, in the same run.
 	fmt.Fprintf(os.Stderr, "\nbench: %d pods on %d simulated nodes (examples/nodes/two-numa.yaml), kube-scheduler %s\n", pods, nodes, "v1.37.2")
-	fmt.Fprintf(os.Stderr, "  without the extender: %6.1f pods/s (%.1fs)\n", rate(baseline), baseline.Seconds())
-	fmt.Fprintf(os.Stderr, "  with the extender:    %6.1f pods/s (%.1fs)  = %.0f%% of the baseline\n", rate(with), with.Seconds(), 100*baseline.Seconds()/with.Seconds())
-	// kube-scheduler's clock: per scheduling attempt, the algorithm and
-	// the framework's part of it.
-	base, ext := algorithmParts(baseMetrics), algorithmParts(withMetrics)
-	for _, run := range []struct {
-		name  string
-		parts schedulerParts
-	}{{"without", base}, {"with", ext}} {
-		fmt.Fprintf(os.Stderr, "  kube-scheduler %-7s: %d attempts, algorithm %.2f ms each = framework %.2f ms (filter %.2f, score %.2f) + the rest %.2f ms\n",
-			run.name, run.parts.attempts, ms(run.parts.algorithm, run.parts.attempts), ms(run.parts.framework, run.parts.attempts),
-			ms(run.parts.filter, run.parts.attempts), ms(run.parts.score, run.parts.attempts), ms(run.parts.rest(), run.parts.attempts))
+	fmt.Fprintf(os.Stderr, "  without the extender: %6.1f pods/s (%.1fs)\n", float64(pods)/baseline.Seconds(), baseline.Seconds())
+	base := algorithmParts(baseMetrics)
+	base.print("without", pods)
+	if before := os.Getenv("TOPOALIGN_BENCH_BEFORE"); before != "" {
+		benchExtender(t, ctx, c, "before ("+before+")", before, pods, names, baseline, base)
 	}
+	benchExtender(t, ctx, c, "this build", topoalign, pods, names, baseline, base)
+}
+
+// benchExtender runs the pods through kube-scheduler with the extender of
+// binary and prints its figures beside the baseline's.
+func benchExtender(t *testing.T, ctx context.Context, c *clients, label, binary string, pods int, names []string, baseline time.Duration, base schedulerParts) {
+	t.Helper()
+	url, extender := startExtenderBinary(t, ctx, c, binary, len(names), "--create-bindings", "--choose-in-filter")
+	config := adaptSchedulerConfigWith(t, filepath.Join(repo, "deploy", "kube-scheduler-extender.yaml"), "bench-extender", url, true,
+		map[string]string{"- schedulerName:": "- schedulerName: bench-extender"})
+	before, own := extenderMetrics(ctx, url)
+	with, withMetrics := benchRun(t, ctx, c, "bench-extender", "bench-extender", bins.Scheduler, config, pods, names)
+	after, _ := extenderMetrics(ctx, url)
+	stop(t, extender)
+
+	ms := func(seconds float64, n int) float64 { return 1000 * seconds / float64(max(n, 1)) }
+	fmt.Fprintf(os.Stderr, "  with the extender, %s: %6.1f pods/s (%.1fs) = %.0f%% of the baseline\n", label, float64(pods)/with.Seconds(), with.Seconds(), 100*baseline.Seconds()/with.Seconds())
+	ext := algorithmParts(withMetrics)
+	ext.print("with", pods)
 	// The rest with the extender, less the rest without it: the filter
 	// call as the scheduler waits for it (its JSON both ways included).
 	extenderSeconds := max(ext.rest()-float64(ext.attempts)*base.rest()/float64(max(base.attempts, 1)), 0)
-	fmt.Fprintf(os.Stderr, "  the extender's filter call by kube-scheduler's clock: %.2f ms per attempt, %.1fs in all = %.0f%% of the run with it, %.0f%% of its scheduling algorithm (target < 20%%)\n",
+	fmt.Fprintf(os.Stderr, "    the extender's filter call by kube-scheduler's clock: %.2f ms per attempt, %.1fs in all = %.0f%% of the run with it, %.0f%% of its scheduling algorithm (target < 20%%)\n",
 		ms(extenderSeconds, ext.attempts), extenderSeconds, 100*extenderSeconds/with.Seconds(), 100*extenderSeconds/max(ext.algorithm, 1e-9))
-	filters, own := after.calls["filter"]-before.calls["filter"], after.seconds["filter"]-before.seconds["filter"]
-	fmt.Fprintf(os.Stderr, "  by the extender's clock (its /metrics): %d filter calls, %.2f ms each, %.1fs in all = %.0f%% of the run with it\n",
-		filters, ms(own, filters), own, 100*own/with.Seconds())
+	if !own {
+		fmt.Fprintf(os.Stderr, "    (this extender has no /metrics: its own time is not known)\n")
+		return
+	}
+	filters, filtered := after.calls["filter"]-before.calls["filter"], after.seconds["filter"]-before.seconds["filter"]
+	fmt.Fprintf(os.Stderr, "    by the extender's clock (its /metrics): %d filter calls, %.2f ms each, %.1fs in all = %.0f%% of the run with it\n",
+		filters, ms(filtered, filters), filtered, 100*filtered/with.Seconds())
 	binds, bound := after.calls["bind"]-before.calls["bind"], after.seconds["bind"]-before.seconds["bind"]
-	fmt.Fprintf(os.Stderr, "  extender bind calls (the Binding created through the API server, concurrent): %d, %.1f ms each on average\n", binds, ms(bound, binds))
+	fmt.Fprintf(os.Stderr, "    extender bind calls (the Binding created through the API server, concurrent): %d, %.1f ms each on average\n", binds, ms(bound, binds))
 }
 
 // schedulerParts: sums over one kube-scheduler's run, in seconds, from
@@ -103,6 +111,12 @@ type schedulerParts struct {
 // rest is the algorithm's time outside the framework: extenders, the
 // snapshot and the choice among scored nodes.
 func (p schedulerParts) rest() float64 { return p.algorithm - p.framework }
+
+func (p schedulerParts) print(run string, pods int) {
+	ms := func(seconds float64) float64 { return 1000 * seconds / float64(max(p.attempts, 1)) }
+	fmt.Fprintf(os.Stderr, "    kube-scheduler %s it: %d attempts for %d pods, algorithm %.2f ms each = framework %.2f ms (filter %.2f, score %.2f) + the rest %.2f ms\n",
+		run, p.attempts, pods, ms(p.algorithm), ms(p.framework), ms(p.filter), ms(p.score), ms(p.rest()))
+}
 
 func algorithmParts(metrics string) schedulerParts {
 	point := func(name string) float64 {
@@ -144,11 +158,12 @@ type extenderTimes struct {
 	seconds map[string]float64
 }
 
-func extenderMetrics(t *testing.T, ctx context.Context, url string) extenderTimes {
-	t.Helper()
+// extenderMetrics reads the extender's /metrics; false when it has none
+// (an earlier build).
+func extenderMetrics(ctx context.Context, url string) (extenderTimes, bool) {
 	text, err := controlplane.Metrics(ctx, url)
 	if err != nil {
-		t.Fatal(err)
+		return extenderTimes{}, false
 	}
 	times := extenderTimes{calls: map[string]int{}, seconds: map[string]float64{}}
 	for _, verb := range []string{"filter", "prioritize", "bind"} {
@@ -156,7 +171,7 @@ func extenderMetrics(t *testing.T, ctx context.Context, url string) extenderTime
 		times.calls[verb] = int(metricSum(text, "topoalign_extender_request_duration_seconds_count", label))
 		times.seconds[verb] = metricSum(text, "topoalign_extender_request_duration_seconds_sum", label)
 	}
-	return times
+	return times, true
 }
 
 // benchRun creates pods Guaranteed 1-CPU pods for schedulerName (not yet

@@ -1,8 +1,8 @@
 //! The HTTP side: `POST /filter`, `/prioritize`, `/bind` with the
 //! extender v1 JSON bodies, `GET /healthz`. Each request locks the cluster
 //! for its duration (the scheduler calls an extender one pod at a time);
-//! the lock and the engine work run on a blocking thread
-//! ([`with_cluster`]), never on the async ones.
+//! the lock and the engine work run on the request's own thread, its
+//! other tasks moved off it meanwhile ([`with_cluster`]).
 //! `/bind` creates the pod's Binding when given a [`Binder`], then records
 //! the placement.
 //!
@@ -29,7 +29,7 @@ use axum::serve::ListenerExt;
 use axum::{Json, Router};
 
 use crate::api::{
-    ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult, FailedNodes, FilterAnswer,
+    ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult, FilterAnswer,
     HostPriority, filter_node_list, node_list_names,
 };
 use crate::binder::Binder;
@@ -190,20 +190,39 @@ fn candidates(args: &mut ExtenderArgs) -> (Vec<String>, bool) {
     }
 }
 
-/// Runs `work` on the locked cluster on a blocking thread.
+/// Runs `work` on the locked cluster, on the request's own thread. The
+/// scheduler waits for the answer, so the work is the request's whole
+/// path: handing it to a blocking thread and the answer back (two thread
+/// wake-ups per call, each waiting for a CPU on a busy machine) cost more
+/// than a warm `filter` itself. On a multi-thread runtime the worker's
+/// other tasks move to another thread meanwhile ([`block_in_place`]), so
+/// a long evaluation (a pod shape never seen) holds up no other request.
+///
+/// [`block_in_place`]: tokio::task::block_in_place
 ///
 /// # Errors
 /// A message when the lock is poisoned or `work` panicked.
-pub async fn with_cluster<T: Send + 'static>(
-    cluster: Shared,
-    work: impl FnOnce(&mut Cluster) -> T + Send + 'static,
-) -> Result<T, String> {
-    tokio::task::spawn_blocking(move || {
-        let mut cluster = cluster.lock().map_err(|_| "internal: state lock poisoned".to_owned())?;
-        Ok(work(&mut cluster))
-    })
-    .await
-    .map_err(|e| format!("internal: {e}"))?
+pub fn with_cluster<T>(cluster: &Shared, work: impl FnOnce(&mut Cluster) -> T) -> Result<T, String> {
+    let run = || {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut cluster = cluster.lock().map_err(|_| "internal: state lock poisoned".to_owned())?;
+            Ok(work(&mut cluster))
+        }))
+        .unwrap_or_else(|panic| Err(format!("internal: {}", panic_message(panic.as_ref()))))
+    };
+    match tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(run),
+        _ => run(),
+    }
+}
+
+/// The text of a caught panic.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_owned())
 }
 
 async fn filter(State(AppState { cluster, .. }): State<AppState>, Json(mut args): Json<ExtenderArgs>) -> Response {
@@ -222,10 +241,9 @@ async fn filter(State(AppState { cluster, .. }): State<AppState>, Json(mut args)
         Ok(pod) => pod,
         Err(e) => return answer(e.to_string()),
     };
-    let outcome = with_cluster(cluster, move |cluster| {
+    let outcome = with_cluster(&cluster, |cluster| {
         cluster.filter(&pod, names, Instant::now()).map_err(|e| e.to_string())
     })
-    .await
     .and_then(|outcome| outcome);
     let outcome = match outcome {
         Ok(outcome) => outcome,
@@ -238,19 +256,10 @@ async fn filter(State(AppState { cluster, .. }): State<AppState>, Json(mut args)
         }
         _ => None,
     };
-    let reason = if outcome.not_chosen.is_empty() {
-        String::new()
-    } else {
-        outcome.not_chosen_reason()
-    };
     Json(FilterAnswer {
         nodes: nodes.as_ref(),
         node_names: by_name.then_some(outcome.passed.as_slice()),
-        failed_nodes: FailedNodes {
-            refused: &outcome.failed,
-            not_chosen: &outcome.not_chosen,
-            reason: &reason,
-        },
+        failed_nodes: &outcome.failed,
         failed_and_unresolvable_nodes: &outcome.unresolvable,
         error: "",
     })
@@ -267,8 +276,7 @@ async fn prioritize(
     // same (the verb has no error field).
     let even: Vec<(String, i64)> = names.iter().map(|n| (n.clone(), 0)).collect();
     let scores = match pod {
-        Some(pod) => with_cluster(cluster, move |cluster| cluster.prioritize(&pod, names, Instant::now()))
-            .await
+        Some(pod) => with_cluster(&cluster, |cluster| cluster.prioritize(&pod, names, Instant::now()))
             .ok()
             .and_then(Result::ok)
             .unwrap_or(even),
@@ -288,9 +296,7 @@ async fn bind(State(state): State<AppState>, Json(args): Json<ExtenderBindingArg
     {
         return Json(ExtenderBindingResult { error });
     }
-    let (uid, node) = (args.pod_uid.clone(), args.node.clone());
-    let recorded = with_cluster(state.cluster, move |cluster| cluster.bind(&uid, &node, Instant::now()))
-        .await
+    let recorded = with_cluster(&state.cluster, |cluster| cluster.bind(&args.pod_uid, &args.node, Instant::now()))
         .and_then(|recorded| recorded);
     let error = match recorded {
         Ok(()) => String::new(),
@@ -318,13 +324,12 @@ async fn metrics(State(state): State<AppState>) -> Response {
 }
 
 async fn healthz(State(state): State<AppState>) -> String {
-    with_cluster(state.cluster, |cluster| {
+    with_cluster(&state.cluster, |cluster| {
         format!(
             "ok: {} nodes, {} assumed pods\n",
             cluster.len(),
             cluster.assumptions().len()
         )
     })
-    .await
     .unwrap_or_else(|error| format!("{error}\n"))
 }
