@@ -29,8 +29,8 @@ use axum::serve::ListenerExt;
 use axum::{Json, Router};
 
 use crate::api::{
-    ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult, FilterAnswer,
-    HostPriority, filter_node_list, node_list_names,
+    ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult, FilterAnswer, HostPriority,
+    filter_node_list, node_list_names,
 };
 use crate::binder::Binder;
 use crate::cluster::Cluster;
@@ -296,8 +296,10 @@ async fn bind(State(state): State<AppState>, Json(args): Json<ExtenderBindingArg
     {
         return Json(ExtenderBindingResult { error });
     }
-    let recorded = with_cluster(&state.cluster, |cluster| cluster.bind(&args.pod_uid, &args.node, Instant::now()))
-        .and_then(|recorded| recorded);
+    let recorded = with_cluster(&state.cluster, |cluster| {
+        cluster.bind(&args.pod_uid, &args.node, Instant::now())
+    })
+    .and_then(|recorded| recorded);
     let error = match recorded {
         Ok(()) => String::new(),
         // The Binding exists: the pod is bound even though its placement
