@@ -13,6 +13,8 @@ import (
 type Process struct {
 	Name string
 	Log  string
+	// URL is where it serves (scheme, host and port), when known.
+	URL  string
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error

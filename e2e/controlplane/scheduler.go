@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -13,7 +14,8 @@ import (
 // StartScheduler starts the kube-scheduler at binary with the
 // KubeSchedulerConfiguration at config (whose clientConnection names a
 // kubeconfig for this API server), serving its health endpoints on a free
-// port, and waits until it reports ready. name tells its files apart.
+// port (Process.URL; /metrics readable there without credentials, for the
+// benchmark), and waits until it reports ready. name tells its files apart.
 func (cp *ControlPlane) StartScheduler(ctx context.Context, name, binary, config string) (*Process, error) {
 	ports, err := FreePorts(1)
 	if err != nil {
@@ -30,12 +32,14 @@ func (cp *ControlPlane) StartScheduler(ctx context.Context, name, binary, config
 		"--cert-dir=" + filepath.Join(cp.Dir, name+"-certs"),
 		"--authentication-kubeconfig=" + kubeconfig,
 		"--authorization-kubeconfig=" + kubeconfig,
+		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
 		"--v=2",
 	}, nil, filepath.Join(cp.Dir, name+".log"))
 	if err != nil {
 		return nil, err
 	}
-	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", ports[0])
+	p.URL = fmt.Sprintf("https://127.0.0.1:%d", ports[0])
+	url := p.URL + "/readyz"
 	// The scheduler serves a self-signed certificate it made itself; only
 	// its readiness is read here.
 	client := &http.Client{
@@ -71,4 +75,31 @@ func (cp *ControlPlane) StartScheduler(ctx context.Context, name, binary, config
 // to be named in that scheduler's clientConnection.
 func (cp *ControlPlane) SchedulerKubeconfig(name string) string {
 	return filepath.Join(cp.Dir, name+".kubeconfig")
+}
+
+// Metrics reads the Prometheus text a component started by the tests
+// serves at base + "/metrics" (a certificate is not checked: a local
+// read).
+func Metrics(ctx context.Context, base string) (string, error) {
+	client := &http.Client{
+		Timeout:   30 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // local read
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("%s/metrics: %w", base, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", fmt.Errorf("%s/metrics: %w", base, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s/metrics: %s: %s", base, resp.Status, body)
+	}
+	return string(body), nil
 }

@@ -195,6 +195,15 @@ func createNode(t *testing.T, ctx context.Context, c *clients, name string) {
 // waits until it knows at least nodes nodes.
 func startExtender(t *testing.T, ctx context.Context, c *clients, nodes int, args ...string) string {
 	t.Helper()
+	url, _ := startExtenderBinary(t, ctx, c, topoalign, nodes, args...)
+	return url
+}
+
+// startExtenderBinary is startExtender with the topoalign binary at
+// binary; it returns the process too (stopped at the end of the test, or
+// before by the caller).
+func startExtenderBinary(t *testing.T, ctx context.Context, c *clients, binary string, nodes int, args ...string) (string, *controlplane.Process) {
+	t.Helper()
 	kubeconfig := kubeconfigFor(t, "topoalign-extender", c.serviceAccountToken(t, ctx, "kube-system", "topoalign-extender"))
 	ports, err := controlplane.FreePorts(1)
 	if err != nil {
@@ -204,14 +213,14 @@ func startExtender(t *testing.T, ctx context.Context, c *clients, nodes int, arg
 	dir := t.TempDir()
 	all := append([]string{"extender", "--nrt-from-cluster", "--nrt-poll", "1", "--listen", address,
 		"--scoring", "LeastNUMANodes", "--assume-timeout", "600"}, args...)
-	p, err := controlplane.StartProcess("topoalign-extender", topoalign, all, []string{"KUBECONFIG=" + kubeconfig}, filepath.Join(dir, "extender.log"))
+	p, err := controlplane.StartProcess("topoalign-extender", binary, all, []string{"KUBECONFIG=" + kubeconfig}, filepath.Join(dir, "extender.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	stopAtEnd(t, p)
 	url := "http://" + address
 	extenderKnows(t, ctx, p, url, "the extender reads the "+strconv.Itoa(nodes)+" NRT objects", func(known int) bool { return known >= nodes })
-	return url
+	return url, p
 }
 
 // guaranteedPod asks for cpus exclusive CPUs and memory, requests equal

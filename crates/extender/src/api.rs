@@ -41,11 +41,13 @@ pub struct ExtenderFilterResult {
 }
 
 /// An [`ExtenderFilterResult`] as the extender writes it, borrowing its
-/// parts: `FailedNodes` is the refusals followed by the nodes that admit
-/// the pod but were not chosen, all of these with one shared reason
-/// (with `--choose-in-filter` that is every candidate but one, so no
-/// string or map entry is built per node). The same JSON fields, so the
-/// scheduler reads it as an `ExtenderFilterResult`.
+/// parts. With `--choose-in-filter`, the nodes that admit the pod but were
+/// not chosen are in no field: kube-scheduler keeps only the nodes an
+/// extender passes, and reads `FailedNodes` only to explain a pod no node
+/// takes (then nothing was chosen, so nothing is left out). Listing them,
+/// each with a reason, made every answer about 60 KB over 1,000 nodes for
+/// the scheduler to decode. The same JSON fields, so the scheduler reads
+/// it as an `ExtenderFilterResult`.
 #[derive(Serialize)]
 pub struct FilterAnswer<'a> {
     #[serde(rename = "Nodes")]
@@ -53,33 +55,11 @@ pub struct FilterAnswer<'a> {
     #[serde(rename = "NodeNames")]
     pub node_names: Option<&'a [String]>,
     #[serde(rename = "FailedNodes")]
-    pub failed_nodes: FailedNodes<'a>,
+    pub failed_nodes: &'a BTreeMap<String, String>,
     #[serde(rename = "FailedAndUnresolvableNodes")]
     pub failed_and_unresolvable_nodes: &'a BTreeMap<String, String>,
     #[serde(rename = "Error")]
     pub error: &'a str,
-}
-
-/// `FailedNodes` of a [`FilterAnswer`]: a JSON object of `refused` (each
-/// with its own reason) and `not_chosen` (each with `reason`).
-pub struct FailedNodes<'a> {
-    pub refused: &'a BTreeMap<String, String>,
-    pub not_chosen: &'a [String],
-    pub reason: &'a str,
-}
-
-impl Serialize for FailedNodes<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(self.refused.len() + self.not_chosen.len()))?;
-        for (node, reason) in self.refused {
-            map.serialize_entry(node, reason)?;
-        }
-        for node in self.not_chosen {
-            map.serialize_entry(node, self.reason)?;
-        }
-        map.end()
-    }
 }
 
 /// `HostPriority`; `prioritize` answers a list of them (`HostPriorityList`).

@@ -1,15 +1,22 @@
 //! The HTTP side: `POST /filter`, `/prioritize`, `/bind` with the
 //! extender v1 JSON bodies, `GET /healthz`. Each request locks the cluster
 //! for its duration (the scheduler calls an extender one pod at a time);
-//! the lock and the engine work run on a blocking thread
-//! ([`with_cluster`]), never on the async ones.
+//! the lock and the engine work run on the request's own thread, its
+//! other tasks moved off it meanwhile ([`with_cluster`]).
 //! `/bind` creates the pod's Binding when given a [`Binder`], then records
 //! the placement.
+//!
+//! `GET /metrics` gives, per verb, the calls served and the extender's own
+//! time over them (what each answer's `Server-Timing` header says), in
+//! Prometheus' text format: kube-scheduler's own metrics have no extender
+//! latency, so a benchmark reads the extender's part here.
 //!
 //! Both `nodeCacheCapable` settings are served by every verb: a request
 //! with `NodeNames` gets `NodeNames` back; one with a `Nodes` list gets the
 //! same list back, filtered, objects untouched.
 
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -22,8 +29,8 @@ use axum::serve::ListenerExt;
 use axum::{Json, Router};
 
 use crate::api::{
-    ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult, FailedNodes, FilterAnswer,
-    HostPriority, filter_node_list, node_list_names,
+    ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult, FilterAnswer, HostPriority,
+    filter_node_list, node_list_names,
 };
 use crate::binder::Binder;
 use crate::cluster::Cluster;
@@ -36,6 +43,47 @@ pub type Shared = Arc<Mutex<Cluster>>;
 struct AppState {
     cluster: Shared,
     binder: Option<Arc<dyn Binder>>,
+    timings: Arc<Timings>,
+}
+
+/// The verbs whose calls and time `GET /metrics` reports.
+const TIMED_VERBS: [&str; 3] = ["filter", "prioritize", "bind"];
+
+/// Per verb of [`TIMED_VERBS`]: calls answered, and nanoseconds over them
+/// (as [`server_timing`] measures).
+#[derive(Default)]
+struct Timings {
+    calls: [AtomicU64; 3],
+    nanos: [AtomicU64; 3],
+}
+
+impl Timings {
+    /// The index in [`TIMED_VERBS`] of a request path's verb.
+    fn verb(path: &str) -> Option<usize> {
+        let verb = path.strip_prefix('/').unwrap_or(path);
+        TIMED_VERBS.iter().position(|v| *v == verb)
+    }
+
+    fn record(&self, verb: usize, took: std::time::Duration) {
+        self.calls[verb].fetch_add(1, Ordering::Relaxed);
+        let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        self.nanos[verb].fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// Prometheus' text format: a summary (sum and count) per verb.
+    fn text(&self) -> String {
+        let name = "topoalign_extender_request_duration_seconds";
+        let mut text = format!(
+            "# HELP {name} The extender's own time over the requests of a verb: request headers read to answer ready (its Server-Timing).\n# TYPE {name} summary\n"
+        );
+        for (i, verb) in TIMED_VERBS.iter().enumerate() {
+            let seconds = self.nanos[i].load(Ordering::Relaxed) as f64 / 1e9;
+            let calls = self.calls[i].load(Ordering::Relaxed);
+            let _ = writeln!(text, "{name}_sum{{verb=\"{verb}\"}} {seconds}");
+            let _ = writeln!(text, "{name}_count{{verb=\"{verb}\"}} {calls}");
+        }
+        text
+    }
 }
 
 /// Largest request body accepted (larger ones get 413 before they are
@@ -48,15 +96,21 @@ pub const BODY_LIMIT: usize = 64 << 20;
 
 /// The extender's routes; `/bind` creates Bindings with `binder` when given.
 pub fn router(cluster: Shared, binder: Option<Arc<dyn Binder>>) -> Router {
+    let timings = Arc::new(Timings::default());
     Router::new()
         .route("/filter", post(filter))
         .route("/prioritize", post(prioritize))
         .route("/bind", post(bind))
         .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(middleware::from_fn(refuse_announced_oversize))
-        .layer(middleware::from_fn(server_timing))
-        .with_state(AppState { cluster, binder })
+        .layer(middleware::from_fn_with_state(timings.clone(), server_timing))
+        .with_state(AppState {
+            cluster,
+            binder,
+            timings,
+        })
 }
 
 /// 413 at once for a body whose `Content-Length` passes [`BODY_LIMIT`]:
@@ -82,12 +136,18 @@ async fn refuse_announced_oversize(request: Request, next: Next) -> Response {
 /// Says in a `Server-Timing` header (`extender;dur=<ms>`) how long the
 /// extender took over a request: from its headers read to its answer
 /// ready to send (the body read and parsed, the work, the answer
-/// serialized; not the writing to the socket). A client timing the round trip (the benchmark's proxy)
-/// can then tell the extender's own time from the transport's.
-async fn server_timing(request: Request, next: Next) -> Response {
+/// serialized; not the writing to the socket). A client timing the round
+/// trip can then tell the extender's own time from the transport's; the
+/// same time is added up per verb for `GET /metrics`.
+async fn server_timing(State(timings): State<Arc<Timings>>, request: Request, next: Next) -> Response {
     let start = Instant::now();
+    let verb = Timings::verb(request.uri().path());
     let mut response = next.run(request).await;
-    let took = format!("extender;dur={:.3}", start.elapsed().as_secs_f64() * 1000.0);
+    let elapsed = start.elapsed();
+    if let Some(verb) = verb {
+        timings.record(verb, elapsed);
+    }
+    let took = format!("extender;dur={:.3}", elapsed.as_secs_f64() * 1000.0);
     if let Ok(value) = header::HeaderValue::from_str(&took) {
         response.headers_mut().insert(SERVER_TIMING, value);
     }
@@ -130,20 +190,39 @@ fn candidates(args: &mut ExtenderArgs) -> (Vec<String>, bool) {
     }
 }
 
-/// Runs `work` on the locked cluster on a blocking thread.
+/// Runs `work` on the locked cluster, on the request's own thread. The
+/// scheduler waits for the answer, so the work is the request's whole
+/// path: handing it to a blocking thread and the answer back (two thread
+/// wake-ups per call, each waiting for a CPU on a busy machine) cost more
+/// than a warm `filter` itself. On a multi-thread runtime the worker's
+/// other tasks move to another thread meanwhile ([`block_in_place`]), so
+/// a long evaluation (a pod shape never seen) holds up no other request.
+///
+/// [`block_in_place`]: tokio::task::block_in_place
 ///
 /// # Errors
 /// A message when the lock is poisoned or `work` panicked.
-pub async fn with_cluster<T: Send + 'static>(
-    cluster: Shared,
-    work: impl FnOnce(&mut Cluster) -> T + Send + 'static,
-) -> Result<T, String> {
-    tokio::task::spawn_blocking(move || {
-        let mut cluster = cluster.lock().map_err(|_| "internal: state lock poisoned".to_owned())?;
-        Ok(work(&mut cluster))
-    })
-    .await
-    .map_err(|e| format!("internal: {e}"))?
+pub fn with_cluster<T>(cluster: &Shared, work: impl FnOnce(&mut Cluster) -> T) -> Result<T, String> {
+    let run = || {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut cluster = cluster.lock().map_err(|_| "internal: state lock poisoned".to_owned())?;
+            Ok(work(&mut cluster))
+        }))
+        .unwrap_or_else(|panic| Err(format!("internal: {}", panic_message(panic.as_ref()))))
+    };
+    match tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(run),
+        _ => run(),
+    }
+}
+
+/// The text of a caught panic.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_owned())
 }
 
 async fn filter(State(AppState { cluster, .. }): State<AppState>, Json(mut args): Json<ExtenderArgs>) -> Response {
@@ -162,10 +241,9 @@ async fn filter(State(AppState { cluster, .. }): State<AppState>, Json(mut args)
         Ok(pod) => pod,
         Err(e) => return answer(e.to_string()),
     };
-    let outcome = with_cluster(cluster, move |cluster| {
+    let outcome = with_cluster(&cluster, |cluster| {
         cluster.filter(&pod, names, Instant::now()).map_err(|e| e.to_string())
     })
-    .await
     .and_then(|outcome| outcome);
     let outcome = match outcome {
         Ok(outcome) => outcome,
@@ -178,19 +256,10 @@ async fn filter(State(AppState { cluster, .. }): State<AppState>, Json(mut args)
         }
         _ => None,
     };
-    let reason = if outcome.not_chosen.is_empty() {
-        String::new()
-    } else {
-        outcome.not_chosen_reason()
-    };
     Json(FilterAnswer {
         nodes: nodes.as_ref(),
         node_names: by_name.then_some(outcome.passed.as_slice()),
-        failed_nodes: FailedNodes {
-            refused: &outcome.failed,
-            not_chosen: &outcome.not_chosen,
-            reason: &reason,
-        },
+        failed_nodes: &outcome.failed,
         failed_and_unresolvable_nodes: &outcome.unresolvable,
         error: "",
     })
@@ -207,8 +276,7 @@ async fn prioritize(
     // same (the verb has no error field).
     let even: Vec<(String, i64)> = names.iter().map(|n| (n.clone(), 0)).collect();
     let scores = match pod {
-        Some(pod) => with_cluster(cluster, move |cluster| cluster.prioritize(&pod, names, Instant::now()))
-            .await
+        Some(pod) => with_cluster(&cluster, |cluster| cluster.prioritize(&pod, names, Instant::now()))
             .ok()
             .and_then(Result::ok)
             .unwrap_or(even),
@@ -228,10 +296,10 @@ async fn bind(State(state): State<AppState>, Json(args): Json<ExtenderBindingArg
     {
         return Json(ExtenderBindingResult { error });
     }
-    let (uid, node) = (args.pod_uid.clone(), args.node.clone());
-    let recorded = with_cluster(state.cluster, move |cluster| cluster.bind(&uid, &node, Instant::now()))
-        .await
-        .and_then(|recorded| recorded);
+    let recorded = with_cluster(&state.cluster, |cluster| {
+        cluster.bind(&args.pod_uid, &args.node, Instant::now())
+    })
+    .and_then(|recorded| recorded);
     let error = match recorded {
         Ok(()) => String::new(),
         // The Binding exists: the pod is bound even though its placement
@@ -249,14 +317,21 @@ async fn bind(State(state): State<AppState>, Json(args): Json<ExtenderBindingArg
     Json(ExtenderBindingResult { error })
 }
 
+async fn metrics(State(state): State<AppState>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        state.timings.text(),
+    )
+        .into_response()
+}
+
 async fn healthz(State(state): State<AppState>) -> String {
-    with_cluster(state.cluster, |cluster| {
+    with_cluster(&state.cluster, |cluster| {
         format!(
             "ok: {} nodes, {} assumed pods\n",
             cluster.len(),
             cluster.assumptions().len()
         )
     })
-    .await
     .unwrap_or_else(|error| format!("{error}\n"))
 }

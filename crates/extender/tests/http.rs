@@ -123,10 +123,11 @@ async fn answers_carry_the_extenders_own_time() {
 }
 
 /// With `choose_in_filter` the answer passes one node; the other node that
-/// admits the pod is under `FailedNodes` with the choice as its reason,
-/// beside the refusals with theirs, and the chosen node nowhere else.
+/// admits the pod is in no field (the scheduler keeps only the nodes
+/// passed), the refusals are under `FailedNodes` with their reasons, and
+/// the chosen node nowhere else.
 #[tokio::test]
-async fn choosing_in_filter_answers_one_node_and_fails_the_others_with_the_choice() {
+async fn choosing_in_filter_answers_one_node_and_leaves_the_others_out() {
     let config = ExtenderConfig {
         choose_in_filter: true,
         ..ExtenderConfig::default()
@@ -137,10 +138,9 @@ async fn choosing_in_filter_answers_one_node_and_fails_the_others_with_the_choic
     let result = post(&address, "/filter", &first).await;
     let taken = result["NodeNames"][0].as_str().unwrap().to_owned();
     let free = if taken == "gpu-0" { "gpu-1" } else { "gpu-0" };
-    assert_eq!(
-        result["FailedNodes"],
-        json!({free: format!("admits the pod, but the extender chose {taken}")})
-    );
+    assert_eq!(result["NodeNames"].as_array().unwrap().len(), 1, "{result}");
+    assert_eq!(result["FailedNodes"], json!({}), "{result}");
+    assert_eq!(result["FailedAndUnresolvableNodes"], json!({}), "{result}");
     // A CPU pod: both admit it (one chosen); a second GPU pod: only the
     // free node does, the taken one is refused with the kubelet's reason.
     let names = json!([taken, free]);
@@ -152,15 +152,8 @@ async fn choosing_in_filter_answers_one_node_and_fails_the_others_with_the_choic
     .await;
     let chosen = cpu["NodeNames"].as_array().unwrap();
     assert_eq!(chosen.len(), 1, "{cpu}");
-    let other = if chosen[0] == json!(taken) {
-        free
-    } else {
-        taken.as_str()
-    };
-    assert_eq!(
-        cpu["FailedNodes"],
-        json!({other: format!("admits the pod, but the extender chose {}", chosen[0].as_str().unwrap())})
-    );
+    assert!([json!(taken), json!(free)].contains(&chosen[0]), "{cpu}");
+    assert_eq!(cpu["FailedNodes"], json!({}), "{cpu}");
     let gpu = post(
         &address,
         "/filter",
@@ -360,4 +353,33 @@ async fn with_a_binder_bind_creates_the_binding_then_records_the_placement() {
         }
         stop.send(()).ok();
     }
+}
+
+/// `GET /metrics` adds up, per verb, the calls and the extender's own time.
+#[tokio::test]
+async fn metrics_count_each_verbs_calls() {
+    let (address, stop) = start(ExtenderConfig::default()).await;
+    let args = json!({"Pod": pod("m", "uid-m", "2", 0), "NodeNames": ["gpu-0", "gpu-1"]});
+    post(&address, "/filter", &args).await;
+    post(&address, "/filter", &args).await;
+    post(&address, "/prioritize", &args).await;
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let request = format!("GET /metrics HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let name = "topoalign_extender_request_duration_seconds";
+    let value = |series: &str| -> f64 {
+        response
+            .lines()
+            .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("no {series}: {response}"))
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(value(&format!("{name}_count{{verb=\"filter\"}}")), 2.0);
+    assert_eq!(value(&format!("{name}_count{{verb=\"prioritize\"}}")), 1.0);
+    assert_eq!(value(&format!("{name}_count{{verb=\"bind\"}}")), 0.0);
+    assert!(value(&format!("{name}_sum{{verb=\"filter\"}}")) > 0.0, "{response}");
+    stop.send(()).ok();
 }

@@ -145,13 +145,36 @@ impl Publisher {
 
 impl Publisher {
     /// Every NodeResourceTopology object the API server holds (for the
-    /// extender, which reads nodes' states from them).
+    /// extender, which reads nodes' states from them, again and again).
+    /// Read from the API server's watch cache (`resourceVersion=0`: no
+    /// quorum read of etcd each time) and decoded once, straight into
+    /// [`NodeResourceTopology`] (what it does not hold, `managedFields`
+    /// and the like, skipped unread). Only when that fails is the list
+    /// read again object by object, to name the object that does not parse.
     ///
     /// # Errors
     /// [`PublishError::Api`] from the list call; an object that does not
     /// parse is [`PublishError::Serialize`].
     pub async fn list(&self) -> Result<Vec<NodeResourceTopology>, PublishError> {
-        let list = self.api.list(&kube::api::ListParams::default()).await?;
+        let params = kube::api::ListParams::default().match_any();
+        let request = kube::core::Request::new(self.api.resource_url())
+            .list(&params)
+            .map_err(|e| PublishError::Api(kube::Error::BuildRequest(e)))?;
+        let client = self.api.clone().into_client();
+        match client
+            .request::<kube::core::ObjectList<NodeResourceTopology>>(request)
+            .await
+        {
+            Ok(list) => Ok(list.items),
+            Err(kube::Error::SerdeError(_)) => self.list_one_by_one(&params).await,
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// [`Publisher::list`] through untyped objects, each converted on its
+    /// own, so the error names what does not parse.
+    async fn list_one_by_one(&self, params: &kube::api::ListParams) -> Result<Vec<NodeResourceTopology>, PublishError> {
+        let list = self.api.list(params).await?;
         list.items
             .into_iter()
             .map(|object| {
