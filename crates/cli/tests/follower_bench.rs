@@ -35,63 +35,14 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use topoalign_agent::{Client, Endpoint};
 
-/// 8 NUMA nodes × 16 cores × 2 threads, 64Gi and 8Gi of 1Gi huge pages
-/// each, two GPUs per NUMA node, room for 256 pods (`maxPods`: the
-/// kubelet's default of 110 made the filling loop spin for ever — the
-/// reason this benchmark had never finished); static CPU and memory managers,
-/// restricted policy.
+/// `topoalign_simnodes::bench`'s node (`examples/nodes/256-cpu-8-numa.yaml`).
 fn node() -> Value {
-    let numa: Vec<Value> = (0..8)
-        .map(|n| {
-            let distances: Vec<u32> = (0..8).map(|m| if m == n { 10 } else { 21 }).collect();
-            json!({"id": n, "memory": "64Gi", "distances": distances, "hugepages-1Gi": "8Gi"})
-        })
-        .collect();
-    let cpus: Vec<Value> = (0..256)
-        .map(|id| {
-            let core = id % 128;
-            json!({"id": id, "core": core, "socket": core / 64, "numa": core / 16})
-        })
-        .collect();
-    let gpus: Vec<Value> = (0..16)
-        .map(|i| json!({"id": format!("gpu{i}"), "numa": [i / 2]}))
-        .collect();
-    json!({
-        "topology": {"numaNodes": numa, "cpus": cpus, "devices": {"nvidia.com/gpu": gpus}},
-        "kubelet": {
-            "topologyManagerPolicy": "restricted",
-            "cpuManagerPolicy": "static",
-            "memoryManagerPolicy": "Static",
-            "reservedSystemCPUs": "0,128",
-            // The kubelet's default of 110 pods would refuse the 111th.
-            "maxPods": 256,
-            "systemReserved": {"memory": "1Gi"},
-            "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1124Mi"}}],
-        },
-    })
+    topoalign_simnodes::bench::node()
 }
 
+/// The stand-in's input adding `bench`'s pod `index`.
 fn pod(index: usize) -> Value {
-    let resources = if index % 4 == 3 {
-        json!({"requests": {"cpu": "200m", "memory": "256Mi"}})
-    } else {
-        let mut r = json!({"cpu": "1", "memory": "1Gi"});
-        if index.is_multiple_of(25) {
-            r["nvidia.com/gpu"] = json!("1");
-        }
-        if index % 10 == 1 {
-            r["hugepages-1Gi"] = json!("1Gi");
-        }
-        json!({"requests": r, "limits": r})
-    };
-    json!({"add": {
-        "metadata": {
-            "name": format!("p{index:05}"), "namespace": "default",
-            "uid": format!("00000000-0000-0000-0000-{index:012}"),
-            "creationTimestamp": format!("2026-01-01T{:02}:{:02}:{:02}Z", index / 3600, index / 60 % 60, index % 60),
-        },
-        "spec": {"containers": [{"name": "app", "image": "x", "resources": resources}]},
-    }})
+    json!({"add": topoalign_simnodes::bench::pod(index)})
 }
 
 fn size(name: &str, default: usize) -> usize {
@@ -181,7 +132,7 @@ fn follower_resync_per_change() {
     while running.len() < pods {
         let line = send(&pod(next), &mut read);
         if line["event"] == "admitted" {
-            running.push(format!("00000000-0000-0000-0000-{next:012}"));
+            running.push(topoalign_simnodes::bench::uid(next));
             state = line["state"].clone();
         }
         next += 1;
@@ -278,7 +229,7 @@ fn follower_resync_per_change() {
             let uid = running.remove((i * 7919) % running.len());
             json!({"delete": uid})
         } else {
-            running.push(format!("00000000-0000-0000-0000-{next:012}"));
+            running.push(topoalign_simnodes::bench::uid(next));
             next += 1;
             pod(next - 1)
         };
