@@ -7,7 +7,8 @@
 //! - `follower lag`: from the stand-in's line saying the change is written
 //!   to the follower's status knowing exactly the new state (inotify,
 //!   gather over the socket and files, rebuild, the long-poll's answer);
-//! - `rebuild + object`: in this process, one gather of the same sources,
+//! - `rebuild + object`: in this process, one gather of the same sources
+//!   (on a kept connection, as the follower gathers),
 //!   `topoalign_follow::rebuild` and the NRT object with its exact state —
 //!   the work the follower does per change;
 //! - the baseline, measured in the same run on the same state: rebuilding
@@ -211,7 +212,13 @@ fn follower_resync_per_change() {
         .enable_all()
         .build()
         .unwrap();
-    let source = topoalign_follow::PodSource::File(pods_file.clone());
+    // The follower's sources, the PodResources connection kept between
+    // gathers as the follower keeps it.
+    let mut sources = topoalign_follow::Sources::new(
+        root.clone(),
+        socket.clone(),
+        topoalign_follow::PodSource::File(pods_file.clone()),
+    );
     let spec = topoalign_nrt::NodeSpec {
         topology: topoalign_nrt::exact::topology_spec(base.machine()),
         kubelet: serde_json::to_value(&node()["kubelet"]).unwrap(),
@@ -244,7 +251,7 @@ fn follower_resync_per_change() {
 
         let t = Instant::now();
         let observation = runtime
-            .block_on(topoalign_follow::gather(&root, &socket, &source))
+            .block_on(sources.gather())
             .unwrap();
         let rebuilt = topoalign_follow::rebuild(&base, &observation).unwrap();
         let object = topoalign_nrt::build(
@@ -289,7 +296,12 @@ fn follower_resync_per_change() {
         .collect();
     eprintln!("  restoring {object_count} objects as the extender does at start");
     let t = Instant::now();
-    let mut cluster = topoalign_extender::Cluster::new(topoalign_extender::ExtenderConfig::default());
+    // On the worker threads the extender starts with (`--threads`'
+    // default: the machine's cores).
+    let mut cluster = topoalign_extender::Cluster::new(topoalign_extender::ExtenderConfig {
+        threads: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+        ..topoalign_extender::ExtenderConfig::default()
+    });
     let report = cluster.sync_nrt(&objects, Instant::now());
     let restore_all = t.elapsed();
     assert!(
@@ -352,6 +364,7 @@ fn follower_resync_per_change() {
     // The in-process gathers' connections live in this runtime: dropped,
     // they close, and the stand-in's server can stop at the end of its
     // input (the run hung here once, after printing every figure).
+    drop(sources);
     drop(runtime);
     drop(input);
     let _ = stand_in.wait();
