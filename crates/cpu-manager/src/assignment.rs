@@ -161,6 +161,12 @@ impl<'t> Accumulator<'t> {
     fn push_free_ids(&self, child: Level, parent: Option<(Level, u32)>, out: &mut Vec<u32>) {
         let start = out.len();
         let child_of = |cpu: u32| self.topology.cpu(cpu).map(|info| child.id_of(&info));
+        // At most one id per CPU looked at: one allocation, not a growth
+        // per doubling.
+        out.reserve(match parent {
+            None => self.free.len(),
+            Some((level, id)) => self.topology.group(level, id).len(),
+        });
         match parent {
             None => out.extend(self.free.iter().filter_map(child_of)),
             // The parent's group is exactly the CPUs whose parent id is
@@ -210,37 +216,54 @@ impl<'t> Accumulator<'t> {
         children
     }
 
-    fn sorted_numa_nodes(&self) -> Vec<u32> {
-        match self.hierarchy {
-            Hierarchy::NumaAboveSockets => self.sorted_ids(Level::Numa, None),
-            Hierarchy::SocketsAboveNuma => self.nested(Level::Numa, Level::Socket, self.sorted_sockets()),
+    /// The level whose order `level`'s order is nested in (each parent's
+    /// children sorted, parents in their own order); `None`: `level` is
+    /// sorted as a whole.
+    fn parent_in_order(&self, level: Level) -> Option<Level> {
+        match (level, self.hierarchy) {
+            (Level::Numa, Hierarchy::NumaAboveSockets) | (Level::Socket, Hierarchy::SocketsAboveNuma) => None,
+            (Level::Numa, Hierarchy::SocketsAboveNuma) => Some(Level::Socket),
+            (Level::Socket, Hierarchy::NumaAboveSockets) => Some(Level::Numa),
+            (Level::Core, Hierarchy::NumaAboveSockets) => Some(Level::Socket),
+            (Level::Core, Hierarchy::SocketsAboveNuma) | (Level::UncoreCache, _) => Some(Level::Numa),
         }
+    }
+
+    fn sorted_numa_nodes(&self) -> Vec<u32> {
+        self.sorted(Level::Numa)
     }
 
     fn sorted_sockets(&self) -> Vec<u32> {
-        match self.hierarchy {
-            Hierarchy::NumaAboveSockets => self.nested(Level::Socket, Level::Numa, self.sorted_numa_nodes()),
-            Hierarchy::SocketsAboveNuma => self.sorted_ids(Level::Socket, None),
-        }
+        self.sorted(Level::Socket)
     }
 
     fn sorted_cores(&self) -> Vec<u32> {
-        match self.hierarchy {
-            Hierarchy::NumaAboveSockets => self.nested(Level::Core, Level::Socket, self.sorted_sockets()),
-            Hierarchy::SocketsAboveNuma => self.nested(Level::Core, Level::Numa, self.sorted_numa_nodes()),
-        }
+        self.sorted(Level::Core)
     }
 
     fn sorted_uncore_caches(&self) -> Vec<u32> {
-        self.nested(Level::UncoreCache, Level::Numa, self.sorted_numa_nodes())
+        self.sorted(Level::UncoreCache)
     }
 
+    /// The groups of `level` in the kubelet's order.
     fn sorted(&self, level: Level) -> Vec<u32> {
-        match level {
-            Level::Numa => self.sorted_numa_nodes(),
-            Level::Socket => self.sorted_sockets(),
-            Level::UncoreCache => self.sorted_uncore_caches(),
-            Level::Core => self.sorted_cores(),
+        match self.parent_in_order(level) {
+            None => self.sorted_ids(level, None),
+            Some(parent) => self.nested(level, parent, self.sorted(parent)),
+        }
+    }
+
+    /// The accumulator as it is now, for reading orders and free groups
+    /// while this one takes.
+    fn frozen(&self) -> Accumulator<'t> {
+        Accumulator {
+            topology: self.topology,
+            free: self.free.clone(),
+            needed: self.needed,
+            result: CpuSet::new(),
+            hierarchy: self.hierarchy,
+            strategy: self.strategy,
+            partial_uncore_takes_odd_requests: self.partial_uncore_takes_odd_requests,
         }
     }
 
@@ -303,19 +326,44 @@ impl<'t> Accumulator<'t> {
         // Nothing to take when the request no longer covers even the
         // smallest group (it only shrinks while taking): skip listing the
         // groups in order, the costly part.
-        if !self.needs_at_least(self.topology.smallest_group(level)) {
+        let smallest = self.topology.smallest_group(level);
+        if !self.needs_at_least(smallest) {
             return;
         }
-        let free_groups: Vec<u32> = self
-            .sorted(level)
-            .into_iter()
-            .filter(|&id| self.is_free(level, id))
-            .collect();
+        // The order and which groups are free are read before taking any
+        // (`before`); the order is walked one parent's children at a time
+        // and left as soon as the request no longer covers the smallest
+        // group, after which the full list would give nothing more.
+        let before = self.frozen();
         let topology = self.topology;
-        for id in free_groups {
-            let group = topology.group(level, id);
-            if self.needs_at_least(group.len()) {
-                self.take(group);
+        let mut take = |id: u32| {
+            if before.is_free(level, id) {
+                let group = topology.group(level, id);
+                if self.needs_at_least(group.len()) {
+                    self.take(group);
+                }
+            }
+            self.needs_at_least(smallest)
+        };
+        match before.parent_in_order(level) {
+            None => {
+                for id in before.sorted_ids(level, None) {
+                    if !take(id) {
+                        return;
+                    }
+                }
+            }
+            Some(parent) => {
+                let mut children = Vec::new();
+                for p in before.sorted(parent) {
+                    children.clear();
+                    before.push_sorted_ids(level, Some((parent, p)), &mut children);
+                    for &id in &children {
+                        if !take(id) {
+                            return;
+                        }
+                    }
+                }
             }
         }
     }

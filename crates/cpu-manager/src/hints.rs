@@ -9,7 +9,10 @@
 //! also those spanning the fewest sockets that could.
 //! Must not touch: state; callers pass the free and reusable sets.
 
-use topoalign_model::{CpuSet, HintRule, MAX_NUMA_NODES, NumaMask, TopologyHint, upward_closed_has_hint_between};
+use topoalign_model::{
+    CpuSet, HintRule, MAX_NUMA_NODES, NumaMask, TopologyHint, classified_preferred_single_nodes,
+    upward_closed_has_hint_between,
+};
 
 use crate::CpuTopology;
 
@@ -150,6 +153,22 @@ impl HintRule for CpuHintRule {
         self.socket_alignment.is_none().then_some(self.min_affinity_size)
     }
 
+    fn preferred_single_nodes(&self, within: NumaMask) -> NumaMask {
+        if self.socket_alignment.is_some() {
+            return classified_preferred_single_nodes(self, within);
+        }
+        // A single node is preferred when it is the narrowest size, holds
+        // every reusable CPU and, with them, the request.
+        if self.min_affinity_size != 1 || self.reusable_nodes.count() > 1 {
+            return NumaMask::EMPTY;
+        }
+        let nodes = (self.universe & within).nodes().filter(|&n| {
+            self.reusable_nodes.is_subset_of(NumaMask::single(n))
+                && u64::from(self.reusable) + u64::from(self.available[n]) >= self.request
+        });
+        NumaMask::from_nodes(nodes)
+    }
+
     fn narrowest_count(&self) -> Option<u32> {
         // The reusable CPUs' nodes are compulsory; then the fullest nodes.
         let base = u64::from(self.reusable)
@@ -158,17 +177,19 @@ impl HintRule for CpuHintRule {
                 .nodes()
                 .map(|n| u64::from(self.available[n]))
                 .sum::<u64>();
-        let mut others: Vec<u64> = self
-            .universe
-            .without(self.reusable_nodes)
-            .nodes()
-            .map(|n| u64::from(self.available[n]))
-            .collect();
+        // On the stack: at most one count per NUMA node.
+        let mut counts = [0u64; MAX_NUMA_NODES];
+        let mut len = 0;
+        for n in self.universe.without(self.reusable_nodes).nodes() {
+            counts[len] = u64::from(self.available[n]);
+            len += 1;
+        }
+        let others = &mut counts[..len];
         others.sort_unstable_by(|a, b| b.cmp(a));
         let extra = if base >= self.request {
             Some(0)
         } else {
-            fewest_reaching(&others, self.request - base)
+            fewest_reaching(others, self.request - base)
         }?;
         let count = self.reusable_nodes.count() + extra;
         (count >= 1 && self.reusable_nodes.is_subset_of(self.universe)).then_some(count)
@@ -333,6 +354,14 @@ mod rule_properties {
                 .map(NumaMask::count)
                 .min();
             prop_assert_eq!(rule.narrowest_count(), enumerated);
+            // The preferred single nodes, read off the per-node counts, are
+            // the ones `classify` prefers.
+            for within in [rule.universe(), NumaMask::from_bits(0b1010_0101)] {
+                prop_assert_eq!(
+                    rule.preferred_single_nodes(within),
+                    topoalign_model::classified_preferred_single_nodes(&rule, within)
+                );
+            }
         }
     }
 }

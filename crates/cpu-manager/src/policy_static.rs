@@ -356,13 +356,22 @@ impl StaticPolicy {
     /// CPUs out of the offer. Only the current pod's offer is kept.
     fn update_cpus_to_reuse(&mut self, pod: &Pod, container: &Container, cpus: &CpuSet) {
         self.cpus_to_reuse.retain(|uid, _| *uid == pod.uid);
-        let offer = self.cpus_to_reuse.entry(pod.uid.clone()).or_default();
         let is_plain_init = pod.is_regular_init(container);
-        *offer = if is_plain_init {
-            offer.union(cpus)
-        } else {
-            offer.difference(cpus)
-        };
+        match self.cpus_to_reuse.get_mut(pod.uid.as_str()) {
+            Some(offer) => {
+                *offer = if is_plain_init {
+                    offer.union(cpus)
+                } else {
+                    offer.difference(cpus)
+                };
+            }
+            None if is_plain_init => {
+                self.cpus_to_reuse.insert(pod.uid.clone(), cpus.clone());
+            }
+            // Taking CPUs out of no offer leaves none, which reads as the
+            // empty offer: nothing to record (and no copy of the uid).
+            None => {}
+        }
     }
 
     /// Releases every CPU the pod holds back to the shared pool (the

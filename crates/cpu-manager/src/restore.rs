@@ -22,6 +22,10 @@ pub struct CpuManagerState {
     pub default_cpu_set: CpuSet,
     /// `entries`: pod uid → container name → CPUs.
     pub assignments: BTreeMap<String, BTreeMap<String, CpuSet>>,
+    /// `podEntries` (`PodLevelResourceManagers`, 1.36+): pod uid → the
+    /// CPUs taken from the shared pool for the whole pod (its "bubble"),
+    /// which its containers' entries divide.
+    pub pod_assignments: BTreeMap<String, CpuSet>,
 }
 
 /// Exclusive CPUs that two containers' assignments both hold.
@@ -98,13 +102,16 @@ impl CpuManager {
         CpuManagerState {
             default_cpu_set: self.default_cpu_set(),
             assignments: self.assignments(),
+            pod_assignments: self.pod_assignments(),
         }
     }
 
     /// Replaces the state with a restored one, as a restarting kubelet does:
     /// the static policy checks it (`validateState`) and keeps it; the `none`
-    /// policy keeps nothing and checks nothing. The policy name recorded in
-    /// the checkpoint is the caller's to compare.
+    /// policy keeps nothing and checks nothing. Pod-level assignments are
+    /// kept only with `PodLevelResourceManagers` on (the kubelet's state
+    /// reads them only then). The policy name recorded in the checkpoint is
+    /// the caller's to compare.
     ///
     /// # Errors
     /// [`CpuRestoreError`] with the kubelet's text; the manager is then
@@ -112,7 +119,7 @@ impl CpuManager {
     pub fn restore(&mut self, state: CpuManagerState) -> Result<(), CpuRestoreError> {
         match &mut self.policy {
             Policy::None => Ok(()),
-            Policy::Static(policy) => policy.restore(state.default_cpu_set, state.assignments),
+            Policy::Static(policy) => policy.restore(state.default_cpu_set, state.assignments, state.pod_assignments),
         }
     }
 
@@ -146,7 +153,7 @@ mod tests {
         let set = |text: &str| CpuSet::parse(text).unwrap_or_default();
         let mut state = CpuManagerState {
             default_cpu_set: set("0"),
-            assignments: BTreeMap::new(),
+            ..CpuManagerState::default()
         };
         state
             .assignments
@@ -205,6 +212,7 @@ mod tests {
         CpuManagerState {
             default_cpu_set: cpus(pool),
             assignments,
+            pod_assignments: BTreeMap::new(),
         }
     }
 

@@ -125,10 +125,17 @@ fn fewest_nodes_reaching(
     // holds that node, so counting per node once answers every mask.
     let per_node = per_node(devices);
     let mut so_far = base + forced.nodes().map(|n| per_node[n]).sum::<i128>();
-    let mut others: Vec<i128> = universe.without(forced).nodes().map(|n| per_node[n]).collect();
+    // On the stack: at most one count per NUMA node.
+    let mut counts = [0i128; MAX_NUMA_NODES];
+    let mut len = 0;
+    for n in universe.without(forced).nodes() {
+        counts[len] = per_node[n];
+        len += 1;
+    }
+    let others = &mut counts[..len];
     others.sort_unstable_by(|a, b| b.cmp(a));
     let mut count = forced.count();
-    for extra in others {
+    for &extra in others.iter() {
         if so_far >= need && count >= 1 {
             break;
         }
@@ -156,6 +163,20 @@ impl HintRule for DeviceHintRule {
 
     fn preferred_count(&self) -> Option<u32> {
         Some(self.min_size)
+    }
+
+    fn preferred_single_nodes(&self, within: NumaMask) -> NumaMask {
+        if self.min_size != 1 {
+            return NumaMask::EMPTY;
+        }
+        // `classify` of each single node, its sums over one node.
+        let reused_count = i128::try_from(self.reused.len()).unwrap_or(i128::MAX);
+        let nodes = (self.universe & within).nodes().filter(|&n| {
+            let node = NumaMask::single(n);
+            self.reused.iter().all(|a| a.intersects(node))
+                && reused_count.saturating_add(self.free_on(node)) >= self.request
+        });
+        NumaMask::from_nodes(nodes)
     }
 
     fn narrowest_count(&self) -> Option<u32> {
@@ -344,6 +365,11 @@ mod rule_properties {
             let by_device = DeviceHintRule { free_per_node: Vec::new(), ..rule.clone() };
             for mask in NumaMask::subsets_by_size(universe) {
                 prop_assert_eq!(rule.classify(mask), by_device.classify(mask));
+                // The preferred single nodes within any mask are the ones
+                // `classify` prefers, either way of counting.
+                let singles = topoalign_model::classified_preferred_single_nodes(&rule, mask);
+                prop_assert_eq!(rule.preferred_single_nodes(mask), singles);
+                prop_assert_eq!(by_device.preferred_single_nodes(mask), singles);
             }
         }
     }

@@ -115,20 +115,20 @@ impl DeviceManager {
     pub fn container_hints(&mut self, pod: &Pod, container: &Container) -> ProviderHints {
         let mut hints = ProviderHints::no_preference();
         for (resource, requested) in container_device_requests(&self.registry, container) {
-            let Some(devices) = self.registry.resource(&resource) else {
+            let Some(devices) = self.registry.resource(resource) else {
                 continue;
             };
             let resource_hints = if !devices.has_topology_alignment() {
                 ResourceHints::NoPreference
-            } else if let Some(held) = self.pod_devices.container_devices(&pod.uid, &container.name, &resource) {
+            } else if let Some(held) = self.pod_devices.container_devices(&pod.uid, &container.name, resource) {
                 // Already allocated (a repeated admission): the same hints
                 // again, as long as the request did not change.
                 self.regenerate(devices, held, requested)
             } else {
-                let reusable = self.reusable.for_pod(&pod.uid, &resource);
-                self.fresh_hints(&resource, devices, &reusable, requested)
+                let reusable = self.reusable.for_pod(&pod.uid, resource);
+                self.fresh_hints(resource, devices, &reusable, requested)
             };
-            hints.by_resource.insert(resource, resource_hints);
+            hints.by_resource.insert(resource.to_owned(), resource_hints);
         }
         hints
     }
@@ -139,18 +139,18 @@ impl DeviceManager {
     pub fn pod_hints(&mut self, pod: &Pod) -> ProviderHints {
         let mut hints = ProviderHints::no_preference();
         for (resource, requested) in pod_device_requests(&self.registry, pod) {
-            let Some(devices) = self.registry.resource(&resource) else {
+            let Some(devices) = self.registry.resource(resource) else {
                 continue;
             };
-            let held = self.pod_devices.pod_devices(&pod.uid, &resource);
+            let held = self.pod_devices.pod_devices(&pod.uid, resource);
             let resource_hints = if !devices.has_topology_alignment() {
                 ResourceHints::NoPreference
             } else if !held.is_empty() {
                 self.regenerate(devices, &held, requested)
             } else {
-                self.fresh_hints(&resource, devices, &DeviceSet::new(), requested)
+                self.fresh_hints(resource, devices, &DeviceSet::new(), requested)
             };
-            hints.by_resource.insert(resource, resource_hints);
+            hints.by_resource.insert(resource.to_owned(), resource_hints);
         }
         hints
     }
@@ -244,24 +244,24 @@ impl DeviceManager {
         hint: TopologyHint,
     ) -> Result<(), DeviceAllocateError> {
         for (resource, required) in container_device_requests(&self.registry, container) {
-            let Some(devices) = self.registry.resource(&resource) else {
+            let Some(devices) = self.registry.resource(resource) else {
                 continue;
             };
-            let in_use = self.pod_devices.in_use_view(&resource);
-            let reusable = self.reusable.for_pod(&pod.uid, &resource);
+            let in_use = self.pod_devices.in_use_view(resource);
+            let reusable = self.reusable.for_pod(&pod.uid, resource);
             let chosen = allocate::devices_to_allocate(&allocate::Request {
                 pod_uid: &pod.uid,
                 container: &container.name,
-                resource: &resource,
+                resource,
                 devices,
                 required,
-                already_held: self.pod_devices.container_devices(&pod.uid, &container.name, &resource),
+                already_held: self.pod_devices.container_devices(&pod.uid, &container.name, resource),
                 reusable: &reusable,
                 in_use,
                 hint,
             })?;
             if !chosen.is_empty() {
-                self.pod_devices.insert(&pod.uid, &container.name, &resource, chosen);
+                self.pod_devices.insert(&pod.uid, &container.name, resource, chosen);
             }
         }
         Ok(())

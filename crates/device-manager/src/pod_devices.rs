@@ -37,21 +37,37 @@ pub(crate) struct PodDevices {
     holders: BTreeMap<String, BTreeMap<String, usize>>,
 }
 
+/// Makes `map`'s entry for `key` (copying `key`) only when it is missing.
+fn ensure_entry<V: Default>(map: &mut BTreeMap<String, V>, key: &str) {
+    if !map.contains_key(key) {
+        map.insert(key.to_owned(), V::default());
+    }
+}
+
 impl PodDevices {
     /// Records (replacing any earlier record) the devices of one resource
     /// given to one container.
     pub(crate) fn insert(&mut self, pod_uid: &str, container: &str, resource: &str, devices: DeviceSet) {
-        let holders = self.holders.entry(resource.to_owned()).or_default();
-        for id in &devices {
-            *holders.entry(id.clone()).or_insert(0) += 1;
+        ensure_entry(&mut self.holders, resource);
+        if let Some(holders) = self.holders.get_mut(resource) {
+            for id in &devices {
+                match holders.get_mut(id.as_str()) {
+                    Some(count) => *count += 1,
+                    None => {
+                        holders.insert(id.clone(), 1);
+                    }
+                }
+            }
         }
-        let replaced = self
-            .by_pod
-            .entry(pod_uid.to_owned())
-            .or_default()
-            .entry(container.to_owned())
-            .or_default()
-            .insert(resource.to_owned(), devices);
+        ensure_entry(&mut self.by_pod, pod_uid);
+        let Some(pod) = self.by_pod.get_mut(pod_uid) else {
+            return;
+        };
+        ensure_entry(pod, container);
+        let Some(held) = pod.get_mut(container) else {
+            return;
+        };
+        let replaced = held.insert(resource.to_owned(), devices);
         if let Some(replaced) = replaced {
             self.release(resource, &replaced);
         }

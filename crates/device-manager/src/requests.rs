@@ -6,46 +6,48 @@
 //! Owns only the reading of requests; resources that are not device-plugin
 //! resources are dropped here and never reach the device manager.
 
-use std::collections::BTreeMap;
-
-use topoalign_model::{Container, Pod, ResourceList};
+use topoalign_model::{Container, Pod, Quantity};
 
 use crate::registry::Registry;
 
-/// Devices asked for, per device-plugin resource. Counts are `i128` like
-/// [`Quantity::value`]; a count can be zero (a `0` limit still names the
-/// resource, and the kubelet still gives it hints).
-pub(crate) type DeviceRequests = BTreeMap<String, i128>;
+/// Devices asked for, per device-plugin resource in name order, the names
+/// borrowed from the pod. Counts are `i128` like [`Quantity::value`]; a
+/// count can be zero (a `0` limit still names the resource, and the kubelet
+/// still gives it hints).
+pub(crate) type DeviceRequests<'a> = Vec<(&'a str, i128)>;
 
 /// The kubelet's `getContainerDeviceRequest`.
-pub(crate) fn container_device_requests(registry: &Registry, container: &Container) -> DeviceRequests {
-    device_requests(registry, &container.limits)
+pub(crate) fn container_device_requests<'a>(registry: &Registry, container: &'a Container) -> DeviceRequests<'a> {
+    device_requests(
+        registry,
+        container
+            .limits
+            .iter()
+            .map(|(resource, quantity)| (resource.as_str(), *quantity)),
+    )
 }
 
 /// The kubelet's `getPodDeviceRequest`: the pod's effective limits
 /// (component-helpers `PodLimits` without overhead), device resources only.
-pub(crate) fn pod_device_requests(registry: &Registry, pod: &Pod) -> DeviceRequests {
+pub(crate) fn pod_device_requests<'a>(registry: &Registry, pod: &'a Pod) -> DeviceRequests<'a> {
     // Each resource's effective limit depends on that resource's limits
     // only, so the other resources are dropped before summing.
-    device_requests(
-        registry,
-        &pod_limits(pod, |resource| registry.resource(resource).is_some()),
-    )
+    let keep = |resource: &str| registry.resource(resource).is_some();
+    device_requests(registry, pod_limits(pod, keep).into_iter())
 }
 
-fn device_requests(registry: &Registry, limits: &ResourceList) -> DeviceRequests {
+fn device_requests<'a>(registry: &Registry, limits: impl Iterator<Item = (&'a str, Quantity)>) -> DeviceRequests<'a> {
     limits
-        .iter()
         .filter(|(resource, _)| registry.resource(resource).is_some())
-        .map(|(resource, quantity)| (resource.clone(), quantity.value()))
+        .map(|(resource, quantity)| (resource, quantity.value()))
         .collect()
 }
 
 /// component-helpers `PodLimits` (v1.32, overhead excluded): the pod's
 /// containers aggregated ([`Pod::aggregate_containers`]) over their
 /// limits. Only the resources `keep` accepts are summed.
-fn pod_limits(pod: &Pod, keep: impl Fn(&str) -> bool) -> ResourceList {
-    pod.aggregate_containers(|container| &container.limits, keep)
+fn pod_limits(pod: &Pod, keep: impl Fn(&str) -> bool) -> std::collections::BTreeMap<&str, Quantity> {
+    pod.aggregate_containers_keyed(|container| &container.limits, keep)
 }
 
 #[cfg(test)]
@@ -55,7 +57,10 @@ mod tests {
     use topoalign_model::Quantity;
 
     fn gpus(requests: DeviceRequests) -> Option<i128> {
-        requests.get("gpu").copied()
+        requests
+            .iter()
+            .find(|(resource, _)| *resource == "gpu")
+            .map(|&(_, count)| count)
     }
 
     #[test]

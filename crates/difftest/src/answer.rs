@@ -100,7 +100,8 @@ pub struct Oracle {
 
 impl Oracle {
     /// Where `oracle/build.sh` puts the release's binary:
-    /// `${TOPOALIGN_CACHE:-$HOME/.cache/topoalign}/oracle/<release>/oracle`.
+    /// `${TOPOALIGN_CACHE:-$HOME/.cache/topoalign}/oracle/<release>/oracle`
+    /// (a link to the build used last).
     pub fn default_binary(release: Release) -> anyhow::Result<PathBuf> {
         let cache = match std::env::var_os("TOPOALIGN_CACHE") {
             Some(dir) => PathBuf::from(dir),

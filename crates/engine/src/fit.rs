@@ -38,7 +38,7 @@
 use std::collections::BTreeMap;
 
 use topoalign_model::resource_name::{is_extended, is_hugepages, is_scalar};
-use topoalign_model::{Machine, Pod, Quantity, QuantityFormat, ResourceList, add_resources, hugepage_resource_name};
+use topoalign_model::{Machine, Pod, Quantity, QuantityFormat, ResourceList, add_resource, hugepage_resource_name};
 
 use crate::NodeConfig;
 use crate::reservation::node_allocatable_reservation;
@@ -199,13 +199,17 @@ pub(crate) struct FitUsage {
 
 /// One pod's requests as the fit check counts an admitted pod
 /// ([`pod_request_totals`]), worked out once per admission: the check reads
-/// them, then the node's [`FitUsage`] adds them.
+/// them, then the node's [`FitUsage`] adds them. The names are the pod's
+/// own, borrowed.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct PodRequests(ResourceList);
+pub(crate) struct PodRequests<'a>(BorrowedList<'a>);
 
-impl PodRequests {
-    pub(crate) fn of(pod: &Pod) -> PodRequests {
-        PodRequests(pod_request_totals(pod))
+/// Amounts per resource name, the names borrowed from a pod.
+type BorrowedList<'a> = BTreeMap<&'a str, Quantity>;
+
+impl<'a> PodRequests<'a> {
+    pub(crate) fn of(pod: &'a Pod) -> PodRequests<'a> {
+        PodRequests(pod_requests(pod, |_| true))
     }
 }
 
@@ -221,7 +225,21 @@ impl FitUsage {
 
     /// Counts an admitted pod with these requests.
     pub(crate) fn add(&mut self, requests: &PodRequests) {
-        self.used.add(&requests.0);
+        self.used
+            .add(requests.0.iter().map(|(resource, amount)| (*resource, amount)), |_| {
+                false
+            });
+        self.pods += 1;
+    }
+
+    /// [`FitUsage::add`] on the node whose allocatable is `allocatable`: a
+    /// name it lists as a scalar resource is one without reading the name
+    /// again.
+    pub(crate) fn add_on(&mut self, requests: &PodRequests, allocatable: &FitAllocatable) {
+        self.used.add(
+            requests.0.iter().map(|(resource, amount)| (*resource, amount)),
+            |name| allocatable.0.scalar.contains_key(name),
+        );
         self.pods += 1;
     }
 
@@ -248,7 +266,7 @@ pub(crate) fn check_fit_with(
     // (A name the node lists as a scalar resource is kept without reading
     // it again.)
     let kept = |resource: &str| allocatable.scalar.contains_key(resource) || !is_extended(resource);
-    let filtered;
+    let filtered: BorrowedList<'_>;
     let asked_list = if requests.0.keys().all(|resource| kept(resource)) {
         &requests.0
     } else {
@@ -286,8 +304,8 @@ pub(crate) fn check_fit_with(
     };
     for (resource, amount) in asked_list.iter().filter(|(resource, _)| scalar(resource)) {
         let requested = amount.value().max(0);
-        let used = used.scalar.get(resource).copied().unwrap_or(0);
-        let capacity = allocatable.scalar.get(resource).copied().unwrap_or(0);
+        let used = used.scalar.get(*resource).copied().unwrap_or(0);
+        let capacity = allocatable.scalar.get(*resource).copied().unwrap_or(0);
         if requested > 0 && requested > capacity - used {
             return Err(shortfall(resource, requested, used, capacity));
         }
@@ -320,15 +338,19 @@ impl SchedulerResources {
     /// `NewResource`: a resource list read as amounts.
     fn sum_of(list: &ResourceList) -> Self {
         let mut resources = SchedulerResources::default();
-        resources.add(list);
+        resources.add(
+            list.iter().map(|(resource, amount)| (resource.as_str(), amount)),
+            |_| false,
+        );
         resources
     }
 
     /// `Resource.Add`. Names that are not scalar resources (e.g. a bare
-    /// `foo`) are ignored, as the kubelet ignores them.
-    fn add(&mut self, list: &ResourceList) {
+    /// `foo`) are ignored, as the kubelet ignores them. `known_scalar`: names
+    /// already known to be scalar resources (a shortcut, never a widening).
+    fn add<'a>(&mut self, list: impl Iterator<Item = (&'a str, &'a Quantity)>, known_scalar: impl Fn(&str) -> bool) {
         for (resource, amount) in list {
-            match resource.as_str() {
+            match resource {
                 "cpu" => self.milli_cpu += amount.milli(),
                 "memory" => self.memory += amount.value(),
                 "pods" => self.pods += amount.value(),
@@ -337,8 +359,8 @@ impl SchedulerResources {
                 // read it again.
                 name => match self.scalar.get_mut(name) {
                     Some(sum) => *sum += amount.value(),
-                    None if is_scalar(name) => {
-                        self.scalar.insert(resource.clone(), amount.value());
+                    None if known_scalar(name) || is_scalar(name) => {
+                        self.scalar.insert(name.to_owned(), amount.value());
                     }
                     None => {}
                 },
@@ -347,9 +369,9 @@ impl SchedulerResources {
     }
 
     /// Undoes [`Self::add`] of the same list.
-    fn subtract(&mut self, list: &ResourceList) {
-        for (resource, amount) in list {
-            match resource.as_str() {
+    fn subtract(&mut self, list: &BorrowedList<'_>) {
+        for (&resource, amount) in list {
+            match resource {
                 "cpu" => self.milli_cpu -= amount.milli(),
                 "memory" => self.memory -= amount.value(),
                 "pods" => self.pods -= amount.value(),
@@ -379,22 +401,28 @@ pub fn pod_request_totals(pod: &Pod) -> ResourceList {
 /// component-helpers `PodRequests`: the containers' requests
 /// ([`Pod::aggregate_containers`]) — or, for a resource the pod's `spec.resources`
 /// requests, that amount instead — plus the pod overhead. Only requests
-/// whose name `keep` accepts count.
+/// whose name `keep` accepts count. Keyed by owned or borrowed names (see
+/// [`Pod::aggregate_containers_keyed`]).
 ///
 /// The engine admits a pod with its pod-level resources already as its
 /// release sees them (`pod_level::as_admitted`: dropped when the gate is
 /// off, defaulted, only supported names); a pod not yet admitted is read as
 /// a scheduler with the gate on reads it.
-fn pod_requests(pod: &Pod, keep: impl Fn(&str) -> bool) -> ResourceList {
-    let mut total = pod.aggregate_containers(|container| &container.requests, &keep);
+fn pod_requests<'a, K>(pod: &'a Pod, keep: impl Fn(&str) -> bool) -> BTreeMap<K, Quantity>
+where
+    K: Ord + Clone + std::borrow::Borrow<str> + From<&'a str>,
+{
+    let mut total: BTreeMap<K, Quantity> = pod.aggregate_containers_keyed(|container| &container.requests, &keep);
     if let Some(pod_level) = &pod.pod_resources {
         for (resource, amount) in &pod_level.requests {
             if keep(resource) && crate::pod_level::covers(resource) {
-                total.insert(resource.clone(), *amount);
+                total.insert(K::from(resource.as_str()), *amount);
             }
         }
     }
-    add_resources(&mut total, &pod.overhead);
+    for (resource, amount) in &pod.overhead {
+        add_resource(&mut total, resource, *amount);
+    }
     total
 }
 

@@ -183,7 +183,7 @@ impl Node {
             containers,
             trace,
         };
-        self.fit_usage.add(&requests);
+        self.fit_usage.add_on(&requests, &self.fit_allocatable);
         self.active.push(pod);
         decision
     }
@@ -401,7 +401,7 @@ impl Node {
 
     /// The predicate admit handler's resource-fit check against the other
     /// admitted pods; the pod's requests, for the usage once it is admitted.
-    fn check_fit(&self, pod: &Pod) -> Result<PodRequests, Rejection> {
+    fn check_fit<'a>(&self, pod: &'a Pod) -> Result<PodRequests<'a>, Rejection> {
         let requests = PodRequests::of(pod);
         fit::check_fit_with(&self.fit_allocatable, pod, &requests, &self.fit_usage)
             .map(|()| requests)

@@ -7,8 +7,9 @@
 //!
 //! Code map:
 //! - [`fleet`]: the fleet file (node shapes × counts);
-//! - [`workload`]: Kubernetes manifests → pods and events; [`generator`]:
-//!   synthetic workloads;
+//! - [`workload`]: the pods and their events; `read`: a workload file
+//!   (Kubernetes manifests, through `topoalign_k8s`) → workload;
+//!   [`generator`]: synthetic workloads;
 //! - [`sim`]: the simulator (runs, state classes, the schedulers' filters);
 //! - [`report`]: the result; [`replay`]: the node-by-node replay check.
 //!
@@ -16,6 +17,7 @@
 
 pub mod fleet;
 pub mod generator;
+mod read;
 pub mod replay;
 pub mod report;
 mod rng;

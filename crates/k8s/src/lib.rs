@@ -41,7 +41,9 @@ pub use kubelet_config::{
     ConfigError, KubeletConfiguration, MemoryReservation, MemorySwap, apply_kubelet_version, parse_kubelet_version,
     unknown_field_warnings,
 };
-pub use manifests::{MAX_PODS, ManifestError, ManifestOptions, ManifestPod, Manifests, own_replicas, read_manifests};
+pub use manifests::{
+    MAX_PODS, ManifestError, ManifestOptions, ManifestPod, Manifests, Skipped, own_replicas, read_manifests,
+};
 pub use nesting::{MAX_NESTING, NestingError, check_nesting, prepare as prepare_text};
 pub use pod::{PodError, PodProblem, is_valid_pod_key, pod_from_k8s, pod_from_value, pod_from_yaml};
 pub use quantity::{QuantityError, go_string, parse_quantity, parse_quantity_field};

@@ -32,9 +32,29 @@ pub struct ManifestPod {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Manifests {
     pub pods: Vec<ManifestPod>,
-    /// Documents without pods (a Service, a ConfigMap, ...), for people:
-    /// `document 3: Service default/web has no pod template`.
-    pub skipped: Vec<String>,
+    /// Documents without pods (a Service, a ConfigMap, ...), in stream
+    /// order.
+    pub skipped: Vec<Skipped>,
+}
+
+/// A document without pods. Displayed for people: `document 3: Service
+/// default/web has no pod template; skipped`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skipped {
+    /// 1-based, when the stream has several documents.
+    pub document: Option<usize>,
+    pub kind: String,
+    /// `namespace/name`.
+    pub name: String,
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(document) = self.document {
+            write!(f, "document {document}: ")?;
+        }
+        write!(f, "{} {} has no pod template; skipped", self.kind, self.name)
+    }
 }
 
 /// The most pods one stream (or workload file) may expand to, replicas
@@ -110,11 +130,13 @@ pub fn read_manifests(text: &str, options: &ManifestOptions) -> Result<Manifests
     let numbered = count > 1;
     let mut reader = Reader {
         options,
+        document: None,
         manifests: Manifests::default(),
         names: std::collections::HashMap::new(),
     };
     for (index, document) in documents {
         let number = numbered.then_some(index + 1);
+        reader.document = number;
         reader
             .object(&document, "", None)
             .map_err(|(path, message)| ManifestError {
@@ -122,15 +144,6 @@ pub fn read_manifests(text: &str, options: &ManifestOptions) -> Result<Manifests
                 path,
                 message,
             })?;
-        // Skipped-document notes name their document once it is known.
-        for note in &mut reader.manifests.skipped {
-            if let Some(rest) = note.strip_prefix('\u{0}') {
-                *note = match number {
-                    Some(n) => format!("document {n}: {rest}"),
-                    None => rest.to_owned(),
-                };
-            }
-        }
     }
     Ok(reader.manifests)
 }
@@ -170,6 +183,8 @@ type Failure = (String, String);
 
 struct Reader<'a> {
     options: &'a ManifestOptions,
+    /// The document being read (1-based, when the stream has several).
+    document: Option<usize>,
     manifests: Manifests,
     /// `namespace/name` of every pod read so far → where it came from.
     names: std::collections::HashMap<String, String>,
@@ -239,9 +254,11 @@ impl Reader<'_> {
         if let Some((_, template_path)) = WORKLOADS.iter().find(|(k, _)| *k == kind) {
             return self.workload(kind, object, template_path, at);
         }
-        self.manifests
-            .skipped
-            .push(format!("\u{0}{kind} {} has no pod template; skipped", name_of(object)));
+        self.manifests.skipped.push(Skipped {
+            document: self.document,
+            kind: kind.to_owned(),
+            name: name_of(object),
+        });
         Ok(())
     }
 
@@ -409,10 +426,8 @@ mod tests {
         assert_eq!(m.pods[2].origin, "Deployment ml/train, replica 0");
         assert_eq!(m.pods[2].manifest["metadata"]["labels"]["app"], "train");
         assert_eq!(m.pods[3].pod.uid, "topoalign-pod-3");
-        assert_eq!(
-            m.skipped,
-            ["document 4: Service default/s has no pod template; skipped"]
-        );
+        let skipped: Vec<String> = m.skipped.iter().map(ToString::to_string).collect();
+        assert_eq!(skipped, ["document 4: Service default/s has no pod template; skipped"]);
     }
 
     #[test]

@@ -37,7 +37,7 @@ pub(crate) struct MemoryHintRule {
     universe: NumaMask,
     columns: Vec<ResourceColumns>,
     /// Each node's group (itself when in no multi-node group).
-    cells: Vec<NumaMask>,
+    cells: [NumaMask; MAX_NUMA_NODES],
     /// Nodes holding at least one block.
     assigned: NumaMask,
     /// Masks on which the pod's init containers left reusable memory, with
@@ -72,7 +72,7 @@ impl MemoryHintRule {
             .iter()
             .map(|(resource, &size)| ResourceColumns::new(state, resource, size))
             .collect();
-        let mut cells = vec![NumaMask::EMPTY; MAX_NUMA_NODES];
+        let mut cells = [NumaMask::EMPTY; MAX_NUMA_NODES];
         let mut assigned = NumaMask::EMPTY;
         // The universe is the state's nodes: walk them rather than look
         // each up.
@@ -188,6 +188,21 @@ impl HintRule for MemoryHintRule {
 
     fn preferred_count(&self) -> Option<u32> {
         Some(self.min_affinity_size)
+    }
+
+    fn preferred_single_nodes(&self, within: NumaMask) -> NumaMask {
+        if self.min_affinity_size != 1 {
+            return NumaMask::EMPTY;
+        }
+        // `classify` of each single node, read off the columns directly.
+        let nodes = (self.universe & within).nodes().filter(|&n| {
+            let node = NumaMask::single(n);
+            self.cells[n].count() <= 1
+                && self.columns.iter().enumerate().all(|(i, c)| {
+                    c.allocatable[n] >= c.size && c.free[n].wrapping_add(self.reusable_on(node, i)) >= c.size
+                })
+        });
+        NumaMask::from_nodes(nodes)
     }
 }
 
@@ -513,6 +528,14 @@ mod tests {
                     list.iter().copied().filter(|h| h.affinity.is_some_and(|a| must.is_subset_of(a))).collect();
                 prop_assert_eq!(rule.best(must), best_of(&containing));
                 prop_assert_eq!(rule.narrowest_count(), list.iter().filter_map(|h| h.affinity).map(NumaMask::count).min());
+                let singles = NumaMask::from_nodes(
+                    list.iter()
+                        .filter(|h| h.preferred)
+                        .filter_map(|h| h.affinity)
+                        .filter(|a| a.count() == 1 && a.is_subset_of(within))
+                        .flat_map(NumaMask::nodes),
+                );
+                prop_assert_eq!(rule.preferred_single_nodes(within), singles);
             }
         }
     }

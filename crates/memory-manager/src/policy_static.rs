@@ -230,6 +230,11 @@ impl StaticPolicy {
     }
 
     fn set_blocks(&mut self, pod_uid: &str, container: &str, blocks: Vec<Block>) {
+        // The uid is copied only for a pod new to the state.
+        if let Some(pod) = self.blocks.get_mut(pod_uid) {
+            pod.set(container, blocks);
+            return;
+        }
         self.blocks
             .entry(pod_uid.to_string())
             .or_default()
@@ -340,8 +345,11 @@ impl StaticPolicy {
             self.machine.reserve(mask, resource, size.saturating_sub(reusable));
         }
         self.reusable.record(pod, container, &blocks);
-        self.set_blocks(&pod.uid, &container.name, blocks.clone());
+        // The shrink touches only earlier init containers' blocks (names
+        // are unique in a pod), so it may come first and the blocks move
+        // into the state uncopied.
         self.shrink_init_container_blocks(pod, container, &blocks);
+        self.set_blocks(&pod.uid, &container.name, blocks);
         Ok(())
     }
 

@@ -36,16 +36,27 @@ pub(crate) fn quantity_as_u64(quantity: Quantity) -> Option<u64> {
 /// [`UnrepresentableRequest`] for a request that is not a whole number of
 /// bytes in `int64` range.
 pub(crate) fn container_requests(container: &Container) -> Result<Requested, UnrepresentableRequest> {
-    container
-        .requests
-        .iter()
-        .filter(|(name, _)| name.as_str() == MEMORY || is_hugepage_resource(name))
-        .map(|(name, &quantity)| {
-            quantity_as_u64(quantity)
-                .map(|bytes| (name.clone(), bytes))
-                .ok_or(UnrepresentableRequest)
-        })
-        .collect()
+    let mut requested = Requested::new();
+    add_container_requests(&mut requested, container)?;
+    Ok(requested)
+}
+
+/// Adds the container's memory and huge page requests to `total`, copying a
+/// name only when it is new there.
+fn add_container_requests(total: &mut Requested, container: &Container) -> Result<(), UnrepresentableRequest> {
+    for (name, &quantity) in &container.requests {
+        if name.as_str() != MEMORY && !is_hugepage_resource(name) {
+            continue;
+        }
+        let size = quantity_as_u64(quantity).ok_or(UnrepresentableRequest)?;
+        match total.get_mut(name.as_str()) {
+            Some(sum) => *sum = sum.wrapping_add(size),
+            None => {
+                total.insert(name.clone(), size);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What the whole pod needs at its peak: for each resource the app
@@ -57,6 +68,15 @@ pub(crate) fn container_requests(container: &Container) -> Result<Requested, Unr
 /// # Errors
 /// [`UnrepresentableRequest`] as [`container_requests`].
 pub(crate) fn pod_requests(pod: &Pod) -> Result<Requested, UnrepresentableRequest> {
+    let mut apps = Requested::new();
+    for app in &pod.containers {
+        add_container_requests(&mut apps, app)?;
+    }
+    if pod.init_containers.is_empty() {
+        // No init phase and no sidecars: the app containers' sums.
+        return Ok(apps);
+    }
+
     let mut init_peak = Requested::new();
     let mut sidecars = Requested::new();
     for init in &pod.init_containers {
@@ -68,14 +88,6 @@ pub(crate) fn pod_requests(pod: &Pod) -> Result<Requested, UnrepresentableReques
             } else if running_sidecars.wrapping_add(size) > *peak {
                 *peak = running_sidecars.wrapping_add(size);
             }
-        }
-    }
-
-    let mut apps = Requested::new();
-    for app in &pod.containers {
-        for (name, size) in container_requests(app)? {
-            let total = apps.entry(name).or_insert(0);
-            *total = total.wrapping_add(size);
         }
     }
 

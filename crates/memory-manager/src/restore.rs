@@ -21,6 +21,10 @@ pub struct MemoryManagerState {
     pub machine_state: BTreeMap<usize, NumaMemoryState>,
     /// `entries`: pod uid → container name → memory blocks.
     pub assignments: BTreeMap<String, BTreeMap<String, Vec<MemoryBlock>>>,
+    /// `podEntries` (`PodLevelResourceManagers`, 1.36+): pod uid → the
+    /// blocks reserved for the whole pod, which its containers' entries
+    /// divide.
+    pub pod_assignments: BTreeMap<String, Vec<MemoryBlock>>,
 }
 
 /// One NUMA node of the machine state (kubelet `NUMANodeState`).
@@ -87,32 +91,41 @@ impl MemoryManager {
                 (id, state)
             })
             .collect();
-        let mut assignments: BTreeMap<String, BTreeMap<String, Vec<MemoryBlock>>> = BTreeMap::new();
-        for (uid, container, blocks) in policy.all_blocks() {
-            let blocks = blocks
+        let plain = |blocks: &[Block]| -> Vec<MemoryBlock> {
+            blocks
                 .iter()
                 .map(|b| MemoryBlock {
                     numa_affinity: b.affinity.nodes().collect(),
                     resource: b.resource.clone(),
                     size: b.size,
                 })
-                .collect();
+                .collect()
+        };
+        let mut assignments: BTreeMap<String, BTreeMap<String, Vec<MemoryBlock>>> = BTreeMap::new();
+        for (uid, container, blocks) in policy.all_blocks() {
             assignments
                 .entry(uid.to_owned())
                 .or_default()
-                .insert(container.to_owned(), blocks);
+                .insert(container.to_owned(), plain(blocks));
         }
+        let pod_assignments = policy
+            .pod_assignments()
+            .map(|(uid, blocks)| (uid.to_owned(), plain(blocks)))
+            .collect();
         Some(MemoryManagerState {
             machine_state,
             assignments,
+            pod_assignments,
         })
     }
 
     /// Replaces the state with a restored one, as a restarting kubelet does:
     /// the Static policy recomputes the machine state from the blocks,
     /// refuses a stored one that differs, and keeps the stored one; the
-    /// `None` policy keeps and checks nothing. The policy name recorded in
-    /// the checkpoint is the caller's to compare.
+    /// `None` policy keeps and checks nothing. Pod-level assignments are
+    /// kept only with `PodLevelResourceManagers` on (the kubelet's state
+    /// reads them only then). The policy name recorded in the checkpoint is
+    /// the caller's to compare.
     ///
     /// # Errors
     /// [`MemoryRestoreError`] with the kubelet's text; the manager is then
@@ -130,24 +143,37 @@ impl MemoryManager {
         for (pod, containers) in state.assignments {
             let mut pod_blocks = Vec::new();
             for (container, list) in containers {
-                let mut converted = Vec::with_capacity(list.len());
-                for block in list {
-                    let affinity = mask(&block.numa_affinity).ok_or_else(|| MemoryRestoreError::UnknownNumaNode {
-                        pod: pod.clone(),
-                        container: container.clone(),
-                    })?;
-                    converted.push(Block {
-                        affinity,
-                        resource: block.resource,
-                        size: block.size,
-                    });
-                }
+                let converted = engine_blocks(list, &pod, &container)?;
                 pod_blocks.push((container, converted));
             }
             blocks.insert(pod, pod_blocks);
         }
-        policy.restore(machine, blocks)
+        let mut pod_level = BTreeMap::new();
+        for (pod, list) in state.pod_assignments {
+            let converted = engine_blocks(list, &pod, "")?;
+            pod_level.insert(pod, converted);
+        }
+        policy.restore(machine, blocks, pod_level)
     }
+}
+
+/// Restored blocks as the policy's; a NUMA id no mask can hold is an
+/// unknown node of `pod`'s `container` (`""` for a pod-level entry, as the
+/// kubelet names it).
+fn engine_blocks(list: Vec<MemoryBlock>, pod: &str, container: &str) -> Result<Vec<Block>, MemoryRestoreError> {
+    list.into_iter()
+        .map(|block| {
+            let affinity = mask(&block.numa_affinity).ok_or_else(|| MemoryRestoreError::UnknownNumaNode {
+                pod: pod.to_owned(),
+                container: container.to_owned(),
+            })?;
+            Ok(Block {
+                affinity,
+                resource: block.resource,
+                size: block.size,
+            })
+        })
+        .collect()
 }
 
 /// NUMA ids as a mask; `None` for an id a mask cannot hold (no machine has

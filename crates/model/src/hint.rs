@@ -100,12 +100,31 @@ pub trait HintRule: fmt::Debug + Send + Sync {
             .find(|&size| NumaMask::subsets_of_size(universe, size).any(|m| self.classify(m).is_some()))
     }
 
+    /// The single nodes of `within` that are preferred hints, as one mask
+    /// (all the `single-numa-node` policy asks of a rule). The default asks
+    /// [`HintRule::classify`] about each node; rules with per-node amounts
+    /// answer from them.
+    fn preferred_single_nodes(&self, within: NumaMask) -> NumaMask {
+        classified_preferred_single_nodes(self, within)
+    }
+
     /// The whole list, in the kubelet's order.
     fn to_list(&self) -> Vec<TopologyHint> {
         NumaMask::subsets_by_size(self.universe())
             .filter_map(|mask| self.classify(mask).map(|preferred| TopologyHint::new(mask, preferred)))
             .collect()
     }
+}
+
+/// [`HintRule::preferred_single_nodes`] by asking `classify` about each
+/// node of `within` (none when the preferred hints all have another size).
+pub fn classified_preferred_single_nodes<R: HintRule + ?Sized>(rule: &R, within: NumaMask) -> NumaMask {
+    if rule.preferred_count().is_some_and(|count| count != 1) {
+        return NumaMask::EMPTY;
+    }
+    NumaMask::subsets_of_size(rule.universe() & within, 1)
+        .filter(|&node| rule.classify(node) == Some(true))
+        .fold(NumaMask::EMPTY, |nodes, node| nodes | node)
 }
 
 /// `has_hint_between` for rules whose hints are upward closed within their

@@ -22,7 +22,10 @@ mod workload;
 
 pub use cpuset::{CpuSet, CpuSetParseError};
 pub use feature_gates::FeatureGates;
-pub use hint::{HintRule, ProviderHints, ResourceHints, SharedHintRule, TopologyHint, upward_closed_has_hint_between};
+pub use hint::{
+    HintRule, ProviderHints, ResourceHints, SharedHintRule, TopologyHint, classified_preferred_single_nodes,
+    upward_closed_has_hint_between,
+};
 pub use kubelet_version::{KubeletVersion, KubeletVersionError};
 pub use machine::{Cpu, Device, Machine, MachineError, NumaNode};
 pub use names::UnknownName;
@@ -31,4 +34,6 @@ pub use option_maturity::{OptionMaturity, OptionsOf};
 pub use quantity::{Quantity, QuantityFormat};
 pub use resource_name::hugepage_resource_name;
 pub use uniform::UniformMachine;
-pub use workload::{Container, Pod, PodResources, PodShape, QosClass, ResourceList, ResourceName, add_resources};
+pub use workload::{
+    Container, Pod, PodResources, PodShape, QosClass, ResourceList, ResourceName, add_resource, add_resources,
+};

@@ -22,13 +22,19 @@ pub fn add_resources(total: &mut ResourceList, more: &ResourceList) {
     }
 }
 
-fn add_resource(total: &mut ResourceList, resource: &str, amount: Quantity) {
+/// Adds `amount` to `resource`'s entry of `total`, making the key from the
+/// name only when it is new (an owned list copies it, a borrowed one does
+/// not).
+pub fn add_resource<'a, K>(total: &mut BTreeMap<K, Quantity>, resource: &'a str, amount: Quantity)
+where
+    K: Ord + std::borrow::Borrow<str> + From<&'a str>,
+{
     match total.get_mut(resource) {
         Some(sum) => *sum += amount,
         None => {
             let mut sum = Quantity::ZERO;
             sum += amount;
-            total.insert(resource.to_owned(), sum);
+            total.insert(K::from(resource), sum);
         }
     }
 }
@@ -215,14 +221,21 @@ impl Pod {
         amounts: impl Fn(&Container) -> &ResourceList,
         keep: impl Fn(&str) -> bool,
     ) -> ResourceList {
-        let own = |container: &Container| -> ResourceList {
-            amounts(container)
-                .iter()
-                .filter(|(resource, _)| keep(resource))
-                .map(|(resource, amount)| (resource.clone(), *amount))
-                .collect()
-        };
-        let mut total = ResourceList::new();
+        self.aggregate_containers_keyed(amounts, keep)
+    }
+
+    /// [`Pod::aggregate_containers`] keyed by owned names (`String`) or by
+    /// names borrowed from the pod (`&str`, no name copied: for the
+    /// admission path, which only reads them).
+    pub fn aggregate_containers_keyed<'a, K>(
+        &'a self,
+        amounts: impl Fn(&'a Container) -> &'a ResourceList,
+        keep: impl Fn(&str) -> bool,
+    ) -> BTreeMap<K, Quantity>
+    where
+        K: Ord + Clone + std::borrow::Borrow<str> + From<&'a str>,
+    {
+        let mut total = BTreeMap::<K, Quantity>::new();
         for container in &self.containers {
             for (resource, amount) in amounts(container) {
                 if keep(resource) {
@@ -230,17 +243,36 @@ impl Pod {
                 }
             }
         }
-        let mut sidecars = ResourceList::new();
-        let mut init_peak = ResourceList::new();
+        if self.init_containers.is_empty() {
+            return total;
+        }
+        let add_all = |into: &mut BTreeMap<K, Quantity>, more: &BTreeMap<K, Quantity>| {
+            for (resource, amount) in more {
+                match into.get_mut(resource.borrow()) {
+                    Some(sum) => *sum += *amount,
+                    None => {
+                        let mut sum = Quantity::ZERO;
+                        sum += *amount;
+                        into.insert(resource.clone(), sum);
+                    }
+                }
+            }
+        };
+        let mut sidecars = BTreeMap::<K, Quantity>::new();
+        let mut init_peak = BTreeMap::<K, Quantity>::new();
         for init in &self.init_containers {
-            let own = own(init);
+            let own: BTreeMap<K, Quantity> = amounts(init)
+                .iter()
+                .filter(|(resource, _)| keep(resource))
+                .map(|(resource, amount)| (K::from(resource.as_str()), *amount))
+                .collect();
             let running_now = if init.restartable {
-                add_resources(&mut total, &own);
-                add_resources(&mut sidecars, &own);
+                add_all(&mut total, &own);
+                add_all(&mut sidecars, &own);
                 sidecars.clone()
             } else {
                 let mut with_sidecars = own;
-                add_resources(&mut with_sidecars, &sidecars);
+                add_all(&mut with_sidecars, &sidecars);
                 with_sidecars
             };
             for (resource, amount) in running_now {

@@ -124,6 +124,9 @@ pub struct CpuRecord {
     /// Pod uid → container → exclusive CPUs.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub entries: BTreeMap<String, BTreeMap<String, String>>,
+    /// Pod uid → the pod's CPUs (`podEntries`, `PodLevelResourceManagers`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pod_entries: BTreeMap<String, String>,
 }
 
 /// The memory manager's state (`memory_manager_state`'s fields).
@@ -135,6 +138,10 @@ pub struct MemoryRecord {
     /// Pod uid → container → memory blocks.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub entries: BTreeMap<String, BTreeMap<String, Vec<BlockRecord>>>,
+    /// Pod uid → the pod's memory blocks (`podEntries`,
+    /// `PodLevelResourceManagers`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pod_entries: BTreeMap<String, Vec<BlockRecord>>,
 }
 
 /// One NUMA node of the memory manager's machine state.
@@ -210,6 +217,12 @@ impl StateRecord {
                         (uid.clone(), containers.collect())
                     })
                     .collect(),
+                pod_entries: snapshot
+                    .cpu
+                    .pod_assignments
+                    .iter()
+                    .map(|(uid, cpus)| (uid.clone(), cpus.to_string()))
+                    .collect(),
             },
             memory: snapshot.memory.as_ref().map(MemoryRecord::of),
             devices: snapshot.devices,
@@ -241,11 +254,17 @@ impl StateRecord {
             }
             assignments.insert(uid.clone(), parsed);
         }
+        let mut pod_assignments = BTreeMap::new();
+        for (uid, cpus) in &self.cpu.pod_entries {
+            let at = || format!("cpu.podEntries.{uid}");
+            pod_assignments.insert(uid.clone(), cpu_list(cpus, &at)?);
+        }
         Ok(NodeSnapshot {
             pods,
             cpu: CpuManagerState {
                 default_cpu_set,
                 assignments,
+                pod_assignments,
             },
             memory: self.memory.as_ref().map(MemoryRecord::to_state),
             devices: self.devices.clone(),
@@ -328,6 +347,7 @@ impl MemoryRecord {
                 })
                 .collect(),
             entries: convert_entries(&state.assignments),
+            pod_entries: convert_pod_entries(&state.pod_assignments),
         }
     }
 
@@ -346,8 +366,17 @@ impl MemoryRecord {
                 })
                 .collect(),
             assignments: convert_entries(&self.entries),
+            pod_assignments: convert_pod_entries(&self.pod_entries),
         }
     }
+}
+
+/// Pod uid → items, each item converted.
+fn convert_pod_entries<A, B: for<'a> From<&'a A>>(entries: &BTreeMap<String, Vec<A>>) -> BTreeMap<String, Vec<B>> {
+    entries
+        .iter()
+        .map(|(uid, items)| (uid.clone(), items.iter().map(B::from).collect()))
+        .collect()
 }
 
 fn texts(list: &ResourceList) -> BTreeMap<String, String> {

@@ -263,6 +263,38 @@ mod tests {
         );
     }
 
+    /// `validateState` counts the bubbles' CPUs only with the gate on: a
+    /// bubble CPU no container holds is known then, missing without it
+    /// (the kubelet's state does not read `podEntries`).
+    #[test]
+    fn restored_bubbles_count_only_with_the_gate() {
+        let mut on = manager(Some(true));
+        let p = pod(3, vec![], vec![pinned("app", 1), shared("rest")]);
+        on.allocate_pod(&p, on_node_0()).unwrap();
+        let mut state = on.state();
+        assert_eq!(state.pod_assignments["p"].len(), 3);
+        // The sharing container ends; its CPUs stay the pod's.
+        state.assignments.get_mut("p").unwrap().remove("rest");
+
+        let mut again = manager(Some(true));
+        again.restore(state.clone()).unwrap();
+        assert_eq!(again.state(), state);
+
+        let mut off = manager(None);
+        let missing = off.restore(state.clone()).unwrap_err();
+        assert!(
+            matches!(missing, crate::CpuRestoreError::CpusChanged { .. }),
+            "{missing}"
+        );
+        state
+            .assignments
+            .get_mut("p")
+            .unwrap()
+            .insert("rest".into(), on.container_cpus("p", "rest").unwrap());
+        off.restore(state.clone()).unwrap();
+        assert!(off.state().pod_assignments.is_empty());
+    }
+
     #[test]
     fn without_the_gate_such_pods_stay_in_the_shared_pool() {
         let mut m = manager(None);

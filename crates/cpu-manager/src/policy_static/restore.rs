@@ -17,12 +17,19 @@ use crate::restore::CpuRestoreError;
 impl StaticPolicy {
     /// The kubelet's `validateState` on restored content, then installs it.
     /// An empty shared pool with no assignments is a fresh state (the
-    /// kubelet then initialises the pool to every CPU).
+    /// kubelet then initialises the pool to every CPU). Pod-level
+    /// assignments (`pod_cpus`) count only with `PodLevelResourceManagers`
+    /// on: without it the kubelet does not read them, and their CPUs are
+    /// then missing from the state.
     pub(crate) fn restore(
         &mut self,
         shared: CpuSet,
         assignments: BTreeMap<String, BTreeMap<String, CpuSet>>,
+        mut pod_cpus: BTreeMap<String, CpuSet>,
     ) -> Result<(), CpuRestoreError> {
+        if !self.pod_level_managers {
+            pod_cpus.clear();
+        }
         let mut all_cpus = self.topology.all_cpus().clone();
         if self.options.strict_cpu_reservation {
             all_cpus = all_cpus.difference(&self.reserved);
@@ -31,8 +38,10 @@ impl StaticPolicy {
             if assignments.values().any(|containers| !containers.is_empty()) || !assignments.is_empty() {
                 return Err(CpuRestoreError::EmptyDefaultCpuSet);
             }
+            // The kubelet keeps what it read, pod-level entries included.
             self.shared = all_cpus;
             self.assignments.clear();
+            self.pod_cpus = pod_cpus;
             self.cpus_to_reuse.clear();
             return Ok(());
         }
@@ -67,6 +76,7 @@ impl StaticPolicy {
         let known = assignments
             .values()
             .flat_map(|containers| containers.values())
+            .chain(pod_cpus.values())
             .fold(shared.clone(), |acc, cpus| acc.union(cpus));
         if known != all_cpus {
             return Err(CpuRestoreError::CpusChanged {
@@ -76,6 +86,7 @@ impl StaticPolicy {
         }
         self.shared = shared;
         self.assignments = assignments;
+        self.pod_cpus = pod_cpus;
         self.cpus_to_reuse.clear();
         Ok(())
     }

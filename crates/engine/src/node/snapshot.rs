@@ -20,10 +20,11 @@ use super::Node;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NodeSnapshot {
     pub pods: Vec<Pod>,
-    /// `cpu_manager_state`.
+    /// `cpu_manager_state`, pod-level assignments (`podEntries`) included.
     pub cpu: CpuManagerState,
-    /// `memory_manager_state`; `None` when there is none to restore (the
-    /// `None` policy, or no file: a fresh start).
+    /// `memory_manager_state`, pod-level assignments included; `None` when
+    /// there is none to restore (the `None` policy, or no file: a fresh
+    /// start).
     pub memory: Option<MemoryManagerState>,
     /// The device manager's record.
     pub devices: DeviceAssignments,
@@ -83,7 +84,9 @@ impl Node {
         self.set_active(active);
         let active: BTreeSet<String> = self.active.iter().map(|p| p.uid.clone()).collect();
         let mut held: BTreeSet<String> = self.cpus.assignments().into_keys().collect();
+        held.extend(self.cpus.pod_assignments().into_keys());
         held.extend(self.memory.assignments().into_keys());
+        held.extend(self.memory.pod_assignments().into_keys());
         held.extend(self.devices.assignments().into_keys());
         for uid in held.difference(&active) {
             self.release(uid);

@@ -228,6 +228,11 @@ pub struct Diagnosis {
     pub cpu_assignments: BTreeMap<String, BTreeMap<String, String>>,
     /// Container → NUMA nodes of its pinned memory.
     pub memory_assignments: BTreeMap<String, BTreeMap<String, Vec<usize>>>,
+    /// Pod-level assignments (`podEntries`, `PodLevelResourceManagers`),
+    /// keyed as above: the pod's CPUs.
+    pub pod_cpu_assignments: BTreeMap<String, String>,
+    /// The NUMA nodes of a pod-level pod's memory.
+    pub pod_memory_assignments: BTreeMap<String, Vec<usize>>,
     pub numa: Vec<NumaAllocation>,
     /// UIDs in the state that the pod list does not name.
     pub unknown_uids: Vec<String>,
@@ -320,6 +325,19 @@ pub fn diagnose(inputs: Inputs<'_>) -> Result<Diagnosis, DiagnoseError> {
             state_uids.insert(uid.clone());
             let entry: &mut BTreeMap<String, Vec<usize>> = memory_assignments.entry(key_of(uid)).or_default();
             entry.insert(name.clone(), nodes.into_iter().collect());
+        }
+    }
+    let mut pod_cpu_assignments = BTreeMap::new();
+    for (uid, cpus) in cpu_state.iter().flat_map(|s| &s.pod_assignments) {
+        state_uids.insert(uid.clone());
+        pod_cpu_assignments.insert(key_of(uid), cpus.to_string());
+    }
+    let mut pod_memory_assignments = BTreeMap::new();
+    for (uid, blocks) in memory_state.iter().flat_map(|s| &s.pod_assignments) {
+        let nodes: BTreeSet<usize> = blocks.iter().flat_map(|b| b.numa_affinity.iter().copied()).collect();
+        if !nodes.is_empty() {
+            state_uids.insert(uid.clone());
+            pod_memory_assignments.insert(key_of(uid), nodes.into_iter().collect());
         }
     }
     let unknown_uids: Vec<String> = state_uids
@@ -449,6 +467,8 @@ pub fn diagnose(inputs: Inputs<'_>) -> Result<Diagnosis, DiagnoseError> {
         default_cpu_set,
         cpu_assignments,
         memory_assignments,
+        pod_cpu_assignments,
+        pod_memory_assignments,
         numa,
         unknown_uids,
         pod_resources: inputs.pod_resources.as_ref().map(|a| a.socket.clone()),
@@ -651,6 +671,10 @@ impl Serialize for Diagnosis {
             default_cpu_set: &'a str,
             cpu_assignments: &'a BTreeMap<String, BTreeMap<String, String>>,
             memory_assignments: &'a BTreeMap<String, BTreeMap<String, Vec<usize>>>,
+            #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+            pod_cpu_assignments: &'a BTreeMap<String, String>,
+            #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+            pod_memory_assignments: &'a BTreeMap<String, Vec<usize>>,
             numa: &'a [NumaAllocation],
             unknown_uids: &'a [String],
             #[serde(skip_serializing_if = "Option::is_none")]
@@ -678,6 +702,8 @@ impl Serialize for Diagnosis {
             default_cpu_set: &self.default_cpu_set,
             cpu_assignments: &self.cpu_assignments,
             memory_assignments: &self.memory_assignments,
+            pod_cpu_assignments: &self.pod_cpu_assignments,
+            pod_memory_assignments: &self.pod_memory_assignments,
             numa: &self.numa,
             unknown_uids: &self.unknown_uids,
             pod_resources: self.pod_resources.as_deref(),

@@ -376,3 +376,40 @@ fn devices_come_from_the_device_checkpoint() {
         }
     }
 }
+
+/// Pod-level assignments (`testdata/kubelet-state/layouts/*-pod-entries`,
+/// the files v1.36.3 and v1.37.2 wrote): reported per pod, and the node
+/// restored with them holds them.
+#[test]
+fn pod_level_assignments_are_reported_and_restored() {
+    let bubble = "00000000-0000-0000-0000-000000000002";
+    for release in ["1.36", "1.37"] {
+        let dir = testdata().join(format!("kubelet-state/layouts/{release}-pod-entries"));
+        let scenario =
+            topoalign_scenario::Scenario::parse(&std::fs::read_to_string(dir.join("scenario.json")).unwrap()).unwrap();
+        let mut node = topoalign_k8s::start_node(scenario.topology.to_machine().unwrap(), &scenario.kubelet).unwrap();
+        let read = |name: &str| CheckpointFile {
+            path: format!("/var/lib/kubelet/{name}"),
+            content: FileContent::Bytes(std::fs::read(dir.join(name)).unwrap()),
+        };
+        let diagnosis = diagnose(Inputs {
+            node: &mut node,
+            kubelet: &scenario.kubelet,
+            cpu_checkpoint: read("cpu_manager_state"),
+            memory_checkpoint: read("memory_manager_state"),
+            device_checkpoint: read("device-plugins/kubelet_internal_checkpoint"),
+            pod_resources: None,
+            pods: None,
+            explain: &[],
+        })
+        .unwrap();
+        assert_eq!(diagnosis.restart, Restart::Starts, "{release}");
+        assert_eq!(diagnosis.pod_cpu_assignments[bubble], "4-5,12-13", "{release}");
+        assert_eq!(diagnosis.pod_memory_assignments[bubble], [1], "{release}");
+        let document = serde_json::to_value(&diagnosis).unwrap();
+        assert_eq!(document["podCpuAssignments"][bubble], "4-5,12-13", "{release}");
+        let held = node.snapshot();
+        assert_eq!(held.cpu.pod_assignments[bubble].to_string(), "4-5,12-13", "{release}");
+        assert_eq!(held.memory.unwrap().pod_assignments[bubble].len(), 2, "{release}");
+    }
+}

@@ -27,9 +27,10 @@ pub struct CpuCheckpoint {
     /// `"entries": null` (Go's nil map; it prints differently in the
     /// checksum). An inner `None` is a `null` container map.
     pub entries: Option<BTreeMap<String, Option<BTreeMap<String, String>>>>,
-    /// `podEntries` (v3, v4): pod uid → the pod's CPU list, for pods whose
-    /// CPUs the pod-level resource managers assigned.
-    pub pod_entries: BTreeMap<String, String>,
+    /// `podEntries` (v3, v4): pod uid → the pod's CPUs, for pods whose
+    /// CPUs the pod-level resource managers assigned. The kubelet parses
+    /// them while decoding (its `PodEntry` holds a CPU set, not a string).
+    pub pod_entries: BTreeMap<String, CpuSet>,
     /// The authoritative checksum stored in the file (`dataChecksum` in
     /// v4, `checksum` otherwise).
     pub checksum: u64,
@@ -49,9 +50,8 @@ impl CpuCheckpoint {
     /// backend); the v2 error is the one reported.
     ///
     /// # Errors
-    /// [`CheckpointError::Decode`], [`CheckpointError::Corrupt`],
-    /// [`CheckpointError::V1Entries`] for a v1 file naming containers, or
-    /// [`CheckpointError::Unsupported`] for v3 pod-level entries.
+    /// [`CheckpointError::Decode`], [`CheckpointError::Corrupt`] or
+    /// [`CheckpointError::V1Entries`] for a v1 file naming containers.
     pub fn parse(bytes: &[u8]) -> Result<CpuCheckpoint, CheckpointError> {
         let value = go_json::parse(bytes)?;
         if let Some(checkpoint) = envelope::read_data_layer(&value)? {
@@ -68,8 +68,10 @@ impl CpuCheckpoint {
                 verify_checksum(checkpoint.checksum, checkpoint.computed_checksum())?;
             }
         }
-        if checkpoint.version == 3 && !checkpoint.pod_entries.is_empty() {
-            return Err(pod_entries_unsupported());
+        if checkpoint.version == 2 {
+            // A v2 struct has no pod entries: the kubelet's v2 decoding
+            // drops them.
+            checkpoint.pod_entries.clear();
         }
         Ok(checkpoint)
     }
@@ -107,10 +109,19 @@ impl CpuCheckpoint {
             });
         });
         if with_pod_entries {
-            // Only an empty map is printed here: a pod entry prints the
-            // kubelet's CPUSet struct, and parse and write refuse v3 files
-            // with any.
-            spew.field("PodEntries", "state.PodCPUAssignments").raw("map[]");
+            // A pod entry holds the kubelet's `cpuset.CPUSet`, printed as
+            // the struct it is: its map of CPU ids, in ascending order.
+            spew.field("PodEntries", "state.PodCPUAssignments");
+            spew.map(Some(&self.pod_entries), |s, pod, cpus| {
+                s.raw(pod).raw(":{CPUSet:(cpuset.CPUSet){elems:(map[int]struct {})map[");
+                for (i, cpu) in cpus.iter().enumerate() {
+                    if i > 0 {
+                        s.raw(" ");
+                    }
+                    s.display(cpu).raw(":{}");
+                }
+                s.raw("]}}");
+            });
         }
         spew.field("Checksum", "checksum.Checksum").raw("0}");
         fnv32a(spew.into_string().as_bytes())
@@ -118,7 +129,9 @@ impl CpuCheckpoint {
 
     /// The checkpoint a kubelet writes for `state` under `policy_name`
     /// (`none`, `static`) in `version`'s layout (1.32's 2, 1.36's 3 with
-    /// pod-level resource managers, 1.37's 4).
+    /// pod-level resource managers, 1.37's 4). Pod-level assignments are
+    /// written in the layouts that have them (3 and 4) and left out of the
+    /// others, as a kubelet without `PodLevelResourceManagers` leaves them.
     pub fn of_state(policy_name: &str, state: &CpuManagerState, version: u8) -> CpuCheckpoint {
         let entries = state
             .assignments
@@ -136,7 +149,11 @@ impl CpuCheckpoint {
             policy_name: policy_name.to_owned(),
             default_cpu_set: state.default_cpu_set.to_string(),
             entries: Some(entries),
-            pod_entries: BTreeMap::new(),
+            pod_entries: if version >= 3 {
+                state.pod_assignments.clone()
+            } else {
+                BTreeMap::new()
+            },
             checksum: 0,
             data: None,
             baselines: BTreeMap::new(),
@@ -150,13 +167,15 @@ impl CpuCheckpoint {
     /// byte the kubelet's file for the same content.
     ///
     /// # Errors
-    /// [`CheckpointError::Unsupported`] for pod-level entries in a v3
-    /// file (their checksum prints the kubelet's CPUSet struct) or in a
-    /// v1 or v2 one (which has no place for them), and for a v1 file with
+    /// [`CheckpointError::Unsupported`] for pod-level entries in a v1 or
+    /// v2 file (which has no place for them), and for a v1 file with
     /// container entries.
     pub fn to_bytes(&self) -> Result<Vec<u8>, CheckpointError> {
-        if !self.pod_entries.is_empty() && self.version < 4 {
-            return Err(pod_entries_unsupported());
+        if !self.pod_entries.is_empty() && self.version < 3 {
+            return Err(CheckpointError::Unsupported(format!(
+                "podEntries: a v{} CPU checkpoint has no place for pod-level CPU assignments",
+                self.version
+            )));
         }
         let mut json = Writer::default();
         json.raw("{");
@@ -173,7 +192,24 @@ impl CpuCheckpoint {
             return Ok(json.into_string().into_bytes());
         }
         self.write_entries(&mut json);
+        if self.version == 3 {
+            self.write_pod_entries(&mut json);
+        }
         Ok(envelope::close(self, json))
+    }
+
+    /// `podEntries` (omitted when empty), each `{"cpuSet":"..."}` with an
+    /// empty set's `cpuSet` left out.
+    fn write_pod_entries(&self, json: &mut Writer) {
+        if !self.pod_entries.is_empty() {
+            json.key("podEntries").map(Some(&self.pod_entries), |json, cpus| {
+                json.raw("{");
+                if !cpus.is_empty() {
+                    json.key("cpuSet").string(&cpus.to_string());
+                }
+                json.raw("}");
+            });
+        }
     }
 
     /// `entries` (omitted when empty or nil, Go's `omitempty`).
@@ -214,15 +250,7 @@ impl Enveloped for CpuCheckpoint {
         json.key("policyName").string(&self.policy_name);
         json.key("defaultCpuSet").string(&self.default_cpu_set);
         self.write_entries(&mut json);
-        if !self.pod_entries.is_empty() {
-            json.key("podEntries").map(Some(&self.pod_entries), |json, cpus| {
-                json.raw("{");
-                if !cpus.is_empty() {
-                    json.key("cpuSet").string(cpus);
-                }
-                json.raw("}");
-            });
-        }
+        self.write_pod_entries(&mut json);
         if !self.baselines.is_empty() {
             json.key("baselines").map(Some(&self.baselines), |json, containers| {
                 json.map(Some(containers), |json, cpus| {
@@ -246,16 +274,14 @@ impl Enveloped for CpuCheckpoint {
 impl CpuCheckpoint {
     /// The state the CPU manager restores with `configured_policy`
     /// (`cpuManagerPolicy`): the policy must be the checkpoint's, and every
-    /// CPU list must parse.
+    /// CPU list must parse. Pod-level entries are carried; the manager
+    /// keeps them only with `PodLevelResourceManagers` on, as the kubelet.
     ///
     /// # Errors
     /// [`CheckpointError::PolicyMismatch`], [`CheckpointError::DefaultCpuSet`],
     /// [`CheckpointError::ContainerCpuSet`], with the kubelet's texts.
     pub fn to_state(&self, configured_policy: &str) -> Result<CpuManagerState, CheckpointError> {
         check_policy(CheckpointKind::Cpu, configured_policy, &self.policy_name)?;
-        if !self.pod_entries.is_empty() {
-            return Err(pod_entries_unsupported());
-        }
         let default_cpu_set = cpu_set(&self.default_cpu_set).map_err(|error| CheckpointError::DefaultCpuSet {
             text: self.default_cpu_set.clone(),
             error,
@@ -277,14 +303,9 @@ impl CpuCheckpoint {
         Ok(CpuManagerState {
             default_cpu_set,
             assignments,
+            pod_assignments: self.pod_entries.clone(),
         })
     }
-}
-
-fn pod_entries_unsupported() -> CheckpointError {
-    CheckpointError::Unsupported(
-        "podEntries: pod-level CPU assignments (PodLevelResourceManagers) cannot be restored by topoalign".to_owned(),
-    )
 }
 
 /// `cpuset.Parse` into a set; ids beyond [`CpuSet::MAX_CPU_ID`] (the
@@ -420,10 +441,13 @@ fn decode_v2(value: &Value) -> Result<CpuCheckpoint, CheckpointError> {
         "state.PodCPUAssignments",
     )? {
         for (pod, entry) in pods {
-            let cpus = match go_json::object(Some(entry), at("podEntries"), "state.PodEntry")? {
+            let text = match go_json::object(Some(entry), at("podEntries"), "state.PodEntry")? {
                 Some(Some(fields)) => go_json::string(go_json::field(fields, "cpuSet"), at("podEntries.cpuSet"))?,
                 _ => String::new(),
             };
+            // `PodEntry.UnmarshalJSON` parses the set while decoding.
+            let cpus =
+                cpu_set(&text).map_err(|error| CheckpointError::Decode(format!("failed to parse cpuset: {error}")))?;
             pod_entries.insert(pod.clone(), cpus);
         }
     }

@@ -25,9 +25,10 @@ pub struct MemoryCheckpoint {
     pub machine_state: Option<BTreeMap<i64, Option<NumaNodeEntry>>>,
     /// `entries`: pod uid → container → blocks.
     pub entries: Option<Entries>,
-    /// How many `podEntries` (pod-level assignments, v2 and v3) the file
-    /// has; `None` for Go's nil.
-    pub pod_entries: Option<usize>,
+    /// `podEntries` (v2 and v3): pod uid → the blocks of the pod's
+    /// pod-level assignment (`memoryBlocks`, `None` for Go's nil slice);
+    /// `None` for Go's nil map.
+    pub pod_entries: Option<PodEntries>,
     /// The authoritative checksum stored in the file (`dataChecksum` in
     /// v3, `checksum` otherwise).
     pub checksum: u64,
@@ -37,6 +38,9 @@ pub struct MemoryCheckpoint {
 
 /// `entries`: pod uid → container → blocks, each level possibly Go's nil.
 pub type Entries = BTreeMap<String, Option<BTreeMap<String, Option<Vec<BlockEntry>>>>>;
+
+/// `podEntries`: pod uid → `memoryBlocks`, possibly Go's nil.
+pub type PodEntries = BTreeMap<String, Option<Vec<BlockEntry>>>;
 
 /// One `machineState` node (`NUMANodeState`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,8 +64,7 @@ impl MemoryCheckpoint {
     /// `data`) by its data checksum alone, otherwise as v2, then v1.
     ///
     /// # Errors
-    /// [`CheckpointError::Decode`] or [`CheckpointError::Corrupt`];
-    /// [`CheckpointError::Unsupported`] for v2 pod-level entries.
+    /// [`CheckpointError::Decode`] or [`CheckpointError::Corrupt`].
     pub fn parse(bytes: &[u8]) -> Result<MemoryCheckpoint, CheckpointError> {
         let value = go_json::parse(bytes)?;
         if let Some(checkpoint) = envelope::read_data_layer(&value)? {
@@ -73,8 +76,9 @@ impl MemoryCheckpoint {
             checkpoint.version = 1;
             verify_checksum(checkpoint.checksum, checkpoint.computed_checksum())?;
         }
-        if checkpoint.version == 2 && checkpoint.pod_entries.unwrap_or(0) > 0 {
-            return Err(pod_entries_unsupported());
+        if checkpoint.version == 1 {
+            // The v1 struct has no pod entries: its decoding drops them.
+            checkpoint.pod_entries = Some(BTreeMap::new());
         }
         Ok(checkpoint)
     }
@@ -128,23 +132,17 @@ impl MemoryCheckpoint {
             s.raw(pod).raw(":");
             s.map(containers.as_ref(), |s, container, blocks| {
                 s.raw(container).raw(":");
-                s.slice(blocks.as_ref(), |s, block| {
-                    s.raw("{");
-                    s.field("NUMAAffinity", "[]int");
-                    s.slice(block.numa_affinity.as_ref(), |s, node| {
-                        s.display(node);
-                    });
-                    s.field("Type", "v1.ResourceName").raw(&block.resource);
-                    s.field("Size", "uint64").display(block.size);
-                    s.raw("}");
-                });
+                spew_blocks(s, blocks.as_ref());
             });
         });
         if with_pod_entries {
-            // Only an empty or nil map is printed here; parse refuses v2
-            // files with pod entries.
             spew.field("PodEntries", "state.PodMemoryAssignments");
-            spew.raw(if self.pod_entries.is_some() { "map[]" } else { "<nil>" });
+            spew.map(self.pod_entries.as_ref(), |s, pod, blocks| {
+                s.raw(pod).raw(":{");
+                s.field("MemoryBlocks", "[]state.Block");
+                spew_blocks(s, blocks.as_ref());
+                s.raw("}");
+            });
         }
         spew.field("Checksum", "checksum.Checksum").raw("0}");
         fnv32a(spew.into_string().as_bytes())
@@ -152,9 +150,20 @@ impl MemoryCheckpoint {
 
     /// The checkpoint a kubelet writes for `state` under `policy_name`
     /// (`None`, `Static`) in `version`'s layout (1.32's 1, 1.36's 2 with
-    /// pod-level resource managers, 1.37's 3).
+    /// pod-level resource managers, 1.37's 3). Pod-level assignments are
+    /// written in the layouts that have them (2 and 3) and left out of v1.
     pub fn of_state(policy_name: &str, state: &MemoryManagerState, version: u8) -> MemoryCheckpoint {
         let id = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        let block_entries = |blocks: &[MemoryBlock]| -> Vec<BlockEntry> {
+            blocks
+                .iter()
+                .map(|b| BlockEntry {
+                    numa_affinity: Some(b.numa_affinity.iter().map(|&n| id(n)).collect()),
+                    resource: b.resource.clone(),
+                    size: b.size,
+                })
+                .collect()
+        };
         let machine_state = state
             .machine_state
             .iter()
@@ -173,17 +182,7 @@ impl MemoryCheckpoint {
             .map(|(pod, containers)| {
                 let containers = containers
                     .iter()
-                    .map(|(name, blocks)| {
-                        let blocks = blocks
-                            .iter()
-                            .map(|b| BlockEntry {
-                                numa_affinity: Some(b.numa_affinity.iter().map(|&n| id(n)).collect()),
-                                resource: b.resource.clone(),
-                                size: b.size,
-                            })
-                            .collect();
-                        (name.clone(), Some(blocks))
-                    })
+                    .map(|(name, blocks)| (name.clone(), Some(block_entries(blocks))))
                     .collect();
                 (pod.clone(), Some(containers))
             })
@@ -193,7 +192,15 @@ impl MemoryCheckpoint {
             policy_name: policy_name.to_owned(),
             machine_state: Some(machine_state),
             entries: Some(entries),
-            pod_entries: Some(0),
+            pod_entries: Some(if version >= 2 {
+                state
+                    .pod_assignments
+                    .iter()
+                    .map(|(pod, blocks)| (pod.clone(), Some(block_entries(blocks))))
+                    .collect()
+            } else {
+                BTreeMap::new()
+            }),
             checksum: 0,
             data: None,
         };
@@ -206,20 +213,23 @@ impl MemoryCheckpoint {
     /// byte the kubelet's file for the same content, block order included.
     ///
     /// # Errors
-    /// [`CheckpointError::Unsupported`] for pod-level entries, which this
-    /// type only counts.
+    /// [`CheckpointError::Unsupported`] for pod-level entries in a v1
+    /// file, which has no place for them.
     pub fn to_bytes(&self) -> Result<Vec<u8>, CheckpointError> {
-        if self.pod_entries.unwrap_or(0) > 0 {
-            return Err(pod_entries_unsupported());
+        if self.version == 1 && self.pod_entries.as_ref().is_some_and(|p| !p.is_empty()) {
+            return Err(CheckpointError::Unsupported(
+                "podEntries: a v1 memory checkpoint has no place for pod-level memory assignments".to_owned(),
+            ));
         }
         let mut json = Writer::default();
         json.raw("{");
-        self.write_fields(&mut json);
+        self.write_fields(&mut json, self.version == 2);
         Ok(envelope::close(self, json))
     }
 
-    /// `policyName`, `machineState` and `entries` (omitted when empty).
-    fn write_fields(&self, json: &mut Writer) {
+    /// `policyName`, `machineState`, `entries` and, when `with_pod_entries`,
+    /// `podEntries` (both omitted when empty).
+    fn write_fields(&self, json: &mut Writer, with_pod_entries: bool) {
         json.key("policyName").string(&self.policy_name);
         json.key("machineState").map(self.machine_state.as_ref(), |json, node| {
             let Some(node) = node else {
@@ -249,17 +259,18 @@ impl MemoryCheckpoint {
         if let Some(entries) = self.entries.as_ref().filter(|e| !e.is_empty()) {
             json.key("entries").map(Some(entries), |json, containers| {
                 json.map(containers.as_ref(), |json, blocks| {
-                    json.slice(blocks.as_ref(), |json, block| {
-                        json.raw("{");
-                        json.key("numaAffinity")
-                            .slice(block.numa_affinity.as_ref(), |json, node| {
-                                json.number(node);
-                            });
-                        json.key("type").string(&block.resource);
-                        json.key("size").number(block.size);
-                        json.raw("}");
-                    });
+                    write_blocks(json, blocks.as_ref());
                 });
+            });
+        }
+        if let Some(pods) = self.pod_entries.as_ref().filter(|p| with_pod_entries && !p.is_empty()) {
+            json.key("podEntries").map(Some(pods), |json, blocks| {
+                json.raw("{");
+                if let Some(blocks) = blocks.as_ref().filter(|b| !b.is_empty()) {
+                    json.key("memoryBlocks");
+                    write_blocks(json, Some(blocks));
+                }
+                json.raw("}");
             });
         }
     }
@@ -283,7 +294,7 @@ impl Enveloped for MemoryCheckpoint {
     fn data_json(&self) -> String {
         let mut json = Writer::default();
         json.raw("{");
-        self.write_fields(&mut json);
+        self.write_fields(&mut json, true);
         json.raw("}");
         json.into_string()
     }
@@ -299,16 +310,15 @@ impl Enveloped for MemoryCheckpoint {
 
 impl MemoryCheckpoint {
     /// The state the memory manager restores with `configured_policy`
-    /// (`memoryManagerPolicy`), which must be the checkpoint's.
+    /// (`memoryManagerPolicy`), which must be the checkpoint's. Pod-level
+    /// entries are carried; the manager keeps them only with
+    /// `PodLevelResourceManagers` on, as the kubelet.
     ///
     /// # Errors
     /// [`CheckpointError::PolicyMismatch`] with the kubelet's text;
     /// [`CheckpointError::OutOfRange`] for a negative NUMA id.
     pub fn to_state(&self, configured_policy: &str) -> Result<MemoryManagerState, CheckpointError> {
         check_policy(CheckpointKind::Memory, configured_policy, &self.policy_name)?;
-        if self.pod_entries.unwrap_or(0) > 0 {
-            return Err(pod_entries_unsupported());
-        }
         let numa = |id: i64| usize::try_from(id).map_err(|_| CheckpointError::OutOfRange { what: "NUMA node", id });
         let mut machine_state = BTreeMap::new();
         for (&id, node) in self.machine_state.iter().flatten() {
@@ -336,35 +346,67 @@ impl MemoryCheckpoint {
         for (pod, containers) in self.entries.iter().flatten() {
             let mut by_container = BTreeMap::new();
             for (container, blocks) in containers.iter().flatten() {
-                let mut converted = Vec::new();
-                for block in blocks.iter().flatten() {
-                    converted.push(MemoryBlock {
-                        numa_affinity: block
-                            .numa_affinity
-                            .iter()
-                            .flatten()
-                            .map(|&n| numa(n))
-                            .collect::<Result<_, _>>()?,
-                        resource: block.resource.clone(),
-                        size: block.size,
-                    });
-                }
-                by_container.insert(container.clone(), converted);
+                by_container.insert(container.clone(), memory_blocks(blocks.as_deref())?);
             }
             assignments.insert(pod.clone(), by_container);
+        }
+        let mut pod_assignments = BTreeMap::new();
+        for (pod, blocks) in self.pod_entries.iter().flatten() {
+            pod_assignments.insert(pod.clone(), memory_blocks(blocks.as_deref())?);
         }
         Ok(MemoryManagerState {
             machine_state,
             assignments,
+            pod_assignments,
         })
     }
 }
 
-fn pod_entries_unsupported() -> CheckpointError {
-    CheckpointError::Unsupported(
-        "podEntries: pod-level memory assignments (PodLevelResourceManagers) cannot be restored by topoalign"
-            .to_owned(),
-    )
+/// Blocks as the engine's, NUMA ids checked.
+fn memory_blocks(blocks: Option<&[BlockEntry]>) -> Result<Vec<MemoryBlock>, CheckpointError> {
+    let numa = |id: i64| usize::try_from(id).map_err(|_| CheckpointError::OutOfRange { what: "NUMA node", id });
+    let mut converted = Vec::new();
+    for block in blocks.into_iter().flatten() {
+        converted.push(MemoryBlock {
+            numa_affinity: block
+                .numa_affinity
+                .iter()
+                .flatten()
+                .map(|&n| numa(n))
+                .collect::<Result<_, _>>()?,
+            resource: block.resource.clone(),
+            size: block.size,
+        });
+    }
+    Ok(converted)
+}
+
+/// A `[]state.Block` in the checksum's printing.
+fn spew_blocks(s: &mut Spew, blocks: Option<&Vec<BlockEntry>>) {
+    s.slice(blocks, |s, block| {
+        s.raw("{");
+        s.field("NUMAAffinity", "[]int");
+        s.slice(block.numa_affinity.as_ref(), |s, node| {
+            s.display(node);
+        });
+        s.field("Type", "v1.ResourceName").raw(&block.resource);
+        s.field("Size", "uint64").display(block.size);
+        s.raw("}");
+    });
+}
+
+/// A `[]state.Block` as JSON.
+fn write_blocks(json: &mut Writer, blocks: Option<&Vec<BlockEntry>>) {
+    json.slice(blocks, |json, block| {
+        json.raw("{");
+        json.key("numaAffinity")
+            .slice(block.numa_affinity.as_ref(), |json, node| {
+                json.number(node);
+            });
+        json.key("type").string(&block.resource);
+        json.key("size").number(block.size);
+        json.raw("}");
+    });
 }
 
 fn at(path: &str) -> At<'_> {
@@ -381,7 +423,7 @@ fn decode(value: &Value) -> Result<MemoryCheckpoint, CheckpointError> {
             policy_name: String::new(),
             machine_state: Some(BTreeMap::new()),
             entries: Some(BTreeMap::new()),
-            pod_entries: Some(0),
+            pod_entries: Some(BTreeMap::new()),
             checksum: 0,
             data: None,
         });
@@ -410,9 +452,19 @@ fn decode(value: &Value) -> Result<MemoryCheckpoint, CheckpointError> {
         at("podEntries"),
         "state.PodMemoryAssignments",
     )? {
-        None => Some(0),
+        None => Some(BTreeMap::new()),
         Some(None) => None,
-        Some(Some(pods)) => Some(pods.len()),
+        Some(Some(pods)) => {
+            let mut decoded = BTreeMap::new();
+            for (pod, entry) in pods {
+                let blocks = match go_json::object(Some(entry), at("podEntries"), "state.PodEntry")? {
+                    Some(Some(fields)) => decode_blocks(go_json::field(fields, "memoryBlocks"), "podEntries")?,
+                    _ => None,
+                };
+                decoded.insert(pod.clone(), blocks);
+            }
+            Some(decoded)
+        }
     };
     Ok(MemoryCheckpoint {
         version: 1,
@@ -495,42 +547,46 @@ fn int_list(value: Option<&Value>, at: At<'_>) -> Result<Option<Vec<i64>>, Check
         .transpose()
 }
 
-fn decode_entries(pods: &Map<String, Value>) -> Result<Entries, CheckpointError> {
+/// A `[]state.Block` under `field` (`entries`, `podEntries`); `None` for
+/// Go's nil (absent or `null`).
+fn decode_blocks(value: Option<&Value>, field: &str) -> Result<Option<Vec<BlockEntry>>, CheckpointError> {
+    let path = |leaf: &str| format!("{field}.{leaf}");
+    let (numa_path, type_path, size_path) = (path("numaAffinity"), path("type"), path("size"));
     let at_block = |path| At {
         go_struct: "Block",
         path,
     };
+    go_json::array(value, at(field), "[]state.Block")?
+        .map(|items| {
+            items
+                .iter()
+                .map(|item| {
+                    let Some(Some(b)) = go_json::object(Some(item), at(field), "state.Block")? else {
+                        return Ok(BlockEntry {
+                            numa_affinity: None,
+                            resource: String::new(),
+                            size: 0,
+                        });
+                    };
+                    Ok(BlockEntry {
+                        numa_affinity: int_list(go_json::field(b, "numaAffinity"), at_block(&numa_path))?,
+                        resource: go_json::string(go_json::field(b, "type"), at_block(&type_path))?,
+                        size: go_json::uint64(go_json::field(b, "size"), at_block(&size_path))?,
+                    })
+                })
+                .collect::<Result<Vec<_>, CheckpointError>>()
+        })
+        .transpose()
+}
+
+fn decode_entries(pods: &Map<String, Value>) -> Result<Entries, CheckpointError> {
     let mut decoded = BTreeMap::new();
     for (pod, containers) in pods {
         let containers = match go_json::object(Some(containers), at("entries"), "map[string][]state.Block")? {
             Some(Some(containers)) => {
                 let mut by_container = BTreeMap::new();
                 for (container, blocks) in containers {
-                    let blocks = go_json::array(Some(blocks), at("entries"), "[]state.Block")?
-                        .map(|items| {
-                            items
-                                .iter()
-                                .map(|item| {
-                                    let Some(Some(b)) = go_json::object(Some(item), at("entries"), "state.Block")?
-                                    else {
-                                        return Ok(BlockEntry {
-                                            numa_affinity: None,
-                                            resource: String::new(),
-                                            size: 0,
-                                        });
-                                    };
-                                    Ok(BlockEntry {
-                                        numa_affinity: int_list(
-                                            go_json::field(b, "numaAffinity"),
-                                            at_block("entries.numaAffinity"),
-                                        )?,
-                                        resource: go_json::string(go_json::field(b, "type"), at_block("entries.type"))?,
-                                        size: go_json::uint64(go_json::field(b, "size"), at_block("entries.size"))?,
-                                    })
-                                })
-                                .collect::<Result<Vec<_>, CheckpointError>>()
-                        })
-                        .transpose()?;
+                    let blocks = decode_blocks(Some(blocks), "entries")?;
                     by_container.insert(container.clone(), blocks);
                 }
                 Some(by_container)

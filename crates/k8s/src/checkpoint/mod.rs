@@ -134,8 +134,8 @@ pub enum CheckpointError {
     /// A CPU id or NUMA id no machine can have (far beyond any real one).
     #[error("{what} {id} is out of range")]
     OutOfRange { what: &'static str, id: i64 },
-    /// Content the kubelet accepts but topoalign cannot restore: pod-level
-    /// assignments (`podEntries`, the `PodLevelResourceManagers` gate).
+    /// Content a layout cannot hold: pod-level assignments (`podEntries`)
+    /// in a layout older than v1.36's, container entries in a v1 CPU file.
     #[error("{0}")]
     Unsupported(String),
 }

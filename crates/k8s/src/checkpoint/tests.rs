@@ -354,22 +354,149 @@ mod layouts {
         );
     }
 
-    /// Pod-level assignments verify but cannot be restored: said so, not
-    /// dropped.
+    /// Pod-level assignments are parsed as the kubelet's `PodEntry`
+    /// decoding parses them: a CPU list that does not parse fails the
+    /// decoding.
     #[test]
-    fn pod_level_entries_are_refused_by_name() {
-        let data = r#"{"policyName":"static","defaultCpuSet":"0-3","podEntries":{"u1":{"cpuSet":"2-3"}}}"#;
-        let file = format!(
-            r#"{{"data":{},"dataChecksum":{}}}"#,
-            serde_json::json!(data),
-            data_checksum(data)
+    fn pod_level_entries_are_cpu_sets() {
+        let file = |data: &str| {
+            format!(
+                r#"{{"data":{},"dataChecksum":{}}}"#,
+                serde_json::json!(data),
+                data_checksum(data)
+            )
+        };
+        let data = r#"{"policyName":"static","defaultCpuSet":"0-1","podEntries":{"u1":{"cpuSet":"3,2"},"u2":{}}}"#;
+        let checkpoint = CpuCheckpoint::parse(file(data).as_bytes()).expect("verifies");
+        let state = checkpoint.to_state("static").expect("restorable");
+        assert_eq!(state.pod_assignments["u1"].to_string(), "2-3");
+        assert!(state.pod_assignments["u2"].is_empty());
+        let bad = data.replace("3,2", "3-2");
+        assert_eq!(
+            CpuCheckpoint::parse(file(&bad).as_bytes())
+                .expect_err("bad set")
+                .to_string(),
+            "failed to parse cpuset: invalid range \"3-2\" (3 > 2)"
         );
-        let checkpoint = CpuCheckpoint::parse(file.as_bytes()).expect("verifies");
-        assert_eq!(checkpoint.pod_entries["u1"], "2-3");
-        assert!(matches!(
-            checkpoint.to_state("static"),
-            Err(CheckpointError::Unsupported(_))
-        ));
+    }
+}
+
+/// Pod-level assignments (`PodLevelResourceManagers`) as v1.36.3 (CPU v3,
+/// memory v2) and v1.37.2 (CPU v4, memory v3) wrote them
+/// (`testdata/kubelet-state/layouts/*-pod-entries`): both releases' files
+/// give the same state, bubbles included, and the oracle's final state
+/// names the same pods.
+mod pod_entries {
+    use super::*;
+
+    const CPU: [(&[u8], u8); 2] = [
+        (
+            include_bytes!("../../../../testdata/kubelet-state/layouts/1.36-pod-entries/cpu_manager_state"),
+            3,
+        ),
+        (
+            include_bytes!("../../../../testdata/kubelet-state/layouts/1.37-pod-entries/cpu_manager_state"),
+            4,
+        ),
+    ];
+    const MEMORY: [(&[u8], u8); 2] = [
+        (
+            include_bytes!("../../../../testdata/kubelet-state/layouts/1.36-pod-entries/memory_manager_state"),
+            2,
+        ),
+        (
+            include_bytes!("../../../../testdata/kubelet-state/layouts/1.37-pod-entries/memory_manager_state"),
+            3,
+        ),
+    ];
+    const BUBBLE: &str = "00000000-0000-0000-0000-000000000002";
+    const BUBBLE2: &str = "00000000-0000-0000-0000-000000000007";
+
+    #[test]
+    fn both_releases_give_the_same_bubbles() {
+        let cpu: Vec<_> = CPU
+            .iter()
+            .map(|(bytes, version)| {
+                let checkpoint = CpuCheckpoint::parse(bytes).expect("verifies");
+                assert_eq!(checkpoint.version, *version);
+                checkpoint.to_state("static").expect("restorable")
+            })
+            .collect();
+        assert_eq!(cpu[0], cpu[1]);
+        assert_eq!(cpu[0].pod_assignments[BUBBLE].to_string(), "4-5,12-13");
+        assert_eq!(cpu[0].pod_assignments[BUBBLE2].to_string(), "7,15");
+        assert_eq!(cpu[0].assignments[BUBBLE]["helper"].to_string(), "5,13");
+
+        let memory: Vec<_> = MEMORY
+            .iter()
+            .map(|(bytes, version)| {
+                let checkpoint = MemoryCheckpoint::parse(bytes).expect("verifies");
+                assert_eq!(checkpoint.version, *version);
+                checkpoint.to_state("Static").expect("restorable")
+            })
+            .collect();
+        let sorted = |state: &topoalign_engine::MemoryManagerState, pod: &str| {
+            let mut blocks = state.pod_assignments[pod].clone();
+            blocks.sort_by(|a, b| a.resource.cmp(&b.resource));
+            blocks
+        };
+        for pod in [BUBBLE, BUBBLE2] {
+            assert_eq!(sorted(&memory[0], pod), sorted(&memory[1], pod), "{pod}");
+        }
+        let bubble = sorted(&memory[0], BUBBLE);
+        assert_eq!(
+            bubble
+                .iter()
+                .map(|b| (b.resource.as_str(), b.size, b.numa_affinity.clone()))
+                .collect::<Vec<_>>(),
+            [("hugepages-1Gi", 1 << 30, vec![1]), ("memory", 4 << 30, vec![1])]
+        );
+        assert_eq!(memory[0].machine_state, memory[1].machine_state);
+    }
+
+    /// Written from the state, each release's layout is the kubelet's file
+    /// (memory v2 and v3 list a pod's blocks in Go map order, which the
+    /// written file follows only when the state keeps it: compared parsed).
+    #[test]
+    fn written_from_the_state_they_are_the_kubelets() {
+        for (bytes, version) in CPU {
+            let checkpoint = CpuCheckpoint::parse(bytes).expect("verifies");
+            let state = checkpoint.to_state("static").expect("restorable");
+            let again = CpuCheckpoint::of_state("static", &state, version);
+            assert_eq!(
+                String::from_utf8(again.to_bytes().expect("write")).expect("utf-8"),
+                String::from_utf8(bytes.to_vec()).expect("utf-8"),
+                "v{version}"
+            );
+        }
+        for (bytes, version) in MEMORY {
+            let checkpoint = MemoryCheckpoint::parse(bytes).expect("verifies");
+            assert_eq!(checkpoint.to_bytes().expect("write"), bytes, "v{version}");
+            let state = checkpoint.to_state("Static").expect("restorable");
+            let again = MemoryCheckpoint::of_state("Static", &state, version);
+            let back = MemoryCheckpoint::parse(&again.to_bytes().expect("write")).expect("verifies");
+            assert_eq!(back.to_state("Static").expect("restorable"), state, "v{version}");
+        }
+    }
+
+    /// Older layouts have no place for pod entries: written without them
+    /// from the state, refused when asked to carry them.
+    #[test]
+    fn older_layouts_leave_pod_entries_out() {
+        let state = CpuCheckpoint::parse(CPU[0].0)
+            .expect("verifies")
+            .to_state("static")
+            .expect("restorable");
+        let v2 = CpuCheckpoint::of_state("static", &state, 2);
+        assert!(v2.pod_entries.is_empty());
+        let back = CpuCheckpoint::parse(&v2.to_bytes().expect("write")).expect("verifies");
+        assert_eq!(back.version, 2);
+        assert!(back.to_state("static").expect("restorable").pod_assignments.is_empty());
+        let forced = CpuCheckpoint {
+            pod_entries: state.pod_assignments.clone(),
+            ..v2
+        };
+        assert!(matches!(forced.to_bytes(), Err(CheckpointError::Unsupported(_))));
     }
 }
 
@@ -394,11 +521,11 @@ mod write {
             .map(|e| e.expect("entry").path())
             .filter(|p| p.join("cpu_manager_state").is_file())
             .collect();
-        for release in ["1.32", "1.36-pod-level", "1.37"] {
+        for release in ["1.32", "1.36-pod-level", "1.37", "1.36-pod-entries", "1.37-pod-entries"] {
             dirs.push(state_dir().join("layouts").join(release));
         }
         dirs.sort();
-        assert_eq!(dirs.len(), 16);
+        assert_eq!(dirs.len(), 18);
         dirs
     }
 
@@ -452,7 +579,7 @@ mod write {
             }
         }
         // v2 (v1.32 and 1.36 without the gate), v3 and v4 all met.
-        assert_eq!(seen, [0, 0, 14, 1, 1]);
+        assert_eq!(seen, [0, 0, 14, 2, 2]);
     }
 
     /// The empty files a kubelet writes at its first start.

@@ -35,12 +35,20 @@ impl StaticPolicy {
     }
 
     /// Validates and installs a restored state. `machine` is `None` when the
-    /// checkpoint holds no machine state (a fresh start).
+    /// checkpoint holds no machine state (a fresh start). `pod_level` (pod
+    /// uid → the pod's blocks) is read only with `PodLevelResourceManagers`
+    /// on; then a pod holding such blocks is accounted by them instead of
+    /// its containers' (which divide them), as the kubelet's
+    /// `validateState` does — for the pods with container entries only.
     pub(crate) fn restore(
         &mut self,
         machine: Option<MachineState>,
         blocks: BTreeMap<String, Vec<(String, Vec<Block>)>>,
+        mut pod_level: BTreeMap<String, Vec<Block>>,
     ) -> Result<(), MemoryRestoreError> {
+        if !self.pod_level_managers {
+            pod_level.clear();
+        }
         let default = self.default_machine_state();
         let Some(stored) = machine else {
             if blocks.values().any(|containers| !containers.is_empty()) {
@@ -48,11 +56,18 @@ impl StaticPolicy {
             }
             self.machine = default;
             self.blocks.clear();
+            self.pod_blocks = pod_level;
             self.reusable = Default::default();
             return Ok(());
         };
         let mut expected = default;
         for (pod, containers) in &blocks {
+            if let Some(whole) = pod_level.get(pod).filter(|b| !b.is_empty()) {
+                for block in whole {
+                    account(&mut expected, block).map_err(|missing| missing.error(pod, ""))?;
+                }
+                continue;
+            }
             for (container, container_blocks) in containers {
                 for block in container_blocks {
                     account(&mut expected, block).map_err(|missing| missing.error(pod, container))?;
@@ -67,6 +82,7 @@ impl StaticPolicy {
             .into_iter()
             .map(|(pod, containers)| (pod, containers.into_iter().collect::<PodBlocks>()))
             .collect();
+        self.pod_blocks = pod_level;
         self.reusable = Default::default();
         Ok(())
     }

@@ -57,12 +57,7 @@ pub(super) fn merge(sources: &[HintSource], numa: &NumaInfo) -> TopologyHint {
                         Some(_) => (any, nodes),
                     })
             }
-            HintSource::Rule(rule) => (
-                false,
-                NumaMask::subsets_of_size(rule.universe() & accepted, 1)
-                    .filter(|&node| rule.classify(node) == Some(true))
-                    .fold(NumaMask::EMPTY, |nodes, node| nodes | node),
-            ),
+            HintSource::Rule(rule) => (false, rule.preferred_single_nodes(accepted)),
         };
         every_any &= any;
         named = named | nodes;
