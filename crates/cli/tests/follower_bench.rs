@@ -250,9 +250,7 @@ fn follower_resync_per_change() {
         changes.push(written - sent);
 
         let t = Instant::now();
-        let observation = runtime
-            .block_on(sources.gather())
-            .unwrap();
+        let observation = runtime.block_on(sources.gather()).unwrap();
         let rebuilt = topoalign_follow::rebuild(&base, &observation).unwrap();
         let object = topoalign_nrt::build(
             "bench",

@@ -1029,9 +1029,11 @@ fn state_key(spec_key: u64, record: &topoalign_nrt::StateView<'_>) -> u64 {
     record.memory.is_some().hash(&mut hasher);
     record.cpu.default_cpu_set.hash(&mut hasher);
     by_place(&place, &record.cpu.entries, &mut hasher);
+    by_place(&place, &record.cpu.pod_entries, &mut hasher);
     if let Some(memory) = &record.memory {
         memory.machine_state.hash(&mut hasher);
         by_place(&place, &memory.entries, &mut hasher);
+        by_place(&place, &memory.pod_entries, &mut hasher);
     }
     by_place(&place, &record.devices, &mut hasher);
     hasher.finish()

@@ -39,9 +39,7 @@ fn measured(
 ) -> Result<usize, String> {
     let mut bytes = 0;
     for _ in 0..rounds {
-        let observation = runtime
-            .block_on(sources.gather())
-            .map_err(|e| e.to_string())?;
+        let observation = runtime.block_on(sources.gather()).map_err(|e| e.to_string())?;
         let rebuilt = rebuild(base, &observation).map_err(|e| e.to_string())?;
         let object = topoalign_nrt::build(
             "bench",

@@ -156,7 +156,13 @@ impl Sources {
 async fn ask(
     client: &mut Option<Client>,
     socket: &Path,
-) -> Result<(Vec<topoalign_podresources::PodAllocation>, topoalign_podresources::Allocatable), Unknown> {
+) -> Result<
+    (
+        Vec<topoalign_podresources::PodAllocation>,
+        topoalign_podresources::Allocatable,
+    ),
+    Unknown,
+> {
     let error = |e: topoalign_podresources::PodResourcesError| Unknown::new("pod-resources", e.to_string());
     let mut connected = match client.take() {
         Some(kept) => kept,

@@ -164,6 +164,9 @@ pub struct CpuView<'a> {
     pub default_cpu_set: Text<'a>,
     #[serde(default, borrow)]
     pub entries: PerContainer<'a, Text<'a>>,
+    /// Pod uid → the pod's CPUs (`podEntries`).
+    #[serde(default, borrow)]
+    pub pod_entries: Pairs<Text<'a>, Text<'a>>,
 }
 
 /// [`MemoryRecord`](super::MemoryRecord), borrowed.
@@ -174,6 +177,9 @@ pub struct MemoryView<'a> {
     pub machine_state: Pairs<usize, NumaMemoryView<'a>>,
     #[serde(default, borrow)]
     pub entries: PerContainer<'a, Vec<BlockView<'a>>>,
+    /// Pod uid → the pod's memory blocks (`podEntries`).
+    #[serde(default, borrow)]
+    pub pod_entries: Pairs<Text<'a>, Vec<BlockView<'a>>>,
 }
 
 /// [`NumaMemoryRecord`](super::NumaMemoryRecord), borrowed.
@@ -223,11 +229,17 @@ impl StateView<'_> {
                 parsed.insert(container.as_str().to_owned(), cpu_list(cpus.as_str(), &at)?);
             }
         }
+        let mut pod_assignments = BTreeMap::new();
+        for (uid, cpus) in self.cpu.pod_entries.iter() {
+            let at = || format!("cpu.podEntries.{}", uid.as_str());
+            pod_assignments.insert(uid.as_str().to_owned(), cpu_list(cpus.as_str(), &at)?);
+        }
         Ok(NodeSnapshot {
             pods,
             cpu: CpuManagerState {
                 default_cpu_set,
                 assignments,
+                pod_assignments,
             },
             memory: self.memory.as_ref().map(MemoryView::to_state),
             devices: per_container(&self.devices, |devices| {
@@ -248,7 +260,10 @@ impl StateView<'_> {
 }
 
 /// `entries` as the engine's nested maps, each item converted.
-fn per_container<'a, T, U>(entries: &PerContainer<'a, T>, convert: impl Fn(&T) -> U) -> BTreeMap<String, BTreeMap<String, U>> {
+fn per_container<'a, T, U>(
+    entries: &PerContainer<'a, T>,
+    convert: impl Fn(&T) -> U,
+) -> BTreeMap<String, BTreeMap<String, U>> {
     let mut map: BTreeMap<String, BTreeMap<String, U>> = BTreeMap::new();
     for (uid, containers) in entries.iter() {
         let converted = containers
@@ -278,18 +293,26 @@ impl MemoryView<'_> {
         }
         MemoryManagerState {
             machine_state,
-            assignments: per_container(&self.entries, |blocks| {
-                blocks
-                    .iter()
-                    .map(|b| MemoryBlock {
-                        numa_affinity: b.numa_affinity.clone(),
-                        resource: b.resource.as_str().to_owned(),
-                        size: b.size,
-                    })
-                    .collect()
-            }),
+            assignments: per_container(&self.entries, |blocks| blocks_of(blocks)),
+            pod_assignments: self
+                .pod_entries
+                .iter()
+                .map(|(uid, blocks)| (uid.as_str().to_owned(), blocks_of(blocks)))
+                .collect(),
         }
     }
+}
+
+/// The engine's memory blocks of `blocks`.
+fn blocks_of(blocks: &[BlockView<'_>]) -> Vec<MemoryBlock> {
+    blocks
+        .iter()
+        .map(|b| MemoryBlock {
+            numa_affinity: b.numa_affinity.clone(),
+            resource: b.resource.as_str().to_owned(),
+            size: b.size,
+        })
+        .collect()
 }
 
 impl PodView<'_> {
@@ -337,7 +360,13 @@ impl PodView<'_> {
     /// Hashes what the node holds for this pod's resources — containers,
     /// overhead, pod-level resources — and not who it is.
     pub fn hash_resources<H: Hasher>(&self, hasher: &mut H) {
-        (&self.init_containers, &self.containers, &self.overhead, &self.pod_resources).hash(hasher);
+        (
+            &self.init_containers,
+            &self.containers,
+            &self.overhead,
+            &self.pod_resources,
+        )
+            .hash(hasher);
     }
 }
 
