@@ -7,7 +7,8 @@
 //! - `follower lag`: from the stand-in's line saying the change is written
 //!   to the follower's status knowing exactly the new state (inotify,
 //!   gather over the socket and files, rebuild, the long-poll's answer);
-//! - `rebuild + object`: in this process, one gather of the same sources,
+//! - `rebuild + object`: in this process, one gather of the same sources
+//!   (on a kept connection, as the follower gathers),
 //!   `topoalign_follow::rebuild` and the NRT object with its exact state —
 //!   the work the follower does per change;
 //! - the baseline, measured in the same run on the same state: rebuilding
@@ -35,63 +36,14 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use topoalign_agent::{Client, Endpoint};
 
-/// 8 NUMA nodes × 16 cores × 2 threads, 64Gi and 8Gi of 1Gi huge pages
-/// each, two GPUs per NUMA node, room for 256 pods (`maxPods`: the
-/// kubelet's default of 110 made the filling loop spin for ever — the
-/// reason this benchmark had never finished); static CPU and memory managers,
-/// restricted policy.
+/// `topoalign_simnodes::bench`'s node (`examples/nodes/256-cpu-8-numa.yaml`).
 fn node() -> Value {
-    let numa: Vec<Value> = (0..8)
-        .map(|n| {
-            let distances: Vec<u32> = (0..8).map(|m| if m == n { 10 } else { 21 }).collect();
-            json!({"id": n, "memory": "64Gi", "distances": distances, "hugepages-1Gi": "8Gi"})
-        })
-        .collect();
-    let cpus: Vec<Value> = (0..256)
-        .map(|id| {
-            let core = id % 128;
-            json!({"id": id, "core": core, "socket": core / 64, "numa": core / 16})
-        })
-        .collect();
-    let gpus: Vec<Value> = (0..16)
-        .map(|i| json!({"id": format!("gpu{i}"), "numa": [i / 2]}))
-        .collect();
-    json!({
-        "topology": {"numaNodes": numa, "cpus": cpus, "devices": {"nvidia.com/gpu": gpus}},
-        "kubelet": {
-            "topologyManagerPolicy": "restricted",
-            "cpuManagerPolicy": "static",
-            "memoryManagerPolicy": "Static",
-            "reservedSystemCPUs": "0,128",
-            // The kubelet's default of 110 pods would refuse the 111th.
-            "maxPods": 256,
-            "systemReserved": {"memory": "1Gi"},
-            "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1124Mi"}}],
-        },
-    })
+    topoalign_simnodes::bench::node()
 }
 
+/// The stand-in's input adding `bench`'s pod `index`.
 fn pod(index: usize) -> Value {
-    let resources = if index % 4 == 3 {
-        json!({"requests": {"cpu": "200m", "memory": "256Mi"}})
-    } else {
-        let mut r = json!({"cpu": "1", "memory": "1Gi"});
-        if index.is_multiple_of(25) {
-            r["nvidia.com/gpu"] = json!("1");
-        }
-        if index % 10 == 1 {
-            r["hugepages-1Gi"] = json!("1Gi");
-        }
-        json!({"requests": r, "limits": r})
-    };
-    json!({"add": {
-        "metadata": {
-            "name": format!("p{index:05}"), "namespace": "default",
-            "uid": format!("00000000-0000-0000-0000-{index:012}"),
-            "creationTimestamp": format!("2026-01-01T{:02}:{:02}:{:02}Z", index / 3600, index / 60 % 60, index % 60),
-        },
-        "spec": {"containers": [{"name": "app", "image": "x", "resources": resources}]},
-    }})
+    json!({"add": topoalign_simnodes::bench::pod(index)})
 }
 
 fn size(name: &str, default: usize) -> usize {
@@ -181,7 +133,7 @@ fn follower_resync_per_change() {
     while running.len() < pods {
         let line = send(&pod(next), &mut read);
         if line["event"] == "admitted" {
-            running.push(format!("00000000-0000-0000-0000-{next:012}"));
+            running.push(topoalign_simnodes::bench::uid(next));
             state = line["state"].clone();
         }
         next += 1;
@@ -260,7 +212,13 @@ fn follower_resync_per_change() {
         .enable_all()
         .build()
         .unwrap();
-    let source = topoalign_follow::PodSource::File(pods_file.clone());
+    // The follower's sources, the PodResources connection kept between
+    // gathers as the follower keeps it.
+    let mut sources = topoalign_follow::Sources::new(
+        root.clone(),
+        socket.clone(),
+        topoalign_follow::PodSource::File(pods_file.clone()),
+    );
     let spec = topoalign_nrt::NodeSpec {
         topology: topoalign_nrt::exact::topology_spec(base.machine()),
         kubelet: serde_json::to_value(&node()["kubelet"]).unwrap(),
@@ -278,7 +236,7 @@ fn follower_resync_per_change() {
             let uid = running.remove((i * 7919) % running.len());
             json!({"delete": uid})
         } else {
-            running.push(format!("00000000-0000-0000-0000-{next:012}"));
+            running.push(topoalign_simnodes::bench::uid(next));
             next += 1;
             pod(next - 1)
         };
@@ -292,9 +250,7 @@ fn follower_resync_per_change() {
         changes.push(written - sent);
 
         let t = Instant::now();
-        let observation = runtime
-            .block_on(topoalign_follow::gather(&root, &socket, &source))
-            .unwrap();
+        let observation = runtime.block_on(sources.gather()).unwrap();
         let rebuilt = topoalign_follow::rebuild(&base, &observation).unwrap();
         let object = topoalign_nrt::build(
             "bench",
@@ -338,7 +294,12 @@ fn follower_resync_per_change() {
         .collect();
     eprintln!("  restoring {object_count} objects as the extender does at start");
     let t = Instant::now();
-    let mut cluster = topoalign_extender::Cluster::new(topoalign_extender::ExtenderConfig::default());
+    // On the worker threads the extender starts with (`--threads`'
+    // default: the machine's cores).
+    let mut cluster = topoalign_extender::Cluster::new(topoalign_extender::ExtenderConfig {
+        threads: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+        ..topoalign_extender::ExtenderConfig::default()
+    });
     let report = cluster.sync_nrt(&objects, Instant::now());
     let restore_all = t.elapsed();
     assert!(
@@ -401,6 +362,7 @@ fn follower_resync_per_change() {
     // The in-process gathers' connections live in this runtime: dropped,
     // they close, and the stand-in's server can stop at the end of its
     // input (the run hung here once, after printing every figure).
+    drop(sources);
     drop(runtime);
     drop(input);
     let _ = stand_in.wait();

@@ -351,17 +351,20 @@ impl Cluster {
                 }
             }
         };
-        let restored = topoalign_nrt::read_state(object)
-            .and_then(|state| topoalign_nrt::restore_onto(empty.clone(), &state).map(|node| (state, node)));
-        let (state, node) = match restored {
+        let restored = topoalign_nrt::read_state_view(object).and_then(|state| {
+            let key = state_key(spec_key, &state);
+            let reported = state.uids().map(str::to_owned).collect::<HashSet<_>>();
+            topoalign_nrt::restore_view_onto(empty.clone(), &state).map(|node| (key, reported, node))
+        });
+        let (state_key, reported, node) = match restored {
             Ok(restored) => restored,
             Err(e) => return unrestorable(e),
         };
         Rebuilt {
             name,
             result: Ok(RebuiltNode {
-                reported: state.pods.iter().map(|p| p.uid.clone()).collect(),
-                state_key: state_key(spec_key, &state),
+                reported,
+                state_key,
                 node,
                 empty,
                 spec_key,
@@ -1019,24 +1022,19 @@ fn trial(node: &Node, pod: &Pod) -> Trial {
 /// keying costs a walk over it, not a second snapshot and serialization;
 /// two texts of one state (quantities written otherwise) may get two keys,
 /// which only shares fewer answers.
-fn state_key(spec_key: u64, record: &topoalign_nrt::StateRecord) -> u64 {
+fn state_key(spec_key: u64, record: &topoalign_nrt::StateView<'_>) -> u64 {
     let mut hasher = DefaultHasher::new();
     spec_key.hash(&mut hasher);
-    let place: HashMap<&str, usize> = record
-        .pods
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.uid.as_str(), i))
-        .collect();
+    let place: HashMap<&str, usize> = record.uids().enumerate().map(|(i, uid)| (uid, i)).collect();
     record.pods.len().hash(&mut hasher);
     for pod in &record.pods {
-        (&pod.init_containers, &pod.containers, &pod.overhead, &pod.pod_resources).hash(&mut hasher);
+        pod.hash_resources(&mut hasher);
     }
     // Per pod place, in that order: the maps are in uid order, which
     // differs between nodes holding the same pods.
     fn by_place<'a, V: Hash>(
         place: &HashMap<&str, usize>,
-        entries: &'a BTreeMap<String, V>,
+        entries: &'a topoalign_nrt::exact::Pairs<topoalign_nrt::exact::Text<'_>, V>,
         hasher: &mut DefaultHasher,
     ) {
         let mut placed: Vec<(Option<usize>, &'a V)> = entries
@@ -1047,14 +1045,16 @@ fn state_key(spec_key: u64, record: &topoalign_nrt::StateRecord) -> u64 {
         for (p, v) in placed.into_iter().filter(|(p, _)| p.is_some()) {
             (p, v).hash(hasher);
         }
-        entries.len().hash(hasher);
+        entries.0.len().hash(hasher);
     }
     record.memory.is_some().hash(&mut hasher);
     record.cpu.default_cpu_set.hash(&mut hasher);
     by_place(&place, &record.cpu.entries, &mut hasher);
+    by_place(&place, &record.cpu.pod_entries, &mut hasher);
     if let Some(memory) = &record.memory {
         memory.machine_state.hash(&mut hasher);
         by_place(&place, &memory.entries, &mut hasher);
+        by_place(&place, &memory.pod_entries, &mut hasher);
     }
     by_place(&place, &record.devices, &mut hasher);
     hasher.finish()

@@ -142,8 +142,11 @@ pub fn rebuild(base: &Node, observation: &Observation) -> Result<Rebuilt, Unknow
         return Err(disagreement(difference));
     }
 
-    let mut node = base.clone();
-    node.restore(snapshot)
+    // One copy of the started node, given to the restore (`Node::restore`
+    // would copy it again to stay unchanged on error).
+    let node = base
+        .clone()
+        .restored(snapshot)
         .map_err(|e| Unknown::new("restore", format!("the kubelet's state cannot be restored: {e}")))?;
     if let Some(allocatable) = &observation.allocatable {
         check_allocatable(&node, allocatable)?;

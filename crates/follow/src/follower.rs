@@ -16,7 +16,7 @@ use topoalign_engine::Node;
 
 use crate::check::{Unknown, rebuild};
 use crate::metrics::Metrics;
-use crate::sources::{PodSource, gather};
+use crate::sources::{PodSource, Sources};
 
 /// What the follower watches.
 #[derive(Clone)]
@@ -99,8 +99,10 @@ pub async fn follow(
     tokio::pin!(shutdown);
     let mut generation = 0u64;
     let mut last: Option<Result<(), String>> = None;
+    let mut sources = Sources::new(config.root_dir.clone(), config.socket.clone(), config.pods.clone());
     loop {
-        let result = gather(&config.root_dir, &config.socket, &config.pods)
+        let result = sources
+            .gather()
             .await
             .and_then(|observation| rebuild(&base, &observation));
         generation += 1;

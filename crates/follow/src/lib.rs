@@ -37,7 +37,7 @@ pub mod sources;
 pub use check::{Observation, Rebuilt, Unknown, rebuild};
 pub use follower::{FollowConfig, State, Status, Trigger, follow};
 pub use metrics::Metrics;
-pub use sources::{PodSource, PodStore, gather, watch_pods};
+pub use sources::{PodSource, PodStore, Sources, gather, watch_pods};
 
 use topoalign_nrt::{BuildOptions, NodeResourceTopology, NodeSpec};
 

@@ -71,7 +71,23 @@ fn read_bytes(path: &Path) -> Result<Vec<u8>, Unknown> {
     std::fs::read(path).map_err(|e| Unknown::new("pods", format!("{}: cannot be read: {e}", path.display())))
 }
 
+/// A `v1 List` of Pods as JSON, read straight into the pods.
+#[derive(serde::Deserialize)]
+struct JsonList {
+    kind: String,
+    items: Vec<ApiPod>,
+}
+
 fn parse_pods_file(path: &Path, bytes: &[u8]) -> Result<Vec<ApiPod>, Unknown> {
+    // The common case, a JSON List (what `kubectl get pods -o json` and
+    // the kubelet stand-in write), without a detour through YAML and
+    // generic values; anything else takes the general path below.
+    if bytes.trim_ascii_start().starts_with(b"{")
+        && let Ok(list) = serde_json::from_slice::<JsonList>(bytes)
+        && matches!(list.kind.as_str(), "List" | "PodList")
+    {
+        return Ok(list.items);
+    }
     let text =
         std::str::from_utf8(bytes).map_err(|e| Unknown::new("pods", format!("{}: not UTF-8: {e}", path.display())))?;
     let mut pods = Vec::new();
@@ -96,12 +112,77 @@ fn parse_pods_file(path: &Path, bytes: &[u8]) -> Result<Vec<ApiPod>, Unknown> {
     Ok(pods)
 }
 
-/// Gathers one observation.
+/// Gathers one observation (over a connection of its own: a follower
+/// gathering again and again keeps one, [`Sources::gather`]).
 ///
 /// # Errors
 /// [`Unknown`] when a source cannot be read or the checkpoints changed
 /// while reading.
 pub async fn gather(root: &Path, socket: &Path, pods: &PodSource) -> Result<Observation, Unknown> {
+    gather_with(&mut None, root, socket, pods).await
+}
+
+/// A kubelet's sources, gathered again and again with the PodResources
+/// connection kept open between gathers.
+pub struct Sources {
+    root: PathBuf,
+    socket: PathBuf,
+    pods: PodSource,
+    client: Option<Client>,
+}
+
+impl Sources {
+    pub fn new(root: PathBuf, socket: PathBuf, pods: PodSource) -> Sources {
+        Sources {
+            root,
+            socket,
+            pods,
+            client: None,
+        }
+    }
+
+    /// [`gather`], on the connection kept from the last gather when there
+    /// is one.
+    ///
+    /// # Errors
+    /// As [`gather`].
+    pub async fn gather(&mut self) -> Result<Observation, Unknown> {
+        gather_with(&mut self.client, &self.root, &self.socket, &self.pods).await
+    }
+}
+
+/// `List` and `GetAllocatableResources` on `client`, connecting first when
+/// there is none; a connection that fails is dropped.
+async fn ask(
+    client: &mut Option<Client>,
+    socket: &Path,
+) -> Result<
+    (
+        Vec<topoalign_podresources::PodAllocation>,
+        topoalign_podresources::Allocatable,
+    ),
+    Unknown,
+> {
+    let error = |e: topoalign_podresources::PodResourcesError| Unknown::new("pod-resources", e.to_string());
+    let mut connected = match client.take() {
+        Some(kept) => kept,
+        None => Client::connect(socket).await.map_err(error)?,
+    };
+    let pod_resources = connected.list().await.map_err(error)?;
+    let allocatable = connected.allocatable().await.map_err(error)?;
+    *client = Some(connected);
+    Ok((pod_resources, allocatable))
+}
+
+/// [`gather`] with the PodResources connection in `client` (kept there
+/// for the next gather; a kept one that fails is replaced by a new one,
+/// once: the kubelet may have restarted since).
+async fn gather_with(
+    client: &mut Option<Client>,
+    root: &Path,
+    socket: &Path,
+    pods: &PodSource,
+) -> Result<Observation, Unknown> {
     let before = read_checkpoints(root)?;
     let (pods, pods_file_before) = match pods {
         PodSource::File(path) => {
@@ -110,17 +191,11 @@ pub async fn gather(root: &Path, socket: &Path, pods: &PodSource) -> Result<Obse
         }
         PodSource::Api(store) => (store.get()?, None),
     };
-    let mut client = Client::connect(socket)
-        .await
-        .map_err(|e| Unknown::new("pod-resources", e.to_string()))?;
-    let pod_resources = client
-        .list()
-        .await
-        .map_err(|e| Unknown::new("pod-resources", e.to_string()))?;
-    let allocatable = client
-        .allocatable()
-        .await
-        .map_err(|e| Unknown::new("pod-resources", e.to_string()))?;
+    let kept = client.is_some();
+    let (pod_resources, allocatable) = match ask(client, socket).await {
+        Err(_) if kept => ask(client, socket).await?,
+        answer => answer?,
+    };
     let after = read_checkpoints(root)?;
     // A change caught half-way (the kubelet writes one file after the
     // other): not a disagreement, a moment; its own notification brings

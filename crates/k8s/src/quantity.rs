@@ -52,6 +52,11 @@ const MAX_DIGITS: usize = 1000;
 /// # Errors
 /// [`QuantityError`] when the text is not a quantity (see the module docs).
 pub fn parse_quantity(text: &str) -> Result<Quantity, QuantityError> {
+    parse_plain(text).map_or_else(|| parse_general(text), Ok)
+}
+
+/// [`parse_quantity`] of any spelling, exactly (big-number arithmetic).
+fn parse_general(text: &str) -> Result<Quantity, QuantityError> {
     let parts = split(text)?;
     if parts.integer.len() + parts.fraction.len() > MAX_DIGITS {
         return Err(QuantityError::TooManyDigits);
@@ -71,6 +76,44 @@ pub fn parse_quantity(text: &str) -> Result<Quantity, QuantityError> {
     let milli = i128::try_from(magnitude).map_err(|_| QuantityError::TooLarge)?;
     let milli = if parts.negative { -milli } else { milli };
     Ok(Quantity::from_milli(milli).with_format(format))
+}
+
+/// [`parse_quantity`] of the spellings almost every manifest and state
+/// uses — up to 18 digits, no sign, point or exponent, a suffix from `m`
+/// to `P` or `Ki` to `Pi` — in integer arithmetic; `None` for anything
+/// else (the general path then reads it). Same amount and notation as the
+/// general path (a test compares both): whole amounts of these suffixes
+/// need no rounding, and none reaches the binary cap.
+fn parse_plain(text: &str) -> Option<Quantity> {
+    let bytes = text.as_bytes();
+    let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || digits > 18 {
+        return None;
+    }
+    let mut units: i128 = 0;
+    for &digit in &bytes[..digits] {
+        units = units * 10 + i128::from(digit - b'0');
+    }
+    let (milli_per_unit, format): (i128, QuantityFormat) = match &text[digits..] {
+        "" => (1000, QuantityFormat::DecimalSI),
+        "m" => (1, QuantityFormat::DecimalSI),
+        "k" => (1_000_000, QuantityFormat::DecimalSI),
+        "M" => (1_000_000_000, QuantityFormat::DecimalSI),
+        "G" => (1_000_000_000_000, QuantityFormat::DecimalSI),
+        "T" => (1_000_000_000_000_000, QuantityFormat::DecimalSI),
+        "P" => (1_000_000_000_000_000_000, QuantityFormat::DecimalSI),
+        "Ki" => (1000 << 10, QuantityFormat::BinarySI),
+        "Mi" => (1000 << 20, QuantityFormat::BinarySI),
+        "Gi" => (1000 << 30, QuantityFormat::BinarySI),
+        "Ti" => (1000 << 40, QuantityFormat::BinarySI),
+        "Pi" => (1000 << 50, QuantityFormat::BinarySI),
+        _ => return None,
+    };
+    let milli = units * milli_per_unit;
+    if format == QuantityFormat::BinarySI && milli > BINARY_CAP as i128 {
+        return None;
+    }
+    Some(Quantity::from_milli(milli).with_format(format))
 }
 
 /// Parses a quantity taken from a JSON or YAML document: Kubernetes' JSON
@@ -552,6 +595,26 @@ mod tests {
             let text = format!("{whole}.{fraction:06}");
             let micro = i128::from(whole) * 1_000_000 + i128::from(fraction);
             prop_assert_eq!(parse_quantity(&text).unwrap().milli(), (micro + 999) / 1000);
+        }
+
+        #[test]
+        fn the_plain_path_reads_as_the_general_one(
+            digits in "[0-9]{1,19}",
+            suffix in prop::sample::select(vec!["", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "e3"]),
+        ) {
+            let text = format!("{digits}{suffix}");
+            let amount = |q: Quantity| (q.milli(), q.format());
+            let general = parse_general(&text).map(amount);
+            prop_assert_eq!(parse_quantity(&text).map(amount), general.clone(), "{}", text);
+            // Binary amounts at the cap, and amounts too large to hold,
+            // are the general path's.
+            let capped = suffix.ends_with('i') && general.as_ref().is_ok_and(|g| g.0 == BINARY_CAP as i128);
+            let expected_plain = digits.len() <= 18 && !matches!(suffix, "E" | "Ei" | "n" | "e3") && !capped;
+            let plain = parse_plain(&text).map(amount);
+            prop_assert_eq!(plain.is_some(), expected_plain, "{}", text);
+            if let Some(plain) = plain {
+                prop_assert_eq!(Ok(plain), general, "{}", text);
+            }
         }
 
         #[test]

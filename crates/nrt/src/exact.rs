@@ -29,6 +29,8 @@
 //!
 //! Owns: the attribute formats and the rebuild. Must not touch: decisions.
 
+mod view;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -37,6 +39,9 @@ use topoalign_engine::{
 };
 use topoalign_model::{Container, CpuSet, Pod, PodResources, Quantity, ResourceList};
 use topoalign_scenario::{CpuSpec, DeviceSpec, NumaNodeSpec, TopologySpec};
+pub use view::{
+    BlockView, ContainerView, CpuView, MemoryView, NumaMemoryView, Pairs, PodResourcesView, PodView, StateView, Text,
+};
 
 /// Attribute holding the node's machine and kubelet configuration.
 pub const NODE_SPEC_ATTRIBUTE: &str = "topoalign.io/node-spec";
@@ -530,8 +535,10 @@ pub fn start_node(spec: &NodeSpec) -> Result<Node, RestoreError> {
 /// would not start, or it refuses the published state.
 pub fn restore(object: &crate::NodeResourceTopology) -> Result<Restored, RestoreError> {
     let spec = read_spec(object)?;
-    let state = read_state(object)?;
-    restore_from(&spec, &state)
+    let state = read_state_view(object)?;
+    let node = restore_view_onto(start_node(&spec)?, &state)?;
+    let pods = node.pods().to_vec();
+    Ok(Restored { node, pods })
 }
 
 /// The object's [`NODE_SPEC_ATTRIBUTE`], parsed.
@@ -562,6 +569,22 @@ pub fn read_state(object: &crate::NodeResourceTopology) -> Result<StateRecord, R
     })
 }
 
+/// The object's [`STATE_ATTRIBUTE`], read in place ([`StateView`]: what
+/// a reader that only restores needs; [`read_state`] gives the owned
+/// record).
+///
+/// # Errors
+/// [`RestoreError::Missing`] or [`RestoreError::Malformed`].
+pub fn read_state_view(object: &crate::NodeResourceTopology) -> Result<StateView<'_>, RestoreError> {
+    let text = object
+        .attribute(STATE_ATTRIBUTE)
+        .ok_or(RestoreError::Missing(STATE_ATTRIBUTE))?;
+    serde_json::from_str(text).map_err(|e| RestoreError::Malformed {
+        attribute: STATE_ATTRIBUTE,
+        message: e.to_string(),
+    })
+}
+
 /// [`restore`] from already parsed parts.
 ///
 /// # Errors
@@ -580,6 +603,19 @@ pub fn restore_from(spec: &NodeSpec, state: &StateRecord) -> Result<Restored, Re
 /// [`RestoreError::Malformed`] or [`RestoreError::Unrestorable`], as
 /// [`restore`].
 pub fn restore_onto(node: Node, state: &StateRecord) -> Result<Node, RestoreError> {
+    let snapshot = state.to_snapshot().map_err(|message| RestoreError::Malformed {
+        attribute: STATE_ATTRIBUTE,
+        message,
+    })?;
+    node.restored(snapshot)
+        .map_err(|e| RestoreError::Unrestorable(e.to_string()))
+}
+
+/// [`restore_onto`] of a state read in place ([`read_state_view`]).
+///
+/// # Errors
+/// As [`restore_onto`].
+pub fn restore_view_onto(node: Node, state: &StateView<'_>) -> Result<Node, RestoreError> {
     let snapshot = state.to_snapshot().map_err(|message| RestoreError::Malformed {
         attribute: STATE_ATTRIBUTE,
         message,

@@ -172,3 +172,38 @@ fn a_large_busy_node_fits_the_api_servers_limits() {
     assert!(bytes < 512 * 1024, "{bytes} bytes");
     assert_eq!(restore(&object).unwrap().node.state(), node.state());
 }
+
+/// The two readings of the state attribute — the owned record and the
+/// view read in place, which the restore uses — give the same snapshot,
+/// escaped strings included (a view borrows only what needs no
+/// unescaping).
+#[test]
+fn the_view_and_the_record_read_the_same_state() {
+    let spec = spec();
+    let mut node = start_node(&spec).unwrap();
+    assert!(node.admit(pod("a", "2", true)).admitted());
+    assert!(node.admit(pod("b", "1", false)).admitted());
+    assert!(node.admit(pod("c", "500m", false)).admitted());
+    node.remove("uid-a");
+    assert!(node.admit(pod("d", "3", true)).admitted());
+    let object = build(
+        "w",
+        &node,
+        BuildOptions {
+            exact_state: Some(&spec),
+        },
+    );
+    // The namespace written with an escape (`\u0061` is `a`): read
+    // unescaped, not borrowed.
+    let mut object = object;
+    for attribute in &mut object.attributes {
+        if attribute.name == topoalign_nrt::exact::STATE_ATTRIBUTE {
+            assert!(attribute.value.contains("\"team\""));
+            attribute.value = attribute.value.replace("\"team\"", "\"te\\u0061m\"");
+        }
+    }
+    let record = topoalign_nrt::read_state(&object).unwrap().to_snapshot().unwrap();
+    let view = topoalign_nrt::read_state_view(&object).unwrap().to_snapshot().unwrap();
+    assert_eq!(view, record);
+    assert_eq!(restore(&object).unwrap().node.snapshot(), node.snapshot());
+}

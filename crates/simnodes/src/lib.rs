@@ -13,8 +13,12 @@
 //!   socket, the pods the API server holds — from a stream of adds and
 //!   deletes (`topoalign kubelet-stand-in`).
 //!
+//! - [`bench`]: the follower benchmark's node and pods, for the benchmarks
+//!   and examples that measure following and restoring them.
+//!
 //! `topoalign simulate-nodes` is the command; this crate holds its logic.
 
+pub mod bench;
 pub mod kubelet;
 pub mod run;
 pub mod stand_in;

@@ -1,0 +1,380 @@
+//! The read side of [`STATE_ATTRIBUTE`](super::STATE_ATTRIBUTE): the same
+//! format as [`StateRecord`](super::StateRecord), read without copying —
+//! strings borrowed from the attribute's text, objects kept as the lists of
+//! pairs they are written as — and turned straight into the engine's
+//! [`NodeSnapshot`]. A reader that restores thousands of objects (the
+//! extender at start) pays for one parse and the node it builds, not for a
+//! tree of owned strings it throws away. `StateRecord` stays the writer and
+//! the owned form; a test keeps both reading alike.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::marker::PhantomData;
+
+use serde::Deserialize;
+use serde::de::{Deserializer, MapAccess, Visitor};
+use topoalign_engine::{CpuManagerState, MemoryBlock, MemoryManagerState, NodeSnapshot, NumaMemoryState};
+use topoalign_model::{Container, CpuSet, Pod, PodResources, ResourceList};
+
+use super::TableRecord;
+
+/// A string of the attribute: borrowed unless it had escapes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Text<'a>(pub Cow<'a, str>);
+
+impl Text<'_> {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor;
+        impl<'de> Visitor<'de> for TextVisitor {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(TextVisitor)
+    }
+}
+
+/// A JSON object as its pairs, in document order (a later duplicate key
+/// wins when turned into a map, as it does in a `BTreeMap`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Pairs<K, V>(pub Vec<(K, V)>);
+
+impl<K, V> Default for Pairs<K, V> {
+    fn default() -> Self {
+        Pairs(Vec::new())
+    }
+}
+
+impl<K, V> Pairs<K, V> {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &(K, V)> {
+        self.0.iter()
+    }
+}
+
+impl<'de, K: Deserialize<'de>, V: Deserialize<'de>> Deserialize<'de> for Pairs<K, V> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct PairsVisitor<K, V>(PhantomData<(K, V)>);
+        impl<'de, K: Deserialize<'de>, V: Deserialize<'de>> Visitor<'de> for PairsVisitor<K, V> {
+            type Value = Pairs<K, V>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut pairs = Vec::with_capacity(map.size_hint().unwrap_or(0).min(4096));
+                while let Some(pair) = map.next_entry()? {
+                    pairs.push(pair);
+                }
+                Ok(Pairs(pairs))
+            }
+        }
+        deserializer.deserialize_map(PairsVisitor(PhantomData))
+    }
+}
+
+/// Resource name → quantity text.
+type Amounts<'a> = Pairs<Text<'a>, Text<'a>>;
+/// Pod uid → container → `T`.
+type PerContainer<'a, T> = Pairs<Text<'a>, Pairs<Text<'a>, T>>;
+
+/// [`StateRecord`](super::StateRecord), borrowed.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateView<'a> {
+    #[serde(borrow)]
+    pub pods: Vec<PodView<'a>>,
+    #[serde(borrow)]
+    pub cpu: CpuView<'a>,
+    #[serde(default, borrow)]
+    pub memory: Option<MemoryView<'a>>,
+    #[serde(default, borrow)]
+    pub devices: PerContainer<'a, Pairs<Text<'a>, Vec<Text<'a>>>>,
+}
+
+/// [`PodRecord`](super::PodRecord), borrowed.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodView<'a> {
+    #[serde(borrow)]
+    pub namespace: Text<'a>,
+    #[serde(borrow)]
+    pub name: Text<'a>,
+    #[serde(borrow)]
+    pub uid: Text<'a>,
+    #[serde(default, borrow)]
+    pub init_containers: Vec<ContainerView<'a>>,
+    #[serde(borrow)]
+    pub containers: Vec<ContainerView<'a>>,
+    #[serde(default, borrow)]
+    pub overhead: Amounts<'a>,
+    #[serde(default, borrow)]
+    pub pod_resources: Option<PodResourcesView<'a>>,
+}
+
+/// [`PodResourcesRecord`](super::PodResourcesRecord), borrowed.
+#[derive(Debug, Hash, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodResourcesView<'a> {
+    #[serde(default, borrow)]
+    pub requests: Amounts<'a>,
+    #[serde(default, borrow)]
+    pub limits: Amounts<'a>,
+}
+
+/// [`ContainerRecord`](super::ContainerRecord), borrowed.
+#[derive(Debug, Hash, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerView<'a> {
+    #[serde(borrow)]
+    pub name: Text<'a>,
+    #[serde(default, borrow)]
+    pub requests: Amounts<'a>,
+    #[serde(default, borrow)]
+    pub limits: Amounts<'a>,
+    #[serde(default)]
+    pub restartable: bool,
+}
+
+/// [`CpuRecord`](super::CpuRecord), borrowed.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CpuView<'a> {
+    #[serde(borrow)]
+    pub default_cpu_set: Text<'a>,
+    #[serde(default, borrow)]
+    pub entries: PerContainer<'a, Text<'a>>,
+    /// Pod uid → the pod's CPUs (`podEntries`).
+    #[serde(default, borrow)]
+    pub pod_entries: Pairs<Text<'a>, Text<'a>>,
+}
+
+/// [`MemoryRecord`](super::MemoryRecord), borrowed.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryView<'a> {
+    #[serde(borrow)]
+    pub machine_state: Pairs<usize, NumaMemoryView<'a>>,
+    #[serde(default, borrow)]
+    pub entries: PerContainer<'a, Vec<BlockView<'a>>>,
+    /// Pod uid → the pod's memory blocks (`podEntries`).
+    #[serde(default, borrow)]
+    pub pod_entries: Pairs<Text<'a>, Vec<BlockView<'a>>>,
+}
+
+/// [`NumaMemoryRecord`](super::NumaMemoryRecord), borrowed.
+#[derive(Debug, Hash, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NumaMemoryView<'a> {
+    pub number_of_assignments: i64,
+    #[serde(borrow)]
+    pub memory_map: Pairs<Text<'a>, TableRecord>,
+    pub cells: Vec<usize>,
+}
+
+/// [`BlockRecord`](super::BlockRecord), borrowed.
+#[derive(Debug, Hash, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BlockView<'a> {
+    pub numa_affinity: Vec<usize>,
+    #[serde(rename = "type", borrow)]
+    pub resource: Text<'a>,
+    pub size: u64,
+}
+
+impl StateView<'_> {
+    /// The engine's snapshot this state describes, as
+    /// [`StateRecord::to_snapshot`](super::StateRecord::to_snapshot) gives
+    /// it.
+    ///
+    /// # Errors
+    /// A message naming the malformed part (a bad quantity or CPU list).
+    pub fn to_snapshot(&self) -> Result<NodeSnapshot, String> {
+        let pods = self
+            .pods
+            .iter()
+            .map(|view| {
+                view.to_pod()
+                    .map_err(|message| format!("pod {}/{}: {message}", view.namespace.as_str(), view.name.as_str()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let cpu_list = |text: &str, at: &dyn Fn() -> String| CpuSet::parse(text).map_err(|e| format!("{}: {e}", at()));
+        let default_cpu_set = cpu_list(self.cpu.default_cpu_set.as_str(), &|| "cpu.defaultCpuSet".to_string())?;
+        let mut assignments: BTreeMap<String, BTreeMap<String, CpuSet>> = BTreeMap::new();
+        for (uid, containers) in self.cpu.entries.iter() {
+            let parsed = assignments.entry(uid.as_str().to_owned()).or_default();
+            parsed.clear();
+            for (container, cpus) in containers.iter() {
+                let at = || format!("cpu.entries.{}.{}", uid.as_str(), container.as_str());
+                parsed.insert(container.as_str().to_owned(), cpu_list(cpus.as_str(), &at)?);
+            }
+        }
+        let mut pod_assignments = BTreeMap::new();
+        for (uid, cpus) in self.cpu.pod_entries.iter() {
+            let at = || format!("cpu.podEntries.{}", uid.as_str());
+            pod_assignments.insert(uid.as_str().to_owned(), cpu_list(cpus.as_str(), &at)?);
+        }
+        Ok(NodeSnapshot {
+            pods,
+            cpu: CpuManagerState {
+                default_cpu_set,
+                assignments,
+                pod_assignments,
+            },
+            memory: self.memory.as_ref().map(MemoryView::to_state),
+            devices: per_container(&self.devices, |devices| {
+                let mut resources = BTreeMap::new();
+                for (resource, ids) in devices.iter() {
+                    let ids = ids.iter().map(|id| id.as_str().to_owned()).collect();
+                    resources.insert(resource.as_str().to_owned(), ids);
+                }
+                resources
+            }),
+        })
+    }
+
+    /// The pod uids, in admission order.
+    pub fn uids(&self) -> impl Iterator<Item = &str> {
+        self.pods.iter().map(|p| p.uid.as_str())
+    }
+}
+
+/// `entries` as the engine's nested maps, each item converted.
+fn per_container<'a, T, U>(
+    entries: &PerContainer<'a, T>,
+    convert: impl Fn(&T) -> U,
+) -> BTreeMap<String, BTreeMap<String, U>> {
+    let mut map: BTreeMap<String, BTreeMap<String, U>> = BTreeMap::new();
+    for (uid, containers) in entries.iter() {
+        let converted = containers
+            .iter()
+            .map(|(container, item)| (container.as_str().to_owned(), convert(item)))
+            .collect();
+        map.insert(uid.as_str().to_owned(), converted);
+    }
+    map
+}
+
+impl MemoryView<'_> {
+    fn to_state(&self) -> MemoryManagerState {
+        let mut machine_state = BTreeMap::new();
+        for (numa, view) in self.machine_state.iter() {
+            let memory = view
+                .memory_map
+                .iter()
+                .map(|(resource, table)| (resource.as_str().to_owned(), table.into()))
+                .collect();
+            let node = NumaMemoryState {
+                number_of_assignments: view.number_of_assignments,
+                memory,
+                cells: view.cells.clone(),
+            };
+            machine_state.insert(*numa, node);
+        }
+        MemoryManagerState {
+            machine_state,
+            assignments: per_container(&self.entries, |blocks| blocks_of(blocks)),
+            pod_assignments: self
+                .pod_entries
+                .iter()
+                .map(|(uid, blocks)| (uid.as_str().to_owned(), blocks_of(blocks)))
+                .collect(),
+        }
+    }
+}
+
+/// The engine's memory blocks of `blocks`.
+fn blocks_of(blocks: &[BlockView<'_>]) -> Vec<MemoryBlock> {
+    blocks
+        .iter()
+        .map(|b| MemoryBlock {
+            numa_affinity: b.numa_affinity.clone(),
+            resource: b.resource.as_str().to_owned(),
+            size: b.size,
+        })
+        .collect()
+}
+
+impl PodView<'_> {
+    /// The engine's pod, as [`PodRecord::to_pod`](super::PodRecord::to_pod)
+    /// gives it.
+    ///
+    /// # Errors
+    /// A message naming the bad quantity.
+    pub fn to_pod(&self) -> Result<Pod, String> {
+        let container = |c: &ContainerView<'_>| -> Result<Container, String> {
+            Ok(Container {
+                name: c.name.as_str().to_owned(),
+                requests: quantities(&c.requests).map_err(|e| format!("{}: {e}", c.name.as_str()))?,
+                limits: quantities(&c.limits).map_err(|e| format!("{}: {e}", c.name.as_str()))?,
+                restartable: c.restartable,
+            })
+        };
+        let init_containers = self
+            .init_containers
+            .iter()
+            .map(container)
+            .collect::<Result<Vec<_>, _>>()?;
+        let containers = self.containers.iter().map(container).collect::<Result<Vec<_>, _>>()?;
+        Ok(Pod {
+            namespace: self.namespace.as_str().to_owned(),
+            name: self.name.as_str().to_owned(),
+            uid: self.uid.as_str().to_owned(),
+            qos: topoalign_model::QosClass::of_containers(&init_containers, &containers),
+            init_containers,
+            containers,
+            overhead: quantities(&self.overhead)?,
+            pod_resources: self
+                .pod_resources
+                .as_ref()
+                .map(|r| -> Result<PodResources, String> {
+                    Ok(PodResources {
+                        requests: quantities(&r.requests).map_err(|e| format!("podResources.requests: {e}"))?,
+                        limits: quantities(&r.limits).map_err(|e| format!("podResources.limits: {e}"))?,
+                    })
+                })
+                .transpose()?,
+        })
+    }
+
+    /// Hashes what the node holds for this pod's resources — containers,
+    /// overhead, pod-level resources — and not who it is.
+    pub fn hash_resources<H: Hasher>(&self, hasher: &mut H) {
+        (
+            &self.init_containers,
+            &self.containers,
+            &self.overhead,
+            &self.pod_resources,
+        )
+            .hash(hasher);
+    }
+}
+
+fn quantities(texts: &Amounts<'_>) -> Result<ResourceList, String> {
+    let mut list = ResourceList::new();
+    for (name, text) in texts.iter() {
+        let quantity = topoalign_k8s::parse_quantity(text.as_str()).map_err(|e| format!("{}: {e}", name.as_str()))?;
+        list.insert(name.as_str().to_owned(), quantity);
+    }
+    Ok(list)
+}
