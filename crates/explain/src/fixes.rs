@@ -408,7 +408,11 @@ fn step(resource: &str) -> Quantity {
     if resource == "memory" {
         Quantity::from_units(1 << 20).with_format(QuantityFormat::BinarySI)
     } else if let Some(size) = resource.strip_prefix(resource_name::HUGEPAGES_PREFIX) {
+        // A page size that is not a positive amount (`hugepages-0Gi`, which
+        // no node has) steps in MiB like memory: a step is a divisor.
         topoalign_k8s::parse_quantity(size)
+            .ok()
+            .filter(|size| size.value() > 0)
             .unwrap_or(Quantity::from_units(1 << 20))
             .with_format(QuantityFormat::BinarySI)
     } else {

@@ -80,6 +80,23 @@ fn smt_alignment_error_gets_a_whole_core_fix_and_an_option_fix() {
     );
 }
 
+/// A pod asking for huge pages of size zero (`hugepages-0Gi`, found by the
+/// long fuzz run of `agent_request`) made the fix search divide by zero.
+#[test]
+fn huge_pages_of_size_zero_are_explained_without_a_crash() {
+    let kubelet = json!({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0",
+                         "topologyManagerPolicy": "single-numa-node"});
+    let node = node(2, 4, 1, &kubelet);
+    let manifest = pod_manifest(json!({"limits": {"cpu": "1", "memory": "1Gi", "hugepages-0Gi": "1"}}));
+    let explanation = explain_and_replay(&node, &kubelet, &manifest);
+    assert_eq!(
+        explanation.empty_node.reason.as_deref(),
+        Some("OutOfhugepages-0Gi"),
+        "{explanation:?}"
+    );
+    assert!(explanation.summary.contains("hugepages-0Gi"), "{}", explanation.summary);
+}
+
 #[test]
 fn an_absurd_cpu_request_is_answered_with_a_bounded_search() {
     let kubelet = json!({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0",
