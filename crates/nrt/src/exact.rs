@@ -546,11 +546,18 @@ pub fn restore(object: &crate::NodeResourceTopology) -> Result<Restored, Restore
 /// # Errors
 /// [`RestoreError::Missing`] or [`RestoreError::Malformed`].
 pub fn read_spec(object: &crate::NodeResourceTopology) -> Result<NodeSpec, RestoreError> {
-    let text = object
-        .attribute(NODE_SPEC_ATTRIBUTE)
-        .ok_or(RestoreError::Missing(NODE_SPEC_ATTRIBUTE))?;
+    parse_attribute(object, NODE_SPEC_ATTRIBUTE)
+}
+
+/// The object's attribute `name`, parsed as JSON into `T` (owned or
+/// borrowing from the object).
+fn parse_attribute<'a, T: serde::Deserialize<'a>>(
+    object: &'a crate::NodeResourceTopology,
+    name: &'static str,
+) -> Result<T, RestoreError> {
+    let text = object.attribute(name).ok_or(RestoreError::Missing(name))?;
     serde_json::from_str(text).map_err(|e| RestoreError::Malformed {
-        attribute: NODE_SPEC_ATTRIBUTE,
+        attribute: name,
         message: e.to_string(),
     })
 }
@@ -560,13 +567,7 @@ pub fn read_spec(object: &crate::NodeResourceTopology) -> Result<NodeSpec, Resto
 /// # Errors
 /// [`RestoreError::Missing`] or [`RestoreError::Malformed`].
 pub fn read_state(object: &crate::NodeResourceTopology) -> Result<StateRecord, RestoreError> {
-    let text = object
-        .attribute(STATE_ATTRIBUTE)
-        .ok_or(RestoreError::Missing(STATE_ATTRIBUTE))?;
-    serde_json::from_str(text).map_err(|e| RestoreError::Malformed {
-        attribute: STATE_ATTRIBUTE,
-        message: e.to_string(),
-    })
+    parse_attribute(object, STATE_ATTRIBUTE)
 }
 
 /// The object's [`STATE_ATTRIBUTE`], read in place ([`StateView`]: what
@@ -576,13 +577,7 @@ pub fn read_state(object: &crate::NodeResourceTopology) -> Result<StateRecord, R
 /// # Errors
 /// [`RestoreError::Missing`] or [`RestoreError::Malformed`].
 pub fn read_state_view(object: &crate::NodeResourceTopology) -> Result<StateView<'_>, RestoreError> {
-    let text = object
-        .attribute(STATE_ATTRIBUTE)
-        .ok_or(RestoreError::Missing(STATE_ATTRIBUTE))?;
-    serde_json::from_str(text).map_err(|e| RestoreError::Malformed {
-        attribute: STATE_ATTRIBUTE,
-        message: e.to_string(),
-    })
+    parse_attribute(object, STATE_ATTRIBUTE)
 }
 
 /// [`restore`] from already parsed parts.
