@@ -947,7 +947,7 @@ where
         return first
             .map(|part| {
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(part)))
-                    .map_err(|payload| panic_message(payload.as_ref()))
+                    .map_err(|payload| panic_message(payload.as_ref(), "a worker thread panicked"))
             })
             .into_iter()
             .collect();
@@ -960,18 +960,22 @@ where
             .collect();
         handles
             .into_iter()
-            .map(|handle| handle.join().map_err(|payload| panic_message(payload.as_ref())))
+            .map(|handle| {
+                handle
+                    .join()
+                    .map_err(|payload| panic_message(payload.as_ref(), "a worker thread panicked"))
+            })
             .collect()
     })
 }
 
-/// The text a panic was raised with.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+/// The text a panic was raised with; `fallback` when it carries none.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send), fallback: &str) -> String {
     payload
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a worker thread panicked".to_owned())
+        .unwrap_or_else(|| fallback.to_owned())
 }
 
 /// The position of the first of the best-scored nodes that admit the pod.

@@ -208,21 +208,17 @@ pub fn with_cluster<T>(cluster: &Shared, work: impl FnOnce(&mut Cluster) -> T) -
             let mut cluster = cluster.lock().map_err(|_| "internal: state lock poisoned".to_owned())?;
             Ok(work(&mut cluster))
         }))
-        .unwrap_or_else(|panic| Err(format!("internal: {}", panic_message(panic.as_ref()))))
+        .unwrap_or_else(|panic| {
+            Err(format!(
+                "internal: {}",
+                crate::cluster::panic_message(panic.as_ref(), "a panic")
+            ))
+        })
     };
     match tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor()) {
         Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(run),
         _ => run(),
     }
-}
-
-/// The text of a caught panic.
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic".to_owned())
 }
 
 async fn filter(State(AppState { cluster, .. }): State<AppState>, Json(mut args): Json<ExtenderArgs>) -> Response {
