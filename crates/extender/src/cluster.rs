@@ -151,10 +151,10 @@ pub struct FilterOutcome {
     pub failed: BTreeMap<String, String>,
     pub unresolvable: BTreeMap<String, String>,
     /// With `choose_in_filter`: the candidates that admit the pod but were
-    /// not chosen, in request order. The scheduler gets them under
-    /// `FailedNodes` with [`FilterOutcome::not_chosen_reason`]; they are
-    /// kept apart from `failed` so that a call over thousands of nodes
-    /// builds that reason once, not a string and a map entry per node.
+    /// not chosen, in request order. The HTTP answer leaves them out
+    /// (kube-scheduler keeps only the nodes passed); they are kept apart
+    /// from `failed` for callers that want to say why
+    /// ([`FilterOutcome::not_chosen_reason`]).
     pub not_chosen: Vec<String>,
 }
 
