@@ -170,7 +170,7 @@ impl<'t> Accumulator<'t> {
         out.extend(
             groups
                 .iter()
-                .filter(|(_, cpus)| self.free.intersection_len(cpus) > 0)
+                .filter(|(_, cpus)| self.free.intersects(cpus))
                 .map(|&(id, _)| id),
         );
     }
