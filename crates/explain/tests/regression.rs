@@ -95,6 +95,31 @@ fn huge_pages_of_size_zero_are_explained_without_a_crash() {
         "{explanation:?}"
     );
     assert!(explanation.summary.contains("hugepages-0Gi"), "{}", explanation.summary);
+    assert!(
+        descriptions(&explanation)
+            .iter()
+            .any(|d| d.starts_with("Leave out hugepages-0Gi")),
+        "{:?}",
+        descriptions(&explanation)
+    );
+}
+
+/// Huge pages of a size the node does not have (2Mi on a node with none)
+/// got no fix: no smaller amount fits, but leaving them out admits.
+#[test]
+fn huge_pages_of_a_size_the_node_lacks_get_a_leave_out_fix() {
+    let kubelet = json!({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0",
+                         "topologyManagerPolicy": "single-numa-node"});
+    let node = node(2, 4, 1, &kubelet);
+    let manifest = pod_manifest(json!({"limits": {"cpu": "1", "memory": "1Gi", "hugepages-2Mi": "4Mi"}}));
+    let explanation = explain_and_replay(&node, &kubelet, &manifest);
+    let fixes = descriptions(&explanation);
+    assert!(
+        fixes
+            .iter()
+            .any(|d| d.starts_with("Leave out hugepages-2Mi (this node has none of it): admitted")),
+        "{fixes:?}"
+    );
 }
 
 #[test]
