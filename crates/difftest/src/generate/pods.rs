@@ -81,7 +81,9 @@ pub fn events(rng: &mut Rng, machine: &MachineFacts, kubelet: &KubeletFacts, tag
             && (20..34).contains(&roll)
             && !live.is_empty()
             && let Some(key) = Some(live[rng.urange(0, live.len() - 1)].clone())
-            && let Some(event) = pods.get_mut(&key).and_then(|pod| resize(rng, &key, pod, machine, tags))
+            && let Some(event) = pods
+                .get_mut(&key)
+                .and_then(|pod| resize(rng, &key, pod, machine, kubelet, tags))
         {
             events.push(event);
             continue;
@@ -143,12 +145,24 @@ fn resize(
     key: &str,
     pod: &mut Value,
     machine: &MachineFacts,
+    kubelet: &KubeletFacts,
     tags: &mut Vec<String>,
 ) -> Option<EventSpec> {
     let spec = pod.get_mut("spec")?;
     if spec.get("resources").is_some() {
         return None;
     }
+    // An init container that ran to completion no longer holds pinned
+    // memory; the topology manager's admission of the resize allocates it
+    // again (a known difference: crates/difftest/known-differences).
+    let runs_to_completion = spec
+        .get("initContainers")
+        .and_then(Value::as_array)
+        .is_some_and(|list| {
+            list.iter()
+                .any(|c| c.get("restartPolicy").and_then(Value::as_str) != Some("Always"))
+        });
+    let init_static_memory = kubelet.static_memory && runs_to_completion;
     let mut candidates: Vec<(&str, usize)> = Vec::new();
     for list in ["containers", "initContainers"] {
         for (i, c) in spec
@@ -266,6 +280,9 @@ fn resize(
         }
     }
     tags.push("resize".into());
+    if init_static_memory {
+        tags.push("resize-init-static-memory".into());
+    }
     if beyond {
         tags.push("resize-beyond".into());
     }
