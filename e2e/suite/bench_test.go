@@ -14,6 +14,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler"
+	schedulerapi "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"topoalign/e2e/controlplane"
 )
@@ -70,6 +75,60 @@ func TestBenchSchedulerThroughput(t *testing.T) {
 	// make the run faster than the baseline; without bindVerb kube-scheduler
 	// binds as in the baseline, so the difference is the filter calls'.
 	benchExtender(t, ctx, c, "this build, filter only (kube-scheduler binds)", topoalign, false, pods, names, baseline, base)
+	benchFilterClient(t, ctx, c, pods, names)
+}
+
+// benchFilterClient calls the extender's filter the way kube-scheduler
+// does — with kube-scheduler's own extender client (HTTPExtender of
+// k8s.io/kubernetes, the configured verbs, node names only), one call
+// after another — but with nothing else running: no scheduler, no
+// Bindings for the API server and etcd to process. Its time per call,
+// beside the extender's own, is what the HTTP exchange and Go's JSON both
+// ways cost; what kube-scheduler's clock says beyond that in the runs
+// above is waiting (for a core, on this machine).
+func benchFilterClient(t *testing.T, ctx context.Context, c *clients, pods int, names []string) {
+	t.Helper()
+	url, extender := startExtenderBinary(t, ctx, c, topoalign, len(names), "--choose-in-filter")
+	client, err := scheduler.NewHTTPExtender(&schedulerapi.Extender{
+		URLPrefix:        url,
+		FilterVerb:       "filter",
+		PrioritizeVerb:   "prioritize",
+		Weight:           5,
+		NodeCacheCapable: true,
+		HTTPTimeout:      metav1.Duration{Duration: 5 * time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := make([]fwk.NodeInfo, 0, len(names))
+	for _, name := range names {
+		info := framework.NewNodeInfo()
+		info.SetNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		nodes = append(nodes, info)
+	}
+	before, own := extenderMetrics(ctx, url)
+	started := time.Now()
+	for i := range pods {
+		pod := guaranteedPod("bench-client", "pod-"+strconv.Itoa(i), 1, "256Mi")
+		pod.UID = types.UID(fmt.Sprintf("bench-client-%d", i))
+		passed, _, _, err := client.Filter(pod, nodes)
+		if err != nil {
+			t.Fatalf("filter call %d: %v", i, err)
+		}
+		if len(passed) != 1 {
+			t.Fatalf("filter call %d: %d nodes passed, want the 1 the extender chose", i, len(passed))
+		}
+	}
+	elapsed := time.Since(started)
+	after, _ := extenderMetrics(ctx, url)
+	stop(t, extender)
+	fmt.Fprintf(os.Stderr, "  kube-scheduler's extender client alone (HTTPExtender v1.37.2, nothing else running): %d filter calls over %d nodes, %.2f ms each\n",
+		pods, len(names), 1000*elapsed.Seconds()/float64(pods))
+	if own {
+		filters, filtered := after.calls["filter"]-before.calls["filter"], after.seconds["filter"]-before.seconds["filter"]
+		fmt.Fprintf(os.Stderr, "    of which the extender's own time: %.2f ms; the HTTP exchange and the JSON both ways: %.2f ms\n",
+			1000*filtered/float64(max(filters, 1)), 1000*(elapsed.Seconds()-filtered)/float64(pods))
+	}
 }
 
 // benchExtender runs the pods through kube-scheduler with the extender of
