@@ -162,7 +162,7 @@ fn resize(
             list.iter()
                 .any(|c| c.get("restartPolicy").and_then(Value::as_str) != Some("Always"))
         });
-    let init_static_memory = kubelet.static_memory && runs_to_completion;
+    let init_static_memory = kubelet.static_memory && runs_to_completion && is_guaranteed(spec);
     let mut candidates: Vec<(&str, usize)> = Vec::new();
     for list in ["containers", "initContainers"] {
         for (i, c) in spec
@@ -743,6 +743,23 @@ fn pending_resizes(rng: &mut Rng, machine: &MachineFacts, tags: &mut Vec<String>
         }
     }
     events
+}
+
+/// Whether every container of a pod `spec` has `cpu` and `memory` limits
+/// and no other requests for them (Guaranteed, the QoS class whose memory
+/// the `Static` memory policy pins).
+fn is_guaranteed(spec: &Value) -> bool {
+    ["containers", "initContainers"]
+        .iter()
+        .flat_map(|list| spec.get(*list).and_then(Value::as_array).into_iter().flatten())
+        .all(|c| {
+            let resources = c.get("resources");
+            ["cpu", "memory"].iter().all(|r| {
+                let limit = resources.and_then(|x| x.get("limits")).and_then(|l| l.get(*r));
+                let request = resources.and_then(|x| x.get("requests")).and_then(|l| l.get(*r));
+                limit.is_some() && (request.is_none() || request == limit)
+            })
+        })
 }
 
 /// One container's resources: `cpu` (millicores) and `memory` (Mi) as
