@@ -28,7 +28,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use topoalign_engine::Node;
-use topoalign_follow::{PodSource, Sources, rebuild};
+use topoalign_follow::{PodSource, Rebuilder, Sources};
 use topoalign_nrt::{BuildOptions, NodeSpec};
 use topoalign_simnodes::bench;
 use topoalign_simnodes::stand_in::{Change, DieAtWrite, Layout, Paths, StandIn};
@@ -39,11 +39,12 @@ use topoalign_simnodes::stand_in::{Change, DieAtWrite, Layout, Paths, StandIn};
 fn measured(
     runtime: &tokio::runtime::Runtime,
     sources: &mut Sources,
+    rebuilder: &mut Rebuilder,
     base: &Node,
     spec: &NodeSpec,
 ) -> Result<usize, String> {
     let observation = runtime.block_on(sources.gather()).map_err(|e| e.to_string())?;
-    let rebuilt = rebuild(base, &observation).map_err(|e| e.to_string())?;
+    let rebuilt = rebuilder.rebuild(base, &observation).map_err(|e| e.to_string())?;
     let object = topoalign_nrt::build(
         "bench",
         &rebuilt.node,
@@ -108,7 +109,8 @@ fn run(rounds: usize) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     // The follower keeps its connection: the first gather opens it.
     let mut sources = Sources::new(root, socket, PodSource::File(pods_file));
-    measured(&runtime, &mut sources, &base, &spec)?;
+    let mut rebuilder = Rebuilder::default();
+    measured(&runtime, &mut sources, &mut rebuilder, &base, &spec)?;
     let (mut took, mut bytes) = (std::time::Duration::ZERO, 0);
     for round in 0..rounds {
         // The kubelet's change, not measured: a pod deleted, then one added.
@@ -123,7 +125,7 @@ fn run(rounds: usize) -> Result<(), String> {
             next += 1;
         }
         let started = Instant::now();
-        bytes += black_box(measured(&runtime, &mut sources, &base, &spec)?);
+        bytes += black_box(measured(&runtime, &mut sources, &mut rebuilder, &base, &spec)?);
         took += started.elapsed();
     }
     println!(
