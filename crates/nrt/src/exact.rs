@@ -27,9 +27,14 @@
 //! could give other CPUs.) A snapshot the engine refuses to restore is an
 //! error, never a guess.
 //!
+//! The writing side, [`state_json`], writes the attribute's text straight
+//! from the node, byte for byte the JSON of [`StateRecord::of`] without
+//! building the record.
+//!
 //! Owns: the attribute formats and the rebuild. Must not touch: decisions.
 
 mod view;
+mod write;
 
 use std::collections::BTreeMap;
 
@@ -42,6 +47,7 @@ use topoalign_scenario::{CpuSpec, DeviceSpec, NumaNodeSpec, TopologySpec};
 pub use view::{
     BlockView, ContainerView, CpuView, MemoryView, NumaMemoryView, Pairs, PodResourcesView, PodView, StateView, Text,
 };
+pub use write::state_json;
 
 /// Attribute holding the node's machine and kubelet configuration.
 pub const NODE_SPEC_ATTRIBUTE: &str = "topoalign.io/node-spec";
