@@ -157,38 +157,22 @@ impl<'t> Accumulator<'t> {
     }
 
     /// [`Accumulator::free_ids`] appended to `out` (what `out` held before
-    /// is left alone).
+    /// is left alone). Reads the topology's groups (and, under a parent,
+    /// the child groups it shares CPUs with), which come ascending and
+    /// distinct: a child is listed when it shares a free CPU with the
+    /// parent.
     fn push_free_ids(&self, child: Level, parent: Option<(Level, u32)>, out: &mut Vec<u32>) {
-        let start = out.len();
-        let child_of = |cpu: u32| self.topology.cpu(cpu).map(|info| child.id_of(&info));
-        // At most one id per CPU looked at: one allocation, not a growth
-        // per doubling.
-        out.reserve(match parent {
-            None => self.free.len(),
-            Some((level, id)) => self.topology.group(level, id).len(),
-        });
-        match parent {
-            None => out.extend(self.free.iter().filter_map(child_of)),
-            // The parent's group is exactly the CPUs whose parent id is
-            // `id`.
-            Some((level, id)) => out.extend(
-                self.topology
-                    .group(level, id)
-                    .iter()
-                    .filter(|&cpu| self.free.contains(cpu))
-                    .filter_map(child_of),
-            ),
-        }
-        out[start..].sort_unstable();
-        // Drop repeats within the appended part.
-        let mut kept = start;
-        for i in start..out.len() {
-            if kept == start || out[i] != out[kept - 1] {
-                out[kept] = out[i];
-                kept += 1;
-            }
-        }
-        out.truncate(kept);
+        let groups = match parent {
+            None => self.topology.groups(child),
+            Some((level, id)) => self.topology.children(child, level, id),
+        };
+        out.reserve(groups.len());
+        out.extend(
+            groups
+                .iter()
+                .filter(|(_, cpus)| self.free.intersects(cpus))
+                .map(|&(id, _)| id),
+        );
     }
 
     /// The kubelet's `sort`: fewest free CPUs first, then lowest id.

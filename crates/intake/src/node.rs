@@ -424,6 +424,7 @@ pub fn start(inputs: &NodeInputs<'_>) -> Result<StartedNode, IntakeError> {
                 EventOutcome::Resize(ResizeDecision {
                     pod,
                     outcome: ResizeOutcome::Pending { reason, message },
+                    ..
                 }) => notes.push(format!(
                     "{pod} (event {index}) keeps its allocated resources: resize {}: {message}",
                     reason.as_str()
@@ -431,6 +432,7 @@ pub fn start(inputs: &NodeInputs<'_>) -> Result<StartedNode, IntakeError> {
                 EventOutcome::Resize(ResizeDecision {
                     pod,
                     outcome: ResizeOutcome::Ignored,
+                    ..
                 }) => notes.push(format!(
                     "{pod} (event {index}) keeps its allocated resources: InPlacePodVerticalScaling is disabled"
                 )),

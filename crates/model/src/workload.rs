@@ -293,7 +293,13 @@ impl Pod {
 
     /// `namespace/name`, the key the results and state use.
     pub fn key(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
+        // Built by hand: one exact allocation, no formatting machinery
+        // (every decision carries it).
+        let mut key = String::with_capacity(self.namespace.len() + 1 + self.name.len());
+        key.push_str(&self.namespace);
+        key.push('/');
+        key.push_str(&self.name);
+        key
     }
 
     /// Whether `spec.resources` names something pod-level management covers

@@ -57,6 +57,7 @@ impl Node {
             memory: self.memory.clone(),
             active: Vec::new(),
             fit_usage: self.fit_usage.clone(),
+            resizes: Default::default(),
         };
         let decision = after.admit(pod.clone());
         // The pod admission just recorded: not part of what a trial keeps.
