@@ -186,8 +186,27 @@ impl<'t> Accumulator<'t> {
     fn push_sorted_ids(&self, child: Level, parent: Option<(Level, u32)>, out: &mut Vec<u32>) {
         let start = out.len();
         self.push_free_ids(child, parent, out);
-        // Ids are distinct, so an unstable sort gives the one order.
-        out[start..].sort_unstable_by_key(|&id| (self.free_in(child, id), id));
+        // Ids are distinct, so an unstable sort gives the one order. Each
+        // key (a group lookup and a count) is worked out once, on the stack
+        // for up to `ON_STACK` groups, rather than twice per comparison.
+        const ON_STACK: usize = 64;
+        let ids = &mut out[start..];
+        if ids.len() < 2 {
+            return;
+        }
+        if ids.len() <= ON_STACK {
+            let mut keyed = [(0usize, 0u32); ON_STACK];
+            for (slot, &id) in keyed.iter_mut().zip(ids.iter()) {
+                *slot = (self.free_in(child, id), id);
+            }
+            let keyed = &mut keyed[..ids.len()];
+            keyed.sort_unstable();
+            for (id, &(_, sorted)) in ids.iter_mut().zip(keyed.iter()) {
+                *id = sorted;
+            }
+        } else {
+            ids.sort_unstable_by_key(|&id| (self.free_in(child, id), id));
+        }
     }
 
     /// For each parent in order, its children sorted: the partial orders the

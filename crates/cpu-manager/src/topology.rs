@@ -84,8 +84,12 @@ pub struct CpuTopology {
     /// child groups sharing CPUs with it, ascending by id, and the CPUs
     /// they share. The allocator's nested orders read it instead of
     /// mapping every free CPU of a parent to its child on each call.
-    nested: [[Vec<(u32, Vec<(u32, CpuSet)>)>; 4]; 4],
+    nested: [[ChildGroups; 4]; 4],
 }
+
+/// Parent groups, ascending by id, each with the child groups sharing CPUs
+/// with it (ascending by id) and the CPUs they share.
+type ChildGroups = Vec<(u32, Vec<(u32, CpuSet)>)>;
 
 impl CpuTopology {
     /// The topology the kubelet discovers on `machine`.
@@ -153,7 +157,7 @@ impl CpuTopology {
         for (smallest, level) in smallest_group.iter_mut().zip(&groups) {
             *smallest = level.iter().map(|(_, members)| members.len()).min().unwrap_or(0);
         }
-        let mut nested: [[Vec<(u32, Vec<(u32, CpuSet)>)>; 4]; 4] = Default::default();
+        let mut nested: [[ChildGroups; 4]; 4] = Default::default();
         for child in Level::ALL {
             for parent in Level::ALL {
                 if child == parent {
