@@ -1,11 +1,11 @@
 package main
 
 // In-place resize events (docs/scenario.md, `resize`): the scenario's new
-// cpu/memory sizes are written into the API server's copy of the pod (the
-// desired pod), and the release's resize decision (resize_<v>.go) is asked
-// whether the kubelet takes them. What decides is the kubelet's code; what
-// this file supplies is the desired pod and the condition's reason as the
-// status manager records it.
+// cpu/memory sizes are written into a new copy of the API server's pod (the
+// desired pod), and the release's kubelet code (resize_<v>.go: from 1.36
+// the allocation manager, which queues a resize it defers and retries every
+// pending one at each resize and delete) decides. What this file supplies
+// is the desired pod and the result's shape.
 
 import (
 	"strings"
