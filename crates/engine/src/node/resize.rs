@@ -148,9 +148,12 @@ impl Node {
     /// The kubelet's decision on resizing the admitted pod `desired.uid`
     /// to the `cpu` and `memory` requests and limits of `desired`'s
     /// containers (every other field of `desired` is ignored; the caller
-    /// has checked that the QoS class stays). Applied, the pod's new
+    /// has checked that the QoS class stays), the pod's `spec.priority`
+    /// taken as 0 ([`Node::resize_with_priority`]). Applied, the pod's new
     /// requests are what later fit checks count; refused or ignored, the
-    /// node is unchanged.
+    /// pod keeps its allocation — and from 1.34 a deferred resize stays
+    /// queued, and other pods' pending resizes may be accepted by the retry
+    /// (listed in [`ResizeDecision::accepted_pending`]).
     ///
     /// Every resize the kubelet lets through to its admit handlers keeps the
     /// exclusive CPUs and pinned memory the pod holds: a Guaranteed pod
