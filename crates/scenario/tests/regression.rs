@@ -240,3 +240,71 @@ fn spec_priority_that_is_no_integer_is_refused_naming_the_field() {
         "events[0].add.spec.priority: invalid type: string \"high\", expected i32"
     );
 }
+
+/// A resize of a Guaranteed pod whose init container ran to completion,
+/// under the `Static` memory policy (difftest 1.36 seed 15, issue 12): up
+/// to 1.36 the topology manager admits the resized pod again and the
+/// memory manager, which dropped the init container's blocks when the app
+/// container started, allocates them afresh — refused when the app
+/// container took the room (`Deferred`), kept by the pod when it fits. The
+/// engine used to re-check only held CPUs and applied the first. 1.37's
+/// managers skip a resize.
+#[test]
+fn resize_allocates_a_completed_init_containers_memory_again_up_to_1_36() {
+    let pod = |name: &str, init: &str, app: &str| {
+        format!(
+            "  - add: {{metadata: {{name: {name}}}, spec: {{initContainers: [{{name: init0, resources: {{limits: {init}}}}}], \
+             containers: [{{name: app0, resources: {{limits: {app}}}}}]}}}}\n"
+        )
+    };
+    let resize = |name: &str, cpu: &str| {
+        format!(
+            "  - resize: {{pod: {name}, containers: [{{name: app0, resources: {{requests: {{cpu: '{cpu}'}}, limits: {{cpu: '{cpu}'}}}}}}]}}\n"
+        )
+    };
+    let scenario = |version: &str| {
+        format!(
+            "topology:\n  numaNodes: [{{id: 0, memory: 8Gi}}, {{id: 1, memory: 8Gi}}]\n  cpus:\n    \
+             - {{id: 0, core: 0, socket: 0, numa: 0}}\n    - {{id: 1, core: 1, socket: 0, numa: 0}}\n    \
+             - {{id: 2, core: 2, socket: 0, numa: 0}}\n    - {{id: 3, core: 3, socket: 0, numa: 0}}\n    \
+             - {{id: 4, core: 4, socket: 0, numa: 0}}\n    - {{id: 5, core: 5, socket: 0, numa: 1}}\n\
+             kubelet:\n  kubeletVersion: '{version}'\n  memoryManagerPolicy: Static\n  evictionHard: {{memory.available: 200Mi}}\n  \
+             systemReserved: {{memory: 256Mi}}\n  kubeReserved: {{memory: 512Mi}}\n  reservedMemory:\n    \
+             - {{numaNode: 0, limits: {{memory: 484Mi}}}}\n    - {{numaNode: 1, limits: {{memory: 484Mi}}}}\n\
+             events:\n{}{}  - delete: default/p1\n{}{}",
+            pod("p1", "{cpu: '5', memory: 8448Mi}", "{cpu: '6', memory: 8704Mi}"),
+            resize("p1", "4"),
+            pod("p2", "{cpu: '1', memory: 1Gi}", "{cpu: '1', memory: 2Gi}"),
+            resize("p2", "2"),
+        )
+    };
+    for version in ["1.34", "1.35", "1.36"] {
+        let document = completed(&scenario(version));
+        assert_eq!(document.results[1].resized, Some(false), "{version}");
+        assert_eq!(document.results[1].reason.as_deref(), Some("Deferred"), "{version}");
+        assert_eq!(
+            document.results[1].message.as_deref(),
+            Some(
+                "Allocate failed due to [memorymanager] failed to get the default NUMA affinity, \
+                 no NUMA nodes with enough memory is available, which is unexpected"
+            ),
+            "{version}"
+        );
+        assert_eq!(document.results[4].resized, Some(true), "{version}");
+        assert_eq!(
+            document.final_state.memory_assignments["default/p2"]
+                .keys()
+                .collect::<Vec<_>>(),
+            ["app0", "init0"],
+            "{version}"
+        );
+    }
+    let document = completed(&scenario("1.37"));
+    assert_eq!(document.results[1].resized, Some(true));
+    assert_eq!(
+        document.final_state.memory_assignments["default/p2"]
+            .keys()
+            .collect::<Vec<_>>(),
+        ["app0"]
+    );
+}

@@ -11,8 +11,9 @@
 //! allocation manager's queue of pending (deferred) resizes, its order
 //! (`sortPendingResizes`, sorted by Go's own algorithm: `go_sort`) and its
 //! retries when a resize arrives or a pod leaves. Must not touch: the
-//! managers' state — a resize that reaches them here never changes an
-//! exclusive CPU set or pinned memory (see [`Node::resize`]).
+//! managers' allocations beyond the topology manager's admission of the
+//! resized pod — a resize that reaches them never changes an exclusive CPU
+//! set or pinned memory the pod holds (see [`Node::resize`]).
 
 mod go_sort;
 
@@ -20,10 +21,10 @@ use std::collections::HashMap;
 
 use topoalign_cpu_manager::CpuPolicyName;
 use topoalign_memory_manager::MemoryPolicyName;
-use topoalign_model::{Container, KubeletVersion, Pod, QosClass, Quantity, ResourceList, TopologyHint};
+use topoalign_model::{Container, KubeletVersion, Pod, QosClass, Quantity, ResourceList};
 
 use super::Node;
-use crate::Rejection;
+use crate::MergeTrace;
 use crate::fit::{self, PodRequests};
 
 /// The kubelet's answer to a resize of an admitted pod.
@@ -158,9 +159,17 @@ impl Node {
     /// Every resize the kubelet lets through to its admit handlers keeps the
     /// exclusive CPUs and pinned memory the pod holds: a Guaranteed pod
     /// changing its CPU (memory) request under the static CPU (`Static`
-    /// memory) policy is refused first, and the managers regenerate the hints
-    /// of an allocation they already hold. The topology manager therefore
-    /// admits it again; the resource-fit check decides.
+    /// memory) policy is refused first. The topology manager then admits
+    /// the resized pod as at its admission (up to 1.36): the managers
+    /// regenerate the hints of an allocation they hold and leave it as it
+    /// is (the CPU manager checks `full-pcpus-only` first and can still
+    /// refuse), but allocate afresh what the pod no longer holds — under the
+    /// `Static` memory policy the memory of an init container that ran to
+    /// completion (the memory manager dropped it when the next container
+    /// started), which can fail (`Deferred`) and, allocated, stays with the
+    /// pod. From 1.37 the CPU, memory and device managers skip a resize
+    /// (`lifecycle.ResizeOperation`): no hints, no allocation. Then the
+    /// resource-fit check decides.
     ///
     /// # Errors
     /// [`ResizeError::NotAdmitted`]; [`ResizeError::NotReproduced`] when an
@@ -397,15 +406,23 @@ impl Node {
         {
             return Ok(infeasible(&message));
         }
-        // The other admit handlers: the topology manager admits again (see
-        // above) — its CPU manager's `Allocate` of a container that holds
-        // CPUs still makes 1.36's `full-pcpus-only` checks —, then the
-        // resource fit against the other pods' allocation.
-        if let Err(refused) = self.allocate_held_cpus_again(&resized) {
-            return Ok(ResizeOutcome::Pending {
-                reason: PendingReason::Deferred,
-                message: refused.message,
-            });
+        // The other admit handlers: the topology manager admits the resized
+        // pod again (see [`Node::resize`]; what it allocates stays, even
+        // when a later handler defers), then the resource fit against the
+        // other pods' allocation. From 1.37 the managers see the resize
+        // operation and neither hint nor allocate: nothing to refuse.
+        if !version.at_least(KubeletVersion::V1_37) {
+            let mut trace = MergeTrace {
+                policy: self.topology.policy(),
+                scope: self.topology.scope(),
+                merges: Vec::new(),
+            };
+            if let Err(refused) = self.align(&resized, &mut trace) {
+                return Ok(ResizeOutcome::Pending {
+                    reason: PendingReason::Deferred,
+                    message: refused.message,
+                });
+            }
         }
         let mut others = self.fit_usage.clone();
         others.remove(allocated);
@@ -420,22 +437,6 @@ impl Node {
         self.fit_usage = others;
         self.active[index] = resized;
         Ok(ResizeOutcome::Applied)
-    }
-
-    /// The CPU manager's `Allocate` for each container of `pod` that holds
-    /// exclusive CPUs, as the topology manager calls it when it admits the
-    /// pod again: nothing is taken, but a release that checks
-    /// `full-pcpus-only` before it looks at the held CPUs (up to 1.36) can
-    /// refuse.
-    fn allocate_held_cpus_again(&mut self, pod: &Pod) -> Result<(), Rejection> {
-        for (container, _) in pod.all_containers() {
-            if self.cpus.container_cpus(&pod.uid, &container.name).is_some() {
-                self.cpus
-                    .allocate(pod, container, TopologyHint::any(false))
-                    .map_err(super::cpu_rejection)?;
-            }
-        }
-        Ok(())
     }
 
     /// The refusal of a Guaranteed pod's resize under the static CPU or
