@@ -153,8 +153,8 @@ fn resize(
         return None;
     }
     // An init container that ran to completion no longer holds pinned
-    // memory; the topology manager's admission of the resize allocates it
-    // again (a known difference: crates/difftest/known-differences).
+    // memory; up to 1.36 the topology manager's admission of the resize
+    // allocates it again (tagged: such scenarios are the ones that judge it).
     let runs_to_completion = spec
         .get("initContainers")
         .and_then(Value::as_array)
