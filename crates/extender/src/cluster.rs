@@ -97,6 +97,10 @@ struct KnownNode {
     /// asked about is one lookup (confirmed on its pods, as keys may
     /// collide).
     holds: KeySet,
+    /// One bit per [`uid_key`] in `holds` ([`uid_bit`]; bits of pods
+    /// removed may stay): most nodes tell they do not hold a pod without a
+    /// lookup.
+    held_bits: u64,
     /// The hash of the spec key and [`Node::trial_key`], worked out when
     /// the node changes ([`KnownNode::changed`]), so that a call for a new
     /// pod shape hashes no node.
@@ -105,13 +109,15 @@ struct KnownNode {
 
 impl KnownNode {
     fn new(node: Node, spec_key: u64, state_key: u64) -> KnownNode {
-        let holds = node.pods().iter().map(|p| uid_key(&p.uid)).collect();
+        let holds: KeySet = node.pods().iter().map(|p| uid_key(&p.uid)).collect();
+        let held_bits = holds.iter().fold(0, |bits, &key| bits | uid_bit(key));
         let trial_key = hash(&(spec_key, node.trial_key()));
         KnownNode {
             node,
             spec_key,
             state_key,
             holds,
+            held_bits,
             trial_key,
         }
     }
@@ -124,7 +130,7 @@ impl KnownNode {
     /// The place of the pod `uid` (`key`: its [`uid_key`]) among the
     /// node's pods, when the node holds it.
     fn place_of(&self, uid: &str, key: u64) -> Option<usize> {
-        if !self.holds.contains(&key) {
+        if self.held_bits & uid_bit(key) == 0 || !self.holds.contains(&key) {
             return None;
         }
         self.node.pods().iter().position(|p| p.uid == uid)
@@ -1062,6 +1068,7 @@ fn admit_into(known: &mut KnownNode, pod: Pod) -> bool {
     known.changed();
     if admitted {
         known.holds.insert(uid);
+        known.held_bits |= uid_bit(uid);
     }
     admitted
 }
@@ -1140,6 +1147,11 @@ fn shape_key(pod: &Pod) -> u64 {
 /// A pod uid's key in [`KnownNode::holds`].
 fn uid_key(uid: &str) -> u64 {
     hash(&uid)
+}
+
+/// A uid key's bit in [`KnownNode::held_bits`].
+fn uid_bit(key: u64) -> u64 {
+    1 << (key >> 58)
 }
 
 /// Maps keyed by node name.
