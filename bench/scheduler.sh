@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Benchmark (not part of scripts/test): pods per second bound by the stock
 # kube-scheduler on simulated nodes (`topoalign simulate-nodes`), without
-# and with `topoalign extender` (deploy/'s configuration, bindVerb, called
-# by kube-scheduler directly), and the time the filter calls take by
+# and with `topoalign extender` (deploy/'s configuration called by
+# kube-scheduler directly: with bindVerb, then without it so kube-scheduler
+# binds as in the baseline), and the time the filter calls take by
 # kube-scheduler's own metrics and by the extender's; printed beside the
 # baseline measured in the same run. Uses the end-to-end suite's control
 # plane (e2e/run.sh builds what is missing).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark (not part of scripts/test): the figures of issue #14 beside
-# their targets, with the machine's load, plus callgrind instruction and
-# heap-allocation counts of one admission per policy and machine size,
+# their targets, with the machine's load, plus callgrind instruction counts and
+# dhat heap-allocation counts of one admission per policy and machine size,
 # instructions per replay event and per extender call (filter + prioritize
 # over 5,000 nodes, warm and cold) — counts repeat exactly from run to run,
 # so a regression shows as a number even on a busy machine.
@@ -134,25 +134,25 @@ if $timings; then
     rm -f "$engine_out" "$engine" "$extender_out" "$extender"
 fi
 
-# Heap allocations in a callgrind profile: calls of the Rust allocator's
-# alloc (and alloc_zeroed), "+N r" for reallocations, read from
-# callgrind_annotate's caller tree.
+# Heap blocks valgrind's dhat counts in a whole run of a program.
+heap_blocks() {
+    valgrind --tool=dhat --dhat-out-file=/dev/null "$@" 2>&1 |
+        sed -n 's/.*Total: .* in \([0-9,]*\) blocks.*/\1/p' | tr -d ,
+}
+
+# The heap allocations of one admission: dhat's blocks of a run with it
+# less those of a run without it (`one_admission ... --no-admission`).
+# (Callgrind's call counts into the allocator are not used: they take jumps
+# inside glibc's malloc for calls.)
 allocations() {
-    callgrind_annotate --threshold=100 --tree=caller "$1" 2>/dev/null | awk '
-        /^ *[0-9,]+ \(.*\)  < / { callers[++n] = $0; next }
-        /\*  .*:__rustc::__rdl_(alloc|alloc_zeroed|realloc) \[/ {
-            kind = ($0 ~ /__rdl_realloc/) ? "r" : "a"
-            for (i = 1; i <= n; i++)
-                if (match(callers[i], /\(([0-9,]+)x\)/)) {
-                    c = substr(callers[i], RSTART + 1, RLENGTH - 3); gsub(",", "", c); total[kind] += c
-                }
-        }
-        { n = 0 }
-        END { printf "%d+%dr", total["a"], total["r"] }'
+    local with without
+    with=$(heap_blocks "$@") && without=$(heap_blocks "$@" --no-admission) && [ -n "$with" ] && [ -n "$without" ] ||
+        { echo "?"; return; }
+    echo $((with - without))
 }
 
 if $counts; then
-    echo "== instructions / heap allocations (+ reallocations) per admission (callgrind; the admission only, not start-up)"
+    echo "== instructions (callgrind; the admission only, not start-up) / heap allocations (dhat: a run less a run without the admission) per admission"
     (cd "$root" && cargo build -q --release -p topoalign-engine --example one_admission) 2>>"$log" || {
         echo "bench/speed.sh: building the one_admission example failed; see $log" >&2
         exit 1
@@ -163,15 +163,14 @@ if $counts; then
         row=()
         for numa in 2 8 64; do
             out=$(mktemp -t topoalign-speed-cg.XXXXXX)
-            profile=$(mktemp -t topoalign-speed-profile.XXXXXX)
-            if valgrind --tool=callgrind --callgrind-out-file="$profile" \
+            if valgrind --tool=callgrind --callgrind-out-file=/dev/null \
                 --toggle-collect='one_admission::measured' "$binary" "$policy" "$numa" >"$out" 2>&1; then
-                row+=("$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$out" | tail -n 1) / $(allocations "$profile")")
+                row+=("$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$out" | tail -n 1) / $(allocations "$binary" "$policy" "$numa")")
             else
                 cat "$out" >>"$log"
                 row+=("failed")
             fi
-            rm -f "$out" "$profile"
+            rm -f "$out"
         done
         printf '%-20s %20s %20s %20s\n' "$policy" "${row[@]}"
     done

@@ -71,6 +71,10 @@ type node struct {
 
 	mu     sync.Mutex
 	active []*v1.Pod // pods the kubelet considers active, in admission order
+
+	// live is the replay's pods on the node by namespace/name (the pod
+	// manager's view, read by the allocation manager's callbacks).
+	live map[string]*podEntry
 }
 
 // sourcesReady reports the kubelet's config sources as seen once the node

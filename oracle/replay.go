@@ -4,7 +4,8 @@ package main
 // admitted, starts the pod's containers the way kuberuntime does (what
 // PreCreateContainer applies is recorded, then PreStartContainer registers the
 // container with the CPU, memory and topology managers); each delete removes
-// the pod's containers from those managers and makes the pod inactive.
+// the pod's containers from those managers and makes the pod inactive, then
+// retries the pending resizes (resize.go).
 
 import (
 	"encoding/json"
@@ -112,7 +113,8 @@ func defaultPods(pods map[int]*v1.Pod) {
 // replay plays the events and returns the result document.
 func (n *node) replay(s *scenario, pods map[int]*v1.Pod) (map[string]any, error) {
 	live := map[string]*podEntry{} // namespace/name -> pod added and not deleted
-	byUID := map[string]string{}   // UID -> namespace/name of every pod added
+	n.live = live
+	byUID := map[string]string{} // UID -> namespace/name of every pod added
 	results := []any{}
 	for i, ev := range s.Events {
 		if ev.Delete != nil {
@@ -202,7 +204,8 @@ func (n *node) deletePod(i int, key string, live map[string]*podEntry) map[strin
 		n.deactivate(e.pod)
 		n.forgetAllocation(e.pod)
 	}
-	return map[string]any{"event": i, "pod": key, "deleted": true}
+	// HandlePodRemoves retries the pending resizes after any removal.
+	return withAccepted(map[string]any{"event": i, "pod": key, "deleted": true}, n.retryAfterRemoval())
 }
 
 func containerID(pod *v1.Pod, c *v1.Container) string {

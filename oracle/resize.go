@@ -1,11 +1,11 @@
 package main
 
 // In-place resize events (docs/scenario.md, `resize`): the scenario's new
-// cpu/memory sizes are written into the API server's copy of the pod (the
-// desired pod), and the release's resize decision (resize_<v>.go) is asked
-// whether the kubelet takes them. What decides is the kubelet's code; what
-// this file supplies is the desired pod and the condition's reason as the
-// status manager records it.
+// cpu/memory sizes are written into a new copy of the API server's pod (the
+// desired pod), and the release's kubelet code (resize_<v>.go: from 1.36
+// the allocation manager, which queues a resize it defers and retries every
+// pending one at each resize and delete) decides. What this file supplies
+// is the desired pod and the result's shape.
 
 import (
 	"strings"
@@ -93,45 +93,37 @@ func applyResize(desired *v1.Pod, r *resizeEvent) {
 	}
 }
 
+// resizePod is the API server's side of a resize (the desired pod, a new
+// object as the pod manager's UpdatePod receives it) and the kubelet's
+// (resize_<v>.go: HandlePodUpdates's resize part and, from 1.36, the
+// allocation manager's pending-resize queue).
 func (n *node) resizePod(i int, r *resizeEvent, live map[string]*podEntry) (map[string]any, error) {
 	key := resizeKey(r.Pod)
 	e := live[key]
-	if e.desired == nil {
-		e.desired = e.pod.DeepCopy()
-	}
+	old := e.current()
+	e.desired = old.DeepCopy()
 	applyResize(e.desired, r)
 	if !e.admitted {
 		return map[string]any{"event": i, "pod": key, "resized": false, "message": "pod not admitted"}, nil
 	}
-	desired := e.desired.DeepCopy()
-	n.mu.Lock()
-	others := []*v1.Pod{}
-	for _, p := range n.active {
-		if p.UID != desired.UID {
-			others = append(others, p)
-		}
+	return n.resizeUpdate(i, e, old)
+}
+
+// current is the pod as the pod manager holds it: the API server's latest
+// (desired) pod.
+func (e *podEntry) current() *v1.Pod {
+	if e.desired != nil {
+		return e.desired
 	}
-	n.mu.Unlock()
-	fit, reason, message, err := n.decideResize(desired, others)
-	if err != nil {
-		return nil, err
+	return e.pod
+}
+
+// withAccepted adds to an event's result the pods whose pending resize the
+// retry this event triggered accepted, in the order the kubelet accepted
+// them (docs/scenario.md, `acceptedPending`); nothing when none was.
+func withAccepted(result map[string]any, keys []string) map[string]any {
+	if len(keys) > 0 {
+		result["acceptedPending"] = keys
 	}
-	if !fit {
-		// pkg/kubelet/status SetPodResizePendingCondition (copied): every
-		// reason but Infeasible is recorded as Deferred.
-		if reason != "Infeasible" {
-			reason = "Deferred"
-		}
-		return map[string]any{"event": i, "pod": key, "resized": false, "reason": reason, "message": message}, nil
-	}
-	// The allocated pod is the desired one now: later admissions count it.
-	n.mu.Lock()
-	for j, p := range n.active {
-		if p.UID == desired.UID {
-			n.active[j] = desired
-		}
-	}
-	n.mu.Unlock()
-	e.pod = desired
-	return map[string]any{"event": i, "pod": key, "resized": true}, nil
+	return result
 }

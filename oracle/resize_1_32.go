@@ -5,9 +5,11 @@ package main
 // v1.32-v1.35 decide a resize in unexported code: (*Kubelet).canResizePod
 // (pkg/kubelet/kubelet.go, 1.32 and 1.33) and (*allocation.manager).canResizePod
 // (1.34, 1.35, reached only through the allocation manager's pending-resize
-// queue and a status manager). The harness does not call them: a scenario
-// with a resize event is a harness failure here, and the engine is checked
-// against vectors derived from reading that code (oracle/README.md).
+// queue, whose admit decision is that unexported canResizePod rather than
+// admit handlers the harness could register). The harness does not call
+// them: a scenario with a resize event of an admitted pod is a harness
+// failure here, and the engine is checked against vectors derived from
+// reading that code (oracle/README.md).
 
 import (
 	"fmt"
@@ -24,6 +26,9 @@ func (n *node) recordAllocation(*v1.Pod) {}
 
 func (n *node) forgetAllocation(*v1.Pod) {}
 
-func (n *node) decideResize(*v1.Pod, []*v1.Pod) (bool, string, string, error) {
-	return false, "", "", fmt.Errorf("resize events: the v%s kubelet decides them in unexported code the harness does not call (oracle/README.md)", kubeletMinor)
+func (n *node) resizeUpdate(int, *podEntry, *v1.Pod) (map[string]any, error) {
+	return nil, fmt.Errorf("resize events: the v%s kubelet decides them in unexported code the harness does not call (oracle/README.md)", kubeletMinor)
 }
+
+// retryAfterRemoval: no resize was ever pending here.
+func (n *node) retryAfterRemoval() []string { return nil }

@@ -14,6 +14,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler"
+	schedulerapi "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"topoalign/e2e/controlplane"
 )
@@ -21,7 +26,9 @@ import (
 // Benchmark, not a test (build tag bench; bench/scheduler.sh runs it):
 // pods per second bound by the stock kube-scheduler on simulated nodes,
 // without and with `topoalign extender` (called directly, no proxy in
-// between), and the time the scheduler spent in the extender's filter
+// between; with bindVerb, then without it: kube-scheduler binding as in
+// the baseline, so that run's pods per second are the filter's cost
+// alone), and the time the scheduler spent in the extender's filter
 // calls. Both sides say it with their own clocks: kube-scheduler's
 // scheduling_algorithm_duration_seconds less its framework's
 // extension points (what remains is the extender's call, with the JSON
@@ -61,20 +68,83 @@ func TestBenchSchedulerThroughput(t *testing.T) {
 	base := algorithmParts(baseMetrics)
 	base.print("without", pods)
 	if before := os.Getenv("TOPOALIGN_BENCH_BEFORE"); before != "" {
-		benchExtender(t, ctx, c, "before ("+before+")", before, pods, names, baseline, base)
+		benchExtender(t, ctx, c, "before ("+before+")", before, true, pods, names, baseline, base)
 	}
-	benchExtender(t, ctx, c, "this build", topoalign, pods, names, baseline, base)
+	benchExtender(t, ctx, c, "this build", topoalign, true, pods, names, baseline, base)
+	// The extender's bind creates Bindings concurrently, which alone can
+	// make the run faster than the baseline; without bindVerb kube-scheduler
+	// binds as in the baseline, so the difference is the filter calls'.
+	benchExtender(t, ctx, c, "this build, filter only (kube-scheduler binds)", topoalign, false, pods, names, baseline, base)
+	benchFilterClient(t, ctx, c, pods, names)
+}
+
+// benchFilterClient calls the extender's filter the way kube-scheduler
+// does — with kube-scheduler's own extender client (HTTPExtender of
+// k8s.io/kubernetes, the configured verbs, node names only), one call
+// after another — but with nothing else running: no scheduler, no
+// Bindings for the API server and etcd to process. Its time per call,
+// beside the extender's own, is what the HTTP exchange and Go's JSON both
+// ways cost; what kube-scheduler's clock says beyond that in the runs
+// above is waiting (for a core, on this machine).
+func benchFilterClient(t *testing.T, ctx context.Context, c *clients, pods int, names []string) {
+	t.Helper()
+	url, extender := startExtenderBinary(t, ctx, c, topoalign, len(names), "--choose-in-filter")
+	client, err := scheduler.NewHTTPExtender(&schedulerapi.Extender{
+		URLPrefix:        url,
+		FilterVerb:       "filter",
+		PrioritizeVerb:   "prioritize",
+		Weight:           5,
+		NodeCacheCapable: true,
+		HTTPTimeout:      metav1.Duration{Duration: 5 * time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := make([]fwk.NodeInfo, 0, len(names))
+	for _, name := range names {
+		info := framework.NewNodeInfo()
+		info.SetNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		nodes = append(nodes, info)
+	}
+	before, own := extenderMetrics(ctx, url)
+	started := time.Now()
+	for i := range pods {
+		pod := guaranteedPod("bench-client", "pod-"+strconv.Itoa(i), 1, "256Mi")
+		pod.UID = types.UID(fmt.Sprintf("bench-client-%d", i))
+		passed, _, _, err := client.Filter(pod, nodes)
+		if err != nil {
+			t.Fatalf("filter call %d: %v", i, err)
+		}
+		if len(passed) != 1 {
+			t.Fatalf("filter call %d: %d nodes passed, want the 1 the extender chose", i, len(passed))
+		}
+	}
+	elapsed := time.Since(started)
+	after, _ := extenderMetrics(ctx, url)
+	stop(t, extender)
+	fmt.Fprintf(os.Stderr, "  kube-scheduler's extender client alone (HTTPExtender v1.37.2, nothing else running): %d filter calls over %d nodes, %.2f ms each\n",
+		pods, len(names), 1000*elapsed.Seconds()/float64(pods))
+	if own {
+		filters, filtered := after.calls["filter"]-before.calls["filter"], after.seconds["filter"]-before.seconds["filter"]
+		fmt.Fprintf(os.Stderr, "    of which the extender's own time: %.2f ms; the HTTP exchange and the JSON both ways: %.2f ms\n",
+			1000*filtered/float64(max(filters, 1)), 1000*(elapsed.Seconds()-filtered)/float64(pods))
+	}
 }
 
 // benchExtender runs the pods through kube-scheduler with the extender of
-// binary and prints its figures beside the baseline's.
-func benchExtender(t *testing.T, ctx context.Context, c *clients, label, binary string, pods int, names []string, baseline time.Duration, base schedulerParts) {
+// binary (its bindVerb configured when bind) and prints its figures
+// beside the baseline's.
+func benchExtender(t *testing.T, ctx context.Context, c *clients, label, binary string, bind bool, pods int, names []string, baseline time.Duration, base schedulerParts) {
 	t.Helper()
-	url, extender := startExtenderBinary(t, ctx, c, binary, len(names), "--create-bindings", "--choose-in-filter")
-	config := adaptSchedulerConfigWith(t, filepath.Join(repo, "deploy", "kube-scheduler-extender.yaml"), "bench-extender", url, true,
-		map[string]string{"- schedulerName:": "- schedulerName: bench-extender"})
+	args, name := []string{"--choose-in-filter"}, "bench-filter"
+	if bind {
+		args, name = append(args, "--create-bindings"), "bench-extender"
+	}
+	url, extender := startExtenderBinary(t, ctx, c, binary, len(names), args...)
+	config := adaptSchedulerConfigWith(t, filepath.Join(repo, "deploy", "kube-scheduler-extender.yaml"), name, url, bind,
+		map[string]string{"- schedulerName:": "- schedulerName: " + name})
 	before, own := extenderMetrics(ctx, url)
-	with, withMetrics := benchRun(t, ctx, c, "bench-extender", "bench-extender", bins.Scheduler, config, pods, names)
+	with, withMetrics := benchRun(t, ctx, c, name, name, bins.Scheduler, config, pods, names)
 	after, _ := extenderMetrics(ctx, url)
 	stop(t, extender)
 
@@ -95,6 +165,9 @@ func benchExtender(t *testing.T, ctx context.Context, c *clients, label, binary 
 	fmt.Fprintf(os.Stderr, "    by the extender's clock (its /metrics): %d filter calls, %.2f ms each, %.1fs in all = %.0f%% of the run with it\n",
 		filters, ms(filtered, filters), filtered, 100*filtered/with.Seconds())
 	binds, bound := after.calls["bind"]-before.calls["bind"], after.seconds["bind"]-before.seconds["bind"]
+	if binds == 0 {
+		return
+	}
 	fmt.Fprintf(os.Stderr, "    extender bind calls (the Binding created through the API server, concurrent): %d, %.1f ms each on average\n", binds, ms(bound, binds))
 }
 

@@ -397,8 +397,10 @@ impl Ledger {
             fingerprint: self.fingerprint.clone(),
             node: self.description.clone(),
         })?;
+        let state = serde_json::to_value(topoalign_nrt::StateRecord::of(&self.node))
+            .map_err(|e| LedgerError::Io(format!("cannot encode a record: {e}")))?;
         let snapshot = encode(&Record::Snapshot {
-            state: topoalign_nrt::StateRecord::of(&self.node),
+            state,
             held: self.held.iter().map(|h| h.record.clone()).collect(),
         })?;
         let commit = self.journal.commit();
@@ -504,7 +506,9 @@ impl Ledger {
                             .unwrap_or_default(),
                     ))
                 };
-                let snapshot = state.to_snapshot().map_err(damaged)?;
+                let view = <topoalign_nrt::StateView<'_> as serde::Deserialize>::deserialize(&state)
+                    .map_err(|e| damaged(e.to_string()))?;
+                let snapshot = view.to_snapshot().map_err(damaged)?;
                 let mut node = self.genesis.clone();
                 node.restore(snapshot).map_err(|e| damaged(e.to_string()))?;
                 let mut restored = Vec::with_capacity(held.len());

@@ -31,8 +31,11 @@ pub enum Record {
     /// of a new epoch: the engine's state in the kubelet checkpoints'
     /// shape, restored on recovery as a restarting kubelet restores its
     /// checkpoints, and the held allocations. Released history is gone.
+    /// The state is a `topoalign_nrt::StateRecord` as written, kept as
+    /// JSON and read through `topoalign_nrt::StateView` (the one reading
+    /// of that format).
     Snapshot {
-        state: topoalign_nrt::StateRecord,
+        state: serde_json::Value,
         held: Vec<AdmitRecord>,
     },
 }

@@ -268,7 +268,7 @@ fn follower_resync_per_change() {
         );
 
         let t = Instant::now();
-        let record: topoalign_nrt::StateRecord = serde_json::from_value(expected.clone()).unwrap();
+        let record = <topoalign_nrt::StateView<'_> as serde::Deserialize>::deserialize(&expected).unwrap();
         let mut fresh = base.clone();
         for pod in &record.pods {
             let _ = fresh.admit(pod.to_pod().unwrap());

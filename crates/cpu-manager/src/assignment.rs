@@ -157,38 +157,22 @@ impl<'t> Accumulator<'t> {
     }
 
     /// [`Accumulator::free_ids`] appended to `out` (what `out` held before
-    /// is left alone).
+    /// is left alone). Reads the topology's groups (and, under a parent,
+    /// the child groups it shares CPUs with), which come ascending and
+    /// distinct: a child is listed when it shares a free CPU with the
+    /// parent.
     fn push_free_ids(&self, child: Level, parent: Option<(Level, u32)>, out: &mut Vec<u32>) {
-        let start = out.len();
-        let child_of = |cpu: u32| self.topology.cpu(cpu).map(|info| child.id_of(&info));
-        // At most one id per CPU looked at: one allocation, not a growth
-        // per doubling.
-        out.reserve(match parent {
-            None => self.free.len(),
-            Some((level, id)) => self.topology.group(level, id).len(),
-        });
-        match parent {
-            None => out.extend(self.free.iter().filter_map(child_of)),
-            // The parent's group is exactly the CPUs whose parent id is
-            // `id`.
-            Some((level, id)) => out.extend(
-                self.topology
-                    .group(level, id)
-                    .iter()
-                    .filter(|&cpu| self.free.contains(cpu))
-                    .filter_map(child_of),
-            ),
-        }
-        out[start..].sort_unstable();
-        // Drop repeats within the appended part.
-        let mut kept = start;
-        for i in start..out.len() {
-            if kept == start || out[i] != out[kept - 1] {
-                out[kept] = out[i];
-                kept += 1;
-            }
-        }
-        out.truncate(kept);
+        let groups = match parent {
+            None => self.topology.groups(child),
+            Some((level, id)) => self.topology.children(child, level, id),
+        };
+        out.reserve(groups.len());
+        out.extend(
+            groups
+                .iter()
+                .filter(|(_, cpus)| self.free.intersects(cpus))
+                .map(|&(id, _)| id),
+        );
     }
 
     /// The kubelet's `sort`: fewest free CPUs first, then lowest id.
@@ -202,8 +186,27 @@ impl<'t> Accumulator<'t> {
     fn push_sorted_ids(&self, child: Level, parent: Option<(Level, u32)>, out: &mut Vec<u32>) {
         let start = out.len();
         self.push_free_ids(child, parent, out);
-        // Ids are distinct, so an unstable sort gives the one order.
-        out[start..].sort_unstable_by_key(|&id| (self.free_in(child, id), id));
+        // Ids are distinct, so an unstable sort gives the one order. Each
+        // key (a group lookup and a count) is worked out once, on the stack
+        // for up to `ON_STACK` groups, rather than twice per comparison.
+        const ON_STACK: usize = 64;
+        let ids = &mut out[start..];
+        if ids.len() < 2 {
+            return;
+        }
+        if ids.len() <= ON_STACK {
+            let mut keyed = [(0usize, 0u32); ON_STACK];
+            for (slot, &id) in keyed.iter_mut().zip(ids.iter()) {
+                *slot = (self.free_in(child, id), id);
+            }
+            let keyed = &mut keyed[..ids.len()];
+            keyed.sort_unstable();
+            for (id, &(_, sorted)) in ids.iter_mut().zip(keyed.iter()) {
+                *id = sorted;
+            }
+        } else {
+            ids.sort_unstable_by_key(|&id| (self.free_in(child, id), id));
+        }
     }
 
     /// For each parent in order, its children sorted: the partial orders the

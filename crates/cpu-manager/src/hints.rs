@@ -15,6 +15,7 @@ use topoalign_model::{
 };
 
 use crate::CpuTopology;
+use crate::topology::Level;
 
 /// The CPU hint list as a rule: which NUMA masks can hold `request` CPUs.
 ///
@@ -72,9 +73,14 @@ impl CpuHintRule {
     ) -> CpuHintRule {
         let universe = topology.numa_mask();
         let numa_of = |cpu: u32| topology.cpu(cpu).map_or(0, |info| info.numa);
+        // Counted per NUMA node's CPUs (a few words each), not per CPU; a
+        // CPU the topology does not know counts on node 0.
         let mut per_node = [0u32; MAX_NUMA_NODES];
-        for cpu in available.iter() {
-            per_node[numa_of(cpu)] += 1;
+        for (node, cpus) in topology.groups(Level::Numa) {
+            per_node[*node as usize] = available.intersection_len(cpus) as u32;
+        }
+        if !available.is_subset(topology.all_cpus()) {
+            per_node[0] += available.difference(topology.all_cpus()).len() as u32;
         }
         let reusable_nodes = NumaMask::from_nodes(reusable.iter().map(numa_of));
         let request = u64::try_from(request).unwrap_or(0);

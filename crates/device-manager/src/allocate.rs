@@ -99,14 +99,14 @@ pub(crate) fn devices_to_allocate(request: &Request<'_>) -> Result<DeviceSet, De
     }
 
     let buckets = filter_by_affinity(request.devices, &available, request.hint);
-    if chosen.needed < i128::try_from(buckets.aligned.len()).unwrap_or(i128::MAX) {
+    if chosen.needed < i128::try_from(buckets.aligned().len()).unwrap_or(i128::MAX) {
         // Everything fits in the aligned set: let the plugin choose there.
-        let offered: Ids<'_> = buckets.aligned.iter().copied().chain(&chosen.devices).collect();
+        let offered: Ids<'_> = buckets.aligned().iter().copied().chain(&chosen.devices).collect();
         let preferred = preferred_allocation(request.devices, &offered, &chosen.devices, required);
-        if chosen.take_from(preferred.iter().filter(|id| holds(&buckets.aligned, id))) {
+        if chosen.take_from(preferred.iter().filter(|id| holds(buckets.aligned(), id))) {
             return Ok(chosen.devices);
         }
-        if chosen.take_from(buckets.aligned.iter().copied()) {
+        if chosen.take_from(buckets.aligned().iter().copied()) {
             return Ok(chosen.devices);
         }
         return Err(less_than_required(required, required - chosen.needed));
@@ -114,7 +114,7 @@ pub(crate) fn devices_to_allocate(request: &Request<'_>) -> Result<DeviceSet, De
 
     // Take every aligned device first (the alignment the topology manager
     // promised), then let the plugin choose among the rest.
-    if chosen.take_from(buckets.aligned.iter().copied()) {
+    if chosen.take_from(buckets.aligned().iter().copied()) {
         return Ok(chosen.devices);
     }
     let offered: Ids<'_> = available.iter().map(|&(id, _)| id).chain(&chosen.devices).collect();
@@ -127,7 +127,8 @@ pub(crate) fn devices_to_allocate(request: &Request<'_>) -> Result<DeviceSet, De
     if chosen.take_from(preferred.iter().filter(is_available)) {
         return Ok(chosen.devices);
     }
-    if chosen.take_from(buckets.unaligned.iter().copied()) || chosen.take_from(buckets.without_topology.iter().copied())
+    if chosen.take_from(buckets.unaligned().iter().copied())
+        || chosen.take_from(buckets.without_topology().iter().copied())
     {
         return Ok(chosen.devices);
     }
@@ -159,12 +160,27 @@ impl Chosen {
 
 /// The available devices split by the hint (the kubelet's
 /// `filterByAffinity`). A device on several NUMA nodes is aligned as soon as
-/// one of them is in the hint. Each bucket is in ascending id order.
+/// one of them is in the hint. Each bucket is in ascending id order; the
+/// three are consecutive parts of one list (one allocation).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct AffinityBuckets<'a> {
-    pub(crate) aligned: Vec<&'a String>,
-    pub(crate) unaligned: Vec<&'a String>,
-    pub(crate) without_topology: Vec<&'a String>,
+    ids: Vec<&'a String>,
+    aligned_end: usize,
+    unaligned_end: usize,
+}
+
+impl<'a> AffinityBuckets<'a> {
+    pub(crate) fn aligned(&self) -> &[&'a String] {
+        &self.ids[..self.aligned_end]
+    }
+
+    pub(crate) fn unaligned(&self) -> &[&'a String] {
+        &self.ids[self.aligned_end..self.unaligned_end]
+    }
+
+    pub(crate) fn without_topology(&self) -> &[&'a String] {
+        &self.ids[self.unaligned_end..]
+    }
 }
 
 /// Device ids borrowed from the registry (or from what is already chosen),
@@ -184,23 +200,44 @@ pub(crate) fn filter_by_affinity<'a>(
     available: &[(&'a String, Option<NumaMask>)],
     hint: TopologyHint,
 ) -> AffinityBuckets<'a> {
-    let mut buckets = AffinityBuckets::default();
-    let hint_mask = match hint.affinity {
-        Some(mask) if devices.has_topology_alignment() => mask,
-        _ => {
-            buckets.without_topology = available.iter().map(|&(id, _)| id).collect();
-            return buckets;
-        }
+    let ids = |wanted: Bucket| {
+        available
+            .iter()
+            .filter(move |&&(_, affinity)| bucket(devices, hint, affinity) == wanted)
+            .map(|&(id, _)| id)
     };
-    for &(id, affinity) in available {
-        let bucket = match affinity {
-            None => &mut buckets.without_topology,
-            Some(affinity) if affinity.intersects(hint_mask) => &mut buckets.aligned,
-            Some(_) => &mut buckets.unaligned,
-        };
-        bucket.push(id);
+    let mut all = Vec::with_capacity(available.len());
+    all.extend(ids(Bucket::Aligned));
+    let aligned_end = all.len();
+    all.extend(ids(Bucket::Unaligned));
+    let unaligned_end = all.len();
+    all.extend(ids(Bucket::WithoutTopology));
+    AffinityBuckets {
+        ids: all,
+        aligned_end,
+        unaligned_end,
     }
-    buckets
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Bucket {
+    Aligned,
+    Unaligned,
+    WithoutTopology,
+}
+
+/// Which bucket of [`filter_by_affinity`] a device with `affinity` is in.
+fn bucket(devices: &ResourceDevices, hint: TopologyHint, affinity: Option<NumaMask>) -> Bucket {
+    match (hint.affinity, affinity) {
+        (Some(hint_mask), Some(affinity)) if devices.has_topology_alignment() => {
+            if affinity.intersects(hint_mask) {
+                Bucket::Aligned
+            } else {
+                Bucket::Unaligned
+            }
+        }
+        _ => Bucket::WithoutTopology,
+    }
 }
 
 /// The conformance plugins' `GetPreferredAllocation` (conformance README,

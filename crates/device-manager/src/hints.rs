@@ -34,8 +34,8 @@ pub(crate) struct DeviceHintRule {
     min_size: u32,
     /// When every free affinity is a single node (the usual case): the
     /// free devices per node, so that a mask's count is a sum over its
-    /// nodes. Empty otherwise.
-    free_per_node: Vec<i128>,
+    /// nodes (kept inline: no allocation). `None` otherwise.
+    free_per_node: Option<[u32; MAX_NUMA_NODES]>,
 }
 
 impl DeviceHintRule {
@@ -61,9 +61,9 @@ impl DeviceHintRule {
         min_size: u32,
     ) -> DeviceHintRule {
         let free_per_node = if free.iter().all(|a| a.count() == 1) {
-            per_node(&free).to_vec()
+            Some(per_node(&free))
         } else {
-            Vec::new()
+            None
         };
         DeviceHintRule {
             universe,
@@ -77,20 +77,21 @@ impl DeviceHintRule {
 
     /// Free devices whose affinity touches `mask`.
     fn free_on(&self, mask: NumaMask) -> i128 {
-        if self.free_per_node.is_empty() {
-            count_on(mask, &self.free)
-        } else {
-            mask.nodes().map(|n| self.free_per_node[n]).sum()
+        match &self.free_per_node {
+            None => count_on(mask, &self.free),
+            Some(per_node) => mask.nodes().map(|n| i128::from(per_node[n])).sum(),
         }
     }
 }
 
 /// Devices per node, for affinities that are all single nodes.
-fn per_node(affinities: &[NumaMask]) -> [i128; MAX_NUMA_NODES] {
-    let mut counts = [0i128; MAX_NUMA_NODES];
+fn per_node(affinities: &[NumaMask]) -> [u32; MAX_NUMA_NODES] {
+    // `u32` counts (at most one per device): a quarter of the bytes to
+    // clear and copy of `i128` ones.
+    let mut counts = [0u32; MAX_NUMA_NODES];
     for affinity in affinities {
         if let Some(node) = affinity.nodes().next() {
-            counts[node] += 1;
+            counts[node] = counts[node].saturating_add(1);
         }
     }
     counts
@@ -124,9 +125,9 @@ fn fewest_nodes_reaching(
     // Every affinity is one node: a mask touches a device exactly when it
     // holds that node, so counting per node once answers every mask.
     let per_node = per_node(devices);
-    let mut so_far = base + forced.nodes().map(|n| per_node[n]).sum::<i128>();
+    let mut so_far = base + forced.nodes().map(|n| i128::from(per_node[n])).sum::<i128>();
     // On the stack: at most one count per NUMA node.
-    let mut counts = [0i128; MAX_NUMA_NODES];
+    let mut counts = [0u32; MAX_NUMA_NODES];
     let mut len = 0;
     for n in universe.without(forced).nodes() {
         counts[len] = per_node[n];
@@ -139,7 +140,7 @@ fn fewest_nodes_reaching(
         if so_far >= need && count >= 1 {
             break;
         }
-        so_far += extra;
+        so_far += i128::from(extra);
         count += 1;
     }
     (so_far >= need && count >= 1).then_some(count)
@@ -362,7 +363,7 @@ mod rule_properties {
             prop_assert_eq!(rule.narrowest_count(), enumerated);
             // Counting per node (single-node devices) answers as counting
             // device by device does.
-            let by_device = DeviceHintRule { free_per_node: Vec::new(), ..rule.clone() };
+            let by_device = DeviceHintRule { free_per_node: None, ..rule.clone() };
             for mask in NumaMask::subsets_by_size(universe) {
                 prop_assert_eq!(rule.classify(mask), by_device.classify(mask));
                 // The preferred single nodes within any mask are the ones

@@ -12,6 +12,13 @@
 //! toggle; building the machine, starting the node, cloning it (as the
 //! benchmark and the extender do) and dropping the results are not.
 //! `bench/speed.sh` runs it for each policy and machine size.
+//!
+//! With a third argument `--no-admission` everything but the admission
+//! happens: valgrind's dhat counts the heap blocks of a run with and of a
+//! run without it, and the difference is the admission's allocations
+//! (`bench/speed.sh` prints it; callgrind's call counts into the allocator
+//! are not a count of allocations, as they take jumps inside glibc's
+//! `malloc` for calls).
 
 #[path = "../benches/common/mod.rs"]
 mod common;
@@ -30,7 +37,7 @@ fn measured(node: &mut Node, pod: Pod) -> Decision {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(policy), Some(numa_nodes)) = (args.first(), args.get(1)) else {
-        eprintln!("usage: one_admission <single-numa-node|restricted|best-effort> <NUMA nodes>");
+        eprintln!("usage: one_admission <single-numa-node|restricted|best-effort> <NUMA nodes> [--no-admission]");
         return ExitCode::from(2);
     };
     let policy: TopologyPolicyName = match policy.parse() {
@@ -54,8 +61,21 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let admission = match args.get(2).map(String::as_str) {
+        None => true,
+        Some("--no-admission") => false,
+        Some(other) => {
+            eprintln!("one_admission: unknown argument {other:?} (expected --no-admission)");
+            return ExitCode::from(2);
+        }
+    };
     let mut trial = node.clone();
-    let decision = black_box(measured(&mut trial, common::pod()));
+    let pod = common::pod();
+    if !admission {
+        black_box((trial, pod));
+        return ExitCode::SUCCESS;
+    }
+    let decision = black_box(measured(&mut trial, pod));
     if let Some(rejection) = &decision.rejection {
         eprintln!("one_admission: the pod was rejected: {}", rejection.message);
         return ExitCode::FAILURE;

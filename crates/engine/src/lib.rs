@@ -18,8 +18,8 @@ mod reservation;
 pub use config::{CpuPolicyName, MemoryPolicyName, NodeConfig, ReservedMemory, TopologyPolicyName, TopologyScope};
 pub use decision::{ContainerPlacement, Decision, MergeRecord, MergeTrace, Provider, Rejection, RejectionStage};
 pub use node::{
-    Node, NodeSnapshot, NodeState, NumaUsage, PendingReason, ResizeDecision, ResizeError, ResizeOutcome, ResourceUsage,
-    RestoreError, TrialAdmission,
+    Deletion, Node, NodeSnapshot, NodeState, NumaUsage, PendingReason, ResizeDecision, ResizeError, ResizeOutcome,
+    ResourceUsage, RestoreError, TrialAdmission,
 };
 pub use reservation::node_allocatable_reservation;
 /// The managers' state types a [`NodeSnapshot`] is made of.

@@ -26,7 +26,7 @@ mod snapshot;
 mod trial;
 mod usage;
 
-pub use resize::{PendingReason, ResizeDecision, ResizeError, ResizeOutcome};
+pub use resize::{Deletion, PendingReason, ResizeDecision, ResizeError, ResizeOutcome};
 pub use snapshot::{NodeSnapshot, RestoreError};
 pub use trial::TrialAdmission;
 pub use usage::{NumaUsage, ResourceUsage};
@@ -51,6 +51,8 @@ pub struct Node {
     /// What `active` requests together, as the fit check counts it; changes
     /// with `active` only (see `set_active`, `admit`, `remove`).
     fit_usage: FitUsage,
+    /// Desired sizes, conditions and the queue of pending resizes (1.34+).
+    resizes: resize::PendingResizes,
 }
 
 /// The node's allocation state, as the kubelet's checkpoint files hold it.
@@ -122,6 +124,7 @@ impl Node {
             memory,
             active: Vec::new(),
             fit_usage: FitUsage::default(),
+            resizes: resize::PendingResizes::default(),
         })
     }
 
@@ -169,6 +172,8 @@ impl Node {
             memory: self.memory.clone(),
             active: Vec::new(),
             fit_usage: self.fit_usage.clone(),
+            // Resizes pending on the node's pods: a trial keeps no pods.
+            resizes: Default::default(),
         }
     }
 
@@ -249,7 +254,8 @@ impl Node {
     }
 
     /// Deletes the pod with `uid`, releasing everything it holds. Returns
-    /// whether such a pod was admitted.
+    /// whether such a pod was admitted. Pending resizes are not retried:
+    /// [`Node::delete`] does that, as the kubelet does.
     pub fn remove(&mut self, uid: &str) -> bool {
         let before = self.active.len();
         let usage = &mut self.fit_usage;
@@ -261,6 +267,7 @@ impl Node {
             keep
         });
         self.release(uid);
+        self.resizes.forget(uid);
         self.active.len() != before
     }
 

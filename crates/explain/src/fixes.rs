@@ -5,7 +5,8 @@
 //! Kinds of change, in the order they are offered:
 //! 1. the pod asks for less: for each resource, the largest request that
 //!    fits now (the others unchanged; CPUs in whole cores under
-//!    `full-pcpus-only`, and the next whole number of cores up); when no
+//!    `full-pcpus-only`, and the next whole number of cores up; a resource
+//!    the node has none of, left out); when no
 //!    single resource can be shrunk enough, the whole pod shrunk to what
 //!    one NUMA node has free, else every resource of every container (and
 //!    `spec.resources`) cut down together;
@@ -476,6 +477,13 @@ fn shrink_each(situation: &Situation<'_>) -> Vec<Fix> {
             fixes.extend(shrink_fractional_cpu(situation, target, current, ceiling));
             continue;
         }
+        if ceiling == 0 {
+            // The node has none of it at all (huge pages of a size it does
+            // not have, a device it lacks): no smaller amount fits, only
+            // none.
+            fixes.extend(leave_out(situation, &resource));
+            continue;
+        }
         let unit = step(&resource).value();
         let current_steps = current.value() / unit;
         let most = (current_steps - 1).min(ceiling / unit);
@@ -506,6 +514,35 @@ fn shrink_each(situation: &Situation<'_>) -> Vec<Fix> {
         }
     }
     fixes
+}
+
+/// For a resource the node has none of: the pod without it — every
+/// container's and the pod level's requests and limits of it removed.
+fn leave_out(situation: &Situation<'_>, resource: &str) -> Option<Fix> {
+    let mut manifest = situation.manifest.clone();
+    let spec = manifest.get_mut("spec")?;
+    let mut resource_lists: Vec<&mut Value> = Vec::new();
+    let Value::Object(spec) = spec else { return None };
+    for (field, value) in spec.iter_mut() {
+        match (field.as_str(), value) {
+            ("containers" | "initContainers", Value::Array(containers)) => {
+                resource_lists.extend(containers.iter_mut().filter_map(|c| c.get_mut("resources")));
+            }
+            ("resources", value) => resource_lists.push(value),
+            _ => {}
+        }
+    }
+    for resources in resource_lists {
+        for field in ["requests", "limits"] {
+            if let Some(list) = resources.get_mut(field).and_then(Value::as_object_mut) {
+                list.remove(resource);
+            }
+        }
+    }
+    let change = Change::Pod(manifest);
+    let decision = admits(situation, &change)?;
+    let what = format!("Leave out {resource} (this node has none of it)");
+    Some(Fix::new(what, change, &decision))
 }
 
 /// With `full-pcpus-only` a CPU count must be a multiple of the CPUs per

@@ -7,26 +7,16 @@ use serde_json::{Value, json};
 use topoalign_engine::Node;
 use topoalign_explain::{Explanation, Situation, explain, fixes};
 use topoalign_k8s::{KubeletConfiguration, node_config, pod_from_value};
+use topoalign_model::UniformMachine;
 
-/// `numa` NUMA nodes of `cores` cores × `threads` threads, 16Gi each.
-fn node(numa: usize, cores: usize, threads: usize, kubelet: &Value) -> Node {
-    let mut cpus = Vec::new();
-    let per_numa = cores * threads;
-    for n in 0..numa {
-        for c in 0..cores {
-            for t in 0..threads {
-                let core = n * cores + c;
-                // Siblings N and N + numa·cores, as on Intel machines.
-                let id = t * numa * cores + core;
-                cpus.push(json!({"id": id, "core": core, "socket": 0, "numa": n}));
-            }
-        }
-    }
-    assert_eq!(cpus.len(), numa * per_numa);
-    let numa_nodes: Vec<_> = (0..numa).map(|id| json!({"id": id, "memory": "16Gi"})).collect();
-    let topology: topoalign_scenario::TopologySpec =
-        serde_json::from_value(json!({"numaNodes": numa_nodes, "cpus": cpus})).unwrap();
-    let machine = topology.to_machine().unwrap();
+/// `numa` NUMA nodes of `cores` cores × `threads` threads, 16Gi each
+/// (siblings N and N + numa·cores, as on Intel machines).
+fn node(numa: usize, cores: u32, threads: u32, kubelet: &Value) -> Node {
+    let machine = UniformMachine::new(numa, cores)
+        .threads_per_core(threads)
+        .memory_per_numa(16 << 30)
+        .build()
+        .unwrap();
     let config = node_config(&KubeletConfiguration::from_value(kubelet).unwrap(), &machine).unwrap();
     Node::start(machine, config).unwrap()
 }
@@ -95,6 +85,31 @@ fn huge_pages_of_size_zero_are_explained_without_a_crash() {
         "{explanation:?}"
     );
     assert!(explanation.summary.contains("hugepages-0Gi"), "{}", explanation.summary);
+    assert!(
+        descriptions(&explanation)
+            .iter()
+            .any(|d| d.starts_with("Leave out hugepages-0Gi")),
+        "{:?}",
+        descriptions(&explanation)
+    );
+}
+
+/// Huge pages of a size the node does not have (2Mi on a node with none)
+/// got no fix: no smaller amount fits, but leaving them out admits.
+#[test]
+fn huge_pages_of_a_size_the_node_lacks_get_a_leave_out_fix() {
+    let kubelet = json!({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0",
+                         "topologyManagerPolicy": "single-numa-node"});
+    let node = node(2, 4, 1, &kubelet);
+    let manifest = pod_manifest(json!({"limits": {"cpu": "1", "memory": "1Gi", "hugepages-2Mi": "4Mi"}}));
+    let explanation = explain_and_replay(&node, &kubelet, &manifest);
+    let fixes = descriptions(&explanation);
+    assert!(
+        fixes
+            .iter()
+            .any(|d| d.starts_with("Leave out hugepages-2Mi (this node has none of it): admitted")),
+        "{fixes:?}"
+    );
 }
 
 #[test]

@@ -38,7 +38,6 @@
 //! Owns: node states, assumptions, the answer cache. No I/O: time comes in
 //! as an argument.
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::time::{Duration, Instant};
@@ -179,8 +178,9 @@ pub struct Rebuilt {
 
 struct RebuiltNode {
     node: Node,
-    /// The node of this spec as started, before the state was restored.
-    empty: Node,
+    /// The node of this spec as started, before the state was restored,
+    /// when this rebuild started it (not found in its [`Starts`]).
+    empty: Option<Node>,
     spec_key: u64,
     state_key: u64,
     reported: HashSet<String>,
@@ -398,28 +398,36 @@ impl Cluster {
         let text = |attribute: &str| object.attribute(attribute).unwrap_or_default().to_owned();
         let spec_text = text(topoalign_nrt::exact::NODE_SPEC_ATTRIBUTE);
         let spec_key = hash(&("nrt", &spec_text));
+        let mut started = None;
         let empty = match starts.0.get(&spec_key) {
             // The spec text is the one that started it: present and valid.
-            Some(node) => node.clone(),
+            Some(node) => node,
             None => {
-                let started = topoalign_nrt::read_spec(object).and_then(|spec| topoalign_nrt::start_node(&spec));
-                match started {
+                let node = topoalign_nrt::read_spec(object).and_then(|spec| topoalign_nrt::start_node(&spec));
+                match node {
                     Ok(node) => {
-                        starts.0.insert(spec_key, node.clone());
-                        node
+                        started = Some(node.clone());
+                        starts.0.entry(spec_key).or_insert(node)
                     }
                     Err(e) => return unrestorable(e),
                 }
             }
         };
-        let restored = topoalign_nrt::read_state_view(object).and_then(|state| {
+        let restored = topoalign_nrt::read_state(object).and_then(|state| {
             let key = state_key(spec_key, &state);
             let reported = state.uids().map(str::to_owned).collect::<HashSet<_>>();
-            topoalign_nrt::restore_view_onto(empty.clone(), &state).map(|node| (key, reported, node))
+            topoalign_nrt::restore_onto(empty.clone(), &state).map(|node| (key, reported, node))
         });
         let (state_key, reported, node) = match restored {
             Ok(restored) => restored,
-            Err(e) => return unrestorable(e),
+            Err(e) => {
+                // The node started here reaches the cluster with a restored
+                // object only: the next object of this spec starts it again.
+                if started.is_some() {
+                    starts.0.remove(&spec_key);
+                }
+                return unrestorable(e);
+            }
         };
         Rebuilt {
             name,
@@ -427,7 +435,7 @@ impl Cluster {
                 reported,
                 state_key,
                 node,
-                empty,
+                empty: started,
                 spec_key,
                 state_text: text(topoalign_nrt::exact::STATE_ATTRIBUTE),
                 spec_text,
@@ -508,7 +516,9 @@ impl Cluster {
             spec_text,
             state_text,
         } = rebuilt;
-        self.empty.entry(spec_key).or_insert(empty);
+        if let Some(empty) = empty {
+            self.empty.entry(spec_key).or_insert(empty);
+        }
         self.nodes
             .insert(name.clone(), KnownNode::new(node, spec_key, state_key));
         // Assumptions on this node: confirmed, or laid on top again.
@@ -1101,7 +1111,7 @@ fn trial(node: &Node, pod: &Pod) -> Trial {
 /// two texts of one state (quantities written otherwise) may get two keys,
 /// which only shares fewer answers.
 fn state_key(spec_key: u64, record: &topoalign_nrt::StateView<'_>) -> u64 {
-    let mut hasher = DefaultHasher::new();
+    let mut hasher = key_hasher();
     spec_key.hash(&mut hasher);
     let place: HashMap<&str, usize> = record.uids().enumerate().map(|(i, uid)| (uid, i)).collect();
     record.pods.len().hash(&mut hasher);
@@ -1113,7 +1123,7 @@ fn state_key(spec_key: u64, record: &topoalign_nrt::StateView<'_>) -> u64 {
     fn by_place<'a, V: Hash>(
         place: &HashMap<&str, usize>,
         entries: &'a topoalign_nrt::exact::Pairs<topoalign_nrt::exact::Text<'_>, V>,
-        hasher: &mut DefaultHasher,
+        hasher: &mut impl Hasher,
     ) {
         let mut placed: Vec<(Option<usize>, &'a V)> = entries
             .iter()
@@ -1184,9 +1194,18 @@ impl Hasher for KeyHasher {
 }
 
 fn hash<T: Hash>(value: &T) -> u64 {
-    let mut hasher = DefaultHasher::new();
+    let mut hasher = key_hasher();
     value.hash(&mut hasher);
     hasher.finish()
+}
+
+/// The hasher of every key ([`hash`], [`state_key`]): well mixed, fixed
+/// (the same keys on every thread) and several times cheaper than
+/// `DefaultHasher` on the long texts and states keyed at start.
+fn key_hasher() -> foldhash::quality::FoldHasher<'static> {
+    use std::hash::BuildHasher;
+    static KEYS: foldhash::quality::FixedState = foldhash::quality::FixedState::with_seed(0x746f_706f_616c_6967);
+    KEYS.build_hasher()
 }
 
 #[cfg(test)]

@@ -5,6 +5,13 @@
 //! instruction counts repeat from run to run, where wall-clock time on a
 //! shared machine does not.
 //!
+//! Each round is one kubelet change (a pod deleted, then one added, in
+//! turn; made outside the measured part) and the follower's work after
+//! it, so that what the follower keeps from the last gather (the parsed
+//! sources whose bytes did not change) saves only what a real change
+//! leaves unchanged. `follow_once N unchanged` gathers N times with no
+//! change in between (a resync).
+//!
 //! ```text
 //! cargo build --release -p topoalign-follow --example follow_once
 //! valgrind --tool=callgrind --toggle-collect='follow_once::measured' \
@@ -22,38 +29,34 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use topoalign_engine::Node;
-use topoalign_follow::{PodSource, Sources, rebuild};
+use topoalign_follow::{PodSource, Rebuilder, Sources};
 use topoalign_nrt::{BuildOptions, NodeSpec};
 use topoalign_simnodes::bench;
 use topoalign_simnodes::stand_in::{Change, DieAtWrite, Layout, Paths, StandIn};
 
-/// `rounds` gathers (on the connection `sources` keeps, as the follower
-/// does), rebuilds and objects; the attribute bytes, summed.
+/// One gather (on the connection `sources` keeps, as the follower
+/// does), rebuild and object; the attribute bytes.
 #[inline(never)]
 fn measured(
     runtime: &tokio::runtime::Runtime,
     sources: &mut Sources,
+    rebuilder: &mut Rebuilder,
     base: &Node,
     spec: &NodeSpec,
-    rounds: usize,
 ) -> Result<usize, String> {
-    let mut bytes = 0;
-    for _ in 0..rounds {
-        let observation = runtime.block_on(sources.gather()).map_err(|e| e.to_string())?;
-        let rebuilt = rebuild(base, &observation).map_err(|e| e.to_string())?;
-        let object = topoalign_nrt::build(
-            "bench",
-            &rebuilt.node,
-            BuildOptions {
-                exact_state: Some(spec),
-            },
-        );
-        bytes += object.attributes.iter().map(|a| a.value.len()).sum::<usize>();
-    }
-    Ok(bytes)
+    let observation = runtime.block_on(sources.gather()).map_err(|e| e.to_string())?;
+    let rebuilt = rebuilder.rebuild(base, &observation).map_err(|e| e.to_string())?;
+    let object = topoalign_nrt::build(
+        "bench",
+        &rebuilt.node,
+        BuildOptions {
+            exact_state: Some(spec),
+        },
+    );
+    Ok(object.attributes.iter().map(|a| a.value.len()).sum::<usize>())
 }
 
-fn run(rounds: usize) -> Result<(), String> {
+fn run(rounds: usize, unchanged: bool) -> Result<(), String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let spec: NodeSpec = serde_json::from_value(bench::node()).map_err(|e| e.to_string())?;
     let base = topoalign_nrt::start_node(&spec).map_err(|e| e.to_string())?;
@@ -107,12 +110,29 @@ fn run(rounds: usize) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     // The follower keeps its connection: the first gather opens it.
     let mut sources = Sources::new(root, socket, PodSource::File(pods_file));
-    measured(&runtime, &mut sources, &base, &spec, 1)?;
-    let started = Instant::now();
-    let bytes = black_box(measured(&runtime, &mut sources, &base, &spec, rounds)?);
-    let took = started.elapsed();
+    let mut rebuilder = Rebuilder::default();
+    measured(&runtime, &mut sources, &mut rebuilder, &base, &spec)?;
+    let (mut took, mut bytes) = (std::time::Duration::ZERO, 0);
+    for round in 0..rounds {
+        // The kubelet's change, not measured: a pod deleted, then one added
+        // (none with `unchanged`: the gathers of a resync).
+        if !unchanged && round % 2 == 0 {
+            let uid = running.remove((round * 7919) % running.len());
+            stand_in.delete(&uid).map_err(|e| e.to_string())?;
+        } else if !unchanged {
+            while !add(&mut stand_in, next)? {
+                next += 1;
+            }
+            running.push(bench::uid(next));
+            next += 1;
+        }
+        let started = Instant::now();
+        bytes += black_box(measured(&runtime, &mut sources, &mut rebuilder, &base, &spec)?);
+        took += started.elapsed();
+    }
     println!(
-        "follow_once: {rounds} gathers + rebuilds + objects in {took:.2?} ({:.2?} each; state and spec {} bytes)",
+        "follow_once: {rounds} changes, each gathered + rebuilt + published, in {took:.2?} ({:.2?} each; state and \
+         spec {} bytes)",
         took / u32::try_from(rounds.max(1)).unwrap_or(u32::MAX),
         bytes / rounds.max(1)
     );
@@ -124,10 +144,11 @@ fn run(rounds: usize) -> Result<(), String> {
 
 fn main() -> ExitCode {
     let Some(rounds) = std::env::args().nth(1).map_or(Some(10), |n| n.parse::<usize>().ok()) else {
-        eprintln!("usage: follow_once [rounds]");
+        eprintln!("usage: follow_once [rounds] [unchanged]");
         return ExitCode::from(2);
     };
-    match run(rounds) {
+    let unchanged = std::env::args().nth(2).is_some_and(|a| a == "unchanged");
+    match run(rounds, unchanged) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("follow_once: {e}");

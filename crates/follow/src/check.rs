@@ -21,18 +21,30 @@
 //! State the checkpoints keep for a pod that neither the API server nor
 //! the kubelet lists any more is stale: the kubelet releases it before its
 //! next admission, and so does the restore.
+//!
+//! A [`Rebuilder`] (the follower's) keeps what it parsed at the last
+//! rebuild: each checkpoint's bytes with the state they decode to, each
+//! pod with its conversion. A checkpoint byte for byte the one decoded
+//! last time, and a pod equal to the one converted, are not decoded again
+//! — that state was checked when it was; every check that relates the
+//! sources to each other (the pods listed, PodResources against the
+//! checkpoints, the restore, the allocatable resources) runs at every
+//! rebuild.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use k8s_openapi::api::core::v1::Pod as ApiPod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use topoalign_engine::{DeviceAssignments, MemoryPolicyName, Node, NodeSnapshot};
+use topoalign_engine::{CpuManagerState, DeviceAssignments, MemoryManagerState, MemoryPolicyName, Node, NodeSnapshot};
 use topoalign_k8s::checkpoint::{
     CPU_MANAGER_STATE, CheckpointKind, CpuCheckpoint, DEVICE_CHECKPOINT, DeviceCheckpoint, MEMORY_MANAGER_STATE,
     MemoryCheckpoint,
 };
 use topoalign_model::Pod;
-use topoalign_podresources::{Allocatable, Difference, Field, PodAllocation, differences, pod_allocations};
+use topoalign_podresources::{
+    Allocatable, Difference, Field, PodAllocation, allocatable_differences, allocatable_of, differences,
+    pod_allocations,
+};
 
 /// Everything gathered from the kubelet's sources at one moment.
 #[derive(Clone, Debug, Default)]
@@ -85,73 +97,117 @@ pub struct Rebuilt {
 /// # Errors
 /// [`Unknown`] naming the source and what disagrees.
 pub fn rebuild(base: &Node, observation: &Observation) -> Result<Rebuilt, Unknown> {
-    let config = base.config();
-    let cpu_policy = config.cpu_policy.as_str();
-    let cpu_bytes = observation.cpu_state.as_deref().ok_or_else(|| {
-        Unknown::new(
-            "checkpoint",
-            format!("{CPU_MANAGER_STATE}: absent (the kubelet has not started its CPU manager)"),
-        )
-    })?;
-    let cpu = CpuCheckpoint::parse(cpu_bytes)
-        .and_then(|c| c.to_state(cpu_policy))
-        .map_err(|e| checkpoint_error(CheckpointKind::Cpu.file_name(), &e.to_string()))?;
-    let memory = match config.memory_policy {
-        MemoryPolicyName::None => None,
-        MemoryPolicyName::Static => {
-            let bytes = observation.memory_state.as_deref().ok_or_else(|| {
-                Unknown::new(
-                    "checkpoint",
-                    format!("{MEMORY_MANAGER_STATE}: absent (the kubelet has not started its memory manager)"),
-                )
-            })?;
-            Some(
-                MemoryCheckpoint::parse(bytes)
-                    .and_then(|c| c.to_state(MemoryPolicyName::Static.as_str()))
-                    .map_err(|e| checkpoint_error(MEMORY_MANAGER_STATE, &e.to_string()))?,
+    Rebuilder::default().rebuild(base, observation)
+}
+
+/// [`rebuild`] again and again on one base node, keeping what it decoded
+/// (see the module docs). Give it one base node only.
+#[derive(Default)]
+pub struct Rebuilder {
+    cpu: Option<(Vec<u8>, CpuManagerState)>,
+    memory: Option<(Vec<u8>, MemoryManagerState)>,
+    devices: Option<(Vec<u8>, DeviceAssignments)>,
+    /// Pod uid → the API server's pod and its conversion.
+    pods: HashMap<String, (ApiPod, Pod)>,
+    /// What the kubelet must serve as allocatable for the base node.
+    allocatable: Option<Allocatable>,
+}
+
+/// The value `bytes` decode to: the memo's when they are its bytes, or
+/// `decode`'s (kept in the memo when it succeeds).
+fn decoded<T: Clone, E>(
+    memo: &mut Option<(Vec<u8>, T)>,
+    bytes: &[u8],
+    decode: impl FnOnce(&[u8]) -> Result<T, E>,
+) -> Result<T, E> {
+    if let Some((last, value)) = memo.as_ref()
+        && last.as_slice() == bytes
+    {
+        return Ok(value.clone());
+    }
+    let value = decode(bytes)?;
+    *memo = Some((bytes.to_vec(), value.clone()));
+    Ok(value)
+}
+
+impl Rebuilder {
+    /// [`rebuild`], decoding only what changed since the last call.
+    ///
+    /// # Errors
+    /// As [`rebuild`].
+    pub fn rebuild(&mut self, base: &Node, observation: &Observation) -> Result<Rebuilt, Unknown> {
+        let config = base.config();
+        let cpu_policy = config.cpu_policy.as_str();
+        let cpu_bytes = observation.cpu_state.as_deref().ok_or_else(|| {
+            Unknown::new(
+                "checkpoint",
+                format!("{CPU_MANAGER_STATE}: absent (the kubelet has not started its CPU manager)"),
             )
+        })?;
+        let cpu = decoded(&mut self.cpu, cpu_bytes, |bytes| {
+            CpuCheckpoint::parse(bytes).and_then(|c| c.to_state(cpu_policy))
+        })
+        .map_err(|e| checkpoint_error(CheckpointKind::Cpu.file_name(), &e.to_string()))?;
+        let memory = match config.memory_policy {
+            MemoryPolicyName::None => None,
+            MemoryPolicyName::Static => {
+                let bytes = observation.memory_state.as_deref().ok_or_else(|| {
+                    Unknown::new(
+                        "checkpoint",
+                        format!("{MEMORY_MANAGER_STATE}: absent (the kubelet has not started its memory manager)"),
+                    )
+                })?;
+                Some(
+                    decoded(&mut self.memory, bytes, |bytes| {
+                        MemoryCheckpoint::parse(bytes).and_then(|c| c.to_state(MemoryPolicyName::Static.as_str()))
+                    })
+                    .map_err(|e| checkpoint_error(MEMORY_MANAGER_STATE, &e.to_string()))?,
+                )
+            }
+        };
+        let devices: DeviceAssignments = match observation.device_state.as_deref() {
+            None => DeviceAssignments::new(),
+            Some(bytes) => decoded(&mut self.devices, bytes, |bytes| {
+                DeviceCheckpoint::parse(bytes).map(|c| c.assignments())
+            })
+            .map_err(|e| checkpoint_error(DEVICE_CHECKPOINT, &e.to_string()))?,
+        };
+
+        let pods = running_pods(&observation.pods, &mut self.pods)?;
+        let listed: BTreeSet<&str> = pods.iter().map(|p| p.uid.as_str()).collect();
+        let mut held: BTreeSet<String> = cpu.assignments.keys().cloned().collect();
+        held.extend(memory.iter().flat_map(|m| m.assignments.keys().cloned()));
+        held.extend(devices.keys().cloned());
+        let stale: Vec<String> = held.into_iter().filter(|uid| !listed.contains(uid.as_str())).collect();
+
+        let snapshot = NodeSnapshot {
+            pods,
+            cpu,
+            memory,
+            devices,
+        };
+        // The one comparison (the one `diagnose` makes): what PodResources
+        // lists against the answer the checkpoints give for the API
+        // server's pods.
+        let recorded = pod_allocations(&snapshot, base.machine());
+        let found = differences(&observation.pod_resources, &recorded);
+        // A pod on one side only says more than what its containers hold.
+        if let Some(difference) = found.iter().find(|d| d.field == Field::Pod).or(found.first()) {
+            return Err(disagreement(difference));
         }
-    };
-    let devices: DeviceAssignments = match observation.device_state.as_deref() {
-        None => DeviceAssignments::new(),
-        Some(bytes) => DeviceCheckpoint::parse(bytes)
-            .map_err(|e| checkpoint_error(DEVICE_CHECKPOINT, &e.to_string()))?
-            .assignments(),
-    };
+        if let Some(served) = &observation.allocatable {
+            let expected = self.allocatable.get_or_insert_with(|| allocatable_of(base));
+            check_allocatable(served, expected)?;
+        }
 
-    let pods = running_pods(&observation.pods)?;
-    let listed: BTreeSet<&str> = pods.iter().map(|p| p.uid.as_str()).collect();
-    let mut held: BTreeSet<String> = cpu.assignments.keys().cloned().collect();
-    held.extend(memory.iter().flat_map(|m| m.assignments.keys().cloned()));
-    held.extend(devices.keys().cloned());
-    let stale: Vec<String> = held.into_iter().filter(|uid| !listed.contains(uid.as_str())).collect();
-
-    let snapshot = NodeSnapshot {
-        pods,
-        cpu,
-        memory,
-        devices,
-    };
-    // The one comparison (the one `diagnose` makes): what PodResources
-    // lists against the answer the checkpoints give for the API server's
-    // pods.
-    let recorded = pod_allocations(&snapshot, base.machine());
-    let found = differences(&observation.pod_resources, &recorded);
-    // A pod on one side only says more than what its containers hold.
-    if let Some(difference) = found.iter().find(|d| d.field == Field::Pod).or(found.first()) {
-        return Err(disagreement(difference));
+        // One copy of the started node, given to the restore
+        // (`Node::restore` would copy it again to stay unchanged on error).
+        let node = base
+            .clone()
+            .restored(snapshot)
+            .map_err(|e| Unknown::new("restore", format!("the kubelet's state cannot be restored: {e}")))?;
+        Ok(Rebuilt { node, stale })
     }
-
-    // One copy of the started node, given to the restore (`Node::restore`
-    // would copy it again to stay unchanged on error).
-    let node = base
-        .clone()
-        .restored(snapshot)
-        .map_err(|e| Unknown::new("restore", format!("the kubelet's state cannot be restored: {e}")))?;
-    if let Some(allocatable) = &observation.allocatable {
-        check_allocatable(&node, allocatable)?;
-    }
-    Ok(Rebuilt { node, stale })
 }
 
 fn checkpoint_error(file: &str, error: &str) -> Unknown {
@@ -196,43 +252,33 @@ fn disagreement(difference: &Difference) -> Unknown {
     )
 }
 
-/// The kubelet's allocatable devices must be devices this node knows:
-/// otherwise the machine (or its device list) is not the kubelet's.
-fn check_allocatable(node: &Node, allocatable: &Allocatable) -> Result<(), Unknown> {
-    let machine = node.machine();
-    for cpu in allocatable.cpus.iter() {
-        if !machine.cpu_set().contains(cpu) {
-            return Err(Unknown::new(
-                "pod-resources",
-                format!("the kubelet reports CPU {cpu} allocatable, which this machine does not have"),
-            ));
-        }
+/// What the kubelet serves as allocatable must be what this node's machine
+/// and kubelet configuration make allocatable (the check `diagnose`
+/// makes): otherwise the machine, its devices or the configuration are not
+/// the kubelet's, and nothing rebuilt from them is its state.
+fn check_allocatable(served: &Allocatable, expected: &Allocatable) -> Result<(), Unknown> {
+    let found = allocatable_differences(served, expected);
+    if found.is_empty() {
+        return Ok(());
     }
-    let devices = machine.devices();
-    for (resource, groups) in &allocatable.devices {
-        let known: BTreeSet<&str> = devices
-            .get(resource)
-            .into_iter()
-            .flatten()
-            .map(|d| d.id.as_str())
-            .collect();
-        if let Some(id) = groups
-            .iter()
-            .flat_map(|g| &g.ids)
-            .find(|id| !known.contains(id.as_str()))
-        {
-            return Err(Unknown::new(
-                "pod-resources",
-                format!("the kubelet reports {resource} device {id}, which this node's device list lacks"),
-            ));
-        }
-    }
-    Ok(())
+    let words: Vec<String> = found.iter().map(ToString::to_string).collect();
+    Err(Unknown::new(
+        "pod-resources",
+        format!(
+            "GetAllocatableResources differs from this node's machine and kubelet configuration: {}",
+            words.join("; ")
+        ),
+    ))
 }
 
 /// The pods that hold resources: bound, not finished, in the kubelet's
 /// admission order (creation time, then name).
-fn running_pods(pods: &[ApiPod]) -> Result<Vec<Pod>, Unknown> {
+///
+/// `converted` holds the pods converted last time by uid, and is left
+/// holding this time's: a pod equal to the one converted is not converted
+/// again.
+fn running_pods(pods: &[ApiPod], converted: &mut HashMap<String, (ApiPod, Pod)>) -> Result<Vec<Pod>, Unknown> {
+    let mut last = std::mem::take(converted);
     let mut running: Vec<(Option<Time>, String, Pod)> = Vec::new();
     for pod in pods {
         let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
@@ -244,13 +290,18 @@ fn running_pods(pods: &[ApiPod]) -> Result<Vec<Pod>, Unknown> {
             pod.metadata.namespace.as_deref().unwrap_or("default"),
             pod.metadata.name.as_deref().unwrap_or_default()
         );
-        if pod.metadata.uid.as_deref().unwrap_or_default().is_empty() {
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        if uid.is_empty() {
             return Err(Unknown::new("pods", format!("pod {key}: metadata.uid is missing")));
         }
-        let converted = topoalign_k8s::pod_from_k8s(pod, "")
-            .map_err(|e| Unknown::new("pods", format!("pod {key}: {}: {}", e.path(), e.message())))?;
+        let pod_converted = match last.remove(uid) {
+            Some((seen, known)) if seen == *pod => known,
+            _ => topoalign_k8s::pod_from_k8s(pod, "")
+                .map_err(|e| Unknown::new("pods", format!("pod {key}: {}: {}", e.path(), e.message())))?,
+        };
+        converted.insert(uid.to_owned(), (pod.clone(), pod_converted.clone()));
         let created = pod.metadata.creation_timestamp.clone();
-        running.push((created, key, converted));
+        running.push((created, key, pod_converted));
     }
     running.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
     Ok(running.into_iter().map(|(_, _, pod)| pod).collect())

@@ -14,7 +14,7 @@ use notify::{RecursiveMode, Watcher};
 use tokio::sync::{Notify, watch};
 use topoalign_engine::Node;
 
-use crate::check::{Unknown, rebuild};
+use crate::check::{Rebuilder, Unknown};
 use crate::metrics::Metrics;
 use crate::sources::{PodSource, Sources};
 
@@ -100,19 +100,17 @@ pub async fn follow(
     let mut generation = 0u64;
     let mut last: Option<Result<(), String>> = None;
     let mut sources = Sources::new(config.root_dir.clone(), config.socket.clone(), config.pods.clone());
+    let mut rebuilder = Rebuilder::default();
     loop {
         let result = sources
             .gather()
             .await
-            .and_then(|observation| rebuild(&base, &observation));
+            .and_then(|observation| rebuilder.rebuild(&base, &observation));
         generation += 1;
         let state = match result {
             Ok(rebuilt) => {
                 if last.as_ref().is_none_or(Result::is_err) {
-                    tracing::info!(
-                        pods = rebuilt.node.snapshot().pods.len(),
-                        "the kubelet's state is known"
-                    );
+                    tracing::info!(pods = rebuilt.node.pods().len(), "the kubelet's state is known");
                 }
                 if !rebuilt.stale.is_empty() {
                     tracing::debug!(stale = ?rebuilt.stale, "state of pods nobody lists is released");

@@ -34,7 +34,7 @@ pub mod metrics;
 pub mod run;
 pub mod sources;
 
-pub use check::{Observation, Rebuilt, Unknown, rebuild};
+pub use check::{Observation, Rebuilder, Rebuilt, Unknown, rebuild};
 pub use follower::{FollowConfig, State, Status, Trigger, follow};
 pub use metrics::Metrics;
 pub use sources::{PodSource, PodStore, Sources, gather, watch_pods};

@@ -6,7 +6,14 @@
 //! other sources; if any changed meanwhile the observation is refused as
 //! `changing` (the kubelet was writing: the change's own notification
 //! brings the next gather), naming the files.
+//!
+//! [`Sources`] keeps what it parsed of a pods file: each pod's text and
+//! the pod it parsed to. The file is read whole at every gather; a pod
+//! whose text is byte for byte the text parsed before is that pod again,
+//! every other one is parsed (and the whole file checked as JSON) anew.
 
+use std::collections::HashMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -78,6 +85,159 @@ struct JsonList {
     items: Vec<ApiPod>,
 }
 
+/// A `v1 List`'s kind, its items checked as JSON but not read.
+#[derive(serde::Deserialize)]
+struct JsonListShape {
+    kind: String,
+    #[allow(
+        dead_code,
+        reason = "read to check the items are JSON; their text is taken by item_spans"
+    )]
+    items: serde::de::IgnoredAny,
+}
+
+/// What the last gather parsed of a pods file: each pod's text (an item
+/// of the JSON List) and the pod it is.
+#[derive(Default)]
+struct PodsFileMemo {
+    items: HashMap<Box<[u8]>, ApiPod>,
+}
+
+impl PodsFileMemo {
+    /// [`parse_pods_file`], taking the pods whose text was parsed last time
+    /// from the memo: only a JSON List the whole of which is JSON, whose
+    /// every item is parsed or known; anything else takes
+    /// [`parse_pods_file`] whole.
+    fn parse(&mut self, path: &Path, bytes: &[u8]) -> Result<Vec<ApiPod>, Unknown> {
+        let mut last = std::mem::take(&mut self.items);
+        if let Some(spans) = json_list_items(bytes) {
+            let mut pods = Vec::with_capacity(spans.len());
+            for span in spans {
+                let text = &bytes[span];
+                let pod = match last.remove(text) {
+                    Some(pod) => pod,
+                    None => match serde_json::from_slice::<ApiPod>(text) {
+                        Ok(pod) => pod,
+                        Err(_) => return parse_pods_file(path, bytes),
+                    },
+                };
+                self.items.insert(text.into(), pod.clone());
+                pods.push(pod);
+            }
+            return Ok(pods);
+        }
+        parse_pods_file(path, bytes)
+    }
+}
+
+/// The byte ranges of the items of `bytes` when it is a JSON `List` (or
+/// `PodList`) object, checked as JSON whole; `None` otherwise.
+fn json_list_items(bytes: &[u8]) -> Option<Vec<Range<usize>>> {
+    if !bytes.trim_ascii_start().starts_with(b"{") {
+        return None;
+    }
+    let shape = serde_json::from_slice::<JsonListShape>(bytes).ok()?;
+    if !matches!(shape.kind.as_str(), "List" | "PodList") {
+        return None;
+    }
+    item_spans(bytes)
+}
+
+/// In `bytes`, a JSON object known to be well formed, the ranges of the
+/// elements of its `"items"` array (`None` when it has none spelled so).
+fn item_spans(bytes: &[u8]) -> Option<Vec<Range<usize>>> {
+    let skip_space = |mut at: usize| {
+        while bytes.get(at).is_some_and(u8::is_ascii_whitespace) {
+            at += 1;
+        }
+        at
+    };
+    let mut at = skip_space(0);
+    if bytes.get(at) != Some(&b'{') {
+        return None;
+    }
+    at += 1;
+    loop {
+        at = skip_space(at);
+        match bytes.get(at)? {
+            b',' => {
+                at += 1;
+                continue;
+            }
+            b'"' => {}
+            _ => return None,
+        }
+        let key_end = string_end(bytes, at)?;
+        let key = &bytes[at..key_end];
+        at = skip_space(key_end);
+        if bytes.get(at) != Some(&b':') {
+            return None;
+        }
+        at = skip_space(at + 1);
+        if key != b"\"items\"" {
+            at = value_end(bytes, at)?;
+            continue;
+        }
+        if bytes.get(at) != Some(&b'[') {
+            return None;
+        }
+        at += 1;
+        let mut spans = Vec::new();
+        loop {
+            at = skip_space(at);
+            match bytes.get(at)? {
+                b']' => return Some(spans),
+                b',' => at += 1,
+                _ => {
+                    let end = value_end(bytes, at)?;
+                    spans.push(at..end);
+                    at = end;
+                }
+            }
+        }
+    }
+}
+
+/// Past the string starting (with its quote) at `at`.
+fn string_end(bytes: &[u8], at: usize) -> Option<usize> {
+    let mut i = at + 1;
+    loop {
+        match bytes.get(i)? {
+            b'\\' => i += 2,
+            b'"' => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+}
+
+/// Past the value starting at `at` (a scalar ends before the `,`, `}` or
+/// `]` that follows it).
+fn value_end(bytes: &[u8], at: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut i = at;
+    loop {
+        match bytes.get(i)? {
+            b'"' => {
+                i = string_end(bytes, i)?;
+                if depth == 0 {
+                    return Some(i);
+                }
+                continue;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                if depth <= 1 {
+                    return Some(if depth == 0 { i } else { i + 1 });
+                }
+                depth -= 1;
+            }
+            b',' if depth == 0 => return Some(i),
+            _ => {}
+        }
+        i += 1;
+    }
+}
+
 fn parse_pods_file(path: &Path, bytes: &[u8]) -> Result<Vec<ApiPod>, Unknown> {
     // The common case, a JSON List (what `kubectl get pods -o json` and
     // the kubelet stand-in write), without a detour through YAML and
@@ -119,16 +279,18 @@ fn parse_pods_file(path: &Path, bytes: &[u8]) -> Result<Vec<ApiPod>, Unknown> {
 /// [`Unknown`] when a source cannot be read or the checkpoints changed
 /// while reading.
 pub async fn gather(root: &Path, socket: &Path, pods: &PodSource) -> Result<Observation, Unknown> {
-    gather_with(&mut None, root, socket, pods).await
+    gather_with(&mut None, &mut PodsFileMemo::default(), root, socket, pods).await
 }
 
 /// A kubelet's sources, gathered again and again with the PodResources
-/// connection kept open between gathers.
+/// connection kept open between gathers (and a pods file's pods kept by
+/// their text, see the module docs).
 pub struct Sources {
     root: PathBuf,
     socket: PathBuf,
     pods: PodSource,
     client: Option<Client>,
+    pods_file: PodsFileMemo,
 }
 
 impl Sources {
@@ -138,6 +300,7 @@ impl Sources {
             socket,
             pods,
             client: None,
+            pods_file: PodsFileMemo::default(),
         }
     }
 
@@ -147,7 +310,14 @@ impl Sources {
     /// # Errors
     /// As [`gather`].
     pub async fn gather(&mut self) -> Result<Observation, Unknown> {
-        gather_with(&mut self.client, &self.root, &self.socket, &self.pods).await
+        gather_with(
+            &mut self.client,
+            &mut self.pods_file,
+            &self.root,
+            &self.socket,
+            &self.pods,
+        )
+        .await
     }
 }
 
@@ -179,6 +349,7 @@ async fn ask(
 /// once: the kubelet may have restarted since).
 async fn gather_with(
     client: &mut Option<Client>,
+    pods_file: &mut PodsFileMemo,
     root: &Path,
     socket: &Path,
     pods: &PodSource,
@@ -187,7 +358,7 @@ async fn gather_with(
     let (pods, pods_file_before) = match pods {
         PodSource::File(path) => {
             let bytes = read_bytes(path)?;
-            (parse_pods_file(path, &bytes)?, Some((path, bytes)))
+            (pods_file.parse(path, &bytes)?, Some((path, bytes)))
         }
         PodSource::Api(store) => (store.get()?, None),
     };
@@ -274,5 +445,47 @@ pub async fn watch_pods(client: kube::Client, node_name: String, store: PodStore
         }
         drop(pods);
         changed();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // a panic is how a test reports failure
+
+    use super::{item_spans, json_list_items};
+
+    fn items(text: &str) -> Option<Vec<&str>> {
+        item_spans(text.as_bytes()).map(|spans| spans.into_iter().map(|s| text[s].trim_end()).collect())
+    }
+
+    #[test]
+    fn items_are_found_whatever_their_neighbours_hold() {
+        let text = r#" { "apiVersion" : "v1", "metadata": {"items": [1, 2]}, "odd": "\"items\": [3]",
+            "items" : [ {"a": "]}\\\"[{", "b": [1, {"c": null}]} , 7 ,"s", [ ] , true ], "kind": "List" } "#;
+        assert_eq!(
+            items(text).unwrap(),
+            [
+                r#"{"a": "]}\\\"[{", "b": [1, {"c": null}]}"#,
+                "7",
+                r#""s""#,
+                "[ ]",
+                "true"
+            ]
+        );
+        assert_eq!(items(r#"{"items": []}"#).unwrap(), Vec::<&str>::new());
+        assert_eq!(items(r#"{"kind": "List"}"#), None);
+        assert_eq!(items(r#"{"items": {"a": 1}}"#), None);
+        assert_eq!(items("[]"), None);
+    }
+
+    #[test]
+    fn only_a_json_list_has_items_taken_apart() {
+        assert!(json_list_items(br#"{"kind": "List", "items": [{}]}"#).is_some());
+        assert!(json_list_items(br#"{"kind": "PodList", "items": []}"#).is_some());
+        // Another kind, a document that is not JSON whole, YAML.
+        assert!(json_list_items(br#"{"kind": "Pod", "items": []}"#).is_none());
+        assert!(json_list_items(br#"{"kind": "List", "items": [{}]"#).is_none());
+        assert!(json_list_items(br#"{"kind": "List", "items": [{}], "items": []}"#).is_none());
+        assert!(json_list_items(b"kind: List\nitems: []\n").is_none());
     }
 }

@@ -17,10 +17,10 @@ use tokio::net::UnixListener;
 use tokio::sync::{oneshot, watch};
 use topoalign_engine::{Node, NodeSnapshot};
 use topoalign_follow::{
-    FollowConfig, Metrics, Observation, PodSource, State, Status, Trigger, follow, gather, rebuild,
+    FollowConfig, Metrics, Observation, PodSource, Rebuilder, Sources, State, Status, Trigger, follow, gather, rebuild,
 };
 use topoalign_k8s::checkpoint::{CpuCheckpoint, DeviceCheckpoint, MemoryCheckpoint};
-use topoalign_podresources::{Allocatable, Snapshot, serve};
+use topoalign_podresources::{Snapshot, allocatable_of, serve};
 
 const RELEASES: [&str; 3] = ["1.32", "1.36-pod-level", "1.37"];
 
@@ -71,10 +71,7 @@ fn kubelet_answers(dir: &Path, node: &Node) -> Snapshot {
     let pods = topoalign_simnodes::stand_in::pod_allocations(&state, machine);
     Snapshot {
         pods,
-        allocatable: Allocatable {
-            cpus: machine.cpu_set(),
-            ..Allocatable::default()
-        },
+        allocatable: allocatable_of(node),
     }
 }
 
@@ -314,6 +311,18 @@ async fn damaged_or_disagreeing_sources_are_unknown_with_the_reason() {
         "{error}"
     );
 
+    // GetAllocatableResources not this node's: the devices missing.
+    let mut unlisted = observation.clone();
+    unlisted.allocatable.as_mut().unwrap().devices.clear();
+    let error = unknown(check(&unlisted));
+    assert_eq!(error.kind, "pod-resources");
+    assert!(
+        error.reason.starts_with(
+            "GetAllocatableResources differs from this node's machine and kubelet configuration: devices: "
+        ) && error.reason.contains("are on this node's device list but not served"),
+        "{error}"
+    );
+
     // A pod bound by the API server, not yet admitted by the kubelet.
     let mut early = observation.clone();
     early.pod_resources.retain(|p| p.name != "db");
@@ -438,5 +447,144 @@ async fn the_follower_settles_after_every_disturbance() {
         let _ = stop.send(());
         task.await.unwrap();
     }
+    kubelet.stop().await;
+}
+
+/// The exclusive CPUs' first holder among the kubelet's answers: its pod
+/// (`namespace/name`), pod name and container.
+fn first_exclusive(observation: &Observation) -> (String, String, String) {
+    observation
+        .pod_resources
+        .iter()
+        .find_map(|p| {
+            p.containers
+                .iter()
+                .find(|c| !c.cpus.is_empty())
+                .map(|c| (format!("{}/{}", p.namespace, p.name), p.name.clone(), c.name.clone()))
+        })
+        .unwrap()
+}
+
+/// A rebuilder keeps what it decoded by the bytes (and each pod by its
+/// value): a source that changes after rebuilds that reused it is decoded
+/// and checked again. A cut checkpoint after unchanged ones is unknown and
+/// the good bytes again are known, for each checkpoint; a pod changed
+/// under the same uid is converted again (its renamed container no longer
+/// holds what PodResources reports).
+#[tokio::test]
+async fn a_source_changed_after_unchanged_ones_is_read_and_checked_again() {
+    let base = base_node();
+    let root = kubelet_root("1.37");
+    let socket = root.path().join("kubelet.sock");
+    let answers = Arc::new(Mutex::new(kubelet_answers(&layouts().join("1.37"), &base)));
+    let mut kubelet = Kubelet::start(&socket, answers);
+    let observation = observe(root.path(), &socket).await.unwrap();
+    let mut rebuilder = Rebuilder::default();
+    for _unchanged in 0..2 {
+        assert_is_the_kubelets(&rebuilder.rebuild(&base, &observation).unwrap().node, "1.37");
+    }
+    for file in [
+        "cpu_manager_state",
+        "memory_manager_state",
+        "kubelet_internal_checkpoint",
+    ] {
+        let mut cut = observation.clone();
+        let slot = match file {
+            "cpu_manager_state" => &mut cut.cpu_state,
+            "memory_manager_state" => &mut cut.memory_state,
+            _ => &mut cut.device_state,
+        };
+        let bytes = slot.take().unwrap();
+        *slot = Some(bytes[..bytes.len() / 2].to_vec());
+        let error = rebuilder.rebuild(&base, &cut).err().unwrap();
+        assert_eq!(error.kind, "checkpoint", "{error}");
+        assert!(error.reason.contains(file), "{error}");
+        assert_is_the_kubelets(&rebuilder.rebuild(&base, &observation).unwrap().node, "1.37");
+    }
+    let (key, pod, container) = first_exclusive(&observation);
+    let mut renamed = observation.clone();
+    let spec = renamed
+        .pods
+        .iter_mut()
+        .find(|p| p.metadata.name.as_deref() == Some(pod.as_str()))
+        .and_then(|p| p.spec.as_mut())
+        .unwrap();
+    let held = spec
+        .containers
+        .iter_mut()
+        .chain(spec.init_containers.iter_mut().flatten())
+        .find(|c| c.name == container)
+        .unwrap();
+    held.name = "renamed".to_owned();
+    let error = rebuilder.rebuild(&base, &renamed).err().unwrap();
+    assert_eq!(error.kind, "pod-resources", "{error}");
+    assert!(error.reason.contains(&format!("pod {key} container ")), "{error}");
+    assert_is_the_kubelets(&rebuilder.rebuild(&base, &observation).unwrap().node, "1.37");
+    kubelet.stop().await;
+}
+
+/// The fixture's pods as a JSON `List` (what the stand-in and `kubectl get
+/// pods -o json` write), with `edit` applied to the pod named `name`.
+fn json_pods_file(name: &str, edit: impl Fn(&mut serde_json::Value)) -> Vec<u8> {
+    let text = std::fs::read_to_string(layouts().join("pods.yaml")).unwrap();
+    let list: serde_json::Value = serde_yaml_ng::from_str(&text).unwrap();
+    assert_eq!(list["kind"], "List");
+    let mut items = list["items"].as_array().unwrap().clone();
+    for item in &mut items {
+        if item["metadata"]["name"] == name {
+            edit(item);
+        }
+    }
+    serde_json::to_vec_pretty(&serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items})).unwrap()
+}
+
+/// A pods file kept by its items' text: gathered again unchanged it gives
+/// the same pods; a pod edited after that is read again — its uid gone is
+/// unknown naming the pod, a pod that is not JSON any more names the file
+/// — and the file as it was is known again.
+#[tokio::test]
+async fn a_pods_file_changed_after_unchanged_gathers_is_read_and_checked_again() {
+    let base = base_node();
+    let root = kubelet_root("1.37");
+    let socket = root.path().join("kubelet.sock");
+    let answers = Arc::new(Mutex::new(kubelet_answers(&layouts().join("1.37"), &base)));
+    let mut kubelet = Kubelet::start(&socket, answers);
+    let pods_file = root.path().join("pods.json");
+    let good = json_pods_file("", |_| {});
+    std::fs::write(&pods_file, &good).unwrap();
+    let mut sources = Sources::new(
+        root.path().to_path_buf(),
+        socket.clone(),
+        PodSource::File(pods_file.clone()),
+    );
+    let mut rebuilder = Rebuilder::default();
+    let first = sources.gather().await.unwrap();
+    let again = sources.gather().await.unwrap();
+    assert_eq!(first.pods, again.pods);
+    assert_is_the_kubelets(&rebuilder.rebuild(&base, &again).unwrap().node, "1.37");
+
+    let (key, pod, _) = first_exclusive(&first);
+    let no_uid = json_pods_file(&pod, |p| {
+        p["metadata"].as_object_mut().unwrap().remove("uid");
+    });
+    std::fs::write(&pods_file, &no_uid).unwrap();
+    let error = rebuilder
+        .rebuild(&base, &sources.gather().await.unwrap())
+        .err()
+        .unwrap();
+    assert_eq!(
+        (error.kind, error.reason.as_str()),
+        ("pods", format!("pod {key}: metadata.uid is missing").as_str())
+    );
+    let not_a_pod = json_pods_file(&pod, |p| p["spec"]["containers"] = serde_json::json!("none"));
+    std::fs::write(&pods_file, &not_a_pod).unwrap();
+    let error = sources.gather().await.err().unwrap();
+    assert_eq!(error.kind, "pods", "{error}");
+    assert!(error.reason.starts_with(&pods_file.display().to_string()), "{error}");
+
+    std::fs::write(&pods_file, &good).unwrap();
+    let back = sources.gather().await.unwrap();
+    assert_eq!(back.pods, first.pods);
+    assert_is_the_kubelets(&rebuilder.rebuild(&base, &back).unwrap().node, "1.37");
     kubelet.stop().await;
 }

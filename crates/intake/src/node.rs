@@ -411,6 +411,25 @@ pub fn start(inputs: &NodeInputs<'_>) -> Result<StartedNode, IntakeError> {
             path: PathBuf::from(&machine_source),
             message: e.to_string(),
         })?;
+        // The last event after which each pod's resize was accepted (by its
+        // own resize or, from 1.34, by a later event's retry): an earlier
+        // pending resize is no longer what the pod keeps.
+        let mut accepted_at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        for (index, outcome) in outcomes.iter().enumerate() {
+            let accepted: &[String] = match outcome {
+                EventOutcome::Resize(decision) => {
+                    if decision.outcome == ResizeOutcome::Applied {
+                        accepted_at.insert(decision.pod.clone(), index);
+                    }
+                    &decision.accepted_pending
+                }
+                EventOutcome::Deletion { accepted_pending, .. } => accepted_pending,
+                _ => &[],
+            };
+            for pod in accepted {
+                accepted_at.insert(pod.clone(), index);
+            }
+        }
         for (index, outcome) in outcomes.into_iter().enumerate() {
             match outcome {
                 EventOutcome::Admission(decision) => {
@@ -424,13 +443,15 @@ pub fn start(inputs: &NodeInputs<'_>) -> Result<StartedNode, IntakeError> {
                 EventOutcome::Resize(ResizeDecision {
                     pod,
                     outcome: ResizeOutcome::Pending { reason, message },
-                }) => notes.push(format!(
+                    ..
+                }) if accepted_at.get(&pod).is_none_or(|&at| at < index) => notes.push(format!(
                     "{pod} (event {index}) keeps its allocated resources: resize {}: {message}",
                     reason.as_str()
                 )),
                 EventOutcome::Resize(ResizeDecision {
                     pod,
                     outcome: ResizeOutcome::Ignored,
+                    ..
                 }) => notes.push(format!(
                     "{pod} (event {index}) keeps its allocated resources: InPlacePodVerticalScaling is disabled"
                 )),

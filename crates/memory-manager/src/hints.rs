@@ -254,8 +254,12 @@ impl ResourceColumns {
             free: [0; MAX_NUMA_NODES],
         };
         // A node without the resource reads as empty: its columns stay 0.
+        // Each node lists a handful of resources whose names mostly differ
+        // in length from the one asked (`memory`, `hugepages-2Mi`): a walk
+        // comparing lengths first reads fewer bytes than the tree's ordered
+        // search.
         for (&node, numa) in &state.nodes {
-            if let Some(table) = numa.memory.get(resource) {
+            if let Some((_, table)) = numa.memory.iter().find(|(name, _)| name.as_str() == resource) {
                 columns.allocatable[node] = table.allocatable;
                 columns.free[node] = table.free;
             }

@@ -40,14 +40,19 @@ pub(crate) enum AllocateError {
 
 /// One pod's containers with memory blocks, in the order they were
 /// allocated (init containers, then app containers), found by name in
-/// constant time: a pod may have thousands of init containers, and every
-/// container start looks up the blocks of those before it.
+/// constant time once there are more than a few: a pod may have thousands
+/// of init containers, and every container start looks up the blocks of
+/// those before it.
 #[derive(Clone, Debug, Default)]
 struct PodBlocks {
     /// Allocation order; `None` where a container's blocks were removed.
     slots: Vec<Option<(String, Vec<Block>)>>,
-    /// Container name → its slot.
-    index: HashMap<String, usize>,
+    /// Container name → its slot, once the pod has more than
+    /// [`PodBlocks::LISTED`] slots; fewer are searched in place (no hashing,
+    /// no second copy of each name).
+    index: Option<HashMap<String, usize>>,
+    /// Slots holding blocks.
+    live: usize,
     /// The walks over a container's earlier init containers (taking over
     /// their memory, freeing it) skip the leading ones with nothing left to
     /// take or free, so a pod with thousands of init containers costs time
@@ -100,33 +105,64 @@ impl InitCursor {
 }
 
 impl PodBlocks {
+    /// Slots up to which a name is found by a walk rather than an index.
+    const LISTED: usize = 8;
+
+    fn slot(&self, container: &str) -> Option<usize> {
+        match &self.index {
+            Some(index) => index.get(container).copied(),
+            None => self
+                .slots
+                .iter()
+                .position(|slot| slot.as_ref().is_some_and(|(name, _)| name == container)),
+        }
+    }
+
     fn get(&self, container: &str) -> Option<&Vec<Block>> {
-        let slot = self.slots[*self.index.get(container)?].as_ref()?;
+        let slot = self.slots[self.slot(container)?].as_ref()?;
         Some(&slot.1)
     }
 
     fn get_mut(&mut self, container: &str) -> Option<&mut Vec<Block>> {
-        let slot = self.slots[*self.index.get(container)?].as_mut()?;
+        let index = self.slot(container)?;
+        let slot = self.slots[index].as_mut()?;
         Some(&mut slot.1)
     }
 
     fn set(&mut self, container: &str, blocks: Vec<Block>) {
-        match self.index.get(container).and_then(|&i| self.slots[i].as_mut()) {
+        match self.slot(container).and_then(|i| self.slots[i].as_mut()) {
             Some((_, existing)) => *existing = blocks,
             None => {
-                self.index.insert(container.to_string(), self.slots.len());
+                if let Some(index) = &mut self.index {
+                    index.insert(container.to_string(), self.slots.len());
+                }
                 self.slots.push(Some((container.to_string(), blocks)));
+                self.live += 1;
+                if self.index.is_none() && self.slots.len() > Self::LISTED {
+                    let index = self
+                        .slots
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, slot)| slot.as_ref().map(|(name, _)| (name.clone(), i)))
+                        .collect();
+                    self.index = Some(index);
+                }
             }
         }
     }
 
     fn remove(&mut self, container: &str) -> Option<Vec<Block>> {
-        let slot = self.index.remove(container)?;
-        self.slots[slot].take().map(|(_, blocks)| blocks)
+        let slot = self.slot(container)?;
+        if let Some(index) = &mut self.index {
+            index.remove(container);
+        }
+        let (_, blocks) = self.slots[slot].take()?;
+        self.live -= 1;
+        Some(blocks)
     }
 
     fn is_empty(&self) -> bool {
-        self.index.is_empty()
+        self.live == 0
     }
 
     fn iter(&self) -> impl Iterator<Item = (&String, &Vec<Block>)> {

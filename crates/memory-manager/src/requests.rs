@@ -25,7 +25,12 @@ pub(crate) fn quantity_as_u64(quantity: Quantity) -> Option<u64> {
     if !quantity.is_whole() {
         return None;
     }
-    let units = i64::try_from(quantity.milli() / 1000).ok()?;
+    // Natively where the amount fits `i64` (`i128` division is a library
+    // call); the same truncating division either way.
+    let units = match i64::try_from(quantity.milli()) {
+        Ok(milli) => milli / 1000,
+        Err(_) => i64::try_from(quantity.milli() / 1000).ok()?,
+    };
     // Go converts the int64 to uint64 bit for bit.
     Some(units as u64)
 }

@@ -76,13 +76,22 @@ impl Quantity {
 
     /// Whole units rounded up (kubelet `Value()`).
     pub fn value(self) -> i128 {
+        // `i128` division is a library call; an amount that fits `i64` (any
+        // real one) is divided natively, with the same result.
+        if let Ok(milli) = i64::try_from(self.milli) {
+            return i128::from(milli.div_euclid(1000) + i64::from(milli.rem_euclid(1000) != 0));
+        }
         self.milli.div_euclid(1000) + i128::from(self.milli.rem_euclid(1000) != 0)
     }
 
     /// Whether the amount is a whole number of units, the kubelet's test for
     /// exclusive CPUs (`Value()*1000 == MilliValue()`).
     pub fn is_whole(self) -> bool {
-        self.milli.rem_euclid(1000) == 0
+        // Natively where the amount fits `i64` (see `value`).
+        match i64::try_from(self.milli) {
+            Ok(milli) => milli.rem_euclid(1000) == 0,
+            Err(_) => self.milli.rem_euclid(1000) == 0,
+        }
     }
 
     /// Whether the amount is zero.
@@ -263,6 +272,14 @@ mod tests {
         assert_eq!(Quantity::from_milli(1).value(), 1);
         assert!(!Quantity::from_milli(3500).is_whole());
         assert!(Quantity::from_units(4).is_whole());
+        // Below zero and beyond `i64` (the native and the wide division).
+        assert_eq!(Quantity::from_milli(-3500).value(), -3);
+        assert!(!Quantity::from_milli(-3500).is_whole());
+        let wide = i128::from(i64::MAX) * 10;
+        assert_eq!(Quantity::from_milli(wide + 1).value(), wide / 1000 + 1);
+        assert!(!Quantity::from_milli(wide + 1).is_whole());
+        assert_eq!(Quantity::from_milli(wide * 100).value(), wide / 10);
+        assert!(Quantity::from_milli(wide * 100).is_whole());
     }
 
     /// Kubernetes' `TestQuantityString` table, restricted to amounts a

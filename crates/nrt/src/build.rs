@@ -7,7 +7,7 @@
 
 use topoalign_engine::{Node, TopologyPolicyName, TopologyScope};
 
-use crate::exact::{NODE_SPEC_ATTRIBUTE, NodeSpec, STATE_ATTRIBUTE, StateRecord};
+use crate::exact::{NODE_SPEC_ATTRIBUTE, NodeSpec, STATE_ATTRIBUTE, state_json};
 use crate::object::{
     API_VERSION, AttributeInfo, CostInfo, KIND, NodeResourceTopology, ObjectMeta, ResourceInfo, Zone, zone_name,
 };
@@ -89,7 +89,7 @@ pub fn build(name: &str, node: &Node, options: BuildOptions<'_>) -> NodeResource
         });
         attributes.push(AttributeInfo {
             name: STATE_ATTRIBUTE.to_string(),
-            value: text(serde_json::to_string(&StateRecord::of(node))),
+            value: state_json(node),
         });
     }
     object(

@@ -27,21 +27,25 @@
 //! could give other CPUs.) A snapshot the engine refuses to restore is an
 //! error, never a guess.
 //!
+//! The writing side, [`state_json`], writes the attribute's text straight
+//! from the node, byte for byte the JSON of [`StateRecord::of`] without
+//! building the record.
+//!
 //! Owns: the attribute formats and the rebuild. Must not touch: decisions.
 
 mod view;
+mod write;
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use topoalign_engine::{
-    CpuManagerState, MemoryBlock, MemoryManagerState, MemoryTableState, Node, NodeSnapshot, NumaMemoryState,
-};
-use topoalign_model::{Container, CpuSet, Pod, PodResources, Quantity, ResourceList};
+use topoalign_engine::{MemoryBlock, MemoryManagerState, MemoryTableState, Node};
+use topoalign_model::{Container, Pod, ResourceList};
 use topoalign_scenario::{CpuSpec, DeviceSpec, NumaNodeSpec, TopologySpec};
 pub use view::{
     BlockView, ContainerView, CpuView, MemoryView, NumaMemoryView, Pairs, PodResourcesView, PodView, StateView, Text,
 };
+pub use write::state_json;
 
 /// Attribute holding the node's machine and kubelet configuration.
 pub const NODE_SPEC_ATTRIBUTE: &str = "topoalign.io/node-spec";
@@ -56,9 +60,11 @@ pub struct NodeSpec {
     pub kubelet: serde_json::Value,
 }
 
-/// Everything a node holds, as plain data: the engine's [`NodeSnapshot`]
-/// in the kubelet checkpoints' vocabulary.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// Everything a node holds, as plain data: the engine's
+/// [`NodeSnapshot`](topoalign_engine::NodeSnapshot) in the kubelet
+/// checkpoints' vocabulary. The writer only: the text it writes is read
+/// through [`StateView`], the one reading of the format.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StateRecord {
     /// The admitted pods, in admission order.
@@ -75,7 +81,7 @@ pub struct StateRecord {
 }
 
 /// One admitted pod: what the resource-fit check and the managers need of it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodRecord {
     pub namespace: String,
@@ -93,7 +99,7 @@ pub struct PodRecord {
 }
 
 /// A pod's `spec.resources`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodResourcesRecord {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -103,7 +109,7 @@ pub struct PodResourcesRecord {
 }
 
 /// One container's resources.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerRecord {
     pub name: String,
@@ -116,7 +122,7 @@ pub struct ContainerRecord {
 }
 
 /// The CPU manager's state (`cpu_manager_state`'s fields).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CpuRecord {
     /// The shared pool, in kubelet list form.
@@ -130,7 +136,7 @@ pub struct CpuRecord {
 }
 
 /// The memory manager's state (`memory_manager_state`'s fields).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MemoryRecord {
     /// Per NUMA node.
@@ -145,7 +151,7 @@ pub struct MemoryRecord {
 }
 
 /// One NUMA node of the memory manager's machine state.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NumaMemoryRecord {
     pub number_of_assignments: i64,
@@ -166,7 +172,7 @@ pub struct TableRecord {
 }
 
 /// One memory block of a container.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BlockRecord {
     pub numa_affinity: Vec<usize>,
@@ -228,48 +234,6 @@ impl StateRecord {
             devices: snapshot.devices,
         }
     }
-
-    /// The engine's snapshot this record describes.
-    ///
-    /// # Errors
-    /// A message naming the malformed part (a bad quantity or CPU list).
-    pub fn to_snapshot(&self) -> Result<NodeSnapshot, String> {
-        let pods = self
-            .pods
-            .iter()
-            .map(|record| {
-                record
-                    .to_pod()
-                    .map_err(|message| format!("pod {}/{}: {message}", record.namespace, record.name))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let cpu_list = |text: &str, at: &dyn Fn() -> String| CpuSet::parse(text).map_err(|e| format!("{}: {e}", at()));
-        let default_cpu_set = cpu_list(&self.cpu.default_cpu_set, &|| "cpu.defaultCpuSet".to_string())?;
-        let mut assignments = BTreeMap::new();
-        for (uid, containers) in &self.cpu.entries {
-            let mut parsed = BTreeMap::new();
-            for (container, cpus) in containers {
-                let at = || format!("cpu.entries.{uid}.{container}");
-                parsed.insert(container.clone(), cpu_list(cpus, &at)?);
-            }
-            assignments.insert(uid.clone(), parsed);
-        }
-        let mut pod_assignments = BTreeMap::new();
-        for (uid, cpus) in &self.cpu.pod_entries {
-            let at = || format!("cpu.podEntries.{uid}");
-            pod_assignments.insert(uid.clone(), cpu_list(cpus, &at)?);
-        }
-        Ok(NodeSnapshot {
-            pods,
-            cpu: CpuManagerState {
-                default_cpu_set,
-                assignments,
-                pod_assignments,
-            },
-            memory: self.memory.as_ref().map(MemoryRecord::to_state),
-            devices: self.devices.clone(),
-        })
-    }
 }
 
 /// Pod uid → container → items, each item converted.
@@ -299,31 +263,9 @@ impl From<&MemoryTableState> for TableRecord {
     }
 }
 
-impl From<&TableRecord> for MemoryTableState {
-    fn from(t: &TableRecord) -> Self {
-        MemoryTableState {
-            total: t.total,
-            system_reserved: t.system_reserved,
-            allocatable: t.allocatable,
-            reserved: t.reserved,
-            free: t.free,
-        }
-    }
-}
-
 impl From<&MemoryBlock> for BlockRecord {
     fn from(b: &MemoryBlock) -> Self {
         BlockRecord {
-            numa_affinity: b.numa_affinity.clone(),
-            resource: b.resource.clone(),
-            size: b.size,
-        }
-    }
-}
-
-impl From<&BlockRecord> for MemoryBlock {
-    fn from(b: &BlockRecord) -> Self {
-        MemoryBlock {
             numa_affinity: b.numa_affinity.clone(),
             resource: b.resource.clone(),
             size: b.size,
@@ -348,25 +290,6 @@ impl MemoryRecord {
                 .collect(),
             entries: convert_entries(&state.assignments),
             pod_entries: convert_pod_entries(&state.pod_assignments),
-        }
-    }
-
-    fn to_state(&self) -> MemoryManagerState {
-        MemoryManagerState {
-            machine_state: self
-                .machine_state
-                .iter()
-                .map(|(&numa, record)| {
-                    let node = NumaMemoryState {
-                        number_of_assignments: record.number_of_assignments,
-                        memory: record.memory_map.iter().map(|(r, t)| (r.clone(), t.into())).collect(),
-                        cells: record.cells.clone(),
-                    };
-                    (numa, node)
-                })
-                .collect(),
-            assignments: convert_entries(&self.entries),
-            pod_assignments: convert_pod_entries(&self.pod_entries),
         }
     }
 }
@@ -405,58 +328,6 @@ impl PodRecord {
             }),
         }
     }
-
-    /// The engine's pod (QoS recomputed from the containers; the engine
-    /// takes it from the pod-level resources when it restores the pod).
-    ///
-    /// # Errors
-    /// A message naming the bad quantity.
-    pub fn to_pod(&self) -> Result<Pod, String> {
-        let container = |c: &ContainerRecord| -> Result<Container, String> {
-            Ok(Container {
-                name: c.name.clone(),
-                requests: quantities(&c.requests).map_err(|e| format!("{}: {e}", c.name))?,
-                limits: quantities(&c.limits).map_err(|e| format!("{}: {e}", c.name))?,
-                restartable: c.restartable,
-            })
-        };
-        let init_containers = self
-            .init_containers
-            .iter()
-            .map(container)
-            .collect::<Result<Vec<_>, _>>()?;
-        let containers = self.containers.iter().map(container).collect::<Result<Vec<_>, _>>()?;
-        Ok(Pod {
-            namespace: self.namespace.clone(),
-            name: self.name.clone(),
-            uid: self.uid.clone(),
-            qos: topoalign_model::QosClass::of_containers(&init_containers, &containers),
-            init_containers,
-            containers,
-            overhead: quantities(&self.overhead)?,
-            pod_resources: self
-                .pod_resources
-                .as_ref()
-                .map(|r| -> Result<PodResources, String> {
-                    Ok(PodResources {
-                        requests: quantities(&r.requests).map_err(|e| format!("podResources.requests: {e}"))?,
-                        limits: quantities(&r.limits).map_err(|e| format!("podResources.limits: {e}"))?,
-                    })
-                })
-                .transpose()?,
-        })
-    }
-}
-
-fn quantities(texts: &BTreeMap<String, String>) -> Result<ResourceList, String> {
-    texts
-        .iter()
-        .map(|(k, v)| {
-            topoalign_k8s::parse_quantity(v)
-                .map(|q: Quantity| (k.clone(), q))
-                .map_err(|e| format!("{k}: {e}"))
-        })
-        .collect()
 }
 
 /// The scenario `topology:` block describing `machine`.
@@ -535,8 +406,8 @@ pub fn start_node(spec: &NodeSpec) -> Result<Node, RestoreError> {
 /// would not start, or it refuses the published state.
 pub fn restore(object: &crate::NodeResourceTopology) -> Result<Restored, RestoreError> {
     let spec = read_spec(object)?;
-    let state = read_state_view(object)?;
-    let node = restore_view_onto(start_node(&spec)?, &state)?;
+    let state = read_state(object)?;
+    let node = restore_onto(start_node(&spec)?, &state)?;
     let pods = node.pods().to_vec();
     Ok(Restored { node, pods })
 }
@@ -562,32 +433,13 @@ fn parse_attribute<'a, T: serde::Deserialize<'a>>(
     })
 }
 
-/// The object's [`STATE_ATTRIBUTE`], parsed.
+/// The object's [`STATE_ATTRIBUTE`], read in place ([`StateView`]: the
+/// one reading of the format [`StateRecord`] writes).
 ///
 /// # Errors
 /// [`RestoreError::Missing`] or [`RestoreError::Malformed`].
-pub fn read_state(object: &crate::NodeResourceTopology) -> Result<StateRecord, RestoreError> {
+pub fn read_state(object: &crate::NodeResourceTopology) -> Result<StateView<'_>, RestoreError> {
     parse_attribute(object, STATE_ATTRIBUTE)
-}
-
-/// The object's [`STATE_ATTRIBUTE`], read in place ([`StateView`]: what
-/// a reader that only restores needs; [`read_state`] gives the owned
-/// record).
-///
-/// # Errors
-/// [`RestoreError::Missing`] or [`RestoreError::Malformed`].
-pub fn read_state_view(object: &crate::NodeResourceTopology) -> Result<StateView<'_>, RestoreError> {
-    parse_attribute(object, STATE_ATTRIBUTE)
-}
-
-/// [`restore`] from already parsed parts.
-///
-/// # Errors
-/// As [`restore`].
-pub fn restore_from(spec: &NodeSpec, state: &StateRecord) -> Result<Restored, RestoreError> {
-    let node = restore_onto(start_node(spec)?, state)?;
-    let pods = node.pods().to_vec();
-    Ok(Restored { node, pods })
 }
 
 /// The state restored onto `node`, a node just started from the state's
@@ -597,20 +449,7 @@ pub fn restore_from(spec: &NodeSpec, state: &StateRecord) -> Result<Restored, Re
 /// # Errors
 /// [`RestoreError::Malformed`] or [`RestoreError::Unrestorable`], as
 /// [`restore`].
-pub fn restore_onto(node: Node, state: &StateRecord) -> Result<Node, RestoreError> {
-    let snapshot = state.to_snapshot().map_err(|message| RestoreError::Malformed {
-        attribute: STATE_ATTRIBUTE,
-        message,
-    })?;
-    node.restored(snapshot)
-        .map_err(|e| RestoreError::Unrestorable(e.to_string()))
-}
-
-/// [`restore_onto`] of a state read in place ([`read_state_view`]).
-///
-/// # Errors
-/// As [`restore_onto`].
-pub fn restore_view_onto(node: Node, state: &StateView<'_>) -> Result<Node, RestoreError> {
+pub fn restore_onto(node: Node, state: &StateView<'_>) -> Result<Node, RestoreError> {
     let snapshot = state.to_snapshot().map_err(|message| RestoreError::Malformed {
         attribute: STATE_ATTRIBUTE,
         message,

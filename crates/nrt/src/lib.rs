@@ -17,8 +17,8 @@ pub use build::{
     BuildOptions, POLICY_ATTRIBUTE, SCOPE_ATTRIBUTE, STATE_UNKNOWN_ATTRIBUTE, build, legacy_policy, unknown,
 };
 pub use exact::{
-    NodeSpec, PodRecord, RestoreError, Restored, StateRecord, StateView, read_spec, read_state, read_state_view,
-    restore, restore_from, restore_onto, restore_view_onto, scenario_node, start_node, topology_spec,
+    NodeSpec, PodRecord, RestoreError, Restored, StateRecord, StateView, read_spec, read_state, restore, restore_onto,
+    scenario_node, start_node, topology_spec,
 };
 pub use object::{
     AttributeInfo, CostInfo, NodeResourceTopology, ObjectMeta, ResourceInfo, Zone, numa_of_zone, zone_name,

@@ -117,6 +117,13 @@ fn check(spec: &NodeSpec, node: &Node, step: usize) -> bool {
             exact_state: Some(spec),
         },
     );
+    // The attribute written straight from the node is the record's JSON.
+    let state = object.attribute(topoalign_nrt::exact::STATE_ATTRIBUTE).unwrap();
+    assert_eq!(
+        state,
+        serde_json::to_string(&topoalign_nrt::StateRecord::of(node)).unwrap(),
+        "step {step}"
+    );
     // Through JSON, as it travels.
     let object: topoalign_nrt::NodeResourceTopology =
         serde_json::from_str(&serde_json::to_string(&object).unwrap()).unwrap();

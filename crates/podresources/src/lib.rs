@@ -14,7 +14,10 @@
 //!
 //! [`pod_allocations`] gives the answer a kubelet with a given state (its
 //! checkpoints read back) must give, and [`differences`] what differs
-//! between two answers.
+//! between two answers; [`allocatable_of`] the `GetAllocatableResources`
+//! answer a kubelet with a given machine and configuration must give, and
+//! [`allocatable_differences`] what differs from it (the one check
+//! `diagnose` and the follower make).
 //!
 //! The plain data ([`PodAllocation`] and its parts, [`pod_allocations`],
 //! [`differences`]) is always built; the protocol ([`Client`], [`serve`],
@@ -26,6 +29,7 @@
 //! decisions (the engine's) or what the allocations mean for a node's state
 //! (the follower's).
 
+mod allocatable;
 #[cfg(feature = "grpc")]
 mod client;
 #[cfg(feature = "grpc")]
@@ -38,6 +42,7 @@ use std::collections::BTreeMap;
 
 use topoalign_model::CpuSet;
 
+pub use allocatable::{AllocatableDifference, allocatable_differences, allocatable_of};
 #[cfg(feature = "grpc")]
 pub use client::Client;
 #[cfg(feature = "grpc")]

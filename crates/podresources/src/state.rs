@@ -135,7 +135,7 @@ pub fn differences(served: &[PodAllocation], recorded: &[PodAllocation]) -> Vec<
     pods.dedup();
     for pod in pods {
         let (s, r) = match (served.get(pod), recorded.get(pod)) {
-            (Some(s), Some(r)) => (s, r),
+            (Some(s), Some(r)) => (*s, *r),
             (s, _) => {
                 let (listed, missing) = if s.is_some() { ("listed", "-") } else { ("-", "listed") };
                 found.push(Difference {
@@ -157,11 +157,14 @@ pub fn differences(served: &[PodAllocation], recorded: &[PodAllocation]) -> Vec<
         containers.sort_unstable();
         containers.dedup();
         let empty = ContainerAllocation::default();
-        let find = |pod: &PodAllocation, name: &str| -> ContainerAllocation {
-            pod.containers.iter().find(|c| c.name == name).unwrap_or(&empty).clone()
-        };
         for name in containers {
-            let (s, r) = (find(s, name), find(r, name));
+            let (s, r) = (container(s, name, &empty), container(r, name, &empty));
+            // The same answer, field for field, differs in no word: only
+            // answers that differ somehow are described (the words compare
+            // memory blocks and devices in any order).
+            if s.cpus == r.cpus && s.memory == r.memory && s.devices == r.devices {
+                continue;
+            }
             let mut differ = |field: Field, served: String, recorded: String| {
                 if served != recorded {
                     found.push(Difference {
@@ -173,7 +176,7 @@ pub fn differences(served: &[PodAllocation], recorded: &[PodAllocation]) -> Vec<
                     });
                 }
             };
-            differ(Field::Cpus, describe_cpus(&s), describe_cpus(&r));
+            differ(Field::Cpus, describe_cpus(s), describe_cpus(r));
             differ(Field::Memory, describe_memory(&s.memory), describe_memory(&r.memory));
             differ(
                 Field::Devices,
@@ -183,6 +186,11 @@ pub fn differences(served: &[PodAllocation], recorded: &[PodAllocation]) -> Vec<
         }
     }
     found
+}
+
+/// `pod`'s container `name`, or `empty`.
+fn container<'a>(pod: &'a PodAllocation, name: &str, empty: &'a ContainerAllocation) -> &'a ContainerAllocation {
+    pod.containers.iter().find(|c| c.name == name).unwrap_or(empty)
 }
 
 fn describe_cpus(container: &ContainerAllocation) -> String {

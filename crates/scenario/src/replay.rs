@@ -28,6 +28,9 @@ enum Event {
     /// containers' `cpu`/`memory` are the desired sizes.
     Resize {
         desired: Pod,
+        /// The pod's `spec.priority` (0 when unset): the order of pending
+        /// resizes reads it.
+        priority: i32,
     },
 }
 
@@ -148,11 +151,16 @@ fn run(
         .enumerate()
         .map(|(index, outcome)| match outcome {
             EventOutcome::Admission(decision) => admission_result(index, decision),
-            EventOutcome::Deletion { pod, found: true } => EventResult {
+            EventOutcome::Deletion {
+                pod,
+                found: true,
+                accepted_pending,
+            } => EventResult {
                 deleted: Some(true),
+                accepted_pending,
                 ..blank(index, pod)
             },
-            EventOutcome::Deletion { pod, found: false } => EventResult {
+            EventOutcome::Deletion { pod, found: false, .. } => EventResult {
                 deleted: Some(false),
                 message: Some("pod not found".into()),
                 ..blank(index, pod)
@@ -177,8 +185,13 @@ pub enum EventOutcome {
     /// An `add`: the engine's decision.
     Admission(Decision),
     /// A `delete` of `namespace/name`; `found` is false when no such pod
-    /// was added (or it was deleted already).
-    Deletion { pod: String, found: bool },
+    /// was added (or it was deleted already); `accepted_pending`, the pods
+    /// whose pending resize the retry after the removal accepted.
+    Deletion {
+        pod: String,
+        found: bool,
+        accepted_pending: Vec<String>,
+    },
     /// A `resize` of an admitted pod: the engine's decision.
     Resize(ResizeDecision),
     /// A `resize` of a pod the node refused (`namespace/name`).
@@ -218,12 +231,19 @@ fn apply_events(node: &mut Node, events: Vec<Event>) -> Result<Vec<EventOutcome>
                 Event::Delete { key } => match added.iter().rposition(|(k, _)| *k == key) {
                     Some(position) => {
                         let (_, uid) = added.remove(position);
-                        node.remove(&uid);
-                        EventOutcome::Deletion { pod: key, found: true }
+                        EventOutcome::Deletion {
+                            pod: key,
+                            found: true,
+                            accepted_pending: node.delete(&uid).accepted_pending,
+                        }
                     }
-                    None => EventOutcome::Deletion { pod: key, found: false },
+                    None => EventOutcome::Deletion {
+                        pod: key,
+                        found: false,
+                        accepted_pending: Vec::new(),
+                    },
                 },
-                Event::Resize { desired } => match node.resize(&desired) {
+                Event::Resize { desired, priority } => match node.resize_with_priority(&desired, priority) {
                     Ok(decision) => EventOutcome::Resize(decision),
                     Err(ResizeError::NotAdmitted(_)) => EventOutcome::ResizeOfAbsentPod { pod: desired.key() },
                     Err(error @ ResizeError::NotReproduced(_)) => {
@@ -254,6 +274,21 @@ impl Manifest<'_> {
             Manifest::Typed(pod) => topoalign_k8s::pod_from_k8s(pod, default_uid),
         }
     }
+
+    /// `spec.priority` (0 when unset), which orders the kubelet's pending
+    /// resizes; `Err` with the message when it is no 32-bit integer.
+    fn priority(self) -> Result<i32, String> {
+        match self {
+            Manifest::Raw(value) => match value.pointer("/spec/priority") {
+                None | Some(serde_json::Value::Null) => Ok(0),
+                Some(v) => v
+                    .as_i64()
+                    .and_then(|p| i32::try_from(p).ok())
+                    .ok_or_else(|| format!("{v} is not a 32-bit integer")),
+            },
+            Manifest::Typed(pod) => Ok(pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)),
+        }
+    }
 }
 
 fn read_raw_events(scenario: &Scenario) -> Result<Vec<Event>, ScenarioError> {
@@ -279,6 +314,8 @@ fn read_events<'a>(specs: impl ExactSizeIterator<Item = EventParts<'a>>) -> Resu
     // The API server's pod of each live namespace/name that was resized:
     // later resizes change it further.
     let mut resized: HashMap<String, Pod> = HashMap::new();
+    // `spec.priority` of each live namespace/name.
+    let mut priorities: HashMap<String, i32> = HashMap::new();
     for (index, spec) in specs.enumerate() {
         let at = || format!("events[{index}]");
         events.push(match spec {
@@ -305,6 +342,11 @@ fn read_events<'a>(specs: impl ExactSizeIterator<Item = EventParts<'a>>) -> Resu
                         message: format!("uid {:?} is already used by events[{earlier}]", pod.uid),
                     });
                 }
+                let priority = manifest.priority().map_err(|message| ScenarioError::Field {
+                    path: format!("{}.add.spec.priority", at()),
+                    message,
+                })?;
+                priorities.insert(pod.key(), priority);
                 live.insert(pod.key(), (index, pod.uid.clone()));
                 Event::Add(pod)
             }
@@ -335,8 +377,9 @@ fn read_events<'a>(specs: impl ExactSizeIterator<Item = EventParts<'a>>) -> Resu
                     }
                 };
                 let desired = resized_pod(current, spec, &path)?;
+                let priority = priorities.get(&key).copied().unwrap_or(0);
                 resized.insert(key, desired.clone());
-                Event::Resize { desired }
+                Event::Resize { desired, priority }
             }
             _ => {
                 return Err(ScenarioError::Field {
@@ -475,6 +518,7 @@ fn blank(event: usize, pod: String) -> EventResult {
         reason: None,
         message: None,
         containers: None,
+        accepted_pending: Vec::new(),
     }
 }
 
@@ -495,21 +539,25 @@ fn admission_result(index: usize, decision: Decision) -> EventResult {
 }
 
 fn resize_result(index: usize, decision: ResizeDecision) -> EventResult {
+    let result = |pod| EventResult {
+        accepted_pending: decision.accepted_pending.clone(),
+        ..blank(index, pod)
+    };
     match decision.outcome {
         ResizeOutcome::Applied => EventResult {
             resized: Some(true),
-            ..blank(index, decision.pod)
+            ..result(decision.pod)
         },
         ResizeOutcome::Ignored => EventResult {
             resized: Some(false),
             message: Some(IGNORED.into()),
-            ..blank(index, decision.pod)
+            ..result(decision.pod)
         },
         ResizeOutcome::Pending { reason, message } => EventResult {
             resized: Some(false),
             reason: Some(reason.as_str().into()),
             message: Some(message),
-            ..blank(index, decision.pod)
+            ..result(decision.pod)
         },
     }
 }

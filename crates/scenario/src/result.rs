@@ -32,6 +32,11 @@ pub struct EventResult {
     pub message: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub containers: Option<Vec<ContainerPlacement>>,
+    /// A `resize` or `delete` event (1.34+): the other pods whose pending
+    /// resize the kubelet's retry after this event accepted, in its order;
+    /// absent when none was.
+    #[serde(rename = "acceptedPending", skip_serializing_if = "Vec::is_empty")]
+    pub accepted_pending: Vec<String>,
 }
 
 /// The node state after the last event.

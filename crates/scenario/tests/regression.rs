@@ -196,3 +196,47 @@ fn thousands_of_init_containers_are_admitted_in_linear_time() {
         &containers[..2]
     );
 }
+
+/// A deferred resize waits in the kubelet's queue from 1.34 (issue 12): a
+/// delete that frees room retries it and the delete's result lists it; a
+/// 1.33 kubelet has no queue.
+#[test]
+fn deferred_resize_is_retried_by_a_delete_from_1_34() {
+    let scenario = |version: &str| {
+        format!(
+            "topology:\n  numaNodes: [{{id: 0, memory: 8Gi}}]\n  cpus:\n    - {{id: 0, core: 0, socket: 0, numa: 0}}\n    \
+             - {{id: 1, core: 1, socket: 0, numa: 0}}\n    - {{id: 2, core: 2, socket: 0, numa: 0}}\n    \
+             - {{id: 3, core: 3, socket: 0, numa: 0}}\nkubelet: {{kubeletVersion: '{version}'}}\nevents:\n  \
+             - add: {{metadata: {{name: a}}, spec: {{containers: [{{name: app, resources: {{requests: {{cpu: '1'}}}}}}]}}}}\n  \
+             - add: {{metadata: {{name: b}}, spec: {{containers: [{{name: app, resources: {{requests: {{cpu: '2'}}}}}}]}}}}\n  \
+             - resize: {{pod: a, containers: [{{name: app, resources: {{requests: {{cpu: '3'}}}}}}]}}\n  \
+             - delete: default/b\n"
+        )
+    };
+    for version in ["1.34", "1.35", "1.36", "1.37"] {
+        let document = completed(&scenario(version));
+        assert_eq!(document.results[2].reason.as_deref(), Some("Deferred"), "{version}");
+        assert_eq!(
+            document.results[3].accepted_pending,
+            vec!["default/a".to_string()],
+            "{version}"
+        );
+    }
+    let document = completed(&scenario("1.33"));
+    assert_eq!(document.results[2].reason.as_deref(), Some("Deferred"));
+    assert!(document.results[3].accepted_pending.is_empty());
+}
+
+/// `spec.priority` orders pending resizes; anything but a 32-bit integer
+/// is refused naming the field (by the pod's reading, before the replay's
+/// own check of it).
+#[test]
+fn spec_priority_that_is_no_integer_is_refused_naming_the_field() {
+    let text = format!(
+        "{TWO_NODES}events:\n  - add: {{metadata: {{name: web}}, spec: {{priority: high, containers: [{{name: app}}]}}}}\n"
+    );
+    assert_eq!(
+        error_of(&text),
+        "events[0].add.spec.priority: invalid type: string \"high\", expected i32"
+    );
+}

@@ -38,7 +38,7 @@ use topoalign_k8s::checkpoint::{
 };
 use topoalign_nrt::StateRecord;
 pub use topoalign_podresources::pod_allocations;
-use topoalign_podresources::{Allocatable, DeviceGroup, Snapshot};
+use topoalign_podresources::{Snapshot, allocatable_of};
 
 use crate::kubelet::pod_key;
 
@@ -422,31 +422,13 @@ fn cpu_policy(policy: CpuPolicyName) -> &'static str {
 
 /// What a kubelet's PodResources API answers for `node`: each admitted
 /// pod's app containers and sidecars with their placements
-/// ([`pod_allocations`]); the machine's CPUs and devices as allocatable.
+/// ([`pod_allocations`]); as allocatable what the kubelet's managers make
+/// allocatable ([`allocatable_of`]: every CPU but the reserved ones, the
+/// memory manager's allocatable memory per NUMA node, every device).
 pub fn pod_resources_of(node: &Node) -> Snapshot {
-    let machine = node.machine();
-    let pods = pod_allocations(&node.snapshot(), machine);
-    let devices = machine
-        .devices()
-        .iter()
-        .map(|(resource, list)| {
-            let groups = list
-                .iter()
-                .map(|d| DeviceGroup {
-                    ids: vec![d.id.clone()],
-                    numa: d.numa.clone(),
-                })
-                .collect();
-            (resource.clone(), groups)
-        })
-        .collect();
     Snapshot {
-        pods,
-        allocatable: Allocatable {
-            cpus: machine.cpu_set(),
-            memory: Vec::new(),
-            devices,
-        },
+        pods: pod_allocations(&node.snapshot(), node.machine()),
+        allocatable: allocatable_of(node),
     }
 }
 

@@ -118,7 +118,9 @@ pub fn run(args: &Args) -> Result {
     .map_err(Error::bad_input)?;
     notes.append(&mut diagnosis.notes);
     diagnosis.notes = notes;
-    let healthy = diagnosis.restart == Restart::Starts && diagnosis.disagreements.is_empty();
+    let healthy = diagnosis.restart == Restart::Starts
+        && diagnosis.disagreements.is_empty()
+        && diagnosis.allocatable_disagreements.is_empty();
     let document = serde_json::json!({ "kubeletDir": dir.display().to_string() });
     let text = match args.output.format() {
         DocumentFormat::Json => serde_json::to_string_pretty(&with_dir(document, &diagnosis)?)? + "\n",
@@ -142,15 +144,16 @@ fn ask_pod_resources(socket: &Path) -> std::result::Result<PodResourcesAnswer, S
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    let pods = runtime.block_on(async {
+    let (pods, allocatable) = runtime.block_on(async {
         let call = async {
             let mut client = topoalign_podresources::Client::connect(socket).await?;
-            client.list().await
+            let pods = client.list().await?;
+            Ok::<_, topoalign_podresources::PodResourcesError>((pods, client.allocatable().await?))
         };
         match tokio::time::timeout(POD_RESOURCES_TIMEOUT, call).await {
             Ok(answer) => answer.map_err(|e| e.to_string()),
             Err(_) => Err(format!(
-                "{}: the kubelet did not answer List within {POD_RESOURCES_TIMEOUT:?}",
+                "{}: the kubelet did not answer List and GetAllocatableResources within {POD_RESOURCES_TIMEOUT:?}",
                 socket.display()
             )),
         }
@@ -158,6 +161,7 @@ fn ask_pod_resources(socket: &Path) -> std::result::Result<PodResourcesAnswer, S
     Ok(PodResourcesAnswer {
         socket: socket.display().to_string(),
         pods,
+        allocatable: Some(allocatable),
     })
 }
 
@@ -224,6 +228,9 @@ fn text(dir: &Path, diagnosis: &Diagnosis, started: &StartedNode, explained: &[M
         )),
     }
     for disagreement in &diagnosis.disagreements {
+        out.push_str(&render::wrap("  DISAGREES: ", "      ", &disagreement.to_string()));
+    }
+    for disagreement in &diagnosis.allocatable_disagreements {
         out.push_str(&render::wrap("  DISAGREES: ", "      ", &disagreement.to_string()));
     }
     for note in &diagnosis.notes {

@@ -4,7 +4,10 @@
 //! (`spec.resources`), huge pages and devices; deletes of earlier pods
 //! (admitted or not) and of pods never added; in-place resizes of the
 //! `cpu` and `memory` of app containers and sidecars (releases whose oracle
-//! replays them), keeping the pod's QoS class. Every pod is one the API
+//! replays them), keeping the pod's QoS class; now and then a node filled
+//! with small pods, two or more of which then ask for more than is left
+//! (pending resizes) before deletes or shrinking resizes free room, so that
+//! the kubelet's retries and their order are judged. Every pod is one the API
 //! server accepts (requests within limits, extended resources and huge
 //! pages with requests equal to limits, pod-level resources covering the
 //! containers'), so a refusal is the kubelet's.
@@ -62,6 +65,9 @@ enum Kind {
 }
 
 pub fn events(rng: &mut Rng, machine: &MachineFacts, kubelet: &KubeletFacts, tags: &mut Vec<String>) -> Vec<EventSpec> {
+    if kubelet.resize_events && rng.chance(15) {
+        return pending_resizes(rng, machine, tags);
+    }
     let count = *rng.weighted(&[(10, 1usize), (15, 2), (20, 3), (20, 4), (15, 6), (10, 8), (10, 12)]);
     let mut added: Vec<String> = Vec::new();
     let mut live: Vec<String> = Vec::new();
@@ -75,7 +81,9 @@ pub fn events(rng: &mut Rng, machine: &MachineFacts, kubelet: &KubeletFacts, tag
             && (20..34).contains(&roll)
             && !live.is_empty()
             && let Some(key) = Some(live[rng.urange(0, live.len() - 1)].clone())
-            && let Some(event) = pods.get_mut(&key).and_then(|pod| resize(rng, &key, pod, machine, tags))
+            && let Some(event) = pods
+                .get_mut(&key)
+                .and_then(|pod| resize(rng, &key, pod, machine, kubelet, tags))
         {
             events.push(event);
             continue;
@@ -137,12 +145,24 @@ fn resize(
     key: &str,
     pod: &mut Value,
     machine: &MachineFacts,
+    kubelet: &KubeletFacts,
     tags: &mut Vec<String>,
 ) -> Option<EventSpec> {
     let spec = pod.get_mut("spec")?;
     if spec.get("resources").is_some() {
         return None;
     }
+    // An init container that ran to completion no longer holds pinned
+    // memory; the topology manager's admission of the resize allocates it
+    // again (a known difference: crates/difftest/known-differences).
+    let runs_to_completion = spec
+        .get("initContainers")
+        .and_then(Value::as_array)
+        .is_some_and(|list| {
+            list.iter()
+                .any(|c| c.get("restartPolicy").and_then(Value::as_str) != Some("Always"))
+        });
+    let init_static_memory = kubelet.static_memory && runs_to_completion && is_guaranteed(spec);
     let mut candidates: Vec<(&str, usize)> = Vec::new();
     for list in ["containers", "initContainers"] {
         for (i, c) in spec
@@ -260,6 +280,9 @@ fn resize(
         }
     }
     tags.push("resize".into());
+    if init_static_memory {
+        tags.push("resize-init-static-memory".into());
+    }
     if beyond {
         tags.push("resize-beyond".into());
     }
@@ -626,4 +649,126 @@ fn bytes(v: Option<&Value>) -> u64 {
         }
     }
     text.parse().unwrap_or(0)
+}
+
+/// A node filled with 3 to 7 small one-container pods (Burstable or
+/// Guaranteed, `spec.priority` now and then), then 2 to 4 resizes that ask
+/// for more CPU or memory than is left (deferred), then deletes, shrinking
+/// resizes and further resizes in random order: what makes the kubelet
+/// retry its pending resizes (`RetryPendingResizes`) and what its order
+/// (`sortPendingResizes`: not increasing first, priority, Guaranteed, the
+/// longest pending) decides.
+fn pending_resizes(rng: &mut Rng, machine: &MachineFacts, tags: &mut Vec<String>) -> Vec<EventSpec> {
+    tags.push("resize".into());
+    tags.push("resize-pending".into());
+    let total_milli = machine.cpus_per_numa.iter().map(Vec::len).sum::<usize>() as u64 * 1000;
+    let total_mi = machine.memory_per_numa.iter().sum::<u64>() / MI;
+    let count = rng.range(3, 7);
+    // Per pod: its name, whether Guaranteed, and its cpu (milli) and memory (Mi).
+    let mut pods: Vec<(String, bool, u64, u64)> = Vec::new();
+    let mut events = Vec::new();
+    let share_milli = (total_milli / (count + 1)).max(100) / 100 * 100;
+    let share_mi = (total_mi / (count + 2)).max(64);
+    for i in 1..=count {
+        let name = format!("default/p{i}");
+        let guaranteed = rng.chance(30);
+        let cpu = share_milli.saturating_sub(rng.below(3) * 100).max(100);
+        let memory = share_mi.saturating_sub(rng.below(3) * 16).max(16);
+        let mut spec = json!({
+            "containers": [{"name": "app0", "image": "registry.k8s.io/pause:3.10",
+                "resources": sized(guaranteed, cpu, memory)}],
+        });
+        if rng.chance(30) {
+            spec["priority"] = json!(*rng.pick(&[-5i64, 0, 10, 1000]));
+            tags.push("priority".into());
+        }
+        let (namespace, short) = name.split_once('/').unwrap_or(("default", &name));
+        events.push(EventSpec {
+            add: Some(json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": short, "namespace": namespace}, "spec": spec})),
+            ..EventSpec::default()
+        });
+        pods.push((name, guaranteed, cpu, memory));
+    }
+    let resize_of = |pod: &mut (String, bool, u64, u64), cpu: u64, memory: u64| {
+        pod.2 = cpu;
+        pod.3 = memory;
+        let spec: Option<topoalign_scenario::ResizeSpec> = serde_json::from_value(json!({
+            "pod": pod.0,
+            "containers": [{"name": "app0", "resources": sized(pod.1, cpu, memory)}],
+        }))
+        .ok();
+        spec.map(|spec| EventSpec {
+            resize: Some(spec),
+            ..EventSpec::default()
+        })
+    };
+    let memory_too = rng.chance(30);
+    let mut live: Vec<usize> = (0..pods.len()).collect();
+    for _ in 0..rng.range(2, 4) {
+        let i = *rng.pick(&live);
+        let cpu = pods[i].2 + share_milli * rng.range(1, 3);
+        let memory = if memory_too {
+            pods[i].3 + share_mi * rng.range(1, 2)
+        } else {
+            pods[i].3
+        };
+        events.extend(resize_of(&mut pods[i], cpu, memory));
+    }
+    for _ in 0..rng.range(1, 4) {
+        if live.is_empty() {
+            break;
+        }
+        let at = rng.urange(0, live.len() - 1);
+        let i = live[at];
+        match rng.below(3) {
+            0 => {
+                tags.push("delete".into());
+                live.remove(at);
+                events.push(EventSpec {
+                    delete: Some(pods[i].0.clone()),
+                    ..EventSpec::default()
+                });
+            }
+            1 => {
+                let cpu = (pods[i].2 / 4).max(100) / 100 * 100;
+                let memory = (pods[i].3 / 2).max(16);
+                events.extend(resize_of(&mut pods[i], cpu, memory));
+            }
+            _ => {
+                let cpu = pods[i].2 + 100 * rng.range(1, 10);
+                let memory = pods[i].3;
+                events.extend(resize_of(&mut pods[i], cpu, memory));
+            }
+        }
+    }
+    events
+}
+
+/// Whether every container of a pod `spec` has `cpu` and `memory` limits
+/// and no other requests for them (Guaranteed, the QoS class whose memory
+/// the `Static` memory policy pins).
+fn is_guaranteed(spec: &Value) -> bool {
+    ["containers", "initContainers"]
+        .iter()
+        .flat_map(|list| spec.get(*list).and_then(Value::as_array).into_iter().flatten())
+        .all(|c| {
+            let resources = c.get("resources");
+            ["cpu", "memory"].iter().all(|r| {
+                let limit = resources.and_then(|x| x.get("limits")).and_then(|l| l.get(*r));
+                let request = resources.and_then(|x| x.get("requests")).and_then(|l| l.get(*r));
+                limit.is_some() && (request.is_none() || request == limit)
+            })
+        })
+}
+
+/// One container's resources: `cpu` (millicores) and `memory` (Mi) as
+/// limits equal to requests (Guaranteed) or as requests only.
+fn sized(guaranteed: bool, cpu: u64, memory: u64) -> Value {
+    let amounts = json!({"cpu": format!("{cpu}m"), "memory": format!("{memory}Mi")});
+    if guaranteed {
+        json!({"requests": amounts.clone(), "limits": amounts})
+    } else {
+        json!({"requests": amounts})
+    }
 }

@@ -7,9 +7,16 @@
 //! v1.34/v1.35 `(*allocation.manager).canResizePod`; v1.36+ the
 //! `podResizesAdmitHandler` of `pkg/kubelet/allocation/handlers.go` followed
 //! by the other admit handlers), and what an accepted resize changes: the
-//! pod's requests as the resource-fit check counts them. Must not touch:
-//! the managers' state — a resize that reaches them here never changes an
+//! pod's requests as the resource-fit check counts them; from 1.34 the
+//! allocation manager's queue of pending (deferred) resizes, its order
+//! (`sortPendingResizes`, sorted by Go's own algorithm: `go_sort`) and its
+//! retries when a resize arrives or a pod leaves. Must not touch: the
+//! managers' state — a resize that reaches them here never changes an
 //! exclusive CPU set or pinned memory (see [`Node::resize`]).
+
+mod go_sort;
+
+use std::collections::HashMap;
 
 use topoalign_cpu_manager::CpuPolicyName;
 use topoalign_memory_manager::MemoryPolicyName;
@@ -39,8 +46,10 @@ pub enum ResizeOutcome {
 pub enum PendingReason {
     /// The kubelet will not take this size on this node.
     Infeasible,
-    /// It does not fit now; the kubelet retries later (when a pod leaves,
-    /// and every few minutes), which a replay does not model.
+    /// It does not fit now. From 1.34 the kubelet queues it and decides it
+    /// again whenever a resize arrives or a pod leaves (see
+    /// [`ResizeDecision::accepted_pending`]); before, only at the pod's next
+    /// resize.
     Deferred,
 }
 
@@ -60,6 +69,66 @@ pub struct ResizeDecision {
     /// `namespace/name`.
     pub pod: String,
     pub outcome: ResizeOutcome,
+    /// Other pods (`namespace/name`) whose pending resize the retry this
+    /// resize triggered accepted, in the kubelet's order (1.34+).
+    pub accepted_pending: Vec<String>,
+}
+
+/// The allocation manager's resize state from 1.34 (`InPlacePodVerticalScaling`
+/// on): the API server's pod of every pod resized, the status manager's
+/// `PodResizePending` conditions, and the queue of pending resizes.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PendingResizes {
+    /// uid → the latest desired pod and the pod's `spec.priority`.
+    desired: HashMap<String, (Pod, i32)>,
+    /// uid → the pod's `PodResizePending` condition.
+    conditions: HashMap<String, Condition>,
+    /// uids, in the order the next retry decides them.
+    queue: Vec<String>,
+    /// The status manager's clock, in conditions written.
+    tick: u64,
+}
+
+/// A `PodResizePending` condition: its reason, message and the tick of its
+/// `lastTransitionTime` (kept while the reason stays).
+#[derive(Clone, Debug)]
+struct Condition {
+    reason: PendingReason,
+    message: String,
+    since: u64,
+}
+
+impl PendingResizes {
+    /// Forgets a pod that left the node (the pod manager no longer finds
+    /// it: the kubelet drops it from the queue at its next look).
+    pub(crate) fn forget(&mut self, uid: &str) {
+        if self.desired.is_empty() && self.conditions.is_empty() {
+            return;
+        }
+        self.desired.remove(uid);
+        self.conditions.remove(uid);
+        self.queue.retain(|u| u != uid);
+    }
+
+    fn set_condition(&mut self, uid: &str, reason: PendingReason, message: String) {
+        self.tick += 1;
+        let since = match self.conditions.get(uid) {
+            Some(old) if old.reason == reason => old.since,
+            _ => self.tick,
+        };
+        self.conditions
+            .insert(uid.to_string(), Condition { reason, message, since });
+    }
+}
+
+/// What [`Node::delete`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deletion {
+    /// Whether such a pod was admitted.
+    pub found: bool,
+    /// Pods (`namespace/name`) whose pending resize the retry after the
+    /// removal accepted, in the kubelet's order.
+    pub accepted_pending: Vec<String>,
 }
 
 /// Why [`Node::resize`] gives no answer.
@@ -79,9 +148,12 @@ impl Node {
     /// The kubelet's decision on resizing the admitted pod `desired.uid`
     /// to the `cpu` and `memory` requests and limits of `desired`'s
     /// containers (every other field of `desired` is ignored; the caller
-    /// has checked that the QoS class stays). Applied, the pod's new
+    /// has checked that the QoS class stays), the pod's `spec.priority`
+    /// taken as 0 ([`Node::resize_with_priority`]). Applied, the pod's new
     /// requests are what later fit checks count; refused or ignored, the
-    /// node is unchanged.
+    /// pod keeps its allocation — and from 1.34 a deferred resize stays
+    /// queued, and other pods' pending resizes may be accepted by the retry
+    /// (listed in [`ResizeDecision::accepted_pending`]).
     ///
     /// Every resize the kubelet lets through to its admit handlers keeps the
     /// exclusive CPUs and pinned memory the pod holds: a Guaranteed pod
@@ -95,68 +167,259 @@ impl Node {
     /// `InPlacePodVerticalScalingExclusive*` gate lets a manager see a
     /// changed exclusive size.
     pub fn resize(&mut self, desired: &Pod) -> Result<ResizeDecision, ResizeError> {
+        self.resize_with_priority(desired, 0)
+    }
+
+    /// [`Node::resize`] of a pod whose `spec.priority` is `priority` (the
+    /// order of pending resizes reads it).
+    ///
+    /// From 1.34 with `InPlacePodVerticalScaling` on, the kubelet's
+    /// `HandlePodUpdates`: a resize that changes nothing the pod asked for
+    /// before is not looked at; one back to the allocated sizes clears the
+    /// pod's pending condition; any other queues the pod
+    /// (`PushPendingResize`) and decides every pending resize again, in the
+    /// queue's order (`RetryPendingResizes`). The answer is the pod's state
+    /// afterwards, with the other pods the retry accepted.
+    ///
+    /// # Errors
+    /// As [`Node::resize`].
+    pub fn resize_with_priority(&mut self, desired: &Pod, priority: i32) -> Result<ResizeDecision, ResizeError> {
         let index = self
             .active
             .iter()
             .position(|p| p.uid == desired.uid)
             .ok_or_else(|| ResizeError::NotAdmitted(desired.uid.clone()))?;
+        let version = self.config.kubelet_version;
+        if !version.at_least(KubeletVersion::V1_34) || !self.config.feature_gates.in_place_resize(version) {
+            let allocated = self.active[index].clone();
+            let resized = with_sizes_of(&allocated, desired);
+            let outcome = self.decide(index, resized)?;
+            return Ok(ResizeDecision {
+                pod: allocated.key(),
+                outcome,
+                accepted_pending: Vec::new(),
+            });
+        }
+        let allocated = &self.active[index];
+        let key = allocated.key();
+        let resized = with_sizes_of(allocated, desired);
+        let before = match self.resizes.desired.get(&desired.uid) {
+            Some((old, _)) => with_sizes_of(allocated, old),
+            None => allocated.clone(),
+        };
+        // A refusal the kubelet's code would not reach as topoalign answers
+        // it stops the replay before the pod is queued.
+        self.guaranteed_refusal(allocated, &resized)?;
+        let unchanged = resized == *allocated;
+        self.resizes
+            .desired
+            .insert(desired.uid.clone(), (desired.clone(), priority));
+        let mut accepted = Vec::new();
+        if resized != before {
+            if unchanged {
+                self.resizes.conditions.remove(&desired.uid);
+            } else {
+                self.push_pending_resize(&desired.uid);
+                accepted = self.retry_pending_resizes();
+            }
+        }
+        let index = self
+            .active
+            .iter()
+            .position(|p| p.uid == desired.uid)
+            .ok_or_else(|| ResizeError::NotAdmitted(desired.uid.clone()))?;
+        let outcome = if with_sizes_of(&self.active[index], desired) == self.active[index] {
+            ResizeOutcome::Applied
+        } else {
+            match self.resizes.conditions.get(&desired.uid) {
+                Some(condition) => ResizeOutcome::Pending {
+                    reason: condition.reason,
+                    message: condition.message.clone(),
+                },
+                None => ResizeOutcome::Pending {
+                    reason: PendingReason::Deferred,
+                    message: String::new(),
+                },
+            }
+        };
+        accepted.retain(|k| *k != key);
+        Ok(ResizeDecision {
+            pod: key,
+            outcome,
+            accepted_pending: accepted,
+        })
+    }
+
+    /// Deletes the pod with `uid` ([`Node::remove`]), then, as the kubelet's
+    /// `HandlePodRemoves` does, decides every pending resize again.
+    pub fn delete(&mut self, uid: &str) -> Deletion {
+        let found = self.remove(uid);
+        let accepted_pending = if self.resizes.queue.is_empty() {
+            Vec::new()
+        } else {
+            self.retry_pending_resizes()
+        };
+        Deletion {
+            found,
+            accepted_pending,
+        }
+    }
+
+    /// `PushPendingResize`: queues `uid` unless it is queued already, then
+    /// sorts the queue (`sortPendingResizes`) with Go's algorithm.
+    fn push_pending_resize(&mut self, uid: &str) {
+        if self.resizes.queue.iter().any(|u| u == uid) {
+            return;
+        }
+        self.resizes.queue.push(uid.to_string());
+        // What the comparator reads of each pod, worked out once.
+        struct Key {
+            uid: String,
+            increasing: bool,
+            priority: i32,
+            guaranteed: bool,
+            since: Option<u64>,
+        }
+        let version = self.config.kubelet_version;
+        let mut keys: Vec<Key> = Vec::with_capacity(self.resizes.queue.len());
+        for uid in &self.resizes.queue {
+            let (Some(allocated), Some((desired, priority))) = (
+                self.active.iter().find(|p| p.uid == *uid),
+                self.resizes.desired.get(uid),
+            ) else {
+                continue;
+            };
+            let resized = with_sizes_of(allocated, desired);
+            let increasing = resized != *allocated
+                && ["memory", "cpu"]
+                    .iter()
+                    .any(|r| request_for_capacity(&resized, r, version) > request_for_capacity(allocated, r, version));
+            keys.push(Key {
+                uid: uid.clone(),
+                increasing,
+                priority: *priority,
+                guaranteed: allocated.qos == QosClass::Guaranteed,
+                since: self.resizes.conditions.get(uid).map(|c| c.since),
+            });
+        }
+        // The kubelet's comparator, `a` before `b` when it returns -1; not
+        // a strict order (a resize not increasing requests is before
+        // anything, equal times are after each other).
+        go_sort::sort_func(&mut keys, &mut |a: &Key, b: &Key| {
+            if !a.increasing {
+                return true;
+            }
+            if !b.increasing {
+                return false;
+            }
+            if a.priority != b.priority {
+                return a.priority > b.priority;
+            }
+            if a.guaranteed != b.guaranteed {
+                return a.guaranteed;
+            }
+            match (a.since, b.since) {
+                (None, _) => false,
+                (_, None) => true,
+                (Some(a), Some(b)) => a < b,
+            }
+        });
+        self.resizes.queue = keys.into_iter().map(|k| k.uid).collect();
+    }
+
+    /// `RetryPendingResizes`: decides each queued resize in order against
+    /// the allocation of the moment; an accepted one is the pod's
+    /// allocation at once, a deferred one stays queued, an infeasible one
+    /// leaves the queue with its condition. Returns the pods accepted.
+    fn retry_pending_resizes(&mut self) -> Vec<String> {
+        let queue = std::mem::take(&mut self.resizes.queue);
+        let mut still_pending = Vec::new();
+        let mut accepted = Vec::new();
+        for uid in queue {
+            let (Some(index), Some((desired, _))) = (
+                self.active.iter().position(|p| p.uid == uid),
+                self.resizes.desired.get(&uid),
+            ) else {
+                continue;
+            };
+            let resized = with_sizes_of(&self.active[index], desired);
+            if resized == self.active[index] {
+                self.resizes.conditions.remove(&uid);
+                continue;
+            }
+            let key = resized.key();
+            match self.decide(index, resized) {
+                Ok(ResizeOutcome::Pending { reason, message }) => {
+                    self.resizes.set_condition(&uid, reason, message);
+                    if reason == PendingReason::Deferred {
+                        still_pending.push(uid);
+                    }
+                }
+                Ok(_) => {
+                    self.resizes.conditions.remove(&uid);
+                    accepted.push(key);
+                }
+                // Not reached (a queued resize passed the same check when it
+                // arrived); the kubelet keeps a resize it failed to handle.
+                Err(_) => still_pending.push(uid),
+            }
+        }
+        self.resizes.queue = still_pending;
+        accepted
+    }
+
+    /// The kubelet's decision on resizing the admitted pod at `index` to
+    /// `resized`, against the allocation of the moment; applied when it
+    /// fits.
+    fn decide(&mut self, index: usize, resized: Pod) -> Result<ResizeOutcome, ResizeError> {
         // A copy: the CPU manager is asked again below while it is read.
         let allocated = &self.active[index].clone();
-        let decision = |outcome| ResizeDecision {
-            pod: allocated.key(),
-            outcome,
-        };
         let version = self.config.kubelet_version;
         let gates = self.config.feature_gates;
-        let resized = with_sizes_of(allocated, desired);
         if !gates.in_place_resize(version) {
             // 1.32/1.33 call the resize handling only with the gate on;
             // 1.34 (the last release where it can be off) marks it.
-            return Ok(decision(if version.at_least(KubeletVersion::V1_34) {
+            return Ok(if version.at_least(KubeletVersion::V1_34) {
                 infeasible("InPlacePodVerticalScaling is disabled")
             } else {
                 ResizeOutcome::Ignored
-            }));
+            });
         }
         if resized == *allocated {
             // Desired == allocated: nothing to allocate, no condition.
-            return Ok(decision(ResizeOutcome::Applied));
+            return Ok(ResizeOutcome::Applied);
         }
         if let Some(outcome) = self.guaranteed_refusal(allocated, &resized)? {
-            return Ok(decision(outcome));
+            return Ok(outcome);
         }
         if !version.at_least(KubeletVersion::V1_36)
             && let Some(message) = self.beyond_allocatable(&resized)
         {
-            return Ok(decision(infeasible(&message)));
+            return Ok(infeasible(&message));
         }
         // The other admit handlers: the topology manager admits again (see
         // above) — its CPU manager's `Allocate` of a container that holds
         // CPUs still makes 1.36's `full-pcpus-only` checks —, then the
         // resource fit against the other pods' allocation.
         if let Err(refused) = self.allocate_held_cpus_again(&resized) {
-            return Ok(decision(ResizeOutcome::Pending {
+            return Ok(ResizeOutcome::Pending {
                 reason: PendingReason::Deferred,
                 message: refused.message,
-            }));
+            });
         }
         let mut others = self.fit_usage.clone();
         others.remove(allocated);
         let requests = PodRequests::of(&resized);
         if let Err(failure) = fit::check_fit_with(&self.fit_allocatable, &resized, &requests, &others) {
-            return Ok(decision(ResizeOutcome::Pending {
+            return Ok(ResizeOutcome::Pending {
                 reason: PendingReason::Deferred,
                 message: failure.message,
-            }));
+            });
         }
-        let key = allocated.key();
         others.add(&requests);
         self.fit_usage = others;
         self.active[index] = resized;
-        Ok(ResizeDecision {
-            pod: key,
-            outcome: ResizeOutcome::Applied,
-        })
+        Ok(ResizeOutcome::Applied)
     }
 
     /// The CPU manager's `Allocate` for each container of `pod` that holds

@@ -6,7 +6,7 @@
 //! with the same code as any other. No I/O: reading checkpoint files is
 //! `topoalign-k8s`'s job.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use topoalign_cpu_manager::{CpuManagerState, CpuRestoreError};
 use topoalign_device_manager::{DeviceAssignments, DeviceRestoreError};
@@ -77,21 +77,39 @@ impl Node {
     /// [`RestoreError`] for state the kubelet would refuse; the node is then
     /// dropped.
     pub fn restored(mut self, snapshot: NodeSnapshot) -> Result<Node, RestoreError> {
+        let stale = snapshot.stale_uids();
         self.cpus.restore(snapshot.cpu)?;
         self.memory.restore(snapshot.memory.unwrap_or_default())?;
         self.devices.restore(snapshot.devices)?;
         let active = snapshot.pods.into_iter().map(|pod| self.as_admitted(pod)).collect();
         self.set_active(active);
-        let active: BTreeSet<String> = self.active.iter().map(|p| p.uid.clone()).collect();
-        let mut held: BTreeSet<String> = self.cpus.assignments().into_keys().collect();
-        held.extend(self.cpus.pod_assignments().into_keys());
-        held.extend(self.memory.assignments().into_keys());
-        held.extend(self.memory.pod_assignments().into_keys());
-        held.extend(self.devices.assignments().into_keys());
-        for uid in held.difference(&active) {
+        for uid in &stale {
             self.release(uid);
         }
         Ok(self)
+    }
+}
+
+impl NodeSnapshot {
+    /// The uids holding state that no pod has, ascending: what the
+    /// managers' stale-state collection releases after a restore. Read
+    /// from the snapshot (the managers keep a part of it, and releasing
+    /// what they did not keep changes nothing), without copying its maps.
+    fn stale_uids(&self) -> BTreeSet<String> {
+        let active: HashSet<&str> = self.pods.iter().map(|p| p.uid.as_str()).collect();
+        let memory = self
+            .memory
+            .iter()
+            .flat_map(|m| m.assignments.keys().chain(m.pod_assignments.keys()));
+        self.cpu
+            .assignments
+            .keys()
+            .chain(self.cpu.pod_assignments.keys())
+            .chain(memory)
+            .chain(self.devices.keys())
+            .filter(|uid| !active.contains(uid.as_str()))
+            .cloned()
+            .collect()
     }
 }
 

@@ -32,7 +32,9 @@ use topoalign_engine::{CpuManagerState, MemoryManagerState, Node, NodeSnapshot};
 use topoalign_k8s::ManifestPod;
 use topoalign_k8s::checkpoint::{CheckpointError, CheckpointKind, CpuCheckpoint, DeviceCheckpoint, MemoryCheckpoint};
 use topoalign_model::{Container, Pod, QosClass, Quantity, QuantityFormat, ResourceList};
-use topoalign_podresources::{Field, PodAllocation, differences, pod_allocations};
+use topoalign_podresources::{
+    Allocatable, Field, PodAllocation, allocatable_differences, allocatable_of, differences, pod_allocations,
+};
 
 use crate::{PodReport, admit_all};
 
@@ -87,6 +89,30 @@ pub struct PodResourcesAnswer {
     pub socket: String,
     /// `List`'s pods.
     pub pods: Vec<PodAllocation>,
+    /// `GetAllocatableResources`' answer, when it was asked.
+    pub allocatable: Option<Allocatable>,
+}
+
+/// A way the PodResources API's `GetAllocatableResources` differs from
+/// what the node's machine and kubelet configuration make allocatable
+/// (`topoalign_podresources::allocatable_differences`, the follower's
+/// check too).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AllocatableDisagreement {
+    /// The answer's field: `cpu_ids`, `memory` or `devices`.
+    pub field: &'static str,
+    /// What differs, in words.
+    pub what: String,
+}
+
+impl std::fmt::Display for AllocatableDisagreement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "GetAllocatableResources {}: {} (the machine and kubelet configuration diagnosed are not the kubelet's)",
+            self.field, self.what
+        )
+    }
 }
 
 /// A container (or pod) the PodResources API and the checkpoint files
@@ -240,6 +266,10 @@ pub struct Diagnosis {
     pub pod_resources: Option<String>,
     /// Where the PodResources API and the checkpoints disagree.
     pub disagreements: Vec<Disagreement>,
+    /// Where the PodResources API's allocatable resources differ from
+    /// the node's machine and kubelet configuration (empty when they
+    /// agree, or were not asked; then absent from the document).
+    pub allocatable_disagreements: Vec<AllocatableDisagreement>,
     pub notes: Vec<String>,
     /// The pods given to explain.
     pub results: Vec<PodReport>,
@@ -440,6 +470,22 @@ pub fn diagnose(inputs: Inputs<'_>) -> Result<Diagnosis, DiagnoseError> {
             ));
         }
     }
+    // What the kubelet serves as allocatable against this machine and
+    // configuration: silent when they agree.
+    let allocatable_disagreements: Vec<AllocatableDisagreement> = inputs
+        .pod_resources
+        .as_ref()
+        .and_then(|answer| answer.allocatable.as_ref())
+        .map(|served| {
+            allocatable_differences(served, &allocatable_of(node))
+                .into_iter()
+                .map(|d| AllocatableDisagreement {
+                    field: d.field.wire_name(),
+                    what: d.what,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let restart = match errors.first() {
         None => Restart::Starts,
         Some(error) => Restart::Fails { error: error.clone() },
@@ -473,6 +519,7 @@ pub fn diagnose(inputs: Inputs<'_>) -> Result<Diagnosis, DiagnoseError> {
         unknown_uids,
         pod_resources: inputs.pod_resources.as_ref().map(|a| a.socket.clone()),
         disagreements,
+        allocatable_disagreements,
         notes,
         results,
     })
@@ -680,6 +727,8 @@ impl Serialize for Diagnosis {
             #[serde(skip_serializing_if = "Option::is_none")]
             pod_resources: Option<&'a str>,
             disagreements: &'a [Disagreement],
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            allocatable_disagreements: &'a [AllocatableDisagreement],
             notes: &'a [String],
             results: &'a [PodReport],
         }
@@ -708,6 +757,7 @@ impl Serialize for Diagnosis {
             unknown_uids: &self.unknown_uids,
             pod_resources: self.pod_resources.as_deref(),
             disagreements: &self.disagreements,
+            allocatable_disagreements: &self.allocatable_disagreements,
             notes: &self.notes,
             results: &self.results,
         }

@@ -413,3 +413,66 @@ fn pod_level_assignments_are_reported_and_restored() {
         assert_eq!(held.memory.unwrap().pod_assignments[bubble].len(), 2, "{release}");
     }
 }
+
+/// The PodResources API's allocatable resources against node 0023's
+/// machine and kubelet configuration (CPUs 0 and 24 reserved, one GPU):
+/// the kubelet's own answer is silent; a kubelet serving its reserved
+/// CPUs as allocatable, or missing the GPU, is reported with what differs
+/// (the check the follower makes, `topoalign_podresources::
+/// allocatable_differences`).
+#[test]
+fn allocatable_resources_that_are_not_the_nodes_are_reported() {
+    let diagnose_with = |allocatable: Allocatable| {
+        let (mut node, kubelet) = node_0023(&[]);
+        diagnose(Inputs {
+            node: &mut node,
+            kubelet: &kubelet,
+            cpu_checkpoint: absent(),
+            memory_checkpoint: absent(),
+            device_checkpoint: absent(),
+            pod_resources: Some(PodResourcesAnswer {
+                socket: "/var/lib/kubelet/pod-resources/kubelet.sock".to_owned(),
+                pods: Vec::new(),
+                allocatable: Some(allocatable),
+            }),
+            pods: None,
+            explain: &[],
+        })
+        .unwrap()
+        .allocatable_disagreements
+    };
+    let (node, _) = node_0023(&[]);
+    let right = allocatable_of(&node);
+    assert_eq!(right.cpus.to_string(), "1-23,25-47");
+    assert_eq!(right.devices["nvidia.com/gpu"].len(), 1);
+    assert!(!right.memory.is_empty());
+    assert_eq!(diagnose_with(right.clone()), []);
+
+    let mut reserved_served = right.clone();
+    reserved_served.cpus = node.machine().cpu_set();
+    let found = diagnose_with(reserved_served);
+    assert_eq!(
+        found,
+        [AllocatableDisagreement {
+            field: "cpu_ids",
+            what: "CPUs 0,24 are served but are not allocatable here (reserved, or not on this machine)".to_owned(),
+        }]
+    );
+    assert!(
+        found[0]
+            .to_string()
+            .starts_with("GetAllocatableResources cpu_ids: CPUs 0,24 are served")
+    );
+
+    let mut no_gpu = right;
+    no_gpu.devices.clear();
+    assert_eq!(
+        diagnose_with(no_gpu),
+        [AllocatableDisagreement {
+            field: "devices",
+            what: "nvidia.com/gpu devices gpu0 are on this node's device list but not served (unhealthy, or not \
+                   registered)"
+                .to_owned(),
+        }]
+    );
+}

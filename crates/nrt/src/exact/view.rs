@@ -1,11 +1,12 @@
-//! The read side of [`STATE_ATTRIBUTE`](super::STATE_ATTRIBUTE): the same
-//! format as [`StateRecord`](super::StateRecord), read without copying —
-//! strings borrowed from the attribute's text, objects kept as the lists of
-//! pairs they are written as — and turned straight into the engine's
+//! The one reading of [`STATE_ATTRIBUTE`](super::STATE_ATTRIBUTE), the
+//! format [`StateRecord`](super::StateRecord) writes: read without copying
+//! — strings borrowed from the text, objects kept as the lists of pairs
+//! they are written as — and turned straight into the engine's
 //! [`NodeSnapshot`]. A reader that restores thousands of objects (the
 //! extender at start) pays for one parse and the node it builds, not for a
-//! tree of owned strings it throws away. `StateRecord` stays the writer and
-//! the owned form; a test keeps both reading alike.
+//! tree of owned strings it throws away. Every reader goes through it: the
+//! NRT attribute ([`read_state`](super::read_state)), the agent's journal
+//! snapshots, tests. `StateRecord` only writes.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -15,7 +16,9 @@ use std::marker::PhantomData;
 
 use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, Visitor};
-use topoalign_engine::{CpuManagerState, MemoryBlock, MemoryManagerState, NodeSnapshot, NumaMemoryState};
+use topoalign_engine::{
+    CpuManagerState, MemoryBlock, MemoryManagerState, MemoryTableState, NodeSnapshot, NumaMemoryState,
+};
 use topoalign_model::{Container, CpuSet, Pod, PodResources, ResourceList};
 
 use super::TableRecord;
@@ -203,9 +206,7 @@ pub struct BlockView<'a> {
 }
 
 impl StateView<'_> {
-    /// The engine's snapshot this state describes, as
-    /// [`StateRecord::to_snapshot`](super::StateRecord::to_snapshot) gives
-    /// it.
+    /// The engine's snapshot this state describes.
     ///
     /// # Errors
     /// A message naming the malformed part (a bad quantity or CPU list).
@@ -264,12 +265,14 @@ fn per_container<'a, T, U>(
     entries: &PerContainer<'a, T>,
     convert: impl Fn(&T) -> U,
 ) -> BTreeMap<String, BTreeMap<String, U>> {
+    // Inserts, not `collect`: collecting a map sorts a vector first, which
+    // costs more than it saves on maps of a few entries.
     let mut map: BTreeMap<String, BTreeMap<String, U>> = BTreeMap::new();
     for (uid, containers) in entries.iter() {
-        let converted = containers
-            .iter()
-            .map(|(container, item)| (container.as_str().to_owned(), convert(item)))
-            .collect();
+        let mut converted = BTreeMap::new();
+        for (container, item) in containers.iter() {
+            converted.insert(container.as_str().to_owned(), convert(item));
+        }
         map.insert(uid.as_str().to_owned(), converted);
     }
     map
@@ -279,11 +282,10 @@ impl MemoryView<'_> {
     fn to_state(&self) -> MemoryManagerState {
         let mut machine_state = BTreeMap::new();
         for (numa, view) in self.machine_state.iter() {
-            let memory = view
-                .memory_map
-                .iter()
-                .map(|(resource, table)| (resource.as_str().to_owned(), table.into()))
-                .collect();
+            let mut memory = BTreeMap::new();
+            for (resource, table) in view.memory_map.iter() {
+                memory.insert(resource.as_str().to_owned(), table.into());
+            }
             let node = NumaMemoryState {
                 number_of_assignments: view.number_of_assignments,
                 memory,
@@ -291,14 +293,26 @@ impl MemoryView<'_> {
             };
             machine_state.insert(*numa, node);
         }
+        let mut pod_assignments = BTreeMap::new();
+        for (uid, blocks) in self.pod_entries.iter() {
+            pod_assignments.insert(uid.as_str().to_owned(), blocks_of(blocks));
+        }
         MemoryManagerState {
             machine_state,
             assignments: per_container(&self.entries, |blocks| blocks_of(blocks)),
-            pod_assignments: self
-                .pod_entries
-                .iter()
-                .map(|(uid, blocks)| (uid.as_str().to_owned(), blocks_of(blocks)))
-                .collect(),
+            pod_assignments,
+        }
+    }
+}
+
+impl From<&TableRecord> for MemoryTableState {
+    fn from(t: &TableRecord) -> Self {
+        MemoryTableState {
+            total: t.total,
+            system_reserved: t.system_reserved,
+            allocatable: t.allocatable,
+            reserved: t.reserved,
+            free: t.free,
         }
     }
 }
@@ -316,8 +330,8 @@ fn blocks_of(blocks: &[BlockView<'_>]) -> Vec<MemoryBlock> {
 }
 
 impl PodView<'_> {
-    /// The engine's pod, as [`PodRecord::to_pod`](super::PodRecord::to_pod)
-    /// gives it.
+    /// The engine's pod (QoS recomputed from the containers; the engine
+    /// takes it from the pod-level resources when it restores the pod).
     ///
     /// # Errors
     /// A message naming the bad quantity.

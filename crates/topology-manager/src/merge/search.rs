@@ -118,7 +118,7 @@ impl<'a> Source<'a> {
 
     /// The preferred affinities of one size, in increasing value (a rule
     /// is asked lazily, so a caller that stops early asks little).
-    fn preferred_of_size(&self, size: u32) -> Box<dyn Iterator<Item = NumaMask> + '_> {
+    fn preferred_of_size(&self, size: u32) -> impl Iterator<Item = NumaMask> + '_ {
         match &self.members {
             Members::Listed(masks) => {
                 let mut found: Vec<NumaMask> = masks
@@ -128,27 +128,45 @@ impl<'a> Source<'a> {
                     .collect();
                 found.sort_unstable_by_key(|m| m.bits());
                 found.dedup();
-                Box::new(found.into_iter())
+                Either::Left(found.into_iter())
             }
-            Members::Rule(rule) => {
-                Box::new(NumaMask::subsets_of_size(rule.universe(), size).filter(|&m| rule.classify(m) == Some(true)))
-            }
+            Members::Rule(rule) => Either::Right(
+                NumaMask::subsets_of_size(rule.universe(), size).filter(|&m| rule.classify(m) == Some(true)),
+            ),
         }
     }
 
     /// The sizes preferred affinities may have, ascending.
-    fn preferred_sizes(&self) -> Vec<u32> {
+    fn preferred_sizes(&self) -> impl Iterator<Item = u32> + use<> {
         match &self.members {
             Members::Listed(masks) => {
                 let mut sizes: Vec<u32> = masks.iter().filter(|(_, p)| *p).map(|(m, _)| m.count()).collect();
                 sizes.sort_unstable();
                 sizes.dedup();
-                sizes
+                Either::Left(sizes.into_iter())
             }
-            Members::Rule(rule) => match rule.preferred_count() {
-                Some(size) => vec![size],
-                None => (1..=rule.universe().count()).collect(),
-            },
+            Members::Rule(rule) => Either::Right(match rule.preferred_count() {
+                Some(size) => size..=size,
+                None => 1..=rule.universe().count(),
+            }),
+        }
+    }
+}
+
+/// One of two iterators of the same items: the list's answer or the rule's,
+/// without boxing either.
+enum Either<L, R> {
+    Left(L),
+    Right(R),
+}
+
+impl<T, L: Iterator<Item = T>, R: Iterator<Item = T>> Iterator for Either<L, R> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        match self {
+            Either::Left(left) => left.next(),
+            Either::Right(right) => right.next(),
         }
     }
 }
