@@ -154,6 +154,29 @@ impl Node {
         &self.active
     }
 
+    /// This node without its pods: the managers' state and usage copied,
+    /// the parts admission never changes shared, the admitted pods left out
+    /// (admission never reads them: they only feed `pods`, `state` and
+    /// removals). What a trial admission ([`Node::try_admit`]) works on —
+    /// the one place that says what such a copy holds, so a new field of
+    /// `Node` is decided here (the literal lists every field).
+    fn trial_copy(&self) -> Node {
+        Node {
+            machine: self.machine.clone(),
+            config: self.config.clone(),
+            resources: self.resources.clone(),
+            fit_allocatable: self.fit_allocatable.clone(),
+            topology: self.topology.clone(),
+            devices: self.devices.clone(),
+            cpus: self.cpus.clone(),
+            memory: self.memory.clone(),
+            active: Vec::new(),
+            fit_usage: self.fit_usage.clone(),
+            // Resizes pending on the node's pods: a trial keeps no pods.
+            resizes: Default::default(),
+        }
+    }
+
     /// Runs the kubelet's admission chain for `pod`: the topology manager
     /// (hints, merge, allocation by each provider), then the resource-fit
     /// check. An admitted pod's containers are then started in order; a

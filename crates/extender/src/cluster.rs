@@ -20,8 +20,13 @@
 //!
 //! Speed: nodes in the same state — the same machine and configuration and
 //! the same pods, in the same order — give the same answer, so answers are
-//! cached by pod shape then state key and a call evaluates the engine once
-//! per distinct state, spread over worker threads. A call for a shape
+//! cached by pod shape then state key, and a call for a new shape runs the
+//! engine once per distinct trial key ([`Node::trial_key`], kept per node
+//! and worked out when the node changes, not per call), spread over worker
+//! threads. A node that already holds the pod asked about (same uid:
+//! assumed there, or reported; the scheduler asks again after a failed
+//! bind) is judged without it, keyed apart with the pod's place. A call
+//! for a shape
 //! already answered is two map lookups per candidate (names hashed with
 //! foldhash, state keys used as their own hash); `expire` scans the
 //! assumptions only when the oldest may have expired. A listing of NRT
@@ -82,10 +87,86 @@ struct Trial {
     scores: Scores,
 }
 
+#[derive(Clone)]
 struct KnownNode {
     node: Node,
     spec_key: u64,
     state_key: u64,
+    /// [`uid_key`] of each pod the node holds: whether it holds the pod
+    /// asked about is one lookup (confirmed on its pods, as keys may
+    /// collide).
+    holds: KeySet,
+    /// One bit per [`uid_key`] in `holds` ([`uid_bit`]; bits of pods
+    /// removed may stay): most nodes tell they do not hold a pod without a
+    /// lookup.
+    held_bits: u64,
+    /// The hash of the spec key and [`Node::trial_key`], worked out when
+    /// the node changes ([`KnownNode::changed`]), so that a call for a new
+    /// pod shape hashes no node.
+    trial_key: u64,
+}
+
+impl KnownNode {
+    fn new(node: Node, spec_key: u64, state_key: u64) -> KnownNode {
+        let holds: KeySet = node.pods().iter().map(|p| uid_key(&p.uid)).collect();
+        let held_bits = holds.iter().fold(0, |bits, &key| bits | uid_bit(key));
+        let trial_key = hash(&(spec_key, node.trial_key()));
+        KnownNode {
+            node,
+            spec_key,
+            state_key,
+            holds,
+            held_bits,
+            trial_key,
+        }
+    }
+
+    /// `node` changed (a pod admitted or removed): its trial key again.
+    fn changed(&mut self) {
+        self.trial_key = hash(&(self.spec_key, self.node.trial_key()));
+    }
+
+    /// The place of the pod `uid` (`key`: its [`uid_key`]) among the
+    /// node's pods, when the node holds it.
+    fn place_of(&self, uid: &str, key: u64) -> Option<usize> {
+        if self.held_bits & uid_bit(key) == 0 || !self.holds.contains(&key) {
+            return None;
+        }
+        self.node.pods().iter().position(|p| p.uid == uid)
+    }
+
+    /// The node's state as an admission of the pod `uid` meets it.
+    fn state_for(&self, uid: &str, key: u64) -> State {
+        match self.place_of(uid, key) {
+            None => State {
+                key: self.state_key,
+                spec: self.spec_key,
+                holds_pod: false,
+            },
+            Some(place) => State {
+                key: hash(&(self.state_key, "holding", place)),
+                spec: self.spec_key,
+                holds_pod: true,
+            },
+        }
+    }
+}
+
+/// A candidate node's state as an admission of one pod meets it.
+#[derive(Clone, Copy, Debug)]
+struct State {
+    /// The answer cache's key under the pod's shape: the node's state key;
+    /// for a node that already holds a pod of the asked pod's uid
+    /// (assumed or reported: the scheduler asks again after a failed bind
+    /// or a Permit rejection), that key and the pod's place among the
+    /// node's — such a node is judged without that pod (its own
+    /// resources never block it), so it shares no answer with a node in
+    /// the same state holding another pod there.
+    key: u64,
+    spec: u64,
+    /// The node holds the pod asked about: its answer is a trial on a copy
+    /// without it.
+    holds_pod: bool,
 }
 
 /// An NRT object's node rebuilt by [`Cluster::rebuild`], for
@@ -147,26 +228,12 @@ struct Assumption {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FilterOutcome {
     /// Candidates that pass, in request order (unknown nodes included).
+    /// With `choose_in_filter`, only the chosen node: the others that
+    /// admit the pod are in no field (kube-scheduler keeps only the nodes
+    /// passed).
     pub passed: Vec<String>,
     pub failed: BTreeMap<String, String>,
     pub unresolvable: BTreeMap<String, String>,
-    /// With `choose_in_filter`: the candidates that admit the pod but were
-    /// not chosen, in request order. The HTTP answer leaves them out
-    /// (kube-scheduler keeps only the nodes passed); they are kept apart
-    /// from `failed` for callers that want to say why
-    /// ([`FilterOutcome::not_chosen_reason`]).
-    pub not_chosen: Vec<String>,
-}
-
-impl FilterOutcome {
-    /// Why the nodes of `not_chosen` fail: the node that was chosen (the
-    /// one passed).
-    pub fn not_chosen_reason(&self) -> String {
-        format!(
-            "admits the pod, but the extender chose {}",
-            self.passed.first().map_or("", String::as_str)
-        )
-    }
 }
 
 /// Why a pod cannot be evaluated.
@@ -261,15 +328,9 @@ impl Cluster {
             let node = topoalign_nrt::start_node(&group.spec).map_err(|e| format!("{}: {e}", group.name))?;
             let spec_key = hash(&("fleet", g, &group.name));
             cluster.empty.insert(spec_key, node.clone());
+            let known = KnownNode::new(node.clone(), spec_key, spec_key);
             for i in 0..group.count {
-                cluster.nodes.insert(
-                    format!("{}-{i}", group.name),
-                    KnownNode {
-                        node: node.clone(),
-                        spec_key,
-                        state_key: spec_key,
-                    },
-                );
+                cluster.nodes.insert(format!("{}-{i}", group.name), known.clone());
             }
         }
         Ok(cluster)
@@ -458,14 +519,8 @@ impl Cluster {
         if let Some(empty) = empty {
             self.empty.entry(spec_key).or_insert(empty);
         }
-        self.nodes.insert(
-            name.clone(),
-            KnownNode {
-                node,
-                spec_key,
-                state_key,
-            },
-        );
+        self.nodes
+            .insert(name.clone(), KnownNode::new(node, spec_key, state_key));
         // Assumptions on this node: confirmed, or laid on top again.
         let mut mine: Vec<(u64, String)> = self
             .assumed
@@ -659,7 +714,7 @@ impl Cluster {
         self.expire(now);
         self.see(pod, now);
         let shape = shape_key(pod);
-        let states = self.states_of(&candidates);
+        let states = self.states_of(pod, &candidates);
         self.evaluate(pod, shape, &candidates, &states)?;
         let mut outcome = FilterOutcome {
             passed: Vec::with_capacity(candidates.len()),
@@ -671,8 +726,8 @@ impl Cluster {
         let answers = self.trials.get(&shape);
         for (name, state) in candidates.into_iter().zip(&states) {
             match (state, answers) {
-                (Some((state_key, spec_key)), Some(answers)) if !answers[state_key].admitted => {
-                    refused.push((name, *state_key, *spec_key));
+                (Some(state), Some(answers)) if !answers[&state.key].admitted => {
+                    refused.push((name, state.key, state.spec));
                 }
                 _ => outcome.passed.push(name),
             }
@@ -688,15 +743,11 @@ impl Cluster {
             }
         }
         if self.config.choose_in_filter {
-            let passed_states = self.states_of(&outcome.passed);
+            let passed_states = self.states_of(pod, &outcome.passed);
             if let Some(best) = best_of(&self.scored(shape, &passed_states)) {
-                let mut others = std::mem::take(&mut outcome.passed);
-                let best = others.remove(best);
+                let best = outcome.passed.swap_remove(best);
                 self.assume(pod, &best, now);
-                // (A name listed twice is passed once, never also failed.)
-                others.retain(|name| *name != best);
-                outcome.not_chosen = others;
-                outcome.passed.push(best);
+                outcome.passed = vec![best];
             }
         }
         Ok(outcome)
@@ -708,24 +759,26 @@ impl Cluster {
         self.oldest_seen = Some(self.oldest_seen.map_or(now, |oldest| oldest.min(now)));
     }
 
-    /// Each candidate's (state key, spec key); `None` for unknown nodes.
-    fn states_of(&self, candidates: &[String]) -> Vec<Option<(u64, u64)>> {
+    /// Each candidate's state as an admission of `pod` meets it; `None`
+    /// for unknown nodes.
+    fn states_of(&self, pod: &Pod, candidates: &[String]) -> Vec<Option<State>> {
+        let uid = uid_key(&pod.uid);
         candidates
             .iter()
-            .map(|name| self.nodes.get(name).map(|known| (known.state_key, known.spec_key)))
+            .map(|name| self.nodes.get(name).map(|known| known.state_for(&pod.uid, uid)))
             .collect()
     }
 
     /// Each candidate's score for the pod (already evaluated), and whether
     /// it admits it; unknown nodes: 0, not admitting.
-    fn scored(&self, shape: u64, states: &[Option<(u64, u64)>]) -> Vec<(i64, bool)> {
+    fn scored(&self, shape: u64, states: &[Option<State>]) -> Vec<(i64, bool)> {
         let strategy = self.config.strategy;
         let answers = self.trials.get(&shape);
         states
             .iter()
             .map(|state| match (state, answers) {
-                (Some((state_key, _)), Some(answers)) => {
-                    let trial = &answers[state_key];
+                (Some(state), Some(answers)) => {
+                    let trial = &answers[&state.key];
                     let score = if trial.admitted { trial.scores.get(strategy) } else { 0 };
                     (score, trial.admitted)
                 }
@@ -749,7 +802,7 @@ impl Cluster {
         self.expire(now);
         self.see(pod, now);
         let shape = shape_key(pod);
-        let states = self.states_of(&candidates);
+        let states = self.states_of(pod, &candidates);
         self.evaluate(pod, shape, &candidates, &states)?;
         let scores = self.scored(shape, &states);
         if self.config.assume_on_prioritize
@@ -831,7 +884,9 @@ impl Cluster {
             && let Some(position) = known.node.pods().iter().position(|p| p.uid == uid)
         {
             known.node.remove(uid);
+            known.holds.remove(&uid_key(uid));
             known.state_key = hash(&(known.state_key, "remove", position));
+            known.changed();
         }
     }
 
@@ -873,22 +928,22 @@ impl Cluster {
         pod: &Pod,
         shape: u64,
         candidates: &[String],
-        states: &[Option<(u64, u64)>],
+        states: &[Option<State>],
     ) -> Result<(), ClusterError> {
         if self.trial_count > TRIAL_CACHE_LIMIT {
             self.trials.clear();
             self.trial_count = 0;
         }
         let answers = self.trials.get(&shape);
-        let mut missing: Vec<(u64, u64, &Node)> = Vec::new();
+        let mut missing: Vec<(State, &KnownNode)> = Vec::new();
         let mut queued: Keyed<()> = Keyed::default();
         for (name, state) in candidates.iter().zip(states) {
-            if let Some((state_key, spec_key)) = state
-                && answers.is_none_or(|answers| !answers.contains_key(state_key))
-                && queued.insert(*state_key, ()).is_none()
+            if let Some(state) = state
+                && answers.is_none_or(|answers| !answers.contains_key(&state.key))
+                && queued.insert(state.key, ()).is_none()
                 && let Some(known) = self.nodes.get(name)
             {
-                missing.push((*state_key, *spec_key, &known.node));
+                missing.push((*state, known));
             }
         }
         if missing.is_empty() {
@@ -896,24 +951,32 @@ impl Cluster {
         }
         // States of one spec whose trial keys ([`Node::trial_key`]) are
         // equal give the same answer for any pod they do not hold: one
-        // trial per spec and trial key. The keys are worked out on the
-        // workers too.
-        let threads = self.config.threads.max(1).min(missing.len());
-        let keyed = on_threads(missing.chunks(missing.len().div_ceil(threads)), |part| {
-            part.iter()
-                .map(|&(_, spec_key, node)| hash(&(spec_key, node.trial_key())))
-                .collect::<Vec<_>>()
-        })
-        .map_err(ClusterError::Engine)?;
+        // trial per spec and trial key.
+        // A node holding the pod: a copy without it, its own trial.
+        let without: Vec<Node> = missing
+            .iter()
+            .filter(|(state, _)| state.holds_pod)
+            .map(|(_, known)| {
+                let mut copy = known.node.clone();
+                copy.remove(&pod.uid);
+                copy
+            })
+            .collect();
+        let mut without = without.iter();
         let mut first_of: Keyed<usize> = Keyed::default();
         let mut trials: Vec<&Node> = Vec::new();
         let mut answer_of: Vec<(u64, usize)> = Vec::with_capacity(missing.len());
-        for (trial_key, &(state_key, _, node)) in keyed.into_iter().flatten().zip(&missing) {
+        for &(state, known) in &missing {
+            let copy = if state.holds_pod { without.next() } else { None };
+            let (trial_key, node) = match copy {
+                Some(copy) => (hash(&("without", state.key)), copy),
+                None => (known.trial_key, &known.node),
+            };
             let at = *first_of.entry(trial_key).or_insert_with(|| {
                 trials.push(node);
                 trials.len() - 1
             });
-            answer_of.push((state_key, at));
+            answer_of.push((state.key, at));
         }
         let threads = self.config.threads.max(1).min(trials.len());
         let results = on_threads(trials.chunks(trials.len().div_ceil(threads)), |part| {
@@ -1001,12 +1064,23 @@ fn best_of(scores: &[(i64, bool)]) -> Option<usize> {
 /// Admits `pod` into a known node for real, keeping its state key.
 fn admit_into(known: &mut KnownNode, pod: Pod) -> bool {
     let shape = shape_key(&pod);
-    if known.node.admit(pod).admitted() {
-        known.state_key = hash(&(known.state_key, "add", shape));
-        true
-    } else {
-        false
+    let uid = uid_key(&pod.uid);
+    // A pod the node already holds under this uid: admitting it again
+    // changes the node even when refused (what the holder has is
+    // released), and not as a new pod would.
+    let again = known.place_of(&pod.uid, uid);
+    let admitted = known.node.admit(pod).admitted();
+    match again {
+        Some(place) => known.state_key = hash(&(known.state_key, "again", place, shape, admitted)),
+        None if admitted => known.state_key = hash(&(known.state_key, "add", shape)),
+        None => return false,
     }
+    known.changed();
+    if admitted {
+        known.holds.insert(uid);
+        known.held_bits |= uid_bit(uid);
+    }
+    admitted
 }
 
 /// The engine's answer for `pod` on `node`: a trial admission
@@ -1074,9 +1148,20 @@ fn state_key(spec_key: u64, record: &topoalign_nrt::StateView<'_>) -> u64 {
     hasher.finish()
 }
 
-/// Pods with equal resources get equal answers: the key ignores identity.
+/// Pods with equal resources get equal answers: the key ignores identity
+/// (but see [`State`] for a node holding the pod asked about).
 fn shape_key(pod: &Pod) -> u64 {
     hash(&pod.shape())
+}
+
+/// A pod uid's key in [`KnownNode::holds`].
+fn uid_key(uid: &str) -> u64 {
+    hash(&uid)
+}
+
+/// A uid key's bit in [`KnownNode::held_bits`].
+fn uid_bit(key: u64) -> u64 {
+    1 << (key >> 58)
 }
 
 /// Maps keyed by node name.
@@ -1084,6 +1169,9 @@ type Named<V> = HashMap<String, V, foldhash::fast::RandomState>;
 
 /// Maps keyed by a [`hash`] (already well mixed): the key is its own hash.
 type Keyed<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
+
+/// A set of [`hash`]es, hashed as [`Keyed`] maps are.
+type KeySet = HashSet<u64, BuildHasherDefault<KeyHasher>>;
 
 /// The hasher of [`Keyed`] maps.
 #[derive(Default)]

@@ -86,15 +86,21 @@ fn choosing_in_filter_passes_one_node_and_assumes_the_pod_there() {
     assert_eq!(outcome.passed.len(), 1, "{outcome:?}");
     let chosen = outcome.passed[0].clone();
     // gpu-0 refuses b (a holds its GPU's NUMA node); of the two that
-    // admit it, the one not chosen is failed with the choice as reason.
+    // admit it, the one not chosen is in no field of the answer.
     assert_ne!(chosen, "gpu-0");
     assert!(outcome.failed.contains_key("gpu-0"), "{outcome:?}");
     let other = if chosen == "gpu-1" { "gpu-2" } else { "gpu-1" };
-    assert_eq!(outcome.not_chosen, [other], "{outcome:?}");
-    assert_eq!(
-        outcome.not_chosen_reason(),
-        format!("admits the pod, but the extender chose {chosen}")
+    assert_eq!(outcome.failed.len(), 1, "{outcome:?}");
+    assert!(
+        !outcome.failed.contains_key(other) && !outcome.unresolvable.contains_key(other),
+        "{outcome:?}"
     );
+    // It did admit the pod: asked without choosing, it passes.
+    let plain = Cluster::from_fleet(&fleet(3), ExtenderConfig::default())
+        .unwrap()
+        .filter(&pod("b", "2", 1), names(&[other]), now)
+        .unwrap();
+    assert_eq!(plain.passed, [other], "{plain:?}");
     assert_eq!(
         cluster.assumptions().get("uid-b"),
         Some(&chosen),
@@ -309,4 +315,93 @@ fn unknown_and_unrestorable_objects_pass_with_the_reason() {
             .passed
             .is_empty()
     );
+}
+
+/// A pod asked about again (its bind failed, a Permit plugin sent it back)
+/// on the node it is assumed on: that node is judged without the pod — its
+/// own assumption does not block it — not by the cached answer of another
+/// node in the same state holding another pod of the same shape, which
+/// refused it.
+#[test]
+fn a_pod_asked_again_is_not_blocked_by_its_own_assumption() {
+    let mut cluster = Cluster::from_fleet(&fleet(2), ExtenderConfig::default()).unwrap();
+    let now = Instant::now();
+    // gpu-1 holds another pod of the same shape: the GPU is taken there.
+    cluster.assume(&pod("other", "4", 1), "gpu-1", now);
+    let asked = pod("asked", "4", 1);
+    let candidates = names(&["gpu-0", "gpu-1"]);
+    let first = cluster.filter(&asked, candidates.clone(), now).unwrap();
+    assert_eq!(first.passed, ["gpu-0"], "{first:?}");
+    // prioritize assumes it on gpu-0: both nodes now hold one pod of this
+    // shape, in the same place.
+    cluster.prioritize(&asked, first.passed, now).unwrap();
+    assert_eq!(
+        cluster.assumptions().get("uid-asked").map(String::as_str),
+        Some("gpu-0")
+    );
+    // Admitting the pod again on gpu-0 as it is would refuse it (the
+    // engine does not take a uid it holds as a new pod); without it, it
+    // admits.
+    let mut gpu_0 = topoalign_nrt::start_node(&spec()).unwrap();
+    assert!(gpu_0.admit(asked.clone()).admitted());
+    assert!(!gpu_0.clone().admit(asked.clone()).admitted());
+    gpu_0.remove(&asked.uid);
+    assert!(gpu_0.admit(asked.clone()).admitted());
+    let again = cluster.filter(&asked, candidates.clone(), now).unwrap();
+    assert_eq!(again.passed, ["gpu-0"], "{again:?}");
+    assert!(again.failed.contains_key("gpu-1"), "{again:?}");
+    let scores = cluster.prioritize(&asked, candidates, now).unwrap();
+    assert!(scores[0].1 > 0 && scores[1].1 == 0, "{scores:?}");
+    // Another pod of that shape is refused on both (the cached answer for
+    // gpu-1's state is right for it).
+    let third = cluster
+        .filter(&pod("third", "4", 1), names(&["gpu-0", "gpu-1"]), now)
+        .unwrap();
+    assert!(third.passed.is_empty(), "{third:?}");
+}
+
+/// A pod managed at the pod level (`PodLevelResourceManagers`) holds its
+/// whole CPU set, shared part included: the node's usage — and so the
+/// scores — count those CPUs as taken (they counted only containers'
+/// exclusive CPUs, so such a node scored as if empty).
+#[test]
+fn pod_level_cpus_count_as_taken_in_scores() {
+    let mut spec = spec();
+    spec.kubelet["kubeletVersion"] = json!("1.36");
+    spec.kubelet["featureGates"] = json!({"PodLevelResourceManagers": true});
+    spec.kubelet["topologyManagerScope"] = json!("pod");
+    let text = json!({"nodes": [{"name": "n", "count": 2, "topology": spec.topology, "kubelet": spec.kubelet}]});
+    let fleet = topoalign_fleet::Fleet::parse(&text.to_string(), |_| Err("no files".into())).unwrap();
+    // Six CPUs for the pod, its one container sharing them.
+    let bubble = Cluster::read_pod(&json!({"metadata": {"name": "bubble", "uid": "uid-bubble"},
+        "spec": {"resources": {"limits": {"cpu": "6", "memory": "2Gi"}}, "containers": [{"name": "app"}]}}))
+    .unwrap();
+    let mut node = topoalign_nrt::start_node(&spec).unwrap();
+    let decision = node.admit(bubble.clone());
+    assert!(decision.admitted(), "{decision:?}");
+    let usage = node.numa_usage();
+    let count = |f: fn(&topoalign_engine::ResourceUsage) -> topoalign_model::Quantity| -> i128 {
+        usage.iter().map(|z| f(&z.resources["cpu"]).value()).sum()
+    };
+    assert_eq!(count(|r| r.allocated), 6, "{usage:?}");
+    for zone in &usage {
+        let free = zone.free_cpus.as_ref().unwrap().len();
+        assert_eq!(zone.resources["cpu"].available.value(), free as i128, "{zone:?}");
+    }
+
+    let config = ExtenderConfig {
+        assume_on_prioritize: false,
+        ..ExtenderConfig::default()
+    };
+    let mut cluster = Cluster::from_fleet(&fleet, config).unwrap();
+    let now = Instant::now();
+    cluster.assume(&bubble, "n-0", now);
+    assert_eq!(cluster.assumptions().len(), 1);
+    // A burstable pod in the shared pool uses every zone: 9 of 15 CPUs
+    // free on n-0 (memory is not placed: all free), 15 of 15 on n-1.
+    let asked = Cluster::read_pod(&json!({"metadata": {"name": "small", "uid": "uid-small"},
+        "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}]}}))
+    .unwrap();
+    let scores = cluster.prioritize(&asked, names(&["n-0", "n-1"]), now).unwrap();
+    assert_eq!(scores, [("n-0".to_owned(), 8), ("n-1".to_owned(), 10)]);
 }

@@ -1,6 +1,7 @@
 //! The extender's answers — filter's verdicts and reasons, prioritize's
 //! scores — are exactly those of a plain trial admission: the node's state
-//! copied, the pod admitted by the engine, the placement scored. Checked on
+//! copied (without the pod asked about, where it is assumed), the pod
+//! admitted by the engine, the placement scored. Checked on
 //! random fleets (three policies, GPUs, a second machine shape), random
 //! assumptions between the calls (so cached answers meet changed states;
 //! some lay the sizes of another node's pods in reverse order, so that
@@ -100,12 +101,16 @@ fn shape() -> impl Strategy<Value = Shape> {
 /// One step: assume a pod on node `node % count`; assume on node `to`
 /// pods of the sizes node `from` was given, in the reverse order (nodes in
 /// other states that often hold the same free resources, which the
-/// extender evaluates once); or ask about a pod.
+/// extender evaluates once); ask about a pod; or assume the pod asked
+/// about with that shape on node `node % count` (moving it if it is
+/// assumed elsewhere), so that asking again meets a node holding the very
+/// pod asked about beside nodes holding others of its shape.
 #[derive(Clone, Debug)]
 enum Step {
     Assume(Shape, usize),
     Reversed { from: usize, to: usize },
     Ask(Shape),
+    AssumeAsked(Shape, usize),
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -113,6 +118,7 @@ fn step() -> impl Strategy<Value = Step> {
         4 => (shape(), any::<usize>()).prop_map(|(s, n)| Step::Assume(s, n)),
         1 => (any::<usize>(), any::<usize>()).prop_map(|(from, to)| Step::Reversed { from, to }),
         2 => shape().prop_map(Step::Ask),
+        1 => (shape(), any::<usize>()).prop_map(|(s, n)| Step::AssumeAsked(s, n)),
     ]
 }
 
@@ -128,7 +134,9 @@ fn reference(
     let mut outcome = FilterOutcome::default();
     let mut scores = Vec::new();
     for ((name, node), &group) in nodes.iter().zip(groups) {
+        // A node holding the pod asked about is judged without it.
         let mut copy = node.clone();
+        copy.remove(&asked.uid);
         let decision = copy.admit(asked.clone());
         if decision.rejection.is_none() {
             outcome.passed.push(name.clone());
@@ -183,6 +191,8 @@ proptest! {
         let mut nodes: Vec<(String, Node)> = named.iter().map(|(n, g)| (n.clone(), empty[*g].clone())).collect();
         let now = Instant::now();
         let mut asked: BTreeMap<String, usize> = BTreeMap::new();
+        // Asked pods assumed on a node: uid → the node's position.
+        let mut placed: BTreeMap<String, usize> = BTreeMap::new();
         // The sizes given to each node, in order.
         let mut given: Vec<Vec<Shape>> = vec![Vec::new(); nodes.len()];
         for (i, step) in steps.into_iter().enumerate() {
@@ -203,6 +213,24 @@ proptest! {
                         nodes[to].1.admit(p);
                         given[to].push(shape);
                     }
+                }
+                Step::AssumeAsked(shape, n) => {
+                    let key = format!("{shape:?}");
+                    let seen = asked.len();
+                    let index = *asked.entry(key).or_insert(seen);
+                    let p = pod(&format!("q{index}"), shape);
+                    let at = n % nodes.len();
+                    if placed.get(&p.uid) == Some(&at) {
+                        continue;
+                    }
+                    if let Some(from) = placed.remove(&p.uid) {
+                        nodes[from].1.remove(&p.uid);
+                    }
+                    cluster.assume(&p, &nodes[at].0, now);
+                    if nodes[at].1.admit(p.clone()).admitted() {
+                        placed.insert(p.uid.clone(), at);
+                    }
+                    given[at].push(shape);
                 }
                 Step::Ask(shape) => {
                     // Same shape, same name: the second ask is answered from the cache.

@@ -9,7 +9,8 @@
 //! turn; made outside the measured part) and the follower's work after
 //! it, so that what the follower keeps from the last gather (the parsed
 //! sources whose bytes did not change) saves only what a real change
-//! leaves unchanged.
+//! leaves unchanged. `follow_once N unchanged` gathers N times with no
+//! change in between (a resync).
 //!
 //! ```text
 //! cargo build --release -p topoalign-follow --example follow_once
@@ -55,7 +56,7 @@ fn measured(
     Ok(object.attributes.iter().map(|a| a.value.len()).sum::<usize>())
 }
 
-fn run(rounds: usize) -> Result<(), String> {
+fn run(rounds: usize, unchanged: bool) -> Result<(), String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let spec: NodeSpec = serde_json::from_value(bench::node()).map_err(|e| e.to_string())?;
     let base = topoalign_nrt::start_node(&spec).map_err(|e| e.to_string())?;
@@ -113,11 +114,12 @@ fn run(rounds: usize) -> Result<(), String> {
     measured(&runtime, &mut sources, &mut rebuilder, &base, &spec)?;
     let (mut took, mut bytes) = (std::time::Duration::ZERO, 0);
     for round in 0..rounds {
-        // The kubelet's change, not measured: a pod deleted, then one added.
-        if round % 2 == 0 {
+        // The kubelet's change, not measured: a pod deleted, then one added
+        // (none with `unchanged`: the gathers of a resync).
+        if !unchanged && round % 2 == 0 {
             let uid = running.remove((round * 7919) % running.len());
             stand_in.delete(&uid).map_err(|e| e.to_string())?;
-        } else {
+        } else if !unchanged {
             while !add(&mut stand_in, next)? {
                 next += 1;
             }
@@ -142,10 +144,11 @@ fn run(rounds: usize) -> Result<(), String> {
 
 fn main() -> ExitCode {
     let Some(rounds) = std::env::args().nth(1).map_or(Some(10), |n| n.parse::<usize>().ok()) else {
-        eprintln!("usage: follow_once [rounds]");
+        eprintln!("usage: follow_once [rounds] [unchanged]");
         return ExitCode::from(2);
     };
-    match run(rounds) {
+    let unchanged = std::env::args().nth(2).is_some_and(|a| a == "unchanged");
+    match run(rounds, unchanged) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("follow_once: {e}");

@@ -451,8 +451,8 @@ async fn the_follower_settles_after_every_disturbance() {
 }
 
 /// The exclusive CPUs' first holder among the kubelet's answers: its pod
-/// name and container.
-fn first_exclusive(observation: &Observation) -> (String, String) {
+/// (`namespace/name`), pod name and container.
+fn first_exclusive(observation: &Observation) -> (String, String, String) {
     observation
         .pod_resources
         .iter()
@@ -460,7 +460,7 @@ fn first_exclusive(observation: &Observation) -> (String, String) {
             p.containers
                 .iter()
                 .find(|c| !c.cpus.is_empty())
-                .map(|c| (p.name.clone(), c.name.clone()))
+                .map(|c| (format!("{}/{}", p.namespace, p.name), p.name.clone(), c.name.clone()))
         })
         .unwrap()
 }
@@ -501,7 +501,7 @@ async fn a_source_changed_after_unchanged_ones_is_read_and_checked_again() {
         assert!(error.reason.contains(file), "{error}");
         assert_is_the_kubelets(&rebuilder.rebuild(&base, &observation).unwrap().node, "1.37");
     }
-    let (pod, container) = first_exclusive(&observation);
+    let (key, pod, container) = first_exclusive(&observation);
     let mut renamed = observation.clone();
     let spec = renamed
         .pods
@@ -509,14 +509,16 @@ async fn a_source_changed_after_unchanged_ones_is_read_and_checked_again() {
         .find(|p| p.metadata.name.as_deref() == Some(pod.as_str()))
         .and_then(|p| p.spec.as_mut())
         .unwrap();
-    let held = spec.containers.iter_mut().find(|c| c.name == container).unwrap();
+    let held = spec
+        .containers
+        .iter_mut()
+        .chain(spec.init_containers.iter_mut().flatten())
+        .find(|c| c.name == container)
+        .unwrap();
     held.name = "renamed".to_owned();
     let error = rebuilder.rebuild(&base, &renamed).err().unwrap();
     assert_eq!(error.kind, "pod-resources", "{error}");
-    assert!(
-        error.reason.contains(&format!("pod default/{pod} container ")),
-        "{error}"
-    );
+    assert!(error.reason.contains(&format!("pod {key} container ")), "{error}");
     assert_is_the_kubelets(&rebuilder.rebuild(&base, &observation).unwrap().node, "1.37");
     kubelet.stop().await;
 }
@@ -525,10 +527,9 @@ async fn a_source_changed_after_unchanged_ones_is_read_and_checked_again() {
 /// pods -o json` write), with `edit` applied to the pod named `name`.
 fn json_pods_file(name: &str, edit: impl Fn(&mut serde_json::Value)) -> Vec<u8> {
     let text = std::fs::read_to_string(layouts().join("pods.yaml")).unwrap();
-    let mut items: Vec<serde_json::Value> = serde_yaml_ng::Deserializer::from_str(&text)
-        .map(|d| serde::Deserialize::deserialize(d).unwrap())
-        .filter(|v: &serde_json::Value| !v.is_null())
-        .collect();
+    let list: serde_json::Value = serde_yaml_ng::from_str(&text).unwrap();
+    assert_eq!(list["kind"], "List");
+    let mut items = list["items"].as_array().unwrap().clone();
     for item in &mut items {
         if item["metadata"]["name"] == name {
             edit(item);
@@ -562,7 +563,7 @@ async fn a_pods_file_changed_after_unchanged_gathers_is_read_and_checked_again()
     assert_eq!(first.pods, again.pods);
     assert_is_the_kubelets(&rebuilder.rebuild(&base, &again).unwrap().node, "1.37");
 
-    let (pod, _) = first_exclusive(&first);
+    let (key, pod, _) = first_exclusive(&first);
     let no_uid = json_pods_file(&pod, |p| {
         p["metadata"].as_object_mut().unwrap().remove("uid");
     });
@@ -573,7 +574,7 @@ async fn a_pods_file_changed_after_unchanged_gathers_is_read_and_checked_again()
         .unwrap();
     assert_eq!(
         (error.kind, error.reason.as_str()),
-        ("pods", format!("pod default/{pod}: metadata.uid is missing").as_str())
+        ("pods", format!("pod {key}: metadata.uid is missing").as_str())
     );
     let not_a_pod = json_pods_file(&pod, |p| p["spec"]["containers"] = serde_json::json!("none"));
     std::fs::write(&pods_file, &not_a_pod).unwrap();

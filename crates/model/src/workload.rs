@@ -87,11 +87,12 @@ impl QosClass {
 }
 
 /// The `cpu` and `memory` amounts above zero, summed, as `ComputePodQOS`
-/// collects them.
+/// collects them (`None`: none counted; one slot per name of
+/// [`QosTotals::COUNTED`], no map: this runs for every pod read).
 #[derive(Default)]
 struct QosTotals {
-    requests: BTreeMap<&'static str, Quantity>,
-    limits: BTreeMap<&'static str, Quantity>,
+    requests: [Option<Quantity>; 2],
+    limits: [Option<Quantity>; 2],
 }
 
 impl QosTotals {
@@ -100,14 +101,14 @@ impl QosTotals {
     /// Adds one list pair; returns whether `limits` holds both resources.
     fn add(&mut self, requests: &ResourceList, limits: &ResourceList) -> bool {
         let mut limits_both = true;
-        for resource in Self::COUNTED {
+        for (i, resource) in Self::COUNTED.into_iter().enumerate() {
             let request = requests.get(resource).copied().unwrap_or_default();
             if request > Quantity::ZERO {
-                *self.requests.entry(resource).or_default() += request;
+                *self.requests[i].get_or_insert_with(Quantity::default) += request;
             }
             let limit = limits.get(resource).copied().unwrap_or_default();
             if limit > Quantity::ZERO {
-                *self.limits.entry(resource).or_default() += limit;
+                *self.limits[i].get_or_insert_with(Quantity::default) += limit;
             } else {
                 limits_both = false;
             }
@@ -116,14 +117,16 @@ impl QosTotals {
     }
 
     fn class(&self, limits_complete: bool) -> QosClass {
-        if self.requests.is_empty() && self.limits.is_empty() {
+        let counted = |totals: &[Option<Quantity>]| totals.iter().flatten().count();
+        if counted(&self.requests) == 0 && counted(&self.limits) == 0 {
             return QosClass::BestEffort;
         }
         let matching = self
             .requests
             .iter()
-            .all(|(resource, request)| self.limits.get(resource) == Some(request));
-        if limits_complete && matching && self.requests.len() == self.limits.len() {
+            .zip(&self.limits)
+            .all(|(request, limit)| request.is_none() || request == limit);
+        if limits_complete && matching && counted(&self.requests) == counted(&self.limits) {
             QosClass::Guaranteed
         } else {
             QosClass::Burstable

@@ -60,8 +60,10 @@ pub struct NodeSpec {
     pub kubelet: serde_json::Value,
 }
 
-/// Everything a node holds, as plain data: the engine's [`NodeSnapshot`]
-/// in the kubelet checkpoints' vocabulary.
+/// Everything a node holds, as plain data: the engine's
+/// [`NodeSnapshot`](topoalign_engine::NodeSnapshot) in the kubelet
+/// checkpoints' vocabulary. The writer only: the text it writes is read
+/// through [`StateView`], the one reading of the format.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StateRecord {

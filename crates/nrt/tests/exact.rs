@@ -206,3 +206,24 @@ fn the_state_reads_back_as_the_node_holds_it() {
     assert_eq!(view, node.snapshot());
     assert_eq!(restore(&object).unwrap().node.snapshot(), node.snapshot());
 }
+
+/// State the snapshot keeps for a pod it does not list (a pod the kubelet
+/// deleted between writing its checkpoints) is released by the restore, as
+/// the kubelet's stale-state collection releases it: the node is the one
+/// without that pod.
+#[test]
+fn state_of_a_pod_not_listed_is_released() {
+    let spec = spec();
+    let mut node = start_node(&spec).unwrap();
+    for (name, cpu, nic) in [("a", "2", false), ("b", "3", true), ("c", "1", false)] {
+        let decision = node.admit(pod(name, cpu, nic));
+        assert!(decision.admitted(), "{name}: {:?}", decision.rejection);
+    }
+    let mut snapshot = node.snapshot();
+    snapshot.pods.retain(|p| p.uid != "uid-b");
+    assert!(snapshot.cpu.assignments.contains_key("uid-b") && snapshot.devices.contains_key("uid-b"));
+    let restored = start_node(&spec).unwrap().restored(snapshot).unwrap();
+    assert!(node.remove("uid-b"));
+    assert_eq!(restored.snapshot(), node.snapshot());
+    assert_eq!(restored.devices_in_use(), node.devices_in_use());
+}

@@ -43,22 +43,10 @@ impl TrialAdmission {
 impl Node {
     /// The decision [`Node::admit`] would make for `pod` in this state,
     /// without admitting it. Cheaper than admitting on a clone of the node:
-    /// only the managers' state is copied, not the admitted pods (which
-    /// admission does not read), and the node's shared parts are shared.
+    /// it admits on [`Node::trial_copy`] (the managers' state copied, not
+    /// the admitted pods, the node's shared parts shared).
     pub fn try_admit(&self, pod: &Pod) -> TrialAdmission {
-        let mut after = Node {
-            machine: self.machine.clone(),
-            config: self.config.clone(),
-            resources: self.resources.clone(),
-            fit_allocatable: self.fit_allocatable.clone(),
-            topology: self.topology.clone(),
-            devices: self.devices.clone(),
-            cpus: self.cpus.clone(),
-            memory: self.memory.clone(),
-            active: Vec::new(),
-            fit_usage: self.fit_usage.clone(),
-            resizes: Default::default(),
-        };
+        let mut after = self.trial_copy();
         let decision = after.admit(pod.clone());
         // The pod admission just recorded: not part of what a trial keeps.
         after.active.clear();

@@ -24,7 +24,9 @@ use super::Node;
 ///   whether named by `reservedSystemCPUs` or chosen by the policy for a
 ///   count (`systemReserved` + `kubeReserved` `cpu`, rounded up, taken by
 ///   topology like any allocation); the `none` policy reserves no CPU set;
-///   *allocated* = CPUs on the node held exclusively by containers;
+///   *allocated* = CPUs on the node held exclusively by containers, or by
+///   a pod managed at the pod level (`PodLevelResourceManagers`: the pod's
+///   whole set, its containers' shared part included);
 ///   *available* = allocatable − allocated = the free CPU set's size.
 ///   Shared-pool pods take no CPU from a NUMA node.
 /// - `memory` and each `hugepages-<size>` with a non-empty pool (bytes):
@@ -99,13 +101,10 @@ impl Node {
         let cpu_placed = self.cpus.available_cpus().is_some();
         let shared = self.cpus.default_cpu_set();
         let reserved = self.cpus.reserved_cpus();
-        let exclusive = self
-            .cpus
-            .assignments()
-            .values()
-            .flat_map(BTreeMap::values)
-            .fold(CpuSet::new(), |all, cpus| all.union(cpus))
-            .difference(&reserved);
+        // Containers' exclusive CPUs and pods' pod-level CPUs (a pod
+        // managed at the pod level holds its whole set, shared part too).
+        let (by_containers, by_pods) = self.cpus.held_cpus();
+        let exclusive = by_containers.union(&by_pods).difference(&reserved);
         self.machine
             .numa_nodes()
             .iter()
