@@ -6,6 +6,10 @@
 //! purpose: every comparison and swap must be Go's.
 //!
 //! `less(a, b)` stands for Go's `cmp(a, b) < 0`.
+//!
+//! Translated from Go's `src/slices/zsortanyfunc.go` (Go 1.26), Copyright
+//! 2022 The Go Authors, under Go's BSD-style licence, whose text is kept
+//! beside this file (`LICENSE-go`).
 
 /// Sorts `data` as Go's `slices.SortFunc(data, cmp)` does, where
 /// `less(a, b)` is `cmp(a, b) < 0`.
