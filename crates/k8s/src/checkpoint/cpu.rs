@@ -53,6 +53,13 @@ impl CpuCheckpoint {
     /// [`CheckpointError::Decode`], [`CheckpointError::Corrupt`] or
     /// [`CheckpointError::V1Entries`] for a v1 file naming containers.
     pub fn parse(bytes: &[u8]) -> Result<CpuCheckpoint, CheckpointError> {
+        envelope::read_data_layer_direct(bytes).map_or_else(|| Self::parse_tree(bytes), Ok)
+    }
+
+    /// [`Self::parse`] through the generic tree, every layout and every
+    /// error: the reference the direct reading of the data layout agrees
+    /// with.
+    pub(crate) fn parse_tree(bytes: &[u8]) -> Result<CpuCheckpoint, CheckpointError> {
         let value = go_json::parse(bytes)?;
         if let Some(checkpoint) = envelope::read_data_layer(&value)? {
             return Ok(checkpoint);
@@ -233,6 +240,28 @@ impl Enveloped for CpuCheckpoint {
         decode_v2(value)
     }
 
+    fn decode_direct(data: &str) -> Option<Self> {
+        let data: CpuData = serde_json::from_str(data).ok()?;
+        let mut pod_entries = BTreeMap::new();
+        for (pod, entry) in data.pod_entries {
+            pod_entries.insert(pod, cpu_set(&entry.cpu_set).ok()?);
+        }
+        Some(CpuCheckpoint {
+            version: 2,
+            policy_name: data.policy_name,
+            default_cpu_set: data.default_cpu_set,
+            entries: Some(data.entries),
+            pod_entries,
+            checksum: 0,
+            data: None,
+            baselines: data
+                .baselines
+                .into_iter()
+                .map(|(pod, containers)| (pod, containers.into_iter().map(|(c, b)| (c, b.baseline)).collect()))
+                .collect(),
+        })
+    }
+
     /// v1's own checksum; otherwise the v2 struct's (v3's with its pod
     /// entries).
     fn struct_checksum(&self) -> u32 {
@@ -315,6 +344,31 @@ fn cpu_set(text: &str) -> Result<CpuSet, String> {
     let max = CpuSet::MAX_CPU_ID;
     list.to_cpu_set(i64::from(max))
         .ok_or_else(|| format!("CPU ids above {max} are not supported"))
+}
+
+kubelet_object! {
+    /// The v4 `data` payload as a kubelet writes it, for
+    /// [`Enveloped::decode_direct`]: a `null` only where [`decode_v2`]
+    /// takes it as `None` too (a pod's container map).
+    struct CpuData {
+        policy_name: String = "policyName",
+        default_cpu_set: String = "defaultCpuSet",
+        entries: BTreeMap<String, Option<BTreeMap<String, String>>> = "entries" (default),
+        pod_entries: BTreeMap<String, PodCpus> = "podEntries" (default),
+        baselines: BTreeMap<String, BTreeMap<String, Baseline>> = "baselines" (default),
+    }
+}
+
+kubelet_object! {
+    struct PodCpus {
+        cpu_set: String = "cpuSet" (default),
+    }
+}
+
+kubelet_object! {
+    struct Baseline {
+        baseline: String = "baseline" (default),
+    }
 }
 
 /// The v1 format: entries keyed by container id.

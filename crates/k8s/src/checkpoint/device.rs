@@ -55,6 +55,15 @@ impl DeviceCheckpoint {
     /// # Errors
     /// [`CheckpointError::Decode`] or [`CheckpointError::Corrupt`].
     pub fn parse(bytes: &[u8]) -> Result<DeviceCheckpoint, CheckpointError> {
+        match decode_direct(bytes) {
+            Some(checkpoint) if checkpoint.checksum == u64::from(checkpoint.computed_checksum()) => Ok(checkpoint),
+            _ => Self::parse_tree(bytes),
+        }
+    }
+
+    /// [`Self::parse`] through the generic tree, every file and every
+    /// error: the reference the direct reading agrees with.
+    pub(crate) fn parse_tree(bytes: &[u8]) -> Result<DeviceCheckpoint, CheckpointError> {
         let checkpoint = decode(&go_json::parse(bytes)?)?;
         verify_checksum(checkpoint.checksum, checkpoint.computed_checksum())?;
         Ok(checkpoint)
@@ -227,6 +236,68 @@ impl DeviceCheckpoint {
             })
             .collect()
     }
+}
+
+/// The file as a kubelet writes it, read straight into the checkpoint
+/// without the generic tree: `Some` only where [`decode`] of its tree gives
+/// the same checkpoint — exactly these names, each once, no `null` (which
+/// [`decode`] takes as nil), every NUMA id spelled once; anything else is
+/// left to [`decode`].
+pub(super) fn decode_direct(bytes: &[u8]) -> Option<DeviceCheckpoint> {
+    kubelet_object! {
+        struct File {
+            data: Data = "Data",
+            checksum: u64 = "Checksum",
+        }
+    }
+    kubelet_object! {
+        struct Data {
+            entries: Vec<Entry> = "PodDeviceEntries",
+            registered: BTreeMap<String, Vec<String>> = "RegisteredDevices",
+        }
+    }
+    kubelet_object! {
+        struct Entry {
+            pod_uid: String = "PodUID",
+            container: String = "ContainerName",
+            resource: String = "ResourceName",
+            device_ids: BTreeMap<String, Vec<String>> = "DeviceIDs",
+            alloc_resp: String = "AllocResp",
+        }
+    }
+    let file: File = serde_json::from_slice(bytes).ok()?;
+    let mut entries = Vec::with_capacity(file.data.entries.len());
+    for entry in file.data.entries {
+        let mut device_ids = BTreeMap::new();
+        for (key, ids) in entry.device_ids {
+            let numa = crate::go::parse_int64(&key).ok()?;
+            if device_ids.insert(numa, Some(ids)).is_some() {
+                return None;
+            }
+        }
+        entries.push(DeviceEntry {
+            pod_uid: entry.pod_uid,
+            container: entry.container,
+            resource: entry.resource,
+            device_ids: Some(device_ids),
+            alloc_resp: Some(
+                base64::engine::general_purpose::STANDARD
+                    .decode(entry.alloc_resp)
+                    .ok()?,
+            ),
+        });
+    }
+    Some(DeviceCheckpoint {
+        entries: Some(entries),
+        registered: Some(
+            file.data
+                .registered
+                .into_iter()
+                .map(|(resource, ids)| (resource, Some(ids)))
+                .collect(),
+        ),
+        checksum: file.checksum,
+    })
 }
 
 fn at(path: &str) -> At<'_> {

@@ -5,11 +5,14 @@
 //! ([`Enveloped`]); reading the data layer, sealing fresh content and
 //! closing a file with its checksums are done here, once.
 
+use std::borrow::Cow;
+
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
 use super::CheckpointError;
 use super::go_json::{self, Writer};
-use super::spew::fnv32a;
+use super::spew::{fnv32a, fnv32a_more};
 
 /// A checkpoint whose content sits in the envelope.
 pub(crate) trait Enveloped: Sized {
@@ -23,6 +26,12 @@ pub(crate) trait Enveloped: Sized {
 
     /// Decodes the content's fields (the file, or the `data` payload).
     fn decode(value: &Value) -> Result<Self, CheckpointError>;
+    /// Decodes the `data` payload as a kubelet writes it straight into the
+    /// checkpoint, without the generic tree: `Some` only where
+    /// [`Enveloped::decode`] of the payload's tree gives the same
+    /// checkpoint; `None` for anything else (a `null`, a missing field, a
+    /// name in another case, a member it does not know), left to `decode`.
+    fn decode_direct(data: &str) -> Option<Self>;
     /// The struct checksum of the checkpoint's own layout.
     fn struct_checksum(&self) -> u32;
     /// The content as the `data` payload's JSON.
@@ -103,5 +112,95 @@ pub(crate) fn verify_checksum(stored: u64, computed: u32) -> Result<(), Checkpoi
 
 /// `checksum.New(data)` for a string.
 pub(crate) fn data_checksum(data: &str) -> u32 {
-    fnv32a(format!("(string){data}").as_bytes())
+    fnv32a_more(fnv32a(b"(string)"), data.as_bytes())
+}
+
+/// [`read_data_layer`] of the file `bytes` without the generic tree, for
+/// the file a kubelet writes: JSON whose top level is an object holding
+/// `data` (a non-empty string) and `dataChecksum` (an unsigned integer),
+/// each once and spelled exactly, the data checksum verifying and the
+/// payload read by [`Enveloped::decode_direct`]. `None` for anything else
+/// — an older layout, a damaged or unusual file — which the general
+/// reading then reads: it decides every error and every file this does
+/// not take, and where this takes a file the two give the same checkpoint
+/// (`crate::checkpoint::tests` hold them together).
+pub(crate) fn read_data_layer_direct<T: Enveloped>(bytes: &[u8]) -> Option<T> {
+    let envelope: DataEnvelope<'_> = serde_json::from_slice(bytes).ok()?;
+    let (data, stored) = (envelope.data?, envelope.checksum?);
+    if data.is_empty() || u64::from(data_checksum(&data)) != stored {
+        return None;
+    }
+    let mut checkpoint = T::decode_direct(&data)?;
+    let (version, checksum, data_field) = checkpoint.envelope_mut();
+    *version = T::DATA_VERSION;
+    *checksum = stored;
+    *data_field = Some(data.into_owned());
+    Some(checkpoint)
+}
+
+/// A string of the file, borrowed where it has no escapes.
+pub(crate) struct Text<'a>(pub(crate) Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Text<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor;
+        impl<'de> Visitor<'de> for TextVisitor {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(text)))
+            }
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(text.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, text: String) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(text)))
+            }
+        }
+        deserializer.deserialize_str(TextVisitor)
+    }
+}
+
+/// The data layout's envelope: `data` and `dataChecksum`; every other
+/// member (the older layout's fields, kept for older kubelets) is checked
+/// as JSON and not read, as the general reading does not read them. A
+/// member that is `data` or `dataChecksum` in another case, or either one
+/// twice, is refused (the general reading matches names as Go does).
+struct DataEnvelope<'a> {
+    data: Option<Cow<'a, str>>,
+    checksum: Option<u64>,
+}
+
+impl<'de> Deserialize<'de> for DataEnvelope<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct EnvelopeVisitor;
+        impl<'de> Visitor<'de> for EnvelopeVisitor {
+            type Value = DataEnvelope<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a checkpoint object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<DataEnvelope<'de>, A::Error> {
+                let mut envelope = DataEnvelope {
+                    data: None,
+                    checksum: None,
+                };
+                while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
+                    match key.as_ref() {
+                        "data" if envelope.data.is_none() => envelope.data = Some(map.next_value::<Text<'de>>()?.0),
+                        "dataChecksum" if envelope.checksum.is_none() => envelope.checksum = Some(map.next_value()?),
+                        key if key.eq_ignore_ascii_case("data") || key.eq_ignore_ascii_case("dataChecksum") => {
+                            return Err(de::Error::custom("not the data layout as a kubelet writes it"));
+                        }
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(envelope)
+            }
+        }
+        deserializer.deserialize_map(EnvelopeVisitor)
+    }
 }

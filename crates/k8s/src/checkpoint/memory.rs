@@ -66,6 +66,13 @@ impl MemoryCheckpoint {
     /// # Errors
     /// [`CheckpointError::Decode`] or [`CheckpointError::Corrupt`].
     pub fn parse(bytes: &[u8]) -> Result<MemoryCheckpoint, CheckpointError> {
+        envelope::read_data_layer_direct(bytes).map_or_else(|| Self::parse_tree(bytes), Ok)
+    }
+
+    /// [`Self::parse`] through the generic tree, every layout and every
+    /// error: the reference the direct reading of the data layout agrees
+    /// with.
+    pub(crate) fn parse_tree(bytes: &[u8]) -> Result<MemoryCheckpoint, CheckpointError> {
         let value = go_json::parse(bytes)?;
         if let Some(checkpoint) = envelope::read_data_layer(&value)? {
             return Ok(checkpoint);
@@ -285,6 +292,46 @@ impl Enveloped for MemoryCheckpoint {
         decode(value)
     }
 
+    fn decode_direct(data: &str) -> Option<Self> {
+        let data: MemoryData = serde_json::from_str(data).ok()?;
+        let mut machine_state = BTreeMap::new();
+        for (key, node) in data.machine_state {
+            let id = crate::go::parse_int64(&key).ok()?;
+            let node = NumaNodeEntry {
+                number_of_assignments: node.number_of_assignments,
+                memory_map: Some(node.memory_map.into_iter().map(|(r, t)| (r, Some(t.into()))).collect()),
+                cells: Some(node.cells),
+            };
+            // Two spellings of one NUMA id: left to the general reading.
+            if machine_state.insert(id, Some(node)).is_some() {
+                return None;
+            }
+        }
+        let blocks = |blocks: Vec<Block>| -> Vec<BlockEntry> { blocks.into_iter().map(BlockEntry::from).collect() };
+        Some(MemoryCheckpoint {
+            version: 1,
+            policy_name: data.policy_name,
+            machine_state: Some(machine_state),
+            entries: Some(
+                data.entries
+                    .into_iter()
+                    .map(|(pod, containers)| {
+                        let containers = containers.into_iter().map(|(c, b)| (c, Some(blocks(b)))).collect();
+                        (pod, Some(containers))
+                    })
+                    .collect(),
+            ),
+            pod_entries: Some(
+                data.pod_entries
+                    .into_iter()
+                    .map(|(pod, entry)| (pod, entry.memory_blocks.map(blocks)))
+                    .collect(),
+            ),
+            checksum: 0,
+            data: None,
+        })
+    }
+
     /// The v1 struct's (v2's with its pod entries).
     fn struct_checksum(&self) -> u32 {
         self.v1_checksum(self.version == 2)
@@ -407,6 +454,74 @@ fn write_blocks(json: &mut Writer, blocks: Option<&Vec<BlockEntry>>) {
         json.key("size").number(block.size);
         json.raw("}");
     });
+}
+
+kubelet_object! {
+    /// The v3 `data` payload as a kubelet writes it, for
+    /// [`Enveloped::decode_direct`]: every member [`decode`] takes as
+    /// absent or `null` present and not `null`, except `memoryBlocks`
+    /// (absent or `null` is `None` in both).
+    struct MemoryData {
+        policy_name: String = "policyName",
+        machine_state: BTreeMap<String, NumaNode> = "machineState" (default),
+        entries: BTreeMap<String, BTreeMap<String, Vec<Block>>> = "entries" (default),
+        pod_entries: BTreeMap<String, PodBlocks> = "podEntries" (default),
+    }
+}
+
+kubelet_object! {
+    struct NumaNode {
+        number_of_assignments: i64 = "numberOfAssignments",
+        memory_map: BTreeMap<String, Table> = "memoryMap",
+        cells: Vec<i64> = "cells",
+    }
+}
+
+kubelet_object! {
+    struct Table {
+        total: u64 = "total",
+        system_reserved: u64 = "systemReserved",
+        allocatable: u64 = "allocatable",
+        reserved: u64 = "reserved",
+        free: u64 = "free",
+    }
+}
+
+impl From<Table> for MemoryTableState {
+    fn from(t: Table) -> MemoryTableState {
+        MemoryTableState {
+            total: t.total,
+            system_reserved: t.system_reserved,
+            allocatable: t.allocatable,
+            reserved: t.reserved,
+            free: t.free,
+        }
+    }
+}
+
+kubelet_object! {
+    struct Block {
+        numa_affinity: Vec<i64> = "numaAffinity",
+        resource: String = "type",
+        size: u64 = "size",
+    }
+}
+
+impl From<Block> for BlockEntry {
+    fn from(b: Block) -> BlockEntry {
+        BlockEntry {
+            numa_affinity: Some(b.numa_affinity),
+            resource: b.resource,
+            size: b.size,
+        }
+    }
+}
+
+kubelet_object! {
+    /// `memoryBlocks` absent or `null` is `None`, as in [`decode`].
+    struct PodBlocks {
+        memory_blocks: Option<Vec<Block>> = "memoryBlocks" (default),
+    }
 }
 
 fn at(path: &str) -> At<'_> {

@@ -37,6 +37,55 @@
 //! [`CpuManagerState`]: topoalign_engine::CpuManagerState
 //! [`MemoryManagerState`]: topoalign_engine::MemoryManagerState
 
+/// A struct read straight from a JSON object as a kubelet writes it, for
+/// the direct readings: exactly the members named, each at most once (a
+/// member marked `default` may be absent), and only from an object —
+/// serde's derive would take a struct from an array too, which Go does
+/// not. Any other input is an error, which leaves the file to the tree.
+macro_rules! kubelet_object {
+    ($(#[$meta:meta])* struct $name:ident { $($field:ident: $ty:ty = $key:literal $(($default:ident))?,)* }) => {
+        $(#[$meta])*
+        struct $name {
+            $($field: $ty,)*
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                struct ObjectVisitor;
+                impl<'de> serde::de::Visitor<'de> for ObjectVisitor {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        f.write_str(concat!("a JSON object ", stringify!($name)))
+                    }
+                    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<$name, A::Error> {
+                        $(let mut $field: Option<$ty> = None;)*
+                        while let Some(key) = map.next_key::<super::envelope::Text<'de>>()? {
+                            match key.0.as_ref() {
+                                $($key if $field.is_none() => $field = Some(map.next_value()?),)*
+                                other => {
+                                    return Err(<A::Error as serde::de::Error>::custom(format_args!(
+                                        "member {other:?} unknown or repeated"
+                                    )));
+                                }
+                            }
+                        }
+                        Ok($name {
+                            $($field: kubelet_object!(@take A, $field, $key $(, $default)?),)*
+                        })
+                    }
+                }
+                deserializer.deserialize_map(ObjectVisitor)
+            }
+        }
+    };
+    (@take $a:ident, $field:ident, $key:literal) => {
+        $field.ok_or_else(|| <$a::Error as serde::de::Error>::missing_field($key))?
+    };
+    (@take $a:ident, $field:ident, $key:literal, default) => {
+        $field.unwrap_or_default()
+    };
+}
+
 mod cpu;
 mod device;
 mod envelope;

@@ -17,9 +17,14 @@ use super::print::Print;
 
 /// FNV-32a, Go's `hash/fnv.New32a`.
 pub fn fnv32a(bytes: &[u8]) -> u32 {
-    bytes.iter().fold(0x811c_9dc5_u32, |hash, &byte| {
-        (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193)
-    })
+    fnv32a_more(0x811c_9dc5, bytes)
+}
+
+/// FNV-32a of what gave `hash`, followed by `bytes`.
+pub(crate) fn fnv32a_more(hash: u32, bytes: &[u8]) -> u32 {
+    bytes
+        .iter()
+        .fold(hash, |hash, &byte| (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193))
 }
 
 /// A spew printing being built.
@@ -88,5 +93,6 @@ mod tests {
         // Go: fnv.New32a() over "" and "a".
         assert_eq!(fnv32a(b""), 0x811c_9dc5);
         assert_eq!(fnv32a(b"a"), 0xe40c_292c);
+        assert_eq!(fnv32a_more(fnv32a(b"(str"), b"ing)a"), fnv32a(b"(string)a"));
     }
 }

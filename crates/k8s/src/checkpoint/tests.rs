@@ -648,3 +648,291 @@ mod write {
         );
     }
 }
+
+/// The direct reading (typed structs, no generic tree) against the tree:
+/// wherever it takes a file it gives the checkpoint the tree gives, it
+/// takes every file a kubelet of the data layout writes, and every file it
+/// leaves — odd, damaged, in an older layout — is read by the tree with
+/// the same result, errors included.
+mod direct {
+    use std::path::Path;
+
+    use serde_json::{Value, json};
+    use topoalign_model::CpuSet;
+
+    use super::envelope::read_data_layer_direct;
+    use super::*;
+
+    fn state_files(name: &str) -> Vec<Vec<u8>> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/kubelet-state");
+        let mut dirs: Vec<_> = std::fs::read_dir(&root)
+            .expect("testdata/kubelet-state")
+            .chain(std::fs::read_dir(root.join("layouts")).expect("layouts"))
+            .chain(std::fs::read_dir(root.join("corrupt")).expect("corrupt"))
+            .map(|e| e.expect("entry").path())
+            .collect();
+        dirs.sort();
+        dirs.iter().filter_map(|d| std::fs::read(d.join(name)).ok()).collect()
+    }
+
+    /// Both readings of one CPU file; whether the direct one took it.
+    fn cpu_agrees(bytes: &[u8]) -> bool {
+        let direct = read_data_layer_direct::<CpuCheckpoint>(bytes);
+        let tree = CpuCheckpoint::parse_tree(bytes);
+        if let Some(direct) = &direct {
+            assert_eq!(Ok(direct), tree.as_ref(), "{}", String::from_utf8_lossy(bytes));
+        }
+        assert_eq!(CpuCheckpoint::parse(bytes), tree);
+        direct.is_some()
+    }
+
+    fn memory_agrees(bytes: &[u8]) -> bool {
+        let direct = read_data_layer_direct::<MemoryCheckpoint>(bytes);
+        let tree = MemoryCheckpoint::parse_tree(bytes);
+        if let Some(direct) = &direct {
+            assert_eq!(Ok(direct), tree.as_ref(), "{}", String::from_utf8_lossy(bytes));
+        }
+        assert_eq!(MemoryCheckpoint::parse(bytes), tree);
+        direct.is_some()
+    }
+
+    fn device_agrees(bytes: &[u8]) -> bool {
+        let direct = device::decode_direct(bytes);
+        let tree = DeviceCheckpoint::parse_tree(bytes);
+        let taken = direct.filter(|d| d.checksum == u64::from(d.computed_checksum()));
+        if let Some(direct) = &taken {
+            assert_eq!(Ok(direct), tree.as_ref(), "{}", String::from_utf8_lossy(bytes));
+        }
+        assert_eq!(DeviceCheckpoint::parse(bytes), tree);
+        taken.is_some()
+    }
+
+    /// The file with its `data` payload edited (as JSON) and both
+    /// checksums made to match, so that the edit reaches the payload.
+    fn resealed(file: &[u8], edit: impl FnOnce(&mut Value)) -> Vec<u8> {
+        let mut outer: Value = serde_json::from_slice(file).expect("JSON");
+        let mut payload: Value = serde_json::from_str(outer["data"].as_str().expect("data")).expect("payload");
+        edit(&mut payload);
+        let data = payload.to_string();
+        outer["dataChecksum"] = json!(envelope::data_checksum(&data));
+        outer["data"] = json!(data);
+        outer.to_string().into_bytes()
+    }
+
+    /// The file with its `data` string replaced by `data`, resealed.
+    fn with_data(file: &[u8], data: &str) -> Vec<u8> {
+        let mut outer: Value = serde_json::from_slice(file).expect("JSON");
+        outer["dataChecksum"] = json!(envelope::data_checksum(data));
+        outer["data"] = json!(data);
+        outer.to_string().into_bytes()
+    }
+
+    #[test]
+    fn every_kubelet_file_reads_the_same_and_the_data_layout_directly() {
+        let (mut cpu, mut memory, mut devices) = (0, 0, 0);
+        for bytes in state_files("cpu_manager_state") {
+            let taken = cpu_agrees(&bytes);
+            let version = CpuCheckpoint::parse_tree(&bytes).map(|c| c.version);
+            assert_eq!(taken, version == Ok(4), "{}", String::from_utf8_lossy(&bytes));
+            cpu += usize::from(taken);
+        }
+        for bytes in state_files("memory_manager_state") {
+            let taken = memory_agrees(&bytes);
+            let version = MemoryCheckpoint::parse_tree(&bytes).map(|c| c.version);
+            assert_eq!(taken, version == Ok(3), "{}", String::from_utf8_lossy(&bytes));
+            memory += usize::from(taken);
+        }
+        for bytes in state_files(DEVICE_CHECKPOINT) {
+            assert!(device_agrees(&bytes), "{}", String::from_utf8_lossy(&bytes));
+            devices += 1;
+        }
+        assert_eq!((cpu, memory), (2, 2), "the v1.37 layouts, with and without pod entries");
+        assert!(devices >= 5, "{devices} device checkpoints");
+    }
+
+    /// Files written from states with pod-level entries, baselines, huge
+    /// pages on many NUMA nodes (keys "10" before "2") and names that
+    /// need escapes: taken directly, the same as the tree.
+    #[test]
+    fn written_files_read_directly() {
+        let mut cpu = CpuCheckpoint::of_state(
+            "static",
+            &topoalign_engine::CpuManagerState {
+                default_cpu_set: CpuSet::from_iter([0, 1, 7]),
+                assignments: [(
+                    "u\"1<".to_owned(),
+                    [("c\\a".to_owned(), CpuSet::from_iter([2, 3]))].into(),
+                )]
+                .into(),
+                pod_assignments: [("u2".to_owned(), CpuSet::from_iter([4, 5, 6]))].into(),
+            },
+            4,
+        );
+        cpu.baselines = [("u\"1<".to_owned(), [("c\\a".to_owned(), "2-3".to_owned())].into())].into();
+        let cpu = CpuCheckpoint { data: None, ..cpu };
+        let cpu = envelope::seal(cpu, CpuCheckpoint::computed_checksum);
+        let bytes = cpu.to_bytes().expect("write");
+        assert!(cpu_agrees(&bytes));
+        assert_eq!(CpuCheckpoint::parse(&bytes).expect("valid"), cpu);
+
+        let mut state = topoalign_engine::MemoryManagerState::default();
+        for numa in [2usize, 10] {
+            state.machine_state.insert(
+                numa,
+                topoalign_engine::NumaMemoryState {
+                    number_of_assignments: 1,
+                    memory: [("hugepages-1Gi".to_owned(), Default::default())].into(),
+                    cells: vec![numa],
+                },
+            );
+        }
+        let block = topoalign_engine::MemoryBlock {
+            numa_affinity: vec![2, 10],
+            resource: "memory".into(),
+            size: 1 << 30,
+        };
+        state
+            .assignments
+            .insert("u<1>".into(), [("app".to_owned(), vec![block.clone()])].into());
+        state.pod_assignments.insert("u2".into(), vec![block]);
+        state.pod_assignments.insert("u3".into(), Vec::new());
+        let memory = MemoryCheckpoint::of_state("Static", &state, 3);
+        let bytes = memory.to_bytes().expect("write");
+        assert!(memory_agrees(&bytes));
+        assert_eq!(
+            MemoryCheckpoint::parse(&bytes).expect("valid").to_state("Static"),
+            Ok(state)
+        );
+    }
+
+    /// Whatever a kubelet does not write is left to the tree, which
+    /// decides it as before: names in another case, a member twice, `null`
+    /// where Go makes a nil map, missing or unknown fields, numbers that
+    /// are not integers, a NUMA id spelled twice, damaged checksums.
+    #[test]
+    fn what_a_kubelet_does_not_write_is_left_to_the_tree() {
+        let cpu_file = state_files("cpu_manager_state")
+            .into_iter()
+            .find(|b| CpuCheckpoint::parse_tree(b).is_ok_and(|c| c.version == 4 && !c.pod_entries.is_empty()))
+            .expect("a v4 file with pod entries");
+        let text = String::from_utf8(cpu_file.clone()).expect("utf-8");
+        let cpu_variants: Vec<Vec<u8>> = vec![
+            text.replacen("\"data\":", "\"Data\":", 1).into_bytes(),
+            text.replacen("\"dataChecksum\":", "\"datachecksum\":", 1).into_bytes(),
+            text.replacen("{", "{\"data\":\"\",", 1).into_bytes(),
+            text.replacen("{", "{\"dataChecksum\":1,", 1).into_bytes(),
+            text.replacen("{", "{\"extra\":[1,{\"data\":2}],", 1).into_bytes(),
+            text.replacen("\"dataChecksum\":", "\"dataChecksum\":1.0,\"x\":", 1)
+                .into_bytes(),
+            text[..text.len() - 1].as_bytes().to_vec(),
+            format!("{text} x").into_bytes(),
+            b"null".to_vec(),
+            b"{}".to_vec(),
+            with_data(&cpu_file, ""),
+            with_data(&cpu_file, "null"),
+            with_data(&cpu_file, "[]"),
+            resealed(&cpu_file, |p| p["PolicyName"] = json!("none")),
+            resealed(&cpu_file, |p| p["entries"] = Value::Null),
+            resealed(&cpu_file, |p| p["podEntries"] = Value::Null),
+            resealed(&cpu_file, |p| p["baselines"] = json!({"u": null})),
+            resealed(&cpu_file, |p| p["baselines"] = json!({"u": {"c": {"baseline": "1"}}})),
+            resealed(&cpu_file, |p| p["baselines"] = json!({"u": {"c": {}}})),
+            resealed(&cpu_file, |p| p["entries"] = json!({"u": null})),
+            resealed(&cpu_file, |p| p["entries"] = json!({"u": {"c": null}})),
+            resealed(&cpu_file, |p| p["entries"] = json!({"u": {"c": 7}})),
+            resealed(&cpu_file, |p| p["podEntries"] = json!({"u": {"cpuSet": "x"}})),
+            resealed(&cpu_file, |p| p["podEntries"] = json!({"u": {}})),
+            resealed(&cpu_file, |p| p["podEntries"] = json!({"u": null})),
+            resealed(&cpu_file, |p| p["checksum"] = json!(5)),
+            resealed(&cpu_file, |p| {
+                p.as_object_mut().expect("object").remove("policyName");
+            }),
+            resealed(&cpu_file, |p| p["defaultCpuSet"] = json!("0-")),
+            resealed(&cpu_file, |p| p["defaultCpuSet"] = Value::Null),
+            with_data(
+                &cpu_file,
+                r#"{"policyName":"static","defaultCpuSet":"1","defaultCpuSet":"2"}"#,
+            ),
+        ];
+        let taken: Vec<bool> = cpu_variants.iter().map(|b| cpu_agrees(b)).collect();
+        // Not taken: names in another case, members twice, damage, `null`
+        // where Go makes a nil map; members it does not read are skipped.
+        let left: Vec<usize> = (0..15).filter(|&i| i != 4).collect();
+        assert!(left.iter().all(|&i| !taken[i]), "{taken:?}");
+        assert!(taken[4] && taken[17] && taken[19] && taken[23], "{taken:?}");
+
+        let memory_file = state_files("memory_manager_state")
+            .into_iter()
+            .find(|b| MemoryCheckpoint::parse_tree(b).is_ok_and(|c| c.version == 3))
+            .expect("a v3 file");
+        let text = String::from_utf8(memory_file.clone()).expect("utf-8");
+        let memory_variants: Vec<Vec<u8>> = vec![
+            text.replacen("\"data\":", "\"DATA\":", 1).into_bytes(),
+            text.replacen("\"dataChecksum\":", "\"dataChecksum\":-", 1).into_bytes(),
+            resealed(&memory_file, |p| p["machineState"] = Value::Null),
+            resealed(&memory_file, |p| {
+                p["machineState"]["00"] = p["machineState"]["0"].clone()
+            }),
+            resealed(&memory_file, |p| {
+                p["machineState"]["x"] = p["machineState"]["0"].clone()
+            }),
+            resealed(&memory_file, |p| p["machineState"]["0"] = Value::Null),
+            resealed(&memory_file, |p| p["machineState"]["0"]["cells"] = Value::Null),
+            resealed(&memory_file, |p| p["machineState"]["0"]["memoryMap"] = Value::Null),
+            resealed(&memory_file, |p| {
+                p["machineState"]["0"]["memoryMap"]["memory"] = Value::Null
+            }),
+            resealed(&memory_file, |p| {
+                p["machineState"]["0"]["memoryMap"]["memory"]["free"] = json!(-1);
+            }),
+            resealed(&memory_file, |p| {
+                p["machineState"]["0"]["memoryMap"]["memory"]
+                    .as_object_mut()
+                    .expect("table")
+                    .remove("free");
+            }),
+            resealed(&memory_file, |p| {
+                p["machineState"]["0"]["numberOfAssignments"] = json!(1.5)
+            }),
+            resealed(&memory_file, |p| p["entries"] = Value::Null),
+            resealed(&memory_file, |p| p["entries"] = json!({"u": null})),
+            resealed(&memory_file, |p| p["entries"] = json!({"u": {"c": null}})),
+            resealed(&memory_file, |p| {
+                p["entries"] = json!({"u": {"c": [{"numaAffinity": null, "type": "memory", "size": 1}]}});
+            }),
+            resealed(&memory_file, |p| {
+                p["entries"] = json!({"u": {"c": [{"numaAffinity": [-1], "type": "memory", "size": 1}]}});
+            }),
+            resealed(&memory_file, |p| {
+                p["entries"] = json!({"u": {"c": [{"type": "memory", "size": 1}]}})
+            }),
+            resealed(&memory_file, |p| p["entries"] = json!({"u": {"c": [null]}})),
+            resealed(&memory_file, |p| p["podEntries"] = Value::Null),
+            resealed(&memory_file, |p| p["podEntries"] = json!({"u": null})),
+            resealed(&memory_file, |p| p["podEntries"] = json!({"u": {}})),
+            resealed(&memory_file, |p| p["podEntries"] = json!({"u": {"memoryBlocks": null}})),
+            resealed(&memory_file, |p| p["podEntries"] = json!({"u": {"memoryBlocks": []}})),
+            resealed(&memory_file, |p| p["policyName"] = json!("None")),
+            resealed(&memory_file, |p| p["Entries"] = json!({})),
+        ];
+        let taken: Vec<bool> = memory_variants.iter().map(|b| memory_agrees(b)).collect();
+        assert!(!taken[..9].iter().any(|&t| t), "{taken:?}");
+        assert!(taken[21] && taken[22] && taken[23] && taken[24], "{taken:?}");
+
+        let device_file = state_files(DEVICE_CHECKPOINT).pop().expect("a device checkpoint");
+        let text = String::from_utf8(device_file).expect("utf-8");
+        let device_variants = [
+            text.replacen("\"Checksum\":", "\"checksum\":", 1),
+            text.replacen("\"PodUID\":", "\"PodUid\":", 1),
+            text.replacen("\"AllocResp\":\"\"", "\"AllocResp\":null", 1),
+            text.replacen("\"AllocResp\":\"\"", "\"AllocResp\":\"!\"", 1),
+            text.replacen("\"DeviceIDs\":{\"0\":", "\"DeviceIDs\":{\"00\":[],\"0\":", 1),
+            text.replacen("\"RegisteredDevices\":{", "\"RegisteredDevices\":{\"x\":null,", 1),
+            text.replacen("\"Checksum\":", "\"Checksum\":1", 1),
+            text.replacen("{\"Data\":", "{\"Extra\":1,\"Data\":", 1),
+        ];
+        for variant in device_variants {
+            assert!(!device_agrees(variant.as_bytes()), "{variant}");
+        }
+    }
+}
