@@ -32,6 +32,7 @@
 //! rebuild.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod as ApiPod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -54,8 +55,10 @@ pub struct Observation {
     pub memory_state: Option<Vec<u8>>,
     /// `device-plugins/kubelet_internal_checkpoint`.
     pub device_state: Option<Vec<u8>>,
-    /// The node's pods as the API server (or a pods file) has them.
-    pub pods: Vec<ApiPod>,
+    /// The node's pods as the API server (or a pods file) has them, each
+    /// shared with the source that keeps it (an unchanged pod is the same
+    /// allocation from gather to gather).
+    pub pods: Vec<Arc<ApiPod>>,
     /// PodResources `List`.
     pub pod_resources: Vec<PodAllocation>,
     /// PodResources `GetAllocatableResources`.
@@ -108,7 +111,7 @@ pub struct Rebuilder {
     memory: Option<(Vec<u8>, MemoryManagerState)>,
     devices: Option<(Vec<u8>, DeviceAssignments)>,
     /// Pod uid → the API server's pod and its conversion.
-    pods: HashMap<String, (ApiPod, Pod)>,
+    pods: HashMap<String, (Arc<ApiPod>, Pod)>,
     /// What the kubelet must serve as allocatable for the base node.
     allocatable: Option<Allocatable>,
 }
@@ -277,7 +280,10 @@ fn check_allocatable(served: &Allocatable, expected: &Allocatable) -> Result<(),
 /// `converted` holds the pods converted last time by uid, and is left
 /// holding this time's: a pod equal to the one converted is not converted
 /// again.
-fn running_pods(pods: &[ApiPod], converted: &mut HashMap<String, (ApiPod, Pod)>) -> Result<Vec<Pod>, Unknown> {
+fn running_pods(
+    pods: &[Arc<ApiPod>],
+    converted: &mut HashMap<String, (Arc<ApiPod>, Pod)>,
+) -> Result<Vec<Pod>, Unknown> {
     let mut last = std::mem::take(converted);
     let mut running: Vec<(Option<Time>, String, Pod)> = Vec::new();
     for pod in pods {
@@ -294,12 +300,14 @@ fn running_pods(pods: &[ApiPod], converted: &mut HashMap<String, (ApiPod, Pod)>)
         if uid.is_empty() {
             return Err(Unknown::new("pods", format!("pod {key}: metadata.uid is missing")));
         }
+        // The same allocation is the same pod (the source kept it);
+        // another one equal to it is too.
         let pod_converted = match last.remove(uid) {
-            Some((seen, known)) if seen == *pod => known,
+            Some((seen, known)) if Arc::ptr_eq(&seen, pod) || seen == *pod => known,
             _ => topoalign_k8s::pod_from_k8s(pod, "")
                 .map_err(|e| Unknown::new("pods", format!("pod {key}: {}: {}", e.path(), e.message())))?,
         };
-        converted.insert(uid.to_owned(), (pod.clone(), pod_converted.clone()));
+        converted.insert(uid.to_owned(), (Arc::clone(pod), pod_converted.clone()));
         let created = pod.metadata.creation_timestamp.clone();
         running.push((created, key, pod_converted));
     }

@@ -12,7 +12,6 @@
 //! whose text is byte for byte the text parsed before is that pod again,
 //! every other one is parsed (and the whole file checked as JSON) anew.
 
-use std::collections::HashMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -37,11 +36,13 @@ pub enum PodSource {
 }
 
 /// The pods a watcher keeps; `None` until its first listing is complete.
+/// Each pod is shared with the observations that hold it: a pod the
+/// watcher did not replace is the same allocation at the next gather.
 #[derive(Clone, Default)]
-pub struct PodStore(Arc<Mutex<Option<Vec<ApiPod>>>>);
+pub struct PodStore(Arc<Mutex<Option<Vec<Arc<ApiPod>>>>>);
 
 impl PodStore {
-    fn get(&self) -> Result<Vec<ApiPod>, Unknown> {
+    fn get(&self) -> Result<Vec<Arc<ApiPod>>, Unknown> {
         let pods = self
             .0
             .lock()
@@ -100,7 +101,7 @@ struct JsonListShape {
 /// of the JSON List) and the pod it is.
 #[derive(Default)]
 struct PodsFileMemo {
-    items: HashMap<Box<[u8]>, ApiPod>,
+    items: foldhash::HashMap<Box<[u8]>, Arc<ApiPod>>,
 }
 
 impl PodsFileMemo {
@@ -108,20 +109,26 @@ impl PodsFileMemo {
     /// from the memo: only a JSON List the whole of which is JSON, whose
     /// every item is parsed or known; anything else takes
     /// [`parse_pods_file`] whole.
-    fn parse(&mut self, path: &Path, bytes: &[u8]) -> Result<Vec<ApiPod>, Unknown> {
+    fn parse(&mut self, path: &Path, bytes: &[u8]) -> Result<Vec<Arc<ApiPod>>, Unknown> {
         let mut last = std::mem::take(&mut self.items);
         if let Some(spans) = json_list_items(bytes) {
             let mut pods = Vec::with_capacity(spans.len());
             for span in spans {
                 let text = &bytes[span];
-                let pod = match last.remove(text) {
-                    Some(pod) => pod,
+                let pod = match last.remove_entry(text) {
+                    Some((text, pod)) => {
+                        self.items.insert(text, Arc::clone(&pod));
+                        pod
+                    }
                     None => match serde_json::from_slice::<ApiPod>(text) {
-                        Ok(pod) => pod,
+                        Ok(pod) => {
+                            let pod = Arc::new(pod);
+                            self.items.insert(text.into(), Arc::clone(&pod));
+                            pod
+                        }
                         Err(_) => return parse_pods_file(path, bytes),
                     },
                 };
-                self.items.insert(text.into(), pod.clone());
                 pods.push(pod);
             }
             return Ok(pods);
@@ -238,7 +245,7 @@ fn value_end(bytes: &[u8], at: usize) -> Option<usize> {
     }
 }
 
-fn parse_pods_file(path: &Path, bytes: &[u8]) -> Result<Vec<ApiPod>, Unknown> {
+fn parse_pods_file(path: &Path, bytes: &[u8]) -> Result<Vec<Arc<ApiPod>>, Unknown> {
     // The common case, a JSON List (what `kubectl get pods -o json` and
     // the kubelet stand-in write), without a detour through YAML and
     // generic values; anything else takes the general path below.
@@ -246,7 +253,7 @@ fn parse_pods_file(path: &Path, bytes: &[u8]) -> Result<Vec<ApiPod>, Unknown> {
         && let Ok(list) = serde_json::from_slice::<JsonList>(bytes)
         && matches!(list.kind.as_str(), "List" | "PodList")
     {
-        return Ok(list.items);
+        return Ok(list.items.into_iter().map(Arc::new).collect());
     }
     let text =
         std::str::from_utf8(bytes).map_err(|e| Unknown::new("pods", format!("{}: not UTF-8: {e}", path.display())))?;
@@ -267,7 +274,7 @@ fn parse_pods_file(path: &Path, bytes: &[u8]) -> Result<Vec<ApiPod>, Unknown> {
         };
         let items: Vec<ApiPod> =
             serde_json::from_value(items).map_err(|e| Unknown::new("pods", format!("{}: {e}", path.display())))?;
-        pods.extend(items);
+        pods.extend(items.into_iter().map(Arc::new));
     }
     Ok(pods)
 }
@@ -413,7 +420,7 @@ async fn gather_with(
 pub async fn watch_pods(client: kube::Client, node_name: String, store: PodStore, changed: impl Fn()) {
     let api: kube::Api<ApiPod> = kube::Api::all(client);
     let config = watcher::Config::default().fields(&format!("spec.nodeName={node_name}"));
-    let mut pending: Vec<ApiPod> = Vec::new();
+    let mut pending: Vec<Arc<ApiPod>> = Vec::new();
     let mut stream = watcher(api, config).default_backoff().boxed();
     while let Some(event) = stream.next().await {
         let event = match event {
@@ -430,12 +437,12 @@ pub async fn watch_pods(client: kube::Client, node_name: String, store: PodStore
         let Ok(mut pods) = store.0.lock() else { return };
         match event {
             watcher::Event::Init => pending.clear(),
-            watcher::Event::InitApply(pod) => pending.push(pod),
+            watcher::Event::InitApply(pod) => pending.push(Arc::new(pod)),
             watcher::Event::InitDone => *pods = Some(std::mem::take(&mut pending)),
             watcher::Event::Apply(pod) => {
                 let list = pods.get_or_insert_with(Vec::new);
                 list.retain(|p| p.metadata.uid != pod.metadata.uid);
-                list.push(pod);
+                list.push(Arc::new(pod));
             }
             watcher::Event::Delete(pod) => {
                 if let Some(list) = pods.as_mut() {

@@ -507,7 +507,7 @@ async fn a_source_changed_after_unchanged_ones_is_read_and_checked_again() {
         .pods
         .iter_mut()
         .find(|p| p.metadata.name.as_deref() == Some(pod.as_str()))
-        .and_then(|p| p.spec.as_mut())
+        .and_then(|p| Arc::make_mut(p).spec.as_mut())
         .unwrap();
     let held = spec
         .containers
