@@ -108,7 +108,8 @@ impl PodsFileMemo {
     /// [`parse_pods_file`], taking the pods whose text was parsed last time
     /// from the memo: only a JSON List the whole of which is JSON, whose
     /// every item is parsed or known; anything else takes
-    /// [`parse_pods_file`] whole.
+    /// [`parse_pods_file`] whole (the memo then keeps what it held, and
+    /// the items parsed before the one that failed).
     fn parse(&mut self, path: &Path, bytes: &[u8]) -> Result<Vec<Arc<ApiPod>>, Unknown> {
         let mut last = std::mem::take(&mut self.items);
         if let Some(spans) = json_list_items(bytes) {
@@ -126,13 +127,19 @@ impl PodsFileMemo {
                             self.items.insert(text.into(), Arc::clone(&pod));
                             pod
                         }
-                        Err(_) => return parse_pods_file(path, bytes),
+                        Err(_) => {
+                            // Kept for the next gather: each text is still
+                            // the pod it parsed to.
+                            self.items.extend(last);
+                            return parse_pods_file(path, bytes);
+                        }
                     },
                 };
                 pods.push(pod);
             }
             return Ok(pods);
         }
+        self.items = last;
         parse_pods_file(path, bytes)
     }
 }

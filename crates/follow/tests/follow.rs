@@ -561,6 +561,8 @@ async fn a_pods_file_changed_after_unchanged_gathers_is_read_and_checked_again()
     let first = sources.gather().await.unwrap();
     let again = sources.gather().await.unwrap();
     assert_eq!(first.pods, again.pods);
+    // Unchanged, each pod is the one kept: the same allocation.
+    assert!(first.pods.iter().zip(&again.pods).all(|(a, b)| Arc::ptr_eq(a, b)));
     assert_is_the_kubelets(&rebuilder.rebuild(&base, &again).unwrap().node, "1.37");
 
     let (key, pod, _) = first_exclusive(&first);
@@ -581,6 +583,21 @@ async fn a_pods_file_changed_after_unchanged_gathers_is_read_and_checked_again()
     let error = sources.gather().await.err().unwrap();
     assert_eq!(error.kind, "pods", "{error}");
     assert!(error.reason.starts_with(&pods_file.display().to_string()), "{error}");
+
+    // One pod changed (its uid back, a label added): that pod is parsed
+    // anew, a new allocation the rebuilder converts and checks again; the
+    // others are the ones kept.
+    let labelled = json_pods_file(&pod, |p| {
+        p["metadata"]["labels"] = serde_json::json!({"changed": "yes"})
+    });
+    std::fs::write(&pods_file, &labelled).unwrap();
+    let changed = sources.gather().await.unwrap();
+    for (kept, now) in first.pods.iter().zip(&changed.pods) {
+        let edited = now.metadata.name.as_deref() == Some(pod.as_str());
+        assert_eq!(Arc::ptr_eq(kept, now), !edited, "{:?}", now.metadata.name);
+        assert_eq!(now.metadata.labels.is_some(), edited);
+    }
+    assert_is_the_kubelets(&rebuilder.rebuild(&base, &changed).unwrap().node, "1.37");
 
     std::fs::write(&pods_file, &good).unwrap();
     let back = sources.gather().await.unwrap();
