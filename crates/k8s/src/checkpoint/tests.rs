@@ -824,7 +824,7 @@ mod direct {
             text.replacen("{", "{\"extra\":[1,{\"data\":2}],", 1).into_bytes(),
             text.replacen("\"dataChecksum\":", "\"dataChecksum\":1.0,\"x\":", 1)
                 .into_bytes(),
-            text[..text.len() - 1].as_bytes().to_vec(),
+            text.as_bytes()[..text.len() - 1].to_vec(),
             format!("{text} x").into_bytes(),
             b"null".to_vec(),
             b"{}".to_vec(),
