@@ -177,12 +177,12 @@ pub struct Rebuilt {
 }
 
 struct RebuiltNode {
-    node: Node,
+    /// The node and its keys, worked out here (on the worker threads of
+    /// [`Cluster::rebuild_all`]), not while installing under the lock.
+    known: KnownNode,
     /// The node of this spec as started, before the state was restored,
     /// when this rebuild started it (not found in its [`Starts`]).
     empty: Option<Node>,
-    spec_key: u64,
-    state_key: u64,
     reported: HashSet<String>,
     spec_text: String,
     state_text: String,
@@ -433,10 +433,8 @@ impl Cluster {
             name,
             result: Ok(RebuiltNode {
                 reported,
-                state_key,
-                node,
+                known: KnownNode::new(node, spec_key, state_key),
                 empty: started,
-                spec_key,
                 state_text: text(topoalign_nrt::exact::STATE_ATTRIBUTE),
                 spec_text,
             }),
@@ -508,19 +506,16 @@ impl Cluster {
         };
         self.passing.remove(&name);
         let RebuiltNode {
-            node,
+            known,
             empty,
-            spec_key,
-            state_key,
             reported,
             spec_text,
             state_text,
         } = rebuilt;
         if let Some(empty) = empty {
-            self.empty.entry(spec_key).or_insert(empty);
+            self.empty.entry(known.spec_key).or_insert(empty);
         }
-        self.nodes
-            .insert(name.clone(), KnownNode::new(node, spec_key, state_key));
+        self.nodes.insert(name.clone(), known);
         // Assumptions on this node: confirmed, or laid on top again.
         let mut mine: Vec<(u64, String)> = self
             .assumed
