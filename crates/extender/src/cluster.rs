@@ -183,7 +183,7 @@ struct RebuiltNode {
     /// The node of this spec as started, before the state was restored,
     /// when this rebuild started it (not found in its [`Starts`]).
     empty: Option<Node>,
-    reported: HashSet<String>,
+    reported: Names,
     spec_text: String,
     state_text: String,
 }
@@ -207,7 +207,7 @@ struct Unrestorable {
 struct Applied {
     spec_text: String,
     state_text: String,
-    reported: HashSet<String>,
+    reported: Names,
     /// A pod assumed on the node was taken off it since (moved elsewhere or
     /// expired): its state is no longer the rebuilt one plus assumptions
     /// laid in order.
@@ -415,7 +415,7 @@ impl Cluster {
         };
         let restored = topoalign_nrt::read_state(object).and_then(|state| {
             let key = state_key(spec_key, &state);
-            let reported = state.uids().map(str::to_owned).collect::<HashSet<_>>();
+            let reported = state.uids().map(str::to_owned).collect::<Names>();
             topoalign_nrt::restore_onto(empty.clone(), &state).map(|node| (key, reported, node))
         });
         let (state_key, reported, node) = match restored {
@@ -1108,7 +1108,7 @@ fn trial(node: &Node, pod: &Pod) -> Trial {
 fn state_key(spec_key: u64, record: &topoalign_nrt::StateView<'_>) -> u64 {
     let mut hasher = key_hasher();
     spec_key.hash(&mut hasher);
-    let place: HashMap<&str, usize> = record.uids().enumerate().map(|(i, uid)| (uid, i)).collect();
+    let place: Places = record.uids().enumerate().map(|(i, uid)| (uid, i)).collect();
     record.pods.len().hash(&mut hasher);
     for pod in &record.pods {
         pod.hash_resources(&mut hasher);
@@ -1116,7 +1116,7 @@ fn state_key(spec_key: u64, record: &topoalign_nrt::StateView<'_>) -> u64 {
     // Per pod place, in that order: the maps are in uid order, which
     // differs between nodes holding the same pods.
     fn by_place<'a, V: Hash>(
-        place: &HashMap<&str, usize>,
+        place: &Places,
         entries: &'a topoalign_nrt::exact::Pairs<topoalign_nrt::exact::Text<'_>, V>,
         hasher: &mut impl Hasher,
     ) {
@@ -1161,6 +1161,13 @@ fn uid_bit(key: u64) -> u64 {
 
 /// Maps keyed by node name.
 type Named<V> = HashMap<String, V, foldhash::fast::RandomState>;
+
+/// Pod uids (an object's, kept with its rebuilt node), hashed as
+/// [`Named`] maps are: foldhash, not SipHash, on the restore's path.
+type Names = HashSet<String, foldhash::fast::RandomState>;
+
+/// Pod uid → its place in the admission order ([`state_key`]).
+type Places<'a> = HashMap<&'a str, usize, foldhash::fast::RandomState>;
 
 /// Maps keyed by a [`hash`] (already well mixed): the key is its own hash.
 type Keyed<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
