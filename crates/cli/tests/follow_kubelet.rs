@@ -203,14 +203,24 @@ impl Follower {
         status
     }
 
+    /// The follower's status now, without waiting for a newer one.
+    fn current(&mut self) -> Value {
+        let status: Value = self.client.call("GET", "/v1/status", None).unwrap();
+        self.generation = self.generation.max(status["generation"].as_u64().unwrap());
+        status
+    }
+
     /// Waits until the follower knows `expected`; every known state on the
     /// way that is neither `previous` nor `expected` is a divergence.
     /// Returns the divergences and the unknown statuses seen.
     fn settle(&mut self, previous: &Value, expected: &Value) -> (usize, Vec<String>) {
         let mut divergences = 0;
         let mut unknown = Vec::new();
+        // The status now first: a change that left the state as it was (a
+        // rejection) rewrites no file, and no newer status comes before the
+        // periodic resync.
+        let mut status = self.current();
         for _ in 0..500 {
-            let status = self.next();
             match status["state"].as_str().unwrap() {
                 "known" if &status["record"] == expected => return (divergences, unknown),
                 "known" if &status["record"] == previous => {}
@@ -220,6 +230,7 @@ impl Follower {
                 }
                 _ => unknown.push(status["reason"].as_str().unwrap_or_default().to_owned()),
             }
+            status = self.next();
         }
         panic!("the follower did not settle on the stand-in's state in 500 gathers; unknown: {unknown:?}");
     }

@@ -43,7 +43,7 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::time::{Duration, Instant};
 
 use topoalign_engine::Node;
-use topoalign_model::Pod;
+use topoalign_model::{Pod, ResourceList};
 use topoalign_nrt::NodeResourceTopology;
 
 use crate::scoring::{Scores, Strategy, score_trial};
@@ -135,9 +135,11 @@ impl KnownNode {
         self.node.pods().iter().position(|p| p.uid == uid)
     }
 
-    /// The node's state as an admission of the pod `uid` meets it.
-    fn state_for(&self, uid: &str, key: u64) -> State {
-        match self.place_of(uid, key) {
+    /// The node's state as an admission of the pod `uid` meets it
+    /// (`held`: whether any node may hold a pod of that uid, see
+    /// [`Held::may_hold`]).
+    fn state_for(&self, uid: &str, key: u64, held: bool) -> State {
+        match held.then(|| self.place_of(uid, key)).flatten() {
             None => State {
                 key: self.state_key,
                 spec: self.spec_key,
@@ -148,6 +150,34 @@ impl KnownNode {
                 spec: self.spec_key,
                 holds_pod: true,
             },
+        }
+    }
+}
+
+/// How many known nodes hold each pod uid ([`uid_key`]; counted over the
+/// nodes' [`KnownNode::holds`], so a removed pod may still count): a call
+/// for a pod no node holds — almost every call — checks no node for it.
+/// Kept by [`Cluster::put_node`], [`Cluster::drop_node`], [`admit_into`]
+/// and [`Cluster::unassume`], the only places that change `holds`.
+#[derive(Default)]
+struct Held(Keyed<u32>);
+
+impl Held {
+    /// Whether some node may hold the pod of this [`uid_key`].
+    fn may_hold(&self, key: u64) -> bool {
+        !self.0.is_empty() && self.0.contains_key(&key)
+    }
+
+    fn add(&mut self, key: u64) {
+        *self.0.entry(key).or_default() += 1;
+    }
+
+    fn sub(&mut self, key: u64) {
+        if let Some(count) = self.0.get_mut(&key) {
+            *count -= 1;
+            if *count == 0 {
+                self.0.remove(&key);
+            }
         }
     }
 }
@@ -177,13 +207,13 @@ pub struct Rebuilt {
 }
 
 struct RebuiltNode {
-    node: Node,
+    /// The node and its keys, worked out here (on the worker threads of
+    /// [`Cluster::rebuild_all`]), not while installing under the lock.
+    known: KnownNode,
     /// The node of this spec as started, before the state was restored,
     /// when this rebuild started it (not found in its [`Starts`]).
     empty: Option<Node>,
-    spec_key: u64,
-    state_key: u64,
-    reported: HashSet<String>,
+    reported: Names,
     spec_text: String,
     state_text: String,
 }
@@ -207,7 +237,7 @@ struct Unrestorable {
 struct Applied {
     spec_text: String,
     state_text: String,
-    reported: HashSet<String>,
+    reported: Names,
     /// A pod assumed on the node was taken off it since (moved elsewhere or
     /// expired): its state is no longer the rebuilt one plus assumptions
     /// laid in order.
@@ -266,7 +296,10 @@ pub struct SyncReport {
 /// The cluster as the extender sees it.
 pub struct Cluster {
     config: ExtenderConfig,
+    /// Changed only through [`Cluster::put_node`] and
+    /// [`Cluster::drop_node`] (and `holds` as [`Held`] says).
     nodes: Named<KnownNode>,
+    held: Held,
     /// An empty node per spec key, for "would preemption help?".
     empty: HashMap<u64, Node>,
     assumed: HashMap<String, Assumption>,
@@ -302,6 +335,7 @@ impl Cluster {
         Cluster {
             config,
             nodes: Named::default(),
+            held: Held::default(),
             empty: HashMap::new(),
             assumed: HashMap::new(),
             oldest_assumed: None,
@@ -330,7 +364,7 @@ impl Cluster {
             cluster.empty.insert(spec_key, node.clone());
             let known = KnownNode::new(node.clone(), spec_key, spec_key);
             for i in 0..group.count {
-                cluster.nodes.insert(format!("{}-{i}", group.name), known.clone());
+                cluster.put_node(format!("{}-{i}", group.name), known.clone());
             }
         }
         Ok(cluster)
@@ -415,7 +449,7 @@ impl Cluster {
         };
         let restored = topoalign_nrt::read_state(object).and_then(|state| {
             let key = state_key(spec_key, &state);
-            let reported = state.uids().map(str::to_owned).collect::<HashSet<_>>();
+            let reported = state.uids().map(str::to_owned).collect::<Names>();
             topoalign_nrt::restore_onto(empty.clone(), &state).map(|node| (key, reported, node))
         });
         let (state_key, reported, node) = match restored {
@@ -433,10 +467,8 @@ impl Cluster {
             name,
             result: Ok(RebuiltNode {
                 reported,
-                state_key,
-                node,
+                known: KnownNode::new(node, spec_key, state_key),
                 empty: started,
-                spec_key,
                 state_text: text(topoalign_nrt::exact::STATE_ATTRIBUTE),
                 spec_text,
             }),
@@ -501,26 +533,23 @@ impl Cluster {
         let rebuilt = match result {
             Ok(rebuilt) => rebuilt,
             Err(Unrestorable { reason, error: message }) => {
-                self.nodes.remove(&name);
+                self.drop_node(&name);
                 self.passing.insert(name.clone(), reason);
                 return message.map_or(Ok(()), |message| Err(error(message)));
             }
         };
         self.passing.remove(&name);
         let RebuiltNode {
-            node,
+            known,
             empty,
-            spec_key,
-            state_key,
             reported,
             spec_text,
             state_text,
         } = rebuilt;
         if let Some(empty) = empty {
-            self.empty.entry(spec_key).or_insert(empty);
+            self.empty.entry(known.spec_key).or_insert(empty);
         }
-        self.nodes
-            .insert(name.clone(), KnownNode::new(node, spec_key, state_key));
+        self.put_node(name.clone(), known);
         // Assumptions on this node: confirmed, or laid on top again.
         let mut mine: Vec<(u64, String)> = self
             .assumed
@@ -543,7 +572,7 @@ impl Cluster {
             match (expired, pod) {
                 (false, Some(pod)) => {
                     if let Some(known) = self.nodes.get_mut(&name) {
-                        admit_into(known, pod);
+                        admit_into(known, pod, &mut self.held);
                     }
                 }
                 _ => {
@@ -675,7 +704,7 @@ impl Cluster {
 
     /// Forgets a node and the pods assumed on it.
     fn forget(&mut self, name: &str) {
-        self.nodes.remove(name);
+        self.drop_node(name);
         self.applied.remove(name);
         self.passing.remove(name);
         self.assumed.retain(|_, assumption| assumption.node != name);
@@ -763,10 +792,26 @@ impl Cluster {
     /// for unknown nodes.
     fn states_of(&self, pod: &Pod, candidates: &[String]) -> Vec<Option<State>> {
         let uid = uid_key(&pod.uid);
+        let held = self.held.may_hold(uid);
         candidates
             .iter()
-            .map(|name| self.nodes.get(name).map(|known| known.state_for(&pod.uid, uid)))
+            .map(|name| self.nodes.get(name).map(|known| known.state_for(&pod.uid, uid, held)))
             .collect()
+    }
+
+    /// Sets the known node `name`, keeping [`Cluster::held`].
+    fn put_node(&mut self, name: String, known: KnownNode) {
+        known.holds.iter().for_each(|&key| self.held.add(key));
+        if let Some(old) = self.nodes.insert(name, known) {
+            old.holds.iter().for_each(|&key| self.held.sub(key));
+        }
+    }
+
+    /// Forgets the known node `name`, keeping [`Cluster::held`].
+    fn drop_node(&mut self, name: &str) {
+        if let Some(old) = self.nodes.remove(name) {
+            old.holds.iter().for_each(|&key| self.held.sub(key));
+        }
     }
 
     /// Each candidate's score for the pod (already evaluated), and whether
@@ -850,7 +895,7 @@ impl Cluster {
         {
             applied.disturbed = true;
         }
-        if admit_into(known, pod.clone()) {
+        if admit_into(known, pod.clone(), &mut self.held) {
             self.assumptions_made += 1;
             self.oldest_assumed = Some(self.oldest_assumed.map_or(now, |oldest| oldest.min(now)));
             self.assumed.insert(
@@ -884,7 +929,10 @@ impl Cluster {
             && let Some(position) = known.node.pods().iter().position(|p| p.uid == uid)
         {
             known.node.remove(uid);
-            known.holds.remove(&uid_key(uid));
+            let key = uid_key(uid);
+            if known.holds.remove(&key) {
+                self.held.sub(key);
+            }
             known.state_key = hash(&(known.state_key, "remove", position));
             known.changed();
         }
@@ -979,8 +1027,9 @@ impl Cluster {
             answer_of.push((state.key, at));
         }
         let threads = self.config.threads.max(1).min(trials.len());
+        let requested = topoalign_engine::fit::pod_request_totals(pod);
         let results = on_threads(trials.chunks(trials.len().div_ceil(threads)), |part| {
-            part.iter().map(|node| trial(node, pod)).collect::<Vec<_>>()
+            part.iter().map(|node| trial(node, pod, &requested)).collect::<Vec<_>>()
         })
         .map_err(ClusterError::Engine)?;
         let results: Vec<Trial> = results.into_iter().flatten().collect();
@@ -996,7 +1045,10 @@ impl Cluster {
         if let Some(&known) = self.empty_trials.get(&(spec_key, shape)) {
             return known;
         }
-        let admits = self.empty.get(&spec_key).is_some_and(|node| trial(node, pod).admitted);
+        let admits = self
+            .empty
+            .get(&spec_key)
+            .is_some_and(|node| trial(node, pod, &topoalign_engine::fit::pod_request_totals(pod)).admitted);
         self.empty_trials.insert((spec_key, shape), admits);
         admits
     }
@@ -1062,7 +1114,7 @@ fn best_of(scores: &[(i64, bool)]) -> Option<usize> {
 }
 
 /// Admits `pod` into a known node for real, keeping its state key.
-fn admit_into(known: &mut KnownNode, pod: Pod) -> bool {
+fn admit_into(known: &mut KnownNode, pod: Pod, held: &mut Held) -> bool {
     let shape = shape_key(&pod);
     let uid = uid_key(&pod.uid);
     // A pod the node already holds under this uid: admitting it again
@@ -1077,7 +1129,9 @@ fn admit_into(known: &mut KnownNode, pod: Pod) -> bool {
     }
     known.changed();
     if admitted {
-        known.holds.insert(uid);
+        if known.holds.insert(uid) {
+            held.add(uid);
+        }
         known.held_bits |= uid_bit(uid);
     }
     admitted
@@ -1085,8 +1139,9 @@ fn admit_into(known: &mut KnownNode, pod: Pod) -> bool {
 
 /// The engine's answer for `pod` on `node`: a trial admission
 /// ([`Node::try_admit`], the decision of a real admission, the node left as
-/// it is) and, when admitted, the placement's scores.
-fn trial(node: &Node, pod: &Pod) -> Trial {
+/// it is) and, when admitted, the placement's scores (`requested`: the
+/// pod's request totals, see [`score_trial`]).
+fn trial(node: &Node, pod: &Pod, requested: &ResourceList) -> Trial {
     let trial = node.try_admit(pod);
     match &trial.decision.rejection {
         Some(_) => Trial {
@@ -1097,7 +1152,7 @@ fn trial(node: &Node, pod: &Pod) -> Trial {
         None => Trial {
             admitted: true,
             summary: String::new(),
-            scores: score_trial(&trial, pod),
+            scores: score_trial(&trial, requested),
         },
     }
 }
@@ -1113,7 +1168,7 @@ fn trial(node: &Node, pod: &Pod) -> Trial {
 fn state_key(spec_key: u64, record: &topoalign_nrt::StateView<'_>) -> u64 {
     let mut hasher = key_hasher();
     spec_key.hash(&mut hasher);
-    let place: HashMap<&str, usize> = record.uids().enumerate().map(|(i, uid)| (uid, i)).collect();
+    let place: Places = record.uids().enumerate().map(|(i, uid)| (uid, i)).collect();
     record.pods.len().hash(&mut hasher);
     for pod in &record.pods {
         pod.hash_resources(&mut hasher);
@@ -1121,7 +1176,7 @@ fn state_key(spec_key: u64, record: &topoalign_nrt::StateView<'_>) -> u64 {
     // Per pod place, in that order: the maps are in uid order, which
     // differs between nodes holding the same pods.
     fn by_place<'a, V: Hash>(
-        place: &HashMap<&str, usize>,
+        place: &Places,
         entries: &'a topoalign_nrt::exact::Pairs<topoalign_nrt::exact::Text<'_>, V>,
         hasher: &mut impl Hasher,
     ) {
@@ -1166,6 +1221,13 @@ fn uid_bit(key: u64) -> u64 {
 
 /// Maps keyed by node name.
 type Named<V> = HashMap<String, V, foldhash::fast::RandomState>;
+
+/// Pod uids (an object's, kept with its rebuilt node), hashed as
+/// [`Named`] maps are: foldhash, not SipHash, on the restore's path.
+type Names = HashSet<String, foldhash::fast::RandomState>;
+
+/// Pod uid → its place in the admission order ([`state_key`]).
+type Places<'a> = HashMap<&'a str, usize, foldhash::fast::RandomState>;
 
 /// Maps keyed by a [`hash`] (already well mixed): the key is its own hash.
 type Keyed<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;

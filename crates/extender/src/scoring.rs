@@ -20,7 +20,7 @@
 use std::collections::BTreeSet;
 
 use topoalign_engine::{Decision, Node, NumaUsage, TrialAdmission};
-use topoalign_model::{Machine, Pod};
+use topoalign_model::{Machine, Pod, ResourceList};
 
 use crate::api::MAX_EXTENDER_PRIORITY;
 
@@ -74,18 +74,21 @@ impl Scores {
 /// Scores `pod` as placed by `decision` on `after` (the node with the pod
 /// admitted).
 pub fn score(after: &Node, decision: &Decision, pod: &Pod) -> Scores {
-    score_usage(after.machine(), &after.numa_usage(), decision, pod)
+    let requested = topoalign_engine::fit::pod_request_totals(pod);
+    score_usage(after.machine(), &after.numa_usage(), decision, &requested)
 }
 
 /// [`score`] of a trial admission ([`Node::try_admit`]) that admitted the
-/// pod: the same placement, the same usage after it.
-pub fn score_trial(trial: &TrialAdmission, pod: &Pod) -> Scores {
-    score_usage(trial.machine(), &trial.numa_usage(), &trial.decision, pod)
+/// pod: the same placement, the same usage after it. `requested`: the
+/// pod's request totals ([`topoalign_engine::fit::pod_request_totals`]),
+/// read once for all the trials of one pod.
+pub fn score_trial(trial: &TrialAdmission, requested: &ResourceList) -> Scores {
+    score_usage(trial.machine(), &trial.numa_usage(), &trial.decision, requested)
 }
 
-/// Scores `pod` as placed by `decision` on a node of `machine` whose zones
-/// are then `zones` ([`Node::numa_usage`]).
-fn score_usage(machine: &Machine, zones: &[NumaUsage], decision: &Decision, pod: &Pod) -> Scores {
+/// Scores a pod requesting `requested` in total, placed by `decision` on
+/// a node of `machine` whose zones are then `zones` ([`Node::numa_usage`]).
+fn score_usage(machine: &Machine, zones: &[NumaUsage], decision: &Decision, requested: &ResourceList) -> Scores {
     let mut used: BTreeSet<usize> = BTreeSet::new();
     for container in &decision.containers {
         if let Some(cpus) = &container.cpus {
@@ -105,7 +108,6 @@ fn score_usage(machine: &Machine, zones: &[NumaUsage], decision: &Decision, pod:
         .iter()
         .filter(|z| used.is_empty() || used.contains(&z.numa))
         .collect();
-    let requested = topoalign_engine::fit::pod_request_totals(pod);
     let mut names: Vec<&str> = requested
         .iter()
         .filter(|(_, q)| q.milli() > 0)
