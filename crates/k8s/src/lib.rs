@@ -31,6 +31,7 @@ pub mod nesting;
 pub mod pod;
 pub mod quantity;
 pub mod startup;
+pub mod text;
 pub mod validation;
 
 pub use checkpoint::{CheckpointError, CheckpointKind, CpuCheckpoint, DeviceCheckpoint, MemoryCheckpoint};

@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::CheckpointError;
 use super::go_json::{self, Writer};
 use super::spew::{fnv32a, fnv32a_more};
+use crate::text::Text;
 
 /// A checkpoint whose content sits in the envelope.
 pub(crate) trait Enveloped: Sized {
@@ -136,31 +137,6 @@ pub(crate) fn read_data_layer_direct<T: Enveloped>(bytes: &[u8]) -> Option<T> {
     *checksum = stored;
     *data_field = Some(data.into_owned());
     Some(checkpoint)
-}
-
-/// A string of the file, borrowed where it has no escapes.
-pub(crate) struct Text<'a>(pub(crate) Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Text<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct TextVisitor;
-        impl<'de> Visitor<'de> for TextVisitor {
-            type Value = Text<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Text<'de>, E> {
-                Ok(Text(Cow::Borrowed(text)))
-            }
-            fn visit_str<E: de::Error>(self, text: &str) -> Result<Text<'de>, E> {
-                Ok(Text(Cow::Owned(text.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, text: String) -> Result<Text<'de>, E> {
-                Ok(Text(Cow::Owned(text)))
-            }
-        }
-        deserializer.deserialize_str(TextVisitor)
-    }
 }
 
 /// The data layout's envelope: `data` and `dataChecksum`; every other

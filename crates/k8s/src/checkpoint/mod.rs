@@ -59,7 +59,7 @@ macro_rules! kubelet_object {
                     }
                     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<$name, A::Error> {
                         $(let mut $field: Option<$ty> = None;)*
-                        while let Some(key) = map.next_key::<super::envelope::Text<'de>>()? {
+                        while let Some(key) = map.next_key::<crate::text::Text<'de>>()? {
                             match key.0.as_ref() {
                                 $($key if $field.is_none() => $field = Some(map.next_value()?),)*
                                 other => {

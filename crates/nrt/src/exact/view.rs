@@ -8,7 +8,6 @@
 //! NRT attribute ([`read_state`](super::read_state)), the agent's journal
 //! snapshots, tests. `StateRecord` only writes.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -23,37 +22,7 @@ use topoalign_model::{Container, CpuSet, Pod, PodResources, ResourceList};
 
 use super::TableRecord;
 
-/// A string of the attribute: borrowed unless it had escapes.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Text<'a>(pub Cow<'a, str>);
-
-impl Text<'_> {
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct TextVisitor;
-        impl<'de> Visitor<'de> for TextVisitor {
-            type Value = Text<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Text(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Text(Cow::Owned(v)))
-            }
-        }
-        deserializer.deserialize_str(TextVisitor)
-    }
-}
+pub use topoalign_k8s::text::Text;
 
 /// A JSON object as its pairs, in document order (a later duplicate key
 /// wins when turned into a map, as it does in a `BTreeMap`).
