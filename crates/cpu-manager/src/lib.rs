@@ -33,7 +33,7 @@ pub use assignment::{CpuSortingStrategy, TakeError, take_by_topology};
 pub use hints::{CpuHintRule, generate_cpu_topology_hints};
 pub use options::{CpuPolicyOption, PolicyOptionError, StaticPolicyOptions};
 pub use policy_static::StaticPolicyError;
-pub use restore::{CpuManagerState, CpuRestoreError, SharedCpus};
+pub use restore::{CpuManagerState, CpuRestoreError, CpuStateView, SharedCpus};
 pub use topology::{CpuInfo, CpuTopology};
 
 use std::collections::BTreeMap;

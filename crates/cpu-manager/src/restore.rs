@@ -96,7 +96,29 @@ pub enum CpuRestoreError {
     CpusChanged { machine: CpuSet, state: CpuSet },
 }
 
+/// [`CpuManagerState`] borrowed from the manager, for a reader that only
+/// writes it out (the NRT exact-state attribute): no copy of its maps.
+#[derive(Clone, Copy, Debug)]
+pub struct CpuStateView<'a> {
+    pub default_cpu_set: &'a CpuSet,
+    pub assignments: &'a BTreeMap<String, BTreeMap<String, CpuSet>>,
+    pub pod_assignments: &'a BTreeMap<String, CpuSet>,
+}
+
 impl CpuManager {
+    /// [`CpuManager::state`] borrowed; `None` under the `none` policy, whose
+    /// state is empty.
+    pub fn state_view(&self) -> Option<CpuStateView<'_>> {
+        match &self.policy {
+            Policy::None => None,
+            Policy::Static(p) => Some(CpuStateView {
+                default_cpu_set: p.shared(),
+                assignments: p.assignments(),
+                pod_assignments: p.pod_assignments(),
+            }),
+        }
+    }
+
     /// The state as the kubelet would checkpoint it now.
     pub fn state(&self) -> CpuManagerState {
         CpuManagerState {

@@ -130,6 +130,11 @@ impl PodDevices {
         InUse(self.holders.get(resource))
     }
 
+    /// Every record, borrowed: pod uid → container → resource → device ids.
+    pub(crate) fn by_pod(&self) -> &BTreeMap<String, BTreeMap<String, DevicesByResource>> {
+        &self.by_pod
+    }
+
     /// Every record: pod uid → container → resource → device ids.
     pub(crate) fn all(&self) -> BTreeMap<String, BTreeMap<String, BTreeMap<String, Vec<String>>>> {
         self.by_pod

@@ -7,7 +7,7 @@
 //! [`DeviceManager::devices_in_use`]. Must not touch: device choice or
 //! hints.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::DeviceManager;
 use crate::pod_devices::PodDevices;
@@ -44,6 +44,12 @@ impl DeviceManager {
     /// Every container's devices.
     pub fn assignments(&self) -> DeviceAssignments {
         self.pod_devices.all()
+    }
+
+    /// [`DeviceManager::assignments`] borrowed (each container's ids of a
+    /// resource as a sorted set), for a reader that only writes them out.
+    pub fn assignments_view(&self) -> &BTreeMap<String, BTreeMap<String, BTreeMap<String, BTreeSet<String>>>> {
+        self.pod_devices.by_pod()
     }
 
     /// Replaces who holds which devices with a restored record (a kubelet

@@ -19,13 +19,16 @@ pub use config::{CpuPolicyName, MemoryPolicyName, NodeConfig, ReservedMemory, To
 pub use decision::{ContainerPlacement, Decision, MergeRecord, MergeTrace, Provider, Rejection, RejectionStage};
 pub use node::{
     Deletion, Node, NodeSnapshot, NodeState, NumaUsage, PendingReason, ResizeDecision, ResizeError, ResizeOutcome,
-    ResourceUsage, RestoreError, TrialAdmission,
+    ResourceUsage, RestoreError, SnapshotView, TrialAdmission,
 };
 pub use reservation::node_allocatable_reservation;
 /// The managers' state types a [`NodeSnapshot`] is made of.
-pub use topoalign_cpu_manager::CpuManagerState;
+pub use topoalign_cpu_manager::{CpuManagerState, CpuStateView};
 pub use topoalign_device_manager::DeviceAssignments;
-pub use topoalign_memory_manager::{MemoryBlock, MemoryManagerState, MemoryTableState, NumaMemoryState};
+pub use topoalign_memory_manager::{
+    BlocksView, MemoryBlock, MemoryBlockView, MemoryManagerState, MemoryStateView, MemoryTableState, NumaMemoryState,
+    NumaMemoryView,
+};
 pub use topoalign_topology_manager::MergeStrategy;
 
 use topoalign_cpu_manager::CpuManagerStartError;

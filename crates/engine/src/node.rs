@@ -27,7 +27,7 @@ mod trial;
 mod usage;
 
 pub use resize::{Deletion, PendingReason, ResizeDecision, ResizeError, ResizeOutcome};
-pub use snapshot::{NodeSnapshot, RestoreError};
+pub use snapshot::{NodeSnapshot, RestoreError, SnapshotView};
 pub use trial::TrialAdmission;
 pub use usage::{NumaUsage, ResourceUsage};
 

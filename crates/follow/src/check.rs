@@ -178,10 +178,14 @@ impl Rebuilder {
 
         let pods = running_pods(&observation.pods, &mut self.pods)?;
         let listed: BTreeSet<&str> = pods.iter().map(|p| p.uid.as_str()).collect();
-        let mut held: BTreeSet<String> = cpu.assignments.keys().cloned().collect();
-        held.extend(memory.iter().flat_map(|m| m.assignments.keys().cloned()));
-        held.extend(devices.keys().cloned());
-        let stale: Vec<String> = held.into_iter().filter(|uid| !listed.contains(uid.as_str())).collect();
+        let mut held: BTreeSet<&str> = cpu.assignments.keys().map(String::as_str).collect();
+        held.extend(memory.iter().flat_map(|m| m.assignments.keys().map(String::as_str)));
+        held.extend(devices.keys().map(String::as_str));
+        let stale: Vec<String> = held
+            .into_iter()
+            .filter(|uid| !listed.contains(uid))
+            .map(str::to_owned)
+            .collect();
 
         let snapshot = NodeSnapshot {
             pods,

@@ -48,7 +48,10 @@ use topoalign_model::{
 
 use crate::policy_static::StaticPolicy;
 
-pub use restore::{MemoryBlock, MemoryManagerState, MemoryRestoreError, MemoryTableState, NumaMemoryState};
+pub use restore::{
+    BlocksView, MemoryBlock, MemoryBlockView, MemoryManagerState, MemoryRestoreError, MemoryStateView,
+    MemoryTableState, NumaMemoryState, NumaMemoryView,
+};
 
 topoalign_model::kubelet_vocabulary! {
     /// `memoryManagerPolicy` (capitalised, unlike the other policies).

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use topoalign_model::NumaMask;
 
 use crate::machine_state::{Block, MachineState, NumaNodeState};
+use crate::policy_static::StaticPolicy;
 use crate::{MemoryManager, Policy};
 
 /// What `memory_manager_state` records.
@@ -71,7 +72,88 @@ pub enum MemoryRestoreError {
     MachineStateDiffers,
 }
 
+/// [`MemoryManagerState`] borrowed from the manager, for a reader that
+/// only writes it out (the NRT exact-state attribute): no copy of its
+/// maps. Maps come in key order, as [`MemoryManagerState`]'s.
+#[derive(Clone, Copy)]
+pub struct MemoryStateView<'a>(&'a StaticPolicy);
+
+/// One NUMA node of [`MemoryStateView::machine_state`]
+/// ([`NumaMemoryState`] borrowed).
+#[derive(Clone, Copy, Debug)]
+pub struct NumaMemoryView<'a> {
+    pub number_of_assignments: i64,
+    pub memory: &'a BTreeMap<String, MemoryTableState>,
+    pub cells: NumaMask,
+}
+
+/// A container's or pod's memory blocks, borrowed.
+#[derive(Clone, Copy)]
+pub struct BlocksView<'a>(&'a [Block]);
+
+/// One memory block ([`MemoryBlock`] borrowed).
+#[derive(Clone, Copy, Debug)]
+pub struct MemoryBlockView<'a> {
+    pub numa_affinity: NumaMask,
+    pub resource: &'a str,
+    pub size: u64,
+}
+
+impl<'a> BlocksView<'a> {
+    pub fn iter(self) -> impl ExactSizeIterator<Item = MemoryBlockView<'a>> + 'a {
+        self.0.iter().map(|b| MemoryBlockView {
+            numa_affinity: b.affinity,
+            resource: &b.resource,
+            size: b.size,
+        })
+    }
+}
+
+impl<'a> MemoryStateView<'a> {
+    /// `machineState`, by NUMA node.
+    pub fn machine_state(self) -> impl Iterator<Item = (usize, NumaMemoryView<'a>)> + 'a {
+        self.0.machine_state().nodes.iter().map(|(&id, node)| {
+            let view = NumaMemoryView {
+                number_of_assignments: node.assignments,
+                memory: &node.memory,
+                cells: node.cells,
+            };
+            (id, view)
+        })
+    }
+
+    /// `entries`: pod uid → its containers (by name) and their blocks.
+    pub fn assignments(self) -> impl Iterator<Item = (&'a str, Vec<(&'a str, BlocksView<'a>)>)> + 'a {
+        let mut all = self.0.all_blocks().peekable();
+        std::iter::from_fn(move || {
+            let (uid, name, blocks) = all.next()?;
+            let mut containers = vec![(name, BlocksView(blocks))];
+            while let Some((name, blocks)) = all
+                .next_if(|next| next.0 == uid)
+                .map(|(_, name, blocks)| (name, blocks))
+            {
+                containers.push((name, BlocksView(blocks)));
+            }
+            containers.sort_unstable_by_key(|c| c.0);
+            Some((uid, containers))
+        })
+    }
+
+    /// `podEntries`: pod uid → the pod's blocks.
+    pub fn pod_assignments(self) -> impl Iterator<Item = (&'a str, BlocksView<'a>)> + 'a {
+        self.0.pod_assignments().map(|(uid, blocks)| (uid, BlocksView(blocks)))
+    }
+}
+
 impl MemoryManager {
+    /// [`MemoryManager::state`] borrowed; `None` under the `None` policy.
+    pub fn state_view(&self) -> Option<MemoryStateView<'_>> {
+        match &self.policy {
+            Policy::Static(policy) => Some(MemoryStateView(policy)),
+            Policy::None => None,
+        }
+    }
+
     /// The state as the kubelet would checkpoint it now; `None` under the
     /// `None` policy, whose checkpoint records nothing.
     pub fn state(&self) -> Option<MemoryManagerState> {

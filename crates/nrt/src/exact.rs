@@ -27,25 +27,26 @@
 //! could give other CPUs.) A snapshot the engine refuses to restore is an
 //! error, never a guess.
 //!
-//! The writing side, [`state_json`], writes the attribute's text straight
-//! from the node, byte for byte the JSON of [`StateRecord::of`] without
-//! building the record.
+//! The writing side is [`StateRecord`] (`exact/write.rs`): the attribute's
+//! one writer, borrowing from the node what it writes; [`state_json`] is
+//! its text. The reading side is [`StateView`] (`exact/view.rs`).
 //!
 //! Owns: the attribute formats and the rebuild. Must not touch: decisions.
 
 mod view;
 mod write;
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
-use topoalign_engine::{MemoryBlock, MemoryManagerState, MemoryTableState, Node};
-use topoalign_model::{Container, Pod, ResourceList};
+use topoalign_engine::{MemoryTableState, Node};
+use topoalign_model::Pod;
 use topoalign_scenario::{CpuSpec, DeviceSpec, NumaNodeSpec, TopologySpec};
 pub use view::{
     BlockView, ContainerView, CpuView, MemoryView, NumaMemoryView, Pairs, PodResourcesView, PodView, StateView, Text,
 };
-pub use write::state_json;
+pub use write::{
+    BlockRecord, ContainerRecord, CpuRecord, MemoryRecord, NumaMemoryRecord, PodRecord, PodResourcesRecord,
+    StateRecord, state_json,
+};
 
 /// Attribute holding the node's machine and kubelet configuration.
 pub const NODE_SPEC_ATTRIBUTE: &str = "topoalign.io/node-spec";
@@ -60,107 +61,8 @@ pub struct NodeSpec {
     pub kubelet: serde_json::Value,
 }
 
-/// Everything a node holds, as plain data: the engine's
-/// [`NodeSnapshot`](topoalign_engine::NodeSnapshot) in the kubelet
-/// checkpoints' vocabulary. The writer only: the text it writes is read
-/// through [`StateView`], the one reading of the format.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StateRecord {
-    /// The admitted pods, in admission order.
-    pub pods: Vec<PodRecord>,
-    /// `cpu_manager_state` without its checksum.
-    pub cpu: CpuRecord,
-    /// `memory_manager_state` without its checksum; absent under the
-    /// `None` memory policy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory: Option<MemoryRecord>,
-    /// Device ids per pod uid, container and resource.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub devices: BTreeMap<String, BTreeMap<String, BTreeMap<String, Vec<String>>>>,
-}
-
-/// One admitted pod: what the resource-fit check and the managers need of it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PodRecord {
-    pub namespace: String,
-    pub name: String,
-    pub uid: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub init_containers: Vec<ContainerRecord>,
-    pub containers: Vec<ContainerRecord>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub overhead: BTreeMap<String, String>,
-    /// `spec.resources` as the node admitted it (pod-level resources read:
-    /// defaulted, QoS taken from them); absent otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pod_resources: Option<PodResourcesRecord>,
-}
-
-/// A pod's `spec.resources`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PodResourcesRecord {
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub requests: BTreeMap<String, String>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub limits: BTreeMap<String, String>,
-}
-
-/// One container's resources.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ContainerRecord {
-    pub name: String,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub requests: BTreeMap<String, String>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub limits: BTreeMap<String, String>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub restartable: bool,
-}
-
-/// The CPU manager's state (`cpu_manager_state`'s fields).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CpuRecord {
-    /// The shared pool, in kubelet list form.
-    pub default_cpu_set: String,
-    /// Pod uid → container → exclusive CPUs.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub entries: BTreeMap<String, BTreeMap<String, String>>,
-    /// Pod uid → the pod's CPUs (`podEntries`, `PodLevelResourceManagers`).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub pod_entries: BTreeMap<String, String>,
-}
-
-/// The memory manager's state (`memory_manager_state`'s fields).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MemoryRecord {
-    /// Per NUMA node.
-    pub machine_state: BTreeMap<usize, NumaMemoryRecord>,
-    /// Pod uid → container → memory blocks.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub entries: BTreeMap<String, BTreeMap<String, Vec<BlockRecord>>>,
-    /// Pod uid → the pod's memory blocks (`podEntries`,
-    /// `PodLevelResourceManagers`).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub pod_entries: BTreeMap<String, Vec<BlockRecord>>,
-}
-
-/// One NUMA node of the memory manager's machine state.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NumaMemoryRecord {
-    pub number_of_assignments: i64,
-    /// Per resource (`memory`, `hugepages-<size>`), in bytes.
-    pub memory_map: BTreeMap<String, TableRecord>,
-    pub cells: Vec<usize>,
-}
-
-/// One resource's table on one NUMA node, in bytes.
+/// One resource's table on one NUMA node, in bytes: written by
+/// [`NumaMemoryRecord`], read by [`StateView`].
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TableRecord {
@@ -169,16 +71,6 @@ pub struct TableRecord {
     pub allocatable: u64,
     pub reserved: u64,
     pub free: u64,
-}
-
-/// One memory block of a container.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BlockRecord {
-    pub numa_affinity: Vec<usize>,
-    #[serde(rename = "type")]
-    pub resource: String,
-    pub size: u64,
 }
 
 /// Why the published state cannot be rebuilt.
@@ -206,51 +98,6 @@ pub struct Restored {
     pub pods: Vec<Pod>,
 }
 
-impl StateRecord {
-    /// The state `node` holds now.
-    pub fn of(node: &Node) -> StateRecord {
-        let snapshot = node.snapshot();
-        StateRecord {
-            pods: snapshot.pods.iter().map(PodRecord::of).collect(),
-            cpu: CpuRecord {
-                default_cpu_set: snapshot.cpu.default_cpu_set.to_string(),
-                entries: snapshot
-                    .cpu
-                    .assignments
-                    .iter()
-                    .map(|(uid, containers)| {
-                        let containers = containers.iter().map(|(c, cpus)| (c.clone(), cpus.to_string()));
-                        (uid.clone(), containers.collect())
-                    })
-                    .collect(),
-                pod_entries: snapshot
-                    .cpu
-                    .pod_assignments
-                    .iter()
-                    .map(|(uid, cpus)| (uid.clone(), cpus.to_string()))
-                    .collect(),
-            },
-            memory: snapshot.memory.as_ref().map(MemoryRecord::of),
-            devices: snapshot.devices,
-        }
-    }
-}
-
-/// Pod uid → container → items, each item converted.
-type PerContainer<T> = BTreeMap<String, BTreeMap<String, Vec<T>>>;
-
-fn convert_entries<A, B: for<'a> From<&'a A>>(entries: &PerContainer<A>) -> PerContainer<B> {
-    entries
-        .iter()
-        .map(|(uid, containers)| {
-            let containers = containers
-                .iter()
-                .map(|(container, items)| (container.clone(), items.iter().map(B::from).collect()));
-            (uid.clone(), containers.collect())
-        })
-        .collect()
-}
-
 impl From<&MemoryTableState> for TableRecord {
     fn from(t: &MemoryTableState) -> Self {
         TableRecord {
@@ -259,73 +106,6 @@ impl From<&MemoryTableState> for TableRecord {
             allocatable: t.allocatable,
             reserved: t.reserved,
             free: t.free,
-        }
-    }
-}
-
-impl From<&MemoryBlock> for BlockRecord {
-    fn from(b: &MemoryBlock) -> Self {
-        BlockRecord {
-            numa_affinity: b.numa_affinity.clone(),
-            resource: b.resource.clone(),
-            size: b.size,
-        }
-    }
-}
-
-impl MemoryRecord {
-    fn of(state: &MemoryManagerState) -> MemoryRecord {
-        MemoryRecord {
-            machine_state: state
-                .machine_state
-                .iter()
-                .map(|(&numa, node)| {
-                    let record = NumaMemoryRecord {
-                        number_of_assignments: node.number_of_assignments,
-                        memory_map: node.memory.iter().map(|(r, t)| (r.clone(), t.into())).collect(),
-                        cells: node.cells.clone(),
-                    };
-                    (numa, record)
-                })
-                .collect(),
-            entries: convert_entries(&state.assignments),
-            pod_entries: convert_pod_entries(&state.pod_assignments),
-        }
-    }
-}
-
-/// Pod uid → items, each item converted.
-fn convert_pod_entries<A, B: for<'a> From<&'a A>>(entries: &BTreeMap<String, Vec<A>>) -> BTreeMap<String, Vec<B>> {
-    entries
-        .iter()
-        .map(|(uid, items)| (uid.clone(), items.iter().map(B::from).collect()))
-        .collect()
-}
-
-fn texts(list: &ResourceList) -> BTreeMap<String, String> {
-    list.iter().map(|(k, v)| (k.clone(), v.to_string())).collect()
-}
-
-impl PodRecord {
-    /// The record of an engine pod.
-    pub fn of(pod: &Pod) -> PodRecord {
-        let container = |c: &Container| ContainerRecord {
-            name: c.name.clone(),
-            requests: texts(&c.requests),
-            limits: texts(&c.limits),
-            restartable: c.restartable,
-        };
-        PodRecord {
-            namespace: pod.namespace.clone(),
-            name: pod.name.clone(),
-            uid: pod.uid.clone(),
-            init_containers: pod.init_containers.iter().map(container).collect(),
-            containers: pod.containers.iter().map(container).collect(),
-            overhead: texts(&pod.overhead),
-            pod_resources: pod.pod_resources.as_ref().map(|r| PodResourcesRecord {
-                requests: texts(&r.requests),
-                limits: texts(&r.limits),
-            }),
         }
     }
 }

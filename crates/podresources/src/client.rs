@@ -59,11 +59,12 @@ impl Client {
             .await
             .map_err(|status| self.call_error(METHOD, status))?
             .into_inner();
+        let root = convert::At::Root("");
         answer
             .pod_resources
             .iter()
             .enumerate()
-            .map(|(i, pod)| convert::pod(pod, &format!("pod_resources[{i}]")))
+            .map(|(i, pod)| convert::pod(pod, &root.item("pod_resources", i)))
             .collect::<Result<_, _>>()
             .map_err(|e| self.invalid(METHOD, e))
     }
@@ -104,7 +105,7 @@ impl Client {
         };
         answer
             .pod_resources
-            .map(|pod| convert::pod(&pod, "pod_resources"))
+            .map(|pod| convert::pod(&pod, &convert::At::Root("pod_resources")))
             .transpose()
             .map_err(|e| self.invalid(METHOD, e))
     }

@@ -1,8 +1,10 @@
 //! Wire messages to plain data and back. Reading checks every id against
 //! the bounds in the crate root and names the field that is off
-//! (`pod_resources[2].containers[0].cpu_ids[3]`).
+//! (`pod_resources[2].containers[0].cpu_ids[3]`); a field's path is
+//! written only when it is off.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use topoalign_model::CpuSet;
 
@@ -22,13 +24,44 @@ fn invalid(field: String, message: impl Into<String>) -> Invalid {
     }
 }
 
-fn cpus(ids: &[i64], at: &str) -> Result<CpuSet, Invalid> {
+/// Where a field sits: a path of names and indices, written out only for
+/// an error (an answer holds hundreds of fields that are all right).
+#[derive(Clone, Copy)]
+pub(crate) enum At<'a> {
+    /// The answer's top-level field (`""`: the answer itself).
+    Root(&'a str),
+    /// `parent.name[index]`.
+    Item(&'a At<'a>, &'a str, usize),
+}
+
+impl<'a> At<'a> {
+    pub(crate) fn item(&'a self, name: &'a str, index: usize) -> At<'a> {
+        At::Item(self, name, index)
+    }
+
+    /// The path with `.field` after it.
+    fn field(&self, field: &str) -> String {
+        format!("{self}.{field}")
+    }
+}
+
+impl fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            At::Root(name) => f.write_str(name),
+            At::Item(At::Root(""), name, index) => write!(f, "{name}[{index}]"),
+            At::Item(parent, name, index) => write!(f, "{parent}.{name}[{index}]"),
+        }
+    }
+}
+
+fn cpus(ids: &[i64], at: &At<'_>) -> Result<CpuSet, Invalid> {
     ids.iter()
         .enumerate()
         .map(|(i, &id)| {
             u32::try_from(id).ok().filter(|&id| id <= MAX_CPU_ID).ok_or_else(|| {
                 invalid(
-                    format!("{at}.cpu_ids[{i}]"),
+                    at.field(&format!("cpu_ids[{i}]")),
                     format!("{id} is not a CPU id (0..={MAX_CPU_ID})"),
                 )
             })
@@ -36,7 +69,7 @@ fn cpus(ids: &[i64], at: &str) -> Result<CpuSet, Invalid> {
         .collect()
 }
 
-fn numa(topology: Option<&v1::TopologyInfo>, at: &str) -> Result<Vec<usize>, Invalid> {
+fn numa(topology: Option<&v1::TopologyInfo>, at: &At<'_>) -> Result<Vec<usize>, Invalid> {
     let mut nodes = topology
         .map(|t| t.nodes.as_slice())
         .unwrap_or_default()
@@ -48,7 +81,7 @@ fn numa(topology: Option<&v1::TopologyInfo>, at: &str) -> Result<Vec<usize>, Inv
                 .filter(|&id| id <= MAX_NUMA_ID)
                 .ok_or_else(|| {
                     invalid(
-                        format!("{at}.topology.nodes[{i}].ID"),
+                        at.field(&format!("topology.nodes[{i}].ID")),
                         format!("{} is not a NUMA node id (0..={MAX_NUMA_ID})", node.id),
                     )
                 })
@@ -59,14 +92,14 @@ fn numa(topology: Option<&v1::TopologyInfo>, at: &str) -> Result<Vec<usize>, Inv
     Ok(nodes)
 }
 
-fn memory(blocks: &[v1::ContainerMemory], at: &str) -> Result<Vec<MemoryBlock>, Invalid> {
+fn memory(blocks: &[v1::ContainerMemory], at: &At<'_>) -> Result<Vec<MemoryBlock>, Invalid> {
     blocks
         .iter()
         .enumerate()
         .map(|(i, block)| {
-            let at = format!("{at}.memory[{i}]");
+            let at = at.item("memory", i);
             if block.memory_type.is_empty() {
-                return Err(invalid(format!("{at}.memory_type"), "empty"));
+                return Err(invalid(at.field("memory_type"), "empty"));
             }
             Ok(MemoryBlock {
                 resource: block.memory_type.clone(),
@@ -77,12 +110,12 @@ fn memory(blocks: &[v1::ContainerMemory], at: &str) -> Result<Vec<MemoryBlock>, 
         .collect()
 }
 
-fn devices(groups: &[v1::ContainerDevices], at: &str) -> Result<BTreeMap<String, Vec<DeviceGroup>>, Invalid> {
+fn devices(groups: &[v1::ContainerDevices], at: &At<'_>) -> Result<BTreeMap<String, Vec<DeviceGroup>>, Invalid> {
     let mut by_resource: BTreeMap<String, Vec<DeviceGroup>> = BTreeMap::new();
     for (i, group) in groups.iter().enumerate() {
-        let at = format!("{at}.devices[{i}]");
+        let at = at.item("devices", i);
         if group.resource_name.is_empty() {
-            return Err(invalid(format!("{at}.resource_name"), "empty"));
+            return Err(invalid(at.field("resource_name"), "empty"));
         }
         by_resource
             .entry(group.resource_name.clone())
@@ -95,13 +128,13 @@ fn devices(groups: &[v1::ContainerDevices], at: &str) -> Result<BTreeMap<String,
     Ok(by_resource)
 }
 
-pub(crate) fn pod(pod: &v1::PodResources, at: &str) -> Result<PodAllocation, Invalid> {
+pub(crate) fn pod(pod: &v1::PodResources, at: &At<'_>) -> Result<PodAllocation, Invalid> {
     let containers = pod
         .containers
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let at = format!("{at}.containers[{i}]");
+            let at = at.item("containers", i);
             Ok(ContainerAllocation {
                 name: c.name.clone(),
                 cpus: cpus(&c.cpu_ids, &at)?,
@@ -118,10 +151,11 @@ pub(crate) fn pod(pod: &v1::PodResources, at: &str) -> Result<PodAllocation, Inv
 }
 
 pub(crate) fn allocatable(answer: &v1::AllocatableResourcesResponse) -> Result<Allocatable, Invalid> {
+    let at = At::Root("allocatable");
     Ok(Allocatable {
-        cpus: cpus(&answer.cpu_ids, "allocatable")?,
-        memory: memory(&answer.memory, "allocatable")?,
-        devices: devices(&answer.devices, "allocatable")?,
+        cpus: cpus(&answer.cpu_ids, &at)?,
+        memory: memory(&answer.memory, &at)?,
+        devices: devices(&answer.devices, &at)?,
     })
 }
 

@@ -3,6 +3,7 @@
 //! between two such answers ([`differences`]): what `diagnose` reports
 //! when the kubelet's API and its checkpoint files disagree.
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use topoalign_engine::NodeSnapshot;
@@ -126,20 +127,35 @@ pub struct Difference {
 /// order and grouping). A container missing on one side holds nothing
 /// there. In pod, container, field order.
 pub fn differences(served: &[PodAllocation], recorded: &[PodAllocation]) -> Vec<Difference> {
-    let key = |p: &PodAllocation| format!("{}/{}", p.namespace, p.name);
-    let served: BTreeMap<String, &PodAllocation> = served.iter().map(|p| (key(p), p)).collect();
-    let recorded: BTreeMap<String, &PodAllocation> = recorded.iter().map(|p| (key(p), p)).collect();
+    let served = by_key(served);
+    let recorded = by_key(recorded);
     let mut found = Vec::new();
-    let mut pods: Vec<&String> = served.keys().chain(recorded.keys()).collect();
-    pods.sort();
-    pods.dedup();
-    for pod in pods {
-        let (s, r) = match (served.get(pod), recorded.get(pod)) {
-            (Some(s), Some(r)) => (*s, *r),
+    let (mut s_at, mut r_at) = (0, 0);
+    loop {
+        let (s, r) = match (served.get(s_at), recorded.get(r_at)) {
+            (None, None) => break,
+            (Some(s), Some(r)) => match key_order(s, r) {
+                Ordering::Equal => (Some(*s), Some(*r)),
+                Ordering::Less => (Some(*s), None),
+                Ordering::Greater => (None, Some(*r)),
+            },
+            (s, r) => (s.copied(), r.copied()),
+        };
+        s_at += usize::from(s.is_some());
+        r_at += usize::from(r.is_some());
+        let pod = || {
+            format!(
+                "{}/{}",
+                s.or(r).map_or("", |p| &p.namespace),
+                s.or(r).map_or("", |p| &p.name)
+            )
+        };
+        let (s, r) = match (s, r) {
+            (Some(s), Some(r)) => (s, r),
             (s, _) => {
                 let (listed, missing) = if s.is_some() { ("listed", "-") } else { ("-", "listed") };
                 found.push(Difference {
-                    pod: pod.clone(),
+                    pod: pod(),
                     container: String::new(),
                     field: Field::Pod,
                     served: listed.to_owned(),
@@ -168,7 +184,7 @@ pub fn differences(served: &[PodAllocation], recorded: &[PodAllocation]) -> Vec<
             let mut differ = |field: Field, served: String, recorded: String| {
                 if served != recorded {
                     found.push(Difference {
-                        pod: pod.clone(),
+                        pod: pod(),
                         container: name.to_owned(),
                         field,
                         served,
@@ -186,6 +202,33 @@ pub fn differences(served: &[PodAllocation], recorded: &[PodAllocation]) -> Vec<
         }
     }
     found
+}
+
+/// The pods of an answer in the order of their `namespace/name` (compared
+/// as that text, without writing it), one per name: the last listed.
+fn by_key(pods: &[PodAllocation]) -> Vec<&PodAllocation> {
+    let mut sorted: Vec<&PodAllocation> = pods.iter().collect();
+    // Stable: of pods with one name, the last listed stays last.
+    sorted.sort_by(|a, b| key_order(a, b));
+    let mut unique: Vec<&PodAllocation> = Vec::with_capacity(sorted.len());
+    for pod in sorted {
+        match unique.last_mut() {
+            Some(last) if key_order(last, pod) == Ordering::Equal => *last = pod,
+            _ => unique.push(pod),
+        }
+    }
+    unique
+}
+
+/// `a` and `b` ordered as their `namespace/name` texts.
+fn key_order(a: &PodAllocation, b: &PodAllocation) -> Ordering {
+    if a.namespace == b.namespace {
+        return a.name.cmp(&b.name);
+    }
+    fn key(p: &PodAllocation) -> impl Iterator<Item = u8> + '_ {
+        p.namespace.bytes().chain(std::iter::once(b'/')).chain(p.name.bytes())
+    }
+    key(a).cmp(key(b))
 }
 
 /// `pod`'s container `name`, or `empty`.

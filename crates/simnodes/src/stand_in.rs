@@ -258,7 +258,7 @@ impl StandIn {
     }
 
     /// The node's state as the NRT exact-state attribute carries it.
-    pub fn state(&self) -> StateRecord {
+    pub fn state(&self) -> StateRecord<'_> {
         StateRecord::of(&self.node)
     }
 

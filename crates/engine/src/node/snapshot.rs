@@ -2,15 +2,15 @@
 //! kubelet's checkpoint files and pod list hold), taking one from a node and
 //! restoring a node from one the way a restarting kubelet does.
 //!
-//! Owns: [`Node::snapshot`], [`Node::restore`] / [`Node::restored`], [`RestoreError`]. Must not touch: admission — a restored node admits
+//! Owns: [`Node::snapshot`] and its borrowed [`Node::snapshot_view`], [`Node::restore`] / [`Node::restored`], [`RestoreError`]. Must not touch: admission — a restored node admits
 //! with the same code as any other. No I/O: reading checkpoint files is
 //! `topoalign-k8s`'s job.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use topoalign_cpu_manager::{CpuManagerState, CpuRestoreError};
+use topoalign_cpu_manager::{CpuManagerState, CpuRestoreError, CpuStateView};
 use topoalign_device_manager::{DeviceAssignments, DeviceRestoreError};
-use topoalign_memory_manager::{MemoryManagerState, MemoryRestoreError};
+use topoalign_memory_manager::{MemoryManagerState, MemoryRestoreError, MemoryStateView};
 use topoalign_model::Pod;
 
 use super::Node;
@@ -42,7 +42,30 @@ pub enum RestoreError {
     Devices(#[from] DeviceRestoreError),
 }
 
+/// [`NodeSnapshot`] borrowed from the node, for a reader that writes it
+/// out and keeps nothing (the NRT exact-state attribute): no copy of the
+/// pods or of the managers' maps. `cpu` and `memory` are `None` under
+/// their `none` policies (an empty CPU state; no memory state).
+#[derive(Clone, Copy)]
+pub struct SnapshotView<'a> {
+    pub pods: &'a [Pod],
+    pub cpu: Option<CpuStateView<'a>>,
+    pub memory: Option<MemoryStateView<'a>>,
+    /// Pod uid → container → resource → device ids.
+    pub devices: &'a BTreeMap<String, BTreeMap<String, BTreeMap<String, BTreeSet<String>>>>,
+}
+
 impl Node {
+    /// [`Node::snapshot`] borrowed (see [`SnapshotView`]).
+    pub fn snapshot_view(&self) -> SnapshotView<'_> {
+        SnapshotView {
+            pods: &self.active,
+            cpu: self.cpus.state_view(),
+            memory: self.memory.state_view(),
+            devices: self.devices.assignments_view(),
+        }
+    }
+
     /// The node's state as plain data; [`Node::restore`] on a node started
     /// with the same machine and configuration gives this node back.
     pub fn snapshot(&self) -> NodeSnapshot {

@@ -1,93 +1,106 @@
-//! [`state_json`]: the [`STATE_ATTRIBUTE`](super::STATE_ATTRIBUTE) text of
-//! a node written straight from the node — no [`StateRecord`] tree in
-//! between — byte for byte `serde_json::to_string(&StateRecord::of(node))`
-//! (a test holds the two together).
+//! The [`STATE_ATTRIBUTE`](super::STATE_ATTRIBUTE) format's one writer:
+//! [`StateRecord`] and its parts, each borrowing what it writes from the
+//! node ([`Node::snapshot_view`]: no copy of the pods or of the managers'
+//! maps) and serializing it in the attribute's shape. [`state_json`] is
+//! its JSON text; the agent's journal snapshots and the follower's
+//! `/v1/state` write the same record. Its one reading is
+//! [`StateView`](super::StateView).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::ser::{Serialize, SerializeMap, SerializeStruct, Serializer};
-use topoalign_engine::{CpuManagerState, MemoryBlock, MemoryManagerState, MemoryTableState, Node, NumaMemoryState};
-use topoalign_model::{Container, CpuSet, Pod, ResourceList};
+use topoalign_engine::{
+    BlocksView, CpuStateView, MemoryBlockView, MemoryStateView, Node, NumaMemoryView, SnapshotView,
+};
+use topoalign_model::{Container, CpuSet, NumaMask, Pod, ResourceList};
 
-#[cfg(doc)]
-use super::StateRecord;
+use super::TableRecord;
 
-/// The JSON text of [`StateRecord::of`]`(node)`.
+/// The JSON text of [`StateRecord::of`]`(node)`: the attribute's value.
 pub fn state_json(node: &Node) -> String {
-    let snapshot = node.snapshot();
-    let state = State {
-        pods: &snapshot.pods,
-        cpu: &snapshot.cpu,
-        memory: snapshot.memory.as_ref(),
-        devices: &snapshot.devices,
-    };
     // Serializing plain data into a string cannot fail.
-    serde_json::to_string(&state).unwrap_or_default()
+    serde_json::to_string(&StateRecord::of(node)).unwrap_or_default()
 }
 
-struct State<'a> {
-    pods: &'a [Pod],
-    cpu: &'a CpuManagerState,
-    memory: Option<&'a MemoryManagerState>,
-    devices: &'a BTreeMap<String, BTreeMap<String, BTreeMap<String, Vec<String>>>>,
+/// Everything a node holds, in the kubelet checkpoints' vocabulary: the
+/// engine's [`NodeSnapshot`](topoalign_engine::NodeSnapshot), borrowed.
+/// Written as `{"pods": [PodRecord…], "cpu": CpuRecord, "memory":
+/// MemoryRecord, "devices": {uid: {container: {resource: [id…]}}}}`:
+///
+/// - `pods`: the admitted pods, in admission order;
+/// - `cpu`: `cpu_manager_state` without its checksum;
+/// - `memory`: `memory_manager_state` without its checksum; absent under
+///   the `None` memory policy;
+/// - `devices`: device ids per pod uid, container and resource; absent
+///   when none is held.
+#[derive(Clone, Copy)]
+pub struct StateRecord<'a>(SnapshotView<'a>);
+
+impl StateRecord<'_> {
+    /// The state `node` holds now.
+    pub fn of(node: &Node) -> StateRecord<'_> {
+        StateRecord(node.snapshot_view())
+    }
 }
 
-impl Serialize for State<'_> {
+impl Serialize for StateRecord<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let state = &self.0;
         let mut out = serializer.serialize_struct("StateRecord", 4)?;
-        out.serialize_field("pods", &Each(self.pods))?;
-        out.serialize_field("cpu", &CpuOut(self.cpu))?;
-        if let Some(memory) = self.memory {
-            out.serialize_field("memory", &MemoryOut(memory))?;
+        out.serialize_field("pods", &Each(state.pods, PodRecord))?;
+        out.serialize_field("cpu", &CpuRecord(state.cpu))?;
+        if let Some(memory) = state.memory {
+            out.serialize_field("memory", &MemoryRecord(memory))?;
         }
-        if !self.devices.is_empty() {
-            out.serialize_field("devices", self.devices)?;
+        if !state.devices.is_empty() {
+            out.serialize_field("devices", &Devices(state.devices))?;
         }
         out.end()
     }
 }
 
-/// How one item of a list is written.
-trait Record {
-    fn write<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error>;
-}
+/// A slice, each item written as `record` makes it.
+struct Each<'a, T, R>(&'a [T], fn(&'a T) -> R);
 
-/// A slice of records.
-struct Each<'a, T>(&'a [T]);
-
-impl<T: Record> Serialize for Each<'_, T> {
+impl<'a, T, R: Serialize> Serialize for Each<'a, T, R> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(One))
+        serializer.collect_seq(self.0.iter().map(self.1))
     }
 }
 
-/// One record.
-struct One<'a, T>(&'a T);
+/// One admitted pod: what the resource-fit check and the managers need of
+/// it — `namespace`, `name`, `uid`, `initContainers` (absent when none),
+/// `containers` ([`ContainerRecord`]s), `overhead` (absent when empty) and
+/// `podResources` (`spec.resources` as the node admitted it, pod-level
+/// resources read: defaulted, QoS taken from them; absent otherwise).
+#[derive(Clone, Copy)]
+pub struct PodRecord<'a>(&'a Pod);
 
-impl<T: Record> Serialize for One<'_, T> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.write(serializer)
+impl PodRecord<'_> {
+    /// The record of an engine pod.
+    pub fn of(pod: &Pod) -> PodRecord<'_> {
+        PodRecord(pod)
     }
 }
 
-impl Record for Pod {
-    fn write<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let pod = self;
+impl Serialize for PodRecord<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let pod = self.0;
         let mut out = serializer.serialize_struct("PodRecord", 7)?;
         out.serialize_field("namespace", &pod.namespace)?;
         out.serialize_field("name", &pod.name)?;
         out.serialize_field("uid", &pod.uid)?;
         if !pod.init_containers.is_empty() {
-            out.serialize_field("initContainers", &Each(&pod.init_containers))?;
+            out.serialize_field("initContainers", &Each(&pod.init_containers, ContainerRecord))?;
         }
-        out.serialize_field("containers", &Each(&pod.containers))?;
+        out.serialize_field("containers", &Each(&pod.containers, ContainerRecord))?;
         if !pod.overhead.is_empty() {
             out.serialize_field("overhead", &Texts(&pod.overhead))?;
         }
         if let Some(resources) = &pod.pod_resources {
             out.serialize_field(
                 "podResources",
-                &PodResourcesWriter {
+                &PodResourcesRecord {
                     requests: &resources.requests,
                     limits: &resources.limits,
                 },
@@ -97,12 +110,15 @@ impl Record for Pod {
     }
 }
 
-struct PodResourcesWriter<'a> {
+/// A pod's `spec.resources`: `requests` and `limits`, each absent when
+/// empty.
+#[derive(Clone, Copy)]
+pub struct PodResourcesRecord<'a> {
     requests: &'a ResourceList,
     limits: &'a ResourceList,
 }
 
-impl Serialize for PodResourcesWriter<'_> {
+impl Serialize for PodResourcesRecord<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut out = serializer.serialize_struct("PodResourcesRecord", 2)?;
         if !self.requests.is_empty() {
@@ -115,9 +131,15 @@ impl Serialize for PodResourcesWriter<'_> {
     }
 }
 
-impl Record for Container {
-    fn write<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let c = self;
+/// One container's resources: `name`, `requests` and `limits` (each
+/// absent when empty), `restartable: true` for a sidecar (absent
+/// otherwise).
+#[derive(Clone, Copy)]
+pub struct ContainerRecord<'a>(&'a Container);
+
+impl Serialize for ContainerRecord<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let c = self.0;
         let mut out = serializer.serialize_struct("ContainerRecord", 4)?;
         out.serialize_field("name", &c.name)?;
         if !c.requests.is_empty() {
@@ -151,18 +173,27 @@ impl<T: std::fmt::Display> Serialize for Text<T> {
     }
 }
 
-struct CpuOut<'a>(&'a CpuManagerState);
+/// The CPU manager's state (`cpu_manager_state`'s fields):
+/// `defaultCpuSet` (the shared pool in kubelet list form), `entries` (pod
+/// uid → container → exclusive CPUs) and `podEntries` (pod uid → the pod's
+/// CPUs, `PodLevelResourceManagers`), each map absent when empty. Under
+/// the `none` policy the state is empty: `{"defaultCpuSet": ""}`.
+#[derive(Clone, Copy)]
+pub struct CpuRecord<'a>(Option<CpuStateView<'a>>);
 
-impl Serialize for CpuOut<'_> {
+impl Serialize for CpuRecord<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let cpu = self.0;
         let mut out = serializer.serialize_struct("CpuRecord", 3)?;
-        out.serialize_field("defaultCpuSet", &Text(&cpu.default_cpu_set))?;
+        let Some(cpu) = self.0 else {
+            out.serialize_field("defaultCpuSet", &Text(CpuSet::new()))?;
+            return out.end();
+        };
+        out.serialize_field("defaultCpuSet", &Text(cpu.default_cpu_set))?;
         if !cpu.assignments.is_empty() {
-            out.serialize_field("entries", &CpuEntries(&cpu.assignments))?;
+            out.serialize_field("entries", &CpuEntries(cpu.assignments))?;
         }
         if !cpu.pod_assignments.is_empty() {
-            out.serialize_field("podEntries", &CpuSets(&cpu.pod_assignments))?;
+            out.serialize_field("podEntries", &CpuSets(cpu.pod_assignments))?;
         }
         out.end()
     }
@@ -185,95 +216,138 @@ impl Serialize for CpuSets<'_> {
     }
 }
 
-struct MemoryOut<'a>(&'a MemoryManagerState);
+/// The memory manager's state (`memory_manager_state`'s fields):
+/// `machineState` (per NUMA node, [`NumaMemoryRecord`]), `entries` (pod
+/// uid → container → [`BlockRecord`]s) and `podEntries` (pod uid → the
+/// pod's blocks, `PodLevelResourceManagers`), each map of blocks absent
+/// when empty.
+#[derive(Clone, Copy)]
+pub struct MemoryRecord<'a>(MemoryStateView<'a>);
 
-impl Serialize for MemoryOut<'_> {
+impl Serialize for MemoryRecord<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let memory = self.0;
         let mut out = serializer.serialize_struct("MemoryRecord", 3)?;
-        out.serialize_field("machineState", &MachineState(&memory.machine_state))?;
-        if !memory.assignments.is_empty() {
-            out.serialize_field("entries", &MemoryEntries(&memory.assignments))?;
+        out.serialize_field("machineState", &MachineState(memory))?;
+        if memory.assignments().next().is_some() {
+            out.serialize_field("entries", &MemoryEntries(memory))?;
         }
-        if !memory.pod_assignments.is_empty() {
-            out.serialize_field("podEntries", &BlockLists(&memory.pod_assignments))?;
+        if memory.pod_assignments().next().is_some() {
+            out.serialize_field("podEntries", &PodBlocks(memory))?;
         }
         out.end()
     }
 }
 
-struct MachineState<'a>(&'a BTreeMap<usize, NumaMemoryState>);
+struct MachineState<'a>(MemoryStateView<'a>);
 
 impl Serialize for MachineState<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut out = serializer.serialize_map(Some(self.0.len()))?;
-        for (numa, node) in self.0 {
-            out.serialize_entry(numa, &NumaOut(node))?;
-        }
-        out.end()
+        serializer.collect_map(
+            self.0
+                .machine_state()
+                .map(|(numa, node)| (numa, NumaMemoryRecord(node))),
+        )
     }
 }
 
-struct NumaOut<'a>(&'a NumaMemoryState);
+/// One NUMA node of the memory manager's machine state:
+/// `numberOfAssignments`, `memoryMap` (per resource, `memory` and
+/// `hugepages-<size>`, a [`TableRecord`] in bytes) and `cells` (the node's
+/// group).
+#[derive(Clone, Copy)]
+pub struct NumaMemoryRecord<'a>(NumaMemoryView<'a>);
 
-impl Serialize for NumaOut<'_> {
+impl Serialize for NumaMemoryRecord<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let node = self.0;
         let mut out = serializer.serialize_struct("NumaMemoryRecord", 3)?;
         out.serialize_field("numberOfAssignments", &node.number_of_assignments)?;
-        out.serialize_field("memoryMap", &Tables(&node.memory))?;
-        out.serialize_field("cells", &node.cells)?;
+        out.serialize_field("memoryMap", &Tables(node.memory))?;
+        out.serialize_field("cells", &Nodes(node.cells))?;
         out.end()
     }
 }
 
-struct Tables<'a>(&'a BTreeMap<String, MemoryTableState>);
+/// The NUMA nodes of a mask, ascending.
+struct Nodes(NumaMask);
+
+impl Serialize for Nodes {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.nodes())
+    }
+}
+
+struct Tables<'a>(&'a BTreeMap<String, topoalign_engine::MemoryTableState>);
 
 impl Serialize for Tables<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.0.iter().map(|(resource, table)| (resource, TableOut(table))))
+        serializer.collect_map(
+            self.0
+                .iter()
+                .map(|(resource, table)| (resource, TableRecord::from(table))),
+        )
     }
 }
 
-struct TableOut<'a>(&'a MemoryTableState);
-
-impl Serialize for TableOut<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let t = self.0;
-        let mut out = serializer.serialize_struct("TableRecord", 5)?;
-        out.serialize_field("total", &t.total)?;
-        out.serialize_field("systemReserved", &t.system_reserved)?;
-        out.serialize_field("allocatable", &t.allocatable)?;
-        out.serialize_field("reserved", &t.reserved)?;
-        out.serialize_field("free", &t.free)?;
-        out.end()
-    }
-}
-
-struct MemoryEntries<'a>(&'a BTreeMap<String, BTreeMap<String, Vec<MemoryBlock>>>);
+struct MemoryEntries<'a>(MemoryStateView<'a>);
 
 impl Serialize for MemoryEntries<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.0.iter().map(|(uid, containers)| (uid, BlockLists(containers))))
+        let mut out = serializer.serialize_map(None)?;
+        for (uid, containers) in self.0.assignments() {
+            out.serialize_entry(uid, &ContainerBlocks(&containers))?;
+        }
+        out.end()
     }
 }
 
-/// Name → memory blocks.
-struct BlockLists<'a>(&'a BTreeMap<String, Vec<MemoryBlock>>);
+/// Container name → memory blocks.
+struct ContainerBlocks<'a, 'b>(&'b [(&'a str, BlocksView<'a>)]);
 
-impl Serialize for BlockLists<'_> {
+impl Serialize for ContainerBlocks<'_, '_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.0.iter().map(|(name, blocks)| (name, Each(blocks.as_slice()))))
+        serializer.collect_map(self.0.iter().map(|&(name, blocks)| (name, Blocks(blocks))))
     }
 }
 
-impl Record for MemoryBlock {
-    fn write<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let b = self;
+struct PodBlocks<'a>(MemoryStateView<'a>);
+
+impl Serialize for PodBlocks<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.pod_assignments().map(|(uid, blocks)| (uid, Blocks(blocks))))
+    }
+}
+
+struct Blocks<'a>(BlocksView<'a>);
+
+impl Serialize for Blocks<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(BlockRecord))
+    }
+}
+
+/// One memory block of a container: `numaAffinity`, `type` (`memory` or
+/// `hugepages-<size>`) and `size` in bytes.
+#[derive(Clone, Copy)]
+pub struct BlockRecord<'a>(MemoryBlockView<'a>);
+
+impl Serialize for BlockRecord<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let b = self.0;
         let mut out = serializer.serialize_struct("BlockRecord", 3)?;
-        out.serialize_field("numaAffinity", &b.numa_affinity)?;
-        out.serialize_field("type", &b.resource)?;
+        out.serialize_field("numaAffinity", &Nodes(b.numa_affinity))?;
+        out.serialize_field("type", b.resource)?;
         out.serialize_field("size", &b.size)?;
         out.end()
+    }
+}
+
+/// Pod uid → container → resource → device ids.
+struct Devices<'a>(&'a BTreeMap<String, BTreeMap<String, BTreeMap<String, BTreeSet<String>>>>);
+
+impl Serialize for Devices<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
     }
 }
