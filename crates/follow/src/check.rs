@@ -289,32 +289,40 @@ fn running_pods(
     converted: &mut HashMap<String, (Arc<ApiPod>, Pod)>,
 ) -> Result<Vec<Pod>, Unknown> {
     let mut last = std::mem::take(converted);
-    let mut running: Vec<(Option<Time>, String, Pod)> = Vec::new();
+    let mut running: Vec<(Option<&Time>, &str, &str, Pod)> = Vec::with_capacity(pods.len());
     for pod in pods {
         let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
         if matches!(phase, Some("Succeeded" | "Failed")) {
             continue;
         }
-        let key = format!(
-            "{}/{}",
-            pod.metadata.namespace.as_deref().unwrap_or("default"),
-            pod.metadata.name.as_deref().unwrap_or_default()
-        );
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let name = pod.metadata.name.as_deref().unwrap_or_default();
+        let key = || format!("{namespace}/{name}");
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
         if uid.is_empty() {
-            return Err(Unknown::new("pods", format!("pod {key}: metadata.uid is missing")));
+            return Err(Unknown::new("pods", format!("pod {}: metadata.uid is missing", key())));
         }
         // The same allocation is the same pod (the source kept it);
         // another one equal to it is too.
-        let pod_converted = match last.remove(uid) {
-            Some((seen, known)) if Arc::ptr_eq(&seen, pod) || seen == *pod => known,
-            _ => topoalign_k8s::pod_from_k8s(pod, "")
-                .map_err(|e| Unknown::new("pods", format!("pod {key}: {}: {}", e.path(), e.message())))?,
+        let (uid, pod_converted) = match last.remove_entry(uid) {
+            Some((uid, (seen, known))) if Arc::ptr_eq(&seen, pod) || seen == *pod => (uid, known),
+            _ => {
+                let pod_converted = topoalign_k8s::pod_from_k8s(pod, "")
+                    .map_err(|e| Unknown::new("pods", format!("pod {}: {}: {}", key(), e.path(), e.message())))?;
+                (uid.to_owned(), pod_converted)
+            }
         };
-        converted.insert(uid.to_owned(), (Arc::clone(pod), pod_converted.clone()));
-        let created = pod.metadata.creation_timestamp.clone();
-        running.push((created, key, pod_converted));
+        converted.insert(uid, (Arc::clone(pod), pod_converted.clone()));
+        let created = pod.metadata.creation_timestamp.as_ref();
+        running.push((created, namespace, name, pod_converted));
     }
-    running.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
-    Ok(running.into_iter().map(|(_, _, pod)| pod).collect())
+    // Creation time, then `namespace/name` as text (compared without
+    // writing it).
+    running.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| key_text(a.1, a.2).cmp(key_text(b.1, b.2))));
+    Ok(running.into_iter().map(|(_, _, _, pod)| pod).collect())
+}
+
+/// The bytes of `namespace/name`.
+fn key_text<'a>(namespace: &'a str, name: &'a str) -> impl Iterator<Item = u8> + 'a {
+    namespace.bytes().chain(std::iter::once(b'/')).chain(name.bytes())
 }

@@ -12,13 +12,13 @@
 //! whose text is byte for byte the text parsed before is that pod again,
 //! every other one is parsed (and the whole file checked as JSON) anew.
 
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::Pod as ApiPod;
 use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::value::RawValue;
 use topoalign_k8s::checkpoint::{CPU_MANAGER_STATE, DEVICE_CHECKPOINT, MEMORY_MANAGER_STATE};
 use topoalign_podresources::Client;
 
@@ -86,15 +86,13 @@ struct JsonList {
     items: Vec<ApiPod>,
 }
 
-/// A `v1 List`'s kind, its items checked as JSON but not read.
+/// A `v1 List`'s kind and its items' texts, each checked as JSON (the
+/// whole document is) but not read.
 #[derive(serde::Deserialize)]
-struct JsonListShape {
+struct JsonListShape<'a> {
     kind: String,
-    #[allow(
-        dead_code,
-        reason = "read to check the items are JSON; their text is taken by item_spans"
-    )]
-    items: serde::de::IgnoredAny,
+    #[serde(borrow)]
+    items: Vec<&'a RawValue>,
 }
 
 /// What the last gather parsed of a pods file: each pod's text (an item
@@ -112,19 +110,18 @@ impl PodsFileMemo {
     /// the items parsed before the one that failed).
     fn parse(&mut self, path: &Path, bytes: &[u8]) -> Result<Vec<Arc<ApiPod>>, Unknown> {
         let mut last = std::mem::take(&mut self.items);
-        if let Some(spans) = json_list_items(bytes) {
-            let mut pods = Vec::with_capacity(spans.len());
-            for span in spans {
-                let text = &bytes[span];
-                let pod = match last.remove_entry(text) {
+        if let Some(texts) = json_list_items(bytes) {
+            let mut pods = Vec::with_capacity(texts.len());
+            for text in texts {
+                let pod = match last.remove_entry(text.as_bytes()) {
                     Some((text, pod)) => {
                         self.items.insert(text, Arc::clone(&pod));
                         pod
                     }
-                    None => match serde_json::from_slice::<ApiPod>(text) {
+                    None => match serde_json::from_str::<ApiPod>(text) {
                         Ok(pod) => {
                             let pod = Arc::new(pod);
-                            self.items.insert(text.into(), Arc::clone(&pod));
+                            self.items.insert(text.as_bytes().into(), Arc::clone(&pod));
                             pod
                         }
                         Err(_) => {
@@ -144,112 +141,17 @@ impl PodsFileMemo {
     }
 }
 
-/// The byte ranges of the items of `bytes` when it is a JSON `List` (or
+/// The texts of the items of `bytes` when it is a JSON `List` (or
 /// `PodList`) object, checked as JSON whole; `None` otherwise.
-fn json_list_items(bytes: &[u8]) -> Option<Vec<Range<usize>>> {
+fn json_list_items(bytes: &[u8]) -> Option<Vec<&str>> {
     if !bytes.trim_ascii_start().starts_with(b"{") {
         return None;
     }
-    let shape = serde_json::from_slice::<JsonListShape>(bytes).ok()?;
+    let shape = serde_json::from_slice::<JsonListShape<'_>>(bytes).ok()?;
     if !matches!(shape.kind.as_str(), "List" | "PodList") {
         return None;
     }
-    item_spans(bytes)
-}
-
-/// In `bytes`, a JSON object known to be well formed, the ranges of the
-/// elements of its `"items"` array (`None` when it has none spelled so).
-fn item_spans(bytes: &[u8]) -> Option<Vec<Range<usize>>> {
-    let skip_space = |mut at: usize| {
-        while bytes.get(at).is_some_and(u8::is_ascii_whitespace) {
-            at += 1;
-        }
-        at
-    };
-    let mut at = skip_space(0);
-    if bytes.get(at) != Some(&b'{') {
-        return None;
-    }
-    at += 1;
-    loop {
-        at = skip_space(at);
-        match bytes.get(at)? {
-            b',' => {
-                at += 1;
-                continue;
-            }
-            b'"' => {}
-            _ => return None,
-        }
-        let key_end = string_end(bytes, at)?;
-        let key = &bytes[at..key_end];
-        at = skip_space(key_end);
-        if bytes.get(at) != Some(&b':') {
-            return None;
-        }
-        at = skip_space(at + 1);
-        if key != b"\"items\"" {
-            at = value_end(bytes, at)?;
-            continue;
-        }
-        if bytes.get(at) != Some(&b'[') {
-            return None;
-        }
-        at += 1;
-        let mut spans = Vec::new();
-        loop {
-            at = skip_space(at);
-            match bytes.get(at)? {
-                b']' => return Some(spans),
-                b',' => at += 1,
-                _ => {
-                    let end = value_end(bytes, at)?;
-                    spans.push(at..end);
-                    at = end;
-                }
-            }
-        }
-    }
-}
-
-/// Past the string starting (with its quote) at `at`.
-fn string_end(bytes: &[u8], at: usize) -> Option<usize> {
-    let mut i = at + 1;
-    loop {
-        match bytes.get(i)? {
-            b'\\' => i += 2,
-            b'"' => return Some(i + 1),
-            _ => i += 1,
-        }
-    }
-}
-
-/// Past the value starting at `at` (a scalar ends before the `,`, `}` or
-/// `]` that follows it).
-fn value_end(bytes: &[u8], at: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut i = at;
-    loop {
-        match bytes.get(i)? {
-            b'"' => {
-                i = string_end(bytes, i)?;
-                if depth == 0 {
-                    return Some(i);
-                }
-                continue;
-            }
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => {
-                if depth <= 1 {
-                    return Some(if depth == 0 { i } else { i + 1 });
-                }
-                depth -= 1;
-            }
-            b',' if depth == 0 => return Some(i),
-            _ => {}
-        }
-        i += 1;
-    }
+    Some(shape.items.into_iter().map(RawValue::get).collect())
 }
 
 fn parse_pods_file(path: &Path, bytes: &[u8]) -> Result<Vec<Arc<ApiPod>>, Unknown> {
@@ -466,10 +368,10 @@ pub async fn watch_pods(client: kube::Client, node_name: String, store: PodStore
 mod tests {
     #![allow(clippy::unwrap_used)] // a panic is how a test reports failure
 
-    use super::{item_spans, json_list_items};
+    use super::json_list_items;
 
     fn items(text: &str) -> Option<Vec<&str>> {
-        item_spans(text.as_bytes()).map(|spans| spans.into_iter().map(|s| text[s].trim_end()).collect())
+        json_list_items(text.as_bytes())
     }
 
     #[test]
@@ -486,9 +388,9 @@ mod tests {
                 "true"
             ]
         );
-        assert_eq!(items(r#"{"items": []}"#).unwrap(), Vec::<&str>::new());
+        assert_eq!(items(r#"{"kind": "List", "items": []}"#).unwrap(), Vec::<&str>::new());
         assert_eq!(items(r#"{"kind": "List"}"#), None);
-        assert_eq!(items(r#"{"items": {"a": 1}}"#), None);
+        assert_eq!(items(r#"{"kind": "List", "items": {"a": 1}}"#), None);
         assert_eq!(items("[]"), None);
     }
 

@@ -276,3 +276,57 @@ fn describe_devices(devices: &BTreeMap<String, Vec<DeviceGroup>>) -> String {
         parts.join("; ")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Field, differences};
+    use crate::{ContainerAllocation, PodAllocation};
+
+    fn pod(namespace: &str, name: &str, cpus: &str) -> PodAllocation {
+        PodAllocation {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            containers: vec![ContainerAllocation {
+                name: "app".to_owned(),
+                cpus: topoalign_model::CpuSet::parse(cpus).unwrap_or_default(),
+                ..ContainerAllocation::default()
+            }],
+        }
+    }
+
+    /// Pods come in the order of their `namespace/name` text (`a-b/y`
+    /// before `a/x`: `-` sorts before `/`), each once, the last listed of
+    /// a name standing for it; a pod on one side only is a `Pod`
+    /// difference.
+    #[test]
+    fn pods_are_compared_in_the_order_of_their_names() {
+        let served = [
+            pod("a", "x", "1"),
+            pod("a-b", "y", "2"),
+            pod("a", "z", "9"),
+            pod("a", "z", "3"),
+            pod("c", "only-served", ""),
+        ];
+        let recorded = [
+            pod("a-b", "y", "5"),
+            pod("a", "x", "4"),
+            pod("a", "z", "3"),
+            pod("b", "only-recorded", ""),
+        ];
+        let found: Vec<(String, Field, String, String)> = differences(&served, &recorded)
+            .into_iter()
+            .map(|d| (d.pod, d.field, d.served, d.recorded))
+            .collect();
+        let expected = [
+            ("a-b/y", Field::Cpus, "2", "5"),
+            ("a/x", Field::Cpus, "1", "4"),
+            ("b/only-recorded", Field::Pod, "-", "listed"),
+            ("c/only-served", Field::Pod, "listed", "-"),
+        ];
+        let expected: Vec<(String, Field, String, String)> = expected
+            .iter()
+            .map(|&(pod, field, s, r)| (pod.to_owned(), field, s.to_owned(), r.to_owned()))
+            .collect();
+        assert_eq!(found, expected);
+    }
+}
