@@ -190,20 +190,30 @@ impl StateView<'_> {
             .collect::<Result<Vec<_>, _>>()?;
         let cpu_list = |text: &str, at: &dyn Fn() -> String| CpuSet::parse(text).map_err(|e| format!("{}: {e}", at()));
         let default_cpu_set = cpu_list(self.cpu.default_cpu_set.as_str(), &|| "cpu.defaultCpuSet".to_string())?;
-        let mut assignments: BTreeMap<String, BTreeMap<String, CpuSet>> = BTreeMap::new();
-        for (uid, containers) in self.cpu.entries.iter() {
-            let parsed = assignments.entry(uid.as_str().to_owned()).or_default();
-            parsed.clear();
-            for (container, cpus) in containers.iter() {
-                let at = || format!("cpu.entries.{}.{}", uid.as_str(), container.as_str());
-                parsed.insert(container.as_str().to_owned(), cpu_list(cpus.as_str(), &at)?);
-            }
-        }
-        let mut pod_assignments = BTreeMap::new();
-        for (uid, cpus) in self.cpu.pod_entries.iter() {
-            let at = || format!("cpu.podEntries.{}", uid.as_str());
-            pod_assignments.insert(uid.as_str().to_owned(), cpu_list(cpus.as_str(), &at)?);
-        }
+        // The maps by uid are collected (see `per_container`); a later
+        // duplicate uid replaces an earlier one whole, as inserting did.
+        let assignments = self
+            .cpu
+            .entries
+            .iter()
+            .map(|(uid, containers)| {
+                let mut parsed = BTreeMap::new();
+                for (container, cpus) in containers.iter() {
+                    let at = || format!("cpu.entries.{}.{}", uid.as_str(), container.as_str());
+                    parsed.insert(container.as_str().to_owned(), cpu_list(cpus.as_str(), &at)?);
+                }
+                Ok((uid.as_str().to_owned(), parsed))
+            })
+            .collect::<Result<BTreeMap<_, _>, String>>()?;
+        let pod_assignments = self
+            .cpu
+            .pod_entries
+            .iter()
+            .map(|(uid, cpus)| {
+                let at = || format!("cpu.podEntries.{}", uid.as_str());
+                Ok((uid.as_str().to_owned(), cpu_list(cpus.as_str(), &at)?))
+            })
+            .collect::<Result<BTreeMap<_, _>, String>>()?;
         Ok(NodeSnapshot {
             pods,
             cpu: CpuManagerState {
@@ -234,17 +244,21 @@ fn per_container<'a, T, U>(
     entries: &PerContainer<'a, T>,
     convert: impl Fn(&T) -> U,
 ) -> BTreeMap<String, BTreeMap<String, U>> {
-    // Inserts, not `collect`: collecting a map sorts a vector first, which
-    // costs more than it saves on maps of a few entries.
-    let mut map: BTreeMap<String, BTreeMap<String, U>> = BTreeMap::new();
-    for (uid, containers) in entries.iter() {
-        let mut converted = BTreeMap::new();
-        for (container, item) in containers.iter() {
-            converted.insert(container.as_str().to_owned(), convert(item));
-        }
-        map.insert(uid.as_str().to_owned(), converted);
-    }
-    map
+    // A pod's few containers are inserted: collecting a map sorts a vector
+    // first, which costs more than it saves on maps of a few entries. The
+    // pods are collected: the writer lists them in uid order, a run that
+    // sorting only checks, and a map built from a sorted run costs one
+    // pass instead of a search per pod (a later duplicate still wins).
+    entries
+        .iter()
+        .map(|(uid, containers)| {
+            let mut converted = BTreeMap::new();
+            for (container, item) in containers.iter() {
+                converted.insert(container.as_str().to_owned(), convert(item));
+            }
+            (uid.as_str().to_owned(), converted)
+        })
+        .collect()
 }
 
 impl MemoryView<'_> {
@@ -262,10 +276,11 @@ impl MemoryView<'_> {
             };
             machine_state.insert(*numa, node);
         }
-        let mut pod_assignments = BTreeMap::new();
-        for (uid, blocks) in self.pod_entries.iter() {
-            pod_assignments.insert(uid.as_str().to_owned(), blocks_of(blocks));
-        }
+        let pod_assignments = self
+            .pod_entries
+            .iter()
+            .map(|(uid, blocks)| (uid.as_str().to_owned(), blocks_of(blocks)))
+            .collect();
         MemoryManagerState {
             machine_state,
             assignments: per_container(&self.entries, |blocks| blocks_of(blocks)),
