@@ -43,7 +43,8 @@ use topoalign_engine::{MemoryBlock, MemoryManagerState, MemoryTableState, Node};
 use topoalign_model::{Container, Pod, ResourceList};
 use topoalign_scenario::{CpuSpec, DeviceSpec, NumaNodeSpec, TopologySpec};
 pub use view::{
-    BlockView, ContainerView, CpuView, MemoryView, NumaMemoryView, Pairs, PodResourcesView, PodView, StateView, Text,
+    BlockView, ContainerView, CpuView, Few, MemoryView, NumaMemoryView, Pairs, PodResourcesView, PodView, StateView,
+    Text,
 };
 pub use write::state_json;
 
