@@ -254,7 +254,7 @@ impl CpuManager {
         let mut by_containers = CpuSet::new();
         let mut by_pods = CpuSet::new();
         if let Policy::Static(p) = &self.policy {
-            for cpus in p.assignments().values().flat_map(BTreeMap::values) {
+            for cpus in p.assignments().values().flat_map(|containers| containers.values()) {
                 by_containers.union_with(cpus);
             }
             for cpus in p.pod_assignments().values() {
@@ -268,7 +268,11 @@ impl CpuManager {
     pub fn assignments(&self) -> BTreeMap<String, BTreeMap<String, CpuSet>> {
         match &self.policy {
             Policy::None => BTreeMap::new(),
-            Policy::Static(p) => p.assignments().clone(),
+            Policy::Static(p) => p
+                .assignments()
+                .iter()
+                .map(|(pod, containers)| (pod.clone(), BTreeMap::clone(containers)))
+                .collect(),
         }
     }
 }

@@ -51,7 +51,10 @@ enum SmtAlignmentError {
 }
 
 /// Exclusive CPUs per pod uid, then per container name.
-type Assignments = BTreeMap<String, BTreeMap<String, CpuSet>>;
+/// Pod uid → container name → exclusive CPUs. Each pod's entry is shared
+/// between clones of the state and copied on its first change
+/// ([`Arc::make_mut`]): a trial admission clones the state to admit one pod.
+type Assignments = BTreeMap<String, Arc<BTreeMap<String, CpuSet>>>;
 
 /// The static policy and its state.
 #[derive(Clone, Debug)]
@@ -283,9 +286,7 @@ impl StaticPolicy {
         let cpus = self
             .allocate_cpus(requested, affinity, &reusable)
             .map_err(|e| CpuAllocateError::Other(e.to_string()))?;
-        self.assignments
-            .entry(pod.uid.clone())
-            .or_default()
+        Arc::make_mut(self.assignments.entry(pod.uid.clone()).or_default())
             .insert(container.name.clone(), cpus.clone());
         self.update_cpus_to_reuse(pod, container, &cpus);
         Ok(())

@@ -14,6 +14,7 @@
 //! container needs — takes the lowest ids here.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use topoalign_model::{NumaMask, TopologyHint};
 
@@ -85,7 +86,7 @@ pub(crate) fn devices_to_allocate(request: &Request<'_>) -> Result<DeviceSet, De
 
     // Ids are borrowed from the registry (only the ones given are copied),
     // each with its affinity, in ascending id order.
-    let available: Vec<(&String, Option<NumaMask>)> = request
+    let available: Vec<(&Arc<str>, Option<NumaMask>)> = request
         .devices
         .iter()
         .filter(|(id, _)| !request.in_use.contains(id) && !chosen.devices.contains(*id))
@@ -119,9 +120,9 @@ pub(crate) fn devices_to_allocate(request: &Request<'_>) -> Result<DeviceSet, De
     }
     let offered: Ids<'_> = available.iter().map(|&(id, _)| id).chain(&chosen.devices).collect();
     let preferred = preferred_allocation(request.devices, &offered, &chosen.devices, required);
-    let is_available = |id: &&String| {
+    let is_available = |id: &&Arc<str>| {
         available
-            .binary_search_by(|(other, _)| other.as_str().cmp(id.as_str()))
+            .binary_search_by(|(other, _)| other.as_ref().cmp(id.as_ref()))
             .is_ok()
     };
     if chosen.take_from(preferred.iter().filter(is_available)) {
@@ -145,7 +146,7 @@ struct Chosen {
 impl Chosen {
     /// Takes candidates not chosen yet, in order, until none is needed;
     /// whether the request is complete.
-    fn take_from<'a>(&mut self, candidates: impl Iterator<Item = &'a String>) -> bool {
+    fn take_from<'a>(&mut self, candidates: impl Iterator<Item = &'a Arc<str>>) -> bool {
         for id in candidates {
             if self.needed <= 0 {
                 break;
@@ -164,32 +165,32 @@ impl Chosen {
 /// three are consecutive parts of one list (one allocation).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct AffinityBuckets<'a> {
-    ids: Vec<&'a String>,
+    ids: Vec<&'a Arc<str>>,
     aligned_end: usize,
     unaligned_end: usize,
 }
 
 impl<'a> AffinityBuckets<'a> {
-    pub(crate) fn aligned(&self) -> &[&'a String] {
+    pub(crate) fn aligned(&self) -> &[&'a Arc<str>] {
         &self.ids[..self.aligned_end]
     }
 
-    pub(crate) fn unaligned(&self) -> &[&'a String] {
+    pub(crate) fn unaligned(&self) -> &[&'a Arc<str>] {
         &self.ids[self.aligned_end..self.unaligned_end]
     }
 
-    pub(crate) fn without_topology(&self) -> &[&'a String] {
+    pub(crate) fn without_topology(&self) -> &[&'a Arc<str>] {
         &self.ids[self.unaligned_end..]
     }
 }
 
 /// Device ids borrowed from the registry (or from what is already chosen),
 /// ascending like a [`DeviceSet`].
-pub(crate) type Ids<'a> = BTreeSet<&'a String>;
+pub(crate) type Ids<'a> = BTreeSet<&'a Arc<str>>;
 
 /// Whether the ascending list `ids` holds `id`.
-fn holds(ids: &[&String], id: &str) -> bool {
-    ids.binary_search_by(|other| other.as_str().cmp(id)).is_ok()
+fn holds(ids: &[&Arc<str>], id: &str) -> bool {
+    ids.binary_search_by(|other| other.as_ref().cmp(id)).is_ok()
 }
 
 /// Without a hint affinity, or for a resource none of whose devices reports
@@ -197,7 +198,7 @@ fn holds(ids: &[&String], id: &str) -> bool {
 /// `available` is in ascending id order, with each device's affinity.
 pub(crate) fn filter_by_affinity<'a>(
     devices: &ResourceDevices,
-    available: &[(&'a String, Option<NumaMask>)],
+    available: &[(&'a Arc<str>, Option<NumaMask>)],
     hint: TopologyHint,
 ) -> AffinityBuckets<'a> {
     let ids = |wanted: Bucket| {
@@ -249,7 +250,7 @@ pub(crate) fn preferred_allocation(
     offered: &Ids<'_>,
     must_include: &DeviceSet,
     size: i128,
-) -> Vec<String> {
+) -> Vec<Arc<str>> {
     let size = usize::try_from(size.max(0)).unwrap_or(usize::MAX);
     let rest = |with_topology: bool| {
         offered

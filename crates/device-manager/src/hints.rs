@@ -207,7 +207,7 @@ mod tests {
     use crate::testing::{hints, machine};
 
     fn set(ids: &str) -> DeviceSet {
-        ids.split_whitespace().map(str::to_owned).collect()
+        ids.split_whitespace().map(std::sync::Arc::from).collect()
     }
 
     /// Cases from the kubelet's `TestGetTopologyHints` and hand-checked ones.

@@ -212,7 +212,7 @@ impl DeviceManager {
         // for these few entries than `collect`, which buffers and sorts.
         let mut devices = BTreeMap::new();
         for (resource, ids) in self.pod_devices.container(pod_uid, container).into_iter().flatten() {
-            devices.insert(resource.clone(), ids.iter().cloned().collect());
+            devices.insert(resource.to_string(), ids.iter().map(|id| id.to_string()).collect());
         }
         devices
     }
@@ -234,7 +234,7 @@ impl DeviceManager {
     pub(crate) fn in_use_counts(&self) -> BTreeMap<String, usize> {
         self.registry
             .iter()
-            .map(|(resource, _)| (resource.clone(), self.pod_devices.in_use(resource).len()))
+            .map(|(resource, _)| (resource.to_string(), self.pod_devices.in_use(resource).len()))
             .collect()
     }
 
@@ -245,7 +245,7 @@ impl DeviceManager {
         hint: TopologyHint,
     ) -> Result<(), DeviceAllocateError> {
         for (resource, required) in container_device_requests(&self.registry, container) {
-            let Some(devices) = self.registry.resource(resource) else {
+            let Some((resource, devices)) = self.registry.resource_named(resource) else {
                 continue;
             };
             let in_use = self.pod_devices.in_use_view(resource);

@@ -10,17 +10,19 @@
 //! thousands of init containers asks once per container).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
-/// Device ids, ascending.
-pub(crate) type DeviceSet = BTreeSet<String>;
+/// Device ids, ascending: the registry's shared strings (`registry`), so
+/// that a record copies no text.
+pub(crate) type DeviceSet = BTreeSet<Arc<str>>;
 
-/// Devices per resource name.
-pub(crate) type DevicesByResource = BTreeMap<String, DeviceSet>;
+/// Devices per resource name (the registry's shared names).
+pub(crate) type DevicesByResource = BTreeMap<Arc<str>, DeviceSet>;
 
 /// The devices of one resource held by any pod, borrowed from the record
 /// ([`PodDevices::in_use_view`]).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct InUse<'a>(Option<&'a BTreeMap<String, usize>>);
+pub(crate) struct InUse<'a>(Option<&'a BTreeMap<Arc<str>, usize>>);
 
 impl InUse<'_> {
     pub(crate) fn contains(&self, id: &str) -> bool {
@@ -31,10 +33,13 @@ impl InUse<'_> {
 /// pod uid → container name → resource → device ids.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct PodDevices {
-    by_pod: BTreeMap<String, BTreeMap<String, DevicesByResource>>,
+    /// Each pod's record is shared between clones and copied on its first
+    /// change ([`Arc::make_mut`]): a trial admission clones the record to
+    /// admit one pod.
+    by_pod: BTreeMap<String, Arc<BTreeMap<String, DevicesByResource>>>,
     /// resource → device id → how many records above hold it; a device
     /// whose last record goes is removed, so the keys are what is in use.
-    holders: BTreeMap<String, BTreeMap<String, usize>>,
+    holders: BTreeMap<Arc<str>, BTreeMap<Arc<str>, usize>>,
 }
 
 /// Makes `map`'s entry for `key` (copying `key`) only when it is missing.
@@ -47,11 +52,13 @@ fn ensure_entry<V: Default>(map: &mut BTreeMap<String, V>, key: &str) {
 impl PodDevices {
     /// Records (replacing any earlier record) the devices of one resource
     /// given to one container.
-    pub(crate) fn insert(&mut self, pod_uid: &str, container: &str, resource: &str, devices: DeviceSet) {
-        ensure_entry(&mut self.holders, resource);
+    pub(crate) fn insert(&mut self, pod_uid: &str, container: &str, resource: &Arc<str>, devices: DeviceSet) {
+        if !self.holders.contains_key(resource) {
+            self.holders.insert(resource.clone(), BTreeMap::new());
+        }
         if let Some(holders) = self.holders.get_mut(resource) {
             for id in &devices {
-                match holders.get_mut(id.as_str()) {
+                match holders.get_mut(id) {
                     Some(count) => *count += 1,
                     None => {
                         holders.insert(id.clone(), 1);
@@ -63,11 +70,12 @@ impl PodDevices {
         let Some(pod) = self.by_pod.get_mut(pod_uid) else {
             return;
         };
+        let pod = Arc::make_mut(pod);
         ensure_entry(pod, container);
         let Some(held) = pod.get_mut(container) else {
             return;
         };
-        let replaced = held.insert(resource.to_owned(), devices);
+        let replaced = held.insert(resource.clone(), devices);
         if let Some(replaced) = replaced {
             self.release(resource, &replaced);
         }
@@ -145,7 +153,9 @@ impl PodDevices {
                     .map(|(name, resources)| {
                         let resources = resources
                             .iter()
-                            .map(|(resource, ids)| (resource.clone(), ids.iter().cloned().collect()))
+                            .map(|(resource, ids)| {
+                                (resource.to_string(), ids.iter().map(|id| id.to_string()).collect())
+                            })
                             .collect();
                         (name.clone(), resources)
                     })
@@ -173,7 +183,7 @@ mod tests {
     use super::*;
 
     fn set(ids: &[&str]) -> DeviceSet {
-        ids.iter().map(|id| (*id).to_owned()).collect()
+        ids.iter().map(|id| Arc::from(*id)).collect()
     }
 
     /// What is in use, recomputed from the record alone.
@@ -184,20 +194,21 @@ mod tests {
             .flat_map(|containers| containers.values())
             .filter_map(|resources| resources.get(resource))
             .flatten()
-            .cloned()
+            .map(|id| Arc::from(id.as_str()))
             .collect()
     }
 
     #[test]
     fn in_use_follows_every_insert_replacement_and_removal() {
         let mut devices = PodDevices::default();
-        devices.insert("a", "init", "gpu", set(&["g0"]));
-        devices.insert("a", "app", "gpu", set(&["g0", "g1"]));
-        devices.insert("b", "app", "gpu", set(&["g2"]));
-        devices.insert("b", "app", "nic", set(&["n0"]));
+        let (gpu, nic): (Arc<str>, Arc<str>) = ("gpu".into(), "nic".into());
+        devices.insert("a", "init", &gpu, set(&["g0"]));
+        devices.insert("a", "app", &gpu, set(&["g0", "g1"]));
+        devices.insert("b", "app", &gpu, set(&["g2"]));
+        devices.insert("b", "app", &nic, set(&["n0"]));
         assert_eq!(devices.in_use("gpu"), set(&["g0", "g1", "g2"]));
         // A replaced record gives up what it no longer names.
-        devices.insert("a", "app", "gpu", set(&["g3"]));
+        devices.insert("a", "app", &gpu, set(&["g3"]));
         assert_eq!(devices.in_use("gpu"), recomputed(&devices, "gpu"));
         assert_eq!(devices.in_use("gpu"), set(&["g0", "g2", "g3"]));
         // g0 is still held by a's init container until a goes.

@@ -8,21 +8,24 @@
 //! allocation state.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use topoalign_model::{Machine, NumaMask};
 
 /// The devices of one resource: id → NUMA affinity (`None` = the device
-/// reports no `TopologyInfo`).
+/// reports no `TopologyInfo`). Ids (and resource names, in [`Registry`])
+/// are shared strings: every record of a device given to a container
+/// holds the registry's id, so recording one copies no text.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ResourceDevices {
-    devices: BTreeMap<String, Option<NumaMask>>,
+    devices: BTreeMap<Arc<str>, Option<NumaMask>>,
     /// The affinities of the devices that report one, in id order: read by
     /// every hint list, so derived once.
     affinities: Vec<NumaMask>,
 }
 
 impl ResourceDevices {
-    fn new(devices: BTreeMap<String, Option<NumaMask>>) -> ResourceDevices {
+    fn new(devices: BTreeMap<Arc<str>, Option<NumaMask>>) -> ResourceDevices {
         let affinities = devices.values().filter_map(|affinity| *affinity).collect();
         ResourceDevices { devices, affinities }
     }
@@ -41,17 +44,23 @@ impl ResourceDevices {
         self.devices.contains_key(id)
     }
 
+    /// The registry's shared copy of `id`, if it is a device of this
+    /// resource.
+    pub(crate) fn interned(&self, id: &str) -> Option<&Arc<str>> {
+        self.devices.get_key_value(id).map(|(id, _)| id)
+    }
+
     pub(crate) fn affinity(&self, id: &str) -> Option<NumaMask> {
         self.devices.get(id).copied().flatten()
     }
 
     /// Every device id, ascending.
-    pub(crate) fn ids(&self) -> impl Iterator<Item = &String> {
+    pub(crate) fn ids(&self) -> impl Iterator<Item = &Arc<str>> {
         self.devices.keys()
     }
 
     /// Every device with its affinity.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&String, Option<NumaMask>)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Arc<str>, Option<NumaMask>)> {
         self.devices.iter().map(|(id, mask)| (id, *mask))
     }
 
@@ -64,7 +73,7 @@ impl ResourceDevices {
 /// Every registered device-plugin resource.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Registry {
-    resources: BTreeMap<String, ResourceDevices>,
+    resources: BTreeMap<Arc<str>, ResourceDevices>,
 }
 
 impl Registry {
@@ -81,10 +90,10 @@ impl Registry {
                         // NumaMask::from_nodes cannot see an id >= 64.
                         let affinity =
                             (!device.numa.is_empty()).then(|| NumaMask::from_nodes(device.numa.iter().copied()));
-                        (device.id.clone(), affinity)
+                        (Arc::from(device.id.as_str()), affinity)
                     })
                     .collect();
-                (resource.clone(), ResourceDevices::new(devices))
+                (Arc::from(resource.as_str()), ResourceDevices::new(devices))
             })
             .collect();
         Registry { resources }
@@ -96,9 +105,14 @@ impl Registry {
         self.resources.get(resource)
     }
 
+    /// [`Registry::resource`] with the registry's shared copy of the name.
+    pub(crate) fn resource_named(&self, resource: &str) -> Option<(&Arc<str>, &ResourceDevices)> {
+        self.resources.get_key_value(resource)
+    }
+
     /// Every resource name with its devices (the tests' view).
     #[cfg(test)]
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&String, &ResourceDevices)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &ResourceDevices)> {
         self.resources.iter()
     }
 }

@@ -69,7 +69,7 @@ impl DeviceManager {
         for (pod, containers) in &assignments {
             for (container, resources) in containers {
                 for (resource, ids) in resources {
-                    let Some(devices) = self.registry.resource(resource) else {
+                    let Some((name, devices)) = self.registry.resource_named(resource) else {
                         return Err(DeviceRestoreError::UnknownResource {
                             pod: pod.clone(),
                             container: container.clone(),
@@ -77,7 +77,7 @@ impl DeviceManager {
                         });
                     };
                     for id in ids {
-                        if !devices.ids().any(|known| known == id) {
+                        if devices.interned(id).is_none() {
                             return Err(DeviceRestoreError::UnknownDevice {
                                 pod: pod.clone(),
                                 container: container.clone(),
@@ -96,7 +96,9 @@ impl DeviceManager {
                         }
                     }
                     if !ids.is_empty() {
-                        restored.insert(pod, container, resource, ids.iter().cloned().collect());
+                        // Every id was found above: the registry's copies.
+                        let ids = ids.iter().filter_map(|id| devices.interned(id)).cloned().collect();
+                        restored.insert(pod, container, name, ids);
                     }
                 }
             }
@@ -106,9 +108,19 @@ impl DeviceManager {
         Ok(())
     }
 
+    /// Whether some container holds device `id` of `resource`
+    /// ([`DeviceManager::devices_in_use`] for one device, without the list).
+    pub fn is_in_use(&self, resource: &str, id: &str) -> bool {
+        self.pod_devices.in_use_view(resource).contains(id)
+    }
+
     /// The devices of `resource` some container holds, ascending.
     pub fn devices_in_use(&self, resource: &str) -> Vec<String> {
-        self.pod_devices.in_use(resource).into_iter().collect()
+        self.pod_devices
+            .in_use(resource)
+            .iter()
+            .map(|id| id.to_string())
+            .collect()
     }
 }
 

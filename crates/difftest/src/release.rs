@@ -101,7 +101,13 @@ impl Release {
             // GA in 1.32, locked from 1.36.
             gate("TopologyManagerPolicyOptions", true, v >= 36),
             gate("PodLevelResources", v >= 34, false),
+            // Alpha and off: a Guaranteed pod's resize of exclusive CPUs
+            // (pinned memory, from 1.34) reaches the managers.
+            gate("InPlacePodVerticalScalingExclusiveCPUs", false, false),
         ];
+        if v >= 34 {
+            gates.push(gate("InPlacePodVerticalScalingExclusiveMemory", false, false));
+        }
         if v == 32 {
             gates.push(gate("CPUManager", true, true));
         }

@@ -213,7 +213,6 @@ struct RebuiltNode {
     /// The node of this spec as started, before the state was restored,
     /// when this rebuild started it (not found in its [`Starts`]).
     empty: Option<Node>,
-    reported: Names,
     spec_text: String,
     state_text: String,
 }
@@ -237,7 +236,12 @@ struct Unrestorable {
 struct Applied {
     spec_text: String,
     state_text: String,
-    reported: Names,
+    /// The [`uid_key`]s of the pods the object listed (the rebuilt node's
+    /// [`KnownNode::holds`] before any assumption was laid on it): a key
+    /// only, no copy of each uid. A uid whose key is here may still be
+    /// another pod's (two uids of one key): [`Cluster::unchanged`] then
+    /// rebuilds the node, which is exact, only not needed.
+    reported: KeySet,
     /// A pod assumed on the node was taken off it since (moved elsewhere or
     /// expired): its state is no longer the rebuilt one plus assumptions
     /// laid in order.
@@ -449,10 +453,9 @@ impl Cluster {
         };
         let restored = topoalign_nrt::read_state(object).and_then(|state| {
             let key = state_key(spec_key, &state);
-            let reported = state.uids().map(str::to_owned).collect::<Names>();
-            topoalign_nrt::restore_onto(empty.clone(), &state).map(|node| (key, reported, node))
+            topoalign_nrt::restore_onto(empty.clone(), &state).map(|node| (key, node))
         });
-        let (state_key, reported, node) = match restored {
+        let (state_key, node) = match restored {
             Ok(restored) => restored,
             Err(e) => {
                 // The node started here reaches the cluster with a restored
@@ -466,7 +469,6 @@ impl Cluster {
         Rebuilt {
             name,
             result: Ok(RebuiltNode {
-                reported,
                 known: KnownNode::new(node, spec_key, state_key),
                 empty: started,
                 state_text: text(topoalign_nrt::exact::STATE_ATTRIBUTE),
@@ -542,15 +544,15 @@ impl Cluster {
         let RebuiltNode {
             known,
             empty,
-            reported,
             spec_text,
             state_text,
         } = rebuilt;
         if let Some(empty) = empty {
             self.empty.entry(known.spec_key).or_insert(empty);
         }
-        self.put_node(name.clone(), known);
-        // Assumptions on this node: confirmed, or laid on top again.
+        // Assumptions on this node: confirmed (the object lists the pod:
+        // the rebuilt node, before any assumption is laid on it, holds
+        // exactly the pods the object lists), or laid on top again.
         let mut mine: Vec<(u64, String)> = self
             .assumed
             .iter()
@@ -558,9 +560,17 @@ impl Cluster {
             .map(|(uid, a)| (a.order, uid.clone()))
             .collect();
         mine.sort();
-        let mine = mine.into_iter().map(|(_, uid)| uid);
-        for uid in mine {
-            if reported.contains(&uid) {
+        let mine: Vec<(String, bool)> = mine
+            .into_iter()
+            .map(|(_, uid)| {
+                let listed = known.place_of(&uid, uid_key(&uid)).is_some();
+                (uid, listed)
+            })
+            .collect();
+        let reported = known.holds.clone();
+        self.put_node(name.clone(), known);
+        for (uid, listed) in mine {
+            if listed {
                 self.assumed.remove(&uid);
                 continue;
             }
@@ -608,7 +618,8 @@ impl Cluster {
             && text(topoalign_nrt::exact::STATE_ATTRIBUTE) == applied.state_text
             && text(topoalign_nrt::exact::NODE_SPEC_ATTRIBUTE) == applied.spec_text
             && mine.iter().all(|a| {
-                !applied.reported.contains(&a.pod.uid) && now.duration_since(a.since) <= self.config.assume_timeout
+                !applied.reported.contains(&uid_key(&a.pod.uid))
+                    && now.duration_since(a.since) <= self.config.assume_timeout
             })
     }
 
@@ -1221,10 +1232,6 @@ fn uid_bit(key: u64) -> u64 {
 
 /// Maps keyed by node name.
 type Named<V> = HashMap<String, V, foldhash::fast::RandomState>;
-
-/// Pod uids (an object's, kept with its rebuilt node), hashed as
-/// [`Named`] maps are: foldhash, not SipHash, on the restore's path.
-type Names = HashSet<String, foldhash::fast::RandomState>;
 
 /// Pod uid → its place in the admission order ([`state_key`]).
 type Places<'a> = HashMap<&'a str, usize, foldhash::fast::RandomState>;

@@ -233,7 +233,7 @@ pub(crate) fn calculate(
     // these few entries than `collect`, which buffers and sorts.
     let mut hints = HintMap::new();
     for resource in requested.keys() {
-        hints.insert(resource.clone(), ResourceHints::Rule(shared.clone()));
+        hints.insert((*resource).to_owned(), ResourceHints::Rule(shared.clone()));
     }
     hints
 }
@@ -288,9 +288,10 @@ pub(crate) fn regenerate(blocks: &[Block], requested: &Requested) -> Option<Hint
     if blocks.len() != requested.len() {
         return None;
     }
-    let mut lists: BTreeMap<String, Vec<TopologyHint>> = requested.keys().map(|r| (r.clone(), Vec::new())).collect();
+    let mut lists: BTreeMap<String, Vec<TopologyHint>> =
+        requested.keys().map(|r| ((*r).to_owned(), Vec::new())).collect();
     for block in blocks {
-        if requested.get(&block.resource) != Some(&block.size) {
+        if requested.get(block.resource.as_str()) != Some(&block.size) {
             return None;
         }
         lists
@@ -330,8 +331,8 @@ mod tests {
         TopologyHint::new(m(nodes), preferred)
     }
 
-    fn requested(entries: &[(&str, u64)]) -> Requested {
-        entries.iter().map(|&(r, v)| (r.to_string(), v)).collect()
+    fn requested<'a>(entries: &[(&'a str, u64)]) -> Requested<'a> {
+        entries.iter().copied().collect()
     }
 
     /// The explicit lists, as the kubelet's tables write them.

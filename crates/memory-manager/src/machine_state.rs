@@ -173,7 +173,7 @@ impl MachineState {
     /// Whether the free memory on `mask` covers every request (kubelet
     /// `isAffinitySatisfyRequest`; init-container memory the pod could
     /// re-use is deliberately not counted, as in the kubelet).
-    pub fn covers(&self, mask: NumaMask, requested: &BTreeMap<String, u64>) -> bool {
+    pub fn covers(&self, mask: NumaMask, requested: &BTreeMap<&str, u64>) -> bool {
         requested
             .iter()
             .all(|(resource, &size)| self.sum(mask, resource, |t| t.free) >= size)

@@ -9,6 +9,7 @@
 //! manager's choice (the affinity is passed in).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use topoalign_model::{Container, KubeletVersion, Machine, NumaMask, Pod, QosClass, TopologyHint};
 
@@ -184,7 +185,12 @@ impl FromIterator<(String, Vec<Block>)> for PodBlocks {
 #[derive(Clone, Debug)]
 pub(crate) struct StaticPolicy {
     machine: MachineState,
-    blocks: BTreeMap<String, PodBlocks>,
+    /// Pod uid → its containers' blocks. Each pod's record is shared
+    /// between clones of the state and copied on its first change (see
+    /// [`Arc::make_mut`]): a trial admission clones the state to admit one
+    /// pod, and copying every other pod's record would cost more than the
+    /// admission.
+    blocks: BTreeMap<String, Arc<PodBlocks>>,
     reusable: ReusableMemory,
     /// From 1.34 a pod whose pod-level resources are read (see
     /// [`Pod::pod_resources`]) gets no pinned memory and no memory hints:
@@ -236,7 +242,11 @@ impl StaticPolicy {
     /// `getContainerRequestedResources` as this policy reads it: in a pod
     /// managed at the pod level only a container Guaranteed by itself
     /// requests memory of its own.
-    fn container_requests(&self, pod: &Pod, container: &Container) -> Result<Requested, UnrepresentableRequest> {
+    fn container_requests<'a>(
+        &self,
+        pod: &Pod,
+        container: &'a Container,
+    ) -> Result<Requested<'a>, UnrepresentableRequest> {
         if self.manages_pod_level(pod) && !container.is_equivalent_guaranteed() {
             return Ok(Requested::new());
         }
@@ -268,13 +278,10 @@ impl StaticPolicy {
     fn set_blocks(&mut self, pod_uid: &str, container: &str, blocks: Vec<Block>) {
         // The uid is copied only for a pod new to the state.
         if let Some(pod) = self.blocks.get_mut(pod_uid) {
-            pod.set(container, blocks);
+            Arc::make_mut(pod).set(container, blocks);
             return;
         }
-        self.blocks
-            .entry(pod_uid.to_string())
-            .or_default()
-            .set(container, blocks);
+        Arc::make_mut(self.blocks.entry(pod_uid.to_string()).or_default()).set(container, blocks);
     }
 
     /// Container-scope hints (kubelet `GetTopologyHints`); `None` is the
@@ -374,7 +381,7 @@ impl StaticPolicy {
         for (resource, &size) in &requested {
             blocks.push(Block {
                 affinity: mask,
-                resource: resource.clone(),
+                resource: (*resource).to_owned(),
                 size,
             });
             let reusable = self.reusable.get(&pod.uid, mask, resource);
@@ -434,7 +441,11 @@ impl StaticPolicy {
                 if init.restartable {
                     continue;
                 }
-                let Some(init_blocks) = self.blocks.get_mut(&pod.uid).and_then(|p| p.get_mut(&init.name)) else {
+                let Some(init_blocks) = self
+                    .blocks
+                    .get_mut(&pod.uid)
+                    .and_then(|p| Arc::make_mut(p).get_mut(&init.name))
+                else {
                     continue;
                 };
                 for init_block in init_blocks.iter_mut() {
@@ -461,7 +472,7 @@ impl StaticPolicy {
         let Some(containers) = self.blocks.get_mut(pod_uid) else {
             return;
         };
-        let Some(blocks) = containers.remove(container) else {
+        let Some(blocks) = Arc::make_mut(containers).remove(container) else {
             return;
         };
         if containers.is_empty() {
@@ -493,7 +504,7 @@ impl StaticPolicy {
     /// Where `walk` over the init containers before `container` may start;
     /// `None` to skip it (also when the pod holds no blocks: nothing to do).
     fn skippable_inits(&mut self, pod: &Pod, container: &Container, walk: Walk) -> Option<usize> {
-        let blocks = self.blocks.get_mut(&pod.uid)?;
+        let blocks = Arc::make_mut(self.blocks.get_mut(&pod.uid)?);
         let mut cursor = std::mem::take(match walk {
             Walk::TakeOver => &mut blocks.drained,
             Walk::Free => &mut blocks.freed,

@@ -11,8 +11,8 @@ use topoalign_model::{Container, Pod, Quantity};
 
 use crate::machine_state::{MEMORY, is_hugepage_resource};
 
-/// Requested bytes per memory resource.
-pub(crate) type Requested = BTreeMap<String, u64>;
+/// Requested bytes per memory resource, the names borrowed from the pod.
+pub(crate) type Requested<'a> = BTreeMap<&'a str, u64>;
 
 /// A request the kubelet cannot read as a whole number of bytes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -40,15 +40,17 @@ pub(crate) fn quantity_as_u64(quantity: Quantity) -> Option<u64> {
 /// # Errors
 /// [`UnrepresentableRequest`] for a request that is not a whole number of
 /// bytes in `int64` range.
-pub(crate) fn container_requests(container: &Container) -> Result<Requested, UnrepresentableRequest> {
+pub(crate) fn container_requests(container: &Container) -> Result<Requested<'_>, UnrepresentableRequest> {
     let mut requested = Requested::new();
     add_container_requests(&mut requested, container)?;
     Ok(requested)
 }
 
-/// Adds the container's memory and huge page requests to `total`, copying a
-/// name only when it is new there.
-fn add_container_requests(total: &mut Requested, container: &Container) -> Result<(), UnrepresentableRequest> {
+/// Adds the container's memory and huge page requests to `total`.
+fn add_container_requests<'a>(
+    total: &mut Requested<'a>,
+    container: &'a Container,
+) -> Result<(), UnrepresentableRequest> {
     for (name, &quantity) in &container.requests {
         if name.as_str() != MEMORY && !is_hugepage_resource(name) {
             continue;
@@ -57,7 +59,7 @@ fn add_container_requests(total: &mut Requested, container: &Container) -> Resul
         match total.get_mut(name.as_str()) {
             Some(sum) => *sum = sum.wrapping_add(size),
             None => {
-                total.insert(name.clone(), size);
+                total.insert(name.as_str(), size);
             }
         }
     }
@@ -72,7 +74,7 @@ fn add_container_requests(total: &mut Requested, container: &Container) -> Resul
 ///
 /// # Errors
 /// [`UnrepresentableRequest`] as [`container_requests`].
-pub(crate) fn pod_requests(pod: &Pod) -> Result<Requested, UnrepresentableRequest> {
+pub(crate) fn pod_requests(pod: &Pod) -> Result<Requested<'_>, UnrepresentableRequest> {
     let mut apps = Requested::new();
     for app in &pod.containers {
         add_container_requests(&mut apps, app)?;
@@ -86,7 +88,7 @@ pub(crate) fn pod_requests(pod: &Pod) -> Result<Requested, UnrepresentableReques
     let mut sidecars = Requested::new();
     for init in &pod.init_containers {
         for (name, size) in container_requests(init)? {
-            let peak = init_peak.entry(name.clone()).or_insert(0);
+            let peak = init_peak.entry(name).or_insert(0);
             let running_sidecars = sidecars.entry(name).or_insert(0);
             if init.restartable {
                 *running_sidecars = running_sidecars.wrapping_add(size);
@@ -168,10 +170,7 @@ mod tests {
             ],
         );
         let requested = container_requests(&c).expect("whole requests");
-        assert_eq!(
-            requested,
-            [("hugepages-2Mi".to_string(), 4 << 20), ("memory".to_string(), GI)].into()
-        );
+        assert_eq!(requested, [("hugepages-2Mi", 4 << 20), ("memory", GI)].into());
     }
 
     #[test]
@@ -219,7 +218,8 @@ mod tests {
             ),
         ];
         for (init, apps, expected_gi) in cases {
-            let requested = pod_requests(&pod("p", init, apps)).expect("whole requests");
+            let pod = pod("p", init, apps);
+            let requested = pod_requests(&pod).expect("whole requests");
             assert_eq!(requested.get("memory").copied(), Some(expected_gi * GI));
         }
     }
@@ -231,6 +231,6 @@ mod tests {
             vec![container("i1", &[("memory", GI), ("hugepages-1Gi", GI)])],
             vec![container("a1", &[("memory", GI)])],
         );
-        assert_eq!(pod_requests(&p).expect("whole"), [("memory".to_string(), GI)].into());
+        assert_eq!(pod_requests(&p).expect("whole"), [("memory", GI)].into());
     }
 }

@@ -219,22 +219,33 @@ impl MemoryManager {
         let machine = if state.machine_state.is_empty() {
             None
         } else {
-            Some(to_machine_state(&state.machine_state).ok_or(MemoryRestoreError::MachineStateDiffers)?)
+            Some(to_machine_state(state.machine_state).ok_or(MemoryRestoreError::MachineStateDiffers)?)
         };
-        let mut blocks = BTreeMap::new();
-        for (pod, containers) in state.assignments {
-            let mut pod_blocks = Vec::new();
-            for (container, list) in containers {
-                let converted = engine_blocks(list, &pod, &container)?;
-                pod_blocks.push((container, converted));
-            }
-            blocks.insert(pod, pod_blocks);
-        }
-        let mut pod_level = BTreeMap::new();
-        for (pod, list) in state.pod_assignments {
-            let converted = engine_blocks(list, &pod, "")?;
-            pod_level.insert(pod, converted);
-        }
+        // Collected, not inserted one by one: the maps come in key order,
+        // and collecting a sorted run builds the map in one pass instead of
+        // a search per pod.
+        let blocks = state
+            .assignments
+            .into_iter()
+            .map(|(pod, containers)| {
+                let pod_blocks = containers
+                    .into_iter()
+                    .map(|(container, list)| {
+                        let converted = engine_blocks(list, &pod, &container)?;
+                        Ok((container, converted))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok((pod, pod_blocks))
+            })
+            .collect::<Result<BTreeMap<_, _>, _>>()?;
+        let pod_level = state
+            .pod_assignments
+            .into_iter()
+            .map(|(pod, list)| {
+                let converted = engine_blocks(list, &pod, "")?;
+                Ok((pod, converted))
+            })
+            .collect::<Result<BTreeMap<_, _>, _>>()?;
         policy.restore(machine, blocks, pod_level)
     }
 }
@@ -267,12 +278,12 @@ fn mask(nodes: &[usize]) -> Option<NumaMask> {
         .then(|| NumaMask::from_nodes(nodes.iter().copied()))
 }
 
-fn to_machine_state(nodes: &BTreeMap<usize, NumaMemoryState>) -> Option<MachineState> {
+fn to_machine_state(nodes: BTreeMap<usize, NumaMemoryState>) -> Option<MachineState> {
     let nodes = nodes
-        .iter()
-        .map(|(&id, node)| {
+        .into_iter()
+        .map(|(id, node)| {
             let state = NumaNodeState {
-                memory: node.memory.clone(),
+                memory: node.memory,
                 assignments: node.number_of_assignments,
                 cells: mask(&node.cells)?,
             };

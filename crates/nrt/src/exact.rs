@@ -41,7 +41,8 @@ use topoalign_engine::{MemoryTableState, Node};
 use topoalign_model::Pod;
 use topoalign_scenario::{CpuSpec, DeviceSpec, NumaNodeSpec, TopologySpec};
 pub use view::{
-    BlockView, ContainerView, CpuView, MemoryView, NumaMemoryView, Pairs, PodResourcesView, PodView, StateView, Text,
+    BlockView, ContainerView, CpuView, Few, MemoryView, NumaMemoryView, Pairs, PodResourcesView, PodView, StateView,
+    Text,
 };
 pub use write::{
     BlockRecord, ContainerRecord, CpuRecord, MemoryRecord, NumaMemoryRecord, PodRecord, PodResourcesRecord,

@@ -117,7 +117,7 @@ impl StaticPolicy {
                 own.insert(&container.name, cpus);
             }
         }
-        let entry = self.assignments.entry(pod.uid.clone()).or_default();
+        let entry = std::sync::Arc::make_mut(self.assignments.entry(pod.uid.clone()).or_default());
         for (container, _) in pod.all_containers() {
             let cpus = own.get(container.name.as_str()).unwrap_or(&pod_shared).clone();
             entry.insert(container.name.clone(), cpus);

@@ -85,7 +85,10 @@ impl StaticPolicy {
             });
         }
         self.shared = shared;
-        self.assignments = assignments;
+        self.assignments = assignments
+            .into_iter()
+            .map(|(pod, containers)| (pod, std::sync::Arc::new(containers)))
+            .collect();
         self.pod_cpus = pod_cpus;
         self.cpus_to_reuse.clear();
         Ok(())

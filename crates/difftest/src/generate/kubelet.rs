@@ -237,6 +237,12 @@ pub fn kubelet(
             "PodLevelResourceManagers" if rng.chance(35) => Some(true),
             "PodLevelResourcesFixDefaulting" | "PodLevelResourcesFixKubeletQOSClass" if rng.chance(15) => Some(false),
             "CPUManagerPolicyAlphaOptions" if rng.chance(5) => Some(true),
+            // Where resizes are generated (1.36+), now and then.
+            "InPlacePodVerticalScalingExclusiveCPUs" | "InPlacePodVerticalScalingExclusiveMemory"
+                if release.0 >= 36 && rng.chance(20) =>
+            {
+                Some(true)
+            }
             _ if gate.locked && rng.chance(1) => {
                 // The kubelet panics while defaulting its configuration.
                 tags.push("gate-refused".into());

@@ -138,9 +138,9 @@ pub enum ResizeError {
     /// No admitted pod has this uid.
     #[error("no admitted pod has uid {0:?}")]
     NotAdmitted(String),
-    /// The resize would reach a manager's own resize handling of exclusive
-    /// CPUs or pinned memory (the `InPlacePodVerticalScalingExclusive*`
-    /// gates), which is not reproduced.
+    /// A 1.34 resize of exclusive CPUs or pinned memory with an
+    /// `InPlacePodVerticalScalingExclusive*` gate on: 1.34's managers size
+    /// the held allocation by the container status, which is not modelled.
     #[error("{0}")]
     NotReproduced(String),
 }
@@ -173,7 +173,7 @@ impl Node {
     ///
     /// # Errors
     /// [`ResizeError::NotAdmitted`]; [`ResizeError::NotReproduced`] when an
-    /// `InPlacePodVerticalScalingExclusive*` gate lets a manager see a
+    /// `InPlacePodVerticalScalingExclusive*` gate lets a 1.34 manager see a
     /// changed exclusive size.
     pub fn resize(&mut self, desired: &Pod) -> Result<ResizeDecision, ResizeError> {
         self.resize_with_priority(desired, 0)
@@ -480,25 +480,35 @@ impl Node {
             return Ok(None);
         }
         // From 1.34 only a changed size is refused. With an `Exclusive*`
-        // gate on it reaches the managers (from 1.35 they size a held
-        // allocation by the spec, and 1.37's CPU manager resizes exclusive
-        // sets): not reproduced.
+        // gate on the resize reaches the admit handlers. 1.34's managers
+        // size a held allocation by the container status's allocated
+        // resources, which topoalign does not model: not reproduced. From
+        // 1.35 they size it by the spec ([`Node::decide`]): a changed CPU
+        // count is a hint nothing satisfies (a `TopologyAffinityError`
+        // under `restricted` and `single-numa-node`), changed memory no
+        // preference, and what they hold stays as it is; 1.37's managers
+        // skip the resize operation altogether.
+        let exclusive_reproduced = version.at_least(KubeletVersion::V1_35);
         if static_cpu && cpu_changed {
-            if gates.in_place_resize_exclusive_cpus {
+            if !gates.in_place_resize_exclusive_cpus {
+                return Ok(Some(infeasible(
+                    "Resize is infeasible for Guaranteed Pods alongside CPU Manager policy \"static\"",
+                )));
+            }
+            if !exclusive_reproduced {
                 return not_reproduced("InPlacePodVerticalScalingExclusiveCPUs", "CPUs");
             }
-            return Ok(Some(infeasible(
-                "Resize is infeasible for Guaranteed Pods alongside CPU Manager policy \"static\"",
-            )));
         }
         // 1.34/1.35 also ask the `MemoryManager` gate, GA and locked on.
         if static_memory && memory_changed {
-            if gates.in_place_resize_exclusive_memory {
+            if !gates.in_place_resize_exclusive_memory {
+                return Ok(Some(infeasible(
+                    "Resize is infeasible for Guaranteed Pods alongside Memory Manager policy \"Static\"",
+                )));
+            }
+            if !exclusive_reproduced {
                 return not_reproduced("InPlacePodVerticalScalingExclusiveMemory", "memory");
             }
-            return Ok(Some(infeasible(
-                "Resize is infeasible for Guaranteed Pods alongside Memory Manager policy \"Static\"",
-            )));
         }
         Ok(None)
     }

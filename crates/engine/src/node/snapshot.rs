@@ -119,7 +119,9 @@ impl NodeSnapshot {
     /// from the snapshot (the managers keep a part of it, and releasing
     /// what they did not keep changes nothing), without copying its maps.
     fn stale_uids(&self) -> BTreeSet<String> {
-        let active: HashSet<&str> = self.pods.iter().map(|p| p.uid.as_str()).collect();
+        // Hashed with foldhash, not SipHash: this runs on every restore
+        // (the extender restores thousands of nodes at start).
+        let active: HashSet<&str, foldhash::fast::RandomState> = self.pods.iter().map(|p| p.uid.as_str()).collect();
         let memory = self
             .memory
             .iter()

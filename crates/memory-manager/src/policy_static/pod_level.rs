@@ -30,7 +30,7 @@ pub(crate) enum PodAllocateError {
 
 /// `getPodRequestedResources` for a pod managed at the pod level: its
 /// pod-level `memory` and huge page requests, those above zero.
-fn pod_level_requests(pod: &Pod) -> Result<Requested, UnrepresentableRequest> {
+fn pod_level_requests(pod: &Pod) -> Result<Requested<'_>, UnrepresentableRequest> {
     let mut requested = Requested::new();
     let Some(resources) = &pod.pod_resources else {
         return Ok(requested);
@@ -42,7 +42,7 @@ fn pod_level_requests(pod: &Pod) -> Result<Requested, UnrepresentableRequest> {
         let bytes = quantity_as_u64(quantity).ok_or(UnrepresentableRequest)?;
         // Go's `int64` test before the conversion: negative amounts drop.
         if bytes as i64 > 0 {
-            requested.insert(name.clone(), bytes);
+            requested.insert(name.as_str(), bytes);
         }
     }
     Ok(requested)
@@ -55,12 +55,12 @@ impl StaticPolicy {
     fn validate_pod_scope(&self, pod: &Pod) -> Result<(), String> {
         let budget = pod_level_requests(pod).map_err(|e| e.to_string())?;
         let mut shared_long_running = false;
-        let mut exclusive: BTreeMap<String, u64> = BTreeMap::new();
-        let exhausted = |exclusive: &BTreeMap<String, u64>| {
+        let mut exclusive: BTreeMap<&str, u64> = BTreeMap::new();
+        let exhausted = |exclusive: &BTreeMap<&str, u64>| {
             budget
                 .iter()
                 .find(|(name, pool)| exclusive.get(*name).copied().unwrap_or(0) >= **pool)
-                .map(|(name, _)| name.clone())
+                .map(|(&name, _)| name)
         };
         for container in &pod.init_containers {
             let requests = self.container_requests(pod, container).map_err(|e| e.to_string())?;
@@ -109,7 +109,7 @@ impl StaticPolicy {
             return Some(
                 requested
                     .keys()
-                    .map(|name| (name.clone(), ResourceHints::Impossible))
+                    .map(|name| ((*name).to_owned(), ResourceHints::Impossible))
                     .collect(),
             );
         }
@@ -163,7 +163,7 @@ impl StaticPolicy {
                 .filter(|(_, size)| **size > 0)
                 .map(|(resource, &size)| Block {
                     affinity: mask,
-                    resource: resource.clone(),
+                    resource: (*resource).to_owned(),
                     size,
                 })
                 .collect()
@@ -171,7 +171,7 @@ impl StaticPolicy {
         let left_by = |taken: &Requested| -> Requested {
             total
                 .iter()
-                .map(|(name, size)| (name.clone(), size.wrapping_sub(taken.get(name).copied().unwrap_or(0))))
+                .map(|(&name, size)| (name, size.wrapping_sub(taken.get(name).copied().unwrap_or(0))))
                 .collect()
         };
 
@@ -219,7 +219,7 @@ impl StaticPolicy {
                 .iter()
                 .map(|(resource, &size)| Block {
                     affinity: mask,
-                    resource: resource.clone(),
+                    resource: (*resource).to_owned(),
                     size,
                 })
                 .collect(),
@@ -237,7 +237,7 @@ impl StaticPolicy {
     pub(super) fn remove_pod_level_container(&mut self, pod_uid: &str, container: &str) {
         let last = match self.blocks.get_mut(pod_uid) {
             Some(containers) => {
-                containers.remove(container);
+                std::sync::Arc::make_mut(containers).remove(container);
                 containers.is_empty()
             }
             None => true,

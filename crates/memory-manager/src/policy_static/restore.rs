@@ -80,7 +80,7 @@ impl StaticPolicy {
         self.machine = stored;
         self.blocks = blocks
             .into_iter()
-            .map(|(pod, containers)| (pod, containers.into_iter().collect::<PodBlocks>()))
+            .map(|(pod, containers)| (pod, std::sync::Arc::new(containers.into_iter().collect::<PodBlocks>())))
             .collect();
         self.pod_blocks = pod_level;
         self.reusable = Default::default();

@@ -12,9 +12,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
+use std::ops::Deref;
 
 use serde::Deserialize;
-use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use topoalign_engine::{
     CpuManagerState, MemoryBlock, MemoryManagerState, MemoryTableState, NodeSnapshot, NumaMemoryState,
 };
@@ -24,14 +25,108 @@ use super::TableRecord;
 
 pub use topoalign_k8s::text::Text;
 
+/// A list of the view, read as a slice, whose only element is held in
+/// place: most lists of the state hold one — a pod's containers, a pod's
+/// CPU and memory entries, a container's memory blocks, a block's NUMA
+/// nodes —, and a reader that restores thousands of objects would
+/// otherwise allocate (and free) each of them.
+#[derive(Clone, Debug)]
+pub enum Few<T> {
+    Empty,
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T> Few<T> {
+    /// An empty list with room for `capacity` elements (held in place
+    /// below two).
+    fn with_capacity(capacity: usize) -> Few<T> {
+        if capacity > 1 {
+            Few::Many(Vec::with_capacity(capacity.min(4096)))
+        } else {
+            Few::Empty
+        }
+    }
+
+    fn push(&mut self, item: T) {
+        *self = match std::mem::take(self) {
+            Few::Empty => Few::One(item),
+            Few::One(first) => {
+                let mut items = Vec::with_capacity(4);
+                items.push(first);
+                items.push(item);
+                Few::Many(items)
+            }
+            Few::Many(mut items) => {
+                items.push(item);
+                Few::Many(items)
+            }
+        };
+    }
+}
+
+impl<T> Default for Few<T> {
+    fn default() -> Self {
+        Few::Empty
+    }
+}
+
+impl<T> Deref for Few<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        match self {
+            Few::Empty => &[],
+            Few::One(item) => std::slice::from_ref(item),
+            Few::Many(items) => items,
+        }
+    }
+}
+
+/// As slices: one list held in place or not.
+impl<T: PartialEq> PartialEq for Few<T> {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl<T: Eq> Eq for Few<T> {}
+
+/// As a slice (and so as a `Vec` of the same elements).
+impl<T: Hash> Hash for Few<T> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (**self).hash(state);
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Few<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FewVisitor<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for FewVisitor<T> {
+            type Value = Few<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                // A `Vec`'s words: the errors read as before.
+                f.write_str("a sequence")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut items = Few::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(items)
+            }
+        }
+        deserializer.deserialize_seq(FewVisitor(PhantomData))
+    }
+}
+
 /// A JSON object as its pairs, in document order (a later duplicate key
 /// wins when turned into a map, as it does in a `BTreeMap`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Pairs<K, V>(pub Vec<(K, V)>);
+pub struct Pairs<K, V>(pub Few<(K, V)>);
 
 impl<K, V> Default for Pairs<K, V> {
     fn default() -> Self {
-        Pairs(Vec::new())
+        Pairs(Few::Empty)
     }
 }
 
@@ -54,7 +149,7 @@ impl<'de, K: Deserialize<'de>, V: Deserialize<'de>> Deserialize<'de> for Pairs<K
                 f.write_str("an object")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut pairs = Vec::with_capacity(map.size_hint().unwrap_or(0).min(4096));
+                let mut pairs = Few::with_capacity(map.size_hint().unwrap_or(0));
                 while let Some(pair) = map.next_entry()? {
                     pairs.push(pair);
                 }
@@ -81,7 +176,7 @@ pub struct StateView<'a> {
     #[serde(default, borrow)]
     pub memory: Option<MemoryView<'a>>,
     #[serde(default, borrow)]
-    pub devices: PerContainer<'a, Pairs<Text<'a>, Vec<Text<'a>>>>,
+    pub devices: PerContainer<'a, Pairs<Text<'a>, Few<Text<'a>>>>,
 }
 
 /// [`PodRecord`](super::PodRecord), borrowed.
@@ -95,9 +190,9 @@ pub struct PodView<'a> {
     #[serde(borrow)]
     pub uid: Text<'a>,
     #[serde(default, borrow)]
-    pub init_containers: Vec<ContainerView<'a>>,
+    pub init_containers: Few<ContainerView<'a>>,
     #[serde(borrow)]
-    pub containers: Vec<ContainerView<'a>>,
+    pub containers: Few<ContainerView<'a>>,
     #[serde(default, borrow)]
     pub overhead: Amounts<'a>,
     #[serde(default, borrow)]
@@ -148,10 +243,10 @@ pub struct MemoryView<'a> {
     #[serde(borrow)]
     pub machine_state: Pairs<usize, NumaMemoryView<'a>>,
     #[serde(default, borrow)]
-    pub entries: PerContainer<'a, Vec<BlockView<'a>>>,
+    pub entries: PerContainer<'a, Few<BlockView<'a>>>,
     /// Pod uid → the pod's memory blocks (`podEntries`).
     #[serde(default, borrow)]
-    pub pod_entries: Pairs<Text<'a>, Vec<BlockView<'a>>>,
+    pub pod_entries: Pairs<Text<'a>, Few<BlockView<'a>>>,
 }
 
 /// [`NumaMemoryRecord`](super::NumaMemoryRecord), borrowed.
@@ -168,7 +263,7 @@ pub struct NumaMemoryView<'a> {
 #[derive(Debug, Hash, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BlockView<'a> {
-    pub numa_affinity: Vec<usize>,
+    pub numa_affinity: Few<usize>,
     #[serde(rename = "type", borrow)]
     pub resource: Text<'a>,
     pub size: u64,
@@ -190,20 +285,30 @@ impl StateView<'_> {
             .collect::<Result<Vec<_>, _>>()?;
         let cpu_list = |text: &str, at: &dyn Fn() -> String| CpuSet::parse(text).map_err(|e| format!("{}: {e}", at()));
         let default_cpu_set = cpu_list(self.cpu.default_cpu_set.as_str(), &|| "cpu.defaultCpuSet".to_string())?;
-        let mut assignments: BTreeMap<String, BTreeMap<String, CpuSet>> = BTreeMap::new();
-        for (uid, containers) in self.cpu.entries.iter() {
-            let parsed = assignments.entry(uid.as_str().to_owned()).or_default();
-            parsed.clear();
-            for (container, cpus) in containers.iter() {
-                let at = || format!("cpu.entries.{}.{}", uid.as_str(), container.as_str());
-                parsed.insert(container.as_str().to_owned(), cpu_list(cpus.as_str(), &at)?);
-            }
-        }
-        let mut pod_assignments = BTreeMap::new();
-        for (uid, cpus) in self.cpu.pod_entries.iter() {
-            let at = || format!("cpu.podEntries.{}", uid.as_str());
-            pod_assignments.insert(uid.as_str().to_owned(), cpu_list(cpus.as_str(), &at)?);
-        }
+        // The maps by uid are collected (see `per_container`); a later
+        // duplicate uid replaces an earlier one whole, as inserting did.
+        let assignments = self
+            .cpu
+            .entries
+            .iter()
+            .map(|(uid, containers)| {
+                let mut parsed = BTreeMap::new();
+                for (container, cpus) in containers.iter() {
+                    let at = || format!("cpu.entries.{}.{}", uid.as_str(), container.as_str());
+                    parsed.insert(container.as_str().to_owned(), cpu_list(cpus.as_str(), &at)?);
+                }
+                Ok((uid.as_str().to_owned(), parsed))
+            })
+            .collect::<Result<BTreeMap<_, _>, String>>()?;
+        let pod_assignments = self
+            .cpu
+            .pod_entries
+            .iter()
+            .map(|(uid, cpus)| {
+                let at = || format!("cpu.podEntries.{}", uid.as_str());
+                Ok((uid.as_str().to_owned(), cpu_list(cpus.as_str(), &at)?))
+            })
+            .collect::<Result<BTreeMap<_, _>, String>>()?;
         Ok(NodeSnapshot {
             pods,
             cpu: CpuManagerState {
@@ -234,17 +339,21 @@ fn per_container<'a, T, U>(
     entries: &PerContainer<'a, T>,
     convert: impl Fn(&T) -> U,
 ) -> BTreeMap<String, BTreeMap<String, U>> {
-    // Inserts, not `collect`: collecting a map sorts a vector first, which
-    // costs more than it saves on maps of a few entries.
-    let mut map: BTreeMap<String, BTreeMap<String, U>> = BTreeMap::new();
-    for (uid, containers) in entries.iter() {
-        let mut converted = BTreeMap::new();
-        for (container, item) in containers.iter() {
-            converted.insert(container.as_str().to_owned(), convert(item));
-        }
-        map.insert(uid.as_str().to_owned(), converted);
-    }
-    map
+    // A pod's few containers are inserted: collecting a map sorts a vector
+    // first, which costs more than it saves on maps of a few entries. The
+    // pods are collected: the writer lists them in uid order, a run that
+    // sorting only checks, and a map built from a sorted run costs one
+    // pass instead of a search per pod (a later duplicate still wins).
+    entries
+        .iter()
+        .map(|(uid, containers)| {
+            let mut converted = BTreeMap::new();
+            for (container, item) in containers.iter() {
+                converted.insert(container.as_str().to_owned(), convert(item));
+            }
+            (uid.as_str().to_owned(), converted)
+        })
+        .collect()
 }
 
 impl MemoryView<'_> {
@@ -262,10 +371,11 @@ impl MemoryView<'_> {
             };
             machine_state.insert(*numa, node);
         }
-        let mut pod_assignments = BTreeMap::new();
-        for (uid, blocks) in self.pod_entries.iter() {
-            pod_assignments.insert(uid.as_str().to_owned(), blocks_of(blocks));
-        }
+        let pod_assignments = self
+            .pod_entries
+            .iter()
+            .map(|(uid, blocks)| (uid.as_str().to_owned(), blocks_of(blocks)))
+            .collect();
         MemoryManagerState {
             machine_state,
             assignments: per_container(&self.entries, |blocks| blocks_of(blocks)),
@@ -291,7 +401,7 @@ fn blocks_of(blocks: &[BlockView<'_>]) -> Vec<MemoryBlock> {
     blocks
         .iter()
         .map(|b| MemoryBlock {
-            numa_affinity: b.numa_affinity.clone(),
+            numa_affinity: b.numa_affinity.to_vec(),
             resource: b.resource.as_str().to_owned(),
             size: b.size,
         })
