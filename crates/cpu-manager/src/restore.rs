@@ -9,6 +9,7 @@
 //! any allocation decision.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use topoalign_model::CpuSet;
 
@@ -101,7 +102,8 @@ pub enum CpuRestoreError {
 #[derive(Clone, Copy, Debug)]
 pub struct CpuStateView<'a> {
     pub default_cpu_set: &'a CpuSet,
-    pub assignments: &'a BTreeMap<String, BTreeMap<String, CpuSet>>,
+    /// Pod uid → container → exclusive CPUs (each pod's map shared).
+    pub assignments: &'a BTreeMap<String, Arc<BTreeMap<String, CpuSet>>>,
     pub pod_assignments: &'a BTreeMap<String, CpuSet>,
 }
 

@@ -44,7 +44,9 @@ use topoalign_model::{Container, KubeletVersion, Machine, NumaMask, Pod, Provide
 use crate::pod_devices::{DeviceSet, DevicesByResource, PodDevices};
 use crate::registry::{Registry, ResourceDevices};
 use crate::requests::{container_device_requests, pod_device_requests};
-pub use crate::restore::{DeviceAssignments, DeviceRestoreError};
+pub use crate::restore::{
+    ContainerDevicesView, DeviceAssignments, DeviceIdsView, DeviceRestoreError, DevicesView, PodDevicesView,
+};
 
 /// Why an allocation failed (kubelet: `UnexpectedAdmissionError`). Display
 /// is the kubelet's text, e.g. `requested number of devices unavailable for

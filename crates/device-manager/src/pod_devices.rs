@@ -139,7 +139,7 @@ impl PodDevices {
     }
 
     /// Every record, borrowed: pod uid → container → resource → device ids.
-    pub(crate) fn by_pod(&self) -> &BTreeMap<String, BTreeMap<String, DevicesByResource>> {
+    pub(crate) fn by_pod(&self) -> &BTreeMap<String, Arc<BTreeMap<String, DevicesByResource>>> {
         &self.by_pod
     }
 

@@ -7,10 +7,11 @@
 //! [`DeviceManager::devices_in_use`]. Must not touch: device choice or
 //! hints.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::DeviceManager;
-use crate::pod_devices::PodDevices;
+use crate::pod_devices::{DeviceSet, DevicesByResource, PodDevices};
 
 /// Pod uid → container name → resource → device ids.
 pub type DeviceAssignments = BTreeMap<String, BTreeMap<String, BTreeMap<String, Vec<String>>>>;
@@ -40,16 +41,63 @@ pub enum DeviceRestoreError {
     },
 }
 
+/// [`DeviceAssignments`] borrowed: pod uid → container → resource →
+/// device ids, each level in key order.
+#[derive(Clone, Copy, Debug)]
+pub struct DevicesView<'a>(&'a BTreeMap<String, Arc<BTreeMap<String, DevicesByResource>>>);
+
+/// One pod's containers and their devices, borrowed.
+#[derive(Clone, Copy, Debug)]
+pub struct PodDevicesView<'a>(&'a BTreeMap<String, DevicesByResource>);
+
+/// One container's devices by resource, borrowed.
+#[derive(Clone, Copy, Debug)]
+pub struct ContainerDevicesView<'a>(&'a DevicesByResource);
+
+/// Device ids of one resource, ascending, borrowed.
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceIdsView<'a>(&'a DeviceSet);
+
+impl<'a> DevicesView<'a> {
+    pub fn is_empty(self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn pods(self) -> impl Iterator<Item = (&'a str, PodDevicesView<'a>)> + 'a {
+        self.0.iter().map(|(uid, pod)| (uid.as_str(), PodDevicesView(pod)))
+    }
+}
+
+impl<'a> PodDevicesView<'a> {
+    pub fn containers(self) -> impl Iterator<Item = (&'a str, ContainerDevicesView<'a>)> + 'a {
+        self.0
+            .iter()
+            .map(|(name, devices)| (name.as_str(), ContainerDevicesView(devices)))
+    }
+}
+
+impl<'a> ContainerDevicesView<'a> {
+    pub fn resources(self) -> impl Iterator<Item = (&'a str, DeviceIdsView<'a>)> + 'a {
+        self.0.iter().map(|(resource, ids)| (&**resource, DeviceIdsView(ids)))
+    }
+}
+
+impl<'a> DeviceIdsView<'a> {
+    pub fn iter(self) -> impl Iterator<Item = &'a str> + 'a {
+        self.0.iter().map(|id| &**id)
+    }
+}
+
 impl DeviceManager {
     /// Every container's devices.
     pub fn assignments(&self) -> DeviceAssignments {
         self.pod_devices.all()
     }
 
-    /// [`DeviceManager::assignments`] borrowed (each container's ids of a
-    /// resource as a sorted set), for a reader that only writes them out.
-    pub fn assignments_view(&self) -> &BTreeMap<String, BTreeMap<String, BTreeMap<String, BTreeSet<String>>>> {
-        self.pod_devices.by_pod()
+    /// [`DeviceManager::assignments`] borrowed, for a reader that only
+    /// writes them out.
+    pub fn assignments_view(&self) -> DevicesView<'_> {
+        DevicesView(self.pod_devices.by_pod())
     }
 
     /// Replaces who holds which devices with a restored record (a kubelet

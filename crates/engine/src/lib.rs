@@ -24,7 +24,9 @@ pub use node::{
 pub use reservation::node_allocatable_reservation;
 /// The managers' state types a [`NodeSnapshot`] is made of.
 pub use topoalign_cpu_manager::{CpuManagerState, CpuStateView};
-pub use topoalign_device_manager::DeviceAssignments;
+pub use topoalign_device_manager::{
+    ContainerDevicesView, DeviceAssignments, DeviceIdsView, DevicesView, PodDevicesView,
+};
 pub use topoalign_memory_manager::{
     BlocksView, MemoryBlock, MemoryBlockView, MemoryManagerState, MemoryStateView, MemoryTableState, NumaMemoryState,
     NumaMemoryView,

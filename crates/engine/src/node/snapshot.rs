@@ -6,10 +6,10 @@
 //! with the same code as any other. No I/O: reading checkpoint files is
 //! `topoalign-k8s`'s job.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashSet};
 
 use topoalign_cpu_manager::{CpuManagerState, CpuRestoreError, CpuStateView};
-use topoalign_device_manager::{DeviceAssignments, DeviceRestoreError};
+use topoalign_device_manager::{DeviceAssignments, DeviceRestoreError, DevicesView};
 use topoalign_memory_manager::{MemoryManagerState, MemoryRestoreError, MemoryStateView};
 use topoalign_model::Pod;
 
@@ -52,7 +52,7 @@ pub struct SnapshotView<'a> {
     pub cpu: Option<CpuStateView<'a>>,
     pub memory: Option<MemoryStateView<'a>>,
     /// Pod uid → container → resource → device ids.
-    pub devices: &'a BTreeMap<String, BTreeMap<String, BTreeMap<String, BTreeSet<String>>>>,
+    pub devices: DevicesView<'a>,
 }
 
 impl Node {

@@ -6,11 +6,13 @@
 //! `/v1/state` write the same record. Its one reading is
 //! [`StateView`](super::StateView).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::ser::{Serialize, SerializeMap, SerializeStruct, Serializer};
 use topoalign_engine::{
-    BlocksView, CpuStateView, MemoryBlockView, MemoryStateView, Node, NumaMemoryView, SnapshotView,
+    BlocksView, ContainerDevicesView, CpuStateView, DeviceIdsView, DevicesView, MemoryBlockView, MemoryStateView, Node,
+    NumaMemoryView, PodDevicesView, SnapshotView,
 };
 use topoalign_model::{Container, CpuSet, NumaMask, Pod, ResourceList};
 
@@ -199,7 +201,7 @@ impl Serialize for CpuRecord<'_> {
     }
 }
 
-struct CpuEntries<'a>(&'a BTreeMap<String, BTreeMap<String, CpuSet>>);
+struct CpuEntries<'a>(&'a BTreeMap<String, Arc<BTreeMap<String, CpuSet>>>);
 
 impl Serialize for CpuEntries<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -344,10 +346,38 @@ impl Serialize for BlockRecord<'_> {
 }
 
 /// Pod uid → container → resource → device ids.
-struct Devices<'a>(&'a BTreeMap<String, BTreeMap<String, BTreeMap<String, BTreeSet<String>>>>);
+struct Devices<'a>(DevicesView<'a>);
 
 impl Serialize for Devices<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
+        serializer.collect_map(self.0.pods().map(|(uid, pod)| (uid, PodDevices(pod))))
+    }
+}
+
+struct PodDevices<'a>(PodDevicesView<'a>);
+
+impl Serialize for PodDevices<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(
+            self.0
+                .containers()
+                .map(|(name, devices)| (name, ContainerDevices(devices))),
+        )
+    }
+}
+
+struct ContainerDevices<'a>(ContainerDevicesView<'a>);
+
+impl Serialize for ContainerDevices<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.resources().map(|(resource, ids)| (resource, DeviceIds(ids))))
+    }
+}
+
+struct DeviceIds<'a>(DeviceIdsView<'a>);
+
+impl Serialize for DeviceIds<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter())
     }
 }
