@@ -30,8 +30,9 @@ pub use topoalign_k8s::text::Text;
 /// CPU and memory entries, a container's memory blocks, a block's NUMA
 /// nodes —, and a reader that restores thousands of objects would
 /// otherwise allocate (and free) each of them.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub enum Few<T> {
+    #[default]
     Empty,
     One(T),
     Many(Vec<T>),
@@ -62,12 +63,6 @@ impl<T> Few<T> {
                 Few::Many(items)
             }
         };
-    }
-}
-
-impl<T> Default for Few<T> {
-    fn default() -> Self {
-        Few::Empty
     }
 }
 
