@@ -102,6 +102,12 @@ impl DeviceManager {
         Ok(())
     }
 
+    /// Whether some container holds device `id` of `resource`
+    /// ([`DeviceManager::devices_in_use`] for one device, without the list).
+    pub fn is_in_use(&self, resource: &str, id: &str) -> bool {
+        self.pod_devices.in_use_view(resource).contains(id)
+    }
+
     /// The devices of `resource` some container holds, ascending.
     pub fn devices_in_use(&self, resource: &str) -> Vec<String> {
         self.pod_devices

@@ -19,7 +19,7 @@ pub use config::{CpuPolicyName, MemoryPolicyName, NodeConfig, ReservedMemory, To
 pub use decision::{ContainerPlacement, Decision, MergeRecord, MergeTrace, Provider, Rejection, RejectionStage};
 pub use node::{
     Deletion, Node, NodeSnapshot, NodeState, NumaUsage, PendingReason, ResizeDecision, ResizeError, ResizeOutcome,
-    ResourceUsage, RestoreError, TrialAdmission,
+    ResourceUsage, RestoreError, TrialAdmission, UsageReader,
 };
 pub use reservation::node_allocatable_reservation;
 /// The managers' state types a [`NodeSnapshot`] is made of.

@@ -29,7 +29,7 @@ mod usage;
 pub use resize::{Deletion, PendingReason, ResizeDecision, ResizeError, ResizeOutcome};
 pub use snapshot::{NodeSnapshot, RestoreError};
 pub use trial::TrialAdmission;
-pub use usage::{NumaUsage, ResourceUsage};
+pub use usage::{NumaUsage, ResourceUsage, UsageReader};
 
 /// A started node: machine, configuration, the managers' state and the
 /// pods it holds.

@@ -5,6 +5,8 @@
 //!   are disjoint from reserved and exclusively assigned CPUs and as large
 //!   as what is available; free devices are not in use; summed over NUMA
 //!   nodes, CPUs and pinned bytes match what the containers hold;
+//! - `Node::usage_reader` reads the same numbers one NUMA node and one
+//!   resource at a time;
 //! - admitting a pod and removing it again gives `state()` and
 //!   `numa_usage()` back exactly — except how pinned memory splits between
 //!   the NUMA nodes of one multi-node memory group, which the kubelet does
@@ -227,8 +229,28 @@ fn pod(n: usize, shape: &PodShape) -> Pod {
     }
 }
 
-/// Every number of `usage` is consistent with the node's state.
+/// `Node::usage_reader` gives `usage`'s numbers: each entry of each NUMA
+/// node's resources, and nothing for a name the node has no entry for.
+fn check_reader(node: &Node, usage: &[NumaUsage]) -> Result<(), TestCaseError> {
+    let reader = node.usage_reader();
+    let mut names: BTreeSet<String> = ["cpu", "memory", "hugepages-2Mi", "hugepages-1Gi", "example.com/none"]
+        .iter()
+        .map(|name| (*name).to_owned())
+        .collect();
+    names.extend(node.machine().devices().keys().cloned());
+    names.extend(usage.iter().flat_map(|zone| zone.resources.keys().cloned()));
+    for (zone, numa) in usage.iter().zip(node.machine().numa_nodes()) {
+        for name in &names {
+            prop_assert_eq!(reader.resource(numa, name), zone.resources.get(name).copied(), "{}", name);
+        }
+    }
+    Ok(())
+}
+
+/// Every number of `usage` is consistent with the node's state, and
+/// [`check_reader`].
 fn check_counts_once(node: &Node, usage: &[NumaUsage]) -> Result<(), TestCaseError> {
+    check_reader(node, usage)?;
     let machine = node.machine();
     let state = node.state();
     let assigned = state

@@ -19,8 +19,8 @@
 
 use std::collections::BTreeSet;
 
-use topoalign_engine::{Decision, Node, NumaUsage, TrialAdmission};
-use topoalign_model::{Machine, Pod, ResourceList};
+use topoalign_engine::{Decision, Node, ResourceUsage, TrialAdmission, UsageReader};
+use topoalign_model::{Machine, NumaNode, Pod, ResourceList};
 
 use crate::api::MAX_EXTENDER_PRIORITY;
 
@@ -75,7 +75,7 @@ impl Scores {
 /// admitted).
 pub fn score(after: &Node, decision: &Decision, pod: &Pod) -> Scores {
     let requested = topoalign_engine::fit::pod_request_totals(pod);
-    score_usage(after.machine(), &after.numa_usage(), decision, &requested)
+    score_usage(after.machine(), &after.usage_reader(), decision, &requested)
 }
 
 /// [`score`] of a trial admission ([`Node::try_admit`]) that admitted the
@@ -83,12 +83,14 @@ pub fn score(after: &Node, decision: &Decision, pod: &Pod) -> Scores {
 /// pod's request totals ([`topoalign_engine::fit::pod_request_totals`]),
 /// read once for all the trials of one pod.
 pub fn score_trial(trial: &TrialAdmission, requested: &ResourceList) -> Scores {
-    score_usage(trial.machine(), &trial.numa_usage(), &trial.decision, requested)
+    score_usage(trial.machine(), &trial.usage_reader(), &trial.decision, requested)
 }
 
 /// Scores a pod requesting `requested` in total, placed by `decision` on
-/// a node of `machine` whose zones are then `zones` ([`Node::numa_usage`]).
-fn score_usage(machine: &Machine, zones: &[NumaUsage], decision: &Decision, requested: &ResourceList) -> Scores {
+/// a node of `machine` whose zones are then read through `zones`
+/// ([`Node::usage_reader`]: the numbers of [`Node::numa_usage`], only those
+/// the scores need).
+fn score_usage(machine: &Machine, zones: &UsageReader<'_>, decision: &Decision, requested: &ResourceList) -> Scores {
     let mut used: BTreeSet<usize> = BTreeSet::new();
     for container in &decision.containers {
         if let Some(cpus) = &container.cpus {
@@ -104,24 +106,28 @@ fn score_usage(machine: &Machine, zones: &[NumaUsage], decision: &Decision, requ
             }
         }
     }
-    let in_use: Vec<&NumaUsage> = zones
+    let in_use: Vec<&NumaNode> = machine
+        .numa_nodes()
         .iter()
-        .filter(|z| used.is_empty() || used.contains(&z.numa))
+        .filter(|z| used.is_empty() || used.contains(&z.id))
         .collect();
-    let mut names: Vec<&str> = requested
+    // Each requested resource's amounts on the used zones, read once; the
+    // resources none of those zones has are left out.
+    let amounts_of = |r: &str| -> Vec<Option<ResourceUsage>> { in_use.iter().map(|z| zones.resource(z, r)).collect() };
+    let mut columns: Vec<Vec<Option<ResourceUsage>>> = requested
         .iter()
         .filter(|(_, q)| q.milli() > 0)
-        .map(|(r, _)| r.as_str())
-        .filter(|r| in_use.iter().any(|z| z.resources.contains_key(*r)))
+        .map(|(r, _)| amounts_of(r))
+        .filter(|amounts| amounts.iter().any(Option::is_some))
         .collect();
-    if names.is_empty() {
-        names = vec!["cpu", "memory"];
+    if columns.is_empty() {
+        columns = vec![amounts_of("cpu"), amounts_of("memory")];
     }
-    let free: Vec<f64> = names
+    let free: Vec<f64> = columns
         .iter()
-        .map(|r| {
-            let (available, allocatable) = in_use.iter().fold((0.0, 0.0), |(a, t), z| {
-                let amounts = z.resources.get(*r).copied().unwrap_or_default();
+        .map(|amounts| {
+            let (available, allocatable) = amounts.iter().fold((0.0, 0.0), |(a, t), amounts| {
+                let amounts = amounts.unwrap_or_default();
                 (
                     a + amounts.available.milli() as f64,
                     t + amounts.allocatable.milli() as f64,

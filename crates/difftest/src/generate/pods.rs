@@ -135,11 +135,13 @@ pub fn events(rng: &mut Rng, machine: &MachineFacts, kubelet: &KubeletFacts, tag
     events
 }
 
-/// A `resize` of one app container or sidecar of `pod` (not of pods with
-/// pod-level resources), written into `pod` too: new `cpu` and/or `memory`
-/// amounts — now and then far beyond the node, or unchanged — that keep
-/// each resource's shape (request equal to limit stays so, a request below
-/// its limit stays below, no resource is added), so the QoS class stays.
+/// A `resize` of one app container or sidecar of `pod`, written into `pod`
+/// too: new `cpu` and/or `memory` amounts — now and then far beyond the
+/// node, or unchanged — that keep each resource's shape (request equal to
+/// limit stays so, a request below its limit stays below, no resource is
+/// added), so the QoS class stays. In a pod with pod-level resources the
+/// containers stay within them, as the API server validates a resize
+/// ([`within_pod_level`]); one that would not is not made.
 fn resize(
     rng: &mut Rng,
     key: &str,
@@ -149,9 +151,6 @@ fn resize(
     tags: &mut Vec<String>,
 ) -> Option<EventSpec> {
     let spec = pod.get_mut("spec")?;
-    if spec.get("resources").is_some() {
-        return None;
-    }
     // An init container that ran to completion no longer holds pinned
     // memory; up to 1.36 the topology manager's admission of the resize
     // allocates it again (tagged: such scenarios are the ones that judge it).
@@ -265,6 +264,11 @@ fn resize(
     if requests.is_empty() && limits.is_empty() {
         return None;
     }
+    let pod_level = spec.get("resources").is_some();
+    if pod_level && !within_pod_level(spec, list, index, &requests, &limits) {
+        return None;
+    }
+    let container = spec.get_mut(list)?.get_mut(index)?;
     // The desired pod keeps the new sizes for later resizes.
     let resources = container
         .as_object_mut()?
@@ -280,6 +284,9 @@ fn resize(
         }
     }
     tags.push("resize".into());
+    if pod_level {
+        tags.push("resize-pod-level".into());
+    }
     if init_static_memory {
         tags.push("resize-init-static-memory".into());
     }
@@ -625,6 +632,58 @@ fn cpu_text(milli: u64) -> String {
     } else {
         format!("{milli}m")
     }
+}
+
+/// Whether `spec`'s containers, the one at `index` of `list` with the new
+/// `requests` and `limits`, stay within the pod-level resources as the API
+/// server's validation asks: the containers' requests (all of them summed,
+/// init containers too: stricter than the API server) at most the pod's
+/// request, each container's limit at most the pod's limit.
+fn within_pod_level(
+    spec: &Value,
+    list: &str,
+    index: usize,
+    requests: &Map<String, Value>,
+    limits: &Map<String, Value>,
+) -> bool {
+    let pod = spec.get("resources");
+    for resource in ["cpu", "memory"] {
+        let amount = |v: Option<&Value>| if resource == "cpu" { milli(v) } else { bytes(v) };
+        let pod_request = pod.and_then(|r| r.get("requests")).and_then(|r| r.get(resource));
+        let pod_limit = pod.and_then(|r| r.get("limits")).and_then(|r| r.get(resource));
+        let mut summed = 0u64;
+        for name in ["initContainers", "containers"] {
+            for (i, c) in spec
+                .get(name)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let resized = name == list && i == index;
+                let of = |field: &str, new: &Map<String, Value>| {
+                    if resized && let Some(v) = new.get(resource) {
+                        return Some(v.clone());
+                    }
+                    c.get("resources")
+                        .and_then(|r| r.get(field))
+                        .and_then(|r| r.get(resource))
+                        .cloned()
+                };
+                let limit = of("limits", limits);
+                // An unset request defaults to the limit.
+                let request = of("requests", requests).or_else(|| limit.clone());
+                summed += amount(request.as_ref());
+                if pod_limit.is_some() && limit.is_some() && amount(limit.as_ref()) > amount(pod_limit) {
+                    return false;
+                }
+            }
+        }
+        if pod_request.or(pod_limit).is_some() && summed > amount(pod_request.or(pod_limit)) {
+            return false;
+        }
+    }
+    true
 }
 
 /// Millicores of a quantity this generator wrote (`"2"`, `"500m"`).

@@ -11,7 +11,7 @@ use std::hash::{Hash, Hasher};
 
 use topoalign_model::{CpuSet, Machine, Pod};
 
-use super::{Node, NumaUsage};
+use super::{Node, NumaUsage, UsageReader};
 use crate::Decision;
 
 /// What [`Node::try_admit`] found: the decision, and (read through
@@ -37,6 +37,11 @@ impl TrialAdmission {
     /// behind).
     pub fn numa_usage(&self) -> Vec<NumaUsage> {
         self.after.numa_usage()
+    }
+
+    /// [`Node::usage_reader`] of the node after the admission.
+    pub fn usage_reader(&self) -> UsageReader<'_> {
+        self.after.usage_reader()
     }
 }
 

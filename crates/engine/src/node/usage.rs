@@ -10,7 +10,8 @@
 
 use std::collections::BTreeMap;
 
-use topoalign_model::{CpuSet, Quantity, QuantityFormat, hugepage_resource_name};
+use topoalign_memory_manager::MemoryTableState;
+use topoalign_model::{CpuSet, NumaNode, Quantity, QuantityFormat, hugepage_resource_name};
 
 use super::Node;
 
@@ -98,115 +99,176 @@ impl Node {
     /// What each NUMA node has, may give and has left, ascending by NUMA
     /// id; see [`NumaUsage`] for the meaning of every number.
     pub fn numa_usage(&self) -> Vec<NumaUsage> {
-        let cpu_placed = self.cpus.available_cpus().is_some();
-        let shared = self.cpus.default_cpu_set();
+        let reader = self.usage_reader();
+        self.machine.numa_nodes().iter().map(|numa| reader.zone(numa)).collect()
+    }
+
+    /// [`Node::numa_usage`] read one NUMA node and one resource at a time.
+    pub fn usage_reader(&self) -> UsageReader<'_> {
         let reserved = self.cpus.reserved_cpus();
         // Containers' exclusive CPUs and pods' pod-level CPUs (a pod
         // managed at the pod level holds its whole set, shared part too).
         let (by_containers, by_pods) = self.cpus.held_cpus();
-        let exclusive = by_containers.union(&by_pods).difference(&reserved);
-        self.machine
-            .numa_nodes()
-            .iter()
-            .map(|numa| {
-                let cpus = self.machine.numa_cpus(numa.id);
-                let reserved_here = cpus.intersection(&reserved);
-                let allocatable = cpus.len() - reserved_here.len();
-                let allocated = cpus.intersection_len(&exclusive);
-                let mut resources = BTreeMap::from([(
-                    "cpu".to_owned(),
-                    ResourceUsage {
-                        capacity: units(cpus.len()),
-                        allocatable: units(allocatable),
-                        allocated: units(allocated),
-                        available: units(allocatable.saturating_sub(allocated)),
-                        placed: cpu_placed,
-                    },
-                )]);
-                self.add_memory(numa, &mut resources);
-                let mut free_devices = BTreeMap::new();
-                for (resource, devices) in self.machine.devices() {
-                    let here: Vec<&str> = devices
-                        .iter()
-                        .filter(|d| d.numa.contains(&numa.id))
-                        .map(|d| d.id.as_str())
-                        .collect();
-                    if here.is_empty() {
-                        continue;
-                    }
-                    let count = here.len();
-                    let in_use = self.devices.devices_in_use(resource);
-                    let free: Vec<String> = here
-                        .into_iter()
-                        .filter(|id| !in_use.iter().any(|used| used == id))
-                        .map(str::to_owned)
-                        .collect();
-                    resources.insert(
-                        resource.clone(),
-                        ResourceUsage {
-                            capacity: units(count),
-                            allocatable: units(count),
-                            allocated: units(count - free.len()),
-                            available: units(free.len()),
-                            placed: true,
-                        },
-                    );
-                    free_devices.insert(resource.clone(), free);
+        UsageReader {
+            node: self,
+            cpu_placed: self.cpus.available_cpus().is_some(),
+            shared: self.cpus.default_cpu_set(),
+            exclusive: by_containers.union(&by_pods).difference(&reserved),
+            reserved,
+        }
+    }
+}
+
+/// [`Node::numa_usage`] one NUMA node and one resource at a time
+/// ([`UsageReader::resource`]), for readers that want a few of its numbers
+/// (the extender scores the resources a pod asks for on the zones it uses,
+/// once per trial admission): what every number shares is worked out once
+/// and no [`NumaUsage`] is built. `numa_usage` itself is built from it, so
+/// both read the same numbers.
+pub struct UsageReader<'a> {
+    node: &'a Node,
+    cpu_placed: bool,
+    shared: CpuSet,
+    reserved: CpuSet,
+    exclusive: CpuSet,
+}
+
+impl UsageReader<'_> {
+    /// `resource` on `numa`: [`NumaUsage::resources`]' entry, `None` where
+    /// it has none.
+    pub fn resource(&self, numa: &NumaNode, resource: &str) -> Option<ResourceUsage> {
+        // The order `zone` fills the map in, a later entry replacing an
+        // earlier one of the same name: CPUs, memory, devices.
+        if let Some((usage, _)) = self.devices(numa, resource) {
+            return Some(usage);
+        }
+        match self.node.memory.table(numa.id) {
+            Some(table) => {
+                if let Some(usage) = table.get(resource).and_then(|usage| table_usage(resource, usage)) {
+                    return Some(usage);
                 }
-                NumaUsage {
-                    numa: numa.id,
-                    free_cpus: cpu_placed.then(|| cpus.intersection(&shared).difference(&reserved)),
-                    cpus,
-                    reserved_cpus: reserved_here,
-                    resources,
-                    free_devices,
+            }
+            None => {
+                if let Some((_, usage)) = unplaced_memory(numa).find(|(name, _)| name == resource) {
+                    return Some(usage);
                 }
-            })
-            .collect()
+            }
+        }
+        (resource == "cpu").then(|| self.cpu(&self.node.machine.numa_cpus(numa.id)))
     }
 
-    /// Adds `memory` and the non-empty huge page pools of `numa`.
-    fn add_memory(&self, numa: &topoalign_model::NumaNode, resources: &mut BTreeMap<String, ResourceUsage>) {
-        if let Some(table) = self.memory.table(numa.id) {
-            for (resource, usage) in table {
-                if usage.total == 0 && resource != "memory" {
-                    continue;
+    /// One NUMA node's [`NumaUsage`].
+    fn zone(&self, numa: &NumaNode) -> NumaUsage {
+        let cpus = self.node.machine.numa_cpus(numa.id);
+        let mut resources = BTreeMap::from([("cpu".to_owned(), self.cpu(&cpus))]);
+        match self.node.memory.table(numa.id) {
+            Some(table) => {
+                for (resource, usage) in table {
+                    if let Some(usage) = table_usage(resource, usage) {
+                        resources.insert(resource.clone(), usage);
+                    }
                 }
-                resources.insert(
-                    resource.clone(),
-                    ResourceUsage {
-                        capacity: bytes(usage.total),
-                        allocatable: bytes(usage.allocatable),
-                        allocated: bytes(usage.reserved),
-                        available: bytes(usage.free),
-                        placed: true,
-                    },
-                );
             }
-            return;
+            None => resources.extend(unplaced_memory(numa)),
         }
-        let unplaced = |capacity: u64, allocatable: u64| ResourceUsage {
-            capacity: bytes(capacity),
-            allocatable: bytes(allocatable),
-            allocated: bytes(0),
-            available: bytes(allocatable),
-            placed: false,
-        };
-        let mut pools = 0u64;
-        for (&size, &pool) in &numa.hugepages {
-            // Whole pages only, as cAdvisor reports them (and as the
-            // memory manager's table counts them under Static).
-            let total = pool.checked_div(size).map_or(0, |pages| pages * size);
-            if total > 0 {
-                pools = pools.saturating_add(total);
-                resources.insert(hugepage_resource_name(size), unplaced(total, total));
+        let mut free_devices = BTreeMap::new();
+        for resource in self.node.machine.devices().keys() {
+            if let Some((usage, free)) = self.devices(numa, resource) {
+                resources.insert(resource.clone(), usage);
+                free_devices.insert(resource.clone(), free.into_iter().map(str::to_owned).collect());
             }
         }
-        resources.insert(
-            "memory".to_owned(),
-            unplaced(numa.memory, numa.memory.saturating_sub(pools)),
-        );
+        NumaUsage {
+            numa: numa.id,
+            free_cpus: self
+                .cpu_placed
+                .then(|| cpus.intersection(&self.shared).difference(&self.reserved)),
+            reserved_cpus: cpus.intersection(&self.reserved),
+            cpus,
+            resources,
+            free_devices,
+        }
     }
+
+    /// `cpu` on the NUMA node whose CPUs are `cpus`.
+    fn cpu(&self, cpus: &CpuSet) -> ResourceUsage {
+        let allocatable = cpus.len() - cpus.intersection_len(&self.reserved);
+        let allocated = cpus.intersection_len(&self.exclusive);
+        ResourceUsage {
+            capacity: units(cpus.len()),
+            allocatable: units(allocatable),
+            allocated: units(allocated),
+            available: units(allocatable.saturating_sub(allocated)),
+            placed: self.cpu_placed,
+        }
+    }
+
+    /// The device resource `resource` on `numa` and the ids of its free
+    /// devices there, in the machine's order; `None` when no device of it
+    /// is attached to `numa` (or it is not a device resource).
+    fn devices(&self, numa: &NumaNode, resource: &str) -> Option<(ResourceUsage, Vec<&str>)> {
+        let devices = self.node.machine.devices().get(resource)?;
+        let mut count = 0;
+        let mut free = Vec::new();
+        for device in devices.iter().filter(|d| d.numa.contains(&numa.id)) {
+            count += 1;
+            if !self.node.devices.is_in_use(resource, &device.id) {
+                free.push(device.id.as_str());
+            }
+        }
+        if count == 0 {
+            return None;
+        }
+        let usage = ResourceUsage {
+            capacity: units(count),
+            allocatable: units(count),
+            allocated: units(count - free.len()),
+            available: units(free.len()),
+            placed: true,
+        };
+        Some((usage, free))
+    }
+}
+
+/// A resource of the memory manager's table on one node: `memory`, and
+/// each huge page pool that is not empty.
+fn table_usage(resource: &str, usage: &MemoryTableState) -> Option<ResourceUsage> {
+    if usage.total == 0 && resource != "memory" {
+        return None;
+    }
+    Some(ResourceUsage {
+        capacity: bytes(usage.total),
+        allocatable: bytes(usage.allocatable),
+        allocated: bytes(usage.reserved),
+        available: bytes(usage.free),
+        placed: true,
+    })
+}
+
+/// `memory` and the non-empty huge page pools of `numa` where the memory
+/// manager keeps no table (its `None` policy).
+fn unplaced_memory(numa: &NumaNode) -> impl Iterator<Item = (String, ResourceUsage)> + '_ {
+    let unplaced = |capacity: u64, allocatable: u64| ResourceUsage {
+        capacity: bytes(capacity),
+        allocatable: bytes(allocatable),
+        allocated: bytes(0),
+        available: bytes(allocatable),
+        placed: false,
+    };
+    // Whole pages only, as cAdvisor reports them (and as the memory
+    // manager's table counts them under Static).
+    let pools = numa
+        .hugepages
+        .iter()
+        .map(|(&size, &pool)| (size, pool.checked_div(size).map_or(0, |pages| pages * size)))
+        .filter(|&(_, total)| total > 0);
+    let pooled = pools.clone().fold(0u64, |sum, (_, total)| sum.saturating_add(total));
+    pools
+        .map(move |(size, total)| (hugepage_resource_name(size), unplaced(total, total)))
+        .chain(std::iter::once((
+            "memory".to_owned(),
+            unplaced(numa.memory, numa.memory.saturating_sub(pooled)),
+        )))
 }
 
 fn units(n: usize) -> Quantity {
