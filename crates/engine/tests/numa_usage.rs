@@ -241,7 +241,12 @@ fn check_reader(node: &Node, usage: &[NumaUsage]) -> Result<(), TestCaseError> {
     names.extend(usage.iter().flat_map(|zone| zone.resources.keys().cloned()));
     for (zone, numa) in usage.iter().zip(node.machine().numa_nodes()) {
         for name in &names {
-            prop_assert_eq!(reader.resource(numa, name), zone.resources.get(name).copied(), "{}", name);
+            prop_assert_eq!(
+                reader.resource(numa, name),
+                zone.resources.get(name).copied(),
+                "{}",
+                name
+            );
         }
     }
     Ok(())

@@ -726,24 +726,21 @@ impl Cluster {
     /// # Errors
     /// [`ClusterError::Pod`] naming the field.
     pub fn read_pod(manifest: &serde_json::Value) -> Result<Pod, ClusterError> {
-        let uid = manifest
-            .pointer("/metadata/uid")
-            .and_then(|u| u.as_str())
-            .unwrap_or_default()
-            .to_string();
-        let fallback = if uid.is_empty() {
-            "extender-pod".to_string()
-        } else {
-            uid
-        };
-        topoalign_k8s::pod_from_value(manifest, &fallback).map_err(|e| {
+        let mut pod = topoalign_k8s::pod_from_value(manifest, "").map_err(|e| {
             let path = e.path().to_string();
             ClusterError::Pod(if path.is_empty() {
                 e.message()
             } else {
                 format!("{path}: {}", e.message())
             })
-        })
+        })?;
+        if pod.uid.is_empty() {
+            // kube-scheduler always sends a uid; a hand-made request may
+            // not. The pod's `namespace/name` stands for it, so that two
+            // such pods are never taken for one already held by a node.
+            pod.uid = pod.key();
+        }
+        Ok(pod)
     }
 
     /// `filter`.

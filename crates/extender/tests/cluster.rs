@@ -405,3 +405,14 @@ fn pod_level_cpus_count_as_taken_in_scores() {
     let scores = cluster.prioritize(&asked, names(&["n-0", "n-1"]), now).unwrap();
     assert_eq!(scores, [("n-0".to_owned(), 8), ("n-1".to_owned(), 10)]);
 }
+
+#[test]
+fn pods_without_a_uid_are_told_apart_by_their_names() {
+    let read = |name: &str| {
+        Cluster::read_pod(&json!({"metadata": {"name": name, "namespace": "team"},
+            "spec": {"containers": [{"name": "app", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}}))
+        .unwrap()
+    };
+    assert_eq!(read("a").uid, "team/a");
+    assert_ne!(read("a").uid, read("b").uid);
+}

@@ -30,8 +30,9 @@ pub use topoalign_k8s::text::Text;
 /// CPU and memory entries, a container's memory blocks, a block's NUMA
 /// nodes —, and a reader that restores thousands of objects would
 /// otherwise allocate (and free) each of them.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub enum Few<T> {
+    #[default]
     Empty,
     One(T),
     Many(Vec<T>),
@@ -62,12 +63,6 @@ impl<T> Few<T> {
                 Few::Many(items)
             }
         };
-    }
-}
-
-impl<T> Default for Few<T> {
-    fn default() -> Self {
-        Few::Empty
     }
 }
 
@@ -470,4 +465,50 @@ fn quantities(texts: &Amounts<'_>) -> Result<ResourceList, String> {
         list.insert(name.as_str().to_owned(), quantity);
     }
     Ok(list)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::hash::BuildHasher;
+
+    use super::{Few, Pairs};
+
+    /// A list held in place or not reads, compares and hashes as the `Vec`
+    /// of the same JSON, and refuses what a `Vec` refuses with its words.
+    #[test]
+    fn a_few_reads_as_the_vec_of_the_same_json() {
+        let state = std::collections::hash_map::RandomState::new();
+        for text in ["[]", "[7]", "[7,8]", "[1,2,3,4,5,6]"] {
+            let few: Few<u32> = serde_json::from_str(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            let vec: Vec<u32> = serde_json::from_str(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(&*few, vec.as_slice(), "{text}");
+            assert_eq!(state.hash_one(&few), state.hash_one(&vec), "{text}");
+            // Read from a tree too (a size hint), as the agent reads its journal.
+            let value: serde_json::Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            let from_value: Few<u32> = serde_json::from_value(value).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(from_value, few, "{text}");
+        }
+        // One element held in place or in a vector: the same list.
+        let one = Few::One(3u32);
+        let many = Few::Many(vec![3u32]);
+        assert_eq!(one, many);
+        assert_eq!(state.hash_one(&one), state.hash_one(&many));
+        let few_error = serde_json::from_str::<Few<u32>>("{}").err().map(|e| e.to_string());
+        let vec_error = serde_json::from_str::<Vec<u32>>("{}").err().map(|e| e.to_string());
+        assert!(few_error.is_some());
+        assert_eq!(few_error, vec_error);
+    }
+
+    /// An object's pairs keep document order and duplicates, held in place
+    /// or not.
+    #[test]
+    fn pairs_keep_every_pair_in_order() {
+        let pairs: Pairs<String, u32> =
+            serde_json::from_str(r#"{"b":1,"a":2,"b":3}"#).unwrap_or_else(|e| panic!("{e}"));
+        let read: Vec<(&str, u32)> = pairs.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        assert_eq!(read, [("b", 1), ("a", 2), ("b", 3)]);
+        let one: Pairs<String, u32> = serde_json::from_str(r#"{"a":2}"#).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(one.iter().count(), 1);
+        assert!(!one.is_empty());
+    }
 }
