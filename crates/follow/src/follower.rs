@@ -3,8 +3,10 @@
 //! pod watcher's update — and at least every resync period (the
 //! PodResources API has no change notification), publishing the latest
 //! [`Status`] on a `watch` channel. A disagreement makes the status
-//! unknown at once (logged, counted); the next agreeing gather makes it
-//! known again.
+//! unknown at once (logged, counted) and is looked at again soon (50 ms,
+//! doubling while it lasts, at most the resync period: a source without
+//! change notification may be the one behind); the next agreeing gather
+//! makes it known again.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -101,6 +103,8 @@ pub async fn follow(
     let mut last: Option<Result<(), String>> = None;
     let mut sources = Sources::new(config.root_dir.clone(), config.socket.clone(), config.pods.clone());
     let mut rebuilder = Rebuilder::default();
+    // Gathers in a row that found the sources disagreeing.
+    let mut unsettled = 0u32;
     loop {
         let result = sources
             .gather()
@@ -116,6 +120,7 @@ pub async fn follow(
                     tracing::debug!(stale = ?rebuilt.stale, "state of pods nobody lists is released");
                 }
                 last = Some(Ok(()));
+                unsettled = 0;
                 metrics.known(&rebuilt.node);
                 State::Known {
                     node: Arc::new(rebuilt.node),
@@ -127,6 +132,7 @@ pub async fn follow(
                     metrics.unknown(unknown.kind);
                 }
                 last = Some(Err(unknown.reason.clone()));
+                unsettled = unsettled.saturating_add(1);
                 State::Unknown(unknown)
             }
         };
@@ -134,8 +140,40 @@ pub async fn follow(
         tokio::select! {
             () = &mut shutdown => break,
             () = trigger.0.notified() => {}
-            () = tokio::time::sleep(config.resync) => {}
+            () = tokio::time::sleep(next_gather_after(unsettled, config.resync)) => {}
         }
     }
     drop(watcher);
+}
+
+/// How long the loop waits for a change before it gathers again, after
+/// `unsettled` gathers in a row found the sources disagreeing: the resync
+/// period when they agree; soon when they do not, since a source without
+/// change notification (the PodResources API, the pod watcher's lag
+/// behind a file already written) may be the one behind — 50 ms, doubling
+/// with each further disagreement, never longer than the resync period.
+fn next_gather_after(unsettled: u32, resync: Duration) -> Duration {
+    if unsettled == 0 {
+        return resync;
+    }
+    let backoff = Duration::from_millis(50).saturating_mul(1u32 << (unsettled - 1).min(16));
+    backoff.min(resync)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_disagreement_is_looked_at_again_soon_then_less_often() {
+        let resync = Duration::from_secs(5);
+        let waits: Vec<u128> = (0..9).map(|n| next_gather_after(n, resync).as_millis()).collect();
+        assert_eq!(waits, [5000, 50, 100, 200, 400, 800, 1600, 3200, 5000]);
+        assert_eq!(next_gather_after(u32::MAX, resync), resync);
+        // A resync shorter than the first retry bounds it too.
+        assert_eq!(
+            next_gather_after(1, Duration::from_millis(20)),
+            Duration::from_millis(20)
+        );
+    }
 }
