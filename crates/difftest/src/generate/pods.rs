@@ -164,13 +164,7 @@ fn resize(
     let init_static_memory = kubelet.static_memory && runs_to_completion && is_guaranteed(spec);
     let mut candidates: Vec<(&str, usize)> = Vec::new();
     for list in ["containers", "initContainers"] {
-        for (i, c) in spec
-            .get(list)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
+        for (i, c) in containers_in(spec, list) {
             if list == "containers" || c.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
                 candidates.push((list, i));
             }
@@ -653,13 +647,7 @@ fn within_pod_level(
         let pod_limit = pod.and_then(|r| r.get("limits")).and_then(|r| r.get(resource));
         let mut summed = 0u64;
         for name in ["initContainers", "containers"] {
-            for (i, c) in spec
-                .get(name)
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .enumerate()
-            {
+            for (i, c) in containers_in(spec, name) {
                 let resized = name == list && i == index;
                 let of = |field: &str, new: &Map<String, Value>| {
                     if resized && let Some(v) = new.get(resource) {
@@ -684,6 +672,16 @@ fn within_pod_level(
         }
     }
     true
+}
+
+/// The containers of `spec`'s `list` (`containers`, `initContainers`),
+/// numbered; none when the list is absent.
+fn containers_in<'a>(spec: &'a Value, list: &str) -> impl Iterator<Item = (usize, &'a Value)> {
+    spec.get(list)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
 }
 
 /// Millicores of a quantity this generator wrote (`"2"`, `"500m"`).
