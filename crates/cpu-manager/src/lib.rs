@@ -271,7 +271,15 @@ impl CpuManager {
             Policy::Static(p) => p
                 .assignments()
                 .iter()
-                .map(|(pod, containers)| (pod.clone(), BTreeMap::clone(containers)))
+                .map(|(pod, containers)| {
+                    (
+                        pod.clone(),
+                        containers
+                            .iter()
+                            .map(|(name, cpus)| (name.clone(), cpus.clone()))
+                            .collect(),
+                    )
+                })
                 .collect(),
         }
     }

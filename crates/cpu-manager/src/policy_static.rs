@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use topoalign_model::{
-    Container, CpuSet, FeatureGates, KubeletVersion, NumaMask, Pod, ProviderHints, QosClass, ResourceHints,
+    Container, CpuSet, FeatureGates, FlatMap, KubeletVersion, NumaMask, Pod, ProviderHints, QosClass, ResourceHints,
 };
 
 use crate::assignment::{TakeError, take_by_topology};
@@ -54,7 +54,7 @@ enum SmtAlignmentError {
 /// Pod uid → container name → exclusive CPUs. Each pod's entry is shared
 /// between clones of the state and copied on its first change
 /// ([`Arc::make_mut`]): a trial admission clones the state to admit one pod.
-type Assignments = BTreeMap<String, Arc<BTreeMap<String, CpuSet>>>;
+type Assignments = BTreeMap<String, Arc<FlatMap<String, CpuSet>>>;
 
 /// The static policy and its state.
 #[derive(Clone, Debug)]

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use topoalign_model::CpuSet;
+use topoalign_model::{CpuSet, FlatMap};
 
 use crate::{CpuManager, Policy};
 
@@ -103,7 +103,7 @@ pub enum CpuRestoreError {
 pub struct CpuStateView<'a> {
     pub default_cpu_set: &'a CpuSet,
     /// Pod uid → container → exclusive CPUs (each pod's map shared).
-    pub assignments: &'a BTreeMap<String, Arc<BTreeMap<String, CpuSet>>>,
+    pub assignments: &'a BTreeMap<String, Arc<FlatMap<String, CpuSet>>>,
     pub pod_assignments: &'a BTreeMap<String, CpuSet>,
 }
 

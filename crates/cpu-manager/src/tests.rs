@@ -64,7 +64,9 @@ fn with_reserved(mut config: CpuManagerConfig, cpus: &str) -> CpuManagerConfig {
 }
 
 fn container(name: &str, cpu_milli: i128) -> Container {
-    let requests: topoalign_model::ResourceList = [("cpu".to_string(), Quantity::from_milli(cpu_milli))].into();
+    let requests: topoalign_model::ResourceList = [("cpu".to_string(), Quantity::from_milli(cpu_milli))]
+        .into_iter()
+        .collect();
     Container {
         name: name.to_string(),
         limits: requests.clone(),
@@ -88,7 +90,7 @@ fn pod(uid: &str, init: Vec<Container>, apps: Vec<Container>) -> Pod {
         qos: QosClass::Guaranteed,
         init_containers: init,
         containers: apps,
-        overhead: BTreeMap::new(),
+        overhead: Default::default(),
         pod_resources: None,
     }
 }

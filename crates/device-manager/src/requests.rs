@@ -46,7 +46,7 @@ fn device_requests<'a>(registry: &Registry, limits: impl Iterator<Item = (&'a st
 /// component-helpers `PodLimits` (v1.32, overhead excluded): the pod's
 /// containers aggregated ([`Pod::aggregate_containers`]) over their
 /// limits. Only the resources `keep` accepts are summed.
-fn pod_limits(pod: &Pod, keep: impl Fn(&str) -> bool) -> std::collections::BTreeMap<&str, Quantity> {
+fn pod_limits(pod: &Pod, keep: impl Fn(&str) -> bool) -> topoalign_model::FlatMap<&str, Quantity> {
     pod.aggregate_containers_keyed(|container| &container.limits, keep)
 }
 

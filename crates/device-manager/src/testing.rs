@@ -51,7 +51,7 @@ pub(crate) fn machine(numa_nodes: usize, devices: &[(&str, &str)]) -> Machine {
 
 /// A container with whole-unit limits (requests defaulted from them).
 pub(crate) fn container(name: &str, limits: &[(&str, i128)]) -> Container {
-    let limits: BTreeMap<String, Quantity> = limits
+    let limits: topoalign_model::ResourceList = limits
         .iter()
         .map(|(resource, units)| ((*resource).to_owned(), Quantity::from_units(*units)))
         .collect();
@@ -80,7 +80,7 @@ pub(crate) fn pod(uid: &str, init_containers: Vec<Container>, containers: Vec<Co
         qos: QosClass::Guaranteed,
         init_containers,
         containers,
-        overhead: BTreeMap::new(),
+        overhead: Default::default(),
         pod_resources: None,
     }
 }

@@ -38,7 +38,9 @@
 use std::collections::BTreeMap;
 
 use topoalign_model::resource_name::{is_extended, is_hugepages, is_scalar};
-use topoalign_model::{Machine, Pod, Quantity, QuantityFormat, ResourceList, add_resource, hugepage_resource_name};
+use topoalign_model::{
+    FlatMap, Machine, Pod, Quantity, QuantityFormat, ResourceList, add_resource, hugepage_resource_name,
+};
 
 use crate::NodeConfig;
 use crate::reservation::node_allocatable_reservation;
@@ -205,7 +207,7 @@ pub(crate) struct FitUsage {
 pub(crate) struct PodRequests<'a>(BorrowedList<'a>);
 
 /// Amounts per resource name, the names borrowed from a pod.
-type BorrowedList<'a> = BTreeMap<&'a str, Quantity>;
+type BorrowedList<'a> = FlatMap<&'a str, Quantity>;
 
 impl<'a> PodRequests<'a> {
     pub(crate) fn of(pod: &'a Pod) -> PodRequests<'a> {
@@ -408,11 +410,11 @@ pub fn pod_request_totals(pod: &Pod) -> ResourceList {
 /// release sees them (`pod_level::as_admitted`: dropped when the gate is
 /// off, defaulted, only supported names); a pod not yet admitted is read as
 /// a scheduler with the gate on reads it.
-fn pod_requests<'a, K>(pod: &'a Pod, keep: impl Fn(&str) -> bool) -> BTreeMap<K, Quantity>
+fn pod_requests<'a, K>(pod: &'a Pod, keep: impl Fn(&str) -> bool) -> FlatMap<K, Quantity>
 where
     K: Ord + Clone + std::borrow::Borrow<str> + From<&'a str>,
 {
-    let mut total: BTreeMap<K, Quantity> = pod.aggregate_containers_keyed(|container| &container.requests, &keep);
+    let mut total: FlatMap<K, Quantity> = pod.aggregate_containers_keyed(|container| &container.requests, &keep);
     if let Some(pod_level) = &pod.pod_resources {
         for (resource, amount) in &pod_level.requests {
             if keep(resource) && crate::pod_level::covers(resource) {
@@ -649,15 +651,18 @@ mod tests {
     #[test]
     fn capacity_and_allocatable_of_conformance_1020() {
         let node = node_1020();
-        assert_eq!(node.capacity["cpu"], cpus(24_000));
-        assert_eq!(node.capacity["memory"], binary(16 * GI));
-        assert_eq!(node.capacity["pods"], Quantity::from_units(110));
-        assert_eq!(node.capacity["hugepages-2Mi"], binary(0));
-        assert_eq!(node.capacity["hugepages-1Gi"], binary(0));
+        assert_eq!(node.capacity.get("cpu").copied().unwrap(), cpus(24_000));
+        assert_eq!(node.capacity.get("memory").copied().unwrap(), binary(16 * GI));
+        assert_eq!(node.capacity.get("pods").copied().unwrap(), Quantity::from_units(110));
+        assert_eq!(node.capacity.get("hugepages-2Mi").copied().unwrap(), binary(0));
+        assert_eq!(node.capacity.get("hugepages-1Gi").copied().unwrap(), binary(0));
         assert!(!node.capacity.contains_key("ephemeral-storage"));
-        assert_eq!(node.allocatable["cpu"], cpus(21_000));
-        assert_eq!(node.allocatable["memory"].value(), 14_927_527_936);
-        assert_eq!(node.allocatable["pods"], Quantity::from_units(110));
+        assert_eq!(node.allocatable.get("cpu").copied().unwrap(), cpus(21_000));
+        assert_eq!(node.allocatable.get("memory").copied().unwrap().value(), 14_927_527_936);
+        assert_eq!(
+            node.allocatable.get("pods").copied().unwrap(),
+            Quantity::from_units(110)
+        );
     }
 
     #[test]
@@ -665,12 +670,21 @@ mod tests {
         // Two nodes of 24Gi with 2Gi of 1Gi pages each, kubeReserved 256Mi.
         let machine = machine(2, 4, 24 * GI, 2 * GI, 3);
         let node = node_resources(&machine, &reserving(&[], &[("memory", binary(256 * MI))], 100 * MI));
-        assert_eq!(node.capacity["memory"], binary(48 * GI));
-        assert_eq!(node.capacity["hugepages-1Gi"], binary(4 * GI));
-        assert_eq!(node.allocatable["hugepages-1Gi"], binary(4 * GI));
-        assert_eq!(node.allocatable["memory"], binary(48 * GI - 356 * MI - 4 * GI));
-        assert_eq!(node.capacity["nvidia.com/gpu"], Quantity::from_units(3));
-        assert_eq!(node.allocatable["nvidia.com/gpu"], Quantity::from_units(3));
+        assert_eq!(node.capacity.get("memory").copied().unwrap(), binary(48 * GI));
+        assert_eq!(node.capacity.get("hugepages-1Gi").copied().unwrap(), binary(4 * GI));
+        assert_eq!(node.allocatable.get("hugepages-1Gi").copied().unwrap(), binary(4 * GI));
+        assert_eq!(
+            node.allocatable.get("memory").copied().unwrap(),
+            binary(48 * GI - 356 * MI - 4 * GI)
+        );
+        assert_eq!(
+            node.capacity.get("nvidia.com/gpu").copied().unwrap(),
+            Quantity::from_units(3)
+        );
+        assert_eq!(
+            node.allocatable.get("nvidia.com/gpu").copied().unwrap(),
+            Quantity::from_units(3)
+        );
     }
 
     #[test]
@@ -680,9 +694,9 @@ mod tests {
             &machine,
             &reserving(&[("cpu", cpus(3000)), ("memory", binary(5 * GI))], &[], 0),
         );
-        assert_eq!(node.allocatable["cpu"], Quantity::ZERO);
+        assert_eq!(node.allocatable.get("cpu").copied().unwrap(), Quantity::ZERO);
         // 8Gi - 5Gi = 3Gi, minus 4Gi of huge pages: clamped.
-        assert_eq!(node.allocatable["memory"], Quantity::ZERO);
+        assert_eq!(node.allocatable.get("memory").copied().unwrap(), Quantity::ZERO);
     }
 
     #[test]
@@ -943,7 +957,10 @@ mod tests {
         let sanitized = node.with_devices_in_use(&BTreeMap::from([("nvidia.com/gpu".to_owned(), 1)]));
         assert_eq!(sanitized, node);
         let raised = node.with_devices_in_use(&BTreeMap::from([("nvidia.com/gpu".to_owned(), 5)]));
-        assert_eq!(raised.allocatable["nvidia.com/gpu"], Quantity::from_units(5));
+        assert_eq!(
+            raised.allocatable.get("nvidia.com/gpu").copied().unwrap(),
+            Quantity::from_units(5)
+        );
     }
 
     #[test]

@@ -255,7 +255,11 @@ mod tests {
         };
         assert!(!at(KubeletVersion::V1_32).limits.contains_key("hugepages-2Mi"));
         assert_eq!(
-            at(KubeletVersion::V1_33).requests["hugepages-2Mi"],
+            at(KubeletVersion::V1_33)
+                .requests
+                .get("hugepages-2Mi")
+                .copied()
+                .unwrap(),
             Quantity::from_units(4 << 20)
         );
     }

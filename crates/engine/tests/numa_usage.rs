@@ -157,7 +157,7 @@ fn start(setup: &Setup) -> Node {
             .insert("memory".to_owned(), Quantity::from_units(i128::from(256 * MI)));
         config.reserved_memory = vec![ReservedMemory {
             numa_node: 0,
-            limits: ResourceList::from([("memory".to_owned(), Quantity::from_units(i128::from(256 * MI)))]),
+            limits: ResourceList::from_iter([("memory".to_owned(), Quantity::from_units(i128::from(256 * MI)))]),
         }];
     }
     Node::start(machine, config).expect("a valid configuration starts")
@@ -186,7 +186,7 @@ fn pod_shape() -> impl Strategy<Value = PodShape> {
 
 fn pod(n: usize, shape: &PodShape) -> Pod {
     let container = |name: String, &(cpu, mem, hp, gpu): &(u32, u64, u64, u32)| {
-        let mut requests = ResourceList::from([
+        let mut requests = ResourceList::from_iter([
             ("cpu".to_owned(), Quantity::from_units(i128::from(cpu))),
             ("memory".to_owned(), Quantity::from_units(i128::from(mem * MI))),
         ]);

@@ -40,6 +40,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use topoalign_engine::Node;
@@ -213,14 +214,19 @@ struct RebuiltNode {
     /// The node of this spec as started, before the state was restored,
     /// when this rebuild started it (not found in its [`Starts`]).
     empty: Option<Node>,
-    spec_text: String,
+    spec_text: Arc<str>,
     state_text: String,
 }
 
 /// Started nodes by spec key (the hash of an NRT object's spec text):
-/// [`Cluster::rebuild_with`] starts each spec's node once.
+/// [`Cluster::rebuild_with`] starts each spec's node once. With them the
+/// spec texts, which the nodes of one spec share (a text of kilobytes that
+/// thousands of nodes would otherwise each keep a copy of in [`Applied`]).
 #[derive(Clone, Default)]
-pub struct Starts(HashMap<u64, Node>);
+pub struct Starts {
+    nodes: HashMap<u64, Node>,
+    spec_texts: HashMap<u64, Arc<str>>,
+}
 
 /// Why an object's node cannot be rebuilt: the node passes through for
 /// `reason`; `error` when the object is malformed (not merely another
@@ -234,7 +240,8 @@ struct Unrestorable {
 /// the only parts of its NRT object the rebuild reads, and the pods the
 /// object listed.
 struct Applied {
-    spec_text: String,
+    /// Shared by the nodes of one spec (see [`Starts`]).
+    spec_text: Arc<str>,
     state_text: String,
     /// The [`uid_key`]s of the pods the object listed (the rebuilt node's
     /// [`KnownNode::holds`] before any assumption was laid on it): a key
@@ -306,6 +313,8 @@ pub struct Cluster {
     held: Held,
     /// An empty node per spec key, for "would preemption help?".
     empty: HashMap<u64, Node>,
+    /// The spec text of each spec key of an NRT object (see [`Starts`]).
+    spec_texts: HashMap<u64, Arc<str>>,
     assumed: HashMap<String, Assumption>,
     /// No assumption is older than this (it may be younger: removals do
     /// not move it), so `expire` scans only when something may expire.
@@ -341,6 +350,7 @@ impl Cluster {
             nodes: Named::default(),
             held: Held::default(),
             empty: HashMap::new(),
+            spec_texts: HashMap::new(),
             assumed: HashMap::new(),
             oldest_assumed: None,
             assumptions_made: 0,
@@ -409,7 +419,10 @@ impl Cluster {
     /// The nodes this cluster has started, one per node spec, for
     /// [`Cluster::rebuild_with`].
     pub fn starts(&self) -> Starts {
-        Starts(self.empty.clone())
+        Starts {
+            nodes: self.empty.clone(),
+            spec_texts: self.spec_texts.clone(),
+        }
     }
 
     /// [`Cluster::rebuild`], starting the object's node from `starts` when
@@ -434,10 +447,18 @@ impl Cluster {
             }
         };
         let text = |attribute: &str| object.attribute(attribute).unwrap_or_default().to_owned();
-        let spec_text = text(topoalign_nrt::exact::NODE_SPEC_ATTRIBUTE);
-        let spec_key = hash(&("nrt", &spec_text));
+        let spec = object
+            .attribute(topoalign_nrt::exact::NODE_SPEC_ATTRIBUTE)
+            .unwrap_or_default();
+        let spec_key = hash(&("nrt", spec));
+        // The text of an earlier object of this spec when it reads the same
+        // (compared, not taken on the key's word): one copy for them all.
+        let spec_text = match starts.spec_texts.get(&spec_key) {
+            Some(known) if **known == *spec => Arc::clone(known),
+            _ => Arc::from(spec),
+        };
         let mut started = None;
-        let empty = match starts.0.get(&spec_key) {
+        let empty = match starts.nodes.get(&spec_key) {
             // The spec text is the one that started it: present and valid.
             Some(node) => node,
             None => {
@@ -445,7 +466,8 @@ impl Cluster {
                 match node {
                     Ok(node) => {
                         started = Some(node.clone());
-                        starts.0.entry(spec_key).or_insert(node)
+                        starts.spec_texts.insert(spec_key, Arc::clone(&spec_text));
+                        starts.nodes.entry(spec_key).or_insert(node)
                     }
                     Err(e) => return unrestorable(e),
                 }
@@ -461,7 +483,8 @@ impl Cluster {
                 // The node started here reaches the cluster with a restored
                 // object only: the next object of this spec starts it again.
                 if started.is_some() {
-                    starts.0.remove(&spec_key);
+                    starts.nodes.remove(&spec_key);
+                    starts.spec_texts.remove(&spec_key);
                 }
                 return unrestorable(e);
             }
@@ -549,6 +572,9 @@ impl Cluster {
         } = rebuilt;
         if let Some(empty) = empty {
             self.empty.entry(known.spec_key).or_insert(empty);
+            self.spec_texts
+                .entry(known.spec_key)
+                .or_insert_with(|| Arc::clone(&spec_text));
         }
         // Assumptions on this node: confirmed (the object lists the pod:
         // the rebuilt node, before any assumption is laid on it, holds
@@ -616,7 +642,7 @@ impl Cluster {
         !applied.disturbed
             && self.nodes.contains_key(&object.metadata.name)
             && text(topoalign_nrt::exact::STATE_ATTRIBUTE) == applied.state_text
-            && text(topoalign_nrt::exact::NODE_SPEC_ATTRIBUTE) == applied.spec_text
+            && text(topoalign_nrt::exact::NODE_SPEC_ATTRIBUTE) == &*applied.spec_text
             && mine.iter().all(|a| {
                 !applied.reported.contains(&uid_key(&a.pod.uid))
                     && now.duration_since(a.since) <= self.config.assume_timeout

@@ -123,7 +123,7 @@ impl GeneratorSpec {
                     }
                 })
                 .unwrap_or(&sizes[0]);
-            let mut requests = ResourceList::from([("cpu".to_string(), cpu), ("memory".to_string(), memory)]);
+            let mut requests = ResourceList::from_iter([("cpu".to_string(), cpu), ("memory".to_string(), memory)]);
             if rng.unit() < self.gpu_share {
                 requests.insert(self.gpu_resource.clone(), gpus);
             }

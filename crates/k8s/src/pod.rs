@@ -215,8 +215,7 @@ fn pod_level_resources(resources: &k8s::ResourceRequirements) -> Result<PodResou
     // them in); where both are given, a request above its limit is refused.
     let given_limits: ResourceList = requests
         .keys()
-        .filter_map(|resource| limits.get_key_value(resource))
-        .map(|(resource, limit)| (resource.clone(), *limit))
+        .filter_map(|resource| limits.get(resource).map(|limit| (resource.clone(), *limit)))
         .collect();
     let both: ResourceList = requests
         .iter()
@@ -451,7 +450,7 @@ mod tests {
             "spec": {"containers": [{"name": "c"}], "overhead": {"cpu": "250m"}}}))
         .unwrap();
         assert_eq!((p.namespace.as_str(), p.uid.as_str()), ("team", "abc"));
-        assert_eq!(p.overhead["cpu"], Quantity::from_milli(250));
+        assert_eq!(p.overhead.get("cpu").copied().unwrap(), Quantity::from_milli(250));
         assert_eq!(p.qos, QosClass::BestEffort);
     }
 

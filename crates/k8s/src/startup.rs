@@ -136,7 +136,11 @@ pub fn node_config(config: &KubeletConfiguration, machine: &Machine) -> Result<N
         match usize::try_from(reservation.numa_node) {
             Ok(numa_node) => reserved_memory.push(ReservedMemory {
                 numa_node,
-                limits: reservation.limits.clone(),
+                limits: reservation
+                    .limits
+                    .iter()
+                    .map(|(name, amount)| (name.clone(), *amount))
+                    .collect(),
             }),
             Err(_) if memory_policy == MemoryPolicyName::Static => {
                 return Err(KubeletConfigError::ReservedMemoryNode(reservation.numa_node));
@@ -315,7 +319,8 @@ mod tests {
                 ("ephemeral-storage".to_owned(), Quantity::ZERO),
                 ("memory".to_owned(), parse_quantity("100Mi").unwrap()),
             ]
-            .into(),
+            .into_iter()
+            .collect(),
             ..NodeConfig::default()
         };
         assert_eq!(config, expected);

@@ -173,7 +173,11 @@ impl PodBlocks {
 
 impl FromIterator<(String, Vec<Block>)> for PodBlocks {
     fn from_iter<I: IntoIterator<Item = (String, Vec<Block>)>>(containers: I) -> Self {
+        let containers = containers.into_iter();
         let mut pod = PodBlocks::default();
+        // Room for the containers known to come only: a restored node keeps
+        // one of these per pod, of one or two containers mostly.
+        pod.slots.reserve_exact(containers.size_hint().0);
         for (name, blocks) in containers {
             pod.set(&name, blocks);
         }

@@ -372,7 +372,7 @@ fn the_sum_prints_in_the_notation_of_the_last_reservation_added() {
     let m = machine(&[(32 * GI, 0), (32 * GI, 0)]);
     let decimal = ReservedMemory {
         numa_node: 1,
-        limits: [("memory".to_string(), bytes(GI))].into(),
+        limits: [("memory".to_string(), bytes(GI))].into_iter().collect(),
     };
     let config = static_config(vec![reserved(0, &[("memory", GI)]), decimal], &[("memory", GI)]);
     assert_eq!(

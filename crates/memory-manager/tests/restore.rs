@@ -32,19 +32,20 @@ fn manager() -> MemoryManager {
         policy: MemoryPolicyName::Static,
         reserved_memory: vec![ReservedMemory {
             numa_node: 0,
-            limits: [("memory".to_string(), binary(GI))].into(),
+            limits: [("memory".to_string(), binary(GI))].into_iter().collect(),
         }],
-        node_allocatable_reservation: [("memory".to_string(), binary(GI))].into(),
+        node_allocatable_reservation: [("memory".to_string(), binary(GI))].into_iter().collect(),
     };
     MemoryManager::start(&machine, &config).expect("starts")
 }
 
 fn pod(uid: &str, memory: u64) -> Pod {
-    let requests: BTreeMap<String, Quantity> = [
+    let requests: topoalign_model::ResourceList = [
         ("cpu".to_string(), Quantity::from_units(1)),
         ("memory".to_string(), binary(memory)),
     ]
-    .into();
+    .into_iter()
+    .collect();
     Pod {
         namespace: "default".into(),
         name: uid.into(),
@@ -57,7 +58,7 @@ fn pod(uid: &str, memory: u64) -> Pod {
             requests,
             restartable: false,
         }],
-        overhead: BTreeMap::new(),
+        overhead: Default::default(),
         pod_resources: None,
     }
 }

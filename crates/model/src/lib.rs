@@ -35,5 +35,5 @@ pub use quantity::{Quantity, QuantityFormat};
 pub use resource_name::hugepage_resource_name;
 pub use uniform::UniformMachine;
 pub use workload::{
-    Container, Pod, PodResources, PodShape, QosClass, ResourceList, ResourceName, add_resource, add_resources,
+    Container, FlatMap, Pod, PodResources, PodShape, QosClass, ResourceList, ResourceName, add_resource, add_resources,
 };

@@ -4,15 +4,22 @@
 //! Building one from a Kubernetes manifest (defaulting requests to limits,
 //! computing the QoS class) is the `topoalign-k8s` crate's job.
 
-use std::collections::BTreeMap;
-
 use crate::Quantity;
+
+/// A map kept as one `Vec` of entries sorted by key (`litemap`): the API
+/// and the order of a `BTreeMap` (iteration in key order, which decisions
+/// and output rely on), for maps of a few entries held by the thousand — a
+/// restored node keeps two resource lists per container and a container
+/// map per pod, where a B-tree's leaf of eleven slots would be mostly
+/// empty. Lookups are a binary search, an insert shifts the entries
+/// after it: not for maps that grow large.
+pub type FlatMap<K, V> = litemap::LiteMap<K, V>;
 
 /// A resource name: `cpu`, `memory`, `hugepages-1Gi`, `nvidia.com/gpu`, ...
 pub type ResourceName = String;
 
 /// Amounts per resource name.
-pub type ResourceList = BTreeMap<ResourceName, Quantity>;
+pub type ResourceList = FlatMap<ResourceName, Quantity>;
 
 /// Adds every amount of `more` to `total` (copying a name only when it is
 /// new to `total`).
@@ -25,7 +32,7 @@ pub fn add_resources(total: &mut ResourceList, more: &ResourceList) {
 /// Adds `amount` to `resource`'s entry of `total`, making the key from the
 /// name only when it is new (an owned list copies it, a borrowed one does
 /// not).
-pub fn add_resource<'a, K>(total: &mut BTreeMap<K, Quantity>, resource: &'a str, amount: Quantity)
+pub fn add_resource<'a, K>(total: &mut FlatMap<K, Quantity>, resource: &'a str, amount: Quantity)
 where
     K: Ord + std::borrow::Borrow<str> + From<&'a str>,
 {
@@ -234,11 +241,11 @@ impl Pod {
         &'a self,
         amounts: impl Fn(&'a Container) -> &'a ResourceList,
         keep: impl Fn(&str) -> bool,
-    ) -> BTreeMap<K, Quantity>
+    ) -> FlatMap<K, Quantity>
     where
         K: Ord + Clone + std::borrow::Borrow<str> + From<&'a str>,
     {
-        let mut total = BTreeMap::<K, Quantity>::new();
+        let mut total = FlatMap::<K, Quantity>::new();
         for container in &self.containers {
             for (resource, amount) in amounts(container) {
                 if keep(resource) {
@@ -249,7 +256,7 @@ impl Pod {
         if self.init_containers.is_empty() {
             return total;
         }
-        let add_all = |into: &mut BTreeMap<K, Quantity>, more: &BTreeMap<K, Quantity>| {
+        let add_all = |into: &mut FlatMap<K, Quantity>, more: &FlatMap<K, Quantity>| {
             for (resource, amount) in more {
                 match into.get_mut(resource.borrow()) {
                     Some(sum) => *sum += *amount,
@@ -261,10 +268,10 @@ impl Pod {
                 }
             }
         };
-        let mut sidecars = BTreeMap::<K, Quantity>::new();
-        let mut init_peak = BTreeMap::<K, Quantity>::new();
+        let mut sidecars = FlatMap::<K, Quantity>::new();
+        let mut init_peak = FlatMap::<K, Quantity>::new();
         for init in &self.init_containers {
-            let own: BTreeMap<K, Quantity> = amounts(init)
+            let own: FlatMap<K, Quantity> = amounts(init)
                 .iter()
                 .filter(|(resource, _)| keep(resource))
                 .map(|(resource, amount)| (K::from(resource.as_str()), *amount))

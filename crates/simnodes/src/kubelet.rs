@@ -9,7 +9,7 @@
 //! kubelet writes. Must not touch: the API server (see [`crate::run`]), or
 //! any decision (every answer is `engine::Node::admit`'s).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use k8s_openapi::api::core::v1::Pod as K8sPod;
 use serde_json::{Value, json};
@@ -149,7 +149,7 @@ impl SimNode {
     /// the engine computes them (the kubelet's `nodestatus.MachineInfo`),
     /// Ready, no pressure; `now` is an RFC 3339 time.
     pub fn node_status(&self, now: &str) -> Value {
-        let list = |resources: &BTreeMap<String, topoalign_model::Quantity>| -> Value {
+        let list = |resources: &topoalign_model::ResourceList| -> Value {
             resources
                 .iter()
                 .map(|(name, amount)| (name.clone(), Value::String(amount.to_string())))

@@ -161,7 +161,8 @@ mod tests {
             ("cpu".to_string(), Quantity::from_milli(cpu_milli)),
             ("memory".to_string(), Quantity::from_units(memory)),
         ]
-        .into()
+        .into_iter()
+        .collect()
     }
 
     /// Requests equal to limits: Guaranteed by itself.
@@ -193,7 +194,7 @@ mod tests {
             qos: QosClass::Guaranteed,
             init_containers: init,
             containers: apps,
-            overhead: BTreeMap::new(),
+            overhead: Default::default(),
             pod_resources: Some(PodResources {
                 requests: resources.clone(),
                 limits: resources,

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use topoalign_model::CpuSet;
+use topoalign_model::{CpuSet, FlatMap};
 
 use super::StaticPolicy;
 use crate::restore::CpuRestoreError;
@@ -85,9 +85,17 @@ impl StaticPolicy {
             });
         }
         self.shared = shared;
+        // Each pod's map with room for its containers only: the node keeps
+        // one per pod (one or two entries, mostly).
         self.assignments = assignments
             .into_iter()
-            .map(|(pod, containers)| (pod, std::sync::Arc::new(containers)))
+            .map(|(pod, containers)| {
+                let mut exact = FlatMap::with_capacity(containers.len());
+                for (container, cpus) in containers {
+                    exact.insert(container, cpus);
+                }
+                (pod, std::sync::Arc::new(exact))
+            })
             .collect();
         self.pod_cpus = pod_cpus;
         self.cpus_to_reuse.clear();

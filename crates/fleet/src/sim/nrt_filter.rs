@@ -140,7 +140,7 @@ mod tests {
                 .iter()
                 .enumerate()
                 .map(|(i, &(cpu, gi))| {
-                    let r = ResourceList::from([
+                    let r = ResourceList::from_iter([
                         ("cpu".to_string(), Quantity::from_units(cpu)),
                         ("memory".to_string(), Quantity::from_units(gi << 30)),
                     ]);
@@ -158,7 +158,7 @@ mod tests {
     }
 
     fn allocatable() -> ResourceList {
-        ResourceList::from([
+        ResourceList::from_iter([
             ("cpu".to_string(), Quantity::from_units(16)),
             ("memory".to_string(), Quantity::from_units(64 << 30)),
         ])

@@ -270,14 +270,13 @@ impl StateView<'_> {
     /// # Errors
     /// A message naming the malformed part (a bad quantity or CPU list).
     pub fn to_snapshot(&self) -> Result<NodeSnapshot, String> {
-        let pods = self
-            .pods
-            .iter()
-            .map(|view| {
+        let pods = exact_vec(
+            self.pods.len(),
+            self.pods.iter().map(|view| {
                 view.to_pod()
                     .map_err(|message| format!("pod {}/{}: {message}", view.namespace.as_str(), view.name.as_str()))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+            }),
+        )?;
         let cpu_list = |text: &str, at: &dyn Fn() -> String| CpuSet::parse(text).map_err(|e| format!("{}: {e}", at()));
         let default_cpu_set = cpu_list(self.cpu.default_cpu_set.as_str(), &|| "cpu.defaultCpuSet".to_string())?;
         // The maps by uid are collected (see `per_container`); a later
@@ -418,12 +417,8 @@ impl PodView<'_> {
                 restartable: c.restartable,
             })
         };
-        let init_containers = self
-            .init_containers
-            .iter()
-            .map(container)
-            .collect::<Result<Vec<_>, _>>()?;
-        let containers = self.containers.iter().map(container).collect::<Result<Vec<_>, _>>()?;
+        let init_containers = exact_vec(self.init_containers.len(), self.init_containers.iter().map(container))?;
+        let containers = exact_vec(self.containers.len(), self.containers.iter().map(container))?;
         Ok(Pod {
             namespace: self.namespace.as_str().to_owned(),
             name: self.name.as_str().to_owned(),
@@ -458,8 +453,21 @@ impl PodView<'_> {
     }
 }
 
+/// `items` in a `Vec` of exactly `len` elements, or the first error: the
+/// restored node keeps these lists, and a `collect` of `Result`s, knowing
+/// no length, would leave room for more (four at least, then doubling).
+fn exact_vec<T, E>(len: usize, items: impl Iterator<Item = Result<T, E>>) -> Result<Vec<T>, E> {
+    let mut exact = Vec::with_capacity(len);
+    for item in items {
+        exact.push(item?);
+    }
+    Ok(exact)
+}
+
+/// The amounts as a resource list, with room for exactly its entries (the
+/// restored node keeps two per container).
 fn quantities(texts: &Amounts<'_>) -> Result<ResourceList, String> {
-    let mut list = ResourceList::new();
+    let mut list = ResourceList::with_capacity(texts.0.len());
     for (name, text) in texts.iter() {
         let quantity = topoalign_k8s::parse_quantity(text.as_str()).map_err(|e| format!("{}: {e}", name.as_str()))?;
         list.insert(name.as_str().to_owned(), quantity);

@@ -14,7 +14,7 @@ use topoalign_engine::{
     BlocksView, ContainerDevicesView, CpuStateView, DeviceIdsView, DevicesView, MemoryBlockView, MemoryStateView, Node,
     NumaMemoryView, PodDevicesView, SnapshotView,
 };
-use topoalign_model::{Container, CpuSet, NumaMask, Pod, ResourceList};
+use topoalign_model::{Container, CpuSet, FlatMap, NumaMask, Pod, ResourceList};
 
 use super::TableRecord;
 
@@ -195,26 +195,31 @@ impl Serialize for CpuRecord<'_> {
             out.serialize_field("entries", &CpuEntries(cpu.assignments))?;
         }
         if !cpu.pod_assignments.is_empty() {
-            out.serialize_field("podEntries", &CpuSets(cpu.pod_assignments))?;
+            out.serialize_field("podEntries", &CpuSets(cpu.pod_assignments.iter()))?;
         }
         out.end()
     }
 }
 
-struct CpuEntries<'a>(&'a BTreeMap<String, Arc<BTreeMap<String, CpuSet>>>);
+struct CpuEntries<'a>(&'a BTreeMap<String, Arc<FlatMap<String, CpuSet>>>);
 
 impl Serialize for CpuEntries<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.0.iter().map(|(uid, containers)| (uid, CpuSets(containers))))
+        serializer.collect_map(self.0.iter().map(|(uid, containers)| (uid, CpuSets(containers.iter()))))
     }
 }
 
-/// Name → CPU set, each set in kubelet list form.
-struct CpuSets<'a>(&'a BTreeMap<String, CpuSet>);
+/// Name → CPU set, each set in kubelet list form: the entries of a map
+/// in name order (pod-level sets in a `BTreeMap`, a pod's containers in a
+/// `FlatMap`).
+struct CpuSets<I>(I);
 
-impl Serialize for CpuSets<'_> {
+impl<'a, I> Serialize for CpuSets<I>
+where
+    I: Iterator<Item = (&'a String, &'a CpuSet)> + Clone,
+{
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.0.iter().map(|(name, cpus)| (name, Text(cpus))))
+        serializer.collect_map(self.0.clone().map(|(name, cpus)| (name, Text(cpus))))
     }
 }
 
