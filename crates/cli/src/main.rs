@@ -17,6 +17,18 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use commands::{Error, Outcome};
 
+/// jemalloc, not the system's malloc: the extender's start restores
+/// thousands of nodes, each keeping a few hundred kilobytes in thousands
+/// of small blocks, and glibc's malloc spends most of that start in the
+/// kernel (page faults): 5,000 nodes on two cores took 4.2–4.9 s with
+/// glibc, 3.0–3.1 s with jemalloc, 3.8–5.7 s with mimalloc (`restore_once`,
+/// one busy machine, one session). The examples and benchmarks that time
+/// this binary's work
+/// (`crates/extender/examples/restore_once.rs`,
+/// `crates/cli/tests/follower_bench.rs`) set the same allocator.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// Align CPUs, memory and devices on NUMA nodes exactly as the kubelet's
 /// Topology Manager would, and explain every decision.
 #[derive(Parser)]

@@ -36,6 +36,12 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use topoalign_agent::{Client, Endpoint};
 
+/// The `topoalign` binary's allocator (`crates/cli/src/main.rs`): the
+/// extender's start is measured in this process, and should be measured on
+/// what the binary runs (the allocator decides much of its time).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// `topoalign_simnodes::bench`'s node (`examples/nodes/256-cpu-8-numa.yaml`).
 fn node() -> Value {
     topoalign_simnodes::bench::node()

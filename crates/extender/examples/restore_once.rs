@@ -15,7 +15,13 @@
 //!
 //! The objects (default 10) are `benches/followed`'s node — 256 CPUs, 8
 //! NUMA nodes, 200 pods — under other names. Only [`measured`] is
-//! counted under that toggle; building the objects is not.
+//! counted under that toggle; building the objects is not. The allocator
+//! is the binary's (jemalloc); the instruction count includes its work.
+
+/// The `topoalign` binary's allocator (see `crates/cli/src/main.rs`):
+/// what is measured here is what the extender runs on.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 #[path = "../benches/followed/mod.rs"]
 mod followed;
