@@ -11,7 +11,9 @@
 //!   `numa_usage()` back exactly — except how pinned memory splits between
 //!   the NUMA nodes of one multi-node memory group, which the kubelet does
 //!   not keep either (see [`group_memory`]) — and removing a whole admitted
-//!   sequence in any order gives the empty node back exactly.
+//!   sequence in any order gives the empty node back exactly — except the
+//!   pinned bytes the kubelet's books keep when pinned-memory placements
+//!   overlapped (see [`mixed_memory_groups`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -390,6 +392,7 @@ proptest! {
         let empty_usage = node.numa_usage();
         check_counts_once(&node, &empty_usage)?;
         let mut admitted = Vec::new();
+        let mut mixed_groups = false;
         for (n, shape) in shapes.iter().enumerate() {
             let before_state = node.state();
             let before_usage = node.numa_usage();
@@ -405,6 +408,7 @@ proptest! {
             prop_assert_eq!(group_memory(&node, &trial.numa_usage()), group_memory(&node, &before_usage));
             if node.admit(pod).admitted() {
                 admitted.push(uid);
+                mixed_groups |= mixed_memory_groups(&node);
             }
         }
         // Remove everything, in some order: back to the empty node.
@@ -418,8 +422,55 @@ proptest! {
             check_counts_once(&node, &node.numa_usage())?;
         }
         prop_assert_eq!(node.state(), empty_state);
-        prop_assert_eq!(node.numa_usage(), empty_usage);
+        if mixed_groups {
+            prop_assert_eq!(without_pinned(&node, node.numa_usage()), without_pinned(&node, empty_usage));
+        } else {
+            prop_assert_eq!(node.numa_usage(), empty_usage);
+        }
     }
+}
+
+/// Whether two of the node's pinned-memory placements share a NUMA node
+/// without being the same set of nodes (a block on NUMA 0 beside one on
+/// NUMA 0 and 1), as the memory manager allows when the topology manager's
+/// policy admits a hint it did not prefer.
+///
+/// The kubelet's `RemoveContainer` then frees each block's bytes from its
+/// nodes in ascending order, capped by what each node holds, whichever
+/// block those bytes were taken for: removing the wider block first can
+/// free the narrower one's bytes, and removing the narrower one later finds
+/// nothing left on its node to free, so the books keep bytes that no
+/// container holds. The engine keeps those books as the kubelet does: the
+/// vector `testdata/conformance/1.37/scenarios/hand-memory-release-order.json`
+/// (the real kubelet's answer) shows a later pod placed around them.
+fn mixed_memory_groups(node: &Node) -> bool {
+    let state = node.state();
+    let placements: BTreeSet<&Vec<usize>> = state
+        .memory_assignments
+        .values()
+        .flat_map(BTreeMap::values)
+        .chain(state.pod_memory_assignments.values())
+        .collect();
+    placements
+        .iter()
+        .any(|a| placements.iter().any(|b| a != b && a.iter().any(|numa| b.contains(numa))))
+}
+
+/// `usage` without the resources the memory manager pins (what
+/// [`mixed_memory_groups`] lets the kubelet's books keep after every pod
+/// is gone); CPUs, devices and everything unpinned stay.
+fn without_pinned(node: &Node, mut usage: Vec<NumaUsage>) -> Vec<NumaUsage> {
+    let Some(memory) = node.snapshot().memory else {
+        return usage;
+    };
+    for numa in &mut usage {
+        if let Some(state) = memory.machine_state.get(&numa.numa) {
+            for resource in state.memory.keys() {
+                numa.resources.remove(resource);
+            }
+        }
+    }
+    usage
 }
 
 proptest! {
