@@ -451,9 +451,11 @@ fn mixed_memory_groups(node: &Node) -> bool {
         .flat_map(BTreeMap::values)
         .chain(state.pod_memory_assignments.values())
         .collect();
-    placements
-        .iter()
-        .any(|a| placements.iter().any(|b| a != b && a.iter().any(|numa| b.contains(numa))))
+    placements.iter().any(|a| {
+        placements
+            .iter()
+            .any(|b| a != b && a.iter().any(|numa| b.contains(numa)))
+    })
 }
 
 /// `usage` without the resources the memory manager pins (what
