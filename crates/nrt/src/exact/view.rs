@@ -468,10 +468,18 @@ fn exact_vec<T, E>(len: usize, items: impl Iterator<Item = Result<T, E>>) -> Res
 /// restored node keeps two per container).
 fn quantities(texts: &Amounts<'_>) -> Result<ResourceList, String> {
     let mut list = ResourceList::with_capacity(texts.0.len());
+    // The object is remote input: names out of order (or repeated) are put
+    // in place by one sort at the end, not by an insert each, which would
+    // shift the entries after it (quadratic in the names).
+    let mut out_of_order = Vec::new();
     for (name, text) in texts.iter() {
         let quantity = topoalign_k8s::parse_quantity(text.as_str()).map_err(|e| format!("{}: {e}", name.as_str()))?;
-        list.insert(name.as_str().to_owned(), quantity);
+        if let Some(entry) = list.try_append(name.as_str().to_owned(), quantity) {
+            out_of_order.push(entry);
+        }
     }
+    // Stable, the later of two equal names kept: as inserting each would.
+    list.extend(out_of_order);
     Ok(list)
 }
 
@@ -479,7 +487,39 @@ fn quantities(texts: &Amounts<'_>) -> Result<ResourceList, String> {
 mod tests {
     use std::hash::BuildHasher;
 
-    use super::{Few, Pairs};
+    use super::{Amounts, Few, Pairs, quantities};
+
+    /// Resource names in any order read as the sorted list, a repeated name
+    /// as its last amount — and 20,000 names in reverse order are put in
+    /// place by one sort (an insert each would shift the whole list).
+    #[test]
+    fn resource_names_out_of_order_read_sorted_with_the_last_amount() {
+        let amounts: Amounts<'_> =
+            serde_json::from_str(r#"{"memory": "1Gi", "cpu": "2", "memory": "2Gi", "a/b": "1"}"#).expect("json");
+        let list = quantities(&amounts).expect("quantities");
+        let read: Vec<(&str, String)> = list.iter().map(|(name, q)| (name.as_str(), q.to_string())).collect();
+        assert_eq!(
+            read,
+            [
+                ("a/b", "1".to_owned()),
+                ("cpu", "2".to_owned()),
+                ("memory", "2Gi".to_owned())
+            ]
+        );
+
+        let text = format!(
+            "{{{}}}",
+            (0..20_000)
+                .rev()
+                .map(|i| format!(r#""r{i:05}": "1""#))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let amounts: Amounts<'_> = serde_json::from_str(&text).expect("json");
+        let list = quantities(&amounts).expect("quantities");
+        assert_eq!(list.len(), 20_000);
+        assert!(list.iter().zip(list.iter().skip(1)).all(|((a, _), (b, _))| a < b));
+    }
 
     /// A list held in place or not reads, compares and hashes as the `Vec`
     /// of the same JSON, and refuses what a `Vec` refuses with its words.
