@@ -36,4 +36,5 @@ pub use resource_name::hugepage_resource_name;
 pub use uniform::UniformMachine;
 pub use workload::{
     Container, FlatMap, Pod, PodResources, PodShape, QosClass, ResourceList, ResourceName, add_resource, add_resources,
+    fold_amounts,
 };
