@@ -206,6 +206,13 @@ fn from_replay(code: Option<i32>, doc: Option<Value>, text: impl FnOnce() -> Str
 /// behind (oracle/batch.go), so a batch must not live for ever.
 const BATCH_LIFETIME: usize = 300;
 
+/// The Go collector's target for a batch process, unless the caller's
+/// environment sets `GOGC`: the kubelet's hint merge allocates a great
+/// deal, and at Go's default (100) the collector takes about a quarter of
+/// a batch's CPU. At 400 a batch of 150 generated scenarios used 25 % less
+/// CPU for about 125 MB instead of 80 MB. The answers do not depend on it.
+const BATCH_GOGC: &str = "400";
+
 /// An `oracle batch` process (oracle/batch.go): many replays in one
 /// process, each from a fresh state, answers streamed back, the same
 /// answers as [`Oracle::answer`] (`oracle check --batch` checks that on the
@@ -251,7 +258,11 @@ impl Batch {
     }
 
     fn start(&self) -> std::io::Result<BatchProcess> {
-        let mut child = Command::new(&self.oracle.binary)
+        let mut command = Command::new(&self.oracle.binary);
+        if std::env::var_os("GOGC").is_none() {
+            command.env("GOGC", BATCH_GOGC);
+        }
+        let mut child = command
             .arg("batch")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
