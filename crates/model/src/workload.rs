@@ -42,10 +42,13 @@ where
     fold_amounts(total, [(resource, amount)], K::from, add);
 }
 
-/// Folds `more` (distinct names, in any order) into `total`: `fold` into
-/// the entry where the name is there, a new entry of the amount where not
-/// (its key made by `key` only then). New names that sort after `total`'s last are
-/// appended; the others are put in place by one sort at the end. An insert
+/// Folds `more` (names in any order) into `total`: `fold` into the entry
+/// where the name is there, a new entry of the amount where not (its key
+/// made by `key` only then). New names that sort after `total`'s last are
+/// appended; the others are put in place by one stable sort at the end. A
+/// name repeated among those keeps only its later amount, unfolded: right
+/// for a replacing `fold` (an object read from JSON), and the sums and
+/// peaks fold maps, whose names are distinct. An insert
 /// each would shift the entries after it, and the names are a pod's — input
 /// a user or a remote peer chooses (an extender request of 64 MiB) — so the
 /// cost must stay n log n in them, not quadratic.
@@ -70,7 +73,8 @@ pub fn fold_amounts<K, Q>(
         }
     }
     if !out_of_order.is_empty() {
-        // The names are distinct and new to `total`: the sort only places them.
+        // The names are new to `total`: the sort only places them (the
+        // later of a repeated one kept).
         total.extend(out_of_order);
     }
 }

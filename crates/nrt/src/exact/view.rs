@@ -19,7 +19,7 @@ use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use topoalign_engine::{
     CpuManagerState, MemoryBlock, MemoryManagerState, MemoryTableState, NodeSnapshot, NumaMemoryState,
 };
-use topoalign_model::{Container, CpuSet, Pod, PodResources, ResourceList};
+use topoalign_model::{Container, CpuSet, Pod, PodResources, ResourceList, fold_amounts};
 
 use super::TableRecord;
 
@@ -468,19 +468,24 @@ fn exact_vec<T, E>(len: usize, items: impl Iterator<Item = Result<T, E>>) -> Res
 /// restored node keeps two per container).
 fn quantities(texts: &Amounts<'_>) -> Result<ResourceList, String> {
     let mut list = ResourceList::with_capacity(texts.0.len());
-    // The object is remote input: names out of order (or repeated) are put
-    // in place by one sort at the end, not by an insert each, which would
-    // shift the entries after it (quadratic in the names).
-    let mut out_of_order = Vec::new();
-    for (name, text) in texts.iter() {
-        let quantity = topoalign_k8s::parse_quantity(text.as_str()).map_err(|e| format!("{}: {e}", name.as_str()))?;
-        if let Some(entry) = list.try_append(name.as_str().to_owned(), quantity) {
-            out_of_order.push(entry);
-        }
+    let mut failed = None;
+    let parsed = texts
+        .iter()
+        .map_while(|(name, text)| match topoalign_k8s::parse_quantity(text.as_str()) {
+            Ok(quantity) => Some((name.as_str(), quantity)),
+            Err(e) => {
+                failed = Some(format!("{}: {e}", name.as_str()));
+                None
+            }
+        });
+    // The object is remote input: names out of order or repeated (the
+    // later amount kept, as JSON readers do) cost one sort, not an insert
+    // each.
+    fold_amounts(&mut list, parsed, str::to_owned, |kept, later| *kept = later);
+    match failed {
+        Some(error) => Err(error),
+        None => Ok(list),
     }
-    // Stable, the later of two equal names kept: as inserting each would.
-    list.extend(out_of_order);
-    Ok(list)
 }
 
 #[cfg(test)]
