@@ -39,7 +39,7 @@ use std::collections::BTreeMap;
 
 use topoalign_model::resource_name::{is_extended, is_hugepages, is_scalar};
 use topoalign_model::{
-    FlatMap, Machine, Pod, Quantity, QuantityFormat, ResourceList, fold_amounts, hugepage_resource_name,
+    FlatMap, Machine, Pod, Quantity, QuantityFormat, ResourceList, add_resources, hugepage_resource_name,
 };
 
 use crate::NodeConfig;
@@ -422,14 +422,7 @@ where
             }
         }
     }
-    fold_amounts(
-        &mut total,
-        pod.overhead
-            .iter()
-            .map(|(resource, amount)| (resource.as_str(), *amount)),
-        K::from,
-        |sum, amount| *sum += amount,
-    );
+    add_resources(&mut total, &pod.overhead);
     total
 }
 

@@ -23,11 +23,14 @@ pub type ResourceList = FlatMap<ResourceName, Quantity>;
 
 /// Adds every amount of `more` to `total` (copying a name only when it is
 /// new to `total`).
-pub fn add_resources(total: &mut ResourceList, more: &ResourceList) {
+pub fn add_resources<'a, K>(total: &mut FlatMap<K, Quantity>, more: &'a ResourceList)
+where
+    K: Ord + std::borrow::Borrow<str> + From<&'a str>,
+{
     fold_amounts(
         total,
         more.iter().map(|(name, amount)| (name.as_str(), *amount)),
-        String::from,
+        K::from,
         add,
     );
 }
