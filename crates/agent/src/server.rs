@@ -4,8 +4,9 @@
 //! Owns: socket files — refusing to take over a socket another agent
 //! answers on, removing stale ones, and creating the new one under a
 //! temporary name, `chmod 0600`, then renaming it into place so that it is
-//! never reachable with looser permissions — and the order of shutdown
-//! (stop accepting, finish requests in flight, remove the socket).
+//! never reachable with looser permissions —, binding every listener
+//! before any serves ([`Listeners`], the follower's too), and the order of
+//! shutdown (stop accepting, finish requests in flight, remove the socket).
 
 use std::future::Future;
 use std::io;
@@ -94,6 +95,76 @@ pub fn bind_unix_socket(path: &Path) -> io::Result<std::os::unix::net::UnixListe
     Ok(listener)
 }
 
+/// An API's listeners, each with the router it serves, every one bound
+/// before any of them serves: a client that finds one answering finds them
+/// all, and a listener that cannot be bound leaves no socket file behind.
+/// The agent's API and the follower's read-only API are both served
+/// through it.
+#[derive(Debug)]
+pub struct Listeners {
+    socket: Option<(PathBuf, tokio::net::UnixListener, axum::Router)>,
+    tcp: Option<(tokio::net::TcpListener, axum::Router)>,
+}
+
+impl Listeners {
+    /// Binds the Unix socket ([`bind_unix_socket`]) and the TCP listener
+    /// that are asked for.
+    ///
+    /// # Errors
+    /// Those of [`bind_unix_socket`]; a TCP address that cannot be listened
+    /// on, named in the message.
+    pub async fn bind(
+        socket: Option<(&Path, axum::Router)>,
+        tcp: Option<(SocketAddr, axum::Router)>,
+    ) -> io::Result<Listeners> {
+        let socket = match socket {
+            None => None,
+            Some((path, app)) => {
+                // A refusal leaves the path alone (it may be another
+                // agent's socket); past it, the socket is ours to remove.
+                let listener = bind_unix_socket(path)?;
+                let listener = listener
+                    .set_nonblocking(true)
+                    .and_then(|()| tokio::net::UnixListener::from_std(listener))
+                    .inspect_err(|_| remove_socket(Some(path)))?;
+                Some((path.to_path_buf(), listener, app))
+            }
+        };
+        let tcp = match tcp {
+            None => None,
+            Some((address, app)) => match tokio::net::TcpListener::bind(address).await {
+                Ok(listener) => Some((listener, app)),
+                Err(e) => {
+                    remove_socket(socket.as_ref().map(|(path, ..)| path.as_path()));
+                    return Err(io::Error::new(e.kind(), format!("cannot listen on {address}: {e}")));
+                }
+            },
+        };
+        Ok(Listeners { socket, tcp })
+    }
+
+    /// Serves each listener's router as a task of `servers` until `stop`
+    /// turns true; logs each as serving `what`.
+    pub fn serve(self, servers: &mut tokio::task::JoinSet<io::Result<()>>, what: &str, stop: &watch::Receiver<bool>) {
+        let stopped = |mut rx: watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        };
+        if let Some((path, listener, app)) = self.socket {
+            tracing::info!(socket = %path.display(), "serving {what} on the Unix socket (mode 0600)");
+            let stop = stopped(stop.clone());
+            servers.spawn(async move { axum::serve(listener, app).with_graceful_shutdown(stop).await });
+        }
+        if let Some((listener, app)) = self.tcp {
+            match listener.local_addr() {
+                Ok(address) => tracing::info!(%address, "serving {what} on TCP"),
+                Err(error) => tracing::info!(%error, "serving {what} on TCP"),
+            }
+            let stop = stopped(stop.clone());
+            servers.spawn(async move { axum::serve(listener, app).with_graceful_shutdown(stop).await });
+        }
+    }
+}
+
 /// Resolves when the process gets SIGTERM or SIGINT.
 ///
 /// # Errors
@@ -122,29 +193,13 @@ pub async fn serve(
 ) -> io::Result<()> {
     let agent: SharedAgent = std::sync::Arc::new(std::sync::Mutex::new(agent));
     let (stop_tx, stop_rx) = watch::channel(false);
-    let stopped = |mut rx: watch::Receiver<bool>| async move {
-        let _ = rx.wait_for(|stop| *stop).await;
-    };
-
+    let on_socket = config.socket.as_deref().map(|path| (path, router(agent.clone())));
+    // Every request on TCP must carry the bearer token.
+    let on_tcp =
+        (config.tcp.as_ref()).map(|(address, token)| (*address, router_with_token(agent.clone(), token.clone())));
+    let listeners = Listeners::bind(on_socket, on_tcp).await?;
     let mut servers = tokio::task::JoinSet::new();
-    if let Some(path) = &config.socket {
-        let listener = bind_unix_socket(path)?;
-        listener.set_nonblocking(true)?;
-        let listener = tokio::net::UnixListener::from_std(listener)?;
-        tracing::info!(socket = %path.display(), "serving on the Unix socket (mode 0600)");
-        let app = router(agent.clone());
-        let stop = stopped(stop_rx.clone());
-        servers.spawn(async move { axum::serve(listener, app).with_graceful_shutdown(stop).await });
-    }
-    if let Some((address, token)) = &config.tcp {
-        let listener = tokio::net::TcpListener::bind(address)
-            .await
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {address}: {e}")))?;
-        tracing::info!(address = %listener.local_addr()?, "serving on TCP (bearer token required)");
-        let app = router_with_token(agent.clone(), token.clone());
-        let stop = stopped(stop_rx.clone());
-        servers.spawn(async move { axum::serve(listener, app).with_graceful_shutdown(stop).await });
-    }
+    listeners.serve(&mut servers, "the API", &stop_rx);
 
     let reconciler = {
         let agent = agent.clone();
@@ -203,6 +258,46 @@ fn remove_socket(path: Option<&Path>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Once `Listeners::bind` returns, every listener takes connections
+    /// (the kernel queues them before anything serves): a client that saw
+    /// one answer never finds another one refusing.
+    #[tokio::test]
+    async fn every_listener_is_bound_before_any_serves() -> io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("agent.sock");
+        let app = axum::Router::new;
+        let listeners = Listeners::bind(Some((&path, app())), Some((([127, 0, 0, 1], 0).into(), app()))).await?;
+        let address = listeners
+            .tcp
+            .as_ref()
+            .map(|(listener, _)| listener.local_addr())
+            .transpose()?;
+        let address = address.ok_or_else(|| io::Error::other("no TCP listener"))?;
+        std::os::unix::net::UnixStream::connect(&path)?;
+        std::net::TcpStream::connect(address)?;
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_tcp_address_in_use_leaves_no_socket_behind() -> io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("agent.sock");
+        let taken = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let address = taken.local_addr()?;
+        let app = axum::Router::new;
+        let error = Listeners::bind(Some((&path, app())), Some((address, app())))
+            .await
+            .err()
+            .ok_or_else(|| io::Error::other("bound an address in use"))?;
+        assert_eq!(error.kind(), io::ErrorKind::AddrInUse);
+        assert!(
+            error.to_string().contains(&format!("cannot listen on {address}")),
+            "{error}"
+        );
+        assert!(!path.exists(), "the socket file was left behind");
+        Ok(())
+    }
 
     #[test]
     fn the_socket_is_private_and_never_taken_from_a_live_agent() -> io::Result<()> {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
+use topoalign_agent::Listeners;
 use topoalign_engine::Node;
 use topoalign_nrt::NodeSpec;
 use topoalign_nrt_publisher::pipeline;
@@ -76,25 +77,11 @@ pub async fn run(
     let stopped = move |mut rx: watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
+    let on_socket = config.socket.as_deref().map(|path| (path, router(shared.clone())));
+    let on_tcp = config.listen.map(|address| (address, router(shared.clone())));
+    let listeners = Listeners::bind(on_socket, on_tcp).await?;
     let mut servers = tokio::task::JoinSet::new();
-    if let Some(path) = &config.socket {
-        let listener = topoalign_agent::server::bind_unix_socket(path)?;
-        listener.set_nonblocking(true)?;
-        let listener = tokio::net::UnixListener::from_std(listener)?;
-        tracing::info!(socket = %path.display(), "serving the read-only API");
-        let app = router(shared.clone());
-        let stop = stopped(stop_rx.clone());
-        servers.spawn(async move { axum::serve(listener, app).with_graceful_shutdown(stop).await });
-    }
-    if let Some(address) = config.listen {
-        let listener = tokio::net::TcpListener::bind(address)
-            .await
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {address}: {e}")))?;
-        tracing::info!(address = %listener.local_addr()?, "serving the read-only API on TCP");
-        let app = router(shared.clone());
-        let stop = stopped(stop_rx.clone());
-        servers.spawn(async move { axum::serve(listener, app).with_graceful_shutdown(stop).await });
-    }
+    listeners.serve(&mut servers, "the read-only API", &stop_rx);
     let publishing = match config.publish {
         None => None,
         Some((plan, spec)) => {
