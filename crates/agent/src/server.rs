@@ -6,7 +6,8 @@
 //! temporary name, `chmod 0600`, then renaming it into place so that it is
 //! never reachable with looser permissions —, binding every listener
 //! before any serves ([`Listeners`], the follower's too), and the order of
-//! shutdown (stop accepting, finish requests in flight, remove the socket).
+//! shutdown ([`Serving`]: stop accepting, finish requests in flight, remove
+//! the socket).
 
 use std::future::Future;
 use std::io;
@@ -102,8 +103,20 @@ pub fn bind_unix_socket(path: &Path) -> io::Result<std::os::unix::net::UnixListe
 /// through it.
 #[derive(Debug)]
 pub struct Listeners {
-    socket: Option<(PathBuf, tokio::net::UnixListener, axum::Router)>,
+    socket: Option<(SocketFile, tokio::net::UnixListener, axum::Router)>,
     tcp: Option<(tokio::net::TcpListener, axum::Router)>,
+}
+
+/// A socket file this process created: removed when dropped. A path
+/// [`bind_unix_socket`] refused (another agent's socket, or not a socket)
+/// never becomes one, so it is never removed.
+#[derive(Debug)]
+struct SocketFile(PathBuf);
+
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 impl Listeners {
@@ -120,47 +133,87 @@ impl Listeners {
         let socket = match socket {
             None => None,
             Some((path, app)) => {
-                // A refusal leaves the path alone (it may be another
-                // agent's socket); past it, the socket is ours to remove.
                 let listener = bind_unix_socket(path)?;
-                let listener = listener
-                    .set_nonblocking(true)
-                    .and_then(|()| tokio::net::UnixListener::from_std(listener))
-                    .inspect_err(|_| remove_socket(Some(path)))?;
-                Some((path.to_path_buf(), listener, app))
+                let file = SocketFile(path.to_path_buf());
+                listener.set_nonblocking(true)?;
+                Some((file, tokio::net::UnixListener::from_std(listener)?, app))
             }
         };
         let tcp = match tcp {
             None => None,
-            Some((address, app)) => match tokio::net::TcpListener::bind(address).await {
-                Ok(listener) => Some((listener, app)),
-                Err(e) => {
-                    remove_socket(socket.as_ref().map(|(path, ..)| path.as_path()));
-                    return Err(io::Error::new(e.kind(), format!("cannot listen on {address}: {e}")));
-                }
-            },
+            Some((address, app)) => {
+                let listener = tokio::net::TcpListener::bind(address)
+                    .await
+                    .map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {address}: {e}")))?;
+                Some((listener, app))
+            }
         };
         Ok(Listeners { socket, tcp })
     }
 
-    /// Serves each listener's router as a task of `servers` until `stop`
-    /// turns true; logs each as serving `what`.
-    pub fn serve(self, servers: &mut tokio::task::JoinSet<io::Result<()>>, what: &str, stop: &watch::Receiver<bool>) {
-        let stopped = |mut rx: watch::Receiver<bool>| async move {
-            let _ = rx.wait_for(|stop| *stop).await;
+    /// Starts serving each listener's router; logs each as serving `what`.
+    pub fn serve(self, what: &str) -> Serving {
+        let (asked_to_stop, _) = watch::channel(false);
+        let mut serving = Serving {
+            servers: tokio::task::JoinSet::new(),
+            asked_to_stop,
+            socket: None,
         };
-        if let Some((path, listener, app)) = self.socket {
-            tracing::info!(socket = %path.display(), "serving {what} on the Unix socket (mode 0600)");
-            let stop = stopped(stop.clone());
-            servers.spawn(async move { axum::serve(listener, app).with_graceful_shutdown(stop).await });
+        if let Some((file, listener, app)) = self.socket {
+            tracing::info!(socket = %file.0.display(), "serving {what} on the Unix socket (mode 0600)");
+            let stopping = serving.stopping();
+            (serving.servers).spawn(async move { axum::serve(listener, app).with_graceful_shutdown(stopping).await });
+            serving.socket = Some(file);
         }
         if let Some((listener, app)) = self.tcp {
-            match listener.local_addr() {
-                Ok(address) => tracing::info!(%address, "serving {what} on TCP"),
-                Err(error) => tracing::info!(%error, "serving {what} on TCP"),
+            let address = listener.local_addr().map_or_else(|e| e.to_string(), |a| a.to_string());
+            tracing::info!(%address, "serving {what} on TCP");
+            let stopping = serving.stopping();
+            (serving.servers).spawn(async move { axum::serve(listener, app).with_graceful_shutdown(stopping).await });
+        }
+        serving
+    }
+}
+
+/// An API being served: the one place that knows how it stops — stop
+/// accepting, finish the requests in flight, remove the socket file (also
+/// when dropped without [`Serving::stop`]).
+#[derive(Debug)]
+pub struct Serving {
+    servers: tokio::task::JoinSet<io::Result<()>>,
+    asked_to_stop: watch::Sender<bool>,
+    socket: Option<SocketFile>,
+}
+
+impl Serving {
+    /// Resolves once the API is asked to stop: for the tasks that end with
+    /// it (the agent's reconcile loop, the follower).
+    pub fn stopping(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut asked = self.asked_to_stop.subscribe();
+        async move {
+            let _ = asked.wait_for(|stop| *stop).await;
+        }
+    }
+
+    /// Resolves only when a listener ends on its own, which is an error;
+    /// never when there are no listeners.
+    pub async fn failed(&mut self) -> io::Error {
+        match self.servers.join_next().await {
+            None => std::future::pending().await,
+            Some(Ok(Ok(()))) => io::Error::other("a listener stopped unexpectedly"),
+            Some(Ok(Err(error))) => error,
+            Some(Err(error)) => io::Error::other(error),
+        }
+    }
+
+    /// Stops accepting, lets the requests in flight finish, removes the
+    /// socket file.
+    pub async fn stop(mut self) {
+        self.asked_to_stop.send_replace(true);
+        while let Some(result) = self.servers.join_next().await {
+            if let Ok(Err(error)) = result {
+                tracing::warn!(%error, "listener error during shutdown");
             }
-            let stop = stopped(stop.clone());
-            servers.spawn(async move { axum::serve(listener, app).with_graceful_shutdown(stop).await });
         }
     }
 }
@@ -192,26 +245,24 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
     let agent: SharedAgent = std::sync::Arc::new(std::sync::Mutex::new(agent));
-    let (stop_tx, stop_rx) = watch::channel(false);
     let on_socket = config.socket.as_deref().map(|path| (path, router(agent.clone())));
     // Every request on TCP must carry the bearer token.
     let on_tcp =
         (config.tcp.as_ref()).map(|(address, token)| (*address, router_with_token(agent.clone(), token.clone())));
-    let listeners = Listeners::bind(on_socket, on_tcp).await?;
-    let mut servers = tokio::task::JoinSet::new();
-    listeners.serve(&mut servers, "the API", &stop_rx);
+    let mut serving = Listeners::bind(on_socket, on_tcp).await?.serve("the API");
 
     let reconciler = {
         let agent = agent.clone();
-        let mut stop = stop_rx.clone();
+        let stopping = serving.stopping();
         let every = config.reconcile_every;
         tokio::spawn(async move {
+            tokio::pin!(stopping);
             let mut ticks = tokio::time::interval(every);
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tokio::select! {
                     _ = ticks.tick() => {}
-                    _ = stop.wait_for(|s| *s) => break,
+                    () = &mut stopping => break,
                 }
                 let agent = agent.clone();
                 let _ = tokio::task::spawn_blocking(move || {
@@ -224,34 +275,19 @@ pub async fn serve(
         })
     };
 
-    tokio::select! {
-        () = shutdown => {}
-        Some(result) = servers.join_next() => {
-            // A listener ended on its own: an error; stop the rest.
-            let _ = stop_tx.send(true);
-            remove_socket(config.socket.as_deref());
-            return match result {
-                Ok(Ok(())) => Err(io::Error::other("a listener stopped unexpectedly")),
-                Ok(Err(e)) => Err(e),
-                Err(e) => Err(io::Error::other(e)),
-            };
-        }
-    }
-    let _ = stop_tx.send(true);
-    while let Some(result) = servers.join_next().await {
-        if let Ok(Err(error)) = result {
-            tracing::warn!(%error, "listener error during shutdown");
-        }
-    }
+    let failure = tokio::select! {
+        () = shutdown => None,
+        // A listener ended on its own: stop the rest.
+        error = serving.failed() => Some(error),
+    };
+    serving.stop().await;
     let _ = reconciler.await;
-    remove_socket(config.socket.as_deref());
-    tracing::info!("stopped");
-    Ok(())
-}
-
-fn remove_socket(path: Option<&Path>) {
-    if let Some(path) = path {
-        let _ = std::fs::remove_file(path);
+    match failure {
+        Some(error) => Err(error),
+        None => {
+            tracing::info!("stopped");
+            Ok(())
+        }
     }
 }
 
@@ -295,6 +331,45 @@ mod tests {
             error.to_string().contains(&format!("cannot listen on {address}")),
             "{error}"
         );
+        assert!(!path.exists(), "the socket file was left behind");
+        Ok(())
+    }
+
+    /// Whether `future` is ready at its first poll.
+    async fn ready_now(future: impl Future<Output = ()>) -> bool {
+        tokio::select! {
+            biased;
+            () = future => true,
+            () = std::future::ready(()) => false,
+        }
+    }
+
+    #[tokio::test]
+    async fn stopping_ends_the_tasks_that_wait_for_it_and_removes_the_socket() -> io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("agent.sock");
+        let serving = Listeners::bind(Some((&path, axum::Router::new())), None)
+            .await?
+            .serve("a test API");
+        assert!(!ready_now(serving.stopping()).await, "stopping before being asked to");
+        let stopping = serving.stopping();
+        serving.stop().await;
+        assert!(ready_now(stopping).await, "still waiting after stop");
+        assert!(!path.exists(), "the socket file was left behind");
+        Ok(())
+    }
+
+    /// An error return after the listeners started (the follower's
+    /// publisher failing to start, say) drops `Serving` without `stop`.
+    #[tokio::test]
+    async fn dropping_the_served_api_removes_the_socket() -> io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("agent.sock");
+        let serving = Listeners::bind(Some((&path, axum::Router::new())), None)
+            .await?
+            .serve("a test API");
+        std::os::unix::net::UnixStream::connect(&path)?;
+        drop(serving);
         assert!(!path.exists(), "the socket file was left behind");
         Ok(())
     }

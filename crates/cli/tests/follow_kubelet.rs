@@ -29,10 +29,12 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 
 use serde_json::{Value, json};
 use topoalign_agent::{Client, Endpoint};
+
+mod agent_support;
 
 fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_topoalign")
@@ -107,9 +109,14 @@ impl Setup {
         (stand_in, ready)
     }
 
+    /// Where the follower serves its read-only API.
+    fn follower_socket(&self) -> PathBuf {
+        self.dir.path().join("follower.sock")
+    }
+
     /// Starts the follower and waits for its log line saying it serves.
     fn follower(&self) -> Follower {
-        let socket = self.dir.path().join("follower.sock");
+        let socket = self.follower_socket();
         let mut child = Command::new(binary())
             .args(["agent", "--follow-kubelet", "--log-format", "json"])
             .arg("--node")
@@ -239,6 +246,17 @@ impl Follower {
         let _ = self.child.kill();
         let _ = self.child.wait();
         self.drain.take().map(|d| d.join().unwrap()).unwrap_or_default()
+    }
+
+    /// SIGTERM; the exit status (waited for, bounded) and the log.
+    fn terminate(mut self) -> (ExitStatus, String) {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill -TERM failed");
+        let status = agent_support::wait_with_deadline(&mut self.child, std::time::Duration::from_secs(20)).unwrap();
+        (status, self.drain.take().map(|d| d.join().unwrap()).unwrap_or_default())
     }
 }
 
@@ -420,6 +438,19 @@ fn churn_follower_never_diverges_readmission_does() {
     );
     stand_in.kill();
     follower.kill();
+}
+
+#[test]
+fn a_follower_stopped_with_sigterm_exits_cleanly_and_removes_its_socket() {
+    let setup = Setup::new("1.32");
+    let (stand_in, _) = setup.stand_in(&[]);
+    let mut follower = setup.follower();
+    follower.current();
+    assert!(setup.follower_socket().exists());
+    let (status, log) = follower.terminate();
+    assert!(status.success(), "{status}: {log}");
+    assert!(!setup.follower_socket().exists(), "the socket file was left behind");
+    stand_in.kill();
 }
 
 #[test]

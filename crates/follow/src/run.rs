@@ -73,15 +73,9 @@ pub async fn run(
         status: status_rx.clone(),
         metrics: metrics.clone(),
     };
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let stopped = move |mut rx: watch::Receiver<bool>| async move {
-        let _ = rx.wait_for(|s| *s).await;
-    };
     let on_socket = config.socket.as_deref().map(|path| (path, router(shared.clone())));
     let on_tcp = config.listen.map(|address| (address, router(shared.clone())));
-    let listeners = Listeners::bind(on_socket, on_tcp).await?;
-    let mut servers = tokio::task::JoinSet::new();
-    listeners.serve(&mut servers, "the read-only API", &stop_rx);
+    let serving = Listeners::bind(on_socket, on_tcp).await?.serve("the read-only API");
     let publishing = match config.publish {
         None => None,
         Some((plan, spec)) => {
@@ -116,18 +110,14 @@ pub async fn run(
         trigger,
         status_tx,
         metrics,
-        stopped(stop_rx.clone()),
+        serving.stopping(),
     ));
     shutdown.await;
-    let _ = stop_tx.send(true);
-    while servers.join_next().await.is_some() {}
+    serving.stop().await;
     let _ = follower.await;
     tasks.abort_all();
     if let Some(publishing) = publishing {
         publishing.finish(Duration::from_secs(5)).await;
-    }
-    if let Some(path) = &config.socket {
-        let _ = std::fs::remove_file(path);
     }
     Ok(())
 }
