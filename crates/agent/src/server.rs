@@ -344,13 +344,18 @@ mod tests {
         }
     }
 
+    /// An empty API served on the Unix socket `path` alone.
+    async fn serving_on(path: &Path) -> io::Result<Serving> {
+        Ok(Listeners::bind(Some((path, axum::Router::new())), None)
+            .await?
+            .serve("a test API"))
+    }
+
     #[tokio::test]
     async fn stopping_ends_the_tasks_that_wait_for_it_and_removes_the_socket() -> io::Result<()> {
         let dir = tempfile::tempdir()?;
         let path = dir.path().join("agent.sock");
-        let serving = Listeners::bind(Some((&path, axum::Router::new())), None)
-            .await?
-            .serve("a test API");
+        let serving = serving_on(&path).await?;
         assert!(!ready_now(serving.stopping()).await, "stopping before being asked to");
         let stopping = serving.stopping();
         serving.stop().await;
@@ -365,9 +370,7 @@ mod tests {
     async fn dropping_the_served_api_removes_the_socket() -> io::Result<()> {
         let dir = tempfile::tempdir()?;
         let path = dir.path().join("agent.sock");
-        let serving = Listeners::bind(Some((&path, axum::Router::new())), None)
-            .await?
-            .serve("a test API");
+        let serving = serving_on(&path).await?;
         std::os::unix::net::UnixStream::connect(&path)?;
         drop(serving);
         assert!(!path.exists(), "the socket file was left behind");

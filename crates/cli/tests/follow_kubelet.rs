@@ -250,12 +250,7 @@ impl Follower {
 
     /// SIGTERM; the exit status (waited for, bounded) and the log.
     fn terminate(mut self) -> (ExitStatus, String) {
-        let sent = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success(), "kill -TERM failed");
-        let status = agent_support::wait_with_deadline(&mut self.child, std::time::Duration::from_secs(20)).unwrap();
+        let status = agent_support::terminate(&mut self.child).unwrap();
         (status, self.drain.take().map(|d| d.join().unwrap()).unwrap_or_default())
     }
 }

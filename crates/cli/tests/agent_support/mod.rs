@@ -157,15 +157,20 @@ impl AgentProcess {
 
     /// SIGTERM, and wait (bounded) for the exit status.
     pub fn terminate(&mut self) -> Result<ExitStatus, String> {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .map_err(|e| e.to_string())?;
-        if !status.success() {
-            return Err("kill -TERM failed".into());
-        }
-        wait_with_deadline(&mut self.child, Duration::from_secs(20))
+        terminate(&mut self.child)
     }
+}
+
+/// SIGTERM to `child`, and wait (bounded) for its exit status.
+pub fn terminate(child: &mut Child) -> Result<ExitStatus, String> {
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .map_err(|e| e.to_string())?;
+    if !status.success() {
+        return Err("kill -TERM failed".into());
+    }
+    wait_with_deadline(child, Duration::from_secs(20))
 }
 
 impl Drop for AgentProcess {
