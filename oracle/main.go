@@ -6,6 +6,7 @@
 //	oracle replay [--checkpoint-dir DIR] SCENARIO.json|yaml
 //	oracle check [--jobs N] [--save DIR] VECTOR_DIR
 //	oracle batch        (scenario paths on stdin, answers as JSON lines)
+//	oracle merge        (hint merge cases on stdin, answers as JSON lines)
 //	oracle version
 package main
 
@@ -28,6 +29,7 @@ func usage() {
   oracle replay [--checkpoint-dir DIR] SCENARIO.json|yaml
   oracle check [--jobs N] [--save DIR] VECTOR_DIR
   oracle batch        (scenario paths on stdin, answers as JSON lines)
+  oracle merge        (hint merge cases on stdin, answers as JSON lines)
   oracle version
   oracle gates
 `)
@@ -45,6 +47,8 @@ func main() {
 		os.Exit(checkCommand(os.Args[2:]))
 	case "batch":
 		os.Exit(batchCommand(os.Args[2:]))
+	case "merge":
+		os.Exit(mergeCommand(os.Args[2:]))
 	case "version":
 		fmt.Println(kubeletMinor)
 	case "gates":
