@@ -147,3 +147,47 @@ fn the_kubelet_version_flag_chooses_the_release() {
         .code(2)
         .stderr(predicate::str::contains("--kubelet-version"));
 }
+
+/// A NUMA node reserving more memory than it has: the kubelet starts and
+/// decides (the vector's expected document is the real kubelet's), so
+/// `replay` gives that answer; the hazard is a warning on stderr, and the
+/// other commands that start such a node (`explain`, `nrt`) show it too.
+#[test]
+fn a_reservation_overrun_is_replayed_as_the_kubelet_does_with_a_warning() {
+    let vectors = repo().join("testdata/conformance/1.37");
+    let scenario = vectors.join("scenarios/hand-reserved-memory-overrun.json");
+    let output = topoalign().arg("replay").arg(&scenario).output().expect("runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let ours: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let expected: Value = serde_json::from_str(
+        &std::fs::read_to_string(vectors.join("expected/hand-reserved-memory-overrun.json")).expect("expected"),
+    )
+    .expect("JSON");
+    assert_eq!(ours, expected);
+    let warning = "warning: reservedMemory: NUMA node 1 reserves 1073741824 bytes of memory but has only 536870912";
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains(warning),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    topoalign()
+        .arg("nrt")
+        .arg(&scenario)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(warning));
+    let explained = topoalign()
+        .args(["explain", "--node"])
+        .arg(&scenario)
+        .arg(repo().join("examples/pods/fragmented.yaml"))
+        .output()
+        .expect("runs");
+    assert!(explained.status.success());
+    // The text report wraps its lines; the words are what count.
+    let words = String::from_utf8_lossy(&explained.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(words.contains(warning), "{words}");
+}

@@ -13,13 +13,13 @@ use std::sync::Arc;
 use topoalign_cpu_manager::{CpuAllocateError, CpuManager, CpuManagerConfig};
 use topoalign_device_manager::DeviceManager;
 use topoalign_memory_manager::{MemoryManager, MemoryManagerConfig, MemoryPodAllocateError};
-use topoalign_model::{CpuSet, Machine, Pod, ProviderHints, TopologyHint};
+use topoalign_model::{CpuSet, Machine, Pod, ProviderHints, ResourceList, TopologyHint};
 use topoalign_topology_manager::{MergeStrategy, TopologyManager, TopologyPolicyName, TopologyScope};
 
 use crate::decision::{ContainerPlacement, Decision, MergeRecord, MergeTrace, Provider, Rejection, RejectionStage};
 use crate::fit::{self, FitAllocatable, FitUsage, NodeResources, PodRequests};
 use crate::reservation::node_allocatable_reservation;
-use crate::{NodeConfig, StartupError};
+use crate::{NodeConfig, StartHazard, StartupError};
 
 mod resize;
 mod snapshot;
@@ -102,16 +102,7 @@ impl Node {
                 topology_policy_is_single_numa_node: config.topology_policy == TopologyPolicyName::SingleNumaNode,
             },
         )?;
-        let memory = MemoryManager::start(
-            &machine,
-            &MemoryManagerConfig {
-                policy: config.memory_policy,
-                reserved_memory: config.reserved_memory.clone(),
-                node_allocatable_reservation: reservation.clone(),
-                kubelet_version: config.kubelet_version,
-                pod_level_managers: config.feature_gates.pod_level_managers(config.kubelet_version),
-            },
-        )?;
+        let memory = MemoryManager::start(&machine, &memory_manager_config(&config, reservation.clone()))?;
         fit::validate_node_allocatable(&resources, &reservation).map_err(StartupError::NodeAllocatable)?;
         Ok(Node {
             machine: Arc::new(machine),
@@ -126,6 +117,18 @@ impl Node {
             fit_usage: FitUsage::default(),
             resizes: resize::PendingResizes::default(),
         })
+    }
+
+    /// What the kubelet starts with on this node although its answers are
+    /// dangerous (a NUMA node reserving more memory than it has): the
+    /// warnings to show beside every answer. The node decides as the
+    /// kubelet does all the same.
+    pub fn start_hazards(&self) -> Vec<StartHazard> {
+        let reservation = node_allocatable_reservation(&self.resources.capacity, &self.config);
+        topoalign_memory_manager::reservation_overruns(&self.machine, &memory_manager_config(&self.config, reservation))
+            .into_iter()
+            .map(StartHazard::from)
+            .collect()
     }
 
     /// The machine.
@@ -494,5 +497,17 @@ fn cpu_rejection(error: CpuAllocateError) -> Rejection {
         CpuAllocateError::SmtAlignment(message) => named("SMTAlignmentError", message),
         CpuAllocateError::EmptyPodSharedPool(message) => named("EmptyPodSharedPoolError", message),
         CpuAllocateError::Other(error) => unexpected(Provider::Cpu, error),
+    }
+}
+
+/// The memory manager's configuration of a node (`reservation`: the
+/// node-allocatable reservation `reservedMemory` must add up to).
+fn memory_manager_config(config: &NodeConfig, reservation: ResourceList) -> MemoryManagerConfig {
+    MemoryManagerConfig {
+        policy: config.memory_policy,
+        reserved_memory: config.reserved_memory.clone(),
+        node_allocatable_reservation: reservation,
+        kubelet_version: config.kubelet_version,
+        pod_level_managers: config.feature_gates.pod_level_managers(config.kubelet_version),
     }
 }

@@ -207,6 +207,22 @@ pub struct Rebuilt {
     result: Result<RebuiltNode, Unrestorable>,
 }
 
+impl Rebuilt {
+    /// The start hazards of the node spec this rebuild started, when the
+    /// cluster (`started`: its nodes by spec key) has not started it before.
+    fn new_spec_hazards(&self, started: &HashMap<u64, Node>) -> impl Iterator<Item = String> {
+        let hazards = match &self.result {
+            Ok(RebuiltNode {
+                known,
+                empty: Some(node),
+                ..
+            }) if !started.contains_key(&known.spec_key) => node.start_hazards(),
+            _ => Vec::new(),
+        };
+        hazards.into_iter().map(|hazard| hazard.to_string())
+    }
+}
+
 struct RebuiltNode {
     /// The node and its keys, worked out here (on the worker threads of
     /// [`Cluster::rebuild_all`]), not while installing under the lock.
@@ -302,6 +318,11 @@ pub struct SyncReport {
     /// object saying its state is unknown, or another exporter's object.
     /// Each only when its reason is new.
     pub passed: Vec<(String, String)>,
+    /// Warnings about node specs started for the first time (a kubelet
+    /// configuration the kubelet runs with but answers dangerously on,
+    /// `topoalign_engine::StartHazard`): the node that brought the spec,
+    /// and the warning. The nodes are judged as their kubelets would judge.
+    pub hazards: Vec<(String, String)>,
 }
 
 /// The cluster as the extender sees it.
@@ -718,6 +739,11 @@ impl Cluster {
                 Some(rebuilt) => rebuilt,
                 None => Cluster::rebuild_with(object, starts.get_or_insert_with(|| self.starts())),
             };
+            report.hazards.extend(
+                rebuilt
+                    .new_spec_hazards(&self.empty)
+                    .map(|warning| (name.clone(), warning)),
+            );
             let before = self.passing.get(name).cloned();
             let result = self.install(rebuilt, now);
             let after = self.passing.get(name);

@@ -33,6 +33,11 @@ where
                     for (name, reason) in synced.passed {
                         report(format!("node {name} is passed through, its state unknown: {reason}"));
                     }
+                    for (name, warning) in synced.hazards {
+                        report(format!(
+                            "node {name} (and every node of its kubelet configuration): warning: {warning}"
+                        ));
+                    }
                     for name in synced.removed {
                         report(format!("node {name} is no longer listed: removed"));
                     }

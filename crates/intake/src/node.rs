@@ -406,6 +406,13 @@ pub fn start(inputs: &NodeInputs<'_>) -> Result<StartedNode, IntakeError> {
             error: invalid,
         },
     })?;
+    // What the kubelet starts with but answers dangerously on: a warning
+    // beside every answer, never a refusal (the kubelet does not refuse).
+    notes.extend(
+        node.start_hazards()
+            .iter()
+            .map(|hazard| format!("{kubelet_source}: warning: {hazard}")),
+    );
     if let (Events::Replay, Some(scenario)) = (inputs.events, &scenario) {
         let outcomes = play_events(&mut node, scenario).map_err(|e| IntakeError::Invalid {
             path: PathBuf::from(&machine_source),

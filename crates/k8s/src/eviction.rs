@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use topoalign_model::{Quantity, QuantityFormat, ResourceList};
 
 use crate::go;
-use crate::quantity::{QuantityError, go_string, parse_quantity};
+use crate::quantity::{go_string, parse_quantity};
 
 /// The signals a v1.32 kubelet on Linux knows (`signalToResource`).
 const SIGNALS: &[&str] = &[
@@ -80,12 +80,7 @@ fn parse_statement(signal: &str, text: &str) -> Result<Option<ThresholdValue>, S
         }
         return Ok(Some(ThresholdValue::Percentage(fraction)));
     }
-    let quantity = match parse_quantity(text) {
-        Ok(quantity) => quantity,
-        // Kubernetes reads a number-less quantity as zero.
-        Err(QuantityError::NoDigits) => Quantity::ZERO,
-        Err(error) => return Err(error.to_string()),
-    };
+    let quantity = parse_quantity(text).map_err(|error| error.to_string())?;
     if quantity.milli() <= 0 {
         let shown = go_string(text).unwrap_or_else(|| "0".to_owned());
         return Err(format!("eviction threshold {signal} must be positive: {shown}"));

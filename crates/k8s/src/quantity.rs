@@ -16,9 +16,9 @@
 //!   does (`8Ei` is 2^63-1);
 //! - the notation is remembered for printing ([`QuantityFormat`]).
 //!
-//! One deliberate divergence: Kubernetes reads a quantity without any digit
-//! (`"Gi"`, `"."`, `"-"`) as zero; here it is an error, since it is always a
-//! typo.
+//! A quantity without any digit (`"Gi"`, `"."`, `"-"`, `"m"`) is zero, as
+//! Kubernetes reads it: the API server accepts such a pod and the kubelet
+//! runs it, so refusing it would be stricter than the kubelet.
 
 use topoalign_model::{Quantity, QuantityFormat};
 
@@ -36,8 +36,6 @@ pub enum QuantityError {
     FormatWrong,
     #[error("unable to parse quantity's suffix")]
     Suffix,
-    #[error("a quantity needs a number, not only a sign, point or suffix")]
-    NoDigits,
     #[error("the amount is too large to be held exactly")]
     TooLarge,
     #[error("a quantity has at most {MAX_DIGITS} digits")]
@@ -116,13 +114,24 @@ fn parse_plain(text: &str) -> Option<Quantity> {
     Some(Quantity::from_milli(milli).with_format(format))
 }
 
-/// Parses a quantity taken from a JSON or YAML document: Kubernetes' JSON
-/// decoding trims surrounding white space first (`Quantity.UnmarshalJSON`).
+/// Parses a quantity taken from a JSON or YAML document as the API server
+/// reads it: `Quantity.UnmarshalJSON` takes the JSON string *as written*,
+/// escapes and all, and trims white space (`strings.TrimSpace`) before
+/// parsing. Characters that a JSON encoder escapes — tab, line feed,
+/// carriage return and the other ASCII control characters, U+2028 and
+/// U+2029 —
+/// reach it as `\t`, `\u2028`, …, which are no white space, so a quantity
+/// with one of them around it is refused; plain and Unicode spaces
+/// (U+0020, U+00A0, U+3000, …) are trimmed. (YAML reaches the API server
+/// as JSON written by Go's encoder, which escapes exactly those.)
 ///
 /// # Errors
 /// As [`parse_quantity`].
 pub fn parse_quantity_field(text: &str) -> Result<Quantity, QuantityError> {
-    parse_quantity(text.trim())
+    // Go's encoder escapes the bytes below 0x20, U+2028 and U+2029 (not
+    // U+0085, which TrimSpace then trims).
+    let escaped_in_json = |c: char| c < ' ' || c == '\u{2028}' || c == '\u{2029}';
+    parse_quantity(text.trim_matches(|c: char| c.is_whitespace() && !escaped_in_json(c)))
 }
 
 /// The text Go's `Quantity.String()` gives for a quantity parsed from `text`.
@@ -166,7 +175,6 @@ fn split(text: &str) -> Result<Parts<'_>, QuantityError> {
         }
         _ => false,
     };
-    let digits_start = pos;
     let digit_run = |from: usize| from + bytes[from..].iter().take_while(|b| b.is_ascii_digit()).count();
     let integer_end = digit_run(pos);
     let integer = text[pos..integer_end].trim_start_matches('0');
@@ -177,7 +185,6 @@ fn split(text: &str) -> Result<Parts<'_>, QuantityError> {
         fraction = &text[pos + 1..fraction_end];
         pos = fraction_end;
     }
-    let has_digits = integer_end > digits_start || !fraction.is_empty();
     let suffix_start = pos;
     pos += bytes[pos..].iter().take_while(|b| b"eEinumkKMGTP".contains(b)).count();
     if matches!(bytes.get(pos), Some(b'-' | b'+')) {
@@ -186,9 +193,6 @@ fn split(text: &str) -> Result<Parts<'_>, QuantityError> {
     pos = digit_run(pos);
     if pos != bytes.len() {
         return Err(QuantityError::FormatWrong);
-    }
-    if !has_digits {
-        return Err(QuantityError::NoDigits);
     }
     Ok(Parts {
         negative,
@@ -427,9 +431,7 @@ mod tests {
             ("inf", FormatWrong),
             ("NaN", FormatWrong),
             ("1e", Suffix),
-            ("Gi", NoDigits),
-            (".", NoDigits),
-            ("-", NoDigits),
+            ("i", Suffix),
             // Kubernetes' own invalid table.
             ("1.1.M", FormatWrong),
             ("1+1.0M", FormatWrong),
@@ -559,8 +561,28 @@ mod tests {
     }
 
     #[test]
-    fn json_fields_are_trimmed() {
-        assert_eq!(parse_quantity_field(" 1Gi\n"), parse_quantity("1Gi"));
+    fn json_fields_are_trimmed_as_the_api_server_trims_them() {
+        // Spaces, plain and Unicode, are trimmed (Go's TrimSpace).
+        for text in [" 1Gi", "1Gi  ", "\u{a0}1Gi\u{3000}", "\u{85}1Gi"] {
+            assert_eq!(parse_quantity_field(text), parse_quantity("1Gi"), "{text:?}");
+        }
+        // What a JSON encoder escapes is no space to the parser.
+        for text in ["\t1Gi", "1Gi\n", "\r1Gi", "1Gi\u{2028}", "\u{b}1Gi"] {
+            assert_eq!(parse_quantity_field(text), Err(QuantityError::FormatWrong), "{text:?}");
+        }
+    }
+
+    /// Kubernetes reads a quantity without a digit as zero (the answers of
+    /// `resource.ParseQuantity` v0.37.2, run for this table).
+    #[test]
+    fn quantities_without_digits_are_zero() {
+        for text in [
+            "Gi", ".", "-", "+", "-.", ".Gi", "-Gi", "m", "e3", "E", "+.", "0.", "00", "-0",
+        ] {
+            let quantity = parse_quantity(text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+            assert_eq!(quantity.milli(), 0, "{text:?}");
+            assert_eq!(go_string(text).as_deref(), Some("0"), "{text:?}");
+        }
     }
 
     fn any_quantity() -> impl Strategy<Value = Quantity> {

@@ -26,12 +26,12 @@ use std::collections::BTreeMap;
 use topoalign_engine::{
     CpuPolicyName, MemoryPolicyName, Node, NodeConfig, ReservedMemory, TopologyPolicyName, TopologyScope,
 };
-use topoalign_model::{KubeletVersion, Machine, Quantity, ResourceList};
+use topoalign_model::{KubeletVersion, Machine, ResourceList};
 
 use crate::eviction::{hard_eviction_reservation, parse_hard_thresholds};
 use crate::go;
 use crate::kubelet_config::{ConfigError, KubeletConfiguration};
-use crate::quantity::{QuantityError, parse_quantity};
+use crate::quantity::parse_quantity;
 use crate::validation::validate;
 
 /// Why the kubelet would refuse to start. Display is the kubelet's text
@@ -217,8 +217,6 @@ fn parse_resource_list(map: Option<&BTreeMap<String, String>>) -> Result<Resourc
         }
         let quantity = match parse_quantity(text) {
             Ok(quantity) => quantity,
-            // Kubernetes reads a number-less quantity as zero.
-            Err(QuantityError::NoDigits) => Quantity::ZERO,
             Err(error) => {
                 return Err(format!(
                     "failed to parse quantity {} for {} resource: {error}",
@@ -285,7 +283,7 @@ fn gated_options(
 mod tests {
     use super::*;
     use serde_json::{Value, json};
-    use topoalign_model::{Cpu, CpuSet, FeatureGates, NumaNode, UniformMachine};
+    use topoalign_model::{Cpu, CpuSet, FeatureGates, NumaNode, Quantity, UniformMachine};
 
     /// `numa` NUMA nodes of `cpus_per_node` CPUs and 32Gi each.
     fn machine(numa: usize, cpus_per_node: u32) -> Machine {

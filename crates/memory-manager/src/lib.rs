@@ -24,10 +24,10 @@
 //!
 //! The `None` policy keeps no state and is handled here.
 //!
-//! Architecture invariant: every decision is the kubelet v1.32 Static
-//! policy's, including its Go `uint64` wrap-arounds and its tie-breaks
-//! (a reservation larger than its node, where the kubelet would wrap at
-//! start-up, is refused instead: `validation`);
+//! Architecture invariant: every decision is the kubelet's Static policy's,
+//! including its Go `uint64` wrap-arounds (a reservation larger than its
+//! node starts, as in the kubelet; [`reservation_overruns`] names it for a
+//! warning) and its tie-breaks;
 //! where the kubelet follows Go map order (which mismatching resource a
 //! start-up error names) the first in name order is chosen.
 
@@ -38,6 +38,8 @@ mod policy_static;
 mod requests;
 mod restore;
 mod validation;
+
+pub use validation::reservation_overruns;
 
 use std::collections::BTreeMap;
 
@@ -84,25 +86,29 @@ pub struct MemoryManagerConfig {
     pub pod_level_managers: bool,
 }
 
-/// Why the memory manager refuses to start. Display is the kubelet's text,
-/// or topoalign's where the kubelet would start with nonsense.
+/// Why the memory manager refuses to start. Display is the kubelet's text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MemoryManagerStartError {
     #[error("{0}")]
     Kubelet(String),
-    /// A NUMA node reserves more of a resource than it has (the kubelet
-    /// starts and computes about 16 EiB free: Go `uint64` wraps).
-    #[error(
-        "reservedMemory: NUMA node {node} reserves {reserved} bytes of {resource} but has only {available} \
-         (memory counts without the huge page pools); the kubelet would wrap around to about 16 EiB free \
-         and pin pods to memory that does not exist"
-    )]
-    ReservationExceedsNode {
-        node: usize,
-        resource: String,
-        reserved: u64,
-        available: u64,
-    },
+}
+
+/// A NUMA node that reserves more of a resource than it has. The kubelet
+/// starts with it and computes about 16 EiB free (Go `uint64` wraps), so it
+/// admits and pins pods to memory that does not exist: a hazard to warn
+/// about beside the kubelet's answers, never a different answer. Display is
+/// the warning.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "reservedMemory: NUMA node {node} reserves {reserved} bytes of {resource} but has only {available} \
+     (memory counts without the huge page pools); the kubelet starts anyway, computes about 16 EiB free \
+     there (uint64 wrap-around) and will pin pods to memory that does not exist"
+)]
+pub struct ReservationOverrun {
+    pub node: usize,
+    pub resource: String,
+    pub reserved: u64,
+    pub available: u64,
 }
 
 /// Why an allocation failed after the topology manager admitted the pod

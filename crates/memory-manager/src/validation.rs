@@ -7,12 +7,15 @@
 //! 2. per memory resource, the reservations add up to the node-allocatable
 //!    reservation (systemReserved + kubeReserved + hard eviction);
 //! 3. every amount is a whole number of bytes;
-//! 4. some regular memory is reserved at all;
-//! 5. (topoalign's own, see [`check_reservations_fit`]) no node reserves
-//!    more than it has.
+//! 4. some regular memory is reserved at all.
 //!
-//! Owns: those checks and the per-node reservation they produce. Must not
-//! touch: the machine state built from it.
+//! Beside them, not a check: [`reservation_overruns`], the nodes that
+//! reserve more than they have. The kubelet starts with such a
+//! configuration (its `uint64` arithmetic wraps around), so topoalign does
+//! too and only warns.
+//!
+//! Owns: those checks, the per-node reservation they produce and the
+//! overruns found in it. Must not touch: the machine state built from it.
 
 use std::collections::BTreeSet;
 
@@ -20,7 +23,7 @@ use topoalign_model::{Machine, Quantity, ResourceList};
 
 use crate::machine_state::{MEMORY, SystemReserved, is_hugepage_resource};
 use crate::requests::quantity_as_u64;
-use crate::{MemoryManagerConfig, MemoryManagerStartError};
+use crate::{MemoryManagerConfig, MemoryManagerStartError, MemoryPolicyName, ReservationOverrun};
 
 /// The per-node reservation the Static policy starts from.
 ///
@@ -43,16 +46,25 @@ pub(crate) fn system_reserved_memory(
             "[memorymanager] you should specify the system reserved memory",
         ));
     }
-    check_reservations_fit(machine, &reserved)?;
     Ok(reserved)
 }
 
-/// Check 5, a deliberate divergence: the kubelet subtracts a node's
-/// reservation (and its huge page pools) from its memory in Go `uint64`, so
-/// a node with `memory: 0` and 1Gi reserved has 16 EiB free, and the Static
-/// policy then pins pods to memory that does not exist. The kubelet starts;
-/// its answers after that are wrong, so topoalign refuses to start instead.
-fn check_reservations_fit(machine: &Machine, reserved: &SystemReserved) -> Result<(), MemoryManagerStartError> {
+/// The NUMA nodes of a Static policy's configuration that reserve more of a
+/// resource than they have. The kubelet subtracts a node's reservation (and
+/// its huge page pools) from its memory in Go `uint64`, so a node with
+/// `memory: 0` and 1Gi reserved has about 16 EiB free, and the Static policy
+/// then pins pods to memory that does not exist. The kubelet starts and
+/// decides so, and so does topoalign; these are the warnings beside its
+/// answers. Empty under the `None` policy and for a configuration the
+/// kubelet refuses (there is no table to wrap).
+pub fn reservation_overruns(machine: &Machine, config: &MemoryManagerConfig) -> Vec<ReservationOverrun> {
+    if config.policy != MemoryPolicyName::Static {
+        return Vec::new();
+    }
+    let Ok(reserved) = per_node_bytes(machine, config) else {
+        return Vec::new();
+    };
+    let mut overruns = Vec::new();
     for node in machine.numa_nodes() {
         let Some(by_resource) = reserved.get(&node.id) else {
             continue;
@@ -65,7 +77,7 @@ fn check_reservations_fit(machine: &Machine, reserved: &SystemReserved) -> Resul
             let name = topoalign_model::hugepage_resource_name(page_size);
             let wanted = by_resource.get(&name).copied().unwrap_or(0);
             if wanted > pool {
-                return Err(MemoryManagerStartError::ReservationExceedsNode {
+                overruns.push(ReservationOverrun {
                     node: node.id,
                     resource: name,
                     reserved: wanted,
@@ -75,7 +87,7 @@ fn check_reservations_fit(machine: &Machine, reserved: &SystemReserved) -> Resul
         }
         for (name, &wanted) in by_resource {
             if is_hugepage_resource(name) && wanted > 0 && !by_resource_has_pool(node, name) {
-                return Err(MemoryManagerStartError::ReservationExceedsNode {
+                overruns.push(ReservationOverrun {
                     node: node.id,
                     resource: name.clone(),
                     reserved: wanted,
@@ -86,7 +98,7 @@ fn check_reservations_fit(machine: &Machine, reserved: &SystemReserved) -> Resul
         let wanted = by_resource.get(MEMORY).copied().unwrap_or(0);
         let available = node.memory.saturating_sub(pools);
         if wanted > available {
-            return Err(MemoryManagerStartError::ReservationExceedsNode {
+            overruns.push(ReservationOverrun {
                 node: node.id,
                 resource: MEMORY.to_string(),
                 reserved: wanted,
@@ -94,7 +106,7 @@ fn check_reservations_fit(machine: &Machine, reserved: &SystemReserved) -> Resul
             });
         }
     }
-    Ok(())
+    overruns
 }
 
 /// Whether the node has a huge page pool of the size `name` names.

@@ -294,7 +294,6 @@ fn the_none_policy_neither_hints_nor_pins_nor_checks_reservations() {
 fn start_error(m: &Machine, config: &MemoryManagerConfig) -> String {
     match MemoryManager::start(m, config) {
         Err(MemoryManagerStartError::Kubelet(text)) => text,
-        Err(other) => panic!("expected the kubelet's text, got {other}"),
         Ok(_) => panic!("expected a start-up error"),
     }
 }
@@ -387,4 +386,71 @@ fn reservations_on_several_nodes_add_up() {
     let four = (0..4).map(|n| reserved(n, &[("memory", 768 * MI)])).collect::<Vec<_>>();
     let manager = MemoryManager::start(&m, &static_config(four, &[("memory", 3 * GI)])).expect("sums match");
     assert_eq!(manager.free()[&3]["memory"], bytes(256 * GI - 768 * MI));
+}
+
+/// A node reserving more than it has starts, as in the kubelet (whose
+/// `uint64` arithmetic wraps), and is named as an overrun for a warning.
+#[test]
+fn reservations_larger_than_their_node_start_and_are_named_as_overruns() {
+    // (machine: (memory, 1Gi pages) per node, reservedMemory, the overruns
+    // expected: (node, resource, reserved, available)).
+    type Case = (
+        Vec<(u64, u64)>,
+        Vec<ReservedMemory>,
+        Vec<(usize, &'static str, u64, u64)>,
+    );
+    let cases: Vec<Case> = vec![
+        // Fits: memory net of the pools is 30Gi.
+        (vec![(32 * GI, 2 * GI)], vec![reserved(0, &[("memory", GI)])], vec![]),
+        // A node without memory.
+        (
+            vec![(32 * GI, 0), (0, 0)],
+            vec![reserved(0, &[("memory", GI)]), reserved(1, &[("memory", GI)])],
+            vec![(1, "memory", GI, 0)],
+        ),
+        // Memory that the huge page pools take.
+        (
+            vec![(4 * GI, 4 * GI)],
+            vec![reserved(0, &[("memory", GI)])],
+            vec![(0, "memory", GI, 0)],
+        ),
+        // More huge pages reserved than the pool holds, and a page size the
+        // node has no pool of.
+        (
+            vec![(32 * GI, GI)],
+            vec![reserved(
+                0,
+                &[("memory", GI), ("hugepages-1Gi", 2 * GI), ("hugepages-2Mi", 4 * MI)],
+            )],
+            vec![(0, "hugepages-1Gi", 2 * GI, GI), (0, "hugepages-2Mi", 4 * MI, 0)],
+        ),
+    ];
+    for (nodes, reserved_memory, expected) in cases {
+        let m = machine(&nodes);
+        let totals: BTreeMap<String, u64> =
+            reserved_memory
+                .iter()
+                .flat_map(|r| &r.limits)
+                .fold(BTreeMap::new(), |mut totals, (name, amount)| {
+                    *totals.entry(name.clone()).or_default() += amount.value() as u64;
+                    totals
+                });
+        let node_allocatable: Vec<(&str, u64)> = totals.iter().map(|(name, &n)| (name.as_str(), n)).collect();
+        let config = static_config(reserved_memory, &node_allocatable);
+        assert!(
+            MemoryManager::start(&m, &config).is_ok(),
+            "the kubelet starts: {nodes:?}"
+        );
+        let found = topoalign_memory_manager::reservation_overruns(&m, &config);
+        let overruns: Vec<(usize, &str, u64, u64)> = found
+            .iter()
+            .map(|o| (o.node, o.resource.as_str(), o.reserved, o.available))
+            .collect();
+        assert_eq!(overruns, expected, "{nodes:?}");
+    }
+    // The None policy has no table to wrap.
+    let m = machine(&[(0, 0)]);
+    let mut config = static_config(vec![reserved(0, &[("memory", GI)])], &[("memory", GI)]);
+    config.policy = MemoryPolicyName::None;
+    assert!(topoalign_memory_manager::reservation_overruns(&m, &config).is_empty());
 }

@@ -176,6 +176,7 @@ fn run(
     Ok(Replay::Completed(ResultDocument {
         results,
         final_state: final_state(&node.state()),
+        warnings: node.start_hazards().iter().map(ToString::to_string).collect(),
     }))
 }
 

@@ -11,6 +11,12 @@ pub struct ResultDocument {
     pub results: Vec<EventResult>,
     #[serde(rename = "final")]
     pub final_state: FinalState,
+    /// What the kubelet starts with although its answers are dangerous
+    /// (`topoalign_engine::StartHazard`), worded for a person. Not part of
+    /// the document: the document is the kubelet's answer, compared with
+    /// the oracle's; front ends print these beside it.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 /// The outcome of one event.

@@ -198,7 +198,7 @@ pub fn run(args: &Args) -> Result {
     let nrt = nrt_plan(args, &started)?;
     let enforce = args.enforce || (!args.no_enforce && args.node.is_none());
     for note in &started.notes {
-        tracing::warn!(%note, "discovery");
+        tracing::warn!(%note, "node");
     }
     tracing::info!(machine = %started.machine_source, enforce, "starting");
     let node = &started.node;
@@ -258,7 +258,7 @@ fn follow(args: &Args) -> Result {
         .or_else(|| default_config.is_file().then_some(default_config));
     let started = start_node(args.node.as_deref(), kubelet_config.as_deref(), args.version)?;
     for note in &started.notes {
-        tracing::warn!(%note, "discovery");
+        tracing::warn!(%note, "node");
     }
     let node_name = match &args.nrt_node_name {
         Some(name) => name.clone(),

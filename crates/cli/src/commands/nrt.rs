@@ -106,6 +106,9 @@ fn objects(args: &Args) -> Result<Vec<NodeResourceTopology>> {
         for group in &fleet.groups {
             let node = topoalign_nrt::start_node(&group.spec)
                 .map_err(|e| Error::bad_input(format!("{}: {}: {e}", path.display(), group.name)))?;
+            for hazard in node.start_hazards() {
+                eprintln!("topoalign: {}: {}: warning: {hazard}", path.display(), group.name);
+            }
             let exact = (!args.no_exact_state).then_some(&group.spec);
             for i in 0..group.count {
                 objects.push(build(
@@ -126,6 +129,9 @@ fn objects(args: &Args) -> Result<Vec<NodeResourceTopology>> {
         ..NodeInputs::new(args.node.as_deref(), args.kubelet_config.as_deref(), &overrides)
     };
     let started = topoalign_intake::start(&inputs)?;
+    for note in &started.notes {
+        eprintln!("topoalign: {note}");
+    }
     let spec = NodeSpec {
         topology: topoalign_nrt::topology_spec(started.node.machine()),
         kubelet: started.kubelet,

@@ -45,6 +45,9 @@ pub fn run(args: &Args) -> Result {
     };
     let error = match outcome {
         Ok(Replay::Completed(document)) => {
+            for warning in &document.warnings {
+                eprintln!("topoalign: {}: warning: {warning}", args.scenario.display());
+            }
             let text = match args.output.format() {
                 ReplayFormat::Json => serde_json::to_string_pretty(&document)? + "\n",
                 ReplayFormat::Text => render_text(&document),
