@@ -3,8 +3,12 @@ package main
 // Small pieces of kubelet start-up glue that live in unexported code
 // (cmd/kubelet/app/server.go and pkg/kubelet/cm) and so cannot be called from
 // outside the kubelet. They are copied verbatim from the Kubernetes sources
-// (identical in every supported release) apart from receivers turned into
-// parameters; the decisions they feed are all made by exported kubelet code.
+// apart from the adaptations copied/table.go declares (receivers turned into
+// parameters, contexts and loggers dropped); the decisions they feed are all
+// made by exported kubelet code. Those identical in every supported release
+// are here; a copy that differs between releases has a build-tagged file per
+// version (glue_1_3x.go, config_1_3x.go). `go test ./copied` compares each
+// with its releases' sources.
 
 import (
 	"fmt"
@@ -16,7 +20,6 @@ import (
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	evictionapi "k8s.io/kubernetes/pkg/kubelet/eviction/api"
 	"k8s.io/kubernetes/pkg/kubelet/kubeletconfig/configfiles"
-	"k8s.io/kubernetes/pkg/kubelet/stats/pidlimit"
 	utilfs "k8s.io/kubernetes/pkg/util/filesystem"
 	"k8s.io/utils/cpuset"
 )
@@ -64,31 +67,6 @@ func getReservedCPUs(machineInfo *machineInfoT, cpus string) (cpuset.CPUSet, err
 		return emptyCPUSet, fmt.Errorf("reserved-cpus: %s is not a subset of online-cpus: %s", cpus, allCPUSet.String())
 	}
 	return reservedCPUSet, nil
-}
-
-// parseResourceList is cmd/kubelet/app/server.go parseResourceList.
-func parseResourceList(m map[string]string) (v1.ResourceList, error) {
-	if len(m) == 0 {
-		return nil, nil
-	}
-	rl := make(v1.ResourceList)
-	for k, v := range m {
-		switch v1.ResourceName(k) {
-		// CPU, memory, local storage, and PID resources are supported.
-		case v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage, pidlimit.PIDs:
-			q, err := resource.ParseQuantity(v)
-			if err != nil {
-				return nil, fmt.Errorf("failed to parse quantity %q for %q resource: %w", v, k, err)
-			}
-			if q.Sign() == -1 {
-				return nil, fmt.Errorf("resource quantity for %q cannot be negative: %v", k, v)
-			}
-			rl[v1.ResourceName(k)] = q
-		default:
-			return nil, fmt.Errorf("cannot reserve %q resource", k)
-		}
-	}
-	return rl, nil
 }
 
 // hardEvictionReservation is pkg/kubelet/cm/helpers.go hardEvictionReservation.
