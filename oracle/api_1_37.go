@@ -49,16 +49,16 @@ func newMemoryManager(policy string, machine *cadvisorapi.MachineInfo, reservati
 	return memorymanager.NewManager(klog.Background(), policy, machine, reservation, reserved, dir, store)
 }
 
-func startCPUManager(m cpumanager.Manager, activePods func() []*v1.Pod, ready config.SourcesReady) error {
-	return m.Start(context.TODO(), activePods, ready, noStatus{}, noRuntime{}, containermap.NewContainerMap())
+func startCPUManager(m cpumanager.Manager, activePods func() []*v1.Pod, ready config.SourcesReady, initial containermap.ContainerMap) error {
+	return m.Start(context.TODO(), activePods, ready, noStatus{}, noRuntime{}, initial)
 }
 
-func startMemoryManager(m memorymanager.Manager, activePods func() []*v1.Pod, ready config.SourcesReady) error {
-	return m.Start(context.TODO(), activePods, ready, noStatus{}, noRuntime{}, containermap.NewContainerMap())
+func startMemoryManager(m memorymanager.Manager, activePods func() []*v1.Pod, ready config.SourcesReady, initial containermap.ContainerMap) error {
+	return m.Start(context.TODO(), activePods, ready, noStatus{}, noRuntime{}, initial)
 }
 
-func startDeviceManager(m *devicemanager.ManagerImpl, activePods func() []*v1.Pod, ready config.SourcesReady) error {
-	return m.Start(klog.Background(), activePods, ready, containermap.NewContainerMap(), sets.New[string]())
+func startDeviceManager(m *devicemanager.ManagerImpl, activePods func() []*v1.Pod, ready config.SourcesReady, initial containermap.ContainerMap, running sets.Set[string]) error {
+	return m.Start(klog.Background(), activePods, ready, initial, running)
 }
 
 func allocatableDevices(m *devicemanager.ManagerImpl) devicemanager.ResourceDeviceInstances {

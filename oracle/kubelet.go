@@ -20,13 +20,16 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	"k8s.io/kubernetes/pkg/features"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	kubeletconfigvalidation "k8s.io/kubernetes/pkg/kubelet/apis/config/validation"
 	"k8s.io/kubernetes/pkg/kubelet/cadvisor"
+	"k8s.io/kubernetes/pkg/kubelet/cm/containermap"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager"
 	plugin "k8s.io/kubernetes/pkg/kubelet/cm/devicemanager/plugin/v1beta1"
@@ -75,6 +78,10 @@ type node struct {
 	// live is the replay's pods on the node by namespace/name (the pod
 	// manager's view, read by the allocation manager's callbacks).
 	live map[string]*podEntry
+
+	// bootGates is the feature gates as the binary has them before any
+	// configuration sets them: what a restarted process starts from.
+	bootGates featuregate.MutableVersionedFeatureGate
 }
 
 // sourcesReady reports the kubelet's config sources as seen once the node
@@ -157,8 +164,15 @@ func loadConfigFileOrPanic(path string) (kc *kubeletconfig.KubeletConfiguration,
 
 // startNode does what cmd/kubelet's run() and the container manager's
 // constructor and Start do for resource management, in their order.
-func startNode(kc *kubeletconfig.KubeletConfiguration, machine *machineInfoT, devices map[string][]device) (*node, error) {
+//
+// running is the pods whose containers the container runtime holds when
+// the kubelet starts (none at first; after a restart, the pods admitted
+// before it): the container map and running set the container manager
+// builds from the runtime (cm buildContainerMapAndRunningSetFromRuntime)
+// and gives each manager's Start.
+func startNode(kc *kubeletconfig.KubeletConfiguration, machine *machineInfoT, devices map[string][]device, running []*v1.Pod) (*node, error) {
 	n := &node{config: kc, machine: machine}
+	initialContainers, runningContainers := runtimeContainers(running)
 
 	// cmd/kubelet/app/server.go run()
 	reservedSystemCPUs, err := getReservedCPUs(machine, kc.ReservedSystemCPUs)
@@ -231,7 +245,7 @@ func startNode(kc *kubeletconfig.KubeletConfiguration, machine *machineInfoT, de
 		once.Do(func() { close(firstCall) })
 		return n.activePods()
 	}
-	if err := startCPUManager(n.cpu, activePods, ready); err != nil {
+	if err := startCPUManager(n.cpu, activePods, ready, initialContainers.Clone()); err != nil {
 		return nil, &startupError{fmt.Sprintf("start cpu manager error: %v", err)}
 	}
 	if kc.CPUManagerPolicy == "static" {
@@ -239,13 +253,13 @@ func startNode(kc *kubeletconfig.KubeletConfiguration, machine *machineInfoT, de
 		// active pods once; after that it sleeps for cpuReconcilePeriod.
 		<-firstCall
 	}
-	if err := startMemoryManager(n.memory, activePods, ready); err != nil {
+	if err := startMemoryManager(n.memory, activePods, ready, initialContainers.Clone()); err != nil {
 		return nil, &startupError{fmt.Sprintf("start memory manager error: %v", err)}
 	}
 	if err := validateNodeAllocatable(cfg, capacity); err != nil {
 		return nil, refuse(err)
 	}
-	if err := startDeviceManager(n.devices, activePods, ready); err != nil {
+	if err := startDeviceManager(n.devices, activePods, ready, initialContainers.Clone(), runningContainers); err != nil {
 		return nil, fmt.Errorf("device manager: %v", err)
 	}
 	stubs, err := startPlugins(devices, pluginapi.KubeletSocket, func() map[string]int {
@@ -285,6 +299,32 @@ func startNode(kc *kubeletconfig.KubeletConfiguration, machine *machineInfoT, de
 	n.setupResize(kc)
 	ready.ready.Store(true)
 	return n, nil
+}
+
+// runtimeContainers is what the container runtime lists for pods whose
+// containers were started: every container (init containers stay, exited,
+// until the pod goes) under its harness ID, and the running ones — the
+// app containers and the restartable init containers (sidecars).
+func runtimeContainers(pods []*v1.Pod) (containermap.ContainerMap, sets.Set[string]) {
+	all := containermap.NewContainerMap()
+	running := sets.New[string]()
+	for _, pod := range pods {
+		for i := range pod.Spec.InitContainers {
+			c := &pod.Spec.InitContainers[i]
+			id := containerID(pod, c)
+			all.Add(string(pod.UID), c.Name, id)
+			if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+				running.Insert(id)
+			}
+		}
+		for i := range pod.Spec.Containers {
+			c := &pod.Spec.Containers[i]
+			id := containerID(pod, c)
+			all.Add(string(pod.UID), c.Name, id)
+			running.Insert(id)
+		}
+	}
+	return all, running
 }
 
 // experimentalIgnoreEviction mirrors --experimental-allocatable-ignore-eviction

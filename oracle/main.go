@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 
 	"github.com/go-logr/logr"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
 )
 
@@ -137,18 +138,20 @@ func run(file, checkpointDir string) (any, int) {
 	}
 	defer os.RemoveAll(tmp)
 
+	bootGates := utilfeature.DefaultMutableFeatureGate.DeepCopy()
 	kc, err := loadConfig(s.Kubelet, tmp)
 	if err != nil {
 		return errorDoc(err), exitStatus(err)
 	}
 	defaultPods(pods)
-	n, err := startNode(kc, machineInfo(s, nodes), s.Topology.Devices)
+	n, err := startNode(kc, machineInfo(s, nodes), s.Topology.Devices, nil)
 	if n != nil {
 		defer n.stop()
 	}
 	if err != nil {
 		return errorDoc(err), exitStatus(err)
 	}
+	n.bootGates = bootGates
 	doc, err := n.replay(s, pods)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "oracle:", err)

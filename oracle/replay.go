@@ -35,18 +35,30 @@ func decodePods(s *scenario) (map[int]*v1.Pod, error) {
 	pods := map[int]*v1.Pod{}
 	live := map[string]*v1.Pod{}
 	k := 0
+	resized := false
 	for i, ev := range s.Events {
 		hasAdd := len(ev.Add) > 0 && string(ev.Add) != "null"
 		parts := 0
-		for _, has := range []bool{hasAdd, ev.Delete != nil, ev.Resize != nil} {
+		for _, has := range []bool{hasAdd, ev.Delete != nil, ev.Resize != nil, ev.Restart != nil} {
 			if has {
 				parts++
 			}
 		}
 		switch {
 		case parts != 1:
-			return nil, invalidf("events[%d]: exactly one of add, delete or resize", i)
+			return nil, invalidf("events[%d]: exactly one of add, delete, resize or restart", i)
+		case ev.Restart != nil:
+			if resized {
+				// The allocation manager's checkpoint (allocated resources,
+				// pending resizes) is not modelled across a restart.
+				return nil, invalidf("events[%d].restart: a restart after a resize event is not modelled", i)
+			}
+			if _, ok := ev.Restart.Kubelet["kubeletVersion"]; ok {
+				return nil, invalidf("events[%d].restart.kubelet.kubeletVersion: a restart keeps the kubelet's release", i)
+			}
+			continue
 		case ev.Resize != nil:
+			resized = true
 			key := resizeKey(ev.Resize.Pod)
 			if live[key] == nil {
 				return nil, invalidf("events[%d].resize.pod: pod %s is not on the node", i, key)
@@ -116,7 +128,25 @@ func (n *node) replay(s *scenario, pods map[int]*v1.Pod) (map[string]any, error)
 	n.live = live
 	byUID := map[string]string{} // UID -> namespace/name of every pod added
 	results := []any{}
+	var admitted []*podEntry // in admission order; a restart re-admits them in it
 	for i, ev := range s.Events {
+		if ev.Restart != nil {
+			before := n.final(byUID)
+			next, r, err := n.restart(i, s, ev.Restart, admitted)
+			if err != nil {
+				return nil, err
+			}
+			results = append(results, r)
+			if next == nil {
+				// The kubelet does not start: nothing after this runs, and
+				// the state is what its files hold.
+				return map[string]any{"results": results, "final": before}, nil
+			}
+			defer next.stop()
+			n = next
+			n.live = live
+			continue
+		}
 		if ev.Delete != nil {
 			results = append(results, n.deletePod(i, *ev.Delete, live))
 			continue
@@ -135,6 +165,7 @@ func (n *node) replay(s *scenario, pods map[int]*v1.Pod) (map[string]any, error)
 		entry := &podEntry{pod: pod, key: key}
 		live[key] = entry
 		results = append(results, n.addPod(i, entry))
+		admitted = append(admitted, entry)
 	}
 	return map[string]any{"results": results, "final": n.final(byUID)}, nil
 }
@@ -156,9 +187,16 @@ func (n *node) addPod(i int, e *podEntry) map[string]any {
 	}
 	e.admitted = true
 	n.recordAllocation(pod)
+	return map[string]any{"event": i, "pod": e.key, "admitted": true, "containers": n.placements(pod, true)}
+}
 
+// placements reads each container's CPUs, memory NUMA nodes and devices
+// after admission, in the pod's order (init containers first), starting
+// each (PreStartContainer) when start is set: a container that runs
+// already (after a restart) is not started again.
+func (n *node) placements(pod *v1.Pod, start bool) []any {
 	containers := []any{}
-	start := func(c *v1.Container, init bool) {
+	place := func(c *v1.Container, init bool) {
 		uid := string(pod.UID)
 		rec := map[string]any{"name": c.Name, "init": init, "cpus": nil, "memoryNuma": nil}
 		if cpus := n.cpu.GetExclusiveCPUs(uid, c.Name); !cpus.IsEmpty() {
@@ -180,15 +218,17 @@ func (n *node) addPod(i int, e *podEntry) map[string]any {
 			rec["devices"] = out
 		}
 		containers = append(containers, rec)
-		startContainer(n, pod, c, containerID(pod, c))
+		if start {
+			startContainer(n, pod, c, containerID(pod, c))
+		}
 	}
 	for j := range pod.Spec.InitContainers {
-		start(&pod.Spec.InitContainers[j], true)
+		place(&pod.Spec.InitContainers[j], true)
 	}
 	for j := range pod.Spec.Containers {
-		start(&pod.Spec.Containers[j], false)
+		place(&pod.Spec.Containers[j], false)
 	}
-	return map[string]any{"event": i, "pod": e.key, "admitted": true, "containers": containers}
+	return containers
 }
 
 func (n *node) deletePod(i int, key string, live map[string]*podEntry) map[string]any {

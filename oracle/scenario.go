@@ -45,9 +45,16 @@ type device struct {
 }
 
 type event struct {
-	Add    json.RawMessage `json:"add"`
-	Delete *string         `json:"delete"`
-	Resize *resizeEvent    `json:"resize"`
+	Add     json.RawMessage `json:"add"`
+	Delete  *string         `json:"delete"`
+	Resize  *resizeEvent    `json:"resize"`
+	Restart *restartEvent   `json:"restart"`
+}
+
+// restartEvent restarts the kubelet: `kubelet` fields replace the
+// scenario's (null removes one) for the new process.
+type restartEvent struct {
+	Kubelet map[string]json.RawMessage `json:"kubelet"`
 }
 
 // numaNode is one checked entry of topology.numaNodes.

@@ -22,6 +22,7 @@ use crate::reservation::node_allocatable_reservation;
 use crate::{NodeConfig, StartHazard, StartupError};
 
 mod resize;
+mod restart;
 mod snapshot;
 mod trial;
 mod usage;

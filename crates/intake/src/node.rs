@@ -414,7 +414,7 @@ pub fn start(inputs: &NodeInputs<'_>) -> Result<StartedNode, IntakeError> {
             .map(|hazard| format!("{kubelet_source}: warning: {hazard}")),
     );
     if let (Events::Replay, Some(scenario)) = (inputs.events, &scenario) {
-        let outcomes = play_events(&mut node, scenario).map_err(|e| IntakeError::Invalid {
+        let outcomes = play_events(&mut node, &kubelet, scenario).map_err(|e| IntakeError::Invalid {
             path: PathBuf::from(&machine_source),
             message: e.to_string(),
         })?;
@@ -461,6 +461,18 @@ pub fn start(inputs: &NodeInputs<'_>) -> Result<StartedNode, IntakeError> {
                     ..
                 }) => notes.push(format!(
                     "{pod} (event {index}) keeps its allocated resources: InPlacePodVerticalScaling is disabled"
+                )),
+                EventOutcome::Restart(Ok(decisions)) => {
+                    for decision in decisions.iter().filter(|d| !d.admitted()) {
+                        notes.push(format!(
+                            "{} was not admitted again when the kubelet restarted (event {index}): {}",
+                            decision.pod,
+                            decision.rejection.as_ref().map_or("", |r| r.reason.as_str())
+                        ));
+                    }
+                }
+                EventOutcome::Restart(Err(text)) => notes.push(format!(
+                    "the kubelet does not start again at event {index}; the node is as it was before: {text}"
                 )),
                 _ => {}
             }

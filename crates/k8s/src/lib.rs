@@ -30,6 +30,7 @@ pub mod manifests;
 pub mod nesting;
 pub mod pod;
 pub mod quantity;
+pub mod restart;
 pub mod startup;
 pub mod text;
 pub mod validation;
@@ -48,5 +49,6 @@ pub use manifests::{
 pub use nesting::{MAX_NESTING, NestingError, check_nesting, prepare as prepare_text};
 pub use pod::{PodError, PodProblem, is_valid_pod_key, pod_from_k8s, pod_from_value, pod_from_yaml};
 pub use quantity::{QuantityError, go_string, parse_quantity, parse_quantity_field};
+pub use restart::restart_node;
 pub use startup::{KubeletConfigError, node_config, node_config_from_value, start_node};
 pub use validation::validate;

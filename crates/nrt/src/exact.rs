@@ -251,6 +251,6 @@ pub fn scenario_node(scenario: &topoalign_scenario::Scenario) -> Result<(NodeSpe
         kubelet: scenario.kubelet.clone(),
     };
     let mut node = start_node(&spec).map_err(|e| e.to_string())?;
-    topoalign_scenario::play_events(&mut node, scenario).map_err(|e| e.to_string())?;
+    topoalign_scenario::play_events(&mut node, &spec.kubelet, scenario).map_err(|e| e.to_string())?;
     Ok((spec, node))
 }

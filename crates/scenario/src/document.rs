@@ -71,7 +71,8 @@ pub struct DeviceSpec {
     pub numa: Vec<usize>,
 }
 
-/// One event: `add: <Pod>`, `delete: namespace/name` or `resize:`.
+/// One event: `add: <Pod>`, `delete: namespace/name`, `resize:` or
+/// `restart:`.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct EventSpec {
@@ -81,6 +82,19 @@ pub struct EventSpec {
     pub delete: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resize: Option<ResizeSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart: Option<RestartSpec>,
+}
+
+/// A `restart` event: the kubelet process ends and a new one starts over
+/// its checkpoint files, with the scenario's `kubelet:` block and these
+/// fields laid over it (a field given replaces the block's; `null`
+/// removes it). The release stays.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RestartSpec {
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub kubelet: serde_json::Map<String, serde_json::Value>,
 }
 
 /// A `resize` event: new `cpu`/`memory` requests and limits for some of a
@@ -137,6 +151,8 @@ pub(crate) struct TypedEvent {
     pub delete: Option<String>,
     #[serde(default)]
     pub resize: Option<ResizeSpec>,
+    #[serde(default)]
+    pub restart: Option<RestartSpec>,
 }
 
 /// Quantities may be written as strings or bare numbers (`memory: 1024`).

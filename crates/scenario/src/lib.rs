@@ -12,11 +12,11 @@ mod replay;
 mod result;
 
 pub use document::{
-    CpuSpec, DeviceSpec, EventSpec, NumaNodeSpec, ResizeContainerSpec, ResizeResources, ResizeSpec, Scenario,
-    TopologySpec, byte_quantity,
+    CpuSpec, DeviceSpec, EventSpec, NumaNodeSpec, ResizeContainerSpec, ResizeResources, ResizeSpec, RestartSpec,
+    Scenario, TopologySpec, byte_quantity,
 };
 pub use replay::{EventOutcome, Replay, ReplayInput, play_events, replay, replay_with};
-pub use result::{EventResult, FinalState, ResultDocument};
+pub use result::{EventResult, FinalState, Readmission, ResultDocument};
 pub use topoalign_engine::MergeStrategy;
 
 /// A scenario that cannot be replayed because it is malformed.

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use topoalign_engine::{Decision, MergeStrategy, Node, NodeState, ResizeDecision, ResizeError, ResizeOutcome};
 use topoalign_model::{Pod, QosClass, Quantity};
 
-use crate::document::{ResizeSpec, TypedScenario};
-use crate::result::{EventResult, FinalState, ResultDocument};
+use crate::document::{ResizeSpec, RestartSpec, TypedScenario};
+use crate::result::{EventResult, FinalState, Readmission, ResultDocument};
 use crate::{Scenario, ScenarioError};
 
 /// A replay's outcome: the kubelet ran the events, or refused to start.
@@ -31,6 +31,10 @@ enum Event {
         /// The pod's `spec.priority` (0 when unset): the order of pending
         /// resizes reads it.
         priority: i32,
+    },
+    /// The kubelet restarts with these fields laid over its block.
+    Restart {
+        kubelet: serde_json::Map<String, serde_json::Value>,
     },
 }
 
@@ -89,6 +93,7 @@ impl ReplayInput {
                     e.add.as_deref().map(Manifest::Typed),
                     e.delete.as_ref(),
                     e.resize.as_ref(),
+                    e.restart.as_ref(),
                 )
             }))
         {
@@ -146,7 +151,7 @@ fn run(
     };
     node.set_merge_strategy(strategy);
 
-    let results = apply_events(&mut node, events)?
+    let results = apply_events(&mut node, kubelet, events)?
         .into_iter()
         .enumerate()
         .map(|(index, outcome)| match outcome {
@@ -170,6 +175,16 @@ fn run(
                 resized: Some(false),
                 message: Some(NOT_ADMITTED.into()),
                 ..blank(index, pod)
+            },
+            EventOutcome::Restart(Ok(decisions)) => EventResult {
+                restarted: Some(true),
+                pods: Some(decisions.into_iter().map(readmission).collect()),
+                ..blank(index, String::new())
+            },
+            EventOutcome::Restart(Err(text)) => EventResult {
+                restarted: Some(false),
+                message: Some(text),
+                ..blank(index, String::new())
             },
         })
         .collect();
@@ -197,6 +212,11 @@ pub enum EventOutcome {
     Resize(ResizeDecision),
     /// A `resize` of a pod the node refused (`namespace/name`).
     ResizeOfAbsentPod { pod: String },
+    /// A `restart`: the decision for each pod running before it, admitted
+    /// again in admission order (`topoalign_k8s::restart_node`); or the
+    /// kubelet's text when the new process does not start, after which no
+    /// event is played and the node is as the old process left it.
+    Restart(Result<Vec<Decision>, String>),
 }
 
 /// The message of a resize of a pod the node did not admit.
@@ -212,51 +232,95 @@ const IGNORED: &str = "InPlacePodVerticalScaling is disabled: the kubelet keeps 
 ///
 /// # Errors
 /// [`ScenarioError`] naming the malformed event.
-pub fn play_events(node: &mut Node, scenario: &Scenario) -> Result<Vec<EventOutcome>, ScenarioError> {
+///
+/// `kubelet` is the configuration `node` was started with: a `restart`
+/// event lays its fields over it.
+pub fn play_events(
+    node: &mut Node,
+    kubelet: &serde_json::Value,
+    scenario: &Scenario,
+) -> Result<Vec<EventOutcome>, ScenarioError> {
     let events = read_raw_events(scenario)?;
-    apply_events(node, events)
+    apply_events(node, kubelet, events)
 }
 
-fn apply_events(node: &mut Node, events: Vec<Event>) -> Result<Vec<EventOutcome>, ScenarioError> {
+fn apply_events(
+    node: &mut Node,
+    kubelet: &serde_json::Value,
+    events: Vec<Event>,
+) -> Result<Vec<EventOutcome>, ScenarioError> {
     // Pods added and not yet deleted: (namespace/name, uid), newest last.
     let mut added: Vec<(String, String)> = Vec::new();
-    events
-        .into_iter()
-        .enumerate()
-        .map(|(index, event)| {
-            Ok(match event {
-                Event::Add(pod) => {
-                    added.push((pod.key(), pod.uid.clone()));
-                    EventOutcome::Admission(node.admit(pod))
-                }
-                Event::Delete { key } => match added.iter().rposition(|(k, _)| *k == key) {
-                    Some(position) => {
-                        let (_, uid) = added.remove(position);
-                        EventOutcome::Deletion {
-                            pod: key,
-                            found: true,
-                            accepted_pending: node.delete(&uid).accepted_pending,
-                        }
-                    }
-                    None => EventOutcome::Deletion {
+    let mut outcomes = Vec::with_capacity(events.len());
+    for (index, event) in events.into_iter().enumerate() {
+        let outcome = match event {
+            Event::Add(pod) => {
+                added.push((pod.key(), pod.uid.clone()));
+                EventOutcome::Admission(node.admit(pod))
+            }
+            Event::Delete { key } => match added.iter().rposition(|(k, _)| *k == key) {
+                Some(position) => {
+                    let (_, uid) = added.remove(position);
+                    EventOutcome::Deletion {
                         pod: key,
-                        found: false,
-                        accepted_pending: Vec::new(),
-                    },
+                        found: true,
+                        accepted_pending: node.delete(&uid).accepted_pending,
+                    }
+                }
+                None => EventOutcome::Deletion {
+                    pod: key,
+                    found: false,
+                    accepted_pending: Vec::new(),
                 },
-                Event::Resize { desired, priority } => match node.resize_with_priority(&desired, priority) {
-                    Ok(decision) => EventOutcome::Resize(decision),
-                    Err(ResizeError::NotAdmitted(_)) => EventOutcome::ResizeOfAbsentPod { pod: desired.key() },
-                    Err(error @ ResizeError::NotReproduced(_)) => {
+            },
+            Event::Resize { desired, priority } => match node.resize_with_priority(&desired, priority) {
+                Ok(decision) => EventOutcome::Resize(decision),
+                Err(ResizeError::NotAdmitted(_)) => EventOutcome::ResizeOfAbsentPod { pod: desired.key() },
+                Err(error @ ResizeError::NotReproduced(_)) => {
+                    return Err(ScenarioError::Field {
+                        path: format!("events[{index}].resize"),
+                        message: error.to_string(),
+                    });
+                }
+            },
+            Event::Restart { kubelet: fields } => {
+                match topoalign_k8s::restart_node(node, &laid_over(kubelet, &fields)) {
+                    Ok((restarted, decisions)) => {
+                        *node = restarted;
+                        // A pod refused now is Failed: a later delete
+                        // still names it, as the API server keeps it.
+                        EventOutcome::Restart(Ok(decisions))
+                    }
+                    Err(topoalign_k8s::ConfigError::Refused(text)) => {
+                        outcomes.push(EventOutcome::Restart(Err(text)));
+                        break;
+                    }
+                    Err(topoalign_k8s::ConfigError::Invalid { path, message }) => {
                         return Err(ScenarioError::Field {
-                            path: format!("events[{index}].resize"),
-                            message: error.to_string(),
+                            path: join_path(&format!("events[{index}].restart.kubelet"), &path),
+                            message,
                         });
                     }
-                },
-            })
-        })
-        .collect()
+                }
+            }
+        };
+        outcomes.push(outcome);
+    }
+    Ok(outcomes)
+}
+
+/// `base` (a `kubelet:` block) with `fields` laid over it: each replaces
+/// the block's field of its name; `null` removes it.
+fn laid_over(base: &serde_json::Value, fields: &serde_json::Map<String, serde_json::Value>) -> serde_json::Value {
+    let mut merged = base.as_object().cloned().unwrap_or_default();
+    for (name, value) in fields {
+        if value.is_null() {
+            merged.remove(name);
+        } else {
+            merged.insert(name.clone(), value.clone());
+        }
+    }
+    serde_json::Value::Object(merged)
 }
 
 /// A pod manifest of an `add` event.
@@ -293,16 +357,24 @@ impl Manifest<'_> {
 }
 
 fn read_raw_events(scenario: &Scenario) -> Result<Vec<Event>, ScenarioError> {
-    read_events(
-        scenario
-            .events
-            .iter()
-            .map(|e| (e.add.as_ref().map(Manifest::Raw), e.delete.as_ref(), e.resize.as_ref())),
-    )
+    read_events(scenario.events.iter().map(|e| {
+        (
+            e.add.as_ref().map(Manifest::Raw),
+            e.delete.as_ref(),
+            e.resize.as_ref(),
+            e.restart.as_ref(),
+        )
+    }))
 }
 
-/// One event as written: its `add` manifest, `delete` key, `resize`.
-type EventParts<'a> = (Option<Manifest<'a>>, Option<&'a String>, Option<&'a ResizeSpec>);
+/// One event as written: its `add` manifest, `delete` key, `resize`,
+/// `restart`.
+type EventParts<'a> = (
+    Option<Manifest<'a>>,
+    Option<&'a String>,
+    Option<&'a ResizeSpec>,
+    Option<&'a RestartSpec>,
+);
 
 /// Reads and checks the events (`add` manifest, `delete` key, `resize`),
 /// in order.
@@ -317,10 +389,12 @@ fn read_events<'a>(specs: impl ExactSizeIterator<Item = EventParts<'a>>) -> Resu
     let mut resized: HashMap<String, Pod> = HashMap::new();
     // `spec.priority` of each live namespace/name.
     let mut priorities: HashMap<String, i32> = HashMap::new();
+    // The first resize event: a restart after it is not modelled.
+    let mut first_resize: Option<usize> = None;
     for (index, spec) in specs.enumerate() {
         let at = || format!("events[{index}]");
         events.push(match spec {
-            (Some(manifest), None, None) => {
+            (Some(manifest), None, None, None) => {
                 // A pod without metadata.uid gets one unique to this event.
                 let uid = format!("topoalign-event-{index}");
                 let pod = manifest.pod(&uid).map_err(|e| ScenarioError::Field {
@@ -351,7 +425,7 @@ fn read_events<'a>(specs: impl ExactSizeIterator<Item = EventParts<'a>>) -> Resu
                 live.insert(pod.key(), (index, pod.uid.clone()));
                 Event::Add(pod)
             }
-            (None, Some(key), None) => {
+            (None, Some(key), None, None) => {
                 let key = pod_key(key, &format!("{}.delete", at()))?;
                 if let Some((_, uid)) = live.remove(&key) {
                     uids.remove(&uid);
@@ -359,7 +433,29 @@ fn read_events<'a>(specs: impl ExactSizeIterator<Item = EventParts<'a>>) -> Resu
                 resized.remove(&key);
                 Event::Delete { key }
             }
-            (None, None, Some(spec)) => {
+            (None, None, None, Some(spec)) => {
+                let path = format!("{}.restart", at());
+                if let Some(earlier) = first_resize {
+                    return Err(ScenarioError::Field {
+                        path,
+                        message: format!(
+                            "a restart after a resize (events[{earlier}]) is not modelled: the allocation \
+                             manager's checkpoint is not reproduced"
+                        ),
+                    });
+                }
+                if spec.kubelet.contains_key("kubeletVersion") {
+                    return Err(ScenarioError::Field {
+                        path: format!("{path}.kubelet.kubeletVersion"),
+                        message: "a restart keeps the kubelet's release".into(),
+                    });
+                }
+                Event::Restart {
+                    kubelet: spec.kubelet.clone(),
+                }
+            }
+            (None, None, Some(spec), None) => {
+                first_resize.get_or_insert(index);
                 let path = format!("{}.resize", at());
                 let key = pod_key(&spec.pod, &format!("{path}.pod"))?;
                 let Some((added_by, _)) = live.get(&key) else {
@@ -385,7 +481,9 @@ fn read_events<'a>(specs: impl ExactSizeIterator<Item = EventParts<'a>>) -> Resu
             _ => {
                 return Err(ScenarioError::Field {
                     path: at(),
-                    message: "an event has exactly one of `add` (a Pod), `delete` (namespace/name) or `resize`".into(),
+                    message: "an event has exactly one of `add` (a Pod), `delete` (namespace/name), `resize` or \
+                              `restart`"
+                        .into(),
                 });
             }
         });
@@ -516,10 +614,32 @@ fn blank(event: usize, pod: String) -> EventResult {
         admitted: None,
         deleted: None,
         resized: None,
+        restarted: None,
         reason: None,
         message: None,
         containers: None,
+        pods: None,
         accepted_pending: Vec::new(),
+    }
+}
+
+/// A pod admitted again after a restart.
+fn readmission(decision: Decision) -> Readmission {
+    match decision.rejection {
+        Some(rejection) => Readmission {
+            pod: decision.pod,
+            admitted: false,
+            reason: Some(rejection.reason),
+            message: Some(rejection.message),
+            containers: None,
+        },
+        None => Readmission {
+            pod: decision.pod,
+            admitted: true,
+            reason: None,
+            message: None,
+            containers: Some(decision.containers),
+        },
     }
 }
 

@@ -23,7 +23,8 @@ pub struct ResultDocument {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct EventResult {
     pub event: usize,
-    /// `namespace/name`.
+    /// `namespace/name`; empty (and absent from the JSON) for a `restart`.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub pod: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub admitted: Option<bool>,
@@ -32,17 +33,40 @@ pub struct EventResult {
     /// A `resize` event: whether the new sizes are the pod's allocation now.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resized: Option<bool>,
+    /// A `restart` event: whether the new kubelet process started (when
+    /// not, `message` is its error and no later event was played).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restarted: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub containers: Option<Vec<ContainerPlacement>>,
+    /// A `restart` that started: the pods running before it, admitted
+    /// again in admission order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pods: Option<Vec<Readmission>>,
     /// A `resize` or `delete` event (1.34+): the other pods whose pending
     /// resize the kubelet's retry after this event accepted, in its order;
     /// absent when none was.
     #[serde(rename = "acceptedPending", skip_serializing_if = "Vec::is_empty")]
     pub accepted_pending: Vec<String>,
+}
+
+/// One pod admitted again after a restart: as an `add`'s result, without
+/// the event number.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Readmission {
+    /// `namespace/name`.
+    pub pod: String,
+    pub admitted: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub containers: Option<Vec<ContainerPlacement>>,
 }
 
 /// The node state after the last event.

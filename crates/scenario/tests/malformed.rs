@@ -91,16 +91,37 @@ fn broken_machines_are_refused() {
 }
 
 #[test]
-fn events_must_be_add_delete_or_resize() {
+fn events_must_be_add_delete_resize_or_restart() {
     let both = format!("{NODE}events:\n  - {{delete: default/a, add: {{metadata: {{name: a}}}}}}\n");
     assert_eq!(
         error_of(&both),
-        "events[0]: an event has exactly one of `add` (a Pod), `delete` (namespace/name) or `resize`"
+        "events[0]: an event has exactly one of `add` (a Pod), `delete` (namespace/name), `resize` or `restart`"
     );
     let neither = format!("{NODE}events:\n  - {{}}\n");
     assert_eq!(
         error_of(&neither),
-        "events[0]: an event has exactly one of `add` (a Pod), `delete` (namespace/name) or `resize`"
+        "events[0]: an event has exactly one of `add` (a Pod), `delete` (namespace/name), `resize` or `restart`"
+    );
+}
+
+/// A restart keeps the release, and is not modelled after a resize (the
+/// allocation manager's checkpoint is not reproduced).
+#[test]
+fn a_restart_keeps_the_release_and_follows_no_resize() {
+    let text = format!("{NODE}events:\n  - {{restart: {{kubelet: {{kubeletVersion: '1.33'}}}}}}\n");
+    assert_eq!(
+        error_of(&text),
+        "events[0].restart.kubelet.kubeletVersion: a restart keeps the kubelet's release"
+    );
+    let text = format!(
+        "{NODE}events:\n  - add: {{metadata: {{name: a}}, spec: {{containers: [{{name: c, resources: {{requests: \
+         {{cpu: 1}}}}}}]}}}}\n  - resize: {{pod: a, containers: [{{name: c, resources: {{requests: {{cpu: 2}}}}}}]}}\n  \
+         - restart: {{}}\n"
+    );
+    assert_eq!(
+        error_of(&text),
+        "events[2].restart: a restart after a resize (events[1]) is not modelled: the allocation manager's \
+         checkpoint is not reproduced"
     );
 }
 

@@ -104,7 +104,7 @@ fn the_engine_holds_the_bubbles_the_kubelet_wrote() {
     for release in ["1.36", "1.37"] {
         let scenario = scenario(release);
         let mut replayed = fresh(&scenario, true);
-        play_events(&mut replayed, &scenario).unwrap();
+        play_events(&mut replayed, &scenario.kubelet, &scenario).unwrap();
         let held = replayed.snapshot();
         assert_eq!(held.cpu.pod_assignments.len(), 2, "{release}");
         assert_eq!(held.memory.as_ref().unwrap().pod_assignments.len(), 2, "{release}");
@@ -131,7 +131,7 @@ fn the_engine_holds_the_bubbles_the_kubelet_wrote() {
 fn without_the_gate_pod_entries_are_not_read() {
     let scenario = scenario("1.36");
     let mut replayed = fresh(&scenario, true);
-    play_events(&mut replayed, &scenario).unwrap();
+    play_events(&mut replayed, &scenario.kubelet, &scenario).unwrap();
     let mut files = from_files("1.36", &replayed.snapshot());
     files.memory = None;
     let mut restored = fresh(&scenario, false);
