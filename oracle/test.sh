@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The oracle's part of the test suite (scripts/test): builds the oracle of
-# every release it is checked on here (cached; see build.sh), runs its Go
-# tests, and replays the repository's v1.32 vectors through the real v1.32
+# The oracle's part of the test suite (scripts/test): checks the harness's
+# copies of kubelet code against every release's source (copied/), builds
+# the oracle of every release it is checked on here (cached; see build.sh),
+# runs its Go tests, and replays the repository's v1.32 vectors through the real v1.32
 # kubelet code, which must give every expected answer.
 #
 # Releases checked: the oldest and the newest the engine reproduces (1.32,
@@ -16,6 +17,16 @@ if ! command -v go >/dev/null 2>&1; then
     echo "oracle/test.sh: FAILED: Go (>= 1.26) is not on PATH" >&2
     exit 1
 fi
+
+# Every piece of kubelet code the harness copies or models, against each
+# release's k8s.io/kubernetes source in the module cache (copied/table.go;
+# it parses source only: no -modfile, no build tags). Every release's
+# k8s.io/kubernetes module is fetched first (a no-op once it is in the cache;
+# checked against that release's go.sum).
+for modfile in versions/*/go.mod; do
+    GOFLAGS= go mod download -modfile "$modfile" k8s.io/kubernetes
+done
+go test -count=1 ./copied
 
 for version in 1.32 1.34 1.37; do
     bin=$(./build.sh "$version" | tail -n 1)
