@@ -1,15 +1,14 @@
-//go:build k8s_1_32 || k8s_1_33 || k8s_1_34 || k8s_1_35
+//go:build k8s_1_32 || k8s_1_33
 
 package main
 
-// v1.32-v1.35 decide a resize in unexported code: (*Kubelet).canResizePod
-// (pkg/kubelet/kubelet.go, 1.32 and 1.33) and (*allocation.manager).canResizePod
-// (1.34, 1.35, reached only through the allocation manager's pending-resize
-// queue, whose admit decision is that unexported canResizePod rather than
-// admit handlers the harness could register). The harness does not call
-// them: a scenario with a resize event of an admitted pod is a harness
-// failure here, and the engine is checked against vectors derived from
-// reading that code (oracle/README.md).
+// v1.32, v1.33 decide a resize in unexported code: (*Kubelet).canResizePod
+// and handlePodResourcesResize (pkg/kubelet/kubelet.go), run by the pod
+// worker's SyncPod. The harness does not call them: a scenario with a
+// resize event of an admitted pod is a harness failure here, and the
+// engine is checked against vectors derived from reading that code
+// (oracle/README.md). From 1.34 the allocation manager decides
+// (resize_queue.go).
 
 import (
 	"fmt"

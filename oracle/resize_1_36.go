@@ -2,307 +2,31 @@
 
 package main
 
-// v1.36+: the kubelet's allocation manager decides and retries resizes. It
-// is built as the kubelet builds it (allocation.NewInMemoryManager: the
-// same manager without a checkpoint file) with the harness's callbacks —
-// the active pods and the pod by UID as the pod manager holds them (the
-// API server's desired pods), a pod sync that records which pods it was
-// asked to sync, config sources always ready — and a status manager
-// stand-in (resizeStatus) holding the PodResizePending/InProgress
-// conditions as the real one does. Its admit handlers are registered with
-// AddPodAdmitHandlers in the kubelet's order: allocation.NewPodResizesAdmitHandler,
-// then the other admit handlers (the topology manager, the predicate
-// handler). A resize event is HandlePodUpdates's resize part
-// (PushPendingResize, then RetryPendingResizes with TriggerReasonPodUpdated);
-// a delete is HandlePodRemoves's (the allocation dropped, then
-// RetryPendingResizes with TriggerReasonPodsRemoved). The queue, its order
-// (sortPendingResizes) and every decision are the allocation manager's.
+// v1.36+: the allocation manager's decision is its admit handlers, the
+// kubelet registering allocation.NewPodResizesAdmitHandler (static pods,
+// swap, a Guaranteed pod's exclusive CPUs or pinned memory under a static
+// policy) before the other admit handlers (here the topology manager and
+// the predicate handler), each run with the resize operation; a refusal
+// other than Infeasible is recorded as Deferred. The rest is
+// resize_queue.go.
 
 import (
-	"time"
-
 	v1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
-	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
-	"k8s.io/kubernetes/pkg/kubelet/allocation"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
-	"k8s.io/kubernetes/pkg/kubelet/cm"
-	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
-	"k8s.io/kubernetes/pkg/kubelet/status"
-	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 )
 
-type resizeState struct {
-	alloc  allocation.Manager
-	status *resizeStatus
-	// synced is every pod the allocation manager asked to sync during the
-	// current retry, in its order (the queue's).
-	synced []types.UID
-}
-
-// resizeContainerManager is the container manager as the resize handler
-// reads it: the node config only (every other method is absent).
-type resizeContainerManager struct {
-	cm.ContainerManager
-	config cm.NodeConfig
-}
-
-func (c resizeContainerManager) GetNodeConfig() cm.NodeConfig { return c.config }
-
-// swaplessRuntime is the container runtime as the resize handler reads it:
-// no container may swap (the harness's node has no swap).
-type swaplessRuntime struct{ kubecontainer.Runtime }
-
-func (swaplessRuntime) GetContainerSwapBehavior(*v1.Pod, *v1.Container) kubetypes.SwapBehavior {
-	return kubetypes.NoSwap
-}
-
-// alwaysReady is the kubelet's config sources, all seen.
-type alwaysReady struct{}
-
-func (alwaysReady) AddSource(string) {}
-func (alwaysReady) AllReady() bool   { return true }
+// pendingReasonsNormalized: the status manager records every pending
+// reason but Infeasible as Deferred (pkg/kubelet/status, from 1.36).
+const pendingReasonsNormalized = true
 
 func (n *node) setupResize(kc *kubeletconfig.KubeletConfiguration) {
-	containers := resizeContainerManager{config: cm.NodeConfig{
-		CPUManagerPolicy:    kc.CPUManagerPolicy,
-		MemoryManagerPolicy: kc.MemoryManagerPolicy,
-		CgroupVersion:       2,
-	}}
-	n.resize.status = &resizeStatus{conditions: map[types.UID]resizeConditions{}}
+	containers := resizeContainerManager{config: resizeNodeConfig(kc)}
+	n.resize.status = newResizeStatus()
 	sync := func(pod *v1.Pod) { n.resize.synced = append(n.resize.synced, pod.UID) }
 	n.resize.alloc = newAllocationManager(n.resize.status, sync, n.podManagerActivePods, n.podManagerPod,
 		alwaysReady{}, &record.FakeRecorder{})
 	handler := newResizeHandler(containers, swaplessRuntime{}, n.resize.alloc)
 	n.resize.alloc.AddPodAdmitHandlers(append([]lifecycle.PodAdmitHandler{handler}, n.admitHandlers...))
-}
-
-// podManagerActivePods is the kubelet's GetActivePods as the allocation
-// manager sees it: the admitted pods still on the node, in admission
-// order, as the pod manager holds them (desired sizes; the allocation
-// manager reads their allocation itself).
-func (n *node) podManagerActivePods() []*v1.Pod {
-	pods := []*v1.Pod{}
-	for _, p := range n.activePods() {
-		if e := n.entryByUID(p.UID); e != nil {
-			pods = append(pods, e.current())
-		}
-	}
-	return pods
-}
-
-// podManagerPod is the pod manager's GetPodByUID.
-func (n *node) podManagerPod(uid types.UID) (*v1.Pod, bool) {
-	if e := n.entryByUID(uid); e != nil {
-		return e.current(), true
-	}
-	return nil, false
-}
-
-func (n *node) entryByUID(uid types.UID) *podEntry {
-	for _, e := range n.live {
-		if e.pod.UID == uid {
-			return e
-		}
-	}
-	return nil
-}
-
-// resizeUpdate is the resize part of the kubelet's HandlePodUpdates
-// (kubelet.go, a few lines copied: the calls it makes are the allocation
-// manager's): a pod whose resizable resources changed and differ from its
-// allocation is queued and every pending resize retried; one that changed
-// back to its allocation has its pending condition cleared. The event's
-// answer is the pod's state afterwards: its allocation, or its
-// PodResizePending condition.
-func (n *node) resizeUpdate(i int, e *podEntry, old *v1.Pod) (map[string]any, error) {
-	pod := e.desired
-	var accepted []string
-	if resizeOperations(old, pod) {
-		if _, updated := n.resize.alloc.UpdatePodFromAllocation(pod); updated {
-			pushPendingResize(n.resize.alloc, pod.UID)
-			accepted = n.retryPendingResizes(allocation.TriggerReasonPodUpdated)
-		} else {
-			clearPending(n.resize.status, pod.UID)
-		}
-	}
-	result := map[string]any{"event": i, "pod": e.key}
-	if _, updated := n.resize.alloc.UpdatePodFromAllocation(pod); !updated {
-		result["resized"] = true
-	} else {
-		result["resized"] = false
-		if c := n.resize.status.conditions[pod.UID].pending; c != nil {
-			result["reason"] = c.Reason
-			result["message"] = c.Message
-		}
-	}
-	others := []string{}
-	for _, key := range accepted {
-		if key != e.key {
-			others = append(others, key)
-		}
-	}
-	return withAccepted(result, others), nil
-}
-
-// resizeOperations is the kubelet's recordResizeOperations (kubelet.go,
-// unexported; copied without its metrics): whether a resizable container's
-// resources or the pod-level resources changed.
-func resizeOperations(old, pod *v1.Pod) bool {
-	resources := func(p *v1.Pod) map[string]v1.ResourceRequirements {
-		out := map[string]v1.ResourceRequirements{}
-		for c, kind := range podutil.ContainerIter(&p.Spec, podutil.InitContainers|podutil.Containers) {
-			if allocation.IsResizableContainer(c, kind) {
-				out[c.Name] = c.Resources
-			}
-		}
-		return out
-	}
-	return !apiequality.Semantic.DeepEqual(resources(old), resources(pod)) ||
-		!apiequality.Semantic.DeepEqual(old.Spec.Resources, pod.Spec.Resources)
-}
-
-// retryAfterRemoval is the end of HandlePodRemoves: every pending resize
-// retried once the pod is gone (deletePod has dropped its allocation and
-// taken it off the pod manager).
-func (n *node) retryAfterRemoval() []string {
-	return n.retryPendingResizes(allocation.TriggerReasonPodsRemoved)
-}
-
-// retryPendingResizes runs the allocation manager's RetryPendingResizes and
-// returns the pods (namespace/name) whose resize it allocated, in its
-// order: those it synced whose allocation differed from their desired pod
-// before and equals it now. Each becomes the allocated pod later
-// admissions count.
-func (n *node) retryPendingResizes(trigger string) []string {
-	pending := map[types.UID]bool{}
-	for _, e := range n.live {
-		if _, updated := n.resize.alloc.UpdatePodFromAllocation(e.current()); updated {
-			pending[e.pod.UID] = true
-		}
-	}
-	n.resize.synced = nil
-	retryPendingResizes(n.resize.alloc, trigger)
-	accepted := []string{}
-	for _, uid := range n.resize.synced {
-		e := n.entryByUID(uid)
-		if e == nil || !pending[uid] {
-			continue
-		}
-		if _, updated := n.resize.alloc.UpdatePodFromAllocation(e.desired); updated {
-			continue
-		}
-		pending[uid] = false
-		accepted = append(accepted, e.key)
-		n.mu.Lock()
-		for j, p := range n.active {
-			if p.UID == uid {
-				n.active[j] = e.desired
-			}
-		}
-		n.mu.Unlock()
-		e.pod = e.desired
-	}
-	return accepted
-}
-
-func (n *node) recordAllocation(pod *v1.Pod) { _ = setAllocatedResources(n.resize.alloc, pod) }
-
-func (n *node) forgetAllocation(pod *v1.Pod) { removeAllocation(n.resize.alloc, pod.UID) }
-
-// resizeStatus stands in for the status manager where the allocation
-// manager reads and writes resize conditions (GetPodResizeConditions,
-// Set/ClearPodResizePendingCondition, Set/ClearPodResizeInProgressCondition,
-// IsPodResizeDeferred/Infeasible; every other method is absent). It keeps
-// the conditions as pkg/kubelet/status does (copied, without metrics): a
-// reason other than Infeasible is recorded as Deferred, and a condition's
-// LastTransitionTime changes only with its reason. Its clock is logical —
-// one tick per condition written — so that "pending longest" in
-// sortPendingResizes does not depend on the machine's clock.
-type resizeStatus struct {
-	status.Manager
-	conditions map[types.UID]resizeConditions
-	tick       int64
-}
-
-type resizeConditions struct{ pending, inProgress *v1.PodCondition }
-
-func (s *resizeStatus) condition(kind v1.PodConditionType, old *v1.PodCondition, reason, message string, generation int64) *v1.PodCondition {
-	s.tick++
-	now := metav1.NewTime(time.Unix(0, s.tick))
-	transition := now
-	if old != nil && old.Reason == reason {
-		transition = old.LastTransitionTime
-	}
-	return &v1.PodCondition{Type: kind, Status: v1.ConditionTrue, LastProbeTime: now, LastTransitionTime: transition,
-		ObservedGeneration: generation, Reason: reason, Message: message}
-}
-
-func (s *resizeStatus) GetPodResizeConditions(uid types.UID) []*v1.PodCondition {
-	var out []*v1.PodCondition
-	for _, c := range []*v1.PodCondition{s.conditions[uid].pending, s.conditions[uid].inProgress} {
-		if c != nil {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-func (s *resizeStatus) SetPodResizePendingCondition(uid types.UID, reason, message string, generation int64) bool {
-	c := s.conditions[uid]
-	previous := c.pending
-	if reason != v1.PodReasonInfeasible {
-		reason = v1.PodReasonDeferred
-	}
-	c.pending = s.condition(v1.PodResizePending, previous, reason, message, generation)
-	s.conditions[uid] = c
-	return previous == nil || previous.Reason != reason || previous.ObservedGeneration != generation
-}
-
-func (s *resizeStatus) SetPodResizeInProgressCondition(uid types.UID, reason, message string, generation int64) (int64, bool) {
-	c := s.conditions[uid]
-	previous := c.inProgress
-	if previous != nil {
-		if reason == "" && message == "" {
-			reason, message = previous.Reason, previous.Message
-		}
-		generation = previous.ObservedGeneration
-	}
-	c.inProgress = s.condition(v1.PodResizeInProgress, previous, reason, message, generation)
-	s.conditions[uid] = c
-	changed := previous == nil || previous.Reason != reason || previous.Message != message
-	return generation, changed
-}
-
-func (s *resizeStatus) ClearPodResizeInProgressCondition(uid types.UID) (int64, bool) {
-	c := s.conditions[uid]
-	if c.inProgress == nil {
-		return 0, false
-	}
-	generation := c.inProgress.ObservedGeneration
-	c.inProgress = nil
-	s.conditions[uid] = c
-	return generation, true
-}
-
-func (s *resizeStatus) IsPodResizeDeferred(uid types.UID) bool {
-	c := s.conditions[uid].pending
-	return c != nil && c.Reason == v1.PodReasonDeferred
-}
-
-func (s *resizeStatus) IsPodResizeInfeasible(uid types.UID) bool {
-	c := s.conditions[uid].pending
-	return c != nil && c.Reason == v1.PodReasonInfeasible
-}
-
-// clearPending is ClearPodResizePendingCondition (resize_api_<v>.go gives
-// it the release's signature).
-func clearPending(s *resizeStatus, uid types.UID) {
-	c := s.conditions[uid]
-	c.pending = nil
-	s.conditions[uid] = c
 }

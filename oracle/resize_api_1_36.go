@@ -23,15 +23,3 @@ func newAllocationManager(s status.Manager, sync func(*v1.Pod), active func() []
 func newResizeHandler(c cm.ContainerManager, r kubecontainer.Runtime, a allocation.Manager) lifecycle.PodAdmitHandler {
 	return allocation.NewPodResizesAdmitHandler(c, r, a, klog.Background())
 }
-
-func setAllocatedResources(a allocation.Manager, pod *v1.Pod) error {
-	return a.SetAllocatedResources(pod)
-}
-
-func removeAllocation(a allocation.Manager, uid types.UID) { a.RemovePod(uid) }
-
-func pushPendingResize(a allocation.Manager, uid types.UID) { a.PushPendingResize(uid) }
-
-func retryPendingResizes(a allocation.Manager, trigger string) { a.RetryPendingResizes(trigger) }
-
-func (s *resizeStatus) ClearPodResizePendingCondition(uid types.UID) { clearPending(s, uid) }
