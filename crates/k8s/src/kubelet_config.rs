@@ -5,7 +5,12 @@
 //! Owns: field names and types, decoding errors with the field's path, and
 //! the defaults. Other v1beta1 fields are accepted and ignored, as the
 //! kubelet's loader accepts unknown fields in a v1beta1 file (with a
-//! warning). Must not touch: validation and start-up steps (see
+//! warning). A JSON `null` is read as Go's `encoding/json` reads it: the
+//! field keeps its zero value, and a `null` map value or list element is
+//! the element type's zero value (`featureGates: {X: null}` turns `X`
+//! off; `reservedMemory: [null]` is a reservation of nothing on NUMA 0;
+//! `systemReserved: {memory: null}` is the empty string the kubelet then
+//! fails to parse). Must not touch: validation and start-up steps (see
 //! [`crate::validation`] and [`crate::startup`]).
 
 use std::collections::BTreeMap;
@@ -49,26 +54,35 @@ pub struct KubeletConfiguration {
 
     pub topology_manager_policy: Option<String>,
     pub topology_manager_scope: Option<String>,
+    #[serde(default, deserialize_with = "go_map")]
     pub topology_manager_policy_options: Option<BTreeMap<String, String>>,
     pub cpu_manager_policy: Option<String>,
+    #[serde(default, deserialize_with = "go_map")]
     pub cpu_manager_policy_options: Option<BTreeMap<String, String>>,
     pub memory_manager_policy: Option<String>,
     #[serde(rename = "reservedSystemCPUs")]
     pub reserved_system_cpus: Option<String>,
+    #[serde(default, deserialize_with = "go_map")]
     pub system_reserved: Option<BTreeMap<String, String>>,
+    #[serde(default, deserialize_with = "go_map")]
     pub kube_reserved: Option<BTreeMap<String, String>>,
+    #[serde(default, deserialize_with = "go_map")]
     pub eviction_hard: Option<BTreeMap<String, String>>,
     /// `mergeDefaultEvictionSettings` (v1beta1 from 1.33, default false).
     pub merge_default_eviction_settings: Option<bool>,
+    #[serde(default, deserialize_with = "go_list")]
     pub reserved_memory: Option<Vec<MemoryReservation>>,
+    #[serde(default, deserialize_with = "go_map")]
     pub feature_gates: Option<BTreeMap<String, bool>>,
     pub max_pods: Option<i32>,
+    #[serde(default, deserialize_with = "go_map")]
     pub qos_reserved: Option<BTreeMap<String, String>>,
 
     // Fields only ValidateKubeletConfiguration looks at.
     pub node_lease_duration_seconds: Option<i32>,
     #[serde(rename = "cgroupsPerQOS")]
     pub cgroups_per_qos: Option<bool>,
+    #[serde(default, deserialize_with = "go_list")]
     pub enforce_node_allocatable: Option<Vec<String>>,
     pub system_reserved_cgroup: Option<String>,
     pub kube_reserved_cgroup: Option<String>,
@@ -114,7 +128,7 @@ pub struct KubeletConfiguration {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MemoryReservation {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "go_value")]
     pub numa_node: i32,
     #[serde(default, deserialize_with = "quantity_map")]
     pub limits: BTreeMap<String, Quantity>,
@@ -137,6 +151,8 @@ fn quantity_map<'de, D: Deserializer<'de>>(deserializer: D) -> Result<BTreeMap<S
         Integer(i64),
         Unsigned(u64),
         Float(f64),
+        /// `Quantity.UnmarshalJSON` reads `null` as zero.
+        Null(()),
     }
     let raw: Option<BTreeMap<String, Text>> = Option::deserialize(deserializer)?;
     let mut map = BTreeMap::new();
@@ -146,12 +162,44 @@ fn quantity_map<'de, D: Deserializer<'de>>(deserializer: D) -> Result<BTreeMap<S
             Text::Integer(n) => n.to_string(),
             Text::Unsigned(n) => n.to_string(),
             Text::Float(f) => f.to_string(),
+            Text::Null(()) => {
+                map.insert(name, Quantity::ZERO);
+                continue;
+            }
         };
         let quantity = parse_quantity_field(&text)
             .map_err(|e| serde::de::Error::custom(format_args!("{name}: invalid quantity {text:?}: {e}")))?;
         map.insert(name, quantity);
     }
     Ok(map)
+}
+
+/// A value Go's `encoding/json` decodes into a non-pointer field: `null`
+/// leaves the zero value.
+fn go_value<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(deserializer: D) -> Result<T, D::Error> {
+    Ok(Option::deserialize(deserializer)?.unwrap_or_default())
+}
+
+/// A Go map: `null` is a nil map (`None`), and a `null` value is the
+/// element type's zero value (`""`, `false`).
+fn go_map<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(
+    deserializer: D,
+) -> Result<Option<BTreeMap<String, T>>, D::Error> {
+    let raw: Option<BTreeMap<String, Option<T>>> = Option::deserialize(deserializer)?;
+    Ok(raw.map(|map| {
+        map.into_iter()
+            .map(|(key, value)| (key, value.unwrap_or_default()))
+            .collect()
+    }))
+}
+
+/// A Go slice: `null` is a nil slice (`None`), and a `null` element is the
+/// element type's zero value.
+fn go_list<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(
+    deserializer: D,
+) -> Result<Option<Vec<T>>, D::Error> {
+    let raw: Option<Vec<Option<T>>> = Option::deserialize(deserializer)?;
+    Ok(raw.map(|list| list.into_iter().map(Option::unwrap_or_default).collect()))
 }
 
 /// Every field of `kubelet.config.k8s.io/v1beta1` `KubeletConfiguration`
@@ -659,6 +707,42 @@ mod tests {
             error.to_string(),
             "kind: expected \"KubeletConfiguration\", got \"Pod\""
         );
+    }
+
+    /// Issue 29: a `null` is Go's zero value, as the kubelet's loader reads
+    /// it (checked with the v1.37.2 loader, `configfiles.NewFsLoader`):
+    /// `featureGates: {X: null}` is `X: false`, `reservedMemory: [null]` a
+    /// reservation on NUMA 0 with no limits, a `null` quantity zero, a
+    /// `null` string the empty string.
+    #[test]
+    fn null_is_the_go_zero_value() {
+        let config = KubeletConfiguration::from_value(&json!({
+            "featureGates": {"CPUManagerPolicyAlphaOptions": null},
+            "systemReserved": {"memory": null},
+            "evictionHard": {"memory.available": null},
+            "topologyManagerPolicyOptions": {"prefer-closest-numa-nodes": null},
+            "enforceNodeAllocatable": [null],
+            "reservedMemory": [null, {"numaNode": null, "limits": {"memory": null}}],
+            "maxPods": null,
+        }))
+        .unwrap();
+        assert_eq!(config.feature_gates()["CPUManagerPolicyAlphaOptions"], false);
+        assert_eq!(config.system_reserved.as_ref().unwrap()["memory"], "");
+        assert_eq!(config.eviction_hard()["memory.available"], "");
+        assert_eq!(
+            config.topology_manager_policy_options.as_ref().unwrap()["prefer-closest-numa-nodes"],
+            ""
+        );
+        assert_eq!(config.enforce_node_allocatable, Some(vec![String::new()]));
+        let reserved = config.reserved_memory.as_ref().unwrap();
+        assert_eq!(reserved[0], MemoryReservation::default());
+        assert_eq!(reserved[1].numa_node, 0);
+        assert!(reserved[1].limits["memory"].is_zero());
+        assert_eq!(config.max_pods(), 110);
+        // Absent and `null` maps stay nil (the defaults apply).
+        let config = KubeletConfiguration::from_value(&json!({"featureGates": null, "reservedMemory": null})).unwrap();
+        assert_eq!(config.feature_gates, None);
+        assert_eq!(config.reserved_memory, None);
     }
 
     /// The file `kubeadm init` writes (v1.32), with its many other fields.
