@@ -186,6 +186,11 @@ impl Node {
     /// check. An admitted pod's containers are then started in order; a
     /// rejected pod leaves nothing behind.
     pub fn admit(&mut self, pod: Pod) -> Decision {
+        self.admit_then(pod, Containers::Start)
+    }
+
+    /// [`Node::admit`], then `containers` (started, or already running).
+    fn admit_then(&mut self, pod: Pod, containers: Containers) -> Decision {
         let pod = self.as_admitted(pod);
         let mut trace = MergeTrace {
             policy: self.topology.policy(),
@@ -207,7 +212,7 @@ impl Node {
                 };
             }
         };
-        let containers = self.start_containers(&pod);
+        let containers = self.placements(&pod, containers);
         let decision = Decision {
             pod: pod.key(),
             qos: pod.qos,
@@ -446,9 +451,11 @@ impl Node {
             })
     }
 
-    /// Starts the containers in order, recording what each is given at its
-    /// start (the kubelet's `PreCreateContainer`) before registering it.
-    fn start_containers(&mut self, pod: &Pod) -> Vec<ContainerPlacement> {
+    /// What each container is given, in order (the kubelet's
+    /// `PreCreateContainer`), each started (registered with the CPU and
+    /// memory managers, whose `AddContainer` lets an app container take over
+    /// its finished init containers' memory) unless it runs already.
+    fn placements(&mut self, pod: &Pod, containers: Containers) -> Vec<ContainerPlacement> {
         let mut placements = Vec::new();
         for (container, init) in pod.all_containers() {
             placements.push(ContainerPlacement {
@@ -458,8 +465,10 @@ impl Node {
                 memory_numa: self.memory.container_numa_nodes(&pod.uid, &container.name),
                 devices: self.devices.container_devices(&pod.uid, &container.name),
             });
-            self.cpus.add_container(pod, container);
-            self.memory.add_container(pod, container);
+            if containers == Containers::Start {
+                self.cpus.add_container(pod, container);
+                self.memory.add_container(pod, container);
+            }
         }
         placements
     }
@@ -499,6 +508,16 @@ fn cpu_rejection(error: CpuAllocateError) -> Rejection {
         CpuAllocateError::EmptyPodSharedPool(message) => named("EmptyPodSharedPoolError", message),
         CpuAllocateError::Other(error) => unexpected(Provider::Cpu, error),
     }
+}
+
+/// What happens to an admitted pod's containers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Containers {
+    /// They start, in order (a pod newly admitted).
+    Start,
+    /// They run already (a pod admitted again after a kubelet restart): the
+    /// runtime starts nothing, so no manager hears of them again.
+    Running,
 }
 
 /// The memory manager's configuration of a node (`reservation`: the

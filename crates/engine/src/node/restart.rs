@@ -15,12 +15,15 @@
 //! request (or allocation) runs the CPU, memory and device managers'
 //! stale-state collection, which now sees only that first pod as active:
 //! every later pod loses what it held and is allocated afresh when its turn
-//! comes — an exclusive CPU of a running container can move. A pod refused
-//! now is Failed; what it held is released.
+//! comes — an exclusive CPU of a running container can move. Its containers
+//! run already and are not started again, so no manager hears of them: a
+//! finished init container's pinned memory, which the app container took
+//! over at its start, is held again. A pod refused now is Failed; what it
+//! held is released.
 
 use topoalign_model::Pod;
 
-use super::{Node, NodeSnapshot, RestoreError};
+use super::{Containers, Node, NodeSnapshot, RestoreError};
 use crate::Decision;
 
 impl Node {
@@ -47,7 +50,7 @@ impl Node {
         let mut decisions = Vec::with_capacity(pods.len());
         for pod in pods {
             let uid = pod.uid.clone();
-            let decision = node.admit(pod);
+            let decision = node.admit_then(pod, Containers::Running);
             if !decision.admitted() {
                 // Failed, no longer active: the next collection releases
                 // whatever it still held.
