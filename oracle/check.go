@@ -66,7 +66,7 @@ func checkCommand(args []string) int {
 	}
 	sort.Strings(files)
 	// code-*.json: vectors derived from reading kubelet code this harness
-	// cannot call (in-place resize before v1.36); only the engine's
+	// cannot call (in-place resize before v1.34); only the engine's
 	// conformance test replays them.
 	kept := files[:0]
 	for _, f := range files {
