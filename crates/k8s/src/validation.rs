@@ -57,13 +57,6 @@ fn problems(c: &KubeletConfiguration, gates: &GateSet) -> Vec<String> {
     if c.node_lease_duration_seconds.is_some_and(|v| v < 0) {
         fail("nodeLeaseDurationSeconds must be greater than 0".to_owned());
     }
-    if !cgroups_per_qos && !enforce.is_empty() {
-        fail(
-            "enforceNodeAllocatable (--enforce-node-allocatable) is not supported unless cgroupsPerQOS \
-             (--cgroups-per-qos) is set to true"
-                .to_owned(),
-        );
-    }
     if !text(&c.system_cgroups).is_empty() && text(&c.cgroup_root).is_empty() {
         fail(
             "systemCgroups (--system-cgroups) was specified and cgroupRoot (--cgroup-root) was not specified"
@@ -211,33 +204,13 @@ fn problems(c: &KubeletConfiguration, gates: &GateSet) -> Vec<String> {
         fail("memorySwap.swapBehavior cannot be set when NodeSwap feature flag is disabled".to_owned());
     }
 
-    for value in &enforce {
-        match value.as_str() {
-            "pods" => {}
-            "system-reserved" if system_reserved_cgroup.is_empty() => fail(
-                "systemReservedCgroup (--system-reserved-cgroup) must be specified when \"system-reserved\" \
-                 contained in enforceNodeAllocatable (--enforce-node-allocatable)"
-                    .to_owned(),
-            ),
-            "kube-reserved" if kube_reserved_cgroup.is_empty() => fail(
-                "kubeReservedCgroup (--kube-reserved-cgroup) must be specified when \"kube-reserved\" \
-                 contained in enforceNodeAllocatable (--enforce-node-allocatable)"
-                    .to_owned(),
-            ),
-            "system-reserved" | "kube-reserved" => {}
-            "none" if enforce.len() > 1 => fail(
-                "enforceNodeAllocatable (--enforce-node-allocatable) may not contain additional enforcements \
-                 when \"none\" is specified"
-                    .to_owned(),
-            ),
-            "none" => {}
-            other => fail(format!(
-                "option {} specified for enforceNodeAllocatable (--enforce-node-allocatable). Valid options are \
-                 \"pods\", \"system-reserved\", \"kube-reserved\", or \"none\"",
-                quote(other)
-            )),
-        }
-    }
+    enforcement_problems(
+        &enforce,
+        cgroups_per_qos,
+        &system_reserved_cgroup,
+        &kube_reserved_cgroup,
+        &mut fail,
+    );
     let hairpin = c
         .hairpin_mode
         .as_deref()
@@ -303,6 +276,105 @@ fn problems(c: &KubeletConfiguration, gates: &GateSet) -> Vec<String> {
         ));
     }
     errors
+}
+
+/// The `enforceNodeAllocatable` checks (v1.32 to v1.37 alike): the
+/// `-compressible` variants are valid options, `none` stands alone and
+/// needs no `cgroupsPerQOS`, every other valid option does.
+fn enforcement_problems(
+    enforce: &[String],
+    cgroups_per_qos: bool,
+    system_reserved_cgroup: &str,
+    kube_reserved_cgroup: &str,
+    fail: &mut impl FnMut(String),
+) {
+    const PODS: &str = "pods";
+    const SYSTEM: &str = "system-reserved";
+    const SYSTEM_COMPRESSIBLE: &str = "system-reserved-compressible";
+    const KUBE: &str = "kube-reserved";
+    const KUBE_COMPRESSIBLE: &str = "kube-reserved-compressible";
+    const NONE: &str = "none";
+    let given = |key: &str| enforce.iter().any(|value| value == key);
+    for (plain, compressible) in [(SYSTEM, SYSTEM_COMPRESSIBLE), (KUBE, KUBE_COMPRESSIBLE)] {
+        if given(plain) && given(compressible) {
+            fail(format!(
+                "both {} and {} cannot be specified together in enforceNodeAllocatable (--enforce-node-allocatable)",
+                quote(plain),
+                quote(compressible)
+            ));
+        }
+    }
+    let cgroup_needed = |field: &str, flag: &str, plain: &str, compressible: &str| {
+        format!(
+            "{field} (--{flag}) must be specified when {} or {} included in enforceNodeAllocatable \
+             (--enforce-node-allocatable)",
+            quote(plain),
+            quote(compressible)
+        )
+    };
+    for (index, value) in enforce.iter().enumerate() {
+        if enforce[..index].contains(value) {
+            fail(format!(
+                "duplicated enforcements {} in enforceNodeAllocatable (--enforce-node-allocatable)",
+                quote(value)
+            ));
+            continue;
+        }
+        match value.as_str() {
+            PODS => {}
+            SYSTEM | SYSTEM_COMPRESSIBLE => {
+                if system_reserved_cgroup.is_empty() {
+                    fail(cgroup_needed(
+                        "systemReservedCgroup",
+                        "system-reserved-cgroup",
+                        SYSTEM,
+                        SYSTEM_COMPRESSIBLE,
+                    ));
+                }
+            }
+            KUBE | KUBE_COMPRESSIBLE => {
+                if kube_reserved_cgroup.is_empty() {
+                    fail(cgroup_needed(
+                        "kubeReservedCgroup",
+                        "kube-reserved-cgroup",
+                        KUBE,
+                        KUBE_COMPRESSIBLE,
+                    ));
+                }
+            }
+            NONE => {
+                if enforce.len() > 1 {
+                    fail(format!(
+                        "enforceNodeAllocatable (--enforce-node-allocatable) may not contain additional enforcements \
+                         when {} is specified",
+                        quote(NONE)
+                    ));
+                }
+                continue;
+            }
+            other => {
+                let valid: Vec<String> = [PODS, SYSTEM, SYSTEM_COMPRESSIBLE, KUBE, KUBE_COMPRESSIBLE]
+                    .iter()
+                    .map(|option| quote(option))
+                    .collect();
+                fail(format!(
+                    "option {} specified for enforceNodeAllocatable (--enforce-node-allocatable). Valid options are \
+                     {} or {}",
+                    quote(other),
+                    valid.join(", "),
+                    quote(NONE)
+                ));
+                continue;
+            }
+        }
+        if !cgroups_per_qos {
+            fail(format!(
+                "cgroupsPerQOS (--cgroups-per-qos) must be set to true when {} contained in enforceNodeAllocatable \
+                 (--enforce-node-allocatable)",
+                quote(value)
+            ));
+        }
+    }
 }
 
 /// `validateReservedMemoryConfiguration`.
@@ -382,6 +454,17 @@ mod tests {
                 json!({"topologyManagerPolicy": "restricted", "topologyManagerScope": "pod",
                 "reservedSystemCPUs": "0-1", "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1Gi"}}]})
             ),
+            Ok(())
+        );
+        // Issue 29: v1.32 to v1.37 accept the `-compressible` enforcements
+        // and `none` without QoS cgroups (vectors 1.32/hand-enforce-*).
+        assert_eq!(
+            check(json!({"enforceNodeAllocatable": ["pods", "system-reserved-compressible"],
+                "systemReservedCgroup": "/system.slice"})),
+            Ok(())
+        );
+        assert_eq!(
+            check(json!({"enforceNodeAllocatable": ["none"], "cgroupsPerQOS": false})),
             Ok(())
         );
     }
