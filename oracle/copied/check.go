@@ -77,6 +77,10 @@ type check struct {
 	// Harness is the harness's declaration the upstream one is compared with
 	// (verbatim, fragment, order, fields); "" for upstream-only checks.
 	Harness string
+	// HarnessFrom and HarnessCount compare (fragment) only that part of the
+	// harness function's body, cut as From and Count cut the upstream one.
+	HarnessFrom  string
+	HarnessCount int
 	// Own are adaptations of the harness side (a fragment copied into a
 	// function of its own: its final return, its extra result).
 	Own []rewrite
@@ -218,6 +222,13 @@ func (e *env) run(r release, c *check) error {
 				return fmt.Errorf("harness %s is not a function", c.Harness)
 			}
 			n = fd.Body
+			if c.HarnessFrom != "" {
+				stmts, err := cutFragment(n, c.HarnessFrom, "", c.HarnessCount)
+				if err != nil {
+					return fmt.Errorf("harness %s (%s): %v", c.Harness, file, err)
+				}
+				n = &ast.BlockStmt{List: stmts}
+			}
 		}
 		if err := e.adapt(n, c.Own, "harness", c); err != nil {
 			return err

@@ -25,7 +25,12 @@ const (
 	lifecycle  = "pkg/kubelet/cm/internal_container_lifecycle.go"
 	kubeletGo  = "pkg/kubelet/kubelet.go"
 	statusGo   = "pkg/kubelet/status/status_manager.go"
+	allocGo    = "pkg/kubelet/allocation/allocation_manager.go"
 	fromV1_36  = "k8s_1_36 || k8s_1_37"
+	fromV1_34  = "k8s_1_34 || k8s_1_35 || k8s_1_36 || k8s_1_37"
+	v1_34_35   = "k8s_1_34 || k8s_1_35"
+	onlyV1_34  = "k8s_1_34"
+	fromV1_35  = "k8s_1_35 || k8s_1_36 || k8s_1_37"
 	fromV1_33  = "k8s_1_33 || k8s_1_34 || k8s_1_35 || k8s_1_36 || k8s_1_37"
 	onlyV1_32  = "k8s_1_32"
 	onlyV1_37  = "k8s_1_37"
@@ -218,7 +223,7 @@ var checks = []check{
 		},
 	},
 
-	// --- in-place resize, v1.36+ (resize_1_36.go) ---
+	// --- in-place resize, v1.34+ (resize_queue.go, resize_1_3x.go) ---
 	{
 		Name: "setupResize-admit-order", Harness: "node.setupResize", Kind: order, Releases: fromV1_36, KubeletOnly: true,
 		What:     "NewMainKubelet registers the resize admit handler before the others, through the allocation manager",
@@ -231,28 +236,65 @@ var checks = []check{
 		},
 	},
 	{
-		Name: "resizeUpdate", Harness: "node.resizeUpdate", Kind: pinned, Releases: fromV1_36,
-		What:     "HandlePodUpdates's resize part: queue a changed pod that differs from its allocation and retry, or clear its pending condition",
-		Upstream: []loc{{kubeletGo, "Kubelet.HandlePodUpdates"}},
-		From:     "if utilfeature.DefaultFeatureGate.Enabled(features.InPlacePodVerticalScaling) {\n\tif recordResizeOperations(", Count: 1,
+		Name: "setupResize-admit-order-1.34", Harness: "node.setupResize", Kind: order, Releases: v1_34_35, KubeletOnly: true,
+		What:     "NewMainKubelet registers its admit handlers on the allocation manager (v1.34, v1.35: no resize handler)",
+		Upstream: []loc{{kubeletGo, "NewMainKubelet"}},
+		Pairs: []pair{
+			{"topology manager", "klet.containerManager.GetAllocateResourcesPodAdmitHandler"},
+			{"predicate handler", "lifecycle.NewPredicateAdmitHandler"},
+			{"AddPodAdmitHandlers", "klet.allocationManager.AddPodAdmitHandlers"},
+		},
 	},
 	{
-		Name: "resizeOperations", Harness: "resizeOperations", Kind: pinned, Releases: fromV1_36,
-		What: "recordResizeOperations without its metrics: did a resizable container's cpu/memory or the pod-level resources change " +
-			"(the harness compares the containers' whole resources; a resize event changes only cpu and memory)",
+		Name: "nodeAllocatableAbsolute", Harness: "nodeAllocatableAbsolute", Kind: fragment, Releases: v1_34_35,
+		What: "the container manager's GetNodeAllocatableAbsolute, which the v1.34/v1.35 resize decision reads: capacity less " +
+			"systemReserved and kubeReserved, never below zero (the reservations recomputed as startNode does)",
+		Upstream: []loc{{nodeCMGo, "containerManagerImpl.getNodeAllocatableAbsoluteImpl"}},
+		From:     "result := make(v1.ResourceList)", Count: 3,
+		HarnessFrom: "result := v1.ResourceList{}", HarnessCount: 3,
+		Adapt: []rewrite{
+			Replace("make(v1.ResourceList)", "v1.ResourceList{}"),
+			Replace("capacity", "cadvisor.CapacityFromMachineInfo(machine)"),
+			Replace("v", "capacity"),
+			Replace("k", "name"),
+			Replace("cm.NodeConfig.SystemReserved", "systemReserved"),
+			Replace("cm.NodeConfig.KubeReserved", "kubeReserved"),
+		},
+	},
+	{
+		Name: "recordAllocation", Harness: "node.recordAllocation", Kind: pinned, Releases: fromV1_34,
+		What: "the allocation manager's AddPod, through which the kubelet admits: the admit handlers on the allocated " +
+			"pods, then (gate on) the admitted pod's allocation recorded; the harness runs the handlers itself (addPod)",
+		Upstream: []loc{{allocGo, "manager.AddPod"}},
+	},
+	{
+		Name: "resizeUpdate", Harness: "node.resizeUpdate", Kind: pinned, Releases: fromV1_34,
+		What:     "HandlePodUpdates's resize part: queue a changed pod that differs from its allocation and retry, or clear its pending condition",
+		Upstream: []loc{{kubeletGo, "Kubelet.HandlePodUpdates"}},
+		From:     "if utilfeature.DefaultFeatureGate.Enabled(features.InPlacePodVerticalScaling) {\n\tif record", Count: 1,
+	},
+	{
+		Name: "resizeOperations-1.34", Harness: "resizeOperations", Kind: pinned, Releases: onlyV1_34,
+		What:     "v1.34's recordContainerResizeOperations without its metrics: did a resizable container's cpu/memory change (quantities compared)",
+		Upstream: []loc{{kubeletGo, "recordContainerResizeOperations"}, {kubeletGo, "resizeOperationForResources"}},
+	},
+	{
+		Name: "resizeOperations", Harness: "resizeOperations", Kind: pinned, Releases: fromV1_35,
+		What: "recordResizeOperations without its metrics: did a resizable container's cpu/memory (quantities compared) or " +
+			"the pod-level resources change",
 		Upstream: []loc{
 			{kubeletGo, "recordResizeOperations"}, {kubeletGo, "recordContainerResizeOperations"},
 			{kubeletGo, "recordPodLevelResourceResizeOperations"}, {kubeletGo, "resizeOperationForResources"},
 		},
 	},
 	{
-		Name: "retryAfterRemoval", Harness: "node.retryAfterRemoval", Kind: contains, Releases: fromV1_36,
+		Name: "retryAfterRemoval", Harness: "node.retryAfterRemoval", Kind: contains, Releases: fromV1_34,
 		What:     "HandlePodRemoves ends by retrying the pending resizes",
 		Upstream: []loc{{kubeletGo, "Kubelet.HandlePodRemoves"}},
 		Has:      []string{"kl.allocationManager.RetryPendingResizes(", "allocation.TriggerReasonPodsRemoved)"},
 	},
 	{
-		Name: "resizeStatus", Harness: "resizeStatus", Kind: pinned, Releases: fromV1_36,
+		Name: "resizeStatus", Harness: "resizeStatus", Kind: pinned, Releases: fromV1_34,
 		What: "the status manager's resize conditions, kept by resizeStatus without metrics and on a logical clock",
 		Upstream: []loc{
 			{statusGo, "manager.GetPodResizeConditions"}, {statusGo, "manager.SetPodResizePendingCondition"},
