@@ -7,7 +7,9 @@
 //!   shrinks every difference to a minimal scenario;
 //! - `difftest vectors` writes a conformance vector set from generated
 //!   scenarios and the oracle's answers;
-//! - `difftest supported` lists the releases the engine reproduces.
+//! - `difftest supported` lists the releases the engine reproduces;
+//! - `difftest merge` checks the hint merge alone against the kubelet's
+//!   `Policy.Merge` (`oracle merge`), millions of cases an hour.
 //!
 //! Exit status: 0 no difference; 1 differences (or harness failures)
 //! found; 2 bad arguments or a missing oracle.
@@ -16,6 +18,7 @@ mod answer;
 mod compare;
 mod generate;
 mod ledger;
+mod merge;
 mod release;
 mod rng;
 mod run;
@@ -29,6 +32,8 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
+
+use topoalign_topology_manager::TopologyPolicyName;
 
 use crate::answer::{Oracle, engine_supports};
 use crate::release::{RELEASES, Release};
@@ -131,6 +136,44 @@ enum Command {
     },
     /// The releases the engine reproduces, one a line.
     Supported,
+    /// The hint merge alone: random provider hint sets through the
+    /// kubelet's Policy.Merge (`oracle merge`) and the engine's merge.
+    Merge {
+        #[arg(long, value_parser = parse_release)]
+        version: Release,
+        /// Number of cases (seeds SEED, SEED+1, ...).
+        #[arg(long)]
+        count: Option<u64>,
+        /// Run for this long (`90s`, `10m`, `8h`); with --count, whichever ends first.
+        #[arg(long, value_parser = parse_duration)]
+        duration: Option<Duration>,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Only this policy (repeatable; default: best-effort, restricted
+        /// and single-numa-node, each case merged under every one).
+        #[arg(long, value_parser = parse_policy)]
+        policy: Vec<TopologyPolicyName>,
+        /// The oracle binary (default: where oracle/build.sh VERSION puts it).
+        #[arg(long, value_name = "PATH")]
+        oracle: Option<PathBuf>,
+        /// Most oracle calls spent shrinking one difference.
+        #[arg(long, default_value_t = 2000)]
+        shrink_budget: usize,
+        /// How many differences are confirmed, shrunk and shown.
+        #[arg(long, default_value_t = 3)]
+        show: usize,
+        /// Record the run in this ledger (testdata/merge-ledger.tsv), as
+        /// `run --ledger` does: cases are the seeds.
+        #[arg(long, value_name = "FILE")]
+        ledger: Option<PathBuf>,
+        /// Start after the highest seed the ledger counts for the release.
+        #[arg(long, requires = "ledger")]
+        resume: bool,
+        /// The engine commit to record (default: HEAD, `+dirty` with
+        /// uncommitted changes under crates/ or oracle/).
+        #[arg(long, requires = "ledger")]
+        commit: Option<String>,
+    },
 }
 
 #[derive(clap::Args)]
@@ -161,6 +204,16 @@ fn parse_release(text: &str) -> Result<Release, String> {
         let known: Vec<String> = RELEASES.iter().map(|r| r.name()).collect();
         format!("not a kubelet release the oracle builds ({})", known.join(", "))
     })
+}
+
+fn parse_policy(text: &str) -> Result<TopologyPolicyName, String> {
+    match text.parse::<TopologyPolicyName>() {
+        Ok(policy) if merge::POLICIES.contains(&policy) => Ok(policy),
+        _ => Err(format!(
+            "not a policy that merges ({})",
+            merge::policy_list(&merge::POLICIES)
+        )),
+    }
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -394,6 +447,31 @@ fn try_main(cli: Cli) -> anyhow::Result<ExitCode> {
             print!("{}", ledger::table(&entries));
             Ok(ExitCode::SUCCESS)
         }
+        Command::Merge {
+            version,
+            count,
+            duration,
+            seed,
+            policy,
+            oracle,
+            shrink_budget,
+            show,
+            ledger: ledger_file,
+            resume,
+            commit,
+        } => merge_command(
+            version,
+            count,
+            duration,
+            seed,
+            policy,
+            oracle,
+            shrink_budget,
+            show,
+            ledger_file,
+            resume,
+            commit,
+        ),
         Command::Supported => {
             for release in RELEASES.iter().filter(|r| engine_supports(**r)) {
                 println!("{}", release.name());
@@ -401,4 +479,118 @@ fn try_main(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `difftest merge`.
+#[allow(clippy::too_many_arguments)] // reason: the subcommand's flags, taken apart once
+fn merge_command(
+    version: Release,
+    count: Option<u64>,
+    duration: Option<Duration>,
+    seed: u64,
+    policies: Vec<TopologyPolicyName>,
+    oracle: Option<PathBuf>,
+    shrink_budget: usize,
+    show: usize,
+    ledger_file: Option<PathBuf>,
+    resume: bool,
+    commit: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    if count.is_none() && duration.is_none() {
+        bail!("say how long to run: --count N, --duration D or both");
+    }
+    let policies = if policies.is_empty() {
+        merge::POLICIES.to_vec()
+    } else {
+        policies
+    };
+    let binary = match oracle {
+        Some(path) => path,
+        None => Oracle::default_binary(version)?,
+    };
+    // Checks that the binary is the release's.
+    let binary = Oracle::open(version, binary, Duration::from_secs(60))?.binary;
+    let mut seed = seed;
+    let recorded = match &ledger_file {
+        Some(path) => {
+            let entries = ledger::read(path)?;
+            if resume {
+                seed = ledger::resume_seed(&entries, version, seed);
+            }
+            ledger::check_free(&entries, version, seed, count)?;
+            Some((path.clone(), commit.unwrap_or_else(ledger_commit)))
+        }
+        None => None,
+    };
+    let options = merge::MergeOptions {
+        release: version,
+        oracle: binary.clone(),
+        seed,
+        count,
+        duration,
+        policies: policies.clone(),
+        shrink_budget,
+        show,
+    };
+    let summary = merge::run(&options)?;
+    if let Some((path, commit)) = recorded
+        && summary.cases > 0
+    {
+        let entry = ledger::Entry {
+            release: version,
+            first_seed: seed,
+            last_seed: seed + summary.cases - 1,
+            counts: ledger::Counts {
+                scenarios: summary.cases,
+                same: summary.same,
+                same_refusals: summary.same_refusals,
+                differ: summary.differ,
+                unstable: summary.unstable(),
+                timeouts: 0,
+                excluded: 0,
+                harness_failures: summary.harness_failures.len() as u64,
+                seconds: summary.seconds,
+            },
+            finished_utc: ledger::utc_now(),
+            commit,
+            oracle: merge::oracle_key(&binary).unwrap_or_else(|| oracle_build(&binary)),
+            options: format!(
+                "merge policies={} rule-cases={} over-8-nodes={}",
+                merge::policy_list(&policies),
+                summary.rule_cases,
+                summary.big_cases
+            ),
+        };
+        ledger::append(&path, &entry)?;
+    }
+    for finding in &summary.findings {
+        println!("{}", finding.report);
+    }
+    for (seed, why) in summary.harness_failures.iter().take(10) {
+        println!("harness failure, seed {seed}: {why}");
+    }
+    for policy in &policies {
+        println!(
+            "merge {} {policy}: {} cases, {} differences",
+            version.name(),
+            summary.cases,
+            summary.differ_by_policy.get(policy).copied().unwrap_or(0)
+        );
+    }
+    println!(
+        "merge {}: {} cases from seed {seed} ({} made from the providers' rules, {} on more than 8 NUMA nodes): \
+         {} same ({} with a refusal), {} differ ({} unstable), {} harness failures, {} s",
+        version.name(),
+        summary.cases,
+        summary.rule_cases,
+        summary.big_cases,
+        summary.same,
+        summary.same_refusals,
+        summary.differ,
+        summary.unstable(),
+        summary.harness_failures.len(),
+        summary.seconds
+    );
+    let clean = summary.differ == 0 && summary.harness_failures.is_empty();
+    Ok(if clean { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
