@@ -386,13 +386,21 @@ impl Node {
         let version = self.config.kubelet_version;
         let gates = self.config.feature_gates;
         if !gates.in_place_resize(version) {
-            // 1.32/1.33 call the resize handling only with the gate on;
-            // 1.34 (the last release where it can be off) marks it.
-            return Ok(if version.at_least(KubeletVersion::V1_34) {
-                infeasible("InPlacePodVerticalScaling is disabled")
-            } else {
-                ResizeOutcome::Ignored
-            });
+            // 1.32/1.33 call the resize handling only with the gate on.
+            if !version.at_least(KubeletVersion::V1_34) {
+                return Ok(ResizeOutcome::Ignored);
+            }
+            // 1.34 (the last release where the gate can be off) keeps no
+            // allocation apart from the pod: it reads the pod as the API
+            // server holds it, so the new sizes are what later admissions
+            // count — unchecked, no condition (the real v1.34.4 code:
+            // vectors 1.34/resize-gate-off*).
+            let mut usage = self.fit_usage.clone();
+            usage.remove(allocated);
+            usage.add(&PodRequests::of(&resized));
+            self.fit_usage = usage;
+            self.active[index] = resized;
+            return Ok(ResizeOutcome::Applied);
         }
         if resized == *allocated {
             // Desired == allocated: nothing to allocate, no condition.
