@@ -50,6 +50,8 @@ func main() {
 		os.Exit(batchCommand(os.Args[2:]))
 	case "merge":
 		os.Exit(mergeCommand(os.Args[2:]))
+	case "bench":
+		os.Exit(benchCommand(os.Args[2:]))
 	case "version":
 		fmt.Println(kubeletMinor)
 	case "gates":
