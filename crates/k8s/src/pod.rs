@@ -9,7 +9,8 @@
 //! is refused here for what API validation would refuse and would otherwise
 //! give a silently wrong answer: no containers, unnamed or duplicate
 //! containers, malformed or negative quantities, fractional extended
-//! resources (device counts).
+//! resources (device counts). A `null` amount in a resource list is zero,
+//! as Kubernetes reads it.
 
 use std::collections::BTreeMap;
 
@@ -116,8 +117,56 @@ impl PodError {
 /// # Errors
 /// [`PodError`] naming the field; see [`pod_from_k8s`].
 pub fn pod_from_value(manifest: &serde_json::Value, default_uid: &str) -> Result<Pod, PodError> {
-    let pod: k8s::Pod = serde_path_to_error::deserialize(manifest).map_err(|e| malformed(&e))?;
+    let pod: k8s::Pod = match serde_path_to_error::deserialize(manifest) {
+        Ok(pod) => pod,
+        // Only a manifest that does not read is searched for `null`s.
+        Err(error) => match null_quantities_as_zero(manifest) {
+            Some(patched) => serde_path_to_error::deserialize(&patched).map_err(|e| malformed(&e))?,
+            None => return Err(malformed(&error)),
+        },
+    };
     pod_from_k8s(&pod, default_uid)
+}
+
+/// `manifest` with every `null` amount of a resource list — a container's
+/// `resources.requests` / `limits`, `spec.overhead`, the pod-level
+/// `spec.resources` — replaced by `"0"`, as `Quantity.UnmarshalJSON` reads
+/// `null`; `None` when it has none. The API server accepts such a pod, and
+/// the amount stays given: a `null` CPU request beside a CPU limit is a
+/// request of zero, not one defaulted from the limit.
+fn null_quantities_as_zero(manifest: &serde_json::Value) -> Option<serde_json::Value> {
+    use serde_json::Value;
+    fn zero_nulls(list: Option<&mut Value>, found: &mut bool) {
+        for amount in list
+            .and_then(Value::as_object_mut)
+            .into_iter()
+            .flat_map(|map| map.values_mut())
+        {
+            if amount.is_null() {
+                *amount = Value::String("0".to_owned());
+                *found = true;
+            }
+        }
+    }
+    fn zero_requirements(resources: Option<&mut Value>, found: &mut bool) {
+        if let Some(resources) = resources {
+            zero_nulls(resources.get_mut("requests"), found);
+            zero_nulls(resources.get_mut("limits"), found);
+        }
+    }
+    let mut patched = manifest.clone();
+    let mut found = false;
+    if let Some(spec) = patched.get_mut("spec") {
+        for list in ["containers", "initContainers", "ephemeralContainers"] {
+            let containers = spec.get_mut(list).and_then(Value::as_array_mut);
+            for container in containers.into_iter().flatten() {
+                zero_requirements(container.get_mut("resources"), &mut found);
+            }
+        }
+        zero_nulls(spec.get_mut("overhead"), &mut found);
+        zero_requirements(spec.get_mut("resources"), &mut found);
+    }
+    found.then_some(patched)
 }
 
 /// Reads a pod manifest from YAML (or JSON) text.
@@ -127,7 +176,20 @@ pub fn pod_from_value(manifest: &serde_json::Value, default_uid: &str) -> Result
 pub fn pod_from_yaml(text: &str, default_uid: &str) -> Result<Pod, PodError> {
     let text = crate::nesting::prepare(text).map_err(|e| PodError::new("", PodProblem::Malformed(e.to_string())))?;
     let deserializer = serde_yaml_ng::Deserializer::from_str(text);
-    let pod: k8s::Pod = serde_path_to_error::deserialize(deserializer).map_err(|e| malformed(&e))?;
+    let pod: k8s::Pod = match serde_path_to_error::deserialize(deserializer) {
+        Ok(pod) => pod,
+        Err(error) => {
+            // `null` amounts, read as the API server reads them (see
+            // `pod_from_value`); any other problem is reported as found.
+            let patched = serde_yaml_ng::from_str::<serde_json::Value>(text)
+                .ok()
+                .and_then(|value| null_quantities_as_zero(&value));
+            match patched {
+                Some(patched) => serde_path_to_error::deserialize(&patched).map_err(|e| malformed(&e))?,
+                None => return Err(malformed(&error)),
+            }
+        }
+    };
     pod_from_k8s(&pod, default_uid)
 }
 
@@ -418,6 +480,35 @@ mod tests {
             Value::Object(map)
         };
         json!({"name": name, "resources": {"requests": list(requests), "limits": list(limits)}})
+    }
+
+    /// Issue 29: the API server (v1.37.2 `ValidatePodCreate` after
+    /// decoding) accepts a `null` amount as zero; vector
+    /// 1.32/hand-null-pod-quantities holds the kubelet's answer.
+    #[test]
+    fn a_null_amount_is_zero() {
+        let read = pod(json!({"metadata": {"name": "p"}, "spec": {
+            "containers": [{"name": "app", "resources": {"requests": {"cpu": null, "memory": "1Gi"},
+                "limits": {"cpu": "2", "memory": "1Gi"}}}],
+            "overhead": {"cpu": null}}}))
+        .unwrap();
+        let app = &read.containers[0];
+        assert!(
+            app.requests.get("cpu").is_some_and(|q| q.is_zero()),
+            "given as zero, not defaulted from the limit"
+        );
+        assert_eq!(read.qos, QosClass::Burstable);
+        assert!(read.overhead.get("cpu").is_some_and(|q| q.is_zero()));
+        let yaml = "metadata: {name: p}\nspec:\n  containers:\n  - name: app\n    resources:\n      \
+                    limits: {cpu: ~}\n      requests: {cpu: '1'}\n";
+        // Then a zero limit below the request, which the API server refuses.
+        assert_eq!(
+            pod_from_yaml(yaml, "u").unwrap_err().to_string(),
+            "spec.containers[0].resources.requests: Invalid value: \"1\": must be less than or equal to cpu limit of 0"
+        );
+        // Other `null`s are still reported where they are.
+        let error = pod(json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": null}]}})).unwrap_err();
+        assert_eq!(error.path(), "spec.containers[0].name");
     }
 
     #[test]
