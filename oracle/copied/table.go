@@ -223,6 +223,14 @@ var checks = []check{
 		},
 	},
 
+	// --- restart (restart.go) ---
+	{
+		Name: "readmit", Harness: "node.readmit", Kind: pinned,
+		What: "HandlePodAdditions after a restart: the API server's pods added to the pod manager in creation order, " +
+			"terminal ones skipped, each admitted with the pods added so far (the harness re-admits the pods it had admitted)",
+		Upstream: []loc{{kubeletGo, "Kubelet.HandlePodAdditions"}},
+	},
+
 	// --- in-place resize, v1.34+ (resize_queue.go, resize_1_3x.go) ---
 	{
 		Name: "setupResize-admit-order", Harness: "node.setupResize", Kind: order, Releases: fromV1_36, KubeletOnly: true,
@@ -308,15 +316,18 @@ var checks = []check{
 // notCopied are harness declarations whose doc comments name kubelet code
 // but which copy none: they call the real code, or are the harness's own.
 var notCopied = map[string]string{
-	"loadWith":                   "calls the real loader (api_1_3x.go)",
-	"loadConfigFileOrPanic":      "harness: the loader's panic turned into a start-up refusal",
-	"newPredicateAdmitHandler":   "calls the real lifecycle.NewPredicateAdmitHandler",
-	"node.podManagerActivePods":  "harness: the replay's pods as the pod manager would list them (the kubelet's GetActivePods)",
-	"node.podManagerPod":         "harness: the replay's pods by UID (the pod manager's GetPodByUID)",
-	"alwaysReady":                "harness: the kubelet's config sources, all seen",
-	"clearPending":               "part of resizeStatus (pinned with it)",
-	"collectStale":               "harness: a hint request for an empty pod triggers the managers' own stale-state collection",
-	"removeContainer":            "harness: a deleted pod's containers removed through the real managers",
-	"preferredAllocation":        "harness: the conformance README's device choice rule",
-	"experimentalIgnoreEviction": "the --experimental-allocatable-ignore-eviction flag's default (false)",
+	"loadWith":                     "calls the real loader (api_1_3x.go)",
+	"loadConfigFileOrPanic":        "harness: the loader's panic turned into a start-up refusal",
+	"newPredicateAdmitHandler":     "calls the real lifecycle.NewPredicateAdmitHandler",
+	"node.podManagerActivePods":    "harness: the replay's pods as the pod manager would list them (the kubelet's GetActivePods)",
+	"node.podManagerPod":           "harness: the replay's pods by UID (the pod manager's GetPodByUID)",
+	"alwaysReady":                  "harness: the kubelet's config sources, all seen",
+	"clearPending":                 "part of resizeStatus (pinned with it)",
+	"resizeStatus.setPending":      "part of resizeStatus (pinned with it)",
+	"resizeStatus.setInProgress":   "part of resizeStatus (pinned with it)",
+	"resizeStatus.clearInProgress": "part of resizeStatus (pinned with it)",
+	"collectStale":                 "harness: a hint request for an empty pod triggers the managers' own stale-state collection",
+	"removeContainer":              "harness: a deleted pod's containers removed through the real managers",
+	"preferredAllocation":          "harness: the conformance README's device choice rule",
+	"experimentalIgnoreEviction":   "the --experimental-allocatable-ignore-eviction flag's default (false)",
 }
