@@ -5,11 +5,17 @@
 # instructions per replay event and per extender call (filter + prioritize
 # over 5,000 nodes, warm and cold) — counts repeat exactly from run to run,
 # so a regression shows as a number even on a busy machine.
+# The real kubelet's admission cost beside the engine's (issue #29), from
+# the same run: `oracle bench` times the v1.37 kubelet code on the engine
+# bench's node, pod and configuration at 1-16 NUMA nodes under the three
+# policies; this needs Go (>= 1.26): oracle/build.sh 1.37 builds the oracle
+# first (several minutes the first time, cached after).
 #
-#   bench/speed.sh                 # criterion (engine, extender) + callgrind
-#   bench/speed.sh --quick         # shorter criterion runs (rougher figures)
+#   bench/speed.sh                 # criterion (engine, extender), kubelet, callgrind
+#   bench/speed.sh --quick         # shorter criterion and kubelet runs (rougher figures)
 #   bench/speed.sh --callgrind     # only the instruction counts
 #   bench/speed.sh --no-callgrind  # only the timings
+#   bench/speed.sh --no-kubelet    # without the kubelet comparison (no Go needed)
 #
 # Wall-clock figures are only comparable with the targets on a quiet
 # machine: the load printed beside them says how quiet it was.
@@ -21,13 +27,15 @@ target_dir=${CARGO_TARGET_DIR:-$root/target}
 quick=false
 timings=true
 counts=true
+kubelet=true
 for arg in "$@"; do
     case $arg in
         --quick) quick=true ;;
         --callgrind) timings=false ;;
         --no-callgrind) counts=false ;;
+        --no-kubelet) kubelet=false ;;
         -h | --help)
-            sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+            sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         *)
@@ -43,8 +51,25 @@ if $counts && ! command -v valgrind >/dev/null; then
     exit 1
 fi
 
+$timings || kubelet=false
+if $kubelet && ! command -v go >/dev/null; then
+    echo "bench/speed.sh: Go is not on PATH, so the real kubelet code cannot be built for the comparison." >&2
+    echo "  Install Go >= 1.26 (oracle/build.sh 1.37 builds it) or run bench/speed.sh --no-kubelet." >&2
+    exit 1
+fi
+
 log=$(mktemp -t topoalign-speed.XXXXXX)
 echo "bench/speed.sh: raw benchmark output in $log" >&2
+
+if $kubelet; then
+    # Built before anything is timed, so that the build does not load the
+    # machine during the measurements.
+    echo "bench/speed.sh: oracle/build.sh 1.37 (the real v1.37 kubelet code; the first build takes several minutes)" >&2
+    oracle=$("$root/oracle/build.sh" 1.37 2>>"$log" | tail -n 1) && [ -x "$oracle" ] || {
+        echo "bench/speed.sh: oracle/build.sh 1.37 failed; see $log (or run with --no-kubelet)" >&2
+        exit 1
+    }
+fi
 
 load() { uptime | sed 's/.*load average/load average/'; }
 
@@ -79,6 +104,14 @@ convert() {
     }'
 }
 
+# The middle estimate of one id in nanoseconds (empty when absent).
+nanoseconds() { # estimates-file id
+    awk -F '\t' -v id="$2" '$1 == id { v = $2; u = $3 } END {
+        f["ps"] = 1e-3; f["ns"] = 1; f["µs"] = 1e3; f["us"] = 1e3; f["ms"] = 1e6; f["s"] = 1e9
+        if (u in f) printf "%.3f", v * f[u]
+    }' "$1"
+}
+
 figure() { # estimates-file id unit
     local line
     line=$(awk -F '\t' -v id="$2" '$1 == id { print $2 "\t" $3 }' "$1" | tail -n 1)
@@ -93,8 +126,11 @@ if $timings; then
     echo "== timings (criterion, release)"
     echo "load before: $(load)"
     engine_out=$(mktemp -t topoalign-speed-engine.XXXXXX)
+    # With the kubelet comparison, also the sizes it compares at.
+    sizes='2|8|64'
+    if $kubelet; then sizes='1|2|4|8|16|64'; fi
     (cd "$root" && cargo bench -q -p topoalign-engine --bench admission -- \
-        "${criterion_args[@]}" '^admit/[a-z-]+/fast/(2|8|64)$') >"$engine_out" 2>>"$log" || {
+        "${criterion_args[@]}" "^admit/[a-z-]+/fast/($sizes)\$") >"$engine_out" 2>>"$log" || {
         echo "bench/speed.sh: cargo bench -p topoalign-engine failed; see $log" >&2
         exit 1
     }
@@ -110,6 +146,53 @@ if $timings; then
             "$(figure "$engine" "admit/restricted/fast/$numa" µs)" \
             "$(figure "$engine" "admit/best-effort/fast/$numa" µs)" "$goal"
     done
+
+    if $kubelet; then
+        # One admission of the same pod onto the same node through the real
+        # kubelet code (oracle/bench.go), each case in a process of its own,
+        # killed past the limit ("timeout": the kubelet's permutation merge
+        # under restricted/best-effort at 16 NUMA nodes).
+        limit=180 # seconds per case
+        kubelet_args=(--time 3s)
+        if $quick; then limit=60 kubelet_args=(--time 1s); fi
+        kubelet_args+=(--limit "${limit}s")
+        echo "== the kubelet beside the engine (oracle bench ${kubelet_args[*]}; engine: the criterion run above)"
+        echo "load before kubelet: $(load)"
+        kubelet_out=$(mktemp -t topoalign-speed-kubelet.XXXXXX)
+        "$oracle" bench --policy single-numa-node,restricted,best-effort --numa 1,2,4,8,16 \
+            "${kubelet_args[@]}" >"$kubelet_out" 2>>"$log" ||
+            echo "bench/speed.sh: oracle bench reported errors; see $log" >&2
+        cat "$kubelet_out" >>"$log"
+        echo "load after kubelet: $(load)"
+        sed -n 's/^# /  /p' "$kubelet_out"
+        echo "  timeout: no admission within ${limit} s (the node's start-up included); its ratio is the one the limit gives, a lower bound"
+        printf '%-18s %5s %16s %12s %12s %14s\n' "policy" "NUMA" "kubelet (µs)" "engine (µs)" "ratio" "target"
+        for policy in single-numa-node restricted best-effort; do
+            for numa in 1 2 4 8 16; do
+                kubelet_ns=$(awk -F '\t' -v p="$policy" -v n="$numa" '$1 == p && $2 == n { print $3 }' "$kubelet_out")
+                engine_ns=$(nanoseconds "$engine" "admit/$policy/fast/$numa")
+                case $numa in 2) goal=50 ;; 8) goal=200 ;; *) goal= ;; esac
+                # kubelet µs, ratio and the target's verdict; a timeout gives
+                # the limit and the ratio it at least means.
+                read -r kubelet_us ratio verdict < <(awk -v k="$kubelet_ns" -v e="$engine_ns" -v goal="$goal" \
+                    -v s="$limit" 'BEGIN {
+                        if (k == "timeout") {
+                            us = "timeout"; r = (e > 0) ? sprintf(">%.0f×", s * 1e9 / e) : "-"
+                            ok = (goal != "" && e > 0 && s * 1e9 / e >= goal) ? "met" : "-"
+                        } else if (k ~ /^[0-9]+$/) {
+                            us = sprintf("%.1f", k / 1e3); r = (e > 0) ? sprintf("%.0f×", k / e) : "-"
+                            ok = (goal == "" || !(e > 0)) ? "-" : (k / e >= goal ? "met" : "missed")
+                        } else { us = (k == "" ? "-" : k); r = "-"; ok = "-" }
+                        print us, r, ok
+                    }')
+                target=-
+                if [ -n "$goal" ]; then target="≥ $goal× $verdict"; fi
+                printf '%-18s %5s %16s %12s %12s %14s\n' "$policy" "$numa" "$kubelet_us" \
+                    "$(figure "$engine" "admit/$policy/fast/$numa" µs)" "$ratio" "$target"
+            done
+        done
+        rm -f "$kubelet_out"
+    fi
 
     extender_out=$(mktemp -t topoalign-speed-extender.XXXXXX)
     (cd "$root" && cargo bench -q -p topoalign-extender --bench extender -- "${criterion_args[@]}") \
