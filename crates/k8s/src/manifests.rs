@@ -235,8 +235,14 @@ impl Reader<'_> {
             Some(other) => return Err((join(at, "kind"), format!("expected a string, found {other}"))),
         };
         if kind == "Pod" {
-            let origin = format!("Pod {}", name_of(object));
-            return self.pod(value.clone(), at, origin);
+            let mut value = value.clone();
+            if let Some(name) = generated_name(object, self.manifests.pods.len())
+                && let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut)
+            {
+                metadata.insert("name".into(), json!(name));
+            }
+            let origin = value.as_object().map_or_else(String::new, name_of);
+            return self.pod(value, at, format!("Pod {origin}"));
         }
         if kind == "List" || kind.ends_with("List") {
             let item_kind = kind.strip_suffix("List").filter(|k| !k.is_empty());
@@ -311,7 +317,7 @@ impl Reader<'_> {
         }
         for replica in 0..replicas {
             let mut metadata = metadata.clone();
-            metadata.insert("name".into(), json!(format!("{name}-{replica}")));
+            metadata.insert("name".into(), json!(replica_name(name, replica)));
             let manifest = json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec});
             let origin = format!("{kind} {workload}, replica {replica}");
             self.pod(manifest, &path, origin)?;
@@ -334,6 +340,56 @@ impl Reader<'_> {
         self.manifests.pods.push(ManifestPod { origin, manifest, pod });
         Ok(())
     }
+}
+
+/// The name the API server gives a pod created with `metadata.generateName`
+/// and no `metadata.name`: the prefix (at most 58 characters) and five
+/// characters of the generator's alphabet, here the pod's position in the
+/// stream rather than random ones. `None` when the pod has a name, or no
+/// prefix either.
+fn generated_name(object: &Map<String, Value>, position: usize) -> Option<String> {
+    /// `names.SimpleNameGenerator`: what it appends, from what alphabet.
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    const RANDOM_LENGTH: usize = 5;
+    const MAX_PREFIX: usize = 63 - RANDOM_LENGTH;
+    let metadata = object.get("metadata")?.as_object()?;
+    if metadata
+        .get("name")
+        .and_then(Value::as_str)
+        .is_some_and(|name| !name.is_empty())
+    {
+        return None;
+    }
+    let prefix = metadata.get("generateName")?.as_str().filter(|p| !p.is_empty())?;
+    let prefix = match prefix.char_indices().nth(MAX_PREFIX) {
+        Some((cut, _)) => &prefix[..cut],
+        None => prefix,
+    };
+    let mut rest = position;
+    let mut suffix = [0u8; RANDOM_LENGTH];
+    for slot in suffix.iter_mut().rev() {
+        *slot = ALPHABET[rest % ALPHABET.len()];
+        rest /= ALPHABET.len();
+    }
+    Some(format!("{prefix}{}", String::from_utf8_lossy(&suffix)))
+}
+
+/// Replica `replica`'s pod name, `<workload>-<replica>`, the workload's
+/// name shortened (and a trailing `.` or `-` dropped) where the whole would
+/// pass the 253 characters of a pod name: the API server takes workload
+/// names of that length, and their controllers name pods that fit.
+fn replica_name(workload: &str, replica: u64) -> String {
+    const MAX_NAME: usize = 253;
+    let suffix = format!("-{replica}");
+    let room = MAX_NAME.saturating_sub(suffix.len());
+    let base = if workload.len() > room {
+        // Names are ASCII once valid; an invalid one is refused later anyway.
+        let cut = (0..=room).rev().find(|&i| workload.is_char_boundary(i)).unwrap_or(0);
+        workload[..cut].trim_end_matches(['.', '-'])
+    } else {
+        workload
+    };
+    format!("{base}{suffix}")
 }
 
 /// How many pods a workload runs by itself: `spec.replicas` (default 1;
@@ -428,6 +484,40 @@ mod tests {
         assert_eq!(m.pods[3].pod.uid, "topoalign-pod-3");
         let skipped: Vec<String> = m.skipped.iter().map(ToString::to_string).collect();
         assert_eq!(skipped, ["document 4: Service default/s has no pod template; skipped"]);
+    }
+
+    /// Issue 29: the API server accepts a pod with only
+    /// `metadata.generateName` (v1.37.2 `ValidatePodCreate` of the pod it
+    /// names), and workloads named up to 253 characters, whose controllers
+    /// name pods that fit.
+    #[test]
+    fn generated_and_long_names_are_what_the_api_server_takes() {
+        let text = "kind: Pod\nmetadata: {generateName: web-}\nspec: {containers: [{name: c}]}\n---\nkind: Pod\n\
+                    metadata: {generateName: web-}\nspec: {containers: [{name: c}]}\n";
+        let m = read(text).expect("valid");
+        assert_eq!(keys(&m), ["default/web-bbbbb", "default/web-bbbbc"]);
+        assert_eq!(m.pods[0].origin, "Pod default/web-bbbbb");
+        let long = format!(
+            "kind: Pod\nmetadata: {{generateName: {}}}\nspec: {{containers: [{{name: c}}]}}\n",
+            "a".repeat(100)
+        );
+        let m = read(&long).expect("valid");
+        assert_eq!(m.pods[0].pod.name, format!("{}bbbbb", "a".repeat(58)));
+        assert!(
+            read("kind: Pod\nmetadata: {namespace: x}\nspec: {containers: [{name: c}]}\n").is_err(),
+            "neither a name nor a prefix"
+        );
+        let name = format!("{}.{}", "a".repeat(200), "b".repeat(52));
+        let text = format!(
+            "kind: Deployment\nmetadata: {{name: {name}}}\nspec:\n  replicas: 2\n  template:\n    spec: {{containers: [{{name: c}}]}}\n"
+        );
+        let m = read(&text).expect("valid");
+        assert_eq!(m.pods[1].pod.name, format!("{}.{}-1", "a".repeat(200), "b".repeat(50)));
+        assert!(m.pods.iter().all(|p| p.pod.name.len() <= 253));
+        assert_eq!(
+            replica_name(&format!("{}.b", "a".repeat(250)), 0),
+            format!("{}-0", "a".repeat(250))
+        );
     }
 
     #[test]
