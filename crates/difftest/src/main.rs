@@ -555,10 +555,11 @@ fn merge_command(
             commit,
             oracle: merge::oracle_key(&binary).unwrap_or_else(|| oracle_build(&binary)),
             options: format!(
-                "merge policies={} rule-cases={} over-8-nodes={}",
+                "merge policies={} rules={} over-8-nodes={} over-8-nodes-rules={}",
                 merge::policy_list(&policies),
                 summary.rule_cases,
-                summary.big_cases
+                summary.big_cases,
+                summary.big_rule_cases
             ),
         };
         ledger::append(&path, &entry)?;
@@ -578,12 +579,13 @@ fn merge_command(
         );
     }
     println!(
-        "merge {}: {} cases from seed {seed} ({} made from the providers' rules, {} on more than 8 NUMA nodes): \
-         {} same ({} with a refusal), {} differ ({} unstable), {} harness failures, {} s",
+        "merge {}: {} cases from seed {seed} ({} merged from the providers' rules; {} on more than 8 NUMA nodes, \
+         {} of them from rules): {} same ({} with a refusal), {} differ ({} unstable), {} harness failures, {} s",
         version.name(),
         summary.cases,
         summary.rule_cases,
         summary.big_cases,
+        summary.big_rule_cases,
         summary.same,
         summary.same_refusals,
         summary.differ,

@@ -79,10 +79,11 @@ pub struct MergeSummary {
     pub same: u64,
     /// … and some policy refused.
     pub same_refusals: u64,
-    /// Cases made from the providers' rules.
+    /// Cases whose engine merge was given a rule (the candidate search).
     pub rule_cases: u64,
-    /// Cases with more than 8 NUMA nodes.
+    /// Cases with more than 8 NUMA nodes, and those of them given a rule.
     pub big_cases: u64,
+    pub big_rule_cases: u64,
     /// Differing cases, and per policy.
     pub differ: u64,
     pub differ_by_policy: BTreeMap<TopologyPolicyName, u64>,
@@ -103,7 +104,7 @@ impl MergeSummary {
 /// thread to the comparing one.
 struct Expected {
     seed: u64,
-    from_rules: bool,
+    rules: bool,
     big: bool,
     /// Per policy, the answer along each path; or why the engine failed.
     engine: Result<Vec<Vec<(EnginePath, Answer)>>, String>,
@@ -158,7 +159,7 @@ pub fn run(options: &MergeOptions) -> anyhow::Result<MergeSummary> {
                 text.push_str(&case.wire(&policies));
                 chunk.push(Expected {
                     seed,
-                    from_rules: case.from_rules,
+                    rules: case.has_rules(),
                     big: case.nodes.len() > 8,
                     engine: engine_answers(&case, &policies, version),
                 });
@@ -196,8 +197,9 @@ pub fn run(options: &MergeOptions) -> anyhow::Result<MergeSummary> {
                     bail!("the oracle answered case {} for case {}", reply.id, expected.seed);
                 }
                 summary.cases += 1;
-                summary.rule_cases += u64::from(expected.from_rules);
+                summary.rule_cases += u64::from(expected.rules);
                 summary.big_cases += u64::from(expected.big);
+                summary.big_rule_cases += u64::from(expected.big && expected.rules);
                 let engine = match (expected.engine, reply.error, reply.answers) {
                     (Err(why), _, _) => {
                         summary.harness_failures.push((expected.seed, format!("engine: {why}")));
