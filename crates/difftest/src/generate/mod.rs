@@ -6,10 +6,12 @@
 //! quantities are then respelled (`spelling.rs`: every form Kubernetes
 //! accepts, listed in its docs), from a random stream of their own, so
 //! that a seed the step leaves alone names the scenario it named before.
+//! Restarts are put between the events the same way (`restart.rs`).
 
 mod kubelet;
 mod machine;
 mod pods;
+mod restart;
 mod spelling;
 
 use topoalign_scenario::Scenario;
@@ -29,19 +31,32 @@ pub struct Generated {
 
 /// The scenario of `seed` for `release`.
 pub fn generate(seed: u64, release: Release) -> Generated {
-    generate_with(seed, release, true)
+    generate_with(seed, release, LaterSteps::All)
 }
 
-/// The scenario of `seed` for `release`, with the respelling step or
-/// without it (tests: without it every scenario is the one the seed named
-/// before the step existed).
-fn generate_with(seed: u64, release: Release, respelling: bool) -> Generated {
+/// The steps after the base scenario, each from a random stream of its own.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LaterSteps {
+    /// None: the scenario the seed named before the steps existed.
+    None,
+    /// Respelling only.
+    Respelling,
+    /// Respelling, then restarts.
+    All,
+}
+
+/// The scenario of `seed` for `release`, with the later steps (respelling,
+/// restarts) or without them (tests: without them every scenario is the
+/// one the seed named before the steps existed).
+fn generate_with(seed: u64, release: Release, steps: LaterSteps) -> Generated {
     let mut root = Rng::new(seed);
     let mut machine_rng = root.fork(1);
     let mut kubelet_rng = root.fork(2);
     let mut pods_rng = root.fork(3);
     // Its own stream: what the step draws moves nothing above.
     let mut spelling_rng = root.fork(4);
+    // Likewise for the restarts.
+    let mut restart_rng = root.fork(5);
     let mut tags = Vec::new();
     let (topology, facts) = machine::machine(&mut machine_rng, &mut tags);
     let (kubelet, kubelet_facts) = kubelet::kubelet(&mut kubelet_rng, release, &facts, &mut tags);
@@ -51,8 +66,11 @@ fn generate_with(seed: u64, release: Release, respelling: bool) -> Generated {
         kubelet,
         events,
     };
-    if respelling {
+    if steps != LaterSteps::None {
         spelling::respell(&mut spelling_rng, &mut scenario, &mut tags);
+    }
+    if steps == LaterSteps::All {
+        restart::add_restarts(&mut restart_rng, &mut scenario, &mut tags);
     }
     tags.sort();
     tags.dedup();
@@ -129,7 +147,7 @@ mod tests {
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
         for release in RELEASES {
             for seed in (0..200).chain(1_100_000..1_100_100) {
-                for byte in text(&generate_with(seed, release, false)).bytes() {
+                for byte in text(&generate_with(seed, release, LaterSteps::None)).bytes() {
                     hash ^= u64::from(byte);
                     hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
                 }
