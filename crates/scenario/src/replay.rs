@@ -591,7 +591,9 @@ fn resize_quantity(value: &serde_json::Value) -> Result<Quantity, String> {
         serde_json::Value::Number(n) => n.to_string(),
         other => return Err(format!("expected a quantity, found {other}")),
     };
-    let quantity = topoalign_k8s::parse_quantity(&text).map_err(|e| format!("{text:?}: {e}"))?;
+    // The resize subresource's body is read as any pod's: trimmed as
+    // Quantity.UnmarshalJSON trims.
+    let quantity = topoalign_k8s::parse_quantity_field(&text).map_err(|e| format!("{text:?}: {e}"))?;
     if quantity.is_negative() {
         return Err(format!("{text:?} must be greater than or equal to 0"));
     }
