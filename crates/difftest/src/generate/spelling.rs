@@ -51,7 +51,8 @@
 //!   unequal to Kubernetes, which then counts the pod Burstable (a resize
 //!   would make it Guaranteed again, which the API server refuses: hence no
 //!   resize) — tags `quantity-lowered`, `quantity-split`;
-//! - raised to a huge amount: `9Ei`, `8Ei`, `16Ei`, `8192Pi` (all capped at
+//! - in a quarter of the scenarios the step changes, raised to a huge
+//!   amount: `9Ei`, `8Ei`, `16Ei`, `8192Pi` (all capped at
 //!   2^63−1), 2^63−1 in other spellings, `1e19`, 2^64, 26- to 29-digit
 //!   numbers — tag `quantity-huge`;
 //! - in the `kubelet:` block (where no API server checks anything: the
@@ -120,9 +121,14 @@ const CAPPED: [&str; 4] = ["9Ei", "8Ei", "16Ei", "8192Pi"];
 /// White space `Quantity.UnmarshalJSON` trims and JSON does not escape.
 const SPACES: [&str; 5] = [" ", "  ", "\u{a0}", "\u{3000}", "\u{85}"];
 
-/// Which of the step's changes a scenario got (for its tags).
+/// What the step may do to a scenario, and which of its changes the
+/// scenario got (for its tags).
 #[derive(Default)]
 struct Seen {
+    /// Whether huge amounts may be written (a quarter of the scenarios the
+    /// step changes: the engine refuses a pod with one, and a scenario
+    /// without any judges the other spellings).
+    huge_allowed: bool,
     pod: bool,
     resize: bool,
     kubelet: bool,
@@ -162,7 +168,10 @@ pub fn respell(rng: &mut Rng, scenario: &mut Scenario, tags: &mut Vec<String>) {
     if !rng.chance(30) {
         return;
     }
-    let mut seen = Seen::default();
+    let mut seen = Seen {
+        huge_allowed: rng.chance(25),
+        ..Seen::default()
+    };
     let resized: BTreeSet<String> = scenario
         .events
         .iter()
@@ -329,7 +338,7 @@ fn respell_resources(rng: &mut Rng, resources: &mut Value, level: Level, resized
         // class, which a resize could not keep.
         let splittable = limit.is_some() && (request.is_none() || equal);
         if (change == Change::Lowered && level == Level::Pod)
-            || (change == Change::Huge && level == (Level::Container { pod_level: true }))
+            || (change == Change::Huge && (!seen.huge_allowed || level == (Level::Container { pod_level: true })))
             || (change == Change::Split && (level == Level::Pod || resized || !splittable))
         {
             change = Change::Exact;
@@ -475,6 +484,7 @@ fn respell_config_value(rng: &mut Rng, value: &mut Value, seen: &mut Seen) -> bo
         return respell_exact(rng, value, false, seen);
     }
     match *rng.weighted(&[(86, Change::Exact), (9, Change::Lowered), (5, Change::Huge)]) {
+        Change::Huge if !seen.huge_allowed => respell_exact(rng, value, false, seen),
         Change::Exact | Change::Split => respell_exact(rng, value, false, seen),
         Change::Lowered => match lowered(rng, amount, false) {
             Some(new) => {
