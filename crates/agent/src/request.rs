@@ -123,7 +123,7 @@ pub fn read_body(body: &[u8], yaml: bool, query: &AdmitOptions) -> Result<Worklo
     }
     let text = topoalign_k8s::prepare_text(text).map_err(|e| RequestError(format!("the body is {e}")))?;
     let value: Value = if yaml {
-        serde_yaml_ng::from_str(text).map_err(|e| RequestError(format!("the body is not valid YAML: {e}")))?
+        topoalign_k8s::go_yaml::to_json(text).map_err(|e| RequestError(format!("the body is not valid YAML: {e}")))?
     } else {
         serde_json::from_str(text).map_err(|e| {
             RequestError(format!(

@@ -156,7 +156,7 @@ pub fn read_topology(path: Option<&Path>, kind: NodeFileKind) -> Result<topoalig
 pub fn read_kubelet_config(path: &Path) -> Result<Value, IntakeError> {
     let text = read_text(path)?;
     KubeletConfiguration::from_file_text(&text).map_err(|e| invalid(path, e))?;
-    serde_yaml_ng::from_str(&text).map_err(|e| invalid(path, e))
+    topoalign_k8s::file_fields(&text).map_err(|e| invalid(path, e))
 }
 
 /// The command line's single-field changes to the kubelet configuration,

@@ -432,15 +432,7 @@ impl KubeletConfiguration {
     /// # Errors
     /// [`ConfigError::Invalid`] for text that is not such a document.
     pub fn from_file_text(text: &str) -> Result<KubeletConfiguration, ConfigError> {
-        let text = crate::nesting::prepare(text).map_err(|e| ConfigError::Invalid {
-            path: String::new(),
-            message: e.to_string(),
-        })?;
-        let value: serde_json::Value = serde_yaml_ng::from_str(text).map_err(|e| ConfigError::Invalid {
-            path: String::new(),
-            message: e.to_string(),
-        })?;
-        let config = KubeletConfiguration::from_value(&value)?;
+        let config = KubeletConfiguration::from_value(&file_fields(text)?)?;
         config.check_type(true)?;
         Ok(config)
     }
@@ -524,6 +516,26 @@ impl KubeletConfiguration {
     /// `featureGates`, default none.
     pub fn feature_gates(&self) -> BTreeMap<String, bool> {
         self.feature_gates.clone().unwrap_or_default()
+    }
+}
+
+/// The fields of a kubelet configuration file as the kubelet's loader
+/// reads them: JSON when the text starts with `{`, otherwise YAML through
+/// `sigs.k8s.io/yaml` ([`crate::go_yaml`]: `cgroupsPerQOS: yes` is true,
+/// `maxPods: 110.0` is 110, `maxPods: 0110` is 72, merge keys merge).
+///
+/// # Errors
+/// [`ConfigError::Invalid`] for text that is neither.
+pub fn file_fields(text: &str) -> Result<serde_json::Value, ConfigError> {
+    let invalid = |message: String| ConfigError::Invalid {
+        path: String::new(),
+        message,
+    };
+    let text = crate::nesting::prepare(text).map_err(|e| invalid(e.to_string()))?;
+    if crate::go_yaml::is_json(text) {
+        serde_json::from_str(text).map_err(|e| invalid(e.to_string()))
+    } else {
+        crate::go_yaml::to_json(text).map_err(|e| invalid(e.to_string()))
     }
 }
 
@@ -743,6 +755,36 @@ mod tests {
         let config = KubeletConfiguration::from_value(&json!({"featureGates": null, "reservedMemory": null})).unwrap();
         assert_eq!(config.feature_gates, None);
         assert_eq!(config.reserved_memory, None);
+    }
+
+    /// Issue 29: a YAML file reads as YAML 1.1 through `sigs.k8s.io/yaml`.
+    /// Expected values: what the v1.37.2 kubelet's loader
+    /// (`configfiles.NewFsLoader`, then `Load`) read from this file.
+    #[test]
+    fn a_yaml_file_reads_as_the_kubelets_loader_reads_it() {
+        let file = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfailCgroupV1: false\n\
+                    cgroupsPerQOS: no\nenforceNodeAllocatable: [none]\nmaxPods: 0110\nfeatureGates: \
+                    {CPUManagerPolicyAlphaOptions: on, CPUManagerPolicyBetaOptions: Off}\nbase: &reserved {cpu: \"1\", \
+                    memory: 1Gi}\nsystemReserved:\n  <<: *reserved\n  memory: 2Gi\n";
+        let config = KubeletConfiguration::from_file_text(file).unwrap();
+        assert_eq!(config.cgroups_per_qos, Some(false));
+        assert_eq!(config.max_pods(), 72);
+        let gates = config.feature_gates();
+        assert_eq!(
+            (
+                gates["CPUManagerPolicyAlphaOptions"],
+                gates["CPUManagerPolicyBetaOptions"]
+            ),
+            (true, false)
+        );
+        let reserved = config.system_reserved.unwrap();
+        assert_eq!((reserved["cpu"].as_str(), reserved["memory"].as_str()), ("1", "2Gi"));
+        // `maxPods: 110.0` is 110 in YAML; in a JSON file the loader refuses it.
+        let yaml = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: 110.0\n";
+        assert_eq!(KubeletConfiguration::from_file_text(yaml).unwrap().max_pods(), 110);
+        let json =
+            r#"{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", "maxPods": 110.0}"#;
+        assert!(KubeletConfiguration::from_file_text(json).is_err());
     }
 
     /// The file `kubeadm init` writes (v1.32), with its many other fields.

@@ -13,6 +13,9 @@
 //!   its exact text ([`kubelet_config`], [`validation`], [`startup`]);
 //! - [`read_manifests`]: pods from multi-document streams, `v1 List`s and
 //!   workload templates ([`manifests`]);
+//! - [`go_yaml`]: YAML read as Kubernetes reads it (YAML 1.1 through
+//!   `sigs.k8s.io/yaml`), for every file a kubelet, `kubectl` or the API
+//!   server would read;
 //! - [`CpuCheckpoint`] / [`MemoryCheckpoint`] / [`DeviceCheckpoint`]: the
 //!   kubelet's checkpoint files in every release's layout, checksum
 //!   verified the kubelet's way ([`checkpoint`]).
@@ -25,6 +28,7 @@ mod cpu_list;
 mod eviction;
 mod feature_gates;
 mod go;
+pub mod go_yaml;
 pub mod kubelet_config;
 pub mod manifests;
 pub mod nesting;
@@ -40,8 +44,8 @@ pub use cpu_list::{CpuList, parse_cpu_list, reserved_cpus};
 pub use eviction::{Threshold, ThresholdValue, hard_eviction_reservation, parse_hard_thresholds};
 pub use feature_gates::GateSet;
 pub use kubelet_config::{
-    ConfigError, KubeletConfiguration, MemoryReservation, MemorySwap, apply_kubelet_version, parse_kubelet_version,
-    unknown_field_warnings,
+    ConfigError, KubeletConfiguration, MemoryReservation, MemorySwap, apply_kubelet_version, file_fields,
+    parse_kubelet_version, unknown_field_warnings,
 };
 pub use manifests::{
     MAX_PODS, ManifestError, ManifestOptions, ManifestPod, Manifests, Skipped, own_replicas, read_manifests,

@@ -10,7 +10,6 @@
 //! template`). Must not touch: reading files (callers pass text; they add
 //! the file name) or Pod conversion itself ([`crate::pod`]).
 
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use topoalign_model::Pod;
 
@@ -148,29 +147,33 @@ pub fn read_manifests(text: &str, options: &ManifestOptions) -> Result<Manifests
     Ok(reader.manifests)
 }
 
-/// The non-empty documents of a stream with their positions, merge keys
-/// (`<<`) applied, and how many documents the stream has.
+/// The non-empty documents of a stream with their positions, and how many
+/// documents the stream has, read as `kubectl` reads a file: a stream of
+/// JSON objects when it starts with `{`, otherwise YAML documents through
+/// `sigs.k8s.io/yaml` ([`crate::go_yaml`]: YAML 1.1 scalars, merge keys).
 fn split_documents(text: &str) -> Result<(Vec<(usize, Value)>, usize), ManifestError> {
-    let mut documents = Vec::new();
-    let mut count = 0;
     let text = crate::nesting::prepare(text).map_err(|e| ManifestError {
         document: None,
         path: String::new(),
         message: e.to_string(),
     })?;
-    for (index, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+    let read: Box<dyn Iterator<Item = Result<Value, String>>> = if crate::go_yaml::is_json(text) {
+        Box::new(
+            serde_json::Deserializer::from_str(text)
+                .into_iter::<Value>()
+                .map(|document| document.map_err(|e| e.to_string())),
+        )
+    } else {
+        Box::new(crate::go_yaml::documents(text).map(|document| document.map_err(|e| e.to_string())))
+    };
+    let mut documents = Vec::new();
+    let mut count = 0;
+    for (index, document) in read.enumerate() {
         count = index + 1;
-        let syntax = |error: serde_yaml_ng::Error| ManifestError {
+        let value = document.map_err(|message| ManifestError {
             document: Some(index + 1),
             path: String::new(),
-            message: error.to_string(),
-        };
-        let mut value = serde_yaml_ng::Value::deserialize(document).map_err(syntax)?;
-        value.apply_merge().map_err(syntax)?;
-        let value: Value = serde_json::to_value(&value).map_err(|e| ManifestError {
-            document: Some(index + 1),
-            path: String::new(),
-            message: e.to_string(),
+            message,
         })?;
         if !value.is_null() {
             documents.push((index, value));

@@ -174,23 +174,16 @@ fn null_quantities_as_zero(manifest: &serde_json::Value) -> Option<serde_json::V
 /// # Errors
 /// [`PodError`] naming the field; see [`pod_from_k8s`].
 pub fn pod_from_yaml(text: &str, default_uid: &str) -> Result<Pod, PodError> {
-    let text = crate::nesting::prepare(text).map_err(|e| PodError::new("", PodProblem::Malformed(e.to_string())))?;
-    let deserializer = serde_yaml_ng::Deserializer::from_str(text);
-    let pod: k8s::Pod = match serde_path_to_error::deserialize(deserializer) {
-        Ok(pod) => pod,
-        Err(error) => {
-            // `null` amounts, read as the API server reads them (see
-            // `pod_from_value`); any other problem is reported as found.
-            let patched = serde_yaml_ng::from_str::<serde_json::Value>(text)
-                .ok()
-                .and_then(|value| null_quantities_as_zero(&value));
-            match patched {
-                Some(patched) => serde_path_to_error::deserialize(&patched).map_err(|e| malformed(&e))?,
-                None => return Err(malformed(&error)),
-            }
-        }
+    let document = |message: String| PodError::new("", PodProblem::Malformed(message));
+    let text = crate::nesting::prepare(text).map_err(|e| document(e.to_string()))?;
+    // As `kubectl` reads a file: JSON when it starts with `{`, otherwise
+    // YAML 1.1 through `sigs.k8s.io/yaml` (`hostNetwork: yes` is true).
+    let manifest = if crate::go_yaml::is_json(text) {
+        serde_json::from_str(text).map_err(|e| document(e.to_string()))?
+    } else {
+        crate::go_yaml::to_json(text).map_err(|e| document(e.to_string()))?
     };
-    pod_from_k8s(&pod, default_uid)
+    pod_from_value(&manifest, default_uid)
 }
 
 fn malformed<E: std::fmt::Display>(error: &serde_path_to_error::Error<E>) -> PodError {
@@ -709,9 +702,23 @@ mod tests {
         assert_eq!(p.qos, QosClass::Guaranteed);
     }
 
+    /// Issue 29: a pod file reads as `kubectl` reads it, YAML 1.1 through
+    /// `sigs.k8s.io/yaml` (`YAMLToJSON` of this text gives `hostNetwork:
+    /// true`, `tty: true`, `terminationGracePeriodSeconds: 30`, `cpu: 8`,
+    /// and v1.37.2 `ValidatePodCreate` accepts that pod).
+    #[test]
+    fn yaml_1_1_pods_read_as_kubectl_reads_them() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default}\nspec:\n  hostNetwork: yes\n  \
+                    terminationGracePeriodSeconds: 30.0\n  containers:\n  - name: app\n    image: x\n    tty: on\n    \
+                    resources:\n      limits: {cpu: 010, memory: 1Gi}\n";
+        let p = pod_from_yaml(text, "u").unwrap();
+        assert_eq!(p.containers[0].limit("cpu"), Quantity::from_units(8));
+        assert_eq!(p.qos, QosClass::Guaranteed);
+    }
+
     #[test]
     fn yaml_manifests() {
-        let text = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: y\nspec:\n  containers:\n  - name: app\n    \
+        let text = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: app\n    \
                     resources:\n      limits:\n        cpu: 4\n        memory: 8Gi\n";
         let p = pod_from_yaml(text, "u").unwrap();
         assert_eq!(p.qos, QosClass::Guaranteed);

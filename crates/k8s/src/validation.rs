@@ -459,8 +459,10 @@ mod tests {
         // Issue 29: v1.32 to v1.37 accept the `-compressible` enforcements
         // and `none` without QoS cgroups (vectors 1.32/hand-enforce-*).
         assert_eq!(
-            check(json!({"enforceNodeAllocatable": ["pods", "system-reserved-compressible"],
-                "systemReservedCgroup": "/system.slice"})),
+            check(
+                json!({"enforceNodeAllocatable": ["pods", "system-reserved-compressible"],
+                "systemReservedCgroup": "/system.slice"})
+            ),
             Ok(())
         );
         assert_eq!(

@@ -195,7 +195,9 @@ impl Scenario {
         let value: serde_json::Value = if text.trim_start().starts_with('{') {
             serde_json::from_str(text).map_err(|e| ScenarioError::Syntax(format!("JSON: {e}")))?
         } else {
-            serde_yaml_ng::from_str(text).map_err(|e| ScenarioError::Syntax(format!("YAML: {e}")))?
+            // YAML as Kubernetes (and the oracle) read it: YAML 1.1, so the
+            // pods and the kubelet block mean what they mean to the kubelet.
+            topoalign_k8s::go_yaml::to_json(text).map_err(|e| ScenarioError::Syntax(format!("YAML: {e}")))?
         };
         if !value.is_object() {
             return Err(ScenarioError::Syntax(
