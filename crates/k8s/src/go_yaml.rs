@@ -297,7 +297,7 @@ fn float(value: f64) -> Result<Value, String> {
     // integer literal.
     if value.fract() == 0.0 && value.abs() < 1e21 {
         #[allow(clippy::cast_possible_truncation, reason = "whole and in range, checked")]
-        if value >= -9_223_372_036_854_775_808.0 && value < 9_223_372_036_854_775_808.0 {
+        if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&value) {
             return Ok(Value::from(value as i64));
         }
         if (0.0..18_446_744_073_709_551_616.0).contains(&value) {
