@@ -56,11 +56,15 @@ pub fn parse_int64(s: &str) -> Result<i64, NumError> {
 }
 
 /// `strconv.ParseFloat(s, 32)`: decimal floating-point syntax (digits with
-/// an optional point and exponent, underscores between digits), or
-/// `inf`/`infinity`/`nan` in any case, rounded to the nearest `float32`.
-/// Hexadecimal floats are not accepted (a syntax error here).
+/// an optional point and exponent, underscores between digits), a
+/// hexadecimal float (`0x1.8p3`: hex digits, an optional point, a binary
+/// exponent that must be there), or `inf`/`infinity`/`nan` in any case,
+/// rounded to the nearest `float32`.
 pub fn parse_float32(s: &str) -> Result<f32, NumError> {
     let unsigned = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if let Some(hex) = unsigned.strip_prefix("0x").or_else(|| unsigned.strip_prefix("0X")) {
+        return parse_hex_float32(hex, s.starts_with('-'));
+    }
     let special = ["inf", "infinity", "nan"]
         .iter()
         .any(|name| unsigned.eq_ignore_ascii_case(name));
@@ -73,6 +77,146 @@ pub fn parse_float32(s: &str) -> Result<f32, NumError> {
         return Err(NumError::Range);
     }
     Ok(value)
+}
+
+/// The hexadecimal float after its `0x`, as Go reads one for a `float32`:
+/// up to 16 hex digits kept (later nonzero ones only mark the value as
+/// inexact), `p` and a decimal power of two required, underscores only
+/// between digits (or right after the prefix), then rounded to nearest
+/// even; beyond the largest `float32` it is infinite and a range error.
+fn parse_hex_float32(text: &str, negative: bool) -> Result<f32, NumError> {
+    const KEPT_DIGITS: u32 = 16;
+    let (mantissa_text, exponent_text) = text.split_once(['p', 'P']).ok_or(NumError::Syntax)?;
+    // Underscores: after the prefix or a digit, and before a digit.
+    let mut previous = b'0';
+    for &byte in text.as_bytes() {
+        if byte == b'_' && previous != b'0' || previous == b'_' && !byte.is_ascii_hexdigit() && byte != b'_' {
+            return Err(NumError::Syntax);
+        }
+        previous = if byte.is_ascii_hexdigit() && !(byte == b'_') {
+            b'0'
+        } else {
+            byte
+        };
+        if byte == b'p' || byte == b'P' {
+            // The exponent's digits are decimal; `e` is no hex digit there.
+            break;
+        }
+    }
+    let mut mantissa: u64 = 0;
+    let mut kept = 0_u32;
+    let mut inexact = false;
+    let mut fraction_digits: i64 = 0;
+    let mut seen_point = false;
+    let mut seen_digit = false;
+    for byte in mantissa_text.bytes() {
+        match byte {
+            b'_' => {}
+            b'.' if !seen_point => seen_point = true,
+            _ => {
+                let digit = char::from(byte).to_digit(16).ok_or(NumError::Syntax)?;
+                seen_digit = true;
+                if digit == 0 && kept == 0 {
+                    // A leading zero: only its place counts.
+                    if seen_point {
+                        fraction_digits += 1;
+                    }
+                    continue;
+                }
+                if kept < KEPT_DIGITS {
+                    mantissa = mantissa * 16 + u64::from(digit);
+                    kept += 1;
+                    if seen_point {
+                        fraction_digits += 1;
+                    }
+                } else {
+                    inexact |= digit != 0;
+                    if !seen_point {
+                        fraction_digits -= 1;
+                    }
+                }
+            }
+        }
+    }
+    if !seen_digit {
+        return Err(NumError::Syntax);
+    }
+    let (exponent_negative, exponent_digits) = match exponent_text.as_bytes().first() {
+        Some(b'-') => (true, &exponent_text[1..]),
+        Some(b'+') => (false, &exponent_text[1..]),
+        _ => (false, exponent_text),
+    };
+    if !exponent_digits.as_bytes().first().is_some_and(u8::is_ascii_digit)
+        || !exponent_digits.bytes().all(|b| b.is_ascii_digit() || b == b'_')
+        || exponent_digits.ends_with('_')
+        || exponent_digits.contains("__")
+    {
+        return Err(NumError::Syntax);
+    }
+    let mut power: i64 = 0;
+    for byte in exponent_digits.bytes().filter(u8::is_ascii_digit) {
+        if power < 10_000 {
+            power = power * 10 + i64::from(byte - b'0');
+        }
+    }
+    let power = if exponent_negative { -power } else { power };
+    let exponent = power - 4 * fraction_digits;
+    Ok(round_to_float32(mantissa, exponent, inexact, negative)?)
+}
+
+/// `mantissa * 2^exponent` (with `inexact`: a little more than that) as
+/// the nearest `float32`, ties to even, subnormals kept; a range error
+/// past the largest finite value.
+fn round_to_float32(mut mantissa: u64, exponent: i64, inexact: bool, negative: bool) -> Result<f32, NumError> {
+    const MANTISSA_BITS: u32 = 23;
+    const BIAS: i64 = -127;
+    const MAX_EXPONENT: i64 = (1 << 8) + BIAS - 2;
+    const MIN_EXPONENT: i64 = BIAS + 1;
+    let sign = if negative { 1_u32 << 31 } else { 0 };
+    if mantissa == 0 {
+        return Ok(f32::from_bits(sign));
+    }
+    // The value is mantissa / 2^MANTISSA_BITS * 2^exponent from here; keep
+    // 1 + 23 bits and two rounding bits, the lowest one sticky.
+    let mut exponent = exponent + i64::from(MANTISSA_BITS);
+    while mantissa >> (MANTISSA_BITS + 2) == 0 {
+        mantissa <<= 1;
+        exponent -= 1;
+    }
+    if inexact {
+        mantissa |= 1;
+    }
+    while mantissa >> (MANTISSA_BITS + 3) != 0 {
+        mantissa = (mantissa >> 1) | (mantissa & 1);
+        exponent += 1;
+    }
+    while mantissa > 1 && exponent < MIN_EXPONENT - 2 {
+        mantissa = (mantissa >> 1) | (mantissa & 1);
+        exponent += 1;
+    }
+    let mut round = mantissa & 3;
+    mantissa >>= 2;
+    round |= mantissa & 1;
+    exponent += 2;
+    if round == 3 {
+        mantissa += 1;
+        if mantissa == 1 << (MANTISSA_BITS + 1) {
+            mantissa >>= 1;
+            exponent += 1;
+        }
+    }
+    if mantissa >> MANTISSA_BITS == 0 {
+        exponent = BIAS;
+    }
+    if exponent > MAX_EXPONENT {
+        return Err(NumError::Range);
+    }
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "23 mantissa bits and an 8-bit biased exponent"
+    )]
+    let bits = (mantissa & ((1 << MANTISSA_BITS) - 1)) as u32 | (((exponent - BIAS) as u32 & 0xff) << MANTISSA_BITS);
+    Ok(f32::from_bits(sign | bits))
 }
 
 /// `digits [. digits] [e [sign] digits]` with at least one mantissa digit;
@@ -216,6 +360,55 @@ mod tests {
         assert_eq!(parse_float32("1e39"), Err(NumError::Range));
         for bad in ["", ".", "e5", "1e", "abc", "1_", "_1", "1__0", "1.2.3", " 1"] {
             assert_eq!(parse_float32(bad), Err(NumError::Syntax), "{bad:?}");
+        }
+    }
+
+    /// Issue 29: Go's `ParseFloat` reads hexadecimal floats, so the kubelet
+    /// takes `evictionHard: {nodefs.available: "0x1p3%"}` (8%). Expected
+    /// bits and errors: Go 1.26 `strconv.ParseFloat(s, 32)` of each text.
+    #[test]
+    fn parse_float_reads_go_hexadecimal_floats() {
+        let table: &[(&str, Result<u32, NumError>)] = &[
+            ("0x1p3", Ok(1_090_519_040)),
+            ("0X1P-2", Ok(1_048_576_000)),
+            ("-0x1.8p1", Ok(3_225_419_776)),
+            ("+0x.8p1", Ok(1_065_353_216)),
+            ("0x0.8p1", Ok(1_065_353_216)),
+            ("0x_1p3", Ok(1_090_519_040)),
+            ("0x1_0p0", Ok(1_098_907_648)),
+            ("0x1p+2", Ok(1_082_130_432)),
+            ("0x1.fffffep127", Ok(2_139_095_039)),
+            ("0x1.ffffffp127", Err(NumError::Range)),
+            ("0x1p128", Err(NumError::Range)),
+            ("0x1p-149", Ok(1)),
+            ("0x1p-150", Ok(0)),
+            ("0x1.8p-150", Ok(1)),
+            ("0x1p-126", Ok(8_388_608)),
+            ("0x1.000001p0", Ok(1_065_353_216)),
+            ("0x1.000003p0", Ok(1_065_353_218)),
+            ("0x1.0000010000000000001p0", Ok(1_065_353_217)),
+            ("0x123456789abcdef0123p0", Ok(1_670_488_756)),
+            ("0xABCp-4", Ok(1_126_940_672)),
+            ("0x1p", Err(NumError::Syntax)),
+            ("0x1", Err(NumError::Syntax)),
+            ("0x.p1", Err(NumError::Syntax)),
+            ("0xp1", Err(NumError::Syntax)),
+            ("0x1p1_0", Ok(1_149_239_296)),
+            ("0x1p1__0", Err(NumError::Syntax)),
+            ("0x.0008p0", Ok(956_301_312)),
+            ("0x1_.8p0", Err(NumError::Syntax)),
+            ("0x1p1_", Err(NumError::Syntax)),
+            ("0x1__0p0", Err(NumError::Syntax)),
+            ("0x_p1", Err(NumError::Syntax)),
+            ("0x1p-1000", Ok(0)),
+            ("0x1p1000", Err(NumError::Range)),
+            ("0x1.p1", Ok(1_073_741_824)),
+            ("0x00001p0", Ok(1_065_353_216)),
+            ("0x0p0", Ok(0)),
+            ("-0x0p0", Ok(2_147_483_648)),
+        ];
+        for &(text, expected) in table {
+            assert_eq!(parse_float32(text).map(f32::to_bits), expected, "{text}");
         }
     }
 
