@@ -2,15 +2,20 @@ package main
 
 // In-place resize events (docs/scenario.md, `resize`): the scenario's new
 // cpu/memory sizes are written into a new copy of the API server's pod (the
-// desired pod), and the release's kubelet code (resize_<v>.go: from 1.36
-// the allocation manager, which queues a resize it defers and retries every
-// pending one at each resize and delete) decides. What this file supplies
-// is the desired pod and the result's shape.
+// desired pod), and the release's kubelet code decides: 1.32 and 1.33 the
+// Kubelet's own handlePodResourcesResize, as the pod's sync runs it
+// (resize_1_32.go); from 1.34 the allocation manager, which queues a resize
+// it defers and retries every pending one at each resize and delete
+// (resize_queue.go; resize_1_34.go for 1.34/1.35, resize_1_36.go from
+// 1.36). What this file supplies is the desired pod, the pod manager's
+// view of the pods and the result's shape.
 
 import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubernetes/pkg/kubelet/cm"
 )
 
 // resizeEvent is a `resize` event.
@@ -127,3 +132,58 @@ func withAccepted(result map[string]any, keys []string) map[string]any {
 	}
 	return result
 }
+
+// podManagerActivePods is the kubelet's GetActivePods as the resize code
+// sees it: the admitted pods still on the node, in admission order, as the
+// pod manager holds them (desired sizes; the kubelet reads their
+// allocation itself).
+func (n *node) podManagerActivePods() []*v1.Pod {
+	pods := []*v1.Pod{}
+	for _, p := range n.activePods() {
+		if e := n.entryByUID(p.UID); e != nil {
+			pods = append(pods, e.current())
+		}
+	}
+	return pods
+}
+
+// podManagerPod is the pod manager's GetPodByUID.
+func (n *node) podManagerPod(uid types.UID) (*v1.Pod, bool) {
+	if e := n.entryByUID(uid); e != nil {
+		return e.current(), true
+	}
+	return nil, false
+}
+
+func (n *node) entryByUID(uid types.UID) *podEntry {
+	for _, e := range n.live {
+		if e.pod.UID == uid {
+			return e
+		}
+	}
+	return nil
+}
+
+// allocated makes the desired pod the one the harness's later admissions
+// count (the kubelet's getAllocatedPods).
+func (n *node) allocated(e *podEntry) {
+	n.mu.Lock()
+	for j, p := range n.active {
+		if p.UID == e.pod.UID {
+			n.active[j] = e.desired
+		}
+	}
+	n.mu.Unlock()
+	e.pod = e.desired
+}
+
+// resizeContainerManager is the container manager as the resize decision
+// reads it: the node config (and, in 1.34, the absolute allocatable:
+// resize_api_1_34.go); every other method is absent.
+type resizeContainerManager struct {
+	cm.ContainerManager
+	config      cm.NodeConfig
+	allocatable v1.ResourceList
+}
+
+func (c resizeContainerManager) GetNodeConfig() cm.NodeConfig { return c.config }

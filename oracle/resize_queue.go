@@ -33,9 +33,7 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/allocation"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	"k8s.io/kubernetes/pkg/kubelet/cm"
-	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	"k8s.io/kubernetes/pkg/kubelet/status"
-	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 )
 
 type resizeState struct {
@@ -46,17 +44,6 @@ type resizeState struct {
 	synced []types.UID
 }
 
-// resizeContainerManager is the container manager as the resize decision
-// reads it: the node config (and, in 1.34, the absolute allocatable:
-// resize_api_1_34.go); every other method is absent.
-type resizeContainerManager struct {
-	cm.ContainerManager
-	config      cm.NodeConfig
-	allocatable v1.ResourceList
-}
-
-func (c resizeContainerManager) GetNodeConfig() cm.NodeConfig { return c.config }
-
 // resizeNodeConfig is the part of the container manager's NodeConfig the
 // resize decision reads: the CPU and memory manager policies.
 func resizeNodeConfig(kc *kubeletconfig.KubeletConfiguration) cm.NodeConfig {
@@ -65,14 +52,6 @@ func resizeNodeConfig(kc *kubeletconfig.KubeletConfiguration) cm.NodeConfig {
 		MemoryManagerPolicy: kc.MemoryManagerPolicy,
 		CgroupVersion:       2,
 	}
-}
-
-// swaplessRuntime is the container runtime as the resize decision reads
-// it: no container may swap (the harness's node has no swap).
-type swaplessRuntime struct{ kubecontainer.Runtime }
-
-func (swaplessRuntime) GetContainerSwapBehavior(*v1.Pod, *v1.Container) kubetypes.SwapBehavior {
-	return kubetypes.NoSwap
 }
 
 // alwaysReady is the kubelet's config sources, all seen.
@@ -86,37 +65,6 @@ func (alwaysReady) AllReady() bool   { return true }
 // off; GA and locked on from 1.35).
 func inPlaceResize() bool {
 	return utilfeature.DefaultFeatureGate.Enabled(features.InPlacePodVerticalScaling)
-}
-
-// podManagerActivePods is the kubelet's GetActivePods as the allocation
-// manager sees it: the admitted pods still on the node, in admission
-// order, as the pod manager holds them (desired sizes; the allocation
-// manager reads their allocation itself).
-func (n *node) podManagerActivePods() []*v1.Pod {
-	pods := []*v1.Pod{}
-	for _, p := range n.activePods() {
-		if e := n.entryByUID(p.UID); e != nil {
-			pods = append(pods, e.current())
-		}
-	}
-	return pods
-}
-
-// podManagerPod is the pod manager's GetPodByUID.
-func (n *node) podManagerPod(uid types.UID) (*v1.Pod, bool) {
-	if e := n.entryByUID(uid); e != nil {
-		return e.current(), true
-	}
-	return nil, false
-}
-
-func (n *node) entryByUID(uid types.UID) *podEntry {
-	for _, e := range n.live {
-		if e.pod.UID == uid {
-			return e
-		}
-	}
-	return nil
 }
 
 // resizeUpdate is the resize part of the kubelet's HandlePodUpdates
@@ -235,19 +183,6 @@ func (n *node) retryPendingResizes(trigger string) []string {
 		n.allocated(e)
 	}
 	return accepted
-}
-
-// allocated makes the desired pod the one the harness's later admissions
-// count (the kubelet's getAllocatedPods).
-func (n *node) allocated(e *podEntry) {
-	n.mu.Lock()
-	for j, p := range n.active {
-		if p.UID == e.pod.UID {
-			n.active[j] = e.desired
-		}
-	}
-	n.mu.Unlock()
-	e.pod = e.desired
 }
 
 // recordAllocation is the end of the allocation manager's AddPod: the
