@@ -77,7 +77,12 @@
 //!
 //! Tags: `quantity-spelling` on every scenario the step changed, with
 //! `quantity-spelling:pod`, `quantity-spelling:resize`,
-//! `quantity-spelling:kubelet` saying where, and the tags above.
+//! `quantity-spelling:kubelet` saying where, and the tags above; narrower
+//! ones for classes of differences: `quantity-space:resize` (white space in
+//! a resize), `quantity-spelling:reserved-memory` (a `reservedMemory`
+//! limit respelled), `quantity-lowered:kubelet` (an amount of the
+//! `kubelet:` block lowered), `quantity-fractional-bytes` (a pod's memory
+//! lowered to no whole number of bytes).
 
 use std::collections::BTreeSet;
 
@@ -137,6 +142,11 @@ struct Seen {
     split: bool,
     zero: bool,
     space: bool,
+    // Narrower classes, for `known-differences`.
+    space_in_resize: bool,
+    reserved_memory: bool,
+    lowered_in_kubelet: bool,
+    fractional_bytes: bool,
 }
 
 impl Seen {
@@ -154,6 +164,10 @@ impl Seen {
             (self.split, "quantity-split"),
             (self.zero, "quantity-zero"),
             (self.space, "quantity-space"),
+            (self.space_in_resize, "quantity-space:resize"),
+            (self.reserved_memory, "quantity-spelling:reserved-memory"),
+            (self.lowered_in_kubelet, "quantity-lowered:kubelet"),
+            (self.fractional_bytes, "quantity-fractional-bytes"),
         ] {
             if on {
                 tags.push(tag.into());
@@ -195,6 +209,8 @@ pub fn respell(rng: &mut Rng, scenario: &mut Scenario, tags: &mut Vec<String>) {
                     for value in list.values_mut() {
                         if rng.chance(40) && respell_exact(rng, value, true, &mut seen) {
                             seen.resize = true;
+                            let text = value.as_str().unwrap_or_default();
+                            seen.space_in_resize |= text.trim() != text;
                         }
                     }
                 }
@@ -389,6 +405,7 @@ fn respell_resources(rng: &mut Rng, resources: &mut Value, level: Level, resized
             };
             match new {
                 Some(amount) if fields.contains(&list) => {
+                    seen.fractional_bytes |= name == "memory" && !amount.is_multiple_of(NANO);
                     let mut text = spell_amount(rng, amount);
                     if rng.chance(15) {
                         text = with_space(rng, &text);
@@ -454,7 +471,9 @@ fn respell_kubelet(rng: &mut Rng, kubelet: &mut Value, seen: &mut Seen) {
         for entry in entries {
             if let Some(limits) = entry.get_mut("limits").and_then(Value::as_object_mut) {
                 for value in limits.values_mut() {
-                    changed |= rng.chance(40) && respell_config_value(rng, value, seen);
+                    let respelled = rng.chance(40) && respell_config_value(rng, value, seen);
+                    seen.reserved_memory |= respelled;
+                    changed |= respelled;
                 }
             }
         }
@@ -490,6 +509,7 @@ fn respell_config_value(rng: &mut Rng, value: &mut Value, seen: &mut Seen) -> bo
             Some(new) => {
                 *value = json!(spell_amount(rng, new));
                 seen.lowered = true;
+                seen.lowered_in_kubelet = true;
                 true
             }
             None => respell_exact(rng, value, false, seen),
@@ -1148,6 +1168,10 @@ mod tests {
             "quantity-huge",
             "quantity-zero",
             "quantity-space",
+            "quantity-space:resize",
+            "quantity-spelling:reserved-memory",
+            "quantity-lowered:kubelet",
+            "quantity-fractional-bytes",
         ] {
             assert!(
                 seen.get(tag).copied().unwrap_or(0) >= 5,
