@@ -66,8 +66,9 @@ func checkCommand(args []string) int {
 	}
 	sort.Strings(files)
 	// code-*.json: vectors derived from reading kubelet code this harness
-	// cannot call (in-place resize before v1.34); only the engine's
-	// conformance test replays them.
+	// cannot call; only the engine's conformance test replays them (none
+	// at present: the in-place resize vectors of 1.32-1.35 that were are
+	// the real code's answers now).
 	kept := files[:0]
 	for _, f := range files {
 		if !strings.HasPrefix(filepath.Base(f), "code-") {
