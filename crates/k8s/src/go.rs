@@ -93,11 +93,7 @@ fn parse_hex_float32(text: &str, negative: bool) -> Result<f32, NumError> {
         if byte == b'_' && previous != b'0' || previous == b'_' && !byte.is_ascii_hexdigit() && byte != b'_' {
             return Err(NumError::Syntax);
         }
-        previous = if byte.is_ascii_hexdigit() && !(byte == b'_') {
-            b'0'
-        } else {
-            byte
-        };
+        previous = if byte.is_ascii_hexdigit() { b'0' } else { byte };
         if byte == b'p' || byte == b'P' {
             // The exponent's digits are decimal; `e` is no hex digit there.
             break;
@@ -161,7 +157,7 @@ fn parse_hex_float32(text: &str, negative: bool) -> Result<f32, NumError> {
     }
     let power = if exponent_negative { -power } else { power };
     let exponent = power - 4 * fraction_digits;
-    Ok(round_to_float32(mantissa, exponent, inexact, negative)?)
+    round_to_float32(mantissa, exponent, inexact, negative)
 }
 
 /// `mantissa * 2^exponent` (with `inexact`: a little more than that) as

@@ -738,7 +738,7 @@ mod tests {
             "maxPods": null,
         }))
         .unwrap();
-        assert_eq!(config.feature_gates()["CPUManagerPolicyAlphaOptions"], false);
+        assert!(!config.feature_gates()["CPUManagerPolicyAlphaOptions"]);
         assert_eq!(config.system_reserved.as_ref().unwrap()["memory"], "");
         assert_eq!(config.eviction_hard()["memory.available"], "");
         assert_eq!(
