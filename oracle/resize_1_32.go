@@ -233,40 +233,31 @@ func (n *node) retryAfterRemoval() []string { return nil }
 // resize reach canAdmitPod, the CPU and memory managers size what a
 // container holds by its status's allocatedResources (policy_static.go,
 // guaranteedCPUs and getRequestedResources) — a status the kubelet writes
-// and the harness's pods do not carry. Sized by the spec instead, a
-// changed size makes the hints of what the container holds empty (CPU:
-// none satisfy; memory: no preference) where the kubelet regenerates
-// them; Allocate keeps what is held either way, so only the restricted
-// and single-numa-node policies can answer differently. Reached: a
-// changed CPU request under the static CPU policy with
-// InPlacePodVerticalScalingExclusiveCPUs on (off, canResizePod refuses
-// it first); a changed memory request under the Static memory policy
-// with that gate on (1.33) or whenever the CPU check let the pod through
-// (1.32, whose memory check compares with "static" and never refuses).
+// and the harness's pods do not carry, so they size it by the spec. Where
+// the size changed, the CPU manager's hints for the CPUs the container
+// holds become none that satisfy where the kubelet's regenerate them: under
+// the restricted and single-numa-node policies the resize is refused
+// instead of admitted. The harness refuses it: a changed CPU request of a
+// Guaranteed pod under the static CPU policy with
+// InPlacePodVerticalScalingExclusiveCPUs on (off, canResizePod refuses it
+// first). A changed memory request under the Static memory policy (1.32
+// never refuses it; 1.33 with that gate on) answers as the kubelet does:
+// the memory manager's hints for held blocks of another size are no
+// preference (regenerateHints), the kubelet's the held blocks' NUMA nodes,
+// which the pod's other held resources were aligned with when it was
+// admitted; Allocate keeps the held blocks either way.
 func (n *node) resizeModelled(i int, pod *v1.Pod) error {
 	policy := n.config.TopologyManagerPolicy
-	if v1qos.GetPodQOS(pod) != v1.PodQOSGuaranteed || (policy != "restricted" && policy != "single-numa-node") {
+	if v1qos.GetPodQOS(pod) != v1.PodQOSGuaranteed || n.config.CPUManagerPolicy != "static" ||
+		(policy != "restricted" && policy != "single-numa-node") ||
+		!utilfeature.DefaultFeatureGate.Enabled(features.InPlacePodVerticalScalingExclusiveCPUs) {
 		return nil
-	}
-	exclusive := utilfeature.DefaultFeatureGate.Enabled(features.InPlacePodVerticalScalingExclusiveCPUs)
-	staticCPU := n.config.CPUManagerPolicy == "static"
-	reached := []struct {
-		resource v1.ResourceName
-		reached  bool
-	}{
-		{v1.ResourceCPU, staticCPU && exclusive},
-		{v1.ResourceMemory, n.config.MemoryManagerPolicy == "Static" && (exclusive || (memoryCheckNeverRefuses && !staticCPU))},
 	}
 	for _, c := range append(append([]v1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
 		held, ok := n.heldResources(pod, c.Name)
-		if !ok {
-			continue
-		}
-		for _, r := range reached {
-			if resource := r.resource; r.reached && !c.Resources.Requests[resource].Equal(held.Requests[resource]) {
-				return fmt.Errorf("events[%d].resize: not modelled: the v%s kubelet sizes the %s a Guaranteed pod's container holds by its status's allocatedResources, which the harness's pods do not carry (topology manager policy %s)",
-					i, kubeletMinor, resource, policy)
-			}
+		if ok && !c.Resources.Requests[v1.ResourceCPU].Equal(held.Requests[v1.ResourceCPU]) {
+			return fmt.Errorf("events[%d].resize: not modelled: the v%s kubelet sizes the CPUs a Guaranteed pod's container holds by its status's allocatedResources, which the harness's pods do not carry (topology manager policy %s)",
+				i, kubeletMinor, policy)
 		}
 	}
 	return nil

@@ -72,10 +72,6 @@ func (n *node) recordAllocation(pod *v1.Pod) {
 // periodic cleanup drops it; a UID is never reused here).
 func (n *node) forgetAllocation(*v1.Pod) {}
 
-// memoryCheckNeverRefuses: 1.32's canResizePod compares the memory manager
-// policy with "static", which a validated configuration never holds.
-const memoryCheckNeverRefuses = true
-
 // heldResources is the container's allocation (app containers only).
 func (n *node) heldResources(pod *v1.Pod, name string) (v1.ResourceRequirements, bool) {
 	return n.resize.status.GetContainerResourceAllocation(string(pod.UID), name)

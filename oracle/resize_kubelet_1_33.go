@@ -75,10 +75,6 @@ func (n *node) forgetAllocation(pod *v1.Pod) {
 	}
 }
 
-// memoryCheckNeverRefuses: 1.33's canResizePod refuses under the Static
-// memory policy (gate off).
-const memoryCheckNeverRefuses = false
-
 // heldResources is the container's allocation.
 func (n *node) heldResources(pod *v1.Pod, name string) (v1.ResourceRequirements, bool) {
 	return n.resize.alloc.GetContainerResourceAllocation(pod.UID, name)
