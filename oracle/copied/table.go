@@ -33,6 +33,7 @@ const (
 	fromV1_35  = "k8s_1_35 || k8s_1_36 || k8s_1_37"
 	fromV1_33  = "k8s_1_33 || k8s_1_34 || k8s_1_35 || k8s_1_36 || k8s_1_37"
 	onlyV1_32  = "k8s_1_32"
+	onlyV1_33  = "k8s_1_33"
 	onlyV1_37  = "k8s_1_37"
 	toV1_36    = "k8s_1_32 || k8s_1_33 || k8s_1_34 || k8s_1_35 || k8s_1_36"
 	cmReceiver = "cfg nodeConfig, capacity v1.ResourceList"
@@ -229,6 +230,35 @@ var checks = []check{
 		What: "HandlePodAdditions after a restart: the API server's pods added to the pod manager in creation order, " +
 			"terminal ones skipped, each admitted with the pods added so far (the harness re-admits the pods it had admitted)",
 		Upstream: []loc{{kubeletGo, "Kubelet.HandlePodAdditions"}},
+	},
+
+	// --- in-place resize, v1.32/v1.33 (resize_kubelet_1_3x.go; the real handlePodResourcesResize is called) ---
+	{
+		Name: "syncResizes-1.32", Harness: "syncResizes", Kind: contains, Releases: onlyV1_32,
+		What:     "SyncPod's test before handlePodResourcesResize (v1.32: IsInPlacePodVerticalScalingAllowed)",
+		Upstream: []loc{{kubeletGo, "Kubelet.SyncPod"}},
+		Has:      []string{"if kuberuntime.IsInPlacePodVerticalScalingAllowed(pod) {", "pod, err = kl.handlePodResourcesResize(pod, podStatus)"},
+	},
+	{
+		Name: "syncResizes-1.33", Harness: "syncResizes", Kind: contains, Releases: onlyV1_33,
+		What:     "SyncPod's test before handlePodResourcesResize (v1.33: the InPlacePodVerticalScaling gate)",
+		Upstream: []loc{{kubeletGo, "Kubelet.SyncPod"}},
+		Has: []string{
+			"if utilfeature.DefaultFeatureGate.Enabled(features.InPlacePodVerticalScaling) {",
+			"pod, err = kl.handlePodResourcesResize(pod, podStatus)",
+		},
+	},
+	{
+		Name: "forgetAllocation-1.32", Harness: "node.forgetAllocation", Kind: contains, Releases: onlyV1_32,
+		What:     "v1.32's HandlePodRemoves keeps the pod's allocation (the status manager's periodic cleanup drops it)",
+		Upstream: []loc{{kubeletGo, "Kubelet.HandlePodRemoves"}},
+		HasNot:   []string{"RemovePod(pod.UID)", "SetPodAllocation", "statusManager"},
+	},
+	{
+		Name: "forgetAllocation-1.33", Harness: "node.forgetAllocation", Kind: contains, Releases: onlyV1_33,
+		What:     "v1.33's HandlePodRemoves drops the pod's allocation",
+		Upstream: []loc{{kubeletGo, "Kubelet.HandlePodRemoves"}},
+		Has:      []string{"kl.allocationManager.RemovePod(pod.UID)"},
 	},
 
 	// --- in-place resize, v1.34+ (resize_queue.go, resize_1_3x.go) ---
