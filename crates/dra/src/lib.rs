@@ -15,6 +15,13 @@
 //! clocks or network; inputs are resource.k8s.io/v1 objects as k8s-openapi
 //! reads them.
 
+pub mod allocator;
+mod capacity;
 pub mod case;
 pub mod features;
+mod nodesel;
+mod pools;
 pub mod selector;
+
+pub use allocator::{allocate, allocate_with};
+pub use case::{AllocationCase, Outcome};
