@@ -9,13 +9,16 @@
 //!   scenarios and the oracle's answers;
 //! - `difftest supported` lists the releases the engine reproduces;
 //! - `difftest merge` checks the hint merge alone against the kubelet's
-//!   `Policy.Merge` (`oracle merge`), millions of cases an hour.
+//!   `Policy.Merge` (`oracle merge`), millions of cases an hour;
+//! - `difftest dra` checks topoalign's DRA allocator against the
+//!   scheduler's (`oracle-dra batch`) on random slices and claims.
 //!
 //! Exit status: 0 no difference; 1 differences (or harness failures)
 //! found; 2 bad arguments or a missing oracle.
 
 mod answer;
 mod compare;
+mod dra;
 mod generate;
 mod ledger;
 mod merge;
@@ -174,6 +177,34 @@ enum Command {
         #[arg(long, requires = "ledger")]
         commit: Option<String>,
     },
+    /// The DRA allocator: random ResourceSlices, classes and claims through
+    /// the scheduler's allocator (`oracle-dra batch`) and topoalign's.
+    Dra {
+        #[arg(long, value_parser = parse_dra_release)]
+        version: Release,
+        #[arg(long, default_value_t = 200)]
+        count: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// The DRA oracle binary (default: where oracle/dra/build.sh VERSION puts it).
+        #[arg(long, value_name = "PATH")]
+        oracle: Option<PathBuf>,
+        /// Where differing cases are written.
+        #[arg(long, value_name = "DIR", default_value = "target/difftest-dra")]
+        out: PathBuf,
+        /// How many differences are printed.
+        #[arg(long, default_value_t = 3)]
+        show: usize,
+        /// Print the case of SEED (JSON) instead of running.
+        #[arg(long)]
+        print: bool,
+        /// Record the run in this ledger (testdata/dra-ledger.tsv).
+        #[arg(long, value_name = "FILE")]
+        ledger: Option<PathBuf>,
+        /// Start after the highest seed the ledger counts for the release.
+        #[arg(long, requires = "ledger")]
+        resume: bool,
+    },
 }
 
 #[derive(clap::Args)]
@@ -204,6 +235,16 @@ fn parse_release(text: &str) -> Result<Release, String> {
         let known: Vec<String> = RELEASES.iter().map(|r| r.name()).collect();
         format!("not a kubelet release the oracle builds ({})", known.join(", "))
     })
+}
+
+fn parse_dra_release(text: &str) -> Result<Release, String> {
+    match Release::parse(text) {
+        Some(release) if topoalign_dra::features::RELEASES.contains(&release.name().as_str()) => Ok(release),
+        _ => Err(format!(
+            "not a release whose DRA allocator topoalign reproduces ({})",
+            topoalign_dra::features::RELEASES.join(", ")
+        )),
+    }
 }
 
 fn parse_policy(text: &str) -> Result<TopologyPolicyName, String> {
@@ -255,6 +296,23 @@ fn ledger_commit() -> String {
 
 /// The oracle build: the first 12 hex digits of the `oracle.sha256` that
 /// oracle/build.sh writes beside the binary (a hash of its sources).
+/// Where `oracle/dra/build.sh VERSION` leaves the release's DRA oracle.
+fn dra_oracle_binary(release: Release) -> anyhow::Result<PathBuf> {
+    let cache = match std::env::var_os("TOPOALIGN_CACHE") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(std::env::var_os("HOME").context("HOME is not set")?).join(".cache/topoalign"),
+    };
+    let path = cache.join("oracle-dra").join(release.name()).join("oracle-dra");
+    if !path.exists() {
+        bail!(
+            "no DRA oracle at {} (build it: oracle/dra/build.sh {}), or give --oracle",
+            path.display(),
+            release.name()
+        );
+    }
+    Ok(path)
+}
+
 fn oracle_build(binary: &std::path::Path) -> String {
     let mut sums = binary.as_os_str().to_owned();
     sums.push(".sha256");
@@ -472,6 +530,84 @@ fn try_main(cli: Cli) -> anyhow::Result<ExitCode> {
             resume,
             commit,
         ),
+        Command::Dra {
+            version,
+            count,
+            seed,
+            oracle,
+            out,
+            show,
+            print,
+            ledger: ledger_file,
+            resume,
+        } => {
+            if print {
+                println!("{}", serde_json::to_string_pretty(&dra::generate::case(version, seed))?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            let mut seed = seed;
+            let commit = match &ledger_file {
+                Some(path) => {
+                    let entries = ledger::read(path)?;
+                    if resume {
+                        seed = ledger::resume_seed(&entries, version, seed);
+                    }
+                    ledger::check_free(&entries, version, seed, Some(count))?;
+                    Some(ledger_commit())
+                }
+                None => None,
+            };
+            let oracle = match oracle {
+                Some(path) => path,
+                None => dra_oracle_binary(version)?,
+            };
+            let options = dra::DraOptions {
+                release: version,
+                oracle: oracle.clone(),
+                seed,
+                count,
+                out,
+                show,
+            };
+            let summary = dra::run(&options)?;
+            if let (Some(path), Some(commit)) = (ledger_file, commit)
+                && summary.cases > 0
+            {
+                ledger::append(
+                    &path,
+                    &ledger::Entry {
+                        release: version,
+                        first_seed: seed,
+                        last_seed: seed + summary.cases - 1,
+                        counts: ledger::Counts {
+                            scenarios: summary.cases,
+                            same: summary.same,
+                            same_refusals: summary.same_refusals,
+                            differ: summary.differ,
+                            unstable: summary.unstable,
+                            timeouts: 0,
+                            excluded: 0,
+                            harness_failures: 0,
+                            seconds: summary.seconds,
+                        },
+                        finished_utc: ledger::utc_now(),
+                        commit,
+                        oracle: oracle_build(&oracle),
+                        options: format!(
+                            "dra allocated={} unschedulable={} errors={}",
+                            summary.allocated, summary.unschedulable, summary.errors
+                        ),
+                    },
+                )?;
+            }
+            match dra::report(&summary, &options) {
+                Ok(()) => Ok(ExitCode::SUCCESS),
+                Err(e) => {
+                    eprintln!("difftest: {e:#}");
+                    Ok(ExitCode::from(1))
+                }
+            }
+        }
         Command::Supported => {
             for release in RELEASES.iter().filter(|r| engine_supports(**r)) {
                 println!("{}", release.name());
