@@ -425,7 +425,7 @@ pub fn start(inputs: &NodeInputs<'_>) -> Result<StartedNode, IntakeError> {
         for (index, outcome) in outcomes.iter().enumerate() {
             let accepted: &[String] = match outcome {
                 EventOutcome::Resize(decision) => {
-                    if decision.outcome == ResizeOutcome::Applied {
+                    if matches!(decision.outcome, ResizeOutcome::Applied | ResizeOutcome::Unchecked) {
                         accepted_at.insert(decision.pod.clone(), index);
                     }
                     &decision.accepted_pending
@@ -457,10 +457,12 @@ pub fn start(inputs: &NodeInputs<'_>) -> Result<StartedNode, IntakeError> {
                 )),
                 EventOutcome::Resize(ResizeDecision {
                     pod,
-                    outcome: ResizeOutcome::Ignored,
+                    outcome: ResizeOutcome::Unchecked,
                     ..
                 }) => notes.push(format!(
-                    "{pod} (event {index}) keeps its allocated resources: InPlacePodVerticalScaling is disabled"
+                    "{pod} (event {index}) resized unchecked: InPlacePodVerticalScaling is disabled, so the \
+                     kubelet did not look at the resize and counts the desired sizes from now on (the \
+                     managers keep what they allocated at admission)"
                 )),
                 EventOutcome::Restart(Ok(decisions)) => {
                     for decision in decisions.iter().filter(|d| !d.admitted()) {

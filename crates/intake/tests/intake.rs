@@ -60,6 +60,39 @@ fn a_scenarios_events_are_replayed_only_when_asked() {
     );
 }
 
+/// Issue #29: with `InPlacePodVerticalScaling` off (1.32's default) the
+/// kubelet does not look at a resize and counts the desired sizes; the
+/// replayed node's notes say so (was "keeps its allocated resources").
+/// The vector's answers are the real v1.32.10 kubelet's.
+#[test]
+fn a_resize_with_the_gate_off_is_noted_as_taken_unchecked() {
+    let node = repo().join("testdata/conformance/1.32/scenarios/resize-gate-off-admission.json");
+    let overrides = Overrides::default();
+    let started = start(&NodeInputs {
+        events: Events::Replay,
+        ..NodeInputs::new(Some(&node), None, &overrides)
+    })
+    .unwrap();
+    let note = started
+        .notes
+        .iter()
+        .find(|n| n.starts_with("default/s1 (event 1) "))
+        .unwrap_or_else(|| panic!("no note on the resize: {:?}", started.notes));
+    assert!(
+        note.contains("did not look at the resize and counts the desired sizes"),
+        "{note}"
+    );
+    // s2, refused because s1 counts 7 CPUs now, is noted as refused.
+    assert!(
+        started
+            .notes
+            .iter()
+            .any(|n| n.starts_with("default/s2 (event 2) was not admitted")),
+        "{:?}",
+        started.notes
+    );
+}
+
 #[test]
 fn configurations_in_order_file_fallback_scenario_defaults() {
     let dir = tempfile::tempdir().unwrap();

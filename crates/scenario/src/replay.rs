@@ -222,9 +222,6 @@ pub enum EventOutcome {
 /// The message of a resize of a pod the node did not admit.
 const NOT_ADMITTED: &str = "pod not admitted";
 
-/// The message of a resize a 1.32 or 1.33 kubelet does not act on.
-const IGNORED: &str = "InPlacePodVerticalScaling is disabled: the kubelet keeps the pod's allocated resources";
-
 /// Plays a scenario's events onto a started `node` (its adds and deletes
 /// in order, a delete removing the newest pod of that name), the way
 /// [`replay`] does. Every event is read before the first is played, so a
@@ -667,13 +664,11 @@ fn resize_result(index: usize, decision: ResizeDecision) -> EventResult {
         ..blank(index, pod)
     };
     match decision.outcome {
-        ResizeOutcome::Applied => EventResult {
+        // Taken unchecked (`InPlacePodVerticalScaling` off): the desired
+        // sizes are what the kubelet counts, as the real kubelet's answer
+        // reads (no condition).
+        ResizeOutcome::Applied | ResizeOutcome::Unchecked => EventResult {
             resized: Some(true),
-            ..result(decision.pod)
-        },
-        ResizeOutcome::Ignored => EventResult {
-            resized: Some(false),
-            message: Some(IGNORED.into()),
             ..result(decision.pod)
         },
         ResizeOutcome::Pending { reason, message } => EventResult {

@@ -33,10 +33,12 @@ pub enum ResizeOutcome {
     /// The new sizes are the pod's allocated resources now (also when they
     /// equal the old ones).
     Applied,
-    /// `InPlacePodVerticalScaling` is off in a 1.32 or 1.33 kubelet: it never
-    /// looks at the new sizes, sets no condition, and the pod keeps what it
-    /// was given.
-    Ignored,
+    /// `InPlacePodVerticalScaling` is off (1.32's default; 1.33 and 1.34
+    /// can switch it off): the kubelet does not look at the resize — no
+    /// check, no condition — and, keeping no allocation apart from the pod
+    /// the API server holds, counts the desired sizes at every later
+    /// admission. What the managers allocated at admission stays as it is.
+    Unchecked,
     /// The kubelet's `PodResizePending` condition: reason `Infeasible` or
     /// `Deferred`, and its message. The pod keeps what it was given.
     Pending { reason: PendingReason, message: String },
@@ -150,9 +152,10 @@ impl Node {
     /// to the `cpu` and `memory` requests and limits of `desired`'s
     /// containers (every other field of `desired` is ignored; the caller
     /// has checked that the QoS class stays), the pod's `spec.priority`
-    /// taken as 0 ([`Node::resize_with_priority`]). Applied, the pod's new
-    /// requests are what later fit checks count; refused or ignored, the
-    /// pod keeps its allocation — and from 1.34 a deferred resize stays
+    /// taken as 0 ([`Node::resize_with_priority`]). Applied (or, with
+    /// `InPlacePodVerticalScaling` off, taken unchecked), the pod's new
+    /// requests are what later fit checks count; refused, the pod keeps its
+    /// allocation — and from 1.34 a deferred resize stays
     /// queued, and other pods' pending resizes may be accepted by the retry
     /// (listed in [`ResizeDecision::accepted_pending`]).
     ///
@@ -386,21 +389,20 @@ impl Node {
         let version = self.config.kubelet_version;
         let gates = self.config.feature_gates;
         if !gates.in_place_resize(version) {
-            // 1.32/1.33 call the resize handling only with the gate on.
-            if !version.at_least(KubeletVersion::V1_34) {
-                return Ok(ResizeOutcome::Ignored);
-            }
-            // 1.34 (the last release where the gate can be off) keeps no
-            // allocation apart from the pod: it reads the pod as the API
-            // server holds it, so the new sizes are what later admissions
-            // count — unchecked, no condition (the real v1.34.4 code:
-            // vectors 1.34/resize-gate-off*).
+            // Nothing looks at the resize: 1.32/1.33 call the resize
+            // handling (`handlePodResourcesResize`) only with the gate on,
+            // 1.34 (the last release where the gate can be off) skips it in
+            // the allocation manager. None of them keeps an allocation apart
+            // from the pod then: later admissions count the pod as the API
+            // server holds it, the new sizes, unchecked (the real v1.32.10,
+            // v1.33.13 and v1.34.4 code: vectors 1.3x/resize-gate-off*,
+            // 1.32/resize-static-cpu). The managers keep what they hold.
             let mut usage = self.fit_usage.clone();
             usage.remove(allocated);
             usage.add(&PodRequests::of(&resized));
             self.fit_usage = usage;
             self.active[index] = resized;
-            return Ok(ResizeOutcome::Applied);
+            return Ok(ResizeOutcome::Unchecked);
         }
         if resized == *allocated {
             // Desired == allocated: nothing to allocate, no condition.
