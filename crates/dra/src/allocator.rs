@@ -43,7 +43,12 @@ pub fn allocate(case: &AllocationCase) -> Outcome {
 /// [`allocate`] with the given feature set instead of the release's defaults.
 pub fn allocate_with(case: &AllocationCase, features: &Features) -> Outcome {
     let in_use = InUse::from_claims(&case.allocated_claims, features);
-    let pools = match pools::gather(&case.resource_slices, &case.node, features) {
+    let minor = case
+        .release
+        .strip_prefix("1.")
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(u8::MAX);
+    let pools = match pools::gather(&case.resource_slices, &case.node, features, minor) {
         Ok(pools) => pools,
         Err(e) => {
             return Outcome::Error {
@@ -52,7 +57,15 @@ pub fn allocate_with(case: &AllocationCase, features: &Features) -> Outcome {
         }
     };
     let claims: Vec<&ResourceClaim> = case.claims.iter().collect();
-    let mut search = match Search::new(features, &case.node, &case.device_classes, &claims, pools, &in_use) {
+    let mut search = match Search::new(
+        features,
+        minor,
+        &case.node,
+        &case.device_classes,
+        &claims,
+        pools,
+        &in_use,
+    ) {
         Ok(search) => search,
         Err(Stop::Fatal(message)) => return Outcome::Error { message },
         Err(Stop::TooMany) => return Outcome::Unschedulable { message: String::new() },
@@ -397,6 +410,9 @@ type CounterSets<'a> = BTreeMap<&'a str, BTreeMap<&'a str, Quantity>>;
 
 struct Search<'a, 'c> {
     features: &'c Features,
+    /// The release's minor version (34 for 1.34): behaviour that changed
+    /// without a feature gate.
+    minor: u8,
     node: &'a Node,
     claims: &'c [&'a ResourceClaim],
     pools: Vec<Pool<'a>>,
@@ -449,6 +465,7 @@ fn constraints_of(claim: &ResourceClaim) -> &[DeviceConstraint] {
 impl<'a, 'c> Search<'a, 'c> {
     fn new(
         features: &'c Features,
+        minor: u8,
         node: &'a Node,
         classes: &'a [DeviceClass],
         claims: &'c [&'a ResourceClaim],
@@ -457,6 +474,7 @@ impl<'a, 'c> Search<'a, 'c> {
     ) -> Result<Self, Stop> {
         let mut search = Search {
             features,
+            minor,
             node,
             claims,
             pools,
@@ -1266,17 +1284,22 @@ impl<'a, 'c> Search<'a, 'c> {
                 configs.push(from_claim());
                 continue;
             }
+            // Up to 1.36 the config is added once for every request (or
+            // chosen subrequest) it names; from 1.37 once.
             for (request_index, request) in requests.iter().enumerate() {
-                if named.contains(&request.name) {
-                    configs.push(from_claim());
-                    break;
-                }
                 let data = self.served(claim_index, request_index);
-                if data.view.parent.is_some() && named.contains(&data.view.full_name()) {
+                if named.contains(&request.name)
+                    || (data.view.parent.is_some() && named.contains(&data.view.full_name()))
+                {
                     configs.push(from_claim());
-                    break;
+                    if self.minor >= 37 {
+                        break;
+                    }
                 }
             }
+        }
+        if self.minor < 37 {
+            return configs;
         }
         for config in &mut configs {
             let Some(named) = &config.requests else { continue };

@@ -60,25 +60,37 @@ fn pool_id(slice: &ResourceSlice) -> PoolId<'_> {
 }
 
 /// The pools with devices for `node`, in search order.
+///
+/// `minor` is the release (34 for 1.34). Up to 1.35 the scheduler keeps
+/// pools in a Go map and visits them in its random order, and a pool's
+/// slices in the order they were listed; this takes pools by (driver, pool)
+/// — one of the orders 1.34/1.35 may take — and slices as listed. From 1.36
+/// pools are sorted so, and slices by name.
 pub(crate) fn gather<'a>(
     slices: &'a [ResourceSlice],
     node: &Node,
     features: &Features,
+    minor: u8,
 ) -> Result<Vec<Pool<'a>>, String> {
-    // The node's own slices first, then those without a node name (the
-    // order in which the scheduler hands them over).
+    // From 1.36 the node's own slices come first, then those without a node
+    // name (the order in which the scheduler hands them over).
     let node_name = node.metadata.name.as_deref().unwrap_or_default();
-    let own = slices.iter().filter(|s| {
-        s.spec
-            .node_name
-            .as_deref()
-            .is_some_and(|n| !n.is_empty() && n == node_name)
-    });
-    let shared = slices
-        .iter()
-        .filter(|s| s.spec.node_name.as_deref().unwrap_or_default().is_empty());
+    let listed: Vec<&'a ResourceSlice> = if minor <= 35 {
+        slices.iter().collect()
+    } else {
+        let own = slices.iter().filter(|s| {
+            s.spec
+                .node_name
+                .as_deref()
+                .is_some_and(|n| !n.is_empty() && n == node_name)
+        });
+        let shared = slices
+            .iter()
+            .filter(|s| s.spec.node_name.as_deref().unwrap_or_default().is_empty());
+        own.chain(shared).collect()
+    };
     let mut by_pool: BTreeMap<PoolId<'a>, Vec<&'a ResourceSlice>> = BTreeMap::new();
-    for slice in own.chain(shared) {
+    for slice in listed {
         let spec = &slice.spec;
         let per_device = spec.per_device_node_selection;
         if !features.partitionable_devices
@@ -127,7 +139,13 @@ pub(crate) fn gather<'a>(
     for (id, pool_slices) in by_pool {
         let first = &pool_slices[0].spec.pool;
         let pool = if pool_slices.len() as i64 == first.resource_slice_count {
-            build(id, pool_slices, Vec::new(), features)
+            build(id, pool_slices, Vec::new(), features, minor)
+        } else if minor <= 34 {
+            // 1.34 counts only the slices that serve the node.
+            Pool {
+                id,
+                state: PoolState::Incomplete,
+            }
         } else {
             // Slices that serve other nodes belong to the pool too: look
             // at all of them before calling it incomplete.
@@ -160,7 +178,7 @@ pub(crate) fn gather<'a>(
                     .into_iter()
                     .filter(|s| !targeting.contains(s.metadata.name.as_deref().unwrap_or_default()))
                     .collect();
-                build(id, pool_slices, others, features)
+                build(id, pool_slices, others, features, minor)
             }
         };
         if has_binding_conditions(&pool) {
@@ -191,8 +209,12 @@ fn build<'a>(
     mut targeting: Vec<&'a ResourceSlice>,
     others: Vec<&'a ResourceSlice>,
     features: &Features,
+    minor: u8,
 ) -> Pool<'a> {
-    targeting.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    // Slices by name from 1.36; as listed before.
+    if minor >= 36 {
+        targeting.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    }
     let has_counters = |s: &ResourceSlice| s.spec.shared_counters.as_ref().is_some_and(|c| !c.is_empty());
     let (counter_slices, device_slices): (Vec<_>, Vec<_>) = targeting
         .into_iter()
