@@ -8,6 +8,7 @@
 //! crate's); no I/O — callers hand in text and print the result.
 
 mod document;
+pub mod dra;
 mod replay;
 mod result;
 
