@@ -23,9 +23,15 @@ pub struct KubeletFacts {
     /// `PodLevelResourceManagers` on (with pod-level resources honoured).
     pub pod_level_managers: bool,
     pub full_pcpus_only: bool,
-    /// Whether to generate `resize` events: only where the oracle replays
-    /// them through the kubelet's code (1.36+; oracle/README.md).
+    /// Whether to generate `resize` events: wherever the oracle replays
+    /// them through the kubelet's code (every release, 1.32+;
+    /// oracle/README.md).
     pub resize_events: bool,
+    /// Whether the pod stream draws them (1.36+, the releases resizes were
+    /// first generated for). Older releases get theirs from a later step
+    /// with its own random stream (`resize.rs`), so that their seeds' base
+    /// scenarios stay the ones the seeds named before.
+    pub resize_in_pod_stream: bool,
 }
 
 const MI: u64 = 1 << 20;
@@ -290,7 +296,8 @@ pub fn kubelet(
         pod_level_resources: release.pod_level_resources(pod_level_gate),
         pod_level_managers: managers_gate && release.pod_level_resources(pod_level_gate),
         full_pcpus_only,
-        resize_events: release.0 >= 36,
+        resize_events: release.0 >= 32,
+        resize_in_pod_stream: release.0 >= 36,
     };
     (Value::Object(k), facts)
 }

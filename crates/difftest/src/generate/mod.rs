@@ -6,11 +6,14 @@
 //! quantities are then respelled (`spelling.rs`: every form Kubernetes
 //! accepts, listed in its docs), from a random stream of their own, so
 //! that a seed the step leaves alone names the scenario it named before.
-//! Restarts are put between the events the same way (`restart.rs`).
+//! Restarts are put between the events the same way (`restart.rs`), and,
+//! before either, the resizes of the releases whose pod stream draws none
+//! (`resize.rs`: 1.32-1.35).
 
 mod kubelet;
 mod machine;
 mod pods;
+mod resize;
 mod restart;
 mod spelling;
 
@@ -39,16 +42,31 @@ pub fn generate(seed: u64, release: Release) -> Generated {
 enum LaterSteps {
     /// None: the scenario the seed named before the steps existed.
     None,
-    /// Respelling only (its test compares it with `None`).
+    /// The resizes of 1.32-1.35 only (the respelling test's scenario
+    /// before respelling).
+    #[cfg(test)]
+    Resizes,
+    /// Resizes, then respelling (its test compares it with `Resizes`).
     #[cfg(test)]
     Respelling,
-    /// Respelling, then restarts.
+    /// Resizes, respelling, then restarts.
     All,
 }
 
-/// The scenario of `seed` for `release`, with the later steps (respelling,
-/// restarts) or without them (tests: without them every scenario is the
-/// one the seed named before the steps existed).
+impl LaterSteps {
+    fn respells(self) -> bool {
+        match self {
+            LaterSteps::None => false,
+            #[cfg(test)]
+            LaterSteps::Resizes => false,
+            _ => true,
+        }
+    }
+}
+
+/// The scenario of `seed` for `release`, with the later steps (resizes,
+/// respelling, restarts) or without them (tests: without them every
+/// scenario is the one the seed named before the steps existed).
 fn generate_with(seed: u64, release: Release, steps: LaterSteps) -> Generated {
     let mut root = Rng::new(seed);
     let mut machine_rng = root.fork(1);
@@ -58,9 +76,12 @@ fn generate_with(seed: u64, release: Release, steps: LaterSteps) -> Generated {
     let mut spelling_rng = root.fork(4);
     // Likewise for the restarts.
     let mut restart_rng = root.fork(5);
+    // And for the resizes of the releases whose pod stream draws none.
+    let mut resize_rng = root.fork(6);
     let mut tags = Vec::new();
     let (topology, facts) = machine::machine(&mut machine_rng, &mut tags);
     let (kubelet, kubelet_facts) = kubelet::kubelet(&mut kubelet_rng, release, &facts, &mut tags);
+    let pod_tags = tags.len();
     let events = pods::events(&mut pods_rng, &facts, &kubelet_facts, &mut tags);
     let mut scenario = Scenario {
         topology,
@@ -68,6 +89,17 @@ fn generate_with(seed: u64, release: Release, steps: LaterSteps) -> Generated {
         events,
     };
     if steps != LaterSteps::None {
+        resize::add_resizes(
+            &mut resize_rng,
+            release,
+            &mut scenario,
+            &facts,
+            &kubelet_facts,
+            pod_tags,
+            &mut tags,
+        );
+    }
+    if steps.respells() {
         spelling::respell(&mut spelling_rng, &mut scenario, &mut tags);
     }
     if steps == LaterSteps::All {

@@ -3,8 +3,9 @@
 //! containers with `restartPolicy: Always`), pod-level resources
 //! (`spec.resources`), huge pages and devices; deletes of earlier pods
 //! (admitted or not) and of pods never added; in-place resizes of the
-//! `cpu` and `memory` of app containers and sidecars (releases whose oracle
-//! replays them), keeping the pod's QoS class; now and then a node filled
+//! `cpu` and `memory` of app containers and sidecars (drawn here for 1.36+;
+//! older releases get theirs from `resize.rs`), keeping the pod's QoS
+//! class; now and then a node filled
 //! with small pods, two or more of which then ask for more than is left
 //! (pending resizes) before deletes or shrinking resizes free room, so that
 //! the kubelet's retries and their order are judged. Every pod is one the API
@@ -65,7 +66,7 @@ enum Kind {
 }
 
 pub fn events(rng: &mut Rng, machine: &MachineFacts, kubelet: &KubeletFacts, tags: &mut Vec<String>) -> Vec<EventSpec> {
-    if kubelet.resize_events && rng.chance(15) {
+    if kubelet.resize_in_pod_stream && rng.chance(15) {
         return pending_resizes(rng, machine, tags);
     }
     let count = *rng.weighted(&[(10, 1usize), (15, 2), (20, 3), (20, 4), (15, 6), (10, 8), (10, 12)]);
@@ -77,7 +78,7 @@ pub fn events(rng: &mut Rng, machine: &MachineFacts, kubelet: &KubeletFacts, tag
     let mut pods: BTreeMap<String, Value> = BTreeMap::new();
     for _ in 0..count {
         let roll = rng.below(100);
-        if kubelet.resize_events
+        if kubelet.resize_in_pod_stream
             && (20..34).contains(&roll)
             && !live.is_empty()
             && let Some(key) = Some(live[rng.urange(0, live.len() - 1)].clone())
@@ -142,7 +143,7 @@ pub fn events(rng: &mut Rng, machine: &MachineFacts, kubelet: &KubeletFacts, tag
 /// added), so the QoS class stays. In a pod with pod-level resources the
 /// containers stay within them, as the API server validates a resize
 /// ([`within_pod_level`]); one that would not is not made.
-fn resize(
+pub(super) fn resize(
     rng: &mut Rng,
     key: &str,
     pod: &mut Value,
@@ -715,7 +716,7 @@ fn bytes(v: Option<&Value>) -> u64 {
 /// retry its pending resizes (`RetryPendingResizes`) and what its order
 /// (`sortPendingResizes`: not increasing first, priority, Guaranteed, the
 /// longest pending) decides.
-fn pending_resizes(rng: &mut Rng, machine: &MachineFacts, tags: &mut Vec<String>) -> Vec<EventSpec> {
+pub(super) fn pending_resizes(rng: &mut Rng, machine: &MachineFacts, tags: &mut Vec<String>) -> Vec<EventSpec> {
     tags.push("resize".into());
     tags.push("resize-pending".into());
     let total_milli = machine.cpus_per_numa.iter().map(Vec::len).sum::<usize>() as u64 * 1000;
