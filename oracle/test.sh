@@ -10,6 +10,11 @@
 # replayed, and its feature gate table (crates/k8s/src/feature_gates/
 # <release>.tsv, dependencies included) compared with what the real kubelet
 # code knows. The other releases build the same way (build.sh 1.35).
+#
+# The scheduler's DRA allocator (dra/, issue #30): the oracle of 1.34 and
+# 1.37 (the oldest and newest, two allocator variants) built and every case
+# of testdata/dra checked against its real allocator, with the release's
+# feature table; 1.35 and 1.36 are checked by dra/vectors.sh.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -40,4 +45,10 @@ for version in 1.32 1.34 1.37; do
         echo "oracle/test.sh: FAILED: $table differs from the gates of the real v$version kubelet code (left: the table, right: oracle gates)" >&2
         exit 1
     fi
+done
+
+for version in 1.34 1.37; do
+    bin=$(dra/build.sh "$version" | tail -n 1)
+    echo "oracle-dra $version: $bin" >&2
+    "$bin" check ../testdata/dra
 done
