@@ -31,7 +31,7 @@ use crate::release::Release;
 const CHUNK: usize = 32;
 
 /// How often a differing case is asked again.
-const REASKS: usize = 8;
+const REASKS: usize = 2;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -91,8 +91,10 @@ impl Oracle {
         Ok(Oracle { child, input, output })
     }
 
-    /// The real allocator's outcomes for the cases, in order.
-    fn ask(&mut self, cases: &[AllocationCase]) -> anyhow::Result<Vec<Outcome>> {
+    /// The real allocator's answers for the cases, in order: each the
+    /// outcome and the other outcomes the release can give (1.34/1.35: other
+    /// orders of pools and slices).
+    fn ask(&mut self, cases: &[AllocationCase]) -> anyhow::Result<Vec<Answers>> {
         for case in cases {
             serde_json::to_writer(&mut self.input, case)?;
             self.input.write_all(b"\n")?;
@@ -101,11 +103,38 @@ impl Oracle {
         let mut outcomes = Vec::with_capacity(cases.len());
         for _ in cases {
             let line = self.output.recv().context("the DRA oracle stopped answering")??;
-            let outcome = serde_json::from_str(&line)
+            let answer: OracleLine = serde_json::from_str(&line)
                 .with_context(|| format!("the DRA oracle's answer is not an outcome: {line}"))?;
-            outcomes.push(outcome);
+            outcomes.push(Answers { outcome: answer.outcome, alternatives: answer.alternatives });
         }
         Ok(outcomes)
+    }
+}
+
+/// One line of `oracle-dra batch`: an outcome with its alternatives.
+#[derive(serde::Deserialize)]
+struct OracleLine {
+    #[serde(flatten)]
+    outcome: Outcome,
+    #[serde(default)]
+    alternatives: Vec<Outcome>,
+}
+
+/// Every outcome the release can give for a case, the first the oracle's.
+#[derive(Clone, Debug)]
+pub struct Answers {
+    pub outcome: Outcome,
+    pub alternatives: Vec<Outcome>,
+}
+
+impl Answers {
+    fn all(&self) -> impl Iterator<Item = &Outcome> {
+        std::iter::once(&self.outcome).chain(&self.alternatives)
+    }
+
+    /// Is `ours` one of them?
+    fn admits(&self, ours: &Outcome) -> bool {
+        self.all().any(|o| same(ours, o))
     }
 }
 
@@ -147,39 +176,38 @@ pub fn run(options: &DraOptions) -> anyhow::Result<DraSummary> {
         next += seeds.len() as u64;
         let cases: Vec<AllocationCase> = seeds.iter().map(|&s| generate::case(options.release, s)).collect();
         let theirs = oracle.ask(&cases)?;
-        for ((seed, case), theirs) in seeds.iter().zip(&cases).zip(theirs) {
+        for ((seed, case), answers) in seeds.iter().zip(&cases).zip(theirs) {
             let ours = topoalign_dra::allocate(case);
             summary.cases += 1;
-            match &theirs {
+            match &answers.outcome {
                 Outcome::Allocated { .. } => summary.allocated += 1,
                 Outcome::Unschedulable { .. } => summary.unschedulable += 1,
                 Outcome::Error { .. } => summary.errors += 1,
             }
-            if same(&ours, &theirs) {
+            if answers.admits(&ours) {
                 summary.same += 1;
-                if !matches!(theirs, Outcome::Allocated { .. }) {
+                if !matches!(answers.outcome, Outcome::Allocated { .. }) {
                     summary.same_refusals += 1;
                 }
                 continue;
             }
-            // Ask again: up to 1.35 the scheduler visits pools in Go's map
-            // order, so one case can have several answers. Ours must be one.
-            let mut answers = vec![theirs.clone()];
+            // Ask again: the oracle explores slice orders at random, and
+            // one more run may find the order that gives ours.
+            let mut more = Vec::new();
             for _ in 0..REASKS {
-                answers.push(oracle.ask(std::slice::from_ref(case))?.remove(0));
+                more.push(oracle.ask(std::slice::from_ref(case))?.remove(0));
             }
-            let varies = answers.iter().any(|a| !same(a, &theirs));
-            let ours_among = answers.iter().any(|a| same(&ours, a));
-            let unstable = varies && ours_among;
+            let unstable = more.iter().any(|a| a.admits(&ours));
             if unstable {
                 summary.unstable += 1;
             } else {
                 summary.differ += 1;
             }
+            let theirs = answers.outcome;
             write_difference(&options.out, *seed, case, &ours, &theirs, unstable)?;
             if shown < options.show {
                 shown += 1;
-                bar.println(format!(
+                let text = format!(
                     "seed {seed}: {}\n  ours:   {}\n  oracle: {}\n  case:   {}",
                     if unstable {
                         "UNSTABLE (the oracle's answers vary; ours is one of them)"
@@ -189,7 +217,8 @@ pub fn run(options: &DraOptions) -> anyhow::Result<DraSummary> {
                     serde_json::to_string(&ours)?,
                     serde_json::to_string(&theirs)?,
                     options.out.join(format!("{seed}.json")).display(),
-                ));
+                );
+                bar.suspend(|| eprintln!("{text}"));
             }
         }
         bar.set_position(summary.cases);

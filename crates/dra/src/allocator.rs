@@ -42,6 +42,9 @@ pub fn allocate(case: &AllocationCase) -> Outcome {
 
 /// [`allocate`] with the given feature set instead of the release's defaults.
 pub fn allocate_with(case: &AllocationCase, features: &Features) -> Outcome {
+    if let Some(refused) = prefilter(case, features) {
+        return refused;
+    }
     let in_use = InUse::from_claims(&case.allocated_claims, features);
     let minor = case
         .release
@@ -76,7 +79,7 @@ pub fn allocate_with(case: &AllocationCase, features: &Features) -> Outcome {
             Err(message) => Outcome::Error { message },
         },
         Ok(false) | Err(Stop::TooMany) => {
-            if search.pools.iter().any(|p| matches!(p.state, PoolState::Invalid)) {
+            if search.minor >= 35 && search.pools.iter().any(|p| matches!(p.state, PoolState::Invalid(_))) {
                 // Only this node is affected: not a fatal error.
                 Outcome::Unschedulable {
                     message: "invalid resource pools were encountered".to_owned(),
@@ -87,6 +90,66 @@ pub fn allocate_with(case: &AllocationCase, features: &Features) -> Outcome {
         }
         Err(Stop::Fatal(message)) => Outcome::Error { message },
     }
+}
+
+/// The DynamicResources plugin's PreFilter checks of every request of every
+/// claim, before any allocator runs: a request without a class stops
+/// scheduling; a class that does not exist, subrequests with the
+/// DRAPrioritizedList feature off, or a request of an unknown kind leave
+/// the pod unschedulable.
+fn prefilter(case: &AllocationCase, features: &Features) -> Option<Outcome> {
+    let class_check = |class: &str, request: &str| -> Option<Outcome> {
+        if class.is_empty() {
+            return Some(Outcome::Error {
+                message: format!("request {request}: unsupported request type"),
+            });
+        }
+        if !case
+            .device_classes
+            .iter()
+            .any(|c| c.metadata.name.as_deref() == Some(class))
+        {
+            return Some(Outcome::Unschedulable {
+                message: format!("request {request}: device class {class} does not exist"),
+            });
+        }
+        None
+    };
+    for claim in &case.claims {
+        for request in requests_of(claim) {
+            if let Some(exact) = &request.exactly {
+                if let Some(refused) = class_check(&exact.device_class_name, &request.name) {
+                    return Some(refused);
+                }
+            } else if let Some(subs) = request.first_available.as_ref().filter(|s| !s.is_empty()) {
+                if !features.prioritized_list {
+                    return Some(Outcome::Unschedulable {
+                        message: format!(
+                            "resource claim {}, request {}: has subrequests, but the DRAPrioritizedList feature is disabled",
+                            claim_name(claim),
+                            request.name
+                        ),
+                    });
+                }
+                for sub in subs {
+                    if let Some(refused) =
+                        class_check(&sub.device_class_name, &format!("{}/{}", request.name, sub.name))
+                    {
+                        return Some(refused);
+                    }
+                }
+            } else {
+                return Some(Outcome::Unschedulable {
+                    message: format!(
+                        "resource claim {}, request {}: unknown request type",
+                        claim_name(claim),
+                        request.name
+                    ),
+                });
+            }
+        }
+    }
+    None
 }
 
 /// A device by driver, pool and name.
@@ -293,8 +356,19 @@ enum ConstraintKind<'a> {
         first: Option<&'a DeviceAttribute>,
         devices: usize,
     },
-    /// Every device has the attribute with a value no other device has.
+    /// Every device has the attribute with a value no other device has
+    /// (1.37+).
     Distinct { values: Vec<&'a DeviceAttribute> },
+    /// 1.36: the value of the last device added for each request, and a
+    /// device's value must differ from those only; removing a device forgets
+    /// its request's value.
+    DistinctPerRequest {
+        values: BTreeMap<String, &'a DeviceAttribute>,
+        devices: usize,
+    },
+    /// 1.34: values are compared by address, which two devices never share:
+    /// every device that has the attribute is taken.
+    DistinctByAddress,
 }
 
 impl<'a> Constraint<'a> {
@@ -328,12 +402,28 @@ impl<'a> Constraint<'a> {
                 true
             }
             ConstraintKind::Distinct { values } => {
-                if scalar_kind(value).is_none() || values.iter().any(|held| same_scalar(value, held)) {
+                if values
+                    .iter()
+                    .any(|held| scalar_kind(value).is_none() || same_scalar(value, held))
+                {
                     return false;
                 }
                 values.push(value);
                 true
             }
+            ConstraintKind::DistinctPerRequest { values, devices } => {
+                if *devices > 0
+                    && values
+                        .values()
+                        .any(|held| scalar_kind(value).is_none() || same_scalar(value, held))
+                {
+                    return false;
+                }
+                values.insert(request.to_owned(), value);
+                *devices += 1;
+                true
+            }
+            ConstraintKind::DistinctByAddress => true,
         }
     }
 
@@ -346,6 +436,11 @@ impl<'a> Constraint<'a> {
             ConstraintKind::Distinct { values } => {
                 values.pop();
             }
+            ConstraintKind::DistinctPerRequest { values, devices } => {
+                values.remove(request);
+                *devices -= 1;
+            }
+            ConstraintKind::DistinctByAddress => {}
         }
     }
 }
@@ -540,7 +635,18 @@ impl<'a, 'c> Search<'a, 'c> {
                             request: request_index,
                             sub: sub_index,
                         };
-                        let data = search.request_data(view, key, classes, &name)?;
+                        // Up to 1.35 a subrequest is checked under the key of the
+                        // one before it: `All` devices found for one are cached
+                        // as the other's.
+                        let cache_key = if minor <= 35 {
+                            RequestKey {
+                                sub: sub_index.saturating_sub(1),
+                                ..key
+                            }
+                        } else {
+                            key
+                        };
+                        let data = search.request_data(view, cache_key, classes, &name)?;
                         fewest = fewest.min(data.devices);
                         search.requests.insert(key, data);
                     }
@@ -565,8 +671,19 @@ impl<'a, 'c> Search<'a, 'c> {
                             devices: 0,
                         },
                     ),
-                    (None, Some(attribute)) => (attribute, ConstraintKind::Distinct { values: Vec::new() }),
-                    (None, None) => {
+                    (None, Some(attribute)) if minor != 35 => {
+                        let kind = match minor {
+                            ..=34 => ConstraintKind::DistinctByAddress,
+                            36 => ConstraintKind::DistinctPerRequest {
+                                values: BTreeMap::new(),
+                                devices: 0,
+                            },
+                            _ => ConstraintKind::Distinct { values: Vec::new() },
+                        };
+                        (attribute, kind)
+                    }
+                    // 1.35's allocator knows no distinctAttribute.
+                    _ => {
                         return Err(Stop::Fatal(format!(
                             "claim {name}, constraint #{i}: empty constraint (unsupported constraint type?)"
                         )));
@@ -583,7 +700,8 @@ impl<'a, 'c> Search<'a, 'c> {
         Ok(search)
     }
 
-    /// Checks one (sub)request and, for `All`, finds its devices.
+    /// Checks one (sub)request and, for `All`, finds its devices (`key`
+    /// names the request in the selector cache).
     fn request_data(
         &mut self,
         view: RequestView<'a>,
@@ -638,13 +756,13 @@ impl<'a, 'c> Search<'a, 'c> {
                 let mut found = Vec::new();
                 for (pool_index, pool) in self.pools.iter().enumerate() {
                     let usable = match &pool.state {
-                        PoolState::Incomplete => {
+                        PoolState::Incomplete(_) => {
                             return Err(fatal(format!(
                                 "asks for all devices, but resource pool {} is currently being updated",
                                 pool.id
                             )));
                         }
-                        PoolState::Invalid => {
+                        PoolState::Invalid(_) => {
                             return Err(fatal(format!(
                                 "asks for all devices, but resource pool {} is currently invalid",
                                 pool.id
@@ -842,12 +960,19 @@ impl<'a, 'c> Search<'a, 'c> {
             device: slot.device + 1,
             ..slot
         };
+        // Up to 1.35 the next device of an `All` request forgets which
+        // subrequest it serves (the subrequest index goes back to 0).
+        let next_all = if self.minor <= 35 {
+            Slot { sub: 0, ..next }
+        } else {
+            next
+        };
         if data.view.all {
             let candidate = data.all[slot.device];
             let Some(placed) = self.place(slot, &candidate, true)? else {
                 return Ok(false);
             };
-            return match self.next_slot(next, in_sub, Location::default()) {
+            return match self.next_slot(next_all, in_sub, Location::default()) {
                 Ok(true) => Ok(true),
                 other => {
                     self.unplace(slot, &candidate, placed);
@@ -858,8 +983,17 @@ impl<'a, 'c> Search<'a, 'c> {
         let claim_text = claim_name(claim);
         for pool_index in start.pool..self.pools.len() {
             let pool = &self.pools[pool_index];
-            let PoolState::Usable(usable) = &pool.state else {
-                continue;
+            let usable = match &pool.state {
+                PoolState::Usable(usable) => usable,
+                // 1.34 takes devices from the slices it has.
+                PoolState::Incomplete(Some(usable)) => usable,
+                PoolState::Incomplete(None) => continue,
+                // 1.34 stops at an invalid pool it reaches; later releases
+                // pass it by.
+                PoolState::Invalid(reason) if self.minor <= 34 => {
+                    return Err(Stop::Fatal(format!("pool {} is invalid: {reason}", pool.id.pool)));
+                }
+                PoolState::Invalid(_) => continue,
             };
             let slice_start = if pool_index == start.pool { start.slice } else { 0 };
             let pool_id = pool.id;
@@ -1190,7 +1324,7 @@ impl<'a, 'c> Search<'a, 'c> {
                 let view = &self.requests[&device.request].view;
                 let share_id = device.share.map(|_| {
                     share_ids += 1;
-                    format!("share-{share_ids}")
+                    format!("00000000-0000-0000-0000-{share_ids:012}")
                 });
                 results.push(DeviceRequestAllocationResult {
                     request: view.full_name(),
@@ -1198,7 +1332,11 @@ impl<'a, 'c> Search<'a, 'c> {
                     pool: device.candidate.id.pool.to_owned(),
                     device: device.candidate.id.device.to_owned(),
                     admin_access: device.admin_access.then_some(true),
-                    tolerations: view.tolerations.filter(|t| !t.is_empty()).map(<[_]>::to_vec),
+                    // 1.34 does not copy the request's tolerations.
+                    tolerations: view
+                        .tolerations
+                        .filter(|t| !t.is_empty() && self.minor >= 35)
+                        .map(<[_]>::to_vec),
                     share_id,
                     consumed_capacity: device.consumed.as_ref().map(capacity::to_api),
                     binding_conditions: if self.features.device_binding_and_status {

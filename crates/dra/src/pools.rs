@@ -34,10 +34,12 @@ pub(crate) struct Pool<'a> {
 
 #[derive(Debug)]
 pub(crate) enum PoolState<'a> {
-    /// Not every slice of the pool's generation is published yet.
-    Incomplete,
-    /// Duplicate device names, unknown counter sets, …
-    Invalid,
+    /// Not every slice of the pool's generation is published yet. 1.34
+    /// still allocates from the slices it has (`Some`); later releases do
+    /// not.
+    Incomplete(Option<UsablePool<'a>>),
+    /// Duplicate device names, unknown counter sets, … (why).
+    Invalid(String),
     Usable(UsablePool<'a>),
 }
 
@@ -141,10 +143,17 @@ pub(crate) fn gather<'a>(
         let pool = if pool_slices.len() as i64 == first.resource_slice_count {
             build(id, pool_slices, Vec::new(), features, minor)
         } else if minor <= 34 {
-            // 1.34 counts only the slices that serve the node.
-            Pool {
-                id,
-                state: PoolState::Incomplete,
+            // 1.34 counts only the slices that serve the node, and still
+            // allocates from an incomplete pool.
+            match build(id, pool_slices, Vec::new(), features, minor) {
+                Pool {
+                    state: PoolState::Usable(usable),
+                    ..
+                } => Pool {
+                    id,
+                    state: PoolState::Incomplete(Some(usable)),
+                },
+                invalid => invalid,
             }
         } else {
             // Slices that serve other nodes belong to the pool too: look
@@ -167,7 +176,7 @@ pub(crate) fn gather<'a>(
             if all.len() as i64 != count {
                 Pool {
                     id,
-                    state: PoolState::Incomplete,
+                    state: PoolState::Incomplete(None),
                 }
             } else {
                 let targeting: BTreeSet<_> = pool_slices
@@ -229,7 +238,7 @@ fn build<'a>(
             if !names.insert(device.name.as_str()) {
                 return Pool {
                     id,
-                    state: PoolState::Invalid,
+                    state: PoolState::Invalid(format!("duplicate device name {}", device.name)),
                 };
             }
         }
@@ -250,7 +259,7 @@ fn build<'a>(
             if counter_sets.insert(set.name.as_str(), set).is_some() {
                 return Pool {
                     id,
-                    state: PoolState::Invalid,
+                    state: PoolState::Invalid(format!("duplicate counter set name {}", set.name)),
                 };
             }
         }
@@ -274,7 +283,7 @@ fn build<'a>(
     if !consumption_known(&device_slices) || !consumption_known(&other_slices) {
         return Pool {
             id,
-            state: PoolState::Invalid,
+            state: PoolState::Invalid("a device consumes a counter no counter set of the pool has".to_owned()),
         };
     }
     Pool {
