@@ -8,7 +8,9 @@
 //!
 //! For people: [`render_text`] (better than `numactl --hardware` and
 //! `nvidia-smi topo -m` together) and [`render_svg`]/[`render_png`], which
-//! take an optional [`Colouring`] to show allocations.
+//! take an optional [`Colouring`] to show allocations. For clusters:
+//! [`resourceslices`], DRA `ResourceSlice`s of the PCI devices with the
+//! standard locality attributes (`pcieRoot`, `numaNode`).
 //!
 //! Layout: pure `parse_*(&str)` functions in [`parse`]; readers that take a
 //! root path ([`read_sysfs`], [`read_hwloc`], [`read_scenario`]) so tests
@@ -21,6 +23,7 @@ mod links;
 mod nvml;
 pub mod parse;
 mod picture;
+pub mod resourceslices;
 mod scenario;
 mod sysfs;
 mod text;

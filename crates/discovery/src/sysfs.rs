@@ -559,7 +559,8 @@ impl Reader<'_> {
             let class = self.optional(&format!("{base}/class"), parse::parse_hex)?.unwrap_or(0);
             let address = parse::normalize_pci_address(&name).unwrap_or_else(|| name.clone());
             let mut device = PciDevice::new(address, class, hex16("vendor")?, hex16("device")?);
-            if let Some(node) = self.optional(&format!("{base}/numa_node"), parse::parse_int)?
+            device.numa_node_file = self.optional(&format!("{base}/numa_node"), parse::parse_int)?;
+            if let Some(node) = device.numa_node_file
                 && let Some(node) = usize::try_from(node).ok().filter(|n| node_ids.contains(n))
             {
                 device.numa = vec![node];
@@ -584,6 +585,7 @@ impl Reader<'_> {
                     .extend(self.tree.list(&format!("{base}/{sub}"))?.unwrap_or_default());
             }
             if let Some(canonical) = self.tree.resolve(&base) {
+                device.pcie_root = pcie_root(&canonical, &self.layout.sys, &name);
                 device.pci_path = bridge_path(&canonical);
             }
             topology.pci_devices.push(device);
@@ -606,9 +608,75 @@ fn bridge_path(canonical: &str) -> Vec<String> {
     path
 }
 
+/// The PCIe root complex of a device by the rule of Kubernetes'
+/// `deviceattribute` helper (`GetPCIeRootAttributeByPCIBusID`): the device's
+/// `bus/pci/devices/<name>` link must lead to `devices/pci…/…/<name>` under
+/// the sysfs mount, and the root is the component right under `devices/`
+/// (`pci0000:3a`), whatever bridges lie between it and the device; a virtual
+/// function sits under its physical function's bridge and gets the same root.
+/// A link leading anywhere else (a Hyper-V bus under `devices/LNXSYSTM:00`,
+/// a capture holding a directory instead of the link) gives none.
+///
+/// `canonical` is the link followed to the end, relative to the tree's root;
+/// `sys` is where the sysfs mount is in the tree. The helper reads the one
+/// link and cleans it lexically, which on a live sysfs (relative links
+/// straight into `devices/`) is the same path.
+fn pcie_root(canonical: &str, sys: &str, name: &str) -> Option<String> {
+    let inside = if sys.is_empty() {
+        canonical
+    } else {
+        canonical.strip_prefix(sys)?.strip_prefix('/')?
+    };
+    let below = inside.strip_prefix("devices/pci")?;
+    let (root, _) = below.split_once('/')?;
+    (inside.rsplit('/').next() == Some(name)).then(|| format!("pci{root}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pcie_roots_by_the_deviceattribute_rule() {
+        let root = |canonical, sys, name| pcie_root(canonical, sys, name);
+        // Behind two bridges: still the root complex.
+        assert_eq!(
+            root(
+                "sys/devices/pci0000:5d/0000:5d:02.0/0000:5e:00.0/0000:5f:03.0/0000:60:00.0",
+                "sys",
+                "0000:60:00.0"
+            )
+            .as_deref(),
+            Some("pci0000:5d")
+        );
+        assert_eq!(
+            root(
+                "capture/sys/devices/pci0000:00/0000:00:02.0",
+                "capture/sys",
+                "0000:00:02.0"
+            )
+            .as_deref(),
+            Some("pci0000:00")
+        );
+        // The tree is the sysfs mount itself.
+        assert_eq!(
+            root("devices/pci0000:ff/0000:ff:0f.1", "", "0000:ff:0f.1").as_deref(),
+            Some("pci0000:ff")
+        );
+        // Hyper-V: the PCI root is not right under devices/.
+        assert_eq!(
+            root(
+                "sys/devices/LNXSYSTM:00/LNXSYBUS:00/VMBUS:00/abc/pci7870:00/7870:00:00.0",
+                "sys",
+                "7870:00:00.0"
+            ),
+            None
+        );
+        // A capture that kept a directory, not the link.
+        assert_eq!(root("sys/bus/pci/devices/0006:00:00.0", "sys", "0006:00:00.0"), None);
+        // The link must end at the device itself.
+        assert_eq!(root("sys/devices/pci0000:00/0000:00:01.0", "sys", "0000:00:02.0"), None);
+    }
 
     #[test]
     fn bridge_paths_from_canonical_paths() {

@@ -254,6 +254,17 @@ pub struct PciDevice {
     /// NUMA affinity; empty = none (sysfs `numa_node` of -1 or absent, or an
     /// hwloc device attached to the whole machine).
     pub numa: Vec<usize>,
+    /// The `numa_node` file as the kernel wrote it (sysfs only): -1 means no
+    /// NUMA affinity; a node the machine does not list is kept here and left
+    /// out of `numa`.
+    #[serde(skip)]
+    pub numa_node_file: Option<i64>,
+    /// The PCIe root complex above the device, `pci<domain>:<bus>`, as
+    /// Kubernetes' `deviceattribute` helper names it: the directory right
+    /// under `/sys/devices` that the device's `bus/pci/devices` link leads
+    /// into, however many bridges lie below it (sysfs only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pcie_root: Option<String>,
     /// CPUs local to the device, when known.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "opt_cpu_list")]
     pub local_cpus: Option<CpuSet>,
@@ -291,6 +302,8 @@ impl PciDevice {
             device,
             kind: DeviceKind::classify(class, vendor),
             numa: Vec::new(),
+            numa_node_file: None,
+            pcie_root: None,
             local_cpus: None,
             names: Vec::new(),
             description: None,
