@@ -597,7 +597,9 @@ impl<'a, 'c> Search<'a, 'c> {
                         request.name
                     )));
                 }
-                if !features.consumable_capacity {
+                // 1.35 ignores capacity requests; 1.34 and later releases with
+                // the feature off refuse them.
+                if !features.consumable_capacity && minor != 35 {
                     if request.exactly.as_ref().is_some_and(|e| e.capacity.is_some()) {
                         return Err(Stop::Fatal(format!(
                             "claim {name}, request {}: has capacity requests, but the DRAConsumableCapacity feature is disabled",
@@ -784,6 +786,7 @@ impl<'a, 'c> Search<'a, 'c> {
                             candidate.device,
                             &Capacities::new(),
                             self.features.fractional_capacity_range,
+                            self.minor,
                         )
                         .map_err(|e| fatal(format!("checking capacity for device {}: {e}", candidate.device.name)))?;
                         if !fits {
@@ -850,6 +853,24 @@ impl<'a, 'c> Search<'a, 'c> {
         let empty_attributes = BTreeMap::new();
         let empty_capacity = BTreeMap::new();
         let device = candidate.device;
+        // Up to 1.36, without DRAListTypeAttributes, the CEL input cannot
+        // hold a list value: any selector on such a device fails.
+        if !selectors.is_empty() && self.minor <= 36 && !self.features.list_type_attributes {
+            let listed =
+                device.attributes.iter().flatten().find(|(_, a)| {
+                    a.bools.is_some() || a.ints.is_some() || a.strings.is_some() || a.versions.is_some()
+                });
+            if let Some((name, _)) = listed {
+                let qualified = if name.contains('/') {
+                    name.clone()
+                } else {
+                    format!("{}/{name}", candidate.id.driver)
+                };
+                return Err(Stop::Fatal(format!(
+                    "{owner}: selector #0: CEL runtime error: attribute {qualified}: unsupported attribute value"
+                )));
+            }
+        }
         let view = DeviceView {
             driver: candidate.id.driver,
             attributes: device.attributes.as_ref().unwrap_or(&empty_attributes),
@@ -1074,6 +1095,7 @@ impl<'a, 'c> Search<'a, 'c> {
             candidate.device,
             allocating,
             self.features.fractional_capacity_range,
+            self.minor,
         )
     }
 
@@ -1180,6 +1202,7 @@ impl<'a, 'c> Search<'a, 'c> {
                     capacity_request,
                     candidate.device,
                     features.fractional_capacity_range,
+                    self.minor,
                 )
                 .map_err(|e| {
                     Stop::Fatal(format!(

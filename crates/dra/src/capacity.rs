@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::resource::v1::{CapacityRequestPolicy, CapacityRequestPolicyRange, CapacityRequirements, Device};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
-use topoalign_model::Quantity;
+use topoalign_model::{Quantity, QuantityFormat};
 
 use crate::allocator::quantity;
 
@@ -53,6 +53,7 @@ pub(crate) fn fits(
     device: &Device,
     allocating: &Capacities,
     fractional: bool,
+    minor: u8,
 ) -> Result<bool, String> {
     let empty = BTreeMap::new();
     let capacities = device.capacity.as_ref().unwrap_or(&empty);
@@ -68,6 +69,7 @@ pub(crate) fn fits(
             capacity.request_policy.as_ref(),
             quantity(&capacity.value.0),
             fractional,
+            minor,
         )
         .map_err(|e| format!("capacity {name:?}: {e}"))?;
         if amount.is_negative() {
@@ -95,6 +97,7 @@ pub(crate) fn consumed_by(
     request: Option<&CapacityRequirements>,
     device: &Device,
     fractional: bool,
+    minor: u8,
 ) -> Result<Capacities, String> {
     let requested = request.and_then(|r| r.requests.as_ref());
     let mut consumed = Capacities::new();
@@ -105,6 +108,7 @@ pub(crate) fn consumed_by(
             capacity.request_policy.as_ref(),
             quantity(&capacity.value.0),
             fractional,
+            minor,
         )
         .map_err(|e| format!("capacity {name:?}: {e}"))?;
         consumed.insert(name.clone(), amount);
@@ -120,6 +124,7 @@ fn consumed_amount(
     policy: Option<&CapacityRequestPolicy>,
     value: Quantity,
     fractional: bool,
+    minor: u8,
 ) -> Result<Quantity, String> {
     let Some(asked) = asked else {
         return Ok(policy
@@ -128,7 +133,7 @@ fn consumed_amount(
     };
     let Some(policy) = policy else { return Ok(asked) };
     if let Some(range) = &policy.valid_range {
-        return round_up_range(asked, range, fractional);
+        return round_up_range(asked, range, fractional, minor);
     }
     if let Some(values) = &policy.valid_values {
         return Ok(values
@@ -140,7 +145,13 @@ fn consumed_amount(
     Ok(asked)
 }
 
-fn round_up_range(asked: Quantity, range: &CapacityRequestPolicyRange, fractional: bool) -> Result<Quantity, String> {
+/// 1.36 prints the rounded amount in binary notation; 1.37 in the step's.
+fn round_up_range(
+    asked: Quantity,
+    range: &CapacityRequestPolicyRange,
+    fractional: bool,
+    minor: u8,
+) -> Result<Quantity, String> {
     let min = quantity(&range.min.0);
     if asked < min {
         return Ok(min);
@@ -148,7 +159,11 @@ fn round_up_range(asked: Quantity, range: &CapacityRequestPolicyRange, fractiona
     let Some(step) = range.step.as_ref().map(|s| quantity(&s.0)) else {
         return Ok(asked);
     };
-    let format = step.format();
+    let format = if minor <= 36 {
+        QuantityFormat::BinarySI
+    } else {
+        step.format()
+    };
     let (asked_n, min_n, step_n) = if use_milli(range, fractional) {
         (asked.milli(), min.milli(), step.milli())
     } else {
