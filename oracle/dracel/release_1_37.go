@@ -1,0 +1,7 @@
+//go:build k8s_1_37
+
+package main
+
+// release is the Kubernetes release whose dynamic-resource-allocation
+// module this build runs.
+const release = "1.37"
