@@ -1,0 +1,274 @@
+//! From a checked expression to the program that runs: cel-go's AST
+//! validators (homogeneous literals, regular expression literals), the
+//! checks cel-go makes when it plans the program (constant type conversions
+//! are evaluated, constant regular expressions compiled, and either failing
+//! refuses the selector), and the rewrites that give calls Go's runtime
+//! semantics (see [`library`](super::library)).
+
+use cel::common::ast::{CallExpr, EntryExpr, Expr, IdedExpr, LiteralValue, SelectExpr};
+use cel::common::types::CelString;
+use cel::{Context, Value};
+
+use super::check::Checked;
+use super::library::{ENV, compile_regex, rewritten};
+use super::types::Ty;
+
+/// cel-go's AST validators: list and map literals of one type (except
+/// within `format` calls, which the strings extension exempts), and a
+/// literal first argument of `matches` that compiles.
+pub(crate) fn validate(expr: &IdedExpr, checked: &Checked) -> Vec<String> {
+    let mut errors = Vec::new();
+    let mut exempt = Vec::new();
+    walk(expr, &mut |e| {
+        if let Expr::Call(call) = &e.expr
+            && call.func_name == "format"
+        {
+            walk(e, &mut |inner| exempt.push(inner.id));
+        }
+    });
+    walk(expr, &mut |e| match &e.expr {
+        Expr::List(_) | Expr::Map(_) if exempt.contains(&e.id) => {}
+        Expr::List(list) => {
+            let mut first: Option<Ty> = None;
+            for (i, elem) in list.elements.iter().enumerate() {
+                let mut t = checked.type_of(elem.id);
+                if list.optional_indices.contains(&i)
+                    && let Some(inner) = t.unwrap_optional()
+                {
+                    t = inner.clone();
+                }
+                match &first {
+                    None => first = Some(t),
+                    Some(f) if !f.is_equivalent(&t) => {
+                        errors.push(format!("expected type '{f}' but found '{t}'"));
+                        break;
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        Expr::Map(map) => {
+            let mut first: Option<(Ty, Ty)> = None;
+            for entry in &map.entries {
+                let EntryExpr::MapEntry(entry) = &entry.expr else {
+                    continue;
+                };
+                let k = checked.type_of(entry.key.id);
+                let mut v = checked.type_of(entry.value.id);
+                if entry.optional
+                    && let Some(inner) = v.unwrap_optional()
+                {
+                    v = inner.clone();
+                }
+                match &first {
+                    None => first = Some((k, v)),
+                    Some((fk, fv)) => {
+                        if !fk.is_equivalent(&k) {
+                            errors.push(format!("expected type '{fk}' but found '{k}'"));
+                        }
+                        if !fv.is_equivalent(&v) {
+                            errors.push(format!("expected type '{fv}' but found '{v}'"));
+                        }
+                    }
+                }
+            }
+        }
+        Expr::Call(call) if call.func_name == "matches" => {
+            if let Some(IdedExpr {
+                expr: Expr::Literal(LiteralValue::String(pattern)),
+                ..
+            }) = call.args.first()
+                && compile_regex(pattern.inner()).is_err()
+            {
+                errors.push("invalid matches argument".to_owned());
+            }
+        }
+        _ => {}
+    });
+    errors
+}
+
+fn walk(e: &IdedExpr, f: &mut impl FnMut(&IdedExpr)) {
+    f(e);
+    match &e.expr {
+        Expr::Call(call) => {
+            if let Some(t) = &call.target {
+                walk(t, f);
+            }
+            call.args.iter().for_each(|a| walk(a, f));
+        }
+        Expr::Select(s) => walk(&s.operand, f),
+        Expr::List(l) => l.elements.iter().for_each(|a| walk(a, f)),
+        Expr::Map(m) => {
+            for entry in &m.entries {
+                if let EntryExpr::MapEntry(entry) = &entry.expr {
+                    walk(&entry.key, f);
+                    walk(&entry.value, f);
+                }
+            }
+        }
+        Expr::Struct(s) => {
+            for entry in &s.entries {
+                if let EntryExpr::StructField(field) = &entry.expr {
+                    walk(&field.value, f);
+                }
+            }
+        }
+        Expr::Comprehension(c) => {
+            for part in [&c.iter_range, &c.accu_init, &c.loop_cond, &c.loop_step, &c.result] {
+                walk(part, f);
+            }
+        }
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
+    }
+}
+
+/// The expression with calls renamed to the functions that evaluate them as
+/// Go does.
+pub(crate) fn rewrite(e: &IdedExpr, checked: &Checked) -> IdedExpr {
+    let expr = match &e.expr {
+        Expr::Call(call) => {
+            let mut call = CallExpr {
+                func_name: call.func_name.clone(),
+                target: call.target.as_ref().map(|t| Box::new(rewrite(t, checked))),
+                args: call.args.iter().map(|a| rewrite(a, checked)).collect(),
+            };
+            call.func_name = runtime_name(e.id, &call, checked);
+            Expr::Call(call)
+        }
+        Expr::Select(s) => {
+            let operand = rewrite(&s.operand, checked);
+            if s.test && checked.type_of(s.operand.id).is_dyn() {
+                // has(x.f) on a value of no static type
+                Expr::Call(CallExpr {
+                    func_name: rewritten::HAS.to_owned(),
+                    target: None,
+                    args: vec![
+                        operand,
+                        IdedExpr {
+                            id: 0,
+                            expr: Expr::Literal(LiteralValue::String(CelString::from(s.field.clone()))),
+                        },
+                    ],
+                })
+            } else {
+                Expr::Select(SelectExpr {
+                    operand: Box::new(operand),
+                    field: s.field.clone(),
+                    test: s.test,
+                })
+            }
+        }
+        Expr::List(l) => {
+            let mut l = l.clone();
+            l.elements = l.elements.iter().map(|x| rewrite(x, checked)).collect();
+            Expr::List(l)
+        }
+        Expr::Map(m) => {
+            let mut m = m.clone();
+            for entry in &mut m.entries {
+                if let EntryExpr::MapEntry(entry) = &mut entry.expr {
+                    entry.key = rewrite(&entry.key, checked);
+                    entry.value = rewrite(&entry.value, checked);
+                }
+            }
+            Expr::Map(m)
+        }
+        Expr::Comprehension(c) => {
+            let mut c = c.clone();
+            c.iter_range = rewrite(&c.iter_range, checked);
+            c.accu_init = rewrite(&c.accu_init, checked);
+            c.loop_cond = rewrite(&c.loop_cond, checked);
+            c.loop_step = rewrite(&c.loop_step, checked);
+            c.result = rewrite(&c.result, checked);
+            Expr::Comprehension(c)
+        }
+        other => other.clone(),
+    };
+    IdedExpr { id: e.id, expr }
+}
+
+fn runtime_name(id: u64, call: &CallExpr, checked: &Checked) -> String {
+    let overloads = checked.calls.get(&id).map(Vec::as_slice).unwrap_or(&[]);
+    let only = |ids: &[&str]| !overloads.is_empty() && overloads.iter().all(|o| ids.contains(o));
+    let name = match (call.func_name.as_str(), call.target.is_some()) {
+        ("_==_", false) => rewritten::EQUALS,
+        ("_!=_", false) => rewritten::NOT_EQUALS,
+        ("int", false) => rewritten::INT,
+        ("uint", false) => rewritten::UINT,
+        ("double", false) => rewritten::DOUBLE,
+        ("string", false) => rewritten::STRING,
+        ("bool", false) => rewritten::BOOL,
+        ("sum", true) if only(&["list_double_sum_double"]) => rewritten::SUM_DOUBLE,
+        ("sum", true) if only(&["list_uint_sum_uint"]) => rewritten::SUM_UINT,
+        ("sum", true) => rewritten::SUM_INT,
+        ("includes", true) if only(&["dra_includes_dyn_dyn"]) => rewritten::INCLUDES_LIMITED,
+        (name, _) => name,
+    };
+    name.to_owned()
+}
+
+/// Type conversions cel-go evaluates when it plans the program if their
+/// argument is a constant.
+fn is_conversion(call: &CallExpr) -> bool {
+    call.target.is_none()
+        && call.args.len() == 1
+        && matches!(
+            call.func_name.as_str(),
+            rewritten::INT
+                | rewritten::UINT
+                | rewritten::DOUBLE
+                | rewritten::STRING
+                | rewritten::BOOL
+                | "bytes"
+                | "dyn"
+                | "type"
+        )
+}
+
+/// Whether cel-go's planner holds `e` as a constant: a literal, a list or map
+/// literal of constants, a conversion of a constant.
+fn is_constant(e: &IdedExpr) -> bool {
+    match &e.expr {
+        Expr::Literal(_) => true,
+        Expr::List(l) => l.optional_indices.is_empty() && l.elements.iter().all(is_constant),
+        Expr::Map(m) => m.entries.iter().all(|entry| match &entry.expr {
+            EntryExpr::MapEntry(entry) => !entry.optional && is_constant(&entry.key) && is_constant(&entry.value),
+            EntryExpr::StructField(_) => false,
+        }),
+        Expr::Call(call) => is_conversion(call) && is_constant(&call.args[0]),
+        _ => false,
+    }
+}
+
+/// The failures cel-go reports when it plans the program
+/// ("program instantiation failed"): a constant conversion that fails, a
+/// constant regular expression that does not compile.
+pub(crate) fn plan(program: &IdedExpr) -> Vec<String> {
+    let mut errors = Vec::new();
+    let context = Context::with_env(ENV.clone());
+    walk(program, &mut |e| {
+        let Expr::Call(call) = &e.expr else {
+            return;
+        };
+        if is_conversion(call) && is_constant(&call.args[0]) {
+            if let Err(err) = Value::resolve_val(e, &context) {
+                errors.push(super::runtime_message(&err));
+            }
+            return;
+        }
+        let pattern = match (call.func_name.as_str(), call.target.is_some()) {
+            ("matches" | "find" | "findAll", true) => call.args.first(),
+            ("matches", false) => call.args.get(1),
+            _ => None,
+        };
+        if let Some(pattern) = pattern.filter(|p| is_constant(p))
+            && let Ok(value) = Value::resolve_val(pattern, &context)
+            && let Some(text) = value.downcast_ref::<CelString>()
+            && let Err(err) = compile_regex(text.inner())
+        {
+            errors.push(err);
+        }
+    });
+    errors
+}
