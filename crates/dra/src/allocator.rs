@@ -699,6 +699,8 @@ impl<'a, 'c> Search<'a, 'c> {
             }
             search.constraints.push(constraints);
         }
+        // What the checks above cached goes: the search starts afresh.
+        search.matches.clear();
         Ok(search)
     }
 

@@ -92,12 +92,14 @@ pub(crate) fn gather<'a>(
         own.chain(shared).collect()
     };
     let mut by_pool: BTreeMap<PoolId<'a>, Vec<&'a ResourceSlice>> = BTreeMap::new();
+    let mut with_binding_conditions = Vec::new();
     for slice in listed {
         let spec = &slice.spec;
         let per_device = spec.per_device_node_selection;
-        if !features.partitionable_devices
-            && (per_device.is_some() || spec.shared_counters.as_ref().is_some_and(|c| !c.is_empty()))
-        {
+        // Without partitionable devices, slices that select nodes per
+        // device are skipped, and from 1.35 those with shared counters too.
+        let counters = spec.shared_counters.as_ref().is_some_and(|c| !c.is_empty());
+        if !features.partitionable_devices && (per_device.is_some() || (counters && minor >= 35)) {
             continue;
         }
         let name = slice.metadata.name.as_deref().unwrap_or_default();
@@ -132,12 +134,20 @@ pub(crate) fn gather<'a>(
             continue;
         };
         if relevant {
-            add_slice(&mut by_pool, slice);
+            if minor <= 34 && slice_has_binding_conditions(slice) {
+                // 1.34 adds these after all other slices.
+                with_binding_conditions.push(slice);
+            } else {
+                add_slice(&mut by_pool, slice);
+            }
         }
+    }
+    for slice in with_binding_conditions {
+        add_slice(&mut by_pool, slice);
     }
 
     let mut ready = Vec::new();
-    let mut with_binding_conditions = Vec::new();
+    let mut pools_with_binding_conditions = Vec::new();
     for (id, pool_slices) in by_pool {
         let first = &pool_slices[0].spec.pool;
         let pool = if pool_slices.len() as i64 == first.resource_slice_count {
@@ -191,13 +201,13 @@ pub(crate) fn gather<'a>(
             }
         };
         if has_binding_conditions(&pool) {
-            with_binding_conditions.push(pool);
+            pools_with_binding_conditions.push(pool);
         } else {
             ready.push(pool);
         }
     }
     // BTreeMap iteration already gives (driver, pool) order for both lists.
-    ready.extend(with_binding_conditions);
+    ready.extend(pools_with_binding_conditions);
     Ok(ready)
 }
 
@@ -297,12 +307,17 @@ fn build<'a>(
 }
 
 fn has_binding_conditions(pool: &Pool<'_>) -> bool {
-    let PoolState::Usable(usable) = &pool.state else {
+    let (PoolState::Usable(usable) | PoolState::Incomplete(Some(usable))) = &pool.state else {
         return false;
     };
-    usable
-        .slices
+    usable.slices.iter().any(|s| slice_has_binding_conditions(s))
+}
+
+fn slice_has_binding_conditions(slice: &ResourceSlice) -> bool {
+    slice
+        .spec
+        .devices
         .iter()
-        .flat_map(|s| s.spec.devices.as_deref().unwrap_or_default())
+        .flatten()
         .any(|d| d.binding_conditions.is_some())
 }

@@ -24,13 +24,20 @@ const STANDARD: &str = "resource.kubernetes.io";
 /// The case of a seed.
 pub fn case(release: Release, seed: u64) -> AllocationCase {
     let mut rng = Rng::new(seed ^ 0x6472_615f_6361_7365);
-    let value = Builder { rng: &mut rng, release }.case();
+    let value = Builder {
+        rng: &mut rng,
+        release,
+        counter_set: None,
+    }
+    .case();
     serde_json::from_value(value).expect("the generator writes valid cases")
 }
 
 struct Builder<'r> {
     rng: &'r mut Rng,
     release: Release,
+    /// The counter set of the pool being made, if it is partitionable.
+    counter_set: Option<String>,
 }
 
 /// One device as generated, remembered to make claims that can hold it.
@@ -118,6 +125,22 @@ impl Builder<'_> {
                 {"key": "kubernetes.io/hostname", "operator": "In", "values": [NODE]}]}]}}),
             _ => json!({"nodeName": NODE}),
         };
+        // A partitionable pool: one more slice with the pool's shared
+        // counters, which the devices consume (1.36+ allocate them).
+        let counters = (driver == GPU && self.rng.chance(15)).then(|| format!("{short}-{index}-memory"));
+        let (declared, published) = match &counters {
+            Some(_) => (declared + 1, published),
+            None => (declared, published),
+        };
+        if let Some(set) = &counters {
+            slices.push(json!({"metadata": {"name": format!("{pool}-counters-g{generation}")}, "spec": {
+                "driver": driver,
+                "pool": {"name": pool, "generation": generation, "resourceSliceCount": declared},
+                "sharedCounters": [{"name": set, "counters": {"memory": {"value": *self.rng.pick(&["80Gi", "160Gi"])}}}],
+                "nodeName": NODE,
+            }}));
+        }
+        self.counter_set = counters;
         for slice_index in 0..published {
             let prefix = format!("{short}-{index}-{slice_index}");
             slices.push(self.slice(
@@ -147,6 +170,7 @@ impl Builder<'_> {
                 &prefix,
             ));
         }
+        self.counter_set = None;
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -178,7 +202,13 @@ impl Builder<'_> {
             "pool": {"name": pool, "generation": generation, "resourceSliceCount": count},
             "devices": devices,
         });
-        if let (Value::Object(spec), Value::Object(selection)) = (&mut spec, selection) {
+        if self.rng.chance(5) {
+            // Each device names its node.
+            spec["perDeviceNodeSelection"] = json!(true);
+            for device in spec["devices"].as_array_mut().into_iter().flatten() {
+                device["nodeName"] = json!(*self.rng.pick(&[NODE, NODE, OTHER_NODE]));
+            }
+        } else if let (Value::Object(spec), Value::Object(selection)) = (&mut spec, selection) {
             spec.extend(selection);
         }
         json!({"metadata": {"name": format!("{pool}-slice-{index}-g{generation}")}, "spec": spec})
@@ -217,7 +247,32 @@ impl Builder<'_> {
             attributes.insert("speed".into(), json!({"int": *self.rng.pick(&[25i64, 100, 200, 400])}));
             attributes.insert("rdma".into(), json!({"bool": self.rng.chance(70)}));
         }
+        if self.rng.chance(1) {
+            // A list attribute (DRAListTypeAttributes): the NUMA nodes nearest.
+            attributes.insert(
+                format!("{STANDARD}/numaNodes"),
+                json!({"ints": [numa, (numa + 1) % numa_nodes as i64]}),
+            );
+        }
+        let shared = driver == NIC && self.rng.chance(15);
+        if shared {
+            capacity.insert(
+                "bandwidth".into(),
+                json!({"value": "200G", "requestPolicy": {
+                "default": "10G", "validRange": {"min": "1G", "step": *self.rng.pick(&["1G", "5G"])}}}),
+            );
+        }
         let mut device = json!({"name": name, "attributes": attributes, "capacity": capacity});
+        if shared {
+            device["allowMultipleAllocations"] = json!(true);
+        }
+        if let Some(set) = &self.counter_set {
+            device["consumesCounters"] = json!([{"counterSet": set, "counters": {"memory": {"value": *self.rng.pick(&["20Gi", "40Gi", "80Gi"])}}}]);
+        }
+        if self.rng.chance(4) {
+            device["bindingConditions"] = json!(["example.com/attached"]);
+            device["bindingFailureConditions"] = json!(["example.com/failed"]);
+        }
         if self.rng.chance(8) {
             device["taints"] = json!([{"key": "example.com/unhealthy", "value": "true",
                 "effect": *self.rng.pick(&["NoSchedule", "NoExecute", "None"])}]);
@@ -333,6 +388,9 @@ impl Builder<'_> {
         }
         if admin_allowed && self.rng.chance(4) {
             request["adminAccess"] = json!(true);
+        }
+        if class == "nic" && self.rng.chance(15) {
+            request["capacity"] = json!({"requests": {"bandwidth": *self.rng.pick(&["10G", "33G", "50G", "150G"])}});
         }
         if self.rng.chance(10) {
             request["tolerations"] = json!([{"key": "example.com/unhealthy", "operator": "Exists"}]);
