@@ -287,7 +287,7 @@ impl SelectorEnv {
             what.dedup();
             return Err(unsupported(what.join(", ")));
         }
-        let program = program::rewrite(&parsed, &checked);
+        let program = program::rewrite(&parsed, &checked, self.release);
         let failures = program::plan(&program);
         if let Some(first) = failures.first() {
             return Err(compile_error(format!("program instantiation failed: {first}")));

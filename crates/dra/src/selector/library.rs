@@ -48,6 +48,12 @@ pub(crate) mod rewritten {
     pub(crate) const SUM_DOUBLE: &str = "@dra.sum_double";
     /// 1.36's `includes`, limited to the longest list an attribute may hold.
     pub(crate) const INCLUDES_LIMITED: &str = "@dra.includes_limited";
+    /// `string.indexOf(sub, offset)` and `lastIndexOf` as cel-go v0.26 (1.34
+    /// to 1.36) and v0.29 (1.37) have them.
+    pub(crate) const INDEX_OF_V026: &str = "@dra.indexOf_v026";
+    pub(crate) const INDEX_OF_V029: &str = "@dra.indexOf_v029";
+    pub(crate) const LAST_INDEX_OF_V026: &str = "@dra.lastIndexOf_v026";
+    pub(crate) const LAST_INDEX_OF_V029: &str = "@dra.lastIndexOf_v029";
 }
 
 /// The environment, built once.
@@ -864,6 +870,17 @@ fn r_find_all<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
 // ---- Go's semantics ------------------------------------------------------------------------
 
 fn add_go_semantics(env: &mut Env) -> Result<(), DeclarationError> {
+    for (name, f) in [
+        (
+            rewritten::INDEX_OF_V026,
+            g_index_of_v026 as cel::common::functions::Function,
+        ),
+        (rewritten::INDEX_OF_V029, g_index_of_v029),
+        (rewritten::LAST_INDEX_OF_V026, g_last_index_of_v026),
+        (rewritten::LAST_INDEX_OF_V029, g_last_index_of_v029),
+    ] {
+        env.add_member_overload(name, name, STRING_TYPE, vec![STRING_TYPE, INT_TYPE], f)?;
+    }
     env.add_overload(rewritten::EQUALS, "dra_equals", vec![DYN_TYPE, DYN_TYPE], g_equals)?;
     env.add_overload(
         rewritten::NOT_EQUALS,
@@ -1023,24 +1040,112 @@ fn g_double<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
     Ok(owned(CelDouble::from(out)))
 }
 
-/// Go's `strconv.ParseFloat(s, 64)` for decimal text: the infinities and NaN
-/// by name, a finite number that overflows refused. (Hexadecimal floats and
-/// underscores, which Go also reads, are refused here.)
+/// Go's `strconv.ParseFloat(s, 64)`: decimal or hexadecimal (`0x1p3`)
+/// floating point with underscores between digits, or the infinities and
+/// NaN by name; a finite number too large for a double is refused.
 fn go_parse_float(s: &str) -> Option<f64> {
-    let body = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let (sign, body) = match s.as_bytes().first() {
+        Some(b'+') => (1.0, &s[1..]),
+        Some(b'-') => (-1.0, &s[1..]),
+        _ => (1.0, s),
+    };
     let lower = body.to_ascii_lowercase();
-    if matches!(lower.as_str(), "inf" | "infinity" | "nan") {
-        return s.parse().ok();
+    if lower == "inf" || lower == "infinity" {
+        return Some(sign * f64::INFINITY);
     }
-    if body.is_empty()
-        || !body
-            .bytes()
-            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'))
-    {
+    if lower == "nan" {
+        return (body.len() == s.len()).then_some(f64::NAN);
+    }
+    if !go_underscores_ok(s) {
         return None;
     }
-    let f: f64 = s.parse().ok()?;
-    f.is_finite().then_some(f)
+    let body: String = body.chars().filter(|&c| c != '_').collect();
+    let value = match body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+        Some(hex) => parse_hex_float(hex)?,
+        None => {
+            let (mantissa, exponent) = match body.find(['e', 'E']) {
+                Some(i) => (&body[..i], Some(&body[i + 1..])),
+                None => (&body[..], None),
+            };
+            let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+            let digits_ok = |d: &str| d.bytes().all(|b| b.is_ascii_digit());
+            let exponent_ok = exponent.is_none_or(|e| {
+                let e = e.strip_prefix(['+', '-']).unwrap_or(e);
+                !e.is_empty() && digits_ok(e)
+            });
+            if int.len() + frac.len() == 0 || !digits_ok(int) || !digits_ok(frac) || !exponent_ok {
+                return None;
+            }
+            body.parse::<f64>().ok()?
+        }
+    };
+    value.is_finite().then_some(sign * value)
+}
+
+/// Go's `underscoreOK`: underscores only between digits, or between a base
+/// prefix and a digit.
+fn go_underscores_ok(s: &str) -> bool {
+    let s = s.strip_prefix(['+', '-']).unwrap_or(s).as_bytes();
+    let hex = s.len() >= 2 && s[0] == b'0' && matches!(s[1] | 0x20, b'x' | b'b' | b'o');
+    let is_hex = hex && (s[1] | 0x20) == b'x';
+    let (mut saw, start) = if hex { (b'0', 2) } else { (b'^', 0) };
+    for &c in &s[start..] {
+        if c.is_ascii_digit() || is_hex && c.is_ascii_hexdigit() {
+            saw = b'0';
+        } else if c == b'_' {
+            if saw != b'0' {
+                return false;
+            }
+            saw = b'_';
+        } else if saw == b'_' {
+            return false;
+        } else {
+            saw = b'!';
+        }
+    }
+    saw != b'_'
+}
+
+/// A hexadecimal float after its `0x`: hex digits with an optional point,
+/// then a binary exponent `p±n`, which Go requires.
+fn parse_hex_float(text: &str) -> Option<f64> {
+    let (mantissa, exponent) = text.split_once(['p', 'P'])?;
+    let exponent: i64 = {
+        let digits = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        exponent.parse().unwrap_or(if exponent.starts_with('-') {
+            i64::MIN / 2
+        } else {
+            i64::MAX / 2
+        })
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int.len() + frac.len() == 0 {
+        return None;
+    }
+    let (mut value, mut kept, mut sticky, mut shift) = (0u64, 0u32, false, 0i64);
+    for (i, c) in int.chars().chain(frac.chars()).enumerate() {
+        let digit = u64::from(c.to_digit(16)?);
+        if i >= int.len() {
+            shift -= 4;
+        }
+        if kept < 16 {
+            if value != 0 || digit != 0 {
+                kept += 1;
+            }
+            value = value * 16 + digit;
+        } else {
+            shift += 4;
+            sticky |= digit != 0;
+        }
+    }
+    // rounding to odd keeps the one rounding to a double correct
+    let value = (value | u64::from(sticky)) as f64;
+    // in two steps, each power of two exact
+    let scale = exponent.saturating_add(shift).clamp(-4000, 4000) as i32;
+    Some(value * 2f64.powi(scale / 2) * 2f64.powi(scale - scale / 2))
 }
 
 fn g_string<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
@@ -1118,4 +1223,57 @@ fn g_bool<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
         return Err(no_overload("bool", &args));
     };
     Ok(owned(CelBool::from(out)))
+}
+
+/// `str.indexOf(sub, offset)`: positions in code points. An offset past the
+/// end finds nothing (-1); a negative one fails; the empty string is found
+/// at the offset (cel-go v0.26: whatever the offset; v0.29: a negative one
+/// fails, one past the end gives the end).
+fn index_of(args: &[CowVal<'_, '_>], v029: bool, last: bool) -> Result<i64, ExecutionError> {
+    let f = if last { "lastIndexOf" } else { "indexOf" };
+    let text: Vec<char> = string_arg(f, args, 0)?.chars().collect();
+    let sub: Vec<char> = string_arg(f, args, 1)?.chars().collect();
+    let offset = int_arg(f, args, 2)?;
+    let out_of_range = || failed(f, format!("index out of range: {offset}"));
+    let len = text.len() as i64;
+    if sub.is_empty() {
+        if !v029 {
+            return Ok(offset);
+        }
+        if offset < 0 {
+            return Err(out_of_range());
+        }
+        return Ok(offset.min(len));
+    }
+    if offset < 0 {
+        return Err(out_of_range());
+    }
+    if offset >= len {
+        return Ok(-1);
+    }
+    let at = |i: usize| text[i..].starts_with(&sub);
+    let offset = offset as usize;
+    let found = if last {
+        let start = offset.min(text.len().saturating_sub(sub.len()));
+        (0..=start).rev().find(|&i| i + sub.len() <= text.len() && at(i))
+    } else {
+        (offset..text.len()).find(|&i| at(i))
+    };
+    Ok(found.map_or(-1, |i| i as i64))
+}
+
+fn g_index_of_v026<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
+    Ok(owned(CelInt::from(index_of(&args, false, false)?)))
+}
+
+fn g_index_of_v029<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
+    Ok(owned(CelInt::from(index_of(&args, true, false)?)))
+}
+
+fn g_last_index_of_v026<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
+    Ok(owned(CelInt::from(index_of(&args, false, true)?)))
+}
+
+fn g_last_index_of_v029<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
+    Ok(owned(CelInt::from(index_of(&args, true, true)?)))
 }

@@ -9,6 +9,7 @@ use cel::common::ast::{CallExpr, EntryExpr, Expr, IdedExpr, LiteralValue, Select
 use cel::common::types::CelString;
 use cel::{Context, Value};
 
+use super::Release;
 use super::check::Checked;
 use super::library::{ENV, compile_regex, rewritten};
 use super::types::Ty;
@@ -125,19 +126,19 @@ fn walk(e: &IdedExpr, f: &mut impl FnMut(&IdedExpr)) {
 
 /// The expression with calls renamed to the functions that evaluate them as
 /// Go does.
-pub(crate) fn rewrite(e: &IdedExpr, checked: &Checked) -> IdedExpr {
+pub(crate) fn rewrite(e: &IdedExpr, checked: &Checked, release: Release) -> IdedExpr {
     let expr = match &e.expr {
         Expr::Call(call) => {
             let mut call = CallExpr {
                 func_name: call.func_name.clone(),
-                target: call.target.as_ref().map(|t| Box::new(rewrite(t, checked))),
-                args: call.args.iter().map(|a| rewrite(a, checked)).collect(),
+                target: call.target.as_ref().map(|t| Box::new(rewrite(t, checked, release))),
+                args: call.args.iter().map(|a| rewrite(a, checked, release)).collect(),
             };
-            call.func_name = runtime_name(e.id, &call, checked);
+            call.func_name = runtime_name(e.id, &call, checked, release);
             Expr::Call(call)
         }
         Expr::Select(s) => {
-            let operand = rewrite(&s.operand, checked);
+            let operand = rewrite(&s.operand, checked, release);
             if s.test && checked.type_of(s.operand.id).is_dyn() {
                 // has(x.f) on a value of no static type
                 Expr::Call(CallExpr {
@@ -161,26 +162,26 @@ pub(crate) fn rewrite(e: &IdedExpr, checked: &Checked) -> IdedExpr {
         }
         Expr::List(l) => {
             let mut l = l.clone();
-            l.elements = l.elements.iter().map(|x| rewrite(x, checked)).collect();
+            l.elements = l.elements.iter().map(|x| rewrite(x, checked, release)).collect();
             Expr::List(l)
         }
         Expr::Map(m) => {
             let mut m = m.clone();
             for entry in &mut m.entries {
                 if let EntryExpr::MapEntry(entry) = &mut entry.expr {
-                    entry.key = rewrite(&entry.key, checked);
-                    entry.value = rewrite(&entry.value, checked);
+                    entry.key = rewrite(&entry.key, checked, release);
+                    entry.value = rewrite(&entry.value, checked, release);
                 }
             }
             Expr::Map(m)
         }
         Expr::Comprehension(c) => {
             let mut c = c.clone();
-            c.iter_range = rewrite(&c.iter_range, checked);
-            c.accu_init = rewrite(&c.accu_init, checked);
-            c.loop_cond = rewrite(&c.loop_cond, checked);
-            c.loop_step = rewrite(&c.loop_step, checked);
-            c.result = rewrite(&c.result, checked);
+            c.iter_range = rewrite(&c.iter_range, checked, release);
+            c.accu_init = rewrite(&c.accu_init, checked, release);
+            c.loop_cond = rewrite(&c.loop_cond, checked, release);
+            c.loop_step = rewrite(&c.loop_step, checked, release);
+            c.result = rewrite(&c.result, checked, release);
             Expr::Comprehension(c)
         }
         other => other.clone(),
@@ -188,7 +189,8 @@ pub(crate) fn rewrite(e: &IdedExpr, checked: &Checked) -> IdedExpr {
     IdedExpr { id: e.id, expr }
 }
 
-fn runtime_name(id: u64, call: &CallExpr, checked: &Checked) -> String {
+fn runtime_name(id: u64, call: &CallExpr, checked: &Checked, release: Release) -> String {
+    let v029 = release >= Release::V1_37;
     let overloads = checked.calls.get(&id).map(Vec::as_slice).unwrap_or(&[]);
     let only = |ids: &[&str]| !overloads.is_empty() && overloads.iter().all(|o| ids.contains(o));
     let name = match (call.func_name.as_str(), call.target.is_some()) {
@@ -203,6 +205,20 @@ fn runtime_name(id: u64, call: &CallExpr, checked: &Checked) -> String {
         ("sum", true) if only(&["list_uint_sum_uint"]) => rewritten::SUM_UINT,
         ("sum", true) => rewritten::SUM_INT,
         ("includes", true) if only(&["dra_includes_dyn_dyn"]) => rewritten::INCLUDES_LIMITED,
+        ("indexOf", true) if only(&["string_index_of_string_int"]) => {
+            if v029 {
+                rewritten::INDEX_OF_V029
+            } else {
+                rewritten::INDEX_OF_V026
+            }
+        }
+        ("lastIndexOf", true) if only(&["string_last_index_of_string_int"]) => {
+            if v029 {
+                rewritten::LAST_INDEX_OF_V029
+            } else {
+                rewritten::LAST_INDEX_OF_V026
+            }
+        }
         (name, _) => name,
     };
     name.to_owned()
