@@ -313,6 +313,16 @@ fn dra_oracle_binary(release: Release) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
+/// The DRA oracle's build: the content key of the cache directory
+/// `oracle/dra/build.sh` put it in (12 hex digits), else `unknown`.
+fn dra_oracle_key(binary: &std::path::Path) -> String {
+    std::fs::canonicalize(binary)
+        .ok()
+        .and_then(|path| path.parent()?.file_name()?.to_str().map(str::to_owned))
+        .filter(|key| key.len() >= 12 && key.bytes().all(|b| b.is_ascii_hexdigit()))
+        .map_or_else(|| "unknown".to_owned(), |key| key[..12].to_owned())
+}
+
 fn oracle_build(binary: &std::path::Path) -> String {
     let mut sums = binary.as_os_str().to_owned();
     sums.push(".sha256");
@@ -592,7 +602,7 @@ fn try_main(cli: Cli) -> anyhow::Result<ExitCode> {
                         },
                         finished_utc: ledger::utc_now(),
                         commit,
-                        oracle: oracle_build(&oracle),
+                        oracle: dra_oracle_key(&oracle),
                         options: format!(
                             "dra allocated={} unschedulable={} errors={}",
                             summary.allocated, summary.unschedulable, summary.errors

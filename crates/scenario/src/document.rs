@@ -23,6 +23,10 @@ pub struct Scenario {
     pub kubelet: serde_json::Value,
     #[serde(default)]
     pub events: Vec<EventSpec>,
+    /// Dynamic Resource Allocation: what the scheduler allocates to pods'
+    /// claims (the kubelet's decision does not see it; [`crate::dra`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dra: Option<crate::dra::DraSpec>,
 }
 
 /// The `topology:` block.
@@ -139,6 +143,9 @@ pub(crate) struct TypedScenario {
     pub kubelet: serde_json::Value,
     #[serde(default)]
     pub events: Vec<TypedEvent>,
+    /// A scenario with a `dra:` block is replayed through [`Scenario`].
+    #[serde(default)]
+    pub dra: Option<serde::de::IgnoredAny>,
 }
 
 /// One event of a [`TypedScenario`].
@@ -378,6 +385,7 @@ impl Scenario {
             topology: TopologySpec::from_machine(machine),
             kubelet: serde_json::Value::Object(serde_json::Map::new()),
             events: Vec::new(),
+            dra: None,
         }
     }
 }

@@ -7,6 +7,7 @@ use topoalign_engine::{Decision, MergeStrategy, Node, NodeState, ResizeDecision,
 use topoalign_model::{Pod, QosClass, Quantity};
 
 use crate::document::{ResizeSpec, RestartSpec, TypedScenario};
+use crate::dra::{DraEventInput, DraEventResult, DraSpec};
 use crate::result::{EventResult, FinalState, Readmission, ResultDocument};
 use crate::{Scenario, ScenarioError};
 
@@ -59,7 +60,35 @@ pub fn replay_with(scenario: &Scenario, strategy: MergeStrategy) -> Result<Repla
         &scenario.kubelet,
         || read_raw_events(scenario),
         strategy,
+        scenario.dra.as_ref().map(|dra| (dra, dra_events(scenario))),
     )
+}
+
+/// A scenario's events as the DRA walk reads them: the pods added (their
+/// `spec.resourceClaims`), the pods deleted. A manifest that is not a pod
+/// is left to the kubelet's reading, which refuses it.
+fn dra_events(scenario: &Scenario) -> Vec<DraEvent> {
+    scenario
+        .events
+        .iter()
+        .map(|event| match (&event.add, &event.delete) {
+            (Some(manifest), None) => serde_json::from_value::<k8s_openapi::api::core::v1::Pod>(manifest.clone())
+                .map_or(DraEvent::Other, |pod| DraEvent::Add(Box::new(pod))),
+            (None, Some(key)) => DraEvent::Delete(if key.contains('/') {
+                key.clone()
+            } else {
+                format!("default/{key}")
+            }),
+            _ => DraEvent::Other,
+        })
+        .collect()
+}
+
+/// One event for the DRA walk ([`dra_events`]).
+enum DraEvent {
+    Add(Box<k8s_openapi::api::core::v1::Pod>),
+    Delete(String),
+    Other,
 }
 
 /// A scenario read for [`ReplayInput::replay`]: from JSON text, each pod
@@ -88,6 +117,7 @@ impl ReplayInput {
     /// As [`Scenario::parse`].
     pub fn parse(text: &str) -> Result<ReplayInput, ScenarioError> {
         if let Some(typed) = TypedScenario::parse_json(text)
+            && typed.dra.is_none()
             && let Ok(events) = read_events(typed.events.iter().map(|e| {
                 (
                     e.add.as_deref().map(Manifest::Typed),
@@ -121,11 +151,16 @@ impl ReplayInput {
             topology,
             events,
         } = self;
-        let events = || match events {
-            Events::Read(events) => Ok(events),
-            Events::Raw(scenario) => read_raw_events(&scenario),
-        };
-        run(&topology, &kubelet, events, MergeStrategy::Fast)
+        match events {
+            Events::Read(events) => run(&topology, &kubelet, || Ok(events), MergeStrategy::Fast, None),
+            Events::Raw(scenario) => run(
+                &topology,
+                &kubelet,
+                || read_raw_events(&scenario),
+                MergeStrategy::Fast,
+                scenario.dra.as_ref().map(|dra| (dra, dra_events(&scenario))),
+            ),
+        }
     }
 }
 
@@ -136,8 +171,11 @@ fn run(
     kubelet: &serde_json::Value,
     events: impl FnOnce() -> Result<Vec<Event>, ScenarioError>,
     strategy: MergeStrategy,
+    dra: Option<(&DraSpec, Vec<DraEvent>)>,
 ) -> Result<Replay, ScenarioError> {
     let machine = topology.to_machine()?;
+    // The DRA walk maps the pinned CPUs to NUMA nodes.
+    let dra_machine = dra.as_ref().map(|_| machine.clone());
     let events = events()?;
     let mut node = match topoalign_k8s::start_node(machine, kubelet) {
         Ok(node) => node,
@@ -151,7 +189,7 @@ fn run(
     };
     node.set_merge_strategy(strategy);
 
-    let results = apply_events(&mut node, kubelet, events)?
+    let results: Vec<EventResult> = apply_events(&mut node, kubelet, events)?
         .into_iter()
         .enumerate()
         .map(|(index, outcome)| match outcome {
@@ -188,11 +226,59 @@ fn run(
             },
         })
         .collect();
+    let dra = match (dra, dra_machine) {
+        (Some((spec, dra_events)), Some(machine)) => dra_results(spec, kubelet, &machine, &dra_events, &results)?,
+        _ => Vec::new(),
+    };
     Ok(Replay::Completed(ResultDocument {
         results,
         final_state: final_state(&node.state()),
+        dra,
         warnings: node.start_hazards().iter().map(ToString::to_string).collect(),
     }))
+}
+
+/// What the scheduler's DRA allocator gives each pod with claims, beside
+/// the kubelet's placement of its CPUs and memory ([`crate::dra::walk`]),
+/// for the scenario's release.
+fn dra_results(
+    spec: &DraSpec,
+    kubelet: &serde_json::Value,
+    machine: &topoalign_model::Machine,
+    events: &[DraEvent],
+    results: &[EventResult],
+) -> Result<Vec<DraEventResult>, ScenarioError> {
+    let release = match kubelet.get(topoalign_k8s::kubelet_config::KUBELET_VERSION_FIELD) {
+        Some(value) => topoalign_k8s::parse_kubelet_version(value).map_err(|message| ScenarioError::Field {
+            path: format!("kubelet.{}", topoalign_k8s::kubelet_config::KUBELET_VERSION_FIELD),
+            message,
+        })?,
+        None => topoalign_model::KubeletVersion::default(),
+    }
+    .to_string();
+    if !topoalign_dra::features::RELEASES.contains(&release.as_str()) {
+        return Err(ScenarioError::Field {
+            path: "dra".to_owned(),
+            message: format!(
+                "the kubelet release is {release}; DRA allocation is reproduced for {}",
+                topoalign_dra::features::RELEASES.join(", ")
+            ),
+        });
+    }
+    let inputs = events.iter().zip(results).map(|(event, result)| match event {
+        DraEvent::Add(pod) => DraEventInput::Add {
+            pod,
+            placements: result.containers.as_deref().unwrap_or_default(),
+        },
+        DraEvent::Delete(key) if result.deleted == Some(true) => DraEventInput::Delete { pod: key },
+        _ => DraEventInput::Other,
+    });
+    crate::dra::walk(spec, &release, inputs, |cpu| machine.cpu(cpu).map(|c| c.numa)).map_err(
+        |(event, crate::dra::DraError::Claim { index, message })| ScenarioError::Field {
+            path: format!("events[{event}].add.spec.resourceClaims[{index}]"),
+            message,
+        },
+    )
 }
 
 /// What one event did to the node.

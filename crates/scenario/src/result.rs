@@ -11,6 +11,12 @@ pub struct ResultDocument {
     pub results: Vec<EventResult>,
     #[serde(rename = "final")]
     pub final_state: FinalState,
+    /// What the scheduler's DRA allocator gave the pods with claims, and
+    /// whether those devices share the NUMA nodes the kubelet pinned the
+    /// pods' CPUs and memory to; absent without a `dra:` block. Beside the
+    /// kubelet's answer, not part of it (the kubelet's oracle has none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dra: Vec<crate::dra::DraEventResult>,
     /// What the kubelet starts with although its answers are dangerous
     /// (`topoalign_engine::StartHazard`), worded for a person. Not part of
     /// the document: the document is the kubelet's answer, compared with

@@ -140,5 +140,84 @@ fn render_text(document: &ResultDocument) -> String {
             out.push_str(&format!("pinned memory:  {pod} {name} -> NUMA {nodes:?}\n"));
         }
     }
+    if !document.dra.is_empty() {
+        out.push_str(&render_dra(&document.dra));
+    }
+    out
+}
+
+/// The DRA part: per pod with claims, the devices the scheduler's allocator
+/// took, their NUMA nodes, and whether they meet the kubelet's.
+fn render_dra(results: &[topoalign_scenario::dra::DraEventResult]) -> String {
+    let mut table = Table::new();
+    table.load_style(UTF8_FULL);
+    table.set_header([
+        "#",
+        "pod",
+        "DRA",
+        "claim / request",
+        "device",
+        "device NUMA",
+        "kubelet NUMA",
+    ]);
+    let mut split = Vec::new();
+    for result in results {
+        let pod = &result.devices.pod;
+        let kubelet = if result.kubelet_numa_nodes.is_empty() {
+            "nothing pinned".to_owned()
+        } else {
+            format!("{:?}", result.kubelet_numa_nodes)
+        };
+        let devices: Vec<_> = result
+            .devices
+            .claims
+            .iter()
+            .flat_map(|claim| claim.devices.iter().map(move |d| (claim, d)))
+            .collect();
+        if devices.is_empty() {
+            let outcome = match &result.devices.message {
+                Some(message) => format!("{}: {message}", result.devices.outcome.to_uppercase()),
+                None => result.devices.outcome.clone(),
+            };
+            table.add_row([
+                result.event.to_string(),
+                pod.clone(),
+                outcome,
+                String::new(),
+                String::new(),
+                String::new(),
+                kubelet.clone(),
+            ]);
+        }
+        for (i, (claim, device)) in devices.iter().enumerate() {
+            let first = i == 0;
+            table.add_row([
+                if first { result.event.to_string() } else { String::new() },
+                if first { pod.clone() } else { String::new() },
+                if first {
+                    result.devices.outcome.clone()
+                } else {
+                    String::new()
+                },
+                format!("{}/{}", claim.name, device.request),
+                format!("{}/{}", device.driver, device.device),
+                device.numa_node.map_or_else(|| "unknown".to_owned(), |n| n.to_string()),
+                if first { kubelet.clone() } else { String::new() },
+            ]);
+        }
+        if let Some(misaligned) = result.misaligned.as_ref().filter(|m| !m.is_empty()) {
+            split.push(format!(
+                "MISALIGNED {pod}: the kubelet pinned its CPUs and memory to NUMA {:?}, but {}\n",
+                result.kubelet_numa_nodes,
+                misaligned.join(", ")
+            ));
+        }
+    }
+    let mut out = format!(
+        "\nDynamic Resource Allocation (the scheduler's allocator; the kubelet does not see these devices):\n{table}\n"
+    );
+    for line in split {
+        out.push_str(&line);
+    }
     out
 }

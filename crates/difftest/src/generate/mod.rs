@@ -87,6 +87,7 @@ fn generate_with(seed: u64, release: Release, steps: LaterSteps) -> Generated {
         topology,
         kubelet,
         events,
+        dra: None,
     };
     if steps != LaterSteps::None {
         resize::add_resizes(
