@@ -105,7 +105,10 @@ impl Oracle {
             let line = self.output.recv().context("the DRA oracle stopped answering")??;
             let answer: OracleLine = serde_json::from_str(&line)
                 .with_context(|| format!("the DRA oracle's answer is not an outcome: {line}"))?;
-            outcomes.push(Answers { outcome: answer.outcome, alternatives: answer.alternatives });
+            outcomes.push(Answers {
+                outcome: answer.outcome,
+                alternatives: answer.alternatives,
+            });
         }
         Ok(outcomes)
     }
