@@ -1253,18 +1253,18 @@ impl<'a, 'c> Search<'a, 'c> {
 
     /// Undoes what `placed` records, in reverse order.
     fn unplace_partial(&mut self, slot: Slot, candidate: &Candidate<'a>, placed: &Placed) {
-        if let Some((taken, existed)) = &placed.capacity {
-            if let Some(held) = self.allocating_capacity.get_mut(&candidate.id) {
-                capacity::sub_from(held, taken);
-                if capacity::is_zero(held) && !existed {
-                    self.allocating_capacity.remove(&candidate.id);
-                }
+        if let Some((taken, existed)) = &placed.capacity
+            && let Some(held) = self.allocating_capacity.get_mut(&candidate.id)
+        {
+            capacity::sub_from(held, taken);
+            if capacity::is_zero(held) && !existed {
+                self.allocating_capacity.remove(&candidate.id);
             }
         }
-        if placed.marked {
-            if let Some(claims) = self.allocating.get_mut(&candidate.id) {
-                claims.remove(&slot.claim);
-            }
+        if placed.marked
+            && let Some(claims) = self.allocating.get_mut(&candidate.id)
+        {
+            claims.remove(&slot.claim);
         }
         let key = slot.request_key();
         let (name, parent) = {

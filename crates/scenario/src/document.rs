@@ -26,7 +26,7 @@ pub struct Scenario {
     /// Dynamic Resource Allocation: what the scheduler allocates to pods'
     /// claims (the kubelet's decision does not see it; [`crate::dra`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dra: Option<crate::dra::DraSpec>,
+    pub dra: Option<Box<crate::dra::DraSpec>>,
 }
 
 /// The `topology:` block.

@@ -60,7 +60,7 @@ pub fn replay_with(scenario: &Scenario, strategy: MergeStrategy) -> Result<Repla
         &scenario.kubelet,
         || read_raw_events(scenario),
         strategy,
-        scenario.dra.as_ref().map(|dra| (dra, dra_events(scenario))),
+        scenario.dra.as_deref().map(|dra| (dra, dra_events(scenario))),
     )
 }
 
@@ -158,7 +158,7 @@ impl ReplayInput {
                 &kubelet,
                 || read_raw_events(&scenario),
                 MergeStrategy::Fast,
-                scenario.dra.as_ref().map(|dra| (dra, dra_events(&scenario))),
+                scenario.dra.as_deref().map(|dra| (dra, dra_events(&scenario))),
             ),
         }
     }
