@@ -376,6 +376,19 @@ func schedulerCallsExtender(t *testing.T, variant string, bind bool) {
 		return len(placements)+len(unschedulable) == len(names), fmt.Sprintf("bound %v, unschedulable %v", placements, unschedulable)
 	})
 	t.Logf("placements: %v", placements)
+	if bind {
+		// The recorder notes a bind call when the extender's answer passes
+		// back through it, which can be after the Binding it created shows
+		// in the pod: wait for the answers of the bound pods.
+		eventually(t, ctx, "the extender's bind answered for every bound pod", func() (bool, string) {
+			for pod := range placements {
+				if len(rec.of("bind", ns+"/"+pod)) == 0 {
+					return false, "no bind answer recorded yet for " + pod
+				}
+			}
+			return true, ""
+		})
+	}
 
 	if len(placements) != fitting {
 		t.Errorf("%d pods bound, want %d: %v (unschedulable: %v)", len(placements), fitting, placements, unschedulable)
