@@ -322,10 +322,13 @@ func writeJSON(w io.Writer, v any) error {
 // decls prints the functions of the selector environment (the stored
 // expressions' environment, under every feature set that changes it), one
 // overload a line: function, overload id, member or global, and the
-// signature with its type parameters, sorted.
+// signature. Functions are sorted by name; a function's overloads keep
+// their declaration order, which the checker's overload resolution depends
+// on. Then the device variable's field types under each feature set.
 func decls(out io.Writer) error {
 	seen := map[string]bool{}
-	var lines []string
+	overloads := map[string][]string{}
+	var fields []string
 	for _, f := range []features{{}, {ConsumableCapacity: true}, {ListTypeAttributes: true}, {ConsumableCapacity: true, ListTypeAttributes: true}} {
 		result := cacheFor(f).GetOrCompile("true")
 		if result.Error != nil {
@@ -345,7 +348,7 @@ func decls(out io.Writer) error {
 				line := fmt.Sprintf("%s\t%s\t%s\t(%s) -> %s", name, o.ID(), kind, strings.Join(args, ", "), checker.FormatCELType(o.ResultType()))
 				if !seen[line] {
 					seen[line] = true
-					lines = append(lines, line)
+					overloads[name] = append(overloads[name], line)
 				}
 			}
 		}
@@ -364,14 +367,24 @@ func decls(out io.Writer) error {
 				line := fmt.Sprintf("field\t%s.%s\t%s\t%s", v.Name(), name, checker.FormatCELType(field.Type), featureNote(f))
 				if !seen[line] {
 					seen[line] = true
-					lines = append(lines, line)
+					fields = append(fields, line)
 				}
 			}
 		}
 	}
-	sort.Strings(lines)
+	names := make([]string, 0, len(overloads))
+	for name := range overloads {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	sort.Strings(fields)
 	w := bufio.NewWriter(out)
-	for _, l := range lines {
+	for _, name := range names {
+		for _, l := range overloads[name] {
+			fmt.Fprintln(w, l)
+		}
+	}
+	for _, l := range fields {
 		fmt.Fprintln(w, l)
 	}
 	return w.Flush()

@@ -5,7 +5,7 @@
 //! refuses the selector), and the rewrites that give calls Go's runtime
 //! semantics (see [`library`](super::library)).
 
-use cel::common::ast::{CallExpr, EntryExpr, Expr, IdedExpr, LiteralValue, SelectExpr};
+use cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue, SelectExpr};
 use cel::common::types::CelString;
 use cel::{Context, Value};
 
@@ -128,6 +128,14 @@ fn walk(e: &IdedExpr, f: &mut impl FnMut(&IdedExpr)) {
 /// Go does.
 pub(crate) fn rewrite(e: &IdedExpr, checked: &Checked, release: Release) -> IdedExpr {
     let expr = match &e.expr {
+        // cel-go plans `x in []` as the constant false, x unevaluated
+        Expr::Call(call)
+            if call.func_name == "@in"
+                && checked.calls.get(&e.id).is_some_and(|o| o == &["in_list"])
+                && matches!(&call.args.get(1).map(|a| &a.expr), Some(Expr::List(l)) if l.elements.is_empty()) =>
+        {
+            Expr::Literal(LiteralValue::Boolean(false.into()))
+        }
         Expr::Call(call) => {
             let mut call = CallExpr {
                 func_name: call.func_name.clone(),
@@ -182,7 +190,142 @@ pub(crate) fn rewrite(e: &IdedExpr, checked: &Checked, release: Release) -> Ided
             c.loop_cond = rewrite(&c.loop_cond, checked, release);
             c.loop_step = rewrite(&c.loop_step, checked, release);
             c.result = rewrite(&c.result, checked, release);
+            if is_bind(&c)
+                && let Some(inlined) = inline_bind(&c)
+            {
+                return inlined;
+            }
             Expr::Comprehension(c)
+        }
+        other => other.clone(),
+    };
+    IdedExpr { id: e.id, expr }
+}
+
+/// `cel.bind(name, init, body)` as the macro expands it.
+fn is_bind(c: &ComprehensionExpr) -> bool {
+    c.iter_var == "#unused"
+        && matches!(&c.iter_range.expr, Expr::List(l) if l.elements.is_empty())
+        && matches!(&c.loop_cond.expr, Expr::Literal(LiteralValue::Boolean(b)) if !*b.inner())
+        && matches!(&c.loop_step.expr, Expr::Ident(n) if *n == c.accu_var)
+}
+
+/// The most nodes an inlined `cel.bind` body may grow to; beyond, the bound
+/// expression is evaluated first, as the `cel` crate does.
+const MAX_INLINED: usize = 4096;
+
+/// cel-go evaluates a comprehension's accumulator when the body first reads
+/// it: the bound expression of `cel.bind` is not evaluated (and its errors
+/// do not count) where the body does not reach the name, as in
+/// `cel.bind(x, attrs.missing, has(attrs.missing) && x == 1)`. CEL has no
+/// side effects, so the body with the expression written in for the name
+/// gives the same answers; the `cel` crate, which evaluates the accumulator
+/// first, is handed that.
+fn inline_bind(c: &ComprehensionExpr) -> Option<IdedExpr> {
+    let free = identifiers(&c.accu_init);
+    let mut fresh = 0;
+    let inlined = substitute(&c.result, &c.accu_var, &c.accu_init, &free, &mut fresh);
+    (size(&inlined) <= MAX_INLINED).then_some(inlined)
+}
+
+fn size(e: &IdedExpr) -> usize {
+    let mut n = 0;
+    walk(e, &mut |_| n += 1);
+    n
+}
+
+/// The identifiers `e` mentions (a superset of its free variables).
+fn identifiers(e: &IdedExpr) -> Vec<String> {
+    let mut names = Vec::new();
+    walk(e, &mut |x| {
+        if let Expr::Ident(name) = &x.expr {
+            names.push(name.clone());
+        }
+    });
+    names
+}
+
+/// An identifier no expression can spell.
+fn fresh_ident(fresh: &mut usize) -> IdedExpr {
+    *fresh += 1;
+    IdedExpr {
+        id: 0,
+        expr: Expr::Ident(format!("@bound{fresh}")),
+    }
+}
+
+fn ident_name(e: &IdedExpr) -> String {
+    match &e.expr {
+        Expr::Ident(name) => name.clone(),
+        _ => String::new(),
+    }
+}
+
+/// `e` with the free occurrences of `name` replaced by `by`, renaming a
+/// comprehension variable that would capture one of `by`'s names.
+fn substitute(e: &IdedExpr, name: &str, by: &IdedExpr, free: &[String], fresh: &mut usize) -> IdedExpr {
+    let expr = match &e.expr {
+        Expr::Ident(n) if n == name => return by.clone(),
+        Expr::Comprehension(c) => {
+            let mut c = c.clone();
+            c.iter_range = substitute(&c.iter_range, name, by, free, fresh);
+            c.accu_init = substitute(&c.accu_init, name, by, free, fresh);
+            // variables that would capture a name of `by` get fresh names
+            if c.iter_var != name && free.contains(&c.iter_var) {
+                let to = fresh_ident(fresh);
+                c.loop_cond = substitute(&c.loop_cond, &c.iter_var, &to, &[], fresh);
+                c.loop_step = substitute(&c.loop_step, &c.iter_var, &to, &[], fresh);
+                c.iter_var = ident_name(&to);
+            }
+            if c.accu_var != name && free.contains(&c.accu_var) {
+                let to = fresh_ident(fresh);
+                c.loop_cond = substitute(&c.loop_cond, &c.accu_var, &to, &[], fresh);
+                c.loop_step = substitute(&c.loop_step, &c.accu_var, &to, &[], fresh);
+                c.result = substitute(&c.result, &c.accu_var, &to, &[], fresh);
+                c.accu_var = ident_name(&to);
+            }
+            // `name` shadowed: the iteration variable in the loop, the
+            // accumulator in the loop and the result
+            if c.iter_var != name && c.accu_var != name {
+                c.loop_cond = substitute(&c.loop_cond, name, by, free, fresh);
+                c.loop_step = substitute(&c.loop_step, name, by, free, fresh);
+            }
+            if c.accu_var != name {
+                c.result = substitute(&c.result, name, by, free, fresh);
+            }
+            Expr::Comprehension(c)
+        }
+        Expr::Call(call) => Expr::Call(CallExpr {
+            func_name: call.func_name.clone(),
+            target: call
+                .target
+                .as_ref()
+                .map(|t| Box::new(substitute(t, name, by, free, fresh))),
+            args: call.args.iter().map(|a| substitute(a, name, by, free, fresh)).collect(),
+        }),
+        Expr::Select(s) => Expr::Select(SelectExpr {
+            operand: Box::new(substitute(&s.operand, name, by, free, fresh)),
+            field: s.field.clone(),
+            test: s.test,
+        }),
+        Expr::List(l) => {
+            let mut l = l.clone();
+            l.elements = l
+                .elements
+                .iter()
+                .map(|x| substitute(x, name, by, free, fresh))
+                .collect();
+            Expr::List(l)
+        }
+        Expr::Map(m) => {
+            let mut m = m.clone();
+            for entry in &mut m.entries {
+                if let EntryExpr::MapEntry(entry) = &mut entry.expr {
+                    entry.key = substitute(&entry.key, name, by, free, fresh);
+                    entry.value = substitute(&entry.value, name, by, free, fresh);
+                }
+            }
+            Expr::Map(m)
         }
         other => other.clone(),
     };
