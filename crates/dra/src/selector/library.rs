@@ -38,6 +38,12 @@ pub(crate) mod rewritten {
     pub(crate) const EQUALS: &str = "@dra.eq";
     pub(crate) const NOT_EQUALS: &str = "@dra.ne";
     pub(crate) const HAS: &str = "@dra.has";
+    pub(crate) const IN: &str = "@dra.in";
+    pub(crate) const IN_SET: &str = "@dra.in_set";
+    pub(crate) const OPT_SELECT: &str = "@dra.opt_select";
+    pub(crate) const OPT_INDEX: &str = "@dra.opt_index";
+    /// `lists.range` up to 1.36 (cel-go v0.26): a negative size is empty.
+    pub(crate) const RANGE_V026: &str = "@dra.lists_range_v026";
     pub(crate) const INT: &str = "@dra.int";
     pub(crate) const UINT: &str = "@dra.uint";
     pub(crate) const DOUBLE: &str = "@dra.double";
@@ -889,6 +895,26 @@ fn add_go_semantics(env: &mut Env) -> Result<(), DeclarationError> {
         g_not_equals,
     )?;
     env.add_overload(rewritten::HAS, "dra_has", vec![DYN_TYPE, STRING_TYPE], g_has)?;
+    env.add_overload(rewritten::IN, "dra_in", vec![DYN_TYPE, DYN_TYPE], g_in)?;
+    env.add_overload(rewritten::IN_SET, "dra_in_set", vec![DYN_TYPE, DYN_TYPE], g_in_set)?;
+    env.add_overload(
+        rewritten::OPT_SELECT,
+        "dra_opt_select",
+        vec![DYN_TYPE, STRING_TYPE],
+        g_opt_select,
+    )?;
+    env.add_overload(
+        rewritten::OPT_INDEX,
+        "dra_opt_index",
+        vec![DYN_TYPE, DYN_TYPE],
+        g_opt_index,
+    )?;
+    env.add_overload(
+        rewritten::RANGE_V026,
+        "dra_lists_range_v026",
+        vec![INT_TYPE],
+        g_range_v026,
+    )?;
     env.add_overload(rewritten::INT, "dra_int", vec![DYN_TYPE], g_int)?;
     env.add_overload(rewritten::UINT, "dra_uint", vec![DYN_TYPE], g_uint)?;
     env.add_overload(rewritten::DOUBLE, "dra_double", vec![DYN_TYPE], g_double)?;
@@ -897,10 +923,8 @@ fn add_go_semantics(env: &mut Env) -> Result<(), DeclarationError> {
     Ok(())
 }
 
-/// cel-go's `types.Equal`: `null` equals only `null`; a quantity or a
-/// version on the left compares only with its own kind (a computed
-/// quantity is not one on the right), and anything else fails; otherwise
-/// CEL's heterogeneous equality.
+/// cel-go's `types.Equal`: `null` equals only `null`, otherwise the left
+/// operand's `Equal`.
 pub(crate) fn go_equal(a: &dyn Val, b: &dyn Val) -> Result<bool, ExecutionError> {
     let (a_null, b_null) = (
         a.downcast_ref::<CelNull>().is_some(),
@@ -909,6 +933,16 @@ pub(crate) fn go_equal(a: &dyn Val, b: &dyn Val) -> Result<bool, ExecutionError>
     if a_null || b_null {
         return Ok(a_null == b_null);
     }
+    val_equal(a, b)
+}
+
+/// A value's `Equal` in cel-go: a quantity or a version compares only with
+/// its own kind and fails on anything else (a quantity made by `add`/`sub`
+/// is not one on the right); lists and maps are equal unless an element
+/// compares *false* (an element that fails to compare does not make them
+/// unequal), a missing domain of a domain map reading as empty; otherwise
+/// CEL's heterogeneous equality.
+fn val_equal(a: &dyn Val, b: &dyn Val) -> Result<bool, ExecutionError> {
     let no_such_overload = || {
         ExecutionError::no_such_overload(
             "_==_",
@@ -927,7 +961,132 @@ pub(crate) fn go_equal(a: &dyn Val, b: &dyn Val) -> Result<bool, ExecutionError>
             None => Err(no_such_overload()),
         };
     }
-    Ok(unwrap_domain_map(a).equals(unwrap_domain_map(b)))
+    let a = unwrap_domain_map(a);
+    match a.get_type().name() {
+        "list" => {
+            if b.get_type().name() != "list" {
+                return Ok(false);
+            }
+            let (xs, ys) = (items(a), items(b));
+            if xs.len() != ys.len() {
+                return Ok(false);
+            }
+            Ok(!xs.iter().zip(&ys).any(|(x, y)| matches!(go_equal(*x, *y), Ok(false))))
+        }
+        "map" => {
+            let (Some(sizer), Some(other), Some(other_size)) = (a.as_sizer(), b.as_indexer(), b.as_sizer()) else {
+                return Ok(false);
+            };
+            if b.get_type().name() != "map" || *sizer.size().inner() != *other_size.size().inner() {
+                return Ok(false);
+            }
+            let Some(this) = a.as_indexer() else {
+                return Ok(false);
+            };
+            for key in items(a) {
+                let (Ok(x), Ok(y)) = (this.get(key), other.get(key)) else {
+                    return Ok(false);
+                };
+                if matches!(go_equal(x.as_ref(), y.as_ref()), Ok(false)) {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        }
+        _ => Ok(a.equals(unwrap_domain_map(b))),
+    }
+}
+
+/// The elements of a list, the keys of a map.
+fn items<'b, 'v>(v: &'b (dyn Val + 'v)) -> Vec<&'b (dyn Val + 'v)> {
+    let mut out = Vec::new();
+    if let Some(iterable) = v.as_iterable() {
+        let mut it = iterable.iter();
+        while let Some(x) = it.next() {
+            out.push(x);
+        }
+    }
+    out
+}
+
+/// `x in container` in cel-go: a list holds `x` when `x.Equal(element)` is
+/// true (a failing comparison is no match), a map its keys; anything else
+/// fails.
+fn contains(x: &dyn Val, container: &dyn Val) -> Result<bool, ExecutionError> {
+    match container.get_type().name() {
+        "list" => Ok(items(container)
+            .into_iter()
+            .any(|e| matches!(val_equal(x, e), Ok(true)))),
+        "map" => Ok(container.as_container().is_some_and(|c| c.contains(x).unwrap_or(false))),
+        _ => Err(ExecutionError::no_such_overload(
+            "@in",
+            vec![x.get_type().name().to_owned(), container.get_type().name().to_owned()],
+        )),
+    }
+}
+
+fn g_in<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
+    Ok(boolean(contains(args[0].as_ref(), args[1].as_ref())?))
+}
+
+/// `x in [constants]`, which cel-go plans as a lookup in a Go map of the
+/// constants: a value Go cannot hash (a version, bytes) fails.
+fn g_in_set<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
+    let x = args[0].as_ref();
+    if x.downcast_ref::<SemverVal>().is_some() || x.downcast_ref::<CelBytes>().is_some() {
+        return Err(failed(
+            "@in",
+            format!(
+                "internal error: runtime error: hash of unhashable type {}",
+                x.get_type().name()
+            ),
+        ));
+    }
+    Ok(boolean(contains(x, args[1].as_ref())?))
+}
+
+/// `x.?f` on a value of no static type: a map's entry (a domain map has them
+/// all), through an optional; a list cannot be asked; anything else has
+/// none.
+fn g_opt_select<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
+    let field = CelString::from(string_arg("_?._", &args, 1)?.to_owned());
+    opt_lookup(args[0].as_ref(), &field).map(owned)
+}
+
+/// `x[?k]` on a value of no static type.
+fn g_opt_index<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
+    opt_lookup(args[0].as_ref(), args[1].as_ref()).map(owned)
+}
+
+fn opt_lookup<'v>(x: &(dyn Val + 'v), key: &dyn Val) -> Result<CelOptional<'v>, ExecutionError> {
+    if let Some(opt) = x.downcast_ref::<CelOptional>() {
+        return match opt.inner() {
+            Some(inner) => opt_lookup(inner, key),
+            None => Ok(CelOptional::none()),
+        };
+    }
+    match x.get_type().name() {
+        "map" => Ok(match x.as_indexer().map(|i| i.get(key)) {
+            Some(Ok(v)) => CelOptional::of(v.into_owned()),
+            _ => CelOptional::none(),
+        }),
+        "list" => {
+            let numeric = key.downcast_ref::<CelInt>().is_some()
+                || key.downcast_ref::<cel::common::types::CelUInt>().is_some()
+                || key.downcast_ref::<CelDouble>().is_some();
+            if !numeric {
+                return Err(failed(
+                    "_[?_]",
+                    format!("unsupported index type '{}' in list", key.get_type().name()),
+                ));
+            }
+            Ok(match x.as_indexer().map(|i| i.get(key)) {
+                Some(Ok(v)) => CelOptional::of(v.into_owned()),
+                _ => CelOptional::none(),
+            })
+        }
+        _ => Ok(CelOptional::none()),
+    }
 }
 
 fn g_equals<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
@@ -944,19 +1103,26 @@ fn g_not_equals<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
 /// map every key), a list cannot be asked, anything else has no fields.
 fn g_has<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
     let field = string_arg("has", &args, 1)?;
-    let value = args[0].as_ref();
+    has(args[0].as_ref(), field).map(boolean)
+}
+
+fn has(value: &dyn Val, field: &str) -> Result<bool, ExecutionError> {
+    if let Some(opt) = value.downcast_ref::<CelOptional>() {
+        return match opt.inner() {
+            Some(inner) => has(inner, field),
+            None => Ok(false),
+        };
+    }
     if value.downcast_ref::<DomainMap>().is_some() {
-        return Ok(boolean(true));
+        return Ok(true);
     }
     if let Some(map) = value.downcast_ref::<CelMap>() {
-        return Ok(boolean(
-            map.as_indexer().is_some_and(|i| i.get(&CelString::from(field)).is_ok()),
-        ));
+        return Ok(map.as_indexer().is_some_and(|i| i.get(&CelString::from(field)).is_ok()));
     }
     if value.get_type().name() == "list" {
         return Err(failed("has", "unsupported index type 'string' in list"));
     }
-    Ok(boolean(false))
+    Ok(false)
 }
 
 fn conversion_error(from: &dyn Val, to: &str) -> ExecutionError {
@@ -1276,4 +1442,20 @@ fn g_last_index_of_v026<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
 
 fn g_last_index_of_v029<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
     Ok(owned(CelInt::from(index_of(&args, true, true)?)))
+}
+
+/// The most elements `lists.range` makes here (cel-go v0.29's limit, which
+/// v0.26 lacks: beyond it, v0.26 would build the list).
+const MAX_RANGE: i64 = 1_000_000;
+
+fn g_range_v026<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
+    let n = int_arg("lists.range", &args, 0)?.max(0);
+    if n > MAX_RANGE {
+        return Err(failed(
+            "lists.range",
+            format!("lists.range: size {n} exceeds what topoalign builds ({MAX_RANGE})"),
+        ));
+    }
+    let items: Vec<Box<dyn Val + 'v>> = (0..n).map(|i| Box::new(CelInt::from(i)) as Box<dyn Val + 'v>).collect();
+    Ok(owned(CelList::from(items)))
 }

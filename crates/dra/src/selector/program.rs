@@ -143,6 +143,15 @@ pub(crate) fn rewrite(e: &IdedExpr, checked: &Checked, release: Release) -> Ided
                 args: call.args.iter().map(|a| rewrite(a, checked, release)).collect(),
             };
             call.func_name = runtime_name(e.id, &call, checked, release);
+            // `lists.range(n)` is a call on the name `lists`
+            if call.func_name == "range"
+                && release < Release::V1_37
+                && matches!(call.target.as_deref().map(|t| &t.expr), Some(Expr::Ident(ns)) if ns == "lists")
+                && checked.calls.get(&e.id).is_some_and(|o| o == &["lists_range"])
+            {
+                call.func_name = rewritten::RANGE_V026.to_owned();
+                call.target = None;
+            }
             Expr::Call(call)
         }
         Expr::Select(s) => {
@@ -334,9 +343,20 @@ fn substitute(e: &IdedExpr, name: &str, by: &IdedExpr, free: &[String], fresh: &
 
 fn runtime_name(id: u64, call: &CallExpr, checked: &Checked, release: Release) -> String {
     let v029 = release >= Release::V1_37;
+    // of no static type, or an optional of one
+    let untyped = |i: usize| {
+        call.args.get(i).is_some_and(|a| {
+            let t = checked.type_of(a.id);
+            t.unwrap_optional().unwrap_or(&t).is_dyn()
+        })
+    };
     let overloads = checked.calls.get(&id).map(Vec::as_slice).unwrap_or(&[]);
     let only = |ids: &[&str]| !overloads.is_empty() && overloads.iter().all(|o| ids.contains(o));
     let name = match (call.func_name.as_str(), call.target.is_some()) {
+        ("@in", false) if only(&["in_list"]) && primitive_constants(call.args.get(1)) => rewritten::IN_SET,
+        ("@in", false) => rewritten::IN,
+        ("_?._", false) if untyped(0) => rewritten::OPT_SELECT,
+        ("_[?_]", false) if untyped(0) => rewritten::OPT_INDEX,
         ("_==_", false) => rewritten::EQUALS,
         ("_!=_", false) => rewritten::NOT_EQUALS,
         ("int", false) => rewritten::INT,
@@ -365,6 +385,25 @@ fn runtime_name(id: u64, call: &CallExpr, checked: &Checked, release: Release) -
         (name, _) => name,
     };
     name.to_owned()
+}
+
+/// A list literal of constants of the types cel-go hashes (bool, int,
+/// uint, double, string), which it plans `in` on as a Go map lookup.
+fn primitive_constants(list: Option<&IdedExpr>) -> bool {
+    let Some(list) = list else {
+        return false;
+    };
+    let Expr::List(l) = &list.expr else {
+        return false;
+    };
+    if l.elements.is_empty() || !is_constant(list) {
+        return false;
+    }
+    let context = Context::with_env(ENV.clone());
+    l.elements.iter().all(|e| {
+        Value::resolve_val(e, &context)
+            .is_ok_and(|v| matches!(v.get_type().name(), "bool" | "int" | "uint" | "double" | "string"))
+    })
 }
 
 /// Type conversions cel-go evaluates when it plans the program if their
