@@ -455,6 +455,7 @@ impl Selector {
             message,
         };
         let value = values::device_value(device, self.reads_lists).map_err(|e| runtime_error(e.0))?;
+        library::reset_cost();
         let mut context = Context::with_env(library::ENV.clone());
         context.add_variable_as_val("device", Box::new(value));
         let result = Value::resolve_val(&self.program, &context).map_err(|e| runtime_error(runtime_message(&e)))?;

@@ -38,6 +38,12 @@ pub(crate) mod rewritten {
     pub(crate) const EQUALS: &str = "@dra.eq";
     pub(crate) const NOT_EQUALS: &str = "@dra.ne";
     pub(crate) const HAS: &str = "@dra.has";
+    /// `tick(weight, value)`: charges a comprehension iteration.
+    pub(crate) const TICK: &str = "@dra.tick";
+    /// `+`, charging the size of a string, bytes or list it builds.
+    pub(crate) const ADD: &str = "@dra.add";
+    /// `string.replace`, charging the size of what it builds.
+    pub(crate) const REPLACE: &str = "@dra.replace";
     pub(crate) const IN: &str = "@dra.in";
     pub(crate) const IN_SET: &str = "@dra.in_set";
     pub(crate) const OPT_SELECT: &str = "@dra.opt_select";
@@ -895,6 +901,22 @@ fn add_go_semantics(env: &mut Env) -> Result<(), DeclarationError> {
         g_not_equals,
     )?;
     env.add_overload(rewritten::HAS, "dra_has", vec![DYN_TYPE, STRING_TYPE], g_has)?;
+    env.add_overload(rewritten::TICK, "dra_tick", vec![INT_TYPE, DYN_TYPE], g_tick)?;
+    env.add_overload(rewritten::ADD, "dra_add", vec![DYN_TYPE, DYN_TYPE], g_add)?;
+    env.add_member_overload(
+        rewritten::REPLACE,
+        "dra_replace",
+        STRING_TYPE,
+        vec![STRING_TYPE, STRING_TYPE],
+        g_replace,
+    )?;
+    env.add_member_overload(
+        rewritten::REPLACE,
+        "dra_replace_n",
+        STRING_TYPE,
+        vec![STRING_TYPE, STRING_TYPE, INT_TYPE],
+        g_replace,
+    )?;
     env.add_overload(rewritten::IN, "dra_in", vec![DYN_TYPE, DYN_TYPE], g_in)?;
     env.add_overload(rewritten::IN_SET, "dra_in_set", vec![DYN_TYPE, DYN_TYPE], g_in_set)?;
     env.add_overload(
@@ -1458,4 +1480,99 @@ fn g_range_v026<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
     }
     let items: Vec<Box<dyn Val + 'v>> = (0..n).map(|i| Box::new(CelInt::from(i)) as Box<dyn Val + 'v>).collect();
     Ok(owned(CelList::from(items)))
+}
+
+// ---- evaluation cost ---------------------------------------------------------------------
+
+/// The scheduler's runtime cost limit for a selector
+/// (`resourceapi.CELSelectorExpressionMaxCost`).
+pub(crate) const COST_LIMIT: u64 = 1_000_000;
+
+thread_local! {
+    /// What the evaluation running on this thread has spent.
+    static SPENT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Starts a new evaluation's account.
+pub(crate) fn reset_cost() {
+    SPENT.with(|s| s.set(0));
+}
+
+/// Charges `units`: past the limit the evaluation fails, as cel-go's cost
+/// tracker stops it. The charges approximate cel-go's (a comprehension
+/// iteration costs its loop bookkeeping and the nodes it evaluates; building
+/// a string, bytes or list costs a tenth of its size), so the two refuse the
+/// same runaway selectors, not always at the same iteration; what matters
+/// here is that no selector runs away.
+fn charge(units: u64) -> Result<(), ExecutionError> {
+    SPENT.with(|s| {
+        let spent = s.get().saturating_add(units);
+        s.set(spent);
+        if spent > COST_LIMIT {
+            Err(failed("cost", "operation cancelled: actual cost limit exceeded"))
+        } else {
+            Ok(())
+        }
+    })
+}
+
+fn size_cost(len: usize) -> u64 {
+    (len as u64).div_ceil(10)
+}
+
+fn g_tick<'b, 'v>(mut args: Args<'b, 'v>) -> Out<'b, 'v> {
+    let weight = int_arg("tick", &args, 0)?;
+    charge(u64::try_from(weight).unwrap_or(0))?;
+    args.pop().ok_or_else(|| failed("tick", "no value"))
+}
+
+fn g_add<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
+    let (a, b) = (args[0].as_ref(), args[1].as_ref());
+    let built = match (a.get_type().name(), b.get_type().name()) {
+        ("string", "string") => a
+            .downcast_ref::<CelString>()
+            .zip(b.downcast_ref::<CelString>())
+            .map(|(x, y)| x.inner().len() + y.inner().len()),
+        ("bytes", "bytes") => a
+            .downcast_ref::<CelBytes>()
+            .zip(b.downcast_ref::<CelBytes>())
+            .map(|(x, y)| x.inner().len() + y.inner().len()),
+        ("list", "list") => Some(items(a).len() + items(b).len()),
+        _ => None,
+    };
+    if let Some(len) = built {
+        charge(size_cost(len))?;
+    }
+    let adder = a.as_adder().ok_or_else(|| {
+        ExecutionError::no_such_overload(
+            "_+_",
+            vec![a.get_type().name().to_owned(), b.get_type().name().to_owned()],
+        )
+    })?;
+    Ok(CowVal::Owned(adder.add(b)?.into_owned()))
+}
+
+/// Go's `strings.Replace(s, old, new, n)` (all when `n` is negative), the
+/// size of the result charged before it is built.
+fn g_replace<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
+    let text = string_arg("replace", &args, 0)?;
+    let (from, to) = (string_arg("replace", &args, 1)?, string_arg("replace", &args, 2)?);
+    let limit = if args.len() > 3 {
+        int_arg("replace", &args, 3)?
+    } else {
+        -1
+    };
+    let found = if from.is_empty() {
+        text.chars().count() + 1
+    } else {
+        text.matches(from).count()
+    };
+    let count = usize::try_from(limit).map_or(found, |n| found.min(n));
+    let len = (text.len() + count * to.len()).saturating_sub(count * from.len());
+    charge(size_cost(len))?;
+    let out = match usize::try_from(limit) {
+        Ok(n) => text.replacen(from, to, n),
+        Err(_) => text.replace(from, to),
+    };
+    Ok(owned(CelString::from(out)))
 }

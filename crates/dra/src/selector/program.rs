@@ -204,11 +204,81 @@ pub(crate) fn rewrite(e: &IdedExpr, checked: &Checked, release: Release) -> Ided
             {
                 return inlined;
             }
+            charge_iterations(&mut c);
             Expr::Comprehension(c)
         }
         other => other.clone(),
     };
     IdedExpr { id: e.id, expr }
+}
+
+/// Charges each iteration of a macro's loop (see `library::charge`): the
+/// expression evaluated per element is wrapped in `tick(weight, ..)`, in a
+/// place that keeps the loop's shape (the `cel` crate recognises the steps
+/// of `all`/`exists`, which fold errors as cel-go does, and of
+/// `map`/`filter`, which it appends in place; their `+` stays the crate's).
+fn charge_iterations(c: &mut ComprehensionExpr) {
+    let accu = c.accu_var.clone();
+    let is_accu = |e: &IdedExpr| matches!(&e.expr, Expr::Ident(n) if *n == accu);
+    let tick = |e: &mut IdedExpr, overhead: i64| {
+        let weight = overhead + non_literal_nodes(e);
+        let inner = std::mem::take(e);
+        *e = IdedExpr {
+            id: 0,
+            expr: Expr::Call(CallExpr {
+                func_name: rewritten::TICK.to_owned(),
+                target: None,
+                args: vec![
+                    IdedExpr {
+                        id: 0,
+                        expr: Expr::Literal(LiteralValue::Int(weight.into())),
+                    },
+                    inner,
+                ],
+            }),
+        };
+    };
+    // `accu + [x]` as the crate appends it
+    let append = |e: &mut IdedExpr| -> Option<()> {
+        let Expr::Call(call) = &mut e.expr else { return None };
+        if call.func_name != rewritten::ADD || call.args.len() != 2 || !is_accu(&call.args[0]) {
+            return None;
+        }
+        let Expr::List(list) = &mut call.args[1].expr else {
+            return None;
+        };
+        call.func_name = "_+_".to_owned();
+        for elem in &mut list.elements {
+            tick(elem, 10);
+        }
+        Some(())
+    };
+    let Expr::Call(step) = &mut c.loop_step.expr else {
+        return;
+    };
+    match (step.func_name.as_str(), step.args.as_mut_slice()) {
+        // all, exists
+        ("_&&_" | "_||_", [first, predicate]) if is_accu(first) => tick(predicate, 4),
+        // filter, map with a filter, exists_one
+        ("_?_:_", [cond, then, otherwise]) if is_accu(otherwise) => {
+            tick(cond, 4);
+            let _ = append(then);
+        }
+        // map
+        _ => {
+            let _ = append(&mut c.loop_step);
+        }
+    }
+}
+
+fn non_literal_nodes(e: &IdedExpr) -> i64 {
+    let mut n = 0;
+    walk(e, &mut |x| {
+        if !matches!(x.expr, Expr::Literal(_)) {
+            n += 1;
+        }
+    });
+    n
 }
 
 /// `cel.bind(name, init, body)` as the macro expands it.
@@ -357,6 +427,8 @@ fn runtime_name(id: u64, call: &CallExpr, checked: &Checked, release: Release) -
         ("@in", false) => rewritten::IN,
         ("_?._", false) if untyped(0) => rewritten::OPT_SELECT,
         ("_[?_]", false) if untyped(0) => rewritten::OPT_INDEX,
+        ("_+_", false) => rewritten::ADD,
+        ("replace", true) => rewritten::REPLACE,
         ("_==_", false) => rewritten::EQUALS,
         ("_!=_", false) => rewritten::NOT_EQUALS,
         ("int", false) => rewritten::INT,
