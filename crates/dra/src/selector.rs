@@ -292,6 +292,7 @@ impl SelectorEnv {
         if let Some(first) = failures.first() {
             return Err(compile_error(format!("program instantiation failed: {first}")));
         }
+        let program = program::fold_empty_in(&program, &checked);
         Ok(Selector {
             expression: expression.to_owned(),
             deep: depth(&program) > DEEP_PROGRAM,

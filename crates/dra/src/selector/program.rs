@@ -128,14 +128,6 @@ fn walk(e: &IdedExpr, f: &mut impl FnMut(&IdedExpr)) {
 /// Go does.
 pub(crate) fn rewrite(e: &IdedExpr, checked: &Checked, release: Release) -> IdedExpr {
     let expr = match &e.expr {
-        // cel-go plans `x in []` as the constant false, x unevaluated
-        Expr::Call(call)
-            if call.func_name == "@in"
-                && checked.calls.get(&e.id).is_some_and(|o| o == &["in_list"])
-                && matches!(&call.args.get(1).map(|a| &a.expr), Some(Expr::List(l)) if l.elements.is_empty()) =>
-        {
-            Expr::Literal(LiteralValue::Boolean(false.into()))
-        }
         Expr::Call(call) => {
             let mut call = CallExpr {
                 func_name: call.func_name.clone(),
@@ -279,6 +271,55 @@ fn non_literal_nodes(e: &IdedExpr) -> i64 {
         }
     });
     n
+}
+
+/// cel-go plans `x in []` as the constant false, `x` unevaluated (after
+/// its constants were checked: run after [`plan`]).
+pub(crate) fn fold_empty_in(e: &IdedExpr, checked: &Checked) -> IdedExpr {
+    let mut out = e.clone();
+    fold_in_place(&mut out, checked);
+    out
+}
+
+fn fold_in_place(e: &mut IdedExpr, checked: &Checked) {
+    if let Expr::Call(call) = &e.expr
+        && call.func_name == rewritten::IN
+        && checked.calls.get(&e.id).is_some_and(|o| o == &["in_list"])
+        && matches!(&call.args.get(1).map(|a| &a.expr), Some(Expr::List(l)) if l.elements.is_empty())
+    {
+        e.expr = Expr::Literal(LiteralValue::Boolean(false.into()));
+        return;
+    }
+    match &mut e.expr {
+        Expr::Call(call) => {
+            if let Some(t) = &mut call.target {
+                fold_in_place(t, checked);
+            }
+            call.args.iter_mut().for_each(|a| fold_in_place(a, checked));
+        }
+        Expr::Select(s) => fold_in_place(&mut s.operand, checked),
+        Expr::List(l) => l.elements.iter_mut().for_each(|a| fold_in_place(a, checked)),
+        Expr::Map(m) => {
+            for entry in &mut m.entries {
+                if let EntryExpr::MapEntry(entry) = &mut entry.expr {
+                    fold_in_place(&mut entry.key, checked);
+                    fold_in_place(&mut entry.value, checked);
+                }
+            }
+        }
+        Expr::Comprehension(c) => {
+            for part in [
+                &mut c.iter_range,
+                &mut c.accu_init,
+                &mut c.loop_cond,
+                &mut c.loop_step,
+                &mut c.result,
+            ] {
+                fold_in_place(part, checked);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// `cel.bind(name, init, body)` as the macro expands it.
