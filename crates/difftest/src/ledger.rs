@@ -341,7 +341,7 @@ pub fn totals(entries: &[Entry]) -> BTreeMap<Release, Totals> {
     by_release
 }
 
-/// The totals as a Markdown table (what the README shows).
+/// The totals as a Markdown table (what docs/conformance.md shows).
 pub fn table(entries: &[Entry]) -> String {
     let mut out = String::from(
         "| release | scenarios | same (start-up refusals) | differ | unstable | timeouts | skipped (known) | harness failures | minutes | scenarios/s |\n\

@@ -112,7 +112,7 @@ enum Command {
         #[arg(long, requires = "ledger")]
         commit: Option<String>,
     },
-    /// The ledger's totals per release, as the README's Markdown table.
+    /// The ledger's totals per release, as docs/conformance.md's Markdown table.
     Ledger {
         #[arg(default_value = "testdata/difftest-ledger.tsv")]
         file: PathBuf,

@@ -19,7 +19,7 @@
 //!   task per destination.
 //!
 //! Tested against a local HTTP server playing the API server for this one
-//! resource (`tests/fake_api_server.rs`); see the README for what was not
+//! resource (`tests/fake_api_server.rs`); see docs/nrt.md for what was not
 //! tried against a real cluster.
 
 mod file;

@@ -274,7 +274,7 @@ impl Path {
     /// only up to 8 NUMA nodes: its covering test is exponential in the
     /// nodes a candidate leaves out, and on bigger machines with several
     /// lists it can take minutes and gigabytes (the engine never searches
-    /// explicit lists itself; see the README's merge section).
+    /// explicit lists itself; see oracle/README.md, "The hint merge alone").
     pub fn for_case(case: &Case) -> &'static [Path] {
         if case.has_rules() {
             &[Path::Fast, Path::FastOnLists]
