@@ -123,7 +123,7 @@ impl StaticPolicyOptions {
                 Some(_) => return Err(PolicyOptionError::BetaNotEnabled(name.clone())),
                 None => {}
             }
-            let on = parse_go_bool(value).ok_or_else(|| PolicyOptionError::BadValue {
+            let on = topoalign_model::go_parse_bool(value).ok_or_else(|| PolicyOptionError::BadValue {
                 name: name.clone(),
                 value: value.clone(),
             })?;
@@ -191,15 +191,6 @@ impl StaticPolicyOptions {
             }
         }
         Ok(())
-    }
-}
-
-/// Go's `strconv.ParseBool`.
-fn parse_go_bool(value: &str) -> Option<bool> {
-    match value {
-        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
-        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
-        _ => None,
     }
 }
 

@@ -28,7 +28,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use topoalign_engine::{Decision, Node, TopologyPolicyName, TopologyScope};
 use topoalign_k8s::{KubeletConfiguration, PodError, node_config, pod_from_value};
-use topoalign_model::{Machine, Pod, Quantity, QuantityFormat, resource_name};
+use topoalign_model::{Machine, Pod, Quantity, QuantityFormat, go_parse_bool, resource_name};
 
 use crate::hints::nodes_text;
 use crate::report::affinity;
@@ -725,7 +725,7 @@ fn cpus_per_core(node: &Node) -> usize {
         .config()
         .cpu_options
         .get("full-pcpus-only")
-        .is_some_and(|v| v == "true");
+        .is_some_and(|v| go_parse_bool(v) == Some(true));
     if !full_cores {
         return 1;
     }
@@ -1132,7 +1132,7 @@ fn fewer_reserved_cpus(situation: &Situation<'_>) -> Option<Fix> {
 /// The node without one CPU manager policy option it has on.
 fn without_cpu_option(situation: &Situation<'_>, option: &str) -> Option<Fix> {
     let options = &situation.node.config().cpu_options;
-    if options.get(option).is_none_or(|v| v != "true") {
+    if options.get(option).is_none_or(|v| go_parse_bool(v) != Some(true)) {
         return None;
     }
     let kept: Map<String, Value> = options

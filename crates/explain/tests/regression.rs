@@ -50,24 +50,28 @@ fn descriptions(explanation: &Explanation) -> Vec<&str> {
     explanation.fixes.iter().map(|f| f.description.as_str()).collect()
 }
 
+/// Every spelling Go's `strconv.ParseBool` reads as on turns the option on
+/// for the kubelet, so each gets the same fixes.
 #[test]
 fn smt_alignment_error_gets_a_whole_core_fix_and_an_option_fix() {
-    let kubelet = json!({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0,8",
-                         "cpuManagerPolicyOptions": {"full-pcpus-only": "true"}});
-    let node = node(2, 4, 2, &kubelet);
-    let manifest = pod_manifest(json!({"limits": {"cpu": "1", "memory": "1Gi"}}));
-    let explanation = explain_and_replay(&node, &kubelet, &manifest);
-    let texts = descriptions(&explanation);
-    assert!(
-        texts.iter().any(|t| t.starts_with("Ask for cpu: 2 instead of 1")),
-        "{texts:?}"
-    );
-    assert!(
-        texts
-            .iter()
-            .any(|t| t.starts_with("Turn off the CPU manager option full-pcpus-only")),
-        "{texts:?}"
-    );
+    for on in ["true", "True", "TRUE", "1", "t"] {
+        let kubelet = json!({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0,8",
+                             "cpuManagerPolicyOptions": {"full-pcpus-only": on}});
+        let node = node(2, 4, 2, &kubelet);
+        let manifest = pod_manifest(json!({"limits": {"cpu": "1", "memory": "1Gi"}}));
+        let explanation = explain_and_replay(&node, &kubelet, &manifest);
+        let texts = descriptions(&explanation);
+        assert!(
+            texts.iter().any(|t| t.starts_with("Ask for cpu: 2 instead of 1")),
+            "{on}: {texts:?}"
+        );
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.starts_with("Turn off the CPU manager option full-pcpus-only")),
+            "{on}: {texts:?}"
+        );
+    }
 }
 
 /// A pod asking for huge pages of size zero (`hugepages-0Gi`, found by the

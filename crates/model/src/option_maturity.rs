@@ -2,7 +2,8 @@
 //! kubelet's check that the feature gate of that maturity is on
 //! (`CheckPolicyOptionAvailable` in the CPU and topology managers'
 //! `policy_options.go`). Each manager decides its options' maturity per
-//! release and keeps its own error texts; the gate rule lives here once.
+//! release and keeps its own error texts; the gate rule and the reading of
+//! an option's value (Go's `strconv.ParseBool`) live here once.
 
 use crate::FeatureGates;
 
@@ -80,5 +81,15 @@ mod tests {
             OptionMaturity::Alpha.gate_missing(OptionsOf::TopologyManager, &no_cpu_beta),
             None
         );
+    }
+}
+
+/// A policy option's value as the kubelet reads it: Go's
+/// `strconv.ParseBool` (`true`, `True`, `1`, `t` … are all on).
+pub fn go_parse_bool(text: &str) -> Option<bool> {
+    match text {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
     }
 }

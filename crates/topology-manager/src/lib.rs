@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 pub use merge::{HintSource, merge, merge_by_search, merge_lists};
 pub use numa_info::{MissingDistances, NumaInfo};
-pub use options::{DEFAULT_MAX_ALLOWABLE_NUMA_NODES, PolicyOptions, TopologyPolicyOption, go_parse_bool};
+pub use options::{DEFAULT_MAX_ALLOWABLE_NUMA_NODES, PolicyOptions, TopologyPolicyOption};
 pub use policy::PolicyDecision;
 
 use topoalign_model::{FeatureGates, KubeletVersion, Machine, ProviderHints, ResourceHints, TopologyHint};

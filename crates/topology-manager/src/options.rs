@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use topoalign_model::{FeatureGates, KubeletVersion, OptionMaturity, OptionsOf};
+use topoalign_model::{FeatureGates, KubeletVersion, OptionMaturity, OptionsOf, go_parse_bool};
 
 use crate::TopologyManagerStartError;
 
@@ -109,15 +109,6 @@ impl PolicyOptions {
             }
         }
         Ok(parsed)
-    }
-}
-
-/// Go's `strconv.ParseBool`.
-pub fn go_parse_bool(text: &str) -> Option<bool> {
-    match text {
-        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
-        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
-        _ => None,
     }
 }
 
