@@ -63,7 +63,7 @@ fn main() {
         ..Options::default()
     };
     let start = Instant::now();
-    let simulation = simulate(&fleet, &workload, &options, &|_| {});
+    let simulation = simulate(&fleet, &workload, &options, &|_| {}).expect("every entry starts");
     let elapsed = start.elapsed();
     for run in &simulation.report.runs {
         println!(

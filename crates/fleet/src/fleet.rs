@@ -126,6 +126,12 @@ impl Fleet {
         let mut nodes = 0usize;
         for (i, entry) in file.nodes.into_iter().enumerate() {
             let at = |name: &str| format!("nodes[{i}].{name}");
+            if entry.count == 0 {
+                return Err(field(
+                    at("count"),
+                    "must be at least 1 (leave the entry out instead)".into(),
+                ));
+            }
             nodes += entry.count as usize;
             if nodes > MAX_NODES {
                 return Err(field(

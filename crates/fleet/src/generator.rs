@@ -17,8 +17,16 @@
 //! ```
 //!
 //! Every pod is one container `app` in namespace `default`, named
-//! `gen-<i>`. Owns: turning the spec into pods and events, deterministically
-//! for a seed.
+//! `gen-<i>`. Every size is checked before any pod is made: `pods` at most
+//! `topoalign_k8s::MAX_PODS`; each size's `cpu` (at least 1m, at most
+//! [`MAX_SIZE_CPUS`]) and `memory` (at least 1 byte, at most
+//! [`MAX_SIZE_MEMORY`]) positive; weights summing to more than 0; `gpus` at
+//! least 1 and at most [`MAX_SIZE_GPUS`] and `gpuResource` an extended
+//! resource name when `gpuShare` is above 0; shares between 0 and 1.
+//! Errors name the field (`sizes[1].cpu: ...`).
+//!
+//! Owns: turning the spec into pods and events, deterministically for a
+//! seed.
 
 use serde::Deserialize;
 use topoalign_model::{Container, Pod, QosClass, Quantity, ResourceList};
@@ -55,6 +63,14 @@ pub struct SizeSpec {
     pub cpu: String,
     pub memory: String,
 }
+
+/// The largest CPU request of one size (a million CPUs): far beyond any
+/// machine, small enough that sums of requests cannot overflow.
+pub const MAX_SIZE_CPUS: i128 = 1_000_000;
+/// The largest memory request of one size: 1 EiB.
+pub const MAX_SIZE_MEMORY: i128 = 1 << 60;
+/// The most devices one pod asks for.
+pub const MAX_SIZE_GPUS: u32 = 1_000_000;
 
 fn default_gpu_resource() -> String {
     "nvidia.com/gpu".into()
@@ -94,16 +110,25 @@ impl GeneratorSpec {
                 return Err(format!("{name}: {share} is not between 0 and 1"));
             }
         }
+        if self.gpu_share > 0.0 {
+            if self.gpus == 0 || self.gpus > MAX_SIZE_GPUS {
+                return Err(format!(
+                    "gpus: {} is not between 1 and {MAX_SIZE_GPUS} (gpuShare is {})",
+                    self.gpus, self.gpu_share
+                ));
+            }
+            if !topoalign_model::resource_name::is_extended(&self.gpu_resource) {
+                return Err(format!(
+                    "gpuResource: {:?} is not an extended resource name (like nvidia.com/gpu)",
+                    self.gpu_resource
+                ));
+            }
+        }
         let mut sizes = Vec::new();
         for (i, size) in self.sizes.iter().enumerate() {
-            let parse = |field: &str, text: &str| {
-                topoalign_k8s::parse_quantity(text).map_err(|e| format!("sizes[{i}].{field}: {e}"))
-            };
-            sizes.push((
-                u64::from(size.weight),
-                parse("cpu", &size.cpu)?,
-                parse("memory", &size.memory)?,
-            ));
+            let cpu = size_quantity(i, "cpu", &size.cpu, Quantity::milli, MAX_SIZE_CPUS * 1000, "1m")?;
+            let memory = size_quantity(i, "memory", &size.memory, Quantity::value, MAX_SIZE_MEMORY, "1")?;
+            sizes.push((u64::from(size.weight), cpu, memory));
         }
         let gpus = Quantity::from_units(i128::from(self.gpus));
 
@@ -168,6 +193,33 @@ impl GeneratorSpec {
         workload.assign_uids();
         Ok(workload)
     }
+}
+
+/// One size's `cpu` or `memory`: a quantity between the smallest step
+/// (`1m` CPU, 1 byte) and `max` (in the unit `amount` reads).
+fn size_quantity(
+    index: usize,
+    field: &str,
+    text: &str,
+    amount: fn(Quantity) -> i128,
+    max: i128,
+    least: &str,
+) -> Result<Quantity, String> {
+    let at = format!("sizes[{index}].{field}");
+    let quantity = topoalign_k8s::parse_quantity(text).map_err(|e| format!("{at}: {e}"))?;
+    let value = amount(quantity);
+    if value <= 0 {
+        return Err(format!(
+            "{at}: {text:?} is not positive: a size asks for at least {least}"
+        ));
+    }
+    if value > max {
+        return Err(format!(
+            "{at}: {text:?} is too large (at most {max} {})",
+            if field == "cpu" { "millicores" } else { "bytes" }
+        ));
+    }
+    Ok(quantity)
 }
 
 #[cfg(test)]
@@ -237,5 +289,75 @@ mod tests {
         let mut bad = spec(0.0);
         bad.sizes[1].cpu = "eight".into();
         assert!(bad.generate().unwrap_err().starts_with("sizes[1].cpu:"));
+    }
+
+    #[test]
+    fn every_size_is_checked_and_named() {
+        type Change = dyn Fn(&mut GeneratorSpec);
+        let cases: [(&Change, &str); 9] = [
+            (
+                &|s| s.sizes[0].cpu = "-2".into(),
+                "sizes[0].cpu: \"-2\" is not positive",
+            ),
+            (&|s| s.sizes[1].cpu = "0".into(), "sizes[1].cpu: \"0\" is not positive"),
+            (
+                &|s| s.sizes[1].cpu = "1e30".into(),
+                "sizes[1].cpu: \"1e30\" is too large",
+            ),
+            (
+                &|s| s.sizes[0].memory = "-4Gi".into(),
+                "sizes[0].memory: \"-4Gi\" is not positive",
+            ),
+            (
+                &|s| s.sizes[0].memory = "0".into(),
+                "sizes[0].memory: \"0\" is not positive",
+            ),
+            (
+                &|s| s.sizes[0].memory = "2Ei".into(),
+                "sizes[0].memory: \"2Ei\" is too large",
+            ),
+            (&|s| s.gpus = 0, "gpus: 0 is not between 1 and"),
+            (
+                &|s| s.gpu_resource = "cpu".into(),
+                "gpuResource: \"cpu\" is not an extended resource",
+            ),
+            (
+                &|s| s.guaranteed_share = f64::NAN,
+                "guaranteedShare: NaN is not between 0 and 1",
+            ),
+        ];
+        for (change, expected) in cases {
+            let mut bad = spec(0.0);
+            change(&mut bad);
+            let error = bad.generate().unwrap_err();
+            assert!(error.starts_with(expected), "{error} (expected {expected})");
+        }
+        // No GPU pods: gpus and gpuResource do not matter.
+        let mut fine = spec(0.0);
+        fine.gpu_share = 0.0;
+        fine.gpus = 0;
+        assert!(fine.generate().is_ok());
+        // Negative counts are refused when read, naming the field.
+        for (text, field) in [
+            (
+                "generator: {pods: -5, sizes: [{cpu: '1', memory: 1Gi}]}",
+                "generator.pods",
+            ),
+            (
+                "generator: {pods: 5, sizes: [{weight: -1, cpu: '1', memory: 1Gi}]}",
+                "generator.sizes[0].weight",
+            ),
+            (
+                "generator: {pods: 5, seed: -1, sizes: [{cpu: '1', memory: 1Gi}]}",
+                "generator.seed",
+            ),
+            (
+                "generator: {pods: 5, gpus: -1, sizes: [{cpu: '1', memory: 1Gi}]}",
+                "generator.gpus",
+            ),
+        ] {
+            let error = Workload::parse(text).unwrap_err().to_string();
+            assert!(error.starts_with(&format!("{field}: ")), "{error} (expected {field})");
+        }
     }
 }

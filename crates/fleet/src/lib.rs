@@ -20,14 +20,14 @@ pub mod generator;
 mod read;
 pub mod replay;
 pub mod report;
-mod rng;
+pub mod rng;
 pub mod sim;
 pub mod workload;
 
 pub use fleet::{Fleet, FleetError, MAX_NODES, NodeGroup};
 pub use replay::{ReplayCounts, replay_check};
-pub use report::{Report, RunReport};
-pub use sim::{Options, RunKey, Simulation, simulate};
+pub use report::{PodOutcome, Report, RunReport};
+pub use sim::{Options, RunKey, SimulateError, Simulation, simulate};
 pub use workload::{Event, Workload, WorkloadError};
 
 /// Which scheduler places the pods.

@@ -9,8 +9,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
-
 use crate::generator::GeneratorSpec;
 use crate::workload::{Event, Workload, WorkloadError, index_u32};
 
@@ -23,8 +21,18 @@ impl Workload {
     /// [`WorkloadError`] naming the document and field.
     pub fn parse(text: &str) -> Result<Workload, WorkloadError> {
         if let Some(spec) = generator_document(text) {
-            let spec = GeneratorSpec::deserialize(spec).map_err(|e| WorkloadError::Generator(e.to_string()))?;
-            return spec.generate().map_err(WorkloadError::Generator);
+            let spec: GeneratorSpec = serde_path_to_error::deserialize(spec).map_err(|e| {
+                let path = e.path().to_string();
+                let message = e.into_inner().to_string();
+                WorkloadError::Generator(if path == "." {
+                    format!("generator: {message}")
+                } else {
+                    format!("generator.{path}: {message}")
+                })
+            })?;
+            return spec
+                .generate()
+                .map_err(|e| WorkloadError::Generator(format!("generator.{e}")));
         }
         let manifests = topoalign_k8s::read_manifests(text, &topoalign_k8s::ManifestOptions::default())?;
         let mut skipped = BTreeMap::new();

@@ -4,8 +4,14 @@
 //! ```json
 //! {"nodes": 5000, "pods": 100000, "events": 100000, "skipped": {},
 //!  "runs": [{"policy": "single-numa-node", "scope": "container", "scheduler": "exact",
-//!            "scheduled": 99000, "rejectedAtAdmission": 0, "unplaced": 1000, ...}]}
+//!            "scheduled": 99000, "rejectedAtAdmission": 0, "unplaced": 1000, ...,
+//!            "rejectedPods": [], "unplacedPods": [{"pod": "default/gen-17",
+//!              "reason": "no node has room for its requests"}, ...]}]}
 //! ```
+//!
+//! Every sum adds up: `strandedByZone` sums to `strandedCpus`,
+//! `strandedMemoryBytes` and `strandedDevices` (the simulator keeps them in
+//! integers: millicores, bytes, devices).
 
 use std::collections::BTreeMap;
 
@@ -44,14 +50,29 @@ pub struct RunReport {
     pub deleted: usize,
     /// Admission rejections by the kubelet's reason.
     pub rejection_reasons: BTreeMap<String, usize>,
-    /// Free capacity left at the end, fleet-wide.
+    /// Never-placed pods by reason ([`UNPLACED_NO_ROOM`], [`UNPLACED_NRT`],
+    /// [`UNPLACED_EXACT`]).
+    pub unplaced_reasons: BTreeMap<String, usize>,
+    /// The pods rejected at admission, in workload order, with the
+    /// kubelet's reason (the words of `rejectionReasons`).
+    pub rejected_pods: Vec<PodOutcome>,
+    /// The pods never placed, in workload order, with why (the words of
+    /// `unplacedReasons`).
+    pub unplaced_pods: Vec<PodOutcome>,
+    /// Free capacity left at the end, fleet-wide: per node the smaller of
+    /// its zones' NRT `available` summed and its allocatable minus its
+    /// requests.
     pub free_cpus: f64,
     pub free_memory_bytes: f64,
     /// Free capacity on nodes that admit none of the failed pods' shapes.
     pub stranded_cpus: f64,
     pub stranded_memory_bytes: f64,
     pub stranded_devices: BTreeMap<String, f64>,
-    /// The same per NUMA zone (`node-<id>`), summed over nodes.
+    /// The same per NUMA zone (`node-<id>`), summed over nodes; adds up to
+    /// the three above. Where a node's zones hold more than it has free
+    /// node-wide (CPUs of the shared pool, memory the memory manager does
+    /// not pin), its free amount is apportioned to its zones in proportion
+    /// to their own.
     pub stranded_by_zone: Vec<ZoneCapacity>,
     pub fragmentation: Fragmentation,
     /// With `--verify`: the admission rejections counted when the run's
@@ -60,11 +81,23 @@ pub struct RunReport {
     /// for the others.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay_rejected_at_admission: Option<usize>,
-    /// Set when the kubelet configuration would not start under this
-    /// policy and scope; the counts are then zero.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
 }
+
+/// A pod and what happened to it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PodOutcome {
+    /// `namespace/name`.
+    pub pod: String,
+    pub reason: String,
+}
+
+/// Why a pod was never placed: no node had room for its requests
+/// (`NodeResourcesFit`, every scheduler).
+pub const UNPLACED_NO_ROOM: &str = "no node has room for its requests";
+/// ... nodes had room, and NodeResourceTopologyMatch refused every one.
+pub const UNPLACED_NRT: &str = "NodeResourceTopologyMatch refused every node with room";
+/// ... nodes had room, and the engine refused the pod on every one.
+pub const UNPLACED_EXACT: &str = "the kubelet would reject it on every node with room";
 
 /// Capacity of one zone index, summed over nodes.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -76,8 +109,13 @@ pub struct ZoneCapacity {
     pub devices: BTreeMap<String, f64>,
 }
 
-/// Share of free capacity outside each node's largest free zone (0 = all
-/// free capacity of a node sits in one NUMA node).
+/// How much the largest free blocks (the most one NUMA zone can still give
+/// a pod) fall short of what the same free capacity packed into as few
+/// zones as possible would offer, as a share: `Σ (potential − largest) /
+/// Σ potential` over the nodes, where a node's potential is
+/// `min(its free total, the largest block of an empty node of its shape)`.
+/// 0 when nothing is placed, when free capacity is packed, or when there
+/// is none; the one definition is `sim::capacity::FragmentationSum`.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct Fragmentation {
     pub cpu: f64,

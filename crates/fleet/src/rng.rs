@@ -1,6 +1,7 @@
 //! A small seeded random number generator (SplitMix64): shuffles and the
 //! workload generator must give the same result for the same seed on every
-//! machine, and need nothing stronger.
+//! machine, and need nothing stronger. Public for tests that draw random
+//! fleets.
 //!
 //! Not shared with `topoalign-difftest`'s `Rng`: the same SplitMix64, but
 //! bounded draws differ (rejection here, multiply-shift there); one type

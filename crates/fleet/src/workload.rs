@@ -40,7 +40,8 @@ pub enum WorkloadError {
     /// document and field).
     #[error(transparent)]
     Manifest(#[from] topoalign_k8s::ManifestError),
-    #[error("generator: {0}")]
+    /// A generator document that cannot be used: `generator.<field>: ...`.
+    #[error("{0}")]
     Generator(String),
 }
 

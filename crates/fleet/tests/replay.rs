@@ -20,7 +20,7 @@ fn check(workload_text: &str, scopes: Option<Vec<TopologyScope>>, scoring: Scori
         keep_logs: true,
         ..Options::default()
     };
-    let simulation = simulate(&fleet, &workload, &options, &|_| {});
+    let simulation = simulate(&fleet, &workload, &options, &|_| {}).expect("every entry starts");
     println!("policy             scope       scheduler  scheduled  rejected(sim)  rejected(replay)  unplaced");
     for ((run, key), logs) in simulation
         .report
@@ -29,7 +29,6 @@ fn check(workload_text: &str, scopes: Option<Vec<TopologyScope>>, scoring: Scori
         .zip(&simulation.keys)
         .zip(&simulation.logs)
     {
-        assert_eq!(run.error, None, "{run:?}");
         let logs = logs.as_ref().expect("logs were asked for");
         let replay = replay_check(&fleet, &workload, key, logs).unwrap();
         println!(
@@ -104,7 +103,7 @@ fn a_pod_after_a_rejected_trial_does_not_inherit_its_leftovers() {
         keep_logs: true,
         ..Options::default()
     };
-    let simulation = simulate(&fleet, &workload, &options, &|_| {});
+    let simulation = simulate(&fleet, &workload, &options, &|_| {}).expect("every entry starts");
     for ((run, key), logs) in simulation
         .report
         .runs

@@ -92,6 +92,8 @@ pub fn run(args: &Args) -> Result {
     let tick = |n: u64| progress.inc(n);
     let simulation = simulate(&fleet, &workload, &options, &tick);
     progress.finish_and_clear();
+    let simulation =
+        simulation.map_err(|e| Error::bad_input(format!("{}: invalid fleet: {e}", args.fleet.display())))?;
 
     let mut report = simulation.report;
     if args.verify {
@@ -169,21 +171,13 @@ fn render_table(report: &Report, verify: bool) -> String {
         "stranded memory",
         "stranded devices",
         "CPU fragmentation",
+        "memory fragmentation",
     ];
     if verify {
         header.push("replayed rejections");
     }
     table.set_header(header);
     for run in &report.runs {
-        if let Some(error) = &run.error {
-            table.add_row(vec![
-                run.policy.clone(),
-                run.scope.clone(),
-                run.scheduler.clone(),
-                format!("node would not start: {error}"),
-            ]);
-            continue;
-        }
         let devices: Vec<String> = run
             .stranded_devices
             .iter()
@@ -201,6 +195,7 @@ fn render_table(report: &Report, verify: bool) -> String {
             format!("{:.1} GiB", run.stranded_memory_bytes / f64::from(1u32 << 30)),
             devices.join(", "),
             format!("{:.0}%", run.fragmentation.cpu * 100.0),
+            format!("{:.0}%", run.fragmentation.memory * 100.0),
         ];
         if verify {
             row.push(
@@ -216,6 +211,43 @@ fn render_table(report: &Report, verify: bool) -> String {
     );
     for (kind, count) in &report.skipped {
         out.push_str(&format!("skipped {count} {kind} document(s): not a workload\n"));
+    }
+    out.push_str(&failure_reasons(report));
+    out
+}
+
+/// Per run with failures, why: the same words as `rejectionReasons` /
+/// `unplacedReasons` and each pod's `reason` in `-o json`.
+fn failure_reasons(report: &Report) -> String {
+    let counts = |reasons: &std::collections::BTreeMap<String, usize>| {
+        reasons
+            .iter()
+            .map(|(reason, n)| format!("{n} {reason}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = String::new();
+    for run in &report.runs {
+        let mut parts = Vec::new();
+        if !run.rejection_reasons.is_empty() {
+            parts.push(format!("rejected at admission: {}", counts(&run.rejection_reasons)));
+        }
+        if !run.unplaced_reasons.is_empty() {
+            parts.push(format!("never placed: {}", counts(&run.unplaced_reasons)));
+        }
+        if parts.is_empty() {
+            continue;
+        }
+        if out.is_empty() {
+            out.push_str("why pods failed (-o json names each pod):\n");
+        }
+        out.push_str(&format!(
+            "  {} / {} / {}: {}\n",
+            run.policy,
+            run.scope,
+            run.scheduler,
+            parts.join("; ")
+        ));
     }
     out
 }

@@ -6,6 +6,7 @@
 //! collecting the reports. The event loop is [`run`]; state sharing
 //! between nodes is [`classes`].
 
+mod capacity;
 mod classes;
 mod nrt_filter;
 mod run;
@@ -25,7 +26,24 @@ use run::{GroupSetup, RunInput};
 use shapes::{ResourceTable, Shapes};
 
 /// A run's report and its per-node logs.
-type RunResult = (RunReport, Option<Vec<Vec<Event>>>);
+type RunResult = Result<(RunReport, Option<Vec<Vec<Event>>>), SimulateError>;
+
+/// A simulation that cannot run: a fleet entry's kubelet would not start
+/// under a policy (and scope) asked for. Names the entry as the fleet file
+/// does (`nodes[<index>]`, with its name).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("nodes[{entry}] ({name}).kubelet: the kubelet would not start with topologyManagerPolicy {policy}{}: {message}",
+    scope.as_ref().map(|s| format!(", topologyManagerScope {s}")).unwrap_or_default())]
+pub struct SimulateError {
+    /// Index of the entry in the fleet file's `nodes`.
+    pub entry: usize,
+    pub name: String,
+    pub policy: String,
+    /// The scope laid over the entry's, when the run set one.
+    pub scope: Option<String>,
+    /// The kubelet's refusal.
+    pub message: String,
+}
 
 /// What to simulate.
 #[derive(Clone, Debug)]
@@ -72,7 +90,16 @@ pub struct Simulation {
 
 /// Runs the simulation. `progress` is called with the number of workload
 /// events processed since its last call, from any worker thread.
-pub fn simulate(fleet: &Fleet, workload: &Workload, options: &Options, progress: &(dyn Fn(u64) + Sync)) -> Simulation {
+///
+/// # Errors
+/// [`SimulateError`] when a fleet entry's kubelet would not start under a
+/// policy (and scope) asked for; checked before any run starts.
+pub fn simulate(
+    fleet: &Fleet,
+    workload: &Workload,
+    options: &Options,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Simulation, SimulateError> {
     let mut resources = ResourceTable::new();
     let shapes = Shapes::intern(&workload.pods, &mut resources);
     let node_groups: Vec<u32> = fleet
@@ -98,6 +125,17 @@ pub fn simulate(fleet: &Fleet, workload: &Workload, options: &Options, progress:
         }
     }
 
+    // Every entry must start under every policy and scope asked for: a
+    // node that would not start is the fleet's error, not a result.
+    for &policy in &options.policies {
+        for &scope in &scopes {
+            for (entry, group) in fleet.groups.iter().enumerate() {
+                start_group(group, policy, scope)
+                    .map_err(|message| start_error(entry, group, policy, scope, message))?;
+            }
+        }
+    }
+
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<RunResult>>> = Mutex::new(vec![None; keys.len()]);
     let worker = || {
@@ -107,13 +145,7 @@ pub fn simulate(fleet: &Fleet, workload: &Workload, options: &Options, progress:
             let outcome = match setup_groups(fleet, key, &mut resources.clone()) {
                 Err(error) => {
                     progress(workload.events.len() as u64);
-                    (
-                        RunReport {
-                            error: Some(error),
-                            ..RunReport::default()
-                        },
-                        None,
-                    )
+                    Err(error)
                 }
                 Ok(groups) => {
                     let output = run::run(
@@ -129,7 +161,7 @@ pub fn simulate(fleet: &Fleet, workload: &Workload, options: &Options, progress:
                         },
                         progress,
                     );
-                    (output.report, output.logs)
+                    Ok((output.report, output.logs))
                 }
             };
             if let Ok(mut results) = results.lock() {
@@ -154,7 +186,7 @@ pub fn simulate(fleet: &Fleet, workload: &Workload, options: &Options, progress:
     };
     let mut logs = Vec::new();
     for (key, result) in keys.iter().zip(results) {
-        let (mut run, log) = result.unwrap_or_default();
+        let (mut run, log) = result.transpose()?.unwrap_or_default();
         run.policy = key.policy.as_str().to_string();
         run.scope = key.scope.map_or("as-configured", TopologyScope::as_str).to_string();
         run.scheduler = key.scheduler.as_str().to_string();
@@ -164,15 +196,32 @@ pub fn simulate(fleet: &Fleet, workload: &Workload, options: &Options, progress:
         report.runs.push(run);
         logs.push(log);
     }
-    Simulation { report, keys, logs }
+    Ok(Simulation { report, keys, logs })
+}
+
+fn start_error(
+    entry: usize,
+    group: &crate::NodeGroup,
+    policy: TopologyPolicyName,
+    scope: Option<TopologyScope>,
+    message: String,
+) -> SimulateError {
+    SimulateError {
+        entry,
+        name: group.name.clone(),
+        policy: policy.as_str().to_string(),
+        scope: scope.map(|s| s.as_str().to_string()),
+        message,
+    }
 }
 
 /// Each node shape's kubelet configuration with the run's policy (and
 /// scope) laid over it, started.
-fn setup_groups(fleet: &Fleet, key: &RunKey, resources: &mut ResourceTable) -> Result<Vec<GroupSetup>, String> {
+fn setup_groups(fleet: &Fleet, key: &RunKey, resources: &mut ResourceTable) -> Result<Vec<GroupSetup>, SimulateError> {
     let mut groups = Vec::new();
-    for group in &fleet.groups {
-        let node = start_group(group, key.policy, key.scope).map_err(|e| format!("{}: {e}", group.name))?;
+    for (entry, group) in fleet.groups.iter().enumerate() {
+        let node = start_group(group, key.policy, key.scope)
+            .map_err(|message| start_error(entry, group, key.policy, key.scope, message))?;
         let allocatable_list = node.resources().allocatable.clone();
         let allocatable = resources.dense(&allocatable_list);
         groups.push(GroupSetup {

@@ -26,10 +26,11 @@ use topoalign_model::{ResourceList, resource_name};
 
 use std::ops::Bound::{Excluded, Unbounded};
 
+use super::capacity::{FragmentationSum, Free};
 use super::classes::{ClassEvent, ClassId, ClassTable, LiveRow, OrderKey, Outcome};
 use super::nrt_filter;
 use super::shapes::{CPU, MEMORY, Shapes};
-use crate::report::{Fragmentation, RunReport, ZoneCapacity};
+use crate::report::{Fragmentation, PodOutcome, RunReport, ZoneCapacity};
 use crate::workload::{Event, Workload};
 use crate::{Scheduler, Scoring};
 
@@ -96,6 +97,9 @@ pub(crate) fn run(input: RunInput<'_>, progress: &(dyn Fn(u64) + Sync)) -> RunOu
     };
     let mut report = RunReport::default();
     let mut reasons: BTreeMap<u32, usize> = BTreeMap::new();
+    // (pod, reason id) in workload order.
+    let mut rejected: Vec<(u32, u32)> = Vec::new();
+    let mut unplaced: Vec<(u32, Unplaced)> = Vec::new();
     let mut failed_shapes: BTreeSet<u32> = BTreeSet::new();
     let mut pending = 0u64;
     for &event in &input.workload.events {
@@ -105,6 +109,7 @@ pub(crate) fn run(input: RunInput<'_>, progress: &(dyn Fn(u64) + Sync)) -> RunOu
                 match run.choose(shape) {
                     None => {
                         report.unplaced += 1;
+                        unplaced.push((pod, run.why_unplaced(shape)));
                         failed_shapes.insert(shape);
                     }
                     Some(node) => {
@@ -123,6 +128,7 @@ pub(crate) fn run(input: RunInput<'_>, progress: &(dyn Fn(u64) + Sync)) -> RunOu
                             Outcome::Rejected(reason) => {
                                 report.rejected_at_admission += 1;
                                 *reasons.entry(reason).or_default() += 1;
+                                rejected.push((pod, reason));
                                 failed_shapes.insert(shape);
                             }
                         }
@@ -161,6 +167,22 @@ pub(crate) fn run(input: RunInput<'_>, progress: &(dyn Fn(u64) + Sync)) -> RunOu
         .into_iter()
         .map(|(id, count)| (run.table.reasons[id as usize].clone(), count))
         .collect();
+    let pods = &input.workload.pods;
+    report.rejected_pods = rejected
+        .into_iter()
+        .map(|(pod, reason)| PodOutcome {
+            pod: pods[pod as usize].key(),
+            reason: run.table.reasons[reason as usize].clone(),
+        })
+        .collect();
+    for (pod, why) in unplaced {
+        let reason = why.reason(input.scheduler);
+        *report.unplaced_reasons.entry(reason.to_string()).or_default() += 1;
+        report.unplaced_pods.push(PodOutcome {
+            pod: pods[pod as usize].key(),
+            reason: reason.to_string(),
+        });
+    }
     run.capacity_report(&failed_shapes, &mut report);
     RunOutput { report, logs: run.logs }
 }
@@ -257,20 +279,26 @@ impl Run<'_> {
         fits && setup.root.clone().admit(template.template.clone()).admitted()
     }
 
+    /// Why no node took a pod of `shape`: no node had room for its
+    /// requests, or some had and the scheduler's filter turned them all
+    /// down.
+    fn why_unplaced(&self, shape: u32) -> Unplaced {
+        let room =
+            self.input.scheduler != Scheduler::Unaware && self.table.live.iter().any(|row| self.fits(row.class, shape));
+        if room { Unplaced::Filtered } else { Unplaced::NoRoom }
+    }
+
     /// Free and stranded capacity and fragmentation at the end of the run.
     ///
-    /// Free capacity per node: each NUMA zone's `available` (exclusive
-    /// CPUs, the memory manager's free memory, free devices), with a node's
-    /// CPU and memory totals capped at what its allocatable minus its
-    /// requested totals leaves. A node's free capacity is *stranded* when
-    /// some pods failed (rejected or unplaced) that an empty node of its
-    /// shape would admit, and the engine admits none of them on it now. Fragmentation: the share of free CPUs
-    /// (memory) outside each node's largest free zone.
+    /// Free capacity per node and zone: [`super::capacity::Free`] (each
+    /// zone's NRT `available`, apportioned so the zones add up to the
+    /// node's free total, which is capped by its allocatable minus its
+    /// requests). A node's free capacity is *stranded* when some pods
+    /// failed (rejected or unplaced) that an empty node of its shape would
+    /// admit, and the engine admits none of them on it now. Fragmentation:
+    /// [`FragmentationSum`]. Sums are kept in integers (millicores, bytes,
+    /// devices), so per-zone figures add up to the totals.
     fn capacity_report(&mut self, failed: &BTreeSet<u32>, report: &mut RunReport) {
-        let mut outside_cpu = 0.0;
-        let mut outside_memory = 0.0;
-        let mut free_cpu_total = 0.0;
-        let mut free_memory_total = 0.0;
         // Smallest first: a node that admits any failed shape most likely
         // admits the smallest, which ends the check early.
         let mut failed: Vec<u32> = failed.iter().copied().collect();
@@ -278,15 +306,27 @@ impl Run<'_> {
             let shape = &self.input.shapes.shapes[s as usize];
             (shape.nonzero_cpu, shape.nonzero_memory)
         });
+        let empty_blocks: Vec<(u64, u64)> = self
+            .input
+            .groups
+            .iter()
+            .map(|group| {
+                let (cpu, memory) = node_free(
+                    &group.root.numa_usage(),
+                    &group.allocatable,
+                    &vec![0; group.allocatable.len()],
+                );
+                (cpu.largest_block, memory.largest_block)
+            })
+            .collect();
+        let mut sums = Sums::default();
+        let mut cpu_fragmentation = FragmentationSum::default();
+        let mut memory_fragmentation = FragmentationSum::default();
         let live: Vec<ClassId> = self.table.live.iter().map(|row| row.class).collect();
         let mut empty_admits: std::collections::HashMap<(usize, u32), bool> = std::collections::HashMap::new();
         for c in live {
-            let members = self.table.classes[c as usize].members.len() as f64;
+            let members = self.table.classes[c as usize].members.len() as u64;
             let group = self.table.classes[c as usize].group as usize;
-            let allocatable = &self.input.groups[group].allocatable;
-            let used = self.table.classes[c as usize].used.clone();
-            let node_cpu = (allocatable[CPU] - used[CPU]).max(0) as f64 / 1000.0;
-            let node_memory = (allocatable[MEMORY] - used[MEMORY]).max(0) as f64;
             // The failed shapes an empty node of this shape would admit:
             // the ones this node's free capacity was wanted for.
             let wanted: Vec<u32> = failed
@@ -302,56 +342,112 @@ impl Run<'_> {
                 && wanted
                     .iter()
                     .all(|&s| !self.fits(c, s) || !self.table.would_admit(c, s, self.input.shapes));
+            let used = self.table.classes[c as usize].used.clone();
             let zones = self.table.zones(c).to_vec();
-            let zone_cpu: Vec<f64> = zones
-                .iter()
-                .map(|z| z.available("cpu").milli() as f64 / 1000.0)
-                .collect();
-            let zone_memory: Vec<f64> = zones.iter().map(|z| z.available("memory").value() as f64).collect();
-            let cpu = zone_cpu.iter().sum::<f64>().min(node_cpu);
-            let memory = zone_memory.iter().sum::<f64>().min(node_memory);
-            report.free_cpus += cpu * members;
-            report.free_memory_bytes += memory * members;
-            free_cpu_total += cpu * members;
-            free_memory_total += memory * members;
-            outside_cpu += (cpu - zone_cpu.iter().copied().fold(0.0, f64::max).min(cpu)) * members;
-            outside_memory += (memory - zone_memory.iter().copied().fold(0.0, f64::max).min(memory)) * members;
+            let (cpu, memory) = node_free(&zones, &self.input.groups[group].allocatable, &used);
+            sums.free_milli_cpu += u128::from(cpu.total) * u128::from(members);
+            sums.free_memory += u128::from(memory.total) * u128::from(members);
+            cpu_fragmentation.add(&cpu, empty_blocks[group].0, members);
+            memory_fragmentation.add(&memory, empty_blocks[group].1, members);
             if !stranded {
                 continue;
             }
-            report.stranded_cpus += cpu * members;
-            report.stranded_memory_bytes += memory * members;
-            for zone in &zones {
+            sums.stranded_milli_cpu += u128::from(cpu.total) * u128::from(members);
+            sums.stranded_memory += u128::from(memory.total) * u128::from(members);
+            for (i, zone) in zones.iter().enumerate() {
                 let numa = zone.numa;
-                if report.stranded_by_zone.len() <= numa {
-                    report.stranded_by_zone.resize_with(numa + 1, ZoneCapacity::default);
+                if sums.zones.len() <= numa {
+                    sums.zones.resize_with(numa + 1, ZoneSums::default);
                 }
-                let entry = &mut report.stranded_by_zone[numa];
-                entry.zone = topoalign_nrt::zone_name(numa);
-                entry.cpus += zone.available("cpu").milli() as f64 / 1000.0 * members;
-                entry.memory_bytes += zone.available("memory").value() as f64 * members;
+                let entry = &mut sums.zones[numa];
+                entry.milli_cpu += u128::from(cpu.zones[i]) * u128::from(members);
+                entry.memory += u128::from(memory.zones[i]) * u128::from(members);
                 for (resource, amounts) in &zone.resources {
                     if resource_name::is_extended(resource) {
-                        let free = amounts.available.value() as f64 * members;
+                        let free = non_negative(amounts.available.value()) * u128::from(members);
                         *entry.devices.entry(resource.clone()).or_default() += free;
-                        *report.stranded_devices.entry(resource.clone()).or_default() += free;
+                        *sums.stranded_devices.entry(resource.clone()).or_default() += free;
                     }
                 }
             }
         }
+        let cpus = |milli: u128| milli as f64 / 1000.0;
+        report.free_cpus = cpus(sums.free_milli_cpu);
+        report.free_memory_bytes = sums.free_memory as f64;
+        report.stranded_cpus = cpus(sums.stranded_milli_cpu);
+        report.stranded_memory_bytes = sums.stranded_memory as f64;
+        report.stranded_devices = sums.stranded_devices.into_iter().map(|(r, n)| (r, n as f64)).collect();
+        report.stranded_by_zone = sums
+            .zones
+            .into_iter()
+            .enumerate()
+            .map(|(numa, zone)| ZoneCapacity {
+                zone: topoalign_nrt::zone_name(numa),
+                cpus: cpus(zone.milli_cpu),
+                memory_bytes: zone.memory as f64,
+                devices: zone.devices.into_iter().map(|(r, n)| (r, n as f64)).collect(),
+            })
+            .collect();
         report.fragmentation = Fragmentation {
-            cpu: if free_cpu_total > 0.0 {
-                outside_cpu / free_cpu_total
-            } else {
-                0.0
-            },
-            memory: if free_memory_total > 0.0 {
-                outside_memory / free_memory_total
-            } else {
-                0.0
-            },
+            cpu: cpu_fragmentation.ratio(),
+            memory: memory_fragmentation.ratio(),
         };
     }
+}
+
+/// Why a pod was never placed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unplaced {
+    /// No node had room for its requests (`NodeResourcesFit`).
+    NoRoom,
+    /// Nodes had room, the scheduler's filter refused them all.
+    Filtered,
+}
+
+impl Unplaced {
+    /// The report's words (table and JSON alike).
+    fn reason(self, scheduler: Scheduler) -> &'static str {
+        match (self, scheduler) {
+            (Unplaced::NoRoom, _) | (Unplaced::Filtered, Scheduler::Unaware) => crate::report::UNPLACED_NO_ROOM,
+            (Unplaced::Filtered, Scheduler::Nrt) => crate::report::UNPLACED_NRT,
+            (Unplaced::Filtered, Scheduler::Exact) => crate::report::UNPLACED_EXACT,
+        }
+    }
+}
+
+/// End-of-run sums, in millicores, bytes and devices.
+#[derive(Default)]
+struct Sums {
+    free_milli_cpu: u128,
+    free_memory: u128,
+    stranded_milli_cpu: u128,
+    stranded_memory: u128,
+    stranded_devices: BTreeMap<String, u128>,
+    zones: Vec<ZoneSums>,
+}
+
+#[derive(Default)]
+struct ZoneSums {
+    milli_cpu: u128,
+    memory: u128,
+    devices: BTreeMap<String, u128>,
+}
+
+fn non_negative(amount: i128) -> u128 {
+    u128::try_from(amount).unwrap_or(0)
+}
+
+/// A node's free CPU (millicores) and memory (bytes): its zones' NRT
+/// `available`, capped by its allocatable minus its requests.
+fn node_free(zones: &[topoalign_engine::NumaUsage], allocatable: &[i64], used: &[i64]) -> (Free, Free) {
+    let node = |r: usize| {
+        let free = allocatable.get(r).copied().unwrap_or(0) - used.get(r).copied().unwrap_or(0);
+        u64::try_from(free).unwrap_or(0)
+    };
+    let to_u64 = |amount: i128| u64::try_from(amount).unwrap_or(if amount < 0 { 0 } else { u64::MAX });
+    let zone_cpu: Vec<u64> = zones.iter().map(|z| to_u64(z.available("cpu").milli())).collect();
+    let zone_memory: Vec<u64> = zones.iter().map(|z| to_u64(z.available("memory").value())).collect();
+    (Free::new(&zone_cpu, node(CPU)), Free::new(&zone_memory, node(MEMORY)))
 }
 
 /// A candidate's rank. The score is the kube-scheduler's
