@@ -328,6 +328,33 @@ pub fn numa_node(device: &Device, driver: &str) -> Option<i64> {
         .and_then(|a| a.int)
 }
 
+/// The devices of an allocated claim (its `status.allocation`), each with
+/// its NUMA node as [`numa_node`] reads it from `slices` (the newest
+/// generation of the device's pool).
+pub fn claim_devices(claim: &ResourceClaim, slices: &[ResourceSlice]) -> Vec<AllocatedDevice> {
+    devices_of(claim, slices)
+}
+
+/// The alignment rule: the devices DRA gave a pod (`devices`, allocated)
+/// that sit on a NUMA node the kubelet did not pin the pod's CPUs and
+/// memory to (`kubelet`), as `claim/request: device on NUMA node N`;
+/// `None` when nothing is pinned or nothing was allocated. A device that
+/// says no NUMA node is never counted.
+pub fn misaligned_devices(devices: &PodDevices, kubelet: &BTreeSet<usize>) -> Option<Vec<String>> {
+    (!kubelet.is_empty() && devices.outcome == "allocated").then(|| {
+        devices
+            .claims
+            .iter()
+            .flat_map(|claim| claim.devices.iter().map(move |d| (claim, d)))
+            .filter_map(|(claim, d)| {
+                let node = d.numa_node?;
+                let on_kubelet = usize::try_from(node).is_ok_and(|n| kubelet.contains(&n));
+                (!on_kubelet).then(|| format!("{}/{}: {} on NUMA node {node}", claim.name, d.request, d.device))
+            })
+            .collect::<Vec<_>>()
+    })
+}
+
 /// What DRA gave the pod of one `add` event, and whether its devices share
 /// the NUMA nodes of the CPUs and memory the kubelet pinned.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -374,19 +401,7 @@ pub fn walk<'p>(
                     kubelet.extend(placement.cpus.iter().flat_map(|cpus| cpus.iter()).filter_map(&cpu_numa));
                     kubelet.extend(placement.memory_numa.iter().flatten().copied());
                 }
-                let misaligned = (!kubelet.is_empty() && devices.outcome == "allocated").then(|| {
-                    devices
-                        .claims
-                        .iter()
-                        .flat_map(|claim| claim.devices.iter().map(move |d| (claim, d)))
-                        .filter_map(|(claim, d)| {
-                            let node = d.numa_node?;
-                            let on_kubelet = usize::try_from(node).is_ok_and(|n| kubelet.contains(&n));
-                            (!on_kubelet)
-                                .then(|| format!("{}/{}: {} on NUMA node {node}", claim.name, d.request, d.device))
-                        })
-                        .collect::<Vec<_>>()
-                });
+                let misaligned = misaligned_devices(&devices, &kubelet);
                 out.push(DraEventResult {
                     event: index,
                     devices,
