@@ -186,7 +186,7 @@ pub fn find_cpuset_mount(mountinfo: &str) -> Option<CpusetMount> {
 }
 
 /// mountinfo writes space, tab, newline and backslash as `\ooo` octal.
-fn unescape_mount_path(text: &str) -> String {
+pub(crate) fn unescape_mount_path(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

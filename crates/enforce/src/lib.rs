@@ -13,7 +13,10 @@
 //!   policy and parent-death signal applied between `fork` and `exec`);
 //! - [`process`]: which process holds an allocation, robust against pid
 //!   reuse and reboots;
-//! - [`gpu`]: the environment that makes only the allocated GPUs visible.
+//! - [`gpu`]: the environment that makes only the allocated GPUs visible;
+//! - [`observe`]: the read side — what the kernel applies to a process
+//!   (its cpuset cgroup, affinity, memory per NUMA node, devices), for
+//!   `topoalign verify`.
 //!
 //! Must not touch: allocation decisions (the engine's), the agent's state.
 //! Every `unsafe` block lives here and says why it is sound.
@@ -21,6 +24,7 @@
 pub mod cgroup;
 pub mod gpu;
 pub mod kernel;
+pub mod observe;
 pub mod process;
 pub mod spawn;
 

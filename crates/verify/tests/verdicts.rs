@@ -85,6 +85,8 @@ fn subject() -> Subject {
 
 /// (name, what is applied, what was decided, expected verdict, expected
 /// findings in words).
+type Case = (&'static str, Applied, Option<Decided>, Verdict, Vec<&'static str>);
+
 #[test]
 fn verdicts() {
     let with_cgroup = |mut a: Applied, path: &str, cgroup_cpus: &str| {
@@ -117,7 +119,7 @@ fn verdicts() {
         policy: Some(SingleNumaNode),
         not_enforced: false,
     };
-    let cases: Vec<(&str, Applied, Option<Decided>, Verdict, Vec<&str>)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "pinned as decided",
             applied("1-2", &[0], &[(0, 64 * MIB)]),
