@@ -16,6 +16,7 @@
 //! whole per-pod document.
 
 pub mod diagnose;
+pub mod dra;
 pub mod fixes;
 pub mod hints;
 pub mod report;

@@ -95,9 +95,29 @@ pub enum DraError {
     Claim { index: usize, message: String },
 }
 
+/// A pod's claim, resolved ([`DraState::resolve`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResolvedClaim {
+    /// The pod's name for it (`spec.resourceClaims[].name`).
+    pub name: String,
+    /// `namespace/name` of the ResourceClaim.
+    pub key: String,
+    pub claim: ResourceClaim,
+    pub source: ClaimSource,
+}
+
+/// Where a pod's claim comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClaimSource {
+    /// The ResourceClaim `namespace/name` the pod names.
+    Claim(String),
+    /// The ResourceClaimTemplate `namespace/name` the claim is made from.
+    Template(String),
+}
+
 /// The claims of the scenario as the replay goes: which are allocated, and
 /// which pods hold them.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct DraState {
     spec: DraSpec,
     release: String,
@@ -140,62 +160,11 @@ impl DraState {
             return Ok(None);
         }
         let pod_key = key_of(&pod.metadata);
-        let namespace = pod
-            .metadata
-            .namespace
-            .as_deref()
-            .filter(|n| !n.is_empty())
-            .unwrap_or("default");
-        let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
-        // (pod's name for it, claim key, claim).
-        let mut claims: Vec<(String, String, ResourceClaim)> = Vec::new();
-        for (index, reference) in references.iter().enumerate() {
-            let claim = match (&reference.resource_claim_name, &reference.resource_claim_template_name) {
-                (Some(name), _) => self
-                    .spec
-                    .resource_claims
-                    .iter()
-                    .find(|c| {
-                        c.metadata.name.as_deref() == Some(name)
-                            && key_of(&c.metadata).starts_with(&format!("{namespace}/"))
-                    })
-                    .cloned()
-                    .ok_or_else(|| DraError::Claim {
-                        index,
-                        message: format!("no ResourceClaim {namespace}/{name} in the dra block"),
-                    })?,
-                (None, Some(template)) => {
-                    let found = self
-                        .spec
-                        .resource_claim_templates
-                        .iter()
-                        .find(|t| {
-                            t.metadata.name.as_deref() == Some(template)
-                                && key_of(&t.metadata).starts_with(&format!("{namespace}/"))
-                        })
-                        .ok_or_else(|| DraError::Claim {
-                            index,
-                            message: format!("no ResourceClaimTemplate {namespace}/{template} in the dra block"),
-                        })?;
-                    ResourceClaim {
-                        metadata: ObjectMeta {
-                            name: Some(format!("{pod_name}-{}", reference.name)),
-                            namespace: Some(namespace.to_owned()),
-                            ..ObjectMeta::default()
-                        },
-                        spec: found.spec.as_ref().and_then(|s| s.spec.clone()),
-                        status: None,
-                    }
-                }
-                (None, None) => {
-                    return Err(DraError::Claim {
-                        index,
-                        message: "names neither resourceClaimName nor resourceClaimTemplateName".to_owned(),
-                    });
-                }
-            };
-            claims.push((reference.name.clone(), key_of(&claim.metadata), claim));
-        }
+        let claims: Vec<(String, String, ResourceClaim)> = self
+            .resolve(pod)?
+            .into_iter()
+            .map(|r| (r.name, r.key, r.claim))
+            .collect();
         let pending: Vec<ResourceClaim> = claims
             .iter()
             .filter(|(_, key, _)| !self.allocated.contains_key(key))
@@ -258,6 +227,133 @@ impl DraState {
             }
         }
         Ok(Some(result))
+    }
+
+    /// The claims a pod references, resolved as [`DraState::admit`] does:
+    /// a template gives the claim `<pod>-<claim>` in the pod's namespace,
+    /// a name gives the block's claim.
+    ///
+    /// # Errors
+    /// [`DraError`] when a claim or template the pod names is not in the
+    /// block.
+    pub fn resolve(&self, pod: &k8s_openapi::api::core::v1::Pod) -> Result<Vec<ResolvedClaim>, DraError> {
+        let references = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.resource_claims.as_deref())
+            .unwrap_or_default();
+        let namespace = pod
+            .metadata
+            .namespace
+            .as_deref()
+            .filter(|n| !n.is_empty())
+            .unwrap_or("default");
+        let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
+        let mut claims = Vec::new();
+        for (index, reference) in references.iter().enumerate() {
+            let (claim, source) = match (&reference.resource_claim_name, &reference.resource_claim_template_name) {
+                (Some(name), _) => {
+                    let claim = self
+                        .spec
+                        .resource_claims
+                        .iter()
+                        .find(|c| {
+                            c.metadata.name.as_deref() == Some(name)
+                                && key_of(&c.metadata).starts_with(&format!("{namespace}/"))
+                        })
+                        .cloned()
+                        .ok_or_else(|| DraError::Claim {
+                            index,
+                            message: format!("no ResourceClaim {namespace}/{name} in the dra block"),
+                        })?;
+                    let source = ClaimSource::Claim(key_of(&claim.metadata));
+                    (claim, source)
+                }
+                (None, Some(template)) => {
+                    let found = self
+                        .spec
+                        .resource_claim_templates
+                        .iter()
+                        .find(|t| {
+                            t.metadata.name.as_deref() == Some(template)
+                                && key_of(&t.metadata).starts_with(&format!("{namespace}/"))
+                        })
+                        .ok_or_else(|| DraError::Claim {
+                            index,
+                            message: format!("no ResourceClaimTemplate {namespace}/{template} in the dra block"),
+                        })?;
+                    let claim = ResourceClaim {
+                        metadata: ObjectMeta {
+                            name: Some(format!("{pod_name}-{}", reference.name)),
+                            namespace: Some(namespace.to_owned()),
+                            ..ObjectMeta::default()
+                        },
+                        spec: found.spec.as_ref().and_then(|s| s.spec.clone()),
+                        status: None,
+                    };
+                    (claim, ClaimSource::Template(key_of(&found.metadata)))
+                }
+                (None, None) => {
+                    return Err(DraError::Claim {
+                        index,
+                        message: "names neither resourceClaimName nor resourceClaimTemplateName".to_owned(),
+                    });
+                }
+            };
+            claims.push(ResolvedClaim {
+                name: reference.name.clone(),
+                key: key_of(&claim.metadata),
+                claim,
+                source,
+            });
+        }
+        Ok(claims)
+    }
+
+    /// The block.
+    pub fn spec(&self) -> &DraSpec {
+        &self.spec
+    }
+
+    /// The block, to change (a counterfactual: the claims allocated stay).
+    pub fn spec_mut(&mut self) -> &mut DraSpec {
+        &mut self.spec
+    }
+
+    /// The release whose allocator decides ("1.37").
+    pub fn release(&self) -> &str {
+        &self.release
+    }
+
+    /// The node as the scheduler sees it.
+    pub fn scheduler_node(&self) -> Node {
+        self.node()
+    }
+
+    /// The claims allocated now (with `status.allocation`), in key order.
+    pub fn allocated_claims(&self) -> Vec<ResourceClaim> {
+        self.allocated.values().map(|(claim, _)| claim.clone()).collect()
+    }
+
+    /// Whether the claim `namespace/name` is allocated now.
+    pub fn is_allocated(&self, key: &str) -> bool {
+        self.allocated.contains_key(key)
+    }
+
+    /// Takes the block's claims that carry `status.allocation` as
+    /// allocated already (a live cluster's claims, `kubectl get
+    /// resourceclaims -o yaml`), held until the end.
+    pub fn hold_allocated(&mut self) {
+        for claim in &self.spec.resource_claims {
+            let allocated = claim.status.as_ref().is_some_and(|s| s.allocation.is_some());
+            if allocated {
+                let key = key_of(&claim.metadata);
+                self.allocated.insert(
+                    key.clone(),
+                    (claim.clone(), BTreeSet::from([format!("(allocated) {key}")])),
+                );
+            }
+        }
     }
 
     /// A pod left the node: claims no pod holds any more are freed.
@@ -374,6 +470,21 @@ pub struct DraEventResult {
     pub misaligned: Option<Vec<String>>,
 }
 
+/// The NUMA nodes of the exclusive CPUs and pinned memory of a pod's
+/// containers, as the kubelet placed them (`cpu_numa`: a CPU's NUMA node);
+/// empty when it pinned nothing.
+pub fn pinned_numa_nodes(
+    placements: &[topoalign_engine::ContainerPlacement],
+    cpu_numa: impl Fn(u32) -> Option<usize>,
+) -> BTreeSet<usize> {
+    let mut nodes = BTreeSet::new();
+    for placement in placements {
+        nodes.extend(placement.cpus.iter().flat_map(|cpus| cpus.iter()).filter_map(&cpu_numa));
+        nodes.extend(placement.memory_numa.iter().flatten().copied());
+    }
+    nodes
+}
+
 /// The pods' DRA allocations over a scenario's events: `adds[i]` is the pod
 /// of event `i` (an `add`), `deletes[i]` the `namespace/name` an event
 /// deletes; `containers[i]` what the kubelet pinned for the pod of event
@@ -396,11 +507,7 @@ pub fn walk<'p>(
                 let Some(devices) = state.admit(pod).map_err(|e| (index, e))? else {
                     continue;
                 };
-                let mut kubelet: BTreeSet<usize> = BTreeSet::new();
-                for placement in placements {
-                    kubelet.extend(placement.cpus.iter().flat_map(|cpus| cpus.iter()).filter_map(&cpu_numa));
-                    kubelet.extend(placement.memory_numa.iter().flatten().copied());
-                }
+                let kubelet = pinned_numa_nodes(placements, &cpu_numa);
                 let misaligned = misaligned_devices(&devices, &kubelet);
                 out.push(DraEventResult {
                     event: index,
@@ -428,4 +535,115 @@ pub enum DraEventInput<'p> {
     Delete { pod: &'p str },
     /// Anything else.
     Other,
+}
+
+/// Why a file of DRA manifests cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ManifestError {
+    #[error("document {document}: {message}")]
+    Document { document: usize, message: String },
+    #[error("document {document}: {kind} {name}: {path}: {message}")]
+    Field {
+        document: usize,
+        kind: String,
+        name: String,
+        path: String,
+        message: String,
+    },
+}
+
+impl DraSpec {
+    /// The block made of Kubernetes manifests — `DeviceClass`,
+    /// `ResourceSlice`, `ResourceClaim` (with `status.allocation` when
+    /// allocated already), `ResourceClaimTemplate`, one `Node`, and `List`s
+    /// of them (`kubectl get deviceclasses,resourceslices,resourceclaims
+    /// -A -o yaml`) — in YAML documents or JSON. Other kinds are skipped
+    /// and returned by kind and name.
+    ///
+    /// # Errors
+    /// [`ManifestError`] naming the document (1-based), the object and the
+    /// field.
+    pub fn from_manifests(text: &str) -> Result<(DraSpec, Vec<String>), ManifestError> {
+        let mut spec = DraSpec::default();
+        let mut skipped = Vec::new();
+        for (index, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+            let document_number = index + 1;
+            let value = serde_json::Value::deserialize(document).map_err(|e| ManifestError::Document {
+                document: document_number,
+                message: e.to_string(),
+            })?;
+            let mut objects = vec![value];
+            while let Some(value) = objects.pop() {
+                if value.is_null() {
+                    continue;
+                }
+                let kind = value
+                    .get("kind")
+                    .and_then(|k| k.as_str())
+                    .unwrap_or_default()
+                    .to_owned();
+                let name = value
+                    .pointer("/metadata/name")
+                    .and_then(|n| n.as_str())
+                    .unwrap_or_default()
+                    .to_owned();
+                fn read<T: serde::de::DeserializeOwned>(
+                    value: serde_json::Value,
+                    document: usize,
+                    kind: &str,
+                    name: &str,
+                ) -> Result<T, ManifestError> {
+                    serde_path_to_error::deserialize(value).map_err(|e| ManifestError::Field {
+                        document,
+                        kind: kind.to_owned(),
+                        name: name.to_owned(),
+                        path: e.path().to_string(),
+                        message: e.inner().to_string(),
+                    })
+                }
+                match kind.as_str() {
+                    "List"
+                    | "DeviceClassList"
+                    | "ResourceSliceList"
+                    | "ResourceClaimList"
+                    | "ResourceClaimTemplateList" => {
+                        let items = value
+                            .get("items")
+                            .and_then(|i| i.as_array())
+                            .cloned()
+                            .unwrap_or_default();
+                        objects.extend(items.into_iter().rev());
+                    }
+                    "DeviceClass" => spec.device_classes.push(read(value, document_number, &kind, &name)?),
+                    "ResourceSlice" => spec.resource_slices.push(read(value, document_number, &kind, &name)?),
+                    "ResourceClaim" => spec.resource_claims.push(read(value, document_number, &kind, &name)?),
+                    "ResourceClaimTemplate" => {
+                        spec.resource_claim_templates
+                            .push(read(value, document_number, &kind, &name)?);
+                    }
+                    "Node" if spec.node.is_none() => spec.node = Some(read(value, document_number, &kind, &name)?),
+                    "" => {
+                        return Err(ManifestError::Document {
+                            document: document_number,
+                            message: "an object without kind".to_owned(),
+                        });
+                    }
+                    _ => skipped.push(format!("document {document_number}: {kind} {name}")),
+                }
+            }
+        }
+        Ok((spec, skipped))
+    }
+
+    /// This block with `other`'s objects added after its own (`other`'s
+    /// node when this one names none).
+    pub fn extend(&mut self, other: DraSpec) {
+        if self.node.is_none() {
+            self.node = other.node;
+        }
+        self.device_classes.extend(other.device_classes);
+        self.resource_slices.extend(other.resource_slices);
+        self.resource_claims.extend(other.resource_claims);
+        self.resource_claim_templates.extend(other.resource_claim_templates);
+    }
 }
