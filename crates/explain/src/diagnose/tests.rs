@@ -11,6 +11,7 @@ use topoalign_engine::Node;
 use topoalign_k8s::{ManifestOptions, ManifestPod, read_manifests};
 
 use super::*;
+use topoalign_podresources::{Allocatable, allocatable_of};
 
 fn testdata() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata")

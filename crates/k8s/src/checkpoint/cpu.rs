@@ -56,6 +56,44 @@ impl CpuCheckpoint {
         envelope::read_data_layer_direct(bytes).map_or_else(|| Self::parse_tree(bytes), Ok)
     }
 
+    /// Reads the file's bytes as the kubelet release `reading` describes
+    /// reads them ([`Reading`]): [`Self::parse`] for v1.37; before, the
+    /// `data` layer unread, and the v3 layout (`podEntries`) only in v1.36
+    /// with `PodLevelResourceManagers` — otherwise the v2 struct's checksum
+    /// is the one verified.
+    ///
+    /// # Errors
+    /// As [`Self::parse`].
+    ///
+    /// [`Reading`]: super::Reading
+    pub fn parse_for(bytes: &[u8], reading: super::Reading) -> Result<CpuCheckpoint, CheckpointError> {
+        if reading.data_layer {
+            return Self::parse(bytes);
+        }
+        let value = go_json::parse(bytes)?;
+        if let Ok(v1) = decode_v1(&value) {
+            return v1.migrate();
+        }
+        let mut checkpoint = decode_v2(&value)?;
+        checkpoint.data = None;
+        checkpoint.version = 2;
+        if checkpoint.checksum != 0 {
+            if reading.pod_entries {
+                checkpoint.version = 3;
+                if u64::from(checkpoint.computed_checksum()) != checkpoint.checksum {
+                    checkpoint.version = 2;
+                }
+            }
+            if checkpoint.version == 2 {
+                verify_checksum(checkpoint.checksum, checkpoint.computed_checksum())?;
+            }
+        }
+        if checkpoint.version == 2 {
+            checkpoint.pod_entries.clear();
+        }
+        Ok(checkpoint)
+    }
+
     /// [`Self::parse`] through the generic tree, every layout and every
     /// error: the reference the direct reading of the data layout agrees
     /// with.

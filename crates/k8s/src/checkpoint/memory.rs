@@ -69,6 +69,34 @@ impl MemoryCheckpoint {
         envelope::read_data_layer_direct(bytes).map_or_else(|| Self::parse_tree(bytes), Ok)
     }
 
+    /// Reads the file's bytes as the kubelet release `reading` describes
+    /// reads them ([`Reading`]): [`Self::parse`] for v1.37; before, the
+    /// `data` layer unread, and the v2 layout (`podEntries`) only in v1.36
+    /// with `PodLevelResourceManagers` — otherwise the v1 struct's checksum
+    /// is the one verified.
+    ///
+    /// # Errors
+    /// As [`Self::parse`].
+    ///
+    /// [`Reading`]: super::Reading
+    pub fn parse_for(bytes: &[u8], reading: super::Reading) -> Result<MemoryCheckpoint, CheckpointError> {
+        if reading.data_layer {
+            return Self::parse(bytes);
+        }
+        let value = go_json::parse(bytes)?;
+        let mut checkpoint = decode(&value)?;
+        checkpoint.data = None;
+        checkpoint.version = if reading.pod_entries { 2 } else { 1 };
+        if checkpoint.version == 2 && u64::from(checkpoint.computed_checksum()) != checkpoint.checksum {
+            checkpoint.version = 1;
+        }
+        if checkpoint.version == 1 {
+            verify_checksum(checkpoint.checksum, checkpoint.computed_checksum())?;
+            checkpoint.pod_entries = Some(BTreeMap::new());
+        }
+        Ok(checkpoint)
+    }
+
     /// [`Self::parse`] through the generic tree, every layout and every
     /// error: the reference the direct reading of the data layout agrees
     /// with.

@@ -99,6 +99,45 @@ pub use device::{DEVICE_CHECKPOINT, DeviceCheckpoint, DeviceEntry};
 pub use memory::{BlockEntry, MemoryCheckpoint, NumaNodeEntry};
 pub use spew::fnv32a;
 
+use topoalign_model::{FeatureGates, KubeletVersion};
+
+/// Which layouts a kubelet release reads from a CPU or memory checkpoint
+/// file, whatever layout wrote it (a file left by a newer kubelet, after a
+/// rollback; a copy diagnosed as an older release would read it).
+///
+/// - `data_layer` (v1.37): `data` with `dataChecksum` is authoritative
+///   when set; the fields beside it are not read. Before v1.37 the
+///   kubelet's structs have no such members and Go's decoder skips them:
+///   the older fields (kept in the file for that reason) are all it reads,
+///   verified by their own `checksum`.
+/// - `pod_entries` (v1.36 with `PodLevelResourceManagers`, and v1.37): the
+///   CPU v3 / memory v2 struct (`podEntries`, in its checksum) is tried
+///   first. Without it the kubelet decodes only the CPU v2 / memory v1
+///   struct and verifies that struct's checksum: a v1.36 file written with
+///   the gate on (whose checksum covers `podEntries`) does not verify.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reading {
+    pub data_layer: bool,
+    pub pod_entries: bool,
+}
+
+impl Reading {
+    /// What v1.37 reads: every layout ([`CpuCheckpoint::parse`]).
+    pub const LATEST: Reading = Reading {
+        data_layer: true,
+        pod_entries: true,
+    };
+
+    /// What the kubelet of `version` with `gates` reads.
+    pub fn of(version: KubeletVersion, gates: &FeatureGates) -> Reading {
+        let data_layer = version.at_least(KubeletVersion::V1_37);
+        Reading {
+            data_layer,
+            pod_entries: data_layer || gates.pod_level_managers(version),
+        }
+    }
+}
+
 /// The CPU manager's checkpoint file name in the kubelet's root directory.
 pub const CPU_MANAGER_STATE: &str = "cpu_manager_state";
 /// The memory manager's checkpoint file name.
