@@ -190,3 +190,54 @@ fn a_kubelet_that_would_not_start_is_an_error_naming_the_entry() {
         "{text}"
     );
 }
+
+#[test]
+fn failed_pods_are_named_with_their_reason() {
+    let fleet = common::fleet_text(1, 1);
+    let pod = |name: &str, cpu: u32| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers:\n    - name: c\n      resources: {{limits: {{cpu: \"{cpu}\", memory: 1Gi}}}}\n"
+        )
+    };
+    // 20 CPUs: room on both nodes, but no NUMA node has 20; 100: no room.
+    let workload = [pod("wide", 20), pod("huge", 100)].join("---\n");
+    let fleet = Fleet::parse(&fleet, |_| Err("no files".into())).expect("a valid fleet");
+    let workload = Workload::parse(&workload).expect("a valid workload");
+    let options = Options {
+        policies: vec![topoalign_engine::TopologyPolicyName::SingleNumaNode],
+        ..Options::default()
+    };
+    let runs = simulate(&fleet, &workload, &options, &|_| {})
+        .expect("runs")
+        .report
+        .runs;
+    let outcome = |scheduler: &str| {
+        let run = runs.iter().find(|r| r.scheduler == scheduler).expect("run");
+        let named = |list: &[topoalign_fleet::PodOutcome]| {
+            list.iter()
+                .map(|p| format!("{}: {}", p.pod, p.reason))
+                .collect::<Vec<_>>()
+        };
+        (named(&run.rejected_pods), named(&run.unplaced_pods))
+    };
+    let (rejected, unplaced) = outcome("unaware");
+    assert_eq!(rejected, ["default/wide: TopologyAffinityError"]);
+    assert_eq!(unplaced, ["default/huge: no node has room for its requests"]);
+    let (rejected, unplaced) = outcome("exact");
+    assert!(rejected.is_empty(), "{rejected:?}");
+    assert_eq!(
+        unplaced,
+        [
+            "default/wide: the kubelet would reject it on every node with room",
+            "default/huge: no node has room for its requests"
+        ]
+    );
+    let (_, unplaced) = outcome("nrt");
+    assert_eq!(
+        unplaced,
+        [
+            "default/wide: NodeResourceTopologyMatch refused every node with room",
+            "default/huge: no node has room for its requests"
+        ]
+    );
+}

@@ -68,6 +68,10 @@ struct Run<'a> {
     node_pods: Vec<Vec<u32>>,
     placed: Vec<Option<u32>>,
     logs: Option<Vec<Vec<Event>>>,
+    /// Per requirement: classes the filter turned down and
+    /// [`ClassTable::drop_candidate`] took out of its fitting set (they had
+    /// room, and keep it while they live).
+    dropped: Vec<Vec<ClassId>>,
 }
 
 pub(crate) fn run(input: RunInput<'_>, progress: &(dyn Fn(u64) + Sync)) -> RunOutput {
@@ -94,6 +98,7 @@ pub(crate) fn run(input: RunInput<'_>, progress: &(dyn Fn(u64) + Sync)) -> RunOu
         node_pods: vec![Vec::new(); nodes],
         placed: vec![None; input.workload.pods.len()],
         logs: input.keep_logs.then(|| vec![Vec::new(); nodes]),
+        dropped: vec![Vec::new(); input.shapes.requirements.len()],
     };
     let mut report = RunReport::default();
     let mut reasons: BTreeMap<u32, usize> = BTreeMap::new();
@@ -262,6 +267,7 @@ impl Run<'_> {
             }
             if self.input.shapes.one_per_shape {
                 self.table.drop_candidate(key.2, q);
+                self.dropped[q].push(key.2);
             } else {
                 after[best_group] = Some(key);
             }
@@ -282,9 +288,14 @@ impl Run<'_> {
     /// Why no node took a pod of `shape`: no node had room for its
     /// requests, or some had and the scheduler's filter turned them all
     /// down.
-    fn why_unplaced(&self, shape: u32) -> Unplaced {
-        let room =
-            self.input.scheduler != Scheduler::Unaware && self.table.live.iter().any(|row| self.fits(row.class, shape));
+    ///
+    /// The live classes with room for the pod are in its fitting sets, or
+    /// were taken out of them by the filter.
+    fn why_unplaced(&mut self, shape: u32) -> Unplaced {
+        let q = self.input.shapes.shapes[shape as usize].requirement;
+        let table = &self.table;
+        self.dropped[q].retain(|&c| table.row(c).is_some());
+        let room = !self.dropped[q].is_empty() || table.fitting.iter().any(|sets| !sets[q].is_empty());
         if room { Unplaced::Filtered } else { Unplaced::NoRoom }
     }
 
