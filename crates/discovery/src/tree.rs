@@ -8,11 +8,14 @@
 //!
 //! Every read is bounded by the size of what a real machine holds, not by
 //! what a file claims: a file inside a directory tree must be a regular file
-//! (opened non-blocking and its type checked on the descriptor, by
-//! `topoalign-files`, so a FIFO cannot block and a
+//! (its type is checked before it is opened, so a FIFO cannot block and a
 //! link to `/dev/zero` cannot fill memory) of at most [`MAX_FILE_BYTES`];
-//! an archive member is at most as large, and the archive itself (packed
-//! and unpacked) at most [`MAX_INPUT_BYTES`].
+//! an archive member is at most as large, and the archive file at most
+//! [`MAX_INPUT_BYTES`]. An archive is decompressed *while* it is unpacked,
+//! never in full first, and its [`Limits`] — decompressed bytes, bytes
+//! kept, entries, path length, and the xz decoder's memory — are checked
+//! as the stream goes: a decompression bomb stops at the first bound it
+//! passes, naming the archive, in the time and memory of that bound.
 
 use std::collections::{BTreeSet, HashMap};
 use std::io::{self, Read};
@@ -44,17 +47,47 @@ const MAX_LINKS: usize = 40;
 pub(crate) const MAX_FILE_BYTES: u64 = 16 << 20;
 
 /// The largest file a person names (a capture archive, an hwloc export, a
-/// scenario), and the most an archive may unpack to (tar headers
-/// included). Captures of the largest machines in the test set unpack to a
-/// few MiB; this leaves room for machines a hundred times larger and stops
-/// a decompression bomb long before it exhausts memory.
+/// scenario).
 pub(crate) const MAX_INPUT_BYTES: u64 = 512 << 20;
+
+/// What unpacking one archive may cost. The largest capture in the test
+/// set (`ocp-bm-master`, a 2-socket server) is a 20 MB tar stream of
+/// 19,034 entries holding 3.2 MB of file contents and 0.7 MB of paths,
+/// the longest 88 bytes; the defaults leave ten times that or more, and
+/// keep a bomb under about 100 MB resident and a second of work.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    /// Decompressed bytes read (the tar stream: headers, padding and
+    /// members skipped included).
+    pub stream: u64,
+    /// Bytes kept in memory: contents, paths and link targets, and
+    /// [`ENTRY_OVERHEAD`] per entry.
+    pub kept: u64,
+    /// Tar entries.
+    pub entries: u64,
+    /// Bytes in one path or link target (Linux's `PATH_MAX`).
+    pub path: usize,
+    /// The xz decoder's memory (its dictionary), in KiB: `xz -8` (32 MiB)
+    /// and below; `xz -9` (64 MiB) is refused.
+    pub xz_memory_kib: u32,
+}
+
+/// What one kept entry costs beside its bytes (map slots and strings).
+const ENTRY_OVERHEAD: u64 = 128;
+
+/// The bounds every archive is unpacked within.
+pub(crate) const LIMITS: Limits = Limits {
+    stream: 128 << 20,
+    kept: 48 << 20,
+    entries: 250_000,
+    path: 4096,
+    xz_memory_kib: 40 << 10,
+};
 
 /// Reads a whole file of at most `limit` bytes.
 ///
-/// With `regular_only`, anything but a regular file is refused without
-/// blocking (`topoalign_files::read_regular`: opened non-blocking, its
-/// type checked on the open descriptor): opening a FIFO blocks until a
+/// With `regular_only`, anything but a regular file (after following
+/// links) is refused *before it is opened*: opening a FIFO blocks until a
 /// writer appears, and a device such as `/dev/zero` never ends. Without it
 /// (a path a person named, which may be `<(command)`), the size bound alone
 /// keeps the read finite.
@@ -64,10 +97,23 @@ pub(crate) const MAX_INPUT_BYTES: u64 = 512 << 20;
 /// one larger than `limit`.
 pub(crate) fn read_bounded(path: &Path, limit: u64, regular_only: bool) -> io::Result<Vec<u8>> {
     if regular_only {
-        topoalign_files::read_regular(path, limit, topoalign_files::Links::Follow)
-    } else {
-        topoalign_files::read_any(path, limit)
+        let metadata = std::fs::metadata(path)?;
+        if !metadata.is_file() {
+            let kind = if metadata.is_dir() {
+                "a directory"
+            } else {
+                "not a regular file (a device, FIFO or socket)"
+            };
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, kind));
+        }
     }
+    let file = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(limit));
+    }
+    Ok(bytes)
 }
 
 fn too_large(limit: u64) -> io::Error {
@@ -222,17 +268,20 @@ fn absent(error: &io::Error) -> bool {
 }
 
 impl ArchiveTree {
-    /// Decompresses (by magic bytes, not by name) and unpacks an archive.
+    /// Decompresses (by magic bytes, not by name) and unpacks an archive
+    /// within [`LIMITS`].
     ///
     /// # Errors
     /// [`DiscoveryError::Archive`] naming the archive for anything that is
-    /// not a complete tar archive.
+    /// not a complete tar archive, or passes a bound.
     fn unpack(path: &Path, bytes: &[u8]) -> Result<ArchiveTree, DiscoveryError> {
-        ArchiveTree::unpack_limited(path, bytes, MAX_INPUT_BYTES)
+        ArchiveTree::unpack_limited(path, bytes, &LIMITS)
     }
 
-    /// [`ArchiveTree::unpack`] with `limit` unpacked bytes at most.
-    fn unpack_limited(path: &Path, bytes: &[u8], limit: u64) -> Result<ArchiveTree, DiscoveryError> {
+    /// [`ArchiveTree::unpack`] within `limits`. The decompressor is read as
+    /// the tar reader asks, through [`Bounded`]: nothing is decompressed
+    /// ahead of what is unpacked.
+    fn unpack_limited(path: &Path, bytes: &[u8], limits: &Limits) -> Result<ArchiveTree, DiscoveryError> {
         let archive_error = |detail: String| DiscoveryError::Archive {
             path: path.to_path_buf(),
             detail,
@@ -246,16 +295,21 @@ impl ArchiveTree {
         };
         tree.dirs.insert(String::new(), BTreeSet::new());
         let result = if bytes.starts_with(&[0x1f, 0x8b]) {
-            tree.read_tar(Bounded::new(flate2::read::MultiGzDecoder::new(bytes), limit))
+            tree.read_tar(
+                Bounded::new(flate2::read::MultiGzDecoder::new(bytes), limits.stream),
+                limits,
+            )
         } else if bytes.starts_with(b"BZh") {
-            tree.read_tar(Bounded::new(bzip2::read::MultiBzDecoder::new(bytes), limit))
+            tree.read_tar(
+                Bounded::new(bzip2::read::MultiBzDecoder::new(bytes), limits.stream),
+                limits,
+            )
         } else if bytes.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
-            let mut plain = Bounded::new(Vec::new(), limit);
-            lzma_rs::xz_decompress(&mut io::BufReader::new(bytes), &mut plain)
-                .map_err(|e| archive_error(format!("xz: {e}")))?;
-            tree.read_tar(plain.inner.as_slice())
+            let xz = lzma_rust2::XzReader::new_mem_limit(bytes, true, limits.xz_memory_kib);
+            tree.read_tar(Bounded::new(xz, limits.stream), limits)
+                .map_err(|e| xz_error(e, limits))
         } else if bytes.get(257..262) == Some(b"ustar") {
-            tree.read_tar(Bounded::new(bytes, limit))
+            tree.read_tar(Bounded::new(bytes, limits.stream), limits)
         } else {
             return Err(archive_error(
                 "not a tar archive (.tar, .tar.gz, .tgz, .tar.bz2 or .tar.xz) nor a directory".into(),
@@ -268,11 +322,17 @@ impl ArchiveTree {
         Ok(tree)
     }
 
-    fn read_tar<R: Read>(&mut self, reader: R) -> io::Result<()> {
+    fn read_tar<R: Read>(&mut self, reader: R, limits: &Limits) -> io::Result<()> {
         let mut archive = tar::Archive::new(reader);
+        let mut budget = Budget {
+            limits,
+            kept: 0,
+            entries: 0,
+        };
         for entry in archive.entries()? {
             let entry = entry?;
             let raw = entry.path()?.to_string_lossy().into_owned();
+            budget.entry(&raw)?;
             let Some(path) = normalize(&raw) else {
                 continue;
             };
@@ -281,12 +341,14 @@ impl ArchiveTree {
                 self.add_dir(&path);
             } else if kind.is_symlink() {
                 if let Some(target) = entry.link_name()? {
-                    self.symlinks
-                        .insert(path.clone(), target.to_string_lossy().into_owned());
+                    let target = target.to_string_lossy().into_owned();
+                    budget.link(&path, &target)?;
+                    self.symlinks.insert(path.clone(), target);
                     self.add_parents(&path);
                 }
             } else if kind.is_hard_link() {
                 if let Some(target) = entry.link_name()?.and_then(|t| normalize(&t.to_string_lossy())) {
+                    budget.link(&path, &target)?;
                     self.hardlinks.insert(path.clone(), target);
                     self.add_parents(&path);
                 }
@@ -299,6 +361,7 @@ impl ArchiveTree {
                         format!("{path}: {size} bytes, {}", too_large(MAX_FILE_BYTES)),
                     ));
                 }
+                budget.keep(&path, size)?;
                 let mut content = Vec::new();
                 entry.take(MAX_FILE_BYTES).read_to_end(&mut content)?;
                 self.files.insert(path.clone(), content);
@@ -367,48 +430,123 @@ impl ArchiveTree {
     }
 }
 
-/// A decompressed stream (reader) or buffer (writer) that fails, rather
-/// than ends, once it passes `limit` bytes: a truncated stream would be
-/// misreported as a broken archive.
-struct Bounded<T> {
-    inner: T,
+/// A decompressed stream that fails, rather than ends, once it passes
+/// `limit` bytes: a truncated stream would be misreported as a broken
+/// archive. It asks the decompressor for no more than the limit allows, so
+/// nothing past it is ever decompressed.
+struct Bounded<R> {
+    inner: R,
     seen: u64,
     limit: u64,
 }
 
-impl<T> Bounded<T> {
-    fn new(inner: T, limit: u64) -> Bounded<T> {
+impl<R> Bounded<R> {
+    fn new(inner: R, limit: u64) -> Bounded<R> {
         Bounded { inner, seen: 0, limit }
-    }
-
-    fn count(&mut self, n: usize) -> io::Result<usize> {
-        self.seen += n as u64;
-        if self.seen > self.limit {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("unpacks to more than {} bytes, more than any real capture", self.limit),
-            ));
-        }
-        Ok(n)
     }
 }
 
 impl<R: Read> Read for Bounded<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.count(n)
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let room = self.limit - self.seen;
+        if room == 0 {
+            // At the limit: one byte more means past it.
+            let mut probe = [0u8; 1];
+            return match self.inner.read(&mut probe)? {
+                0 => Ok(0),
+                _ => Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "unpacks to more than {} bytes, more than any real capture (a decompression bomb?)",
+                        self.limit
+                    ),
+                )),
+            };
+        }
+        let want = buf.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..want])?;
+        self.seen += n as u64;
+        Ok(n)
     }
 }
 
-impl io::Write for Bounded<Vec<u8>> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.count(buf.len())?;
-        self.inner.extend_from_slice(buf);
-        Ok(buf.len())
+/// What the entries read so far keep, against [`Limits`].
+struct Budget<'a> {
+    limits: &'a Limits,
+    kept: u64,
+    entries: u64,
+}
+
+impl Budget<'_> {
+    fn refuse(what: String) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidInput, what)
     }
 
-    fn flush(&mut self) -> io::Result<()> {
+    /// One more entry named `raw`.
+    fn entry(&mut self, raw: &str) -> io::Result<()> {
+        self.entries += 1;
+        if self.entries > self.limits.entries {
+            return Err(Budget::refuse(format!(
+                "more than {} entries, more than any real capture",
+                self.limits.entries
+            )));
+        }
+        self.path(raw)?;
+        self.add(raw, ENTRY_OVERHEAD + raw.len() as u64)
+    }
+
+    fn path(&self, path: &str) -> io::Result<()> {
+        if path.len() > self.limits.path {
+            let start: String = path.chars().take(80).collect();
+            return Err(Budget::refuse(format!(
+                "{start}...: a path of {} bytes, longer than {} (PATH_MAX)",
+                path.len(),
+                self.limits.path
+            )));
+        }
         Ok(())
+    }
+
+    /// A link at `path` to `target`.
+    fn link(&mut self, path: &str, target: &str) -> io::Result<()> {
+        self.path(target)?;
+        self.add(path, target.len() as u64)
+    }
+
+    /// A file of `size` bytes at `path`, counted before it is read.
+    fn keep(&mut self, path: &str, size: u64) -> io::Result<()> {
+        self.add(path, size)
+    }
+
+    fn add(&mut self, path: &str, bytes: u64) -> io::Result<()> {
+        self.kept += bytes;
+        if self.kept > self.limits.kept {
+            return Err(Budget::refuse(format!(
+                "{path}: the files so far hold more than {} MiB, more than any real capture (a decompression \
+                 bomb?)",
+                self.limits.kept >> 20
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The xz decoder's refusal of a dictionary larger than the limit, said
+/// for a person; other errors as they are.
+fn xz_error(error: io::Error, limits: &Limits) -> io::Error {
+    if error.kind() == io::ErrorKind::OutOfMemory {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "xz: the stream needs more than {} MiB to decompress (made with xz -9?); recompress it with xz -6",
+                limits.xz_memory_kib >> 10
+            ),
+        )
+    } else {
+        error
     }
 }
 
@@ -487,6 +625,38 @@ mod tests {
         );
     }
 
+    fn gz(bytes: &[u8]) -> Vec<u8> {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        io::Write::write_all(&mut gz, bytes).unwrap();
+        gz.finish().unwrap()
+    }
+
+    fn bz2(bytes: &[u8]) -> Vec<u8> {
+        let mut bz = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+        io::Write::write_all(&mut bz, bytes).unwrap();
+        bz.finish().unwrap()
+    }
+
+    fn xz(bytes: &[u8]) -> Vec<u8> {
+        let mut xz = lzma_rust2::XzWriter::new(Vec::new(), lzma_rust2::XzOptions::with_preset(1)).unwrap();
+        io::Write::write_all(&mut xz, bytes).unwrap();
+        xz.finish().unwrap()
+    }
+
+    /// `tar` compressed every way an archive may be.
+    fn every_format(tar: &[u8]) -> [(&'static str, Vec<u8>); 4] {
+        [
+            ("m.tar", tar.to_vec()),
+            ("m.tgz", gz(tar)),
+            ("m.tar.bz2", bz2(tar)),
+            ("m.tar.xz", xz(tar)),
+        ]
+    }
+
+    fn limits(stream: u64) -> Limits {
+        Limits { stream, ..LIMITS }
+    }
+
     #[test]
     fn unpacking_stops_at_the_limit_in_every_format() {
         let member = vec![0u8; 64 << 10];
@@ -495,21 +665,18 @@ mod tests {
             .collect();
         let entries: Vec<(&str, Option<&str>, &[u8])> = entries.iter().map(|(p, l, c)| (p.as_str(), *l, *c)).collect();
         let tar = tar_of(&entries);
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        io::Write::write_all(&mut gz, &tar).unwrap();
-        let mut xz = Vec::new();
-        lzma_rs::xz_compress(&mut io::Cursor::new(&tar), &mut xz).unwrap();
-        for (name, bytes) in [
-            ("m.tar", tar.clone()),
-            ("m.tgz", gz.finish().unwrap()),
-            ("m.tar.xz", xz),
-        ] {
+        for (name, bytes) in every_format(&tar) {
             // The whole archive is about 1.3 MiB unpacked.
             assert!(
-                ArchiveTree::unpack_limited(Path::new(name), &bytes, 4 << 20).is_ok(),
+                ArchiveTree::unpack_limited(Path::new(name), &bytes, &limits(4 << 20)).is_ok(),
                 "{name}"
             );
-            let error = ArchiveTree::unpack_limited(Path::new(name), &bytes, 1 << 20)
+            // Exactly the stream's length passes; a byte less does not.
+            assert!(
+                ArchiveTree::unpack_limited(Path::new(name), &bytes, &limits(tar.len() as u64)).is_ok(),
+                "{name}"
+            );
+            let error = ArchiveTree::unpack_limited(Path::new(name), &bytes, &limits(1 << 20))
                 .err()
                 .unwrap();
             assert!(
@@ -517,6 +684,109 @@ mod tests {
                 "{name}: {error}"
             );
         }
+    }
+
+    /// A tar header block of `kind` named `name` claiming `size` bytes.
+    fn header(name: &str, kind: tar::EntryType, size: u64) -> Vec<u8> {
+        let mut header = tar::Header::new_gnu();
+        header.set_path(name).unwrap();
+        header.set_entry_type(kind);
+        header.set_size(size);
+        header.set_mode(0o644);
+        header.set_cksum();
+        header.as_bytes().to_vec()
+    }
+
+    /// A compressed stream of `mib` MiB of zeros, made by compressing one
+    /// MiB once and concatenating it (gzip and xz streams may be
+    /// concatenated, and a decoder reads them as one).
+    fn zeros(compress: fn(&[u8]) -> Vec<u8>, mib: usize) -> Vec<u8> {
+        compress(&vec![0u8; 1 << 20]).repeat(mib)
+    }
+
+    /// Writes `bytes` to a file named `name` in `dir` and opens it as a
+    /// tree: the error, as a person reads it.
+    fn open_error(dir: &Path, name: &str, bytes: &[u8]) -> String {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        match Tree::open(&path) {
+            Ok(_) => panic!("{name}: a bomb was unpacked"),
+            Err(error) => error.to_string(),
+        }
+    }
+
+    /// An `.tar.xz` capture was decompressed in full before the bound saw
+    /// it (a 0.5 MB file reached 6 GB resident; issue 32). A FIFO entry
+    /// claiming 1 GiB, followed by zeros: the tar reader skips its data,
+    /// so only the stream's bound stops it, at 128 MiB decompressed —
+    /// never held (bench/archive-bomb measures the memory).
+    #[test]
+    fn a_decompression_bomb_stops_at_the_stream_bound_naming_the_archive() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = header("m/sys/pipe", tar::EntryType::Fifo, 1 << 30);
+        let mib = usize::try_from(LIMITS.stream >> 20).unwrap() + 2;
+        for (name, compress) in [("bomb.tar.xz", xz as fn(&[u8]) -> Vec<u8>), ("bomb.tgz", gz)] {
+            let mut bomb = compress(&fifo);
+            bomb.extend(zeros(compress, mib));
+            assert!(bomb.len() < 1 << 20, "{name}: {} bytes", bomb.len());
+            let error = open_error(dir.path(), name, &bomb);
+            let expected = format!(
+                "{}: cannot unpack the capture: unpacks to more than {} bytes",
+                dir.path().join(name).display(),
+                LIMITS.stream
+            );
+            assert!(error.starts_with(&expected), "{name}: {error}");
+        }
+    }
+
+    /// Files of zeros, each under the per-file bound: refused once what
+    /// they hold passes the bound on bytes kept, before the next is read.
+    #[test]
+    fn files_of_zeros_stop_at_the_bound_on_bytes_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let member = vec![0u8; 15 << 20];
+        let names: Vec<String> = (0..5).map(|i| format!("m/sys/zero{i}")).collect();
+        let entries: Vec<(&str, Option<&str>, &[u8])> =
+            names.iter().map(|n| (n.as_str(), None, member.as_slice())).collect();
+        let tar = tar_of(&entries);
+        let error = open_error(dir.path(), "zeros.tgz", &gz(&tar));
+        assert!(
+            error.contains("m/sys/zero3: the files so far hold more than 48 MiB"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn entries_and_paths_are_bounded() {
+        let long = format!("m/{}", "d/".repeat(2100));
+        let tar = tar_of(&[(long.as_str(), None, b"x")]);
+        let error = ArchiveTree::unpack(Path::new("long.tar"), &tar).err().unwrap();
+        assert!(error.to_string().contains("longer than 4096 (PATH_MAX)"), "{error}");
+
+        let names: Vec<String> = (0..12).map(|i| format!("m/f{i}")).collect();
+        let entries: Vec<(&str, Option<&str>, &[u8])> = names.iter().map(|n| (n.as_str(), None, &b"1"[..])).collect();
+        let tar = tar_of(&entries);
+        let few = Limits { entries: 10, ..LIMITS };
+        let error = ArchiveTree::unpack_limited(Path::new("many.tar"), &tar, &few)
+            .err()
+            .unwrap();
+        assert!(error.to_string().contains("more than 10 entries"), "{error}");
+    }
+
+    #[test]
+    fn an_xz_dictionary_beyond_the_memory_bound_is_refused() {
+        let tar = tar_of(&[("m/sys/f", None, b"1")]);
+        let mut small = LIMITS;
+        small.xz_memory_kib = 1024;
+        // Preset 1 uses a 1 MiB dictionary, plus the decoder's own state.
+        let error = ArchiveTree::unpack_limited(Path::new("m.tar.xz"), &xz(&tar), &small)
+            .err()
+            .unwrap();
+        assert!(
+            error.to_string().contains("xz: the stream needs more than 1 MiB"),
+            "{error}"
+        );
+        assert!(ArchiveTree::unpack_limited(Path::new("m.tar.xz"), &xz(&tar), &LIMITS).is_ok());
     }
 
     #[test]

@@ -82,8 +82,9 @@ fn a_capture_reads_the_same_from_every_archive_format() {
     gz.write_all(&tar).expect("gz");
     let mut bz = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
     bz.write_all(&tar).expect("bz2");
-    let mut xz = Vec::new();
-    lzma_rs::xz_compress(&mut std::io::Cursor::new(&tar), &mut xz).expect("xz");
+    let mut xz = lzma_rust2::XzWriter::new(Vec::new(), lzma_rust2::XzOptions::with_preset(6)).expect("xz");
+    xz.write_all(&tar).expect("xz");
+    let xz = xz.finish().expect("xz");
     let archives = [
         ("m.tar", tar.clone()),
         ("m.tgz", gz.finish().expect("gz")),
