@@ -8,7 +8,8 @@
 //!
 //! Every read is bounded by the size of what a real machine holds, not by
 //! what a file claims: a file inside a directory tree must be a regular file
-//! (its type is checked before it is opened, so a FIFO cannot block and a
+//! (opened non-blocking and its type checked on the descriptor, by
+//! `topoalign-files`, so a FIFO cannot block and a
 //! link to `/dev/zero` cannot fill memory) of at most [`MAX_FILE_BYTES`];
 //! an archive member is at most as large, and the archive file at most
 //! [`MAX_INPUT_BYTES`]. An archive is decompressed *while* it is unpacked,
@@ -86,8 +87,9 @@ pub(crate) const LIMITS: Limits = Limits {
 
 /// Reads a whole file of at most `limit` bytes.
 ///
-/// With `regular_only`, anything but a regular file (after following
-/// links) is refused *before it is opened*: opening a FIFO blocks until a
+/// With `regular_only`, anything but a regular file is refused without
+/// blocking (`topoalign_files::read_regular`: opened non-blocking, its
+/// type checked on the open descriptor): opening a FIFO blocks until a
 /// writer appears, and a device such as `/dev/zero` never ends. Without it
 /// (a path a person named, which may be `<(command)`), the size bound alone
 /// keeps the read finite.
@@ -97,23 +99,10 @@ pub(crate) const LIMITS: Limits = Limits {
 /// one larger than `limit`.
 pub(crate) fn read_bounded(path: &Path, limit: u64, regular_only: bool) -> io::Result<Vec<u8>> {
     if regular_only {
-        let metadata = std::fs::metadata(path)?;
-        if !metadata.is_file() {
-            let kind = if metadata.is_dir() {
-                "a directory"
-            } else {
-                "not a regular file (a device, FIFO or socket)"
-            };
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, kind));
-        }
+        topoalign_files::read_regular(path, limit, topoalign_files::Links::Follow)
+    } else {
+        topoalign_files::read_any(path, limit)
     }
-    let file = std::fs::File::open(path)?;
-    let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        return Err(too_large(limit));
-    }
-    Ok(bytes)
 }
 
 fn too_large(limit: u64) -> io::Error {
