@@ -59,7 +59,7 @@ pub fn run(args: &Args) -> Result {
 /// `admit`, with explanations for every pod when `always_explain`.
 pub fn run_with(args: &Args, always_explain: bool) -> Result {
     let mut started = args.node.start(Events::Replay, None)?;
-    let pods = read_pods(&args.pods, args.replicas, "topoalign-admit")?;
+    let pods = read_replicas(args, &mut started)?;
     for note in &pods.skipped {
         eprintln!("topoalign: {note}");
     }
@@ -98,4 +98,44 @@ pub fn pod_blocks(started: &StartedNode, pods: &[ManifestPod], reports: &[PodRep
         out.push_str(&render::pod_text(started.node.machine(), &pod.pod, &pod.origin, report));
     }
     out
+}
+
+/// The pods to admit, reading `--replicas N` at most `maxPods + 1` times
+/// per workload. A node holds at most `maxPods` pods (the kubelet rejects
+/// the next with `OutOfpods`), so among that many replicas one is
+/// rejected; a rejection changes nothing on the node, and the replicas of
+/// a workload differ only in name and uid, so every later replica would be
+/// rejected exactly as the one before it. They are counted in a note
+/// instead of made: `--replicas 1000000` (the most [`read_pods`] reads)
+/// answers in the time and memory of `maxPods + 1` pods, and later files
+/// are admitted onto the same node as if they had been made.
+fn read_replicas(args: &Args, started: &mut StartedNode) -> Result<topoalign_intake::Pods> {
+    const UIDS: &str = "topoalign-admit";
+    let Some(asked) = args.replicas else {
+        return Ok(read_pods(&args.pods, None, UIDS)?);
+    };
+    if !usize::try_from(asked).is_ok_and(|asked| asked <= topoalign_k8s::MAX_PODS) {
+        return Err(super::Error::bad_input(format!(
+            "--replicas {asked}: at most {} pods are read, replicas included",
+            topoalign_k8s::MAX_PODS
+        )));
+    }
+    let max_pods = started.node.config().max_pods;
+    let made = asked.min(max_pods.saturating_add(1));
+    let pods = read_pods(&args.pods, Some(made), UIDS)?;
+    if made < asked {
+        let note = format!(
+            "replicas {made}-{} of each workload ({} pods each) are not made: this node holds at most {max_pods} \
+             pods (maxPods), so replica {} is rejected, and each later one would be rejected alike (a rejection \
+             changes nothing on the node)",
+            asked - 1,
+            asked - made,
+            made - 1
+        );
+        if args.output.format() != DocumentFormat::Text {
+            eprintln!("topoalign: note: {note}");
+        }
+        started.notes.push(note);
+    }
+    Ok(pods)
 }
