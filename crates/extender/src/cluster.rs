@@ -38,7 +38,7 @@
 //! Owns: node states, assumptions, the answer cache. No I/O: time comes in
 //! as an argument.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,6 +47,7 @@ use topoalign_engine::Node;
 use topoalign_model::{Pod, ResourceList};
 use topoalign_nrt::NodeResourceTopology;
 
+use crate::dra::{Dra, Judgement, PodClaims};
 use crate::scoring::{Scores, Strategy, score_trial};
 
 /// How the extender behaves.
@@ -86,6 +87,9 @@ struct Trial {
     admitted: bool,
     summary: String,
     scores: Scores,
+    /// The NUMA nodes of the exclusive CPUs and pinned memory (for
+    /// `--dra-align`).
+    pinned: BTreeSet<usize>,
 }
 
 #[derive(Clone)]
@@ -358,6 +362,8 @@ pub struct Cluster {
     passing: HashMap<String, String>,
     /// Nodes rebuilt from an NRT object, and from what.
     applied: Named<Applied>,
+    /// `--dra-align`: the cluster's DRA objects ([`Cluster::enable_dra`]).
+    dra: Option<Dra>,
 }
 
 /// Answers kept before the cache is dropped and rebuilt.
@@ -383,6 +389,7 @@ impl Cluster {
             listed: HashSet::new(),
             passing: HashMap::new(),
             applied: Named::default(),
+            dra: None,
         }
     }
 
@@ -403,6 +410,18 @@ impl Cluster {
             }
         }
         Ok(cluster)
+    }
+
+    /// `--dra-align`: pods with claims pass only nodes where the devices
+    /// the scheduler's DRA allocator picks share a NUMA node with the CPUs
+    /// and memory the kubelet pins ([`crate::dra`]).
+    pub fn enable_dra(&mut self, dra: Dra) {
+        self.dra = Some(dra);
+    }
+
+    /// The DRA side, when `--dra-align` is on (to sync its objects).
+    pub fn dra_mut(&mut self) -> Option<&mut Dra> {
+        self.dra.as_mut()
     }
 
     /// Number of known nodes.
@@ -800,6 +819,22 @@ impl Cluster {
     /// # Errors
     /// [`ClusterError::Engine`] when an evaluation panicked.
     pub fn filter(&mut self, pod: &Pod, candidates: Vec<String>, now: Instant) -> Result<FilterOutcome, ClusterError> {
+        self.filter_with(pod, None, candidates, now)
+    }
+
+    /// `filter` of a pod with DRA claims (`claims`; ignored unless
+    /// `--dra-align` is on): the nodes that admit it pass only where its
+    /// devices and its pinned CPUs and memory share a NUMA node.
+    ///
+    /// # Errors
+    /// [`ClusterError::Engine`] when an evaluation panicked.
+    pub fn filter_with(
+        &mut self,
+        pod: &Pod,
+        claims: Option<&PodClaims>,
+        candidates: Vec<String>,
+        now: Instant,
+    ) -> Result<FilterOutcome, ClusterError> {
         self.expire(now);
         self.see(pod, now);
         let shape = shape_key(pod);
@@ -831,15 +866,69 @@ impl Cluster {
                     .insert(name, format!("{summary} (even on an empty node)"));
             }
         }
+        let mut judged: HashMap<String, Judgement> = HashMap::new();
+        if let Some(claims) = claims.filter(|_| self.dra.is_some()) {
+            let passed_states = self.states_of(pod, &outcome.passed);
+            let judgements = self.dra_judge(shape, claims, &outcome.passed, &passed_states);
+            let mut kept = Vec::with_capacity(outcome.passed.len());
+            for (name, judgement) in outcome.passed.drain(..).zip(judgements) {
+                match judgement {
+                    Some(judgement) => match &judgement.verdict {
+                        Ok(()) => {
+                            judged.insert(name.clone(), judgement);
+                            kept.push(name);
+                        }
+                        Err(reason) => {
+                            outcome.failed.insert(name, reason.clone());
+                        }
+                    },
+                    None => kept.push(name),
+                }
+            }
+            outcome.passed = kept;
+        }
         if self.config.choose_in_filter {
             let passed_states = self.states_of(pod, &outcome.passed);
             if let Some(best) = best_of(&self.scored(shape, &passed_states)) {
                 let best = outcome.passed.swap_remove(best);
                 self.assume(pod, &best, now);
+                self.dra_assume(claims, &best, judged.get(&best), now);
                 outcome.passed = vec![best];
             }
         }
         Ok(outcome)
+    }
+
+    /// [`Dra::judge`] on each candidate (already evaluated; `states`:
+    /// theirs) that admits the pod; `None` for the others and unknown
+    /// nodes.
+    fn dra_judge(
+        &mut self,
+        shape: u64,
+        claims: &PodClaims,
+        candidates: &[String],
+        states: &[Option<State>],
+    ) -> Vec<Option<Judgement>> {
+        let Some(dra) = &mut self.dra else {
+            return vec![None; candidates.len()];
+        };
+        dra.see(claims, Instant::now());
+        let answers = self.trials.get(&shape);
+        candidates
+            .iter()
+            .zip(states)
+            .map(|(name, state)| {
+                let trial = &answers?[&(*state)?.key];
+                trial.admitted.then(|| dra.judge(claims, name, &trial.pinned))
+            })
+            .collect()
+    }
+
+    /// The pod goes to `node`: its predicted DRA devices are in use there.
+    fn dra_assume(&mut self, claims: Option<&PodClaims>, node: &str, judgement: Option<&Judgement>, now: Instant) {
+        if let (Some(dra), Some(claims), Some(judgement)) = (&mut self.dra, claims, judgement) {
+            dra.assume(claims, node, judgement, now);
+        }
     }
 
     /// Records `pod` as seen now (for `bind`).
@@ -904,16 +993,43 @@ impl Cluster {
         candidates: Vec<String>,
         now: Instant,
     ) -> Result<Vec<(String, i64)>, ClusterError> {
+        self.prioritize_with(pod, None, candidates, now)
+    }
+
+    /// `prioritize` of a pod with DRA claims (`claims`; ignored unless
+    /// `--dra-align` is on): a node whose devices and pinned CPUs and
+    /// memory do not share a NUMA node scores 0 and is not assumed.
+    ///
+    /// # Errors
+    /// [`ClusterError::Engine`] when an evaluation panicked.
+    pub fn prioritize_with(
+        &mut self,
+        pod: &Pod,
+        claims: Option<&PodClaims>,
+        candidates: Vec<String>,
+        now: Instant,
+    ) -> Result<Vec<(String, i64)>, ClusterError> {
         self.expire(now);
         self.see(pod, now);
         let shape = shape_key(pod);
         let states = self.states_of(pod, &candidates);
         self.evaluate(pod, shape, &candidates, &states)?;
-        let scores = self.scored(shape, &states);
+        let mut scores = self.scored(shape, &states);
+        let mut judgements: Vec<Option<Judgement>> = Vec::new();
+        if let Some(claims) = claims.filter(|_| self.dra.is_some()) {
+            judgements = self.dra_judge(shape, claims, &candidates, &states);
+            for (score, judgement) in scores.iter_mut().zip(&judgements) {
+                if judgement.as_ref().is_some_and(|j| j.verdict.is_err()) {
+                    *score = (0, false);
+                }
+            }
+        }
         if self.config.assume_on_prioritize
             && let Some(best) = best_of(&scores)
         {
             self.assume(pod, &candidates[best], now);
+            let judgement = judgements.get(best).and_then(Option::as_ref);
+            self.dra_assume(claims, &candidates[best], judgement, now);
         }
         Ok(candidates
             .into_iter()
@@ -933,6 +1049,18 @@ impl Cluster {
             return Err(format!("pod {uid} was not seen by filter or prioritize"));
         };
         self.assume(&pod, node, now);
+        if self.dra.is_some() {
+            let shape = shape_key(&pod);
+            let names = [node.to_owned()];
+            let states = self.states_of(&pod, &names);
+            let pinned = states[0]
+                .and_then(|state| self.trials.get(&shape)?.get(&state.key))
+                .map(|trial| trial.pinned.clone())
+                .unwrap_or_default();
+            if let Some(dra) = &mut self.dra {
+                dra.bound(uid, node, &pinned, now);
+            }
+        }
         Ok(())
     }
 
@@ -1001,6 +1129,9 @@ impl Cluster {
     /// Drops assumptions older than the timeout, and pods seen long ago.
     /// Scans only when the oldest entry may have expired.
     fn expire(&mut self, now: Instant) {
+        if let Some(dra) = &mut self.dra {
+            dra.expire(now);
+        }
         let timeout = self.config.assume_timeout;
         if self
             .oldest_assumed
@@ -1208,11 +1339,15 @@ fn trial(node: &Node, pod: &Pod, requested: &ResourceList) -> Trial {
             admitted: false,
             summary: topoalign_explain::words::refusal(&trial.decision),
             scores: Scores::default(),
+            pinned: BTreeSet::new(),
         },
         None => Trial {
             admitted: true,
             summary: String::new(),
             scores: score_trial(&trial, requested),
+            pinned: topoalign_scenario::dra::pinned_numa_nodes(&trial.decision.containers, |cpu| {
+                node.machine().cpu(cpu).map(|c| c.numa)
+            }),
         },
     }
 }

@@ -11,12 +11,15 @@
 //! - [`scoring`]: the four NUMA-zone-level scoring strategies;
 //! - [`server`]: the HTTP routes (axum), the engine work on blocking
 //!   threads;
+//! - [`dra`]: `--dra-align`, DRA devices on the NUMA node of the pod's
+//!   CPUs and memory (the scheduler's allocator predicted per node);
 //! - [`poll`]: reading NRT objects again and again into the cluster
 //!   (vanished nodes removed).
 
 pub mod api;
 pub mod binder;
 pub mod cluster;
+pub mod dra;
 pub mod poll;
 pub mod scoring;
 pub mod server;

@@ -237,8 +237,14 @@ async fn filter(State(AppState { cluster, .. }): State<AppState>, Json(mut args)
         Ok(pod) => pod,
         Err(e) => return answer(e.to_string()),
     };
+    let claims = match crate::dra::PodClaims::of_manifest(manifest) {
+        Ok(claims) => claims,
+        Err(e) => return answer(e),
+    };
     let outcome = with_cluster(&cluster, |cluster| {
-        cluster.filter(&pod, names, Instant::now()).map_err(|e| e.to_string())
+        cluster
+            .filter_with(&pod, claims.as_ref(), names, Instant::now())
+            .map_err(|e| e.to_string())
     })
     .and_then(|outcome| outcome);
     let outcome = match outcome {
@@ -268,14 +274,20 @@ async fn prioritize(
 ) -> Json<Vec<HostPriority>> {
     let (names, _) = candidates(&mut args);
     let pod = args.pod.as_ref().and_then(|m| Cluster::read_pod(m).ok());
+    let claims = args
+        .pod
+        .as_ref()
+        .and_then(|m| crate::dra::PodClaims::of_manifest(m).ok().flatten());
     // Without a readable pod, or without an answer, every node scores the
     // same (the verb has no error field).
     let even: Vec<(String, i64)> = names.iter().map(|n| (n.clone(), 0)).collect();
     let scores = match pod {
-        Some(pod) => with_cluster(&cluster, |cluster| cluster.prioritize(&pod, names, Instant::now()))
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or(even),
+        Some(pod) => with_cluster(&cluster, |cluster| {
+            cluster.prioritize_with(&pod, claims.as_ref(), names, Instant::now())
+        })
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or(even),
         None => even,
     };
     Json(
@@ -323,8 +335,12 @@ async fn metrics(State(state): State<AppState>) -> Response {
 
 async fn healthz(State(state): State<AppState>) -> String {
     with_cluster(&state.cluster, |cluster| {
+        let dra = cluster
+            .dra_mut()
+            .map(|dra| format!(", {} ResourceClaims", dra.claims_known()))
+            .unwrap_or_default();
         format!(
-            "ok: {} nodes, {} assumed pods\n",
+            "ok: {} nodes, {} assumed pods{dra}\n",
             cluster.len(),
             cluster.assumptions().len()
         )
