@@ -1,51 +1,46 @@
-//! [`rebuild`]: one [`Observation`] of a kubelet's sources, checked
-//! against each other and restored into the engine node the kubelet holds
-//! — or [`Unknown`] with the reason. Pure: no I/O, no clock.
+//! [`rebuild`]: one [`Observation`] of a kubelet's sources turned into the
+//! node the kubelet holds by `topoalign_observe` — the one reading
+//! `diagnose` makes too — and published only when every source agrees;
+//! otherwise [`Unknown`] with the reason. Pure: no I/O, no clock.
 //!
-//! What must agree:
-//! - every checkpoint decodes and its checksum verifies (a file caught
-//!   mid-write, cut or edited does not), and the CPU and memory managers'
-//!   restore accepts it under the configured policies;
+//! The rules for finished pods, stale UIDs and devices are
+//! `topoalign_observe`'s. What the follower adds is when it publishes:
+//! - `cpu_manager_state` is there (and `memory_manager_state` under the
+//!   `Static` memory policy): a kubelet that has not started its managers
+//!   has no state to follow;
+//! - every checkpoint present decodes and its checksum verifies (a file
+//!   caught mid-write, cut or edited does not), the device manager's too,
+//!   and the CPU and memory managers' restore accepts them under the
+//!   configured policies and kubelet release;
 //! - the pods the API server has bound to the node and not finished are
 //!   exactly the pods the kubelet's PodResources API lists (a pod bound but
 //!   not yet admitted, or one the kubelet still runs after the API server
 //!   let it go, is a moment when the state is in flux);
 //! - each container PodResources reports holds the same exclusive CPUs,
-//!   pinned memory blocks and device ids as the checkpoints record — the
-//!   checkpoints' snapshot turned into the answer the kubelet must give
-//!   (`topoalign_podresources::pod_allocations`) and compared by
-//!   `topoalign_podresources::differences`, the comparison `diagnose`
-//!   makes;
-//! - the engine restores the whole, with its own start-up checks.
-//!
-//! State the checkpoints keep for a pod that neither the API server nor
-//! the kubelet lists any more is stale: the kubelet releases it before its
-//! next admission, and so does the restore.
+//!   pinned memory blocks and device ids as the checkpoints record;
+//! - what it serves as allocatable is what this machine and configuration
+//!   make allocatable.
 //!
 //! A [`Rebuilder`] (the follower's) keeps what it parsed at the last
-//! rebuild: each checkpoint's bytes with the state they decode to, each
-//! pod with its conversion. A checkpoint byte for byte the one decoded
-//! last time, and a pod equal to the one converted, are not decoded again
-//! — that state was checked when it was; every check that relates the
-//! sources to each other (the pods listed, PodResources against the
-//! checkpoints, the restore, the allocatable resources) runs at every
-//! rebuild.
+//! rebuild: its `topoalign_observe::Observer` each checkpoint's bytes with
+//! the state they decode to, and each pod with its conversion. A
+//! checkpoint byte for byte the one decoded last time, and a pod equal to
+//! the one converted, are not decoded again — that state was checked when
+//! it was; every check that relates the sources to each other (the pods
+//! listed, PodResources against the checkpoints, the restore, the
+//! allocatable resources) runs at every rebuild.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod as ApiPod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use topoalign_engine::{CpuManagerState, DeviceAssignments, MemoryManagerState, MemoryPolicyName, Node, NodeSnapshot};
-use topoalign_k8s::checkpoint::{
-    CPU_MANAGER_STATE, CheckpointKind, CpuCheckpoint, DEVICE_CHECKPOINT, DeviceCheckpoint, MEMORY_MANAGER_STATE,
-    MemoryCheckpoint,
+use topoalign_engine::{MemoryPolicyName, Node};
+use topoalign_k8s::checkpoint::{CPU_MANAGER_STATE, DEVICE_CHECKPOINT, MEMORY_MANAGER_STATE};
+use topoalign_observe::{
+    CheckpointFile, CheckpointFiles, CheckpointReport, CheckpointStatus, FileContent, ListedPod, Observer,
+    PodResourcesAnswer, Restart,
 };
-use topoalign_model::Pod;
-use topoalign_podresources::{
-    Allocatable, Difference, Field, PodAllocation, allocatable_differences, allocatable_of, differences,
-    pod_allocations,
-};
+use topoalign_podresources::{Allocatable, Difference, Field, PodAllocation};
 
 /// Everything gathered from the kubelet's sources at one moment.
 #[derive(Clone, Debug, Default)]
@@ -63,6 +58,22 @@ pub struct Observation {
     pub pod_resources: Vec<PodAllocation>,
     /// PodResources `GetAllocatableResources`.
     pub allocatable: Option<Allocatable>,
+}
+
+impl Observation {
+    /// The checkpoint files as `topoalign_observe` takes them, named as
+    /// the follower's reasons name them (relative to the root directory).
+    pub fn checkpoint_files(&self) -> CheckpointFiles {
+        let file = |name: &str, bytes: &Option<Vec<u8>>| CheckpointFile {
+            path: name.to_owned(),
+            content: bytes.clone().map_or(FileContent::Absent, FileContent::Bytes),
+        };
+        CheckpointFiles {
+            cpu: file(CPU_MANAGER_STATE, &self.cpu_state),
+            memory: file(MEMORY_MANAGER_STATE, &self.memory_state),
+            devices: file(DEVICE_CHECKPOINT, &self.device_state),
+        }
+    }
 }
 
 /// Why the kubelet's state is not known now.
@@ -89,7 +100,8 @@ impl Unknown {
 #[derive(Clone, Debug)]
 pub struct Rebuilt {
     pub node: Node,
-    /// Pod uids the checkpoints still held for pods nobody lists (released).
+    /// Pod uids the checkpoints still held for pods nobody lists, or that
+    /// finished (released).
     pub stale: Vec<String>,
 }
 
@@ -107,30 +119,9 @@ pub fn rebuild(base: &Node, observation: &Observation) -> Result<Rebuilt, Unknow
 /// (see the module docs). Give it one base node only.
 #[derive(Default)]
 pub struct Rebuilder {
-    cpu: Option<(Vec<u8>, CpuManagerState)>,
-    memory: Option<(Vec<u8>, MemoryManagerState)>,
-    devices: Option<(Vec<u8>, DeviceAssignments)>,
+    observer: Observer,
     /// Pod uid → the API server's pod and its conversion.
-    pods: HashMap<String, (Arc<ApiPod>, Pod)>,
-    /// What the kubelet must serve as allocatable for the base node.
-    allocatable: Option<Allocatable>,
-}
-
-/// The value `bytes` decode to: the memo's when they are its bytes, or
-/// `decode`'s (kept in the memo when it succeeds).
-fn decoded<T: Clone, E>(
-    memo: &mut Option<(Vec<u8>, T)>,
-    bytes: &[u8],
-    decode: impl FnOnce(&[u8]) -> Result<T, E>,
-) -> Result<T, E> {
-    if let Some((last, value)) = memo.as_ref()
-        && last.as_slice() == bytes
-    {
-        return Ok(value.clone());
-    }
-    let value = decode(bytes)?;
-    *memo = Some((bytes.to_vec(), value.clone()));
-    Ok(value)
+    pods: HashMap<String, (Arc<ApiPod>, ListedPod)>,
 }
 
 impl Rebuilder {
@@ -139,86 +130,86 @@ impl Rebuilder {
     /// # Errors
     /// As [`rebuild`].
     pub fn rebuild(&mut self, base: &Node, observation: &Observation) -> Result<Rebuilt, Unknown> {
-        let config = base.config();
-        let cpu_policy = config.cpu_policy.as_str();
-        let cpu_bytes = observation.cpu_state.as_deref().ok_or_else(|| {
-            Unknown::new(
+        let pods = listed_pods(&observation.pods, &mut self.pods)?;
+        let answer = PodResourcesAnswer {
+            socket: String::new(),
+            pods: observation.pod_resources.clone(),
+            allocatable: observation.allocatable.clone(),
+        };
+        let files = observation.checkpoint_files();
+        let observed = self.observer.observe(
+            base,
+            topoalign_observe::Inputs {
+                files: &files,
+                pod_resources: Some(&answer),
+                pods: Some(&pods),
+            },
+        );
+        if matches!(observed.cpu.status, CheckpointStatus::Absent) {
+            return Err(Unknown::new(
                 "checkpoint",
                 format!("{CPU_MANAGER_STATE}: absent (the kubelet has not started its CPU manager)"),
-            )
-        })?;
-        let cpu = decoded(&mut self.cpu, cpu_bytes, |bytes| {
-            CpuCheckpoint::parse(bytes).and_then(|c| c.to_state(cpu_policy))
-        })
-        .map_err(|e| checkpoint_error(CheckpointKind::Cpu.file_name(), &e.to_string()))?;
-        let memory = match config.memory_policy {
-            MemoryPolicyName::None => None,
-            MemoryPolicyName::Static => {
-                let bytes = observation.memory_state.as_deref().ok_or_else(|| {
-                    Unknown::new(
-                        "checkpoint",
-                        format!("{MEMORY_MANAGER_STATE}: absent (the kubelet has not started its memory manager)"),
-                    )
-                })?;
-                Some(
-                    decoded(&mut self.memory, bytes, |bytes| {
-                        MemoryCheckpoint::parse(bytes).and_then(|c| c.to_state(MemoryPolicyName::Static.as_str()))
-                    })
-                    .map_err(|e| checkpoint_error(MEMORY_MANAGER_STATE, &e.to_string()))?,
-                )
-            }
-        };
-        let devices: DeviceAssignments = match observation.device_state.as_deref() {
-            None => DeviceAssignments::new(),
-            Some(bytes) => decoded(&mut self.devices, bytes, |bytes| {
-                DeviceCheckpoint::parse(bytes).map(|c| c.assignments())
-            })
-            .map_err(|e| checkpoint_error(DEVICE_CHECKPOINT, &e.to_string()))?,
-        };
-
-        let pods = running_pods(&observation.pods, &mut self.pods)?;
-        let listed: BTreeSet<&str> = pods.iter().map(|p| p.uid.as_str()).collect();
-        let mut held: BTreeSet<&str> = cpu.assignments.keys().map(String::as_str).collect();
-        held.extend(memory.iter().flat_map(|m| m.assignments.keys().map(String::as_str)));
-        held.extend(devices.keys().map(String::as_str));
-        let stale: Vec<String> = held
-            .into_iter()
-            .filter(|uid| !listed.contains(uid))
-            .map(str::to_owned)
-            .collect();
-
-        let snapshot = NodeSnapshot {
-            pods,
-            cpu,
-            memory,
-            devices,
-        };
-        // The one comparison (the one `diagnose` makes): what PodResources
-        // lists against the answer the checkpoints give for the API
-        // server's pods.
-        let recorded = pod_allocations(&snapshot, base.machine());
-        let found = differences(&observation.pod_resources, &recorded);
+            ));
+        }
+        if base.config().memory_policy == MemoryPolicyName::Static
+            && matches!(observed.memory.status, CheckpointStatus::Absent)
+        {
+            return Err(Unknown::new(
+                "checkpoint",
+                format!("{MEMORY_MANAGER_STATE}: absent (the kubelet has not started its memory manager)"),
+            ));
+        }
+        for report in [&observed.cpu, &observed.memory] {
+            checkpoint_usable(report)?;
+        }
+        if let Some(why) = &observed.device_problem {
+            return Err(Unknown::new("checkpoint", why.clone()));
+        }
+        if let Restart::Fails { error } = &observed.restart {
+            return Err(Unknown::new(
+                "restore",
+                format!("the kubelet's state cannot be restored: {error}"),
+            ));
+        }
         // A pod on one side only says more than what its containers hold.
+        let found = &observed.differences;
         if let Some(difference) = found.iter().find(|d| d.field == Field::Pod).or(found.first()) {
             return Err(disagreement(difference));
         }
-        if let Some(served) = &observation.allocatable {
-            let expected = self.allocatable.get_or_insert_with(|| allocatable_of(base));
-            check_allocatable(served, expected)?;
+        // What the kubelet serves as allocatable must be what this node's
+        // machine and kubelet configuration make allocatable (the check
+        // `diagnose` makes): otherwise the machine, its devices or the
+        // configuration are not the kubelet's, and nothing rebuilt from
+        // them is its state.
+        if !observed.allocatable_differences.is_empty() {
+            let words: Vec<String> = observed.allocatable_differences.iter().map(ToString::to_string).collect();
+            return Err(Unknown::new(
+                "pod-resources",
+                format!(
+                    "GetAllocatableResources differs from this node's machine and kubelet configuration: {}",
+                    words.join("; ")
+                ),
+            ));
         }
-
-        // One copy of the started node, given to the restore
-        // (`Node::restore` would copy it again to stay unchanged on error).
-        let node = base
-            .clone()
-            .restored(snapshot)
-            .map_err(|e| Unknown::new("restore", format!("the kubelet's state cannot be restored: {e}")))?;
-        Ok(Rebuilt { node, stale })
+        let node = observed
+            .node
+            .ok_or_else(|| Unknown::new("restore", "the kubelet's state was not restored"))?;
+        Ok(Rebuilt {
+            node,
+            stale: observed.stale,
+        })
     }
 }
 
-fn checkpoint_error(file: &str, error: &str) -> Unknown {
-    Unknown::new("checkpoint", format!("{file}: {error}"))
+/// A CPU or memory checkpoint the follower can publish from: absent (where
+/// allowed) or verified.
+fn checkpoint_usable(report: &CheckpointReport) -> Result<(), Unknown> {
+    match report.status.problem() {
+        Some(problem) if !report.status.usable() => {
+            Err(Unknown::new("checkpoint", format!("{}: {problem}", report.file)))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// What `difference` (PodResources' `List` against the checkpoints) means
@@ -259,40 +250,22 @@ fn disagreement(difference: &Difference) -> Unknown {
     )
 }
 
-/// What the kubelet serves as allocatable must be what this node's machine
-/// and kubelet configuration make allocatable (the check `diagnose`
-/// makes): otherwise the machine, its devices or the configuration are not
-/// the kubelet's, and nothing rebuilt from them is its state.
-fn check_allocatable(served: &Allocatable, expected: &Allocatable) -> Result<(), Unknown> {
-    let found = allocatable_differences(served, expected);
-    if found.is_empty() {
-        return Ok(());
-    }
-    let words: Vec<String> = found.iter().map(ToString::to_string).collect();
-    Err(Unknown::new(
-        "pod-resources",
-        format!(
-            "GetAllocatableResources differs from this node's machine and kubelet configuration: {}",
-            words.join("; ")
-        ),
-    ))
-}
-
-/// The pods that hold resources: bound, not finished, in the kubelet's
-/// admission order (creation time, then name).
+/// The node's pods as `topoalign_observe` takes them. A finished pod is
+/// left out here already: observe's rule leaves it out of the state (what
+/// it held is stale either way), so it is not converted.
 ///
 /// `converted` holds the pods converted last time by uid, and is left
 /// holding this time's: a pod equal to the one converted is not converted
 /// again.
-fn running_pods(
+fn listed_pods(
     pods: &[Arc<ApiPod>],
-    converted: &mut HashMap<String, (Arc<ApiPod>, Pod)>,
-) -> Result<Vec<Pod>, Unknown> {
+    converted: &mut HashMap<String, (Arc<ApiPod>, ListedPod)>,
+) -> Result<Vec<ListedPod>, Unknown> {
     let mut last = std::mem::take(converted);
-    let mut running: Vec<(Option<&Time>, &str, &str, Pod)> = Vec::with_capacity(pods.len());
+    let mut listed = Vec::with_capacity(pods.len());
     for pod in pods {
         let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-        if matches!(phase, Some("Succeeded" | "Failed")) {
+        if ListedPod::finished_phase(phase) {
             continue;
         }
         let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
@@ -304,25 +277,21 @@ fn running_pods(
         }
         // The same allocation is the same pod (the source kept it);
         // another one equal to it is too.
-        let (uid, pod_converted) = match last.remove_entry(uid) {
+        let (uid, pod_listed) = match last.remove_entry(uid) {
             Some((uid, (seen, known))) if Arc::ptr_eq(&seen, pod) || seen == *pod => (uid, known),
             _ => {
                 let pod_converted = topoalign_k8s::pod_from_k8s(pod, "")
                     .map_err(|e| Unknown::new("pods", format!("pod {}: {}: {}", key(), e.path(), e.message())))?;
-                (uid.to_owned(), pod_converted)
+                let known = ListedPod {
+                    pod: pod_converted,
+                    finished: false,
+                    created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
+                };
+                (uid.to_owned(), known)
             }
         };
-        converted.insert(uid, (Arc::clone(pod), pod_converted.clone()));
-        let created = pod.metadata.creation_timestamp.as_ref();
-        running.push((created, namespace, name, pod_converted));
+        listed.push(pod_listed.clone());
+        converted.insert(uid, (Arc::clone(pod), pod_listed));
     }
-    // Creation time, then `namespace/name` as text (compared without
-    // writing it).
-    running.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| key_text(a.1, a.2).cmp(key_text(b.1, b.2))));
-    Ok(running.into_iter().map(|(_, _, _, pod)| pod).collect())
-}
-
-/// The bytes of `namespace/name`.
-fn key_text<'a>(namespace: &'a str, name: &'a str) -> impl Iterator<Item = u8> + 'a {
-    namespace.bytes().chain(std::iter::once(b'/')).chain(name.bytes())
+    Ok(listed)
 }

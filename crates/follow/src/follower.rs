@@ -106,10 +106,14 @@ pub async fn follow(
     // Gathers in a row that found the sources disagreeing.
     let mut unsettled = 0u32;
     loop {
-        let result = sources
-            .gather()
-            .await
-            .and_then(|observation| rebuilder.rebuild(&base, &observation));
+        // A gather ends on its own (files are read without blocking, the
+        // kubelet's answer within its deadline); a shutdown still does not
+        // wait for it.
+        let gathered = tokio::select! {
+            () = &mut shutdown => break,
+            gathered = sources.gather() => gathered,
+        };
+        let result = gathered.and_then(|observation| rebuilder.rebuild(&base, &observation));
         generation += 1;
         let state = match result {
             Ok(rebuilt) => {

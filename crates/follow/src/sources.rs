@@ -20,6 +20,7 @@ use k8s_openapi::api::core::v1::Pod as ApiPod;
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::value::RawValue;
 use topoalign_k8s::checkpoint::{CPU_MANAGER_STATE, DEVICE_CHECKPOINT, MEMORY_MANAGER_STATE};
+use topoalign_observe::{CheckpointFile, FileContent, KubeletDir};
 use topoalign_podresources::Client;
 
 use crate::check::{Observation, Unknown};
@@ -52,31 +53,32 @@ impl PodStore {
     }
 }
 
-/// Reads one checkpoint file; absent is `None`.
-fn read(root: &Path, name: &str) -> Result<Option<Vec<u8>>, Unknown> {
-    let path = root.join(name);
-    match std::fs::read(&path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Unknown::new(
-            "checkpoint",
-            format!("{}: cannot be read: {e}", path.display()),
-        )),
-    }
-}
-
 type Files = (Option<Vec<u8>>, Option<Vec<u8>>, Option<Vec<u8>>);
 
-fn read_checkpoints(root: &Path) -> Result<Files, Unknown> {
-    Ok((
-        read(root, CPU_MANAGER_STATE)?,
-        read(root, MEMORY_MANAGER_STATE)?,
-        read(root, DEVICE_CHECKPOINT)?,
-    ))
+/// The checkpoint files, read by `KubeletDir` (without blocking: a FIFO
+/// or device where a file should be is an error naming it); absent is
+/// `None`.
+fn read_checkpoints(kubelet: &KubeletDir) -> Result<Files, Unknown> {
+    let files = kubelet.read_checkpoints();
+    let take = |file: CheckpointFile| match file.content {
+        FileContent::Bytes(bytes) => Ok(Some(bytes)),
+        FileContent::Absent => Ok(None),
+        FileContent::Unreadable(error) => Err(Unknown::new(
+            "checkpoint",
+            format!("{}: cannot be read: {error}", file.path),
+        )),
+    };
+    Ok((take(files.cpu)?, take(files.memory)?, take(files.devices)?))
 }
 
+/// The largest pods file read: some 50,000 pods.
+const MAX_PODS_FILE_BYTES: u64 = 1 << 30;
+
+/// The pods file's bytes: a regular file (opened without blocking, so a
+/// FIFO named by `--pods-file` is an error, not a follower stuck reading).
 fn read_bytes(path: &Path) -> Result<Vec<u8>, Unknown> {
-    std::fs::read(path).map_err(|e| Unknown::new("pods", format!("{}: cannot be read: {e}", path.display())))
+    topoalign_files::read_regular(path, MAX_PODS_FILE_BYTES, topoalign_files::Links::Follow)
+        .map_err(|e| Unknown::new("pods", format!("{}: cannot be read: {e}", path.display())))
 }
 
 /// A `v1 List` of Pods as JSON, read straight into the pods.
@@ -195,15 +197,15 @@ fn parse_pods_file(path: &Path, bytes: &[u8]) -> Result<Vec<Arc<ApiPod>>, Unknow
 /// [`Unknown`] when a source cannot be read or the checkpoints changed
 /// while reading.
 pub async fn gather(root: &Path, socket: &Path, pods: &PodSource) -> Result<Observation, Unknown> {
-    gather_with(&mut None, &mut PodsFileMemo::default(), root, socket, pods).await
+    let kubelet = KubeletDir::new(root.to_path_buf(), Some(socket.to_path_buf()));
+    gather_with(&mut None, &mut PodsFileMemo::default(), &kubelet, pods).await
 }
 
 /// A kubelet's sources, gathered again and again with the PodResources
 /// connection kept open between gathers (and a pods file's pods kept by
 /// their text, see the module docs).
 pub struct Sources {
-    root: PathBuf,
-    socket: PathBuf,
+    kubelet: KubeletDir,
     pods: PodSource,
     client: Option<Client>,
     pods_file: PodsFileMemo,
@@ -212,8 +214,7 @@ pub struct Sources {
 impl Sources {
     pub fn new(root: PathBuf, socket: PathBuf, pods: PodSource) -> Sources {
         Sources {
-            root,
-            socket,
+            kubelet: KubeletDir::new(root, Some(socket)),
             pods,
             client: None,
             pods_file: PodsFileMemo::default(),
@@ -226,22 +227,19 @@ impl Sources {
     /// # Errors
     /// As [`gather`].
     pub async fn gather(&mut self) -> Result<Observation, Unknown> {
-        gather_with(
-            &mut self.client,
-            &mut self.pods_file,
-            &self.root,
-            &self.socket,
-            &self.pods,
-        )
-        .await
+        gather_with(&mut self.client, &mut self.pods_file, &self.kubelet, &self.pods).await
     }
 }
+
+/// How long the kubelet has to answer `List` and `GetAllocatableResources`
+/// (a connection dropped on the way is not waited for forever).
+const POD_RESOURCES_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// `List` and `GetAllocatableResources` on `client`, connecting first when
 /// there is none; a connection that fails is dropped.
 async fn ask(
     client: &mut Option<Client>,
-    socket: &Path,
+    kubelet: &KubeletDir,
 ) -> Result<
     (
         Vec<topoalign_podresources::PodAllocation>,
@@ -252,10 +250,31 @@ async fn ask(
     let error = |e: topoalign_podresources::PodResourcesError| Unknown::new("pod-resources", e.to_string());
     let mut connected = match client.take() {
         Some(kept) => kept,
-        None => Client::connect(socket).await.map_err(error)?,
+        None => {
+            // What is there must be a socket (a FIFO or a file named by
+            // mistake is said so, not left to the connection's error).
+            kubelet
+                .socket_present()
+                .map_err(|e| Unknown::new("pod-resources", e.to_string()))?;
+            Client::connect(kubelet.socket()).await.map_err(error)?
+        }
     };
-    let pod_resources = connected.list().await.map_err(error)?;
-    let allocatable = connected.allocatable().await.map_err(error)?;
+    let asked = async {
+        let pod_resources = connected.list().await?;
+        Ok((pod_resources, connected.allocatable().await?))
+    };
+    let (pod_resources, allocatable) = tokio::time::timeout(POD_RESOURCES_DEADLINE, asked)
+        .await
+        .map_err(|_| {
+            Unknown::new(
+                "pod-resources",
+                format!(
+                    "{}: the kubelet did not answer List and GetAllocatableResources within {POD_RESOURCES_DEADLINE:?}",
+                    kubelet.socket().display()
+                ),
+            )
+        })?
+        .map_err(error)?;
     *client = Some(connected);
     Ok((pod_resources, allocatable))
 }
@@ -266,11 +285,10 @@ async fn ask(
 async fn gather_with(
     client: &mut Option<Client>,
     pods_file: &mut PodsFileMemo,
-    root: &Path,
-    socket: &Path,
+    kubelet: &KubeletDir,
     pods: &PodSource,
 ) -> Result<Observation, Unknown> {
-    let before = read_checkpoints(root)?;
+    let before = read_checkpoints(kubelet)?;
     let (pods, pods_file_before) = match pods {
         PodSource::File(path) => {
             let bytes = read_bytes(path)?;
@@ -279,11 +297,11 @@ async fn gather_with(
         PodSource::Api(store) => (store.get()?, None),
     };
     let kept = client.is_some();
-    let (pod_resources, allocatable) = match ask(client, socket).await {
-        Err(_) if kept => ask(client, socket).await?,
+    let (pod_resources, allocatable) = match ask(client, kubelet).await {
+        Err(_) if kept => ask(client, kubelet).await?,
         answer => answer?,
     };
-    let after = read_checkpoints(root)?;
+    let after = read_checkpoints(kubelet)?;
     // A change caught half-way (the kubelet writes one file after the
     // other): not a disagreement, a moment; its own notification brings
     // the next gather. Named apart (`changing`) so the metric and the log
