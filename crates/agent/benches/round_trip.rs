@@ -96,6 +96,7 @@ fn main() {
         socket: Some(socket.clone()),
         tcp: None,
         reconcile_every: Duration::from_secs(3600),
+        limits: Default::default(),
     };
     let server = std::thread::spawn(move || {
         let runtime = tokio::runtime::Runtime::new().expect("a runtime");

@@ -20,7 +20,15 @@
 //! (they sync to disk); reads never take that lock: they answer from the
 //! state the last committed change published ([`Reader`]), so a slow
 //! admission holds up other changes, never a reader.
+//!
+//! A change is done only for a client still waiting: the listener
+//! (`topoalign-serve`) drops a request's future when its client closes the
+//! connection or its deadline passes, and a change whose request was
+//! dropped while it waited for the agent's lock is not made
+//! ([`with_agent`]); an admission whose request was dropped while it ran
+//! is released at once — no allocation is left that nobody holds.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
@@ -132,19 +140,63 @@ impl IntoResponse for Failure {
     }
 }
 
-/// Runs `work` on the agent, on the blocking pool (it may sync to disk).
+/// Whether a request is still wanted: true until its handler's future is
+/// dropped — its client closed the connection, or its deadline passed —
+/// before [`with_agent`] returned.
+#[derive(Clone)]
+struct Wanted(Arc<AtomicBool>);
+
+impl Wanted {
+    fn still(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Clears [`Wanted`] when dropped unfinished.
+struct WantedWhileAlive(Option<Arc<AtomicBool>>);
+
+impl WantedWhileAlive {
+    fn finished(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for WantedWhileAlive {
+    fn drop(&mut self) {
+        if let Some(flag) = &self.0 {
+            flag.store(false, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Runs `work` on the agent, on the blocking pool (it may sync to disk) —
+/// unless the request is dropped before the agent is free for it: then
+/// nothing is done (the blocking task outlives the request's future, so
+/// it looks before it starts). `work` gets whether the request is still
+/// wanted, for what it must undo when it is not.
 async fn with_agent<T: Send + 'static>(
     agent: SharedAgent,
-    work: impl FnOnce(&mut NodeAgent) -> T + Send + 'static,
+    work: impl FnOnce(&mut NodeAgent, &Wanted) -> T + Send + 'static,
 ) -> Result<T, Failure> {
-    tokio::task::spawn_blocking(move || {
+    let flag = Arc::new(AtomicBool::new(true));
+    let alive = WantedWhileAlive(Some(flag.clone()));
+    let wanted = Wanted(flag);
+    let result = tokio::task::spawn_blocking(move || {
         let mut agent = agent
             .lock()
             .map_err(|_| Failure("the agent failed earlier; restart it".to_string()))?;
-        Ok(work(&mut agent))
+        if !wanted.still() {
+            tracing::info!(
+                "a request was dropped (its client went away or its deadline passed) before it ran: not run"
+            );
+            return Err(Failure("the request was dropped before it ran".to_string()));
+        }
+        Ok(work(&mut agent, &wanted))
     })
     .await
-    .unwrap_or_else(|e| Err(Failure(format!("request aborted: {e}"))))
+    .unwrap_or_else(|e| Err(Failure(format!("request aborted: {e}"))));
+    alive.finished();
+    result
 }
 
 async fn health(State(state): State<AppState>) -> Response {
@@ -212,7 +264,22 @@ async fn admit(
     };
     // A rejection is explained after the agent is released: the fix
     // search admits the pod again on copies of the node and may take long.
-    let unexplained = match with_agent(agent, move |a| a.admit_unexplained(&workload)).await {
+    let unexplained = match with_agent(agent, move |a, wanted| {
+        let admitted = a.admit_unexplained(&workload);
+        // Dropped while it ran: nobody will learn of the allocation.
+        if let Ok(unexplained) = &admitted
+            && let Some(id) = unexplained.allocation_id()
+            && !wanted.still()
+        {
+            tracing::info!(%id, "its request was dropped (client gone or deadline passed) during admission: released");
+            if let Err(error) = a.release(id) {
+                tracing::warn!(%id, %error, "cannot release the allocation of a dropped request");
+            }
+        }
+        admitted
+    })
+    .await
+    {
         Ok(Ok(unexplained)) => unexplained,
         Ok(Err(e)) => return e.into_response(),
         Err(failure) => return failure.into_response(),
@@ -225,7 +292,7 @@ async fn admit(
 }
 
 async fn release(State(AppState { agent, .. }): State<AppState>, Path(id): Path<String>) -> Response {
-    match with_agent(agent, move |a| a.release(&id)).await {
+    match with_agent(agent, move |a, _| a.release(&id)).await {
         Ok(Ok(allocation)) => Json(allocation).into_response(),
         Ok(Err(e)) => e.into_response(),
         Err(failure) => failure.into_response(),
@@ -233,7 +300,7 @@ async fn release(State(AppState { agent, .. }): State<AppState>, Path(id): Path<
 }
 
 async fn reconcile(State(AppState { agent, .. }): State<AppState>) -> Response {
-    match with_agent(agent, NodeAgent::reconcile).await {
+    match with_agent(agent, |a, _| a.reconcile()).await {
         Ok(released) => Json(released).into_response(),
         Err(failure) => failure.into_response(),
     }

@@ -43,7 +43,7 @@ pub use client::{Client, ClientError, Endpoint};
 pub use enforcement::Enforcement;
 pub use ledger::{Ledger, LedgerError, Recovery};
 pub use node_agent::{AgentError, NodeAgent, Unexplained};
-pub use server::{Listeners, ServeConfig, Serving, serve, termination_signal};
+pub use server::{ListenerLimits, Listeners, ServeConfig, Serving, serve, termination_signal};
 pub use state_lock::{Role, StateLock};
 
 use topoalign_enforce::Procfs;

@@ -606,6 +606,11 @@ struct Rejected {
 }
 
 impl Unexplained {
+    /// The new allocation's id, when the workload was admitted.
+    pub fn allocation_id(&self) -> Option<&str> {
+        self.response.allocation.as_ref().map(|a| a.id.as_str())
+    }
+
     /// The response, with a rejection explained (`topoalign-explain` on
     /// the node as the request saw it) and the fixes it checked by
     /// admitting the pod again.

@@ -2,22 +2,32 @@
 //! state, and a clear refusal of everything that would allocate.
 //!
 //! ```text
-//! GET /healthz       {"status": "ok", "state": "known"|"unknown"|"starting", "reason": ...}
+//! GET /healthz       {"status": "ok", "state": "known"|"unknown"|"starting", "reason": ...,
+//!                     "ageSeconds": ..., "held": ...}
 //! GET /metrics       OpenMetrics text
 //! GET /v1/topology   the agent's topology document of the kubelet's node (503 while unknown)
 //! GET /v1/state      the exact state (topoalign.io/state's record; 503 while unknown)
 //! GET /v1/status?after=G
 //!                    the first status newer than generation G (waiting up to 30 s for it):
-//!                    {"generation", "state": "known"|"unknown"|"starting", "reason", "record"}
+//!                    {"generation", "state": "known"|"unknown"|"starting", "reason", "record",
+//!                     "ageSeconds", "held"}
 //! anything else under /v1/allocations, /v1/reconcile: 405, the follower never allocates
 //! ```
+//!
+//! A known state carries its age: `ageSeconds` (and the `Age` header of
+//! `/v1/state` and `/v1/topology`) is the time since a gather last
+//! confirmed it. It is the latest gather's, except while gathers fail
+//! because this process ran short of descriptors or memory — its own
+//! trouble, not the kubelet's ([`crate::run`]'s [`Published`]): then the
+//! last known state stays published, `held` saying why it is not fresher.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::Router;
 use axum::extract::{Query, State as AxumState};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use serde_json::json;
@@ -29,8 +39,58 @@ use crate::metrics::Metrics;
 /// What the routes read.
 #[derive(Clone)]
 pub struct Shared {
-    pub status: watch::Receiver<Status>,
+    pub status: watch::Receiver<Published>,
     pub metrics: Arc<Metrics>,
+    /// How long `/v1/status` waits for a newer generation: 30 s, or less
+    /// to stay within the listener's request deadline.
+    pub status_wait: Duration,
+}
+
+/// The status the API and the NodeResourceTopology delivery publish.
+#[derive(Clone, Debug)]
+pub struct Published {
+    pub status: Status,
+    /// When a gather last confirmed the state shown (a known state).
+    pub confirmed_at: Option<Instant>,
+    /// Why the state shown is older than the latest gather: that gather
+    /// failed for want of this process's own resources.
+    pub held: Option<String>,
+}
+
+impl Published {
+    /// The status as the follower reported it (nothing held).
+    pub fn fresh(status: Status, now: Instant) -> Published {
+        let confirmed_at = matches!(status.state, State::Known { .. }).then_some(now);
+        Published {
+            status,
+            confirmed_at,
+            held: None,
+        }
+    }
+
+    /// Seconds since the state shown was confirmed (a known state).
+    pub fn age_seconds(&self) -> Option<f64> {
+        self.confirmed_at.map(|at| at.elapsed().as_millis() as f64 / 1000.0)
+    }
+
+    /// `ageSeconds` and `held` added to a status document.
+    fn annotate(&self, mut body: serde_json::Value) -> serde_json::Value {
+        if let Some(object) = body.as_object_mut() {
+            if let Some(age) = self.age_seconds() {
+                object.insert("ageSeconds".to_owned(), json!(age));
+            }
+            if let Some(held) = &self.held {
+                object.insert("held".to_owned(), json!(held));
+            }
+        }
+        body
+    }
+
+    /// The `Age` header (whole seconds, RFC 9111) of a known state.
+    fn age_header(&self) -> Option<(header::HeaderName, HeaderValue)> {
+        let seconds = self.confirmed_at?.elapsed().as_secs();
+        Some((header::AGE, HeaderValue::from(seconds)))
+    }
 }
 
 /// The text every allocation request gets.
@@ -60,7 +120,8 @@ async fn refuse() -> Response {
 }
 
 async fn health(AxumState(shared): AxumState<Shared>) -> Response {
-    let status = shared.status.borrow().clone();
+    let published = shared.status.borrow().clone();
+    let status = &published.status;
     let body = match &status.state {
         State::Starting => json!({"status": "ok", "state": "starting", "generation": status.generation}),
         State::Known { .. } => json!({"status": "ok", "state": "known", "generation": status.generation}),
@@ -69,7 +130,7 @@ async fn health(AxumState(shared): AxumState<Shared>) -> Response {
             "generation": status.generation,
         }),
     };
-    Json(body).into_response()
+    Json(published.annotate(body)).into_response()
 }
 
 async fn metrics(AxumState(shared): AxumState<Shared>) -> Response {
@@ -83,10 +144,13 @@ async fn metrics(AxumState(shared): AxumState<Shared>) -> Response {
         .into_response()
 }
 
-/// The known node, or why there is none (503).
-fn known(shared: &Shared) -> Result<Arc<topoalign_engine::Node>, String> {
-    match &shared.status.borrow().state {
-        State::Known { node } => Ok(node.clone()),
+/// The known node and its `Age` header, or why there is none (503).
+type KnownNode = (Arc<topoalign_engine::Node>, Option<(header::HeaderName, HeaderValue)>);
+
+fn known(shared: &Shared) -> Result<KnownNode, String> {
+    let published = shared.status.borrow();
+    match &published.status.state {
+        State::Known { node } => Ok((node.clone(), published.age_header())),
         State::Starting => Err("the kubelet's state is not read yet".to_owned()),
         State::Unknown(unknown) => Err(format!("the kubelet's state is unknown: {}", unknown.reason)),
     }
@@ -94,14 +158,22 @@ fn known(shared: &Shared) -> Result<Arc<topoalign_engine::Node>, String> {
 
 async fn topology(AxumState(shared): AxumState<Shared>) -> Response {
     match known(&shared) {
-        Ok(node) => Json(topoalign_agent::usage::node_topology(&node, "kubelet")).into_response(),
+        Ok((node, age)) => (
+            age.into_iter().collect::<axum::http::HeaderMap>(),
+            Json(topoalign_agent::usage::node_topology(&node, "kubelet")),
+        )
+            .into_response(),
         Err(message) => error(StatusCode::SERVICE_UNAVAILABLE, message),
     }
 }
 
 async fn state(AxumState(shared): AxumState<Shared>) -> Response {
     match known(&shared) {
-        Ok(node) => Json(topoalign_nrt::StateRecord::of(&node)).into_response(),
+        Ok((node, age)) => (
+            age.into_iter().collect::<axum::http::HeaderMap>(),
+            Json(topoalign_nrt::StateRecord::of(&node)),
+        )
+            .into_response(),
         Err(message) => error(StatusCode::SERVICE_UNAVAILABLE, message),
     }
 }
@@ -113,16 +185,21 @@ struct After {
     after: u64,
 }
 
-/// How long `/v1/status` waits for a newer generation.
-const STATUS_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+/// How long `/v1/status` waits for a newer generation at most.
+pub const STATUS_WAIT: Duration = Duration::from_secs(30);
 
 /// The first status newer than `after` (or the current one when none
-/// comes within [`STATUS_WAIT`]): a watcher waits on this instead of
-/// polling.
+/// comes within [`Shared::status_wait`]): a watcher waits on this instead
+/// of polling.
 async fn status(AxumState(shared): AxumState<Shared>, Query(query): Query<After>) -> Response {
     let mut receiver = shared.status.clone();
-    let _ = tokio::time::timeout(STATUS_WAIT, receiver.wait_for(|s| s.generation > query.after)).await;
-    let status = receiver.borrow().clone();
+    let _ = tokio::time::timeout(
+        shared.status_wait,
+        receiver.wait_for(|p| p.status.generation > query.after),
+    )
+    .await;
+    let published = receiver.borrow().clone();
+    let status = &published.status;
     let body = match &status.state {
         State::Starting => json!({"generation": status.generation, "state": "starting"}),
         State::Known { node } => json!({
@@ -133,5 +210,5 @@ async fn status(AxumState(shared): AxumState<Shared>, Query(query): Query<After>
             "generation": status.generation, "state": "unknown", "source": unknown.kind, "reason": unknown.reason,
         }),
     };
-    Json(body).into_response()
+    Json(published.annotate(body)).into_response()
 }

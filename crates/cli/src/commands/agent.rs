@@ -135,6 +135,10 @@ pub struct Args {
     /// state) on this TCP address, without a token: it changes nothing.
     #[arg(long, value_name = "ADDR", requires = "follow_kubelet")]
     follow_listen: Option<SocketAddr>,
+    #[command(flatten)]
+    limits: topoalign_serve::LimitArgs,
+    #[command(flatten)]
+    socket_limits: topoalign_serve::SocketLimitArgs,
 }
 
 const fn topoalign_podresources_default_socket() -> &'static str {
@@ -218,6 +222,7 @@ pub fn run(args: &Args) -> Result {
     agent.set_kubelet_configuration(started.kubelet.clone());
     let serve_config = ServeConfig {
         socket: Some(args.socket.clone()),
+        limits: listener_limits(args, args.listen.is_some()),
         tcp: args.listen.zip(token),
         reconcile_every: Duration::from_secs(args.reconcile_interval.max(1)),
     };
@@ -246,6 +251,21 @@ pub fn run(args: &Args) -> Result {
             Err(error) => Err(anyhow::Error::new(error).context("serving failed").into()),
         }
     })
+}
+
+/// The listeners' limits from the flags, their connection caps fitted to
+/// the open-file limit (raised where it can be; a lowered cap is logged).
+fn listener_limits(args: &Args, tcp: bool) -> topoalign_serve::ListenerLimits {
+    let mut limits = args.limits.with_socket(&args.socket_limits);
+    let lowered = if tcp {
+        topoalign_serve::fit_to_descriptors(&mut [&mut limits.socket, &mut limits.tcp])
+    } else {
+        topoalign_serve::fit_to_descriptors(&mut [&mut limits.socket])
+    };
+    if let Some(message) = lowered {
+        tracing::warn!("{message}");
+    }
+    limits
 }
 
 /// `--follow-kubelet`: the node from this machine (or --node) and the
@@ -284,6 +304,7 @@ fn follow(args: &Args) -> Result {
         socket: Some(args.socket.clone()),
         listen: args.follow_listen,
         publish,
+        limits: listener_limits(args, args.follow_listen.is_some()),
     };
     let runtime = runtime()?;
     runtime.block_on(async {
