@@ -71,6 +71,9 @@ enum Command {
     Extender(commands::extender::Args),
     /// Write nodes' NodeResourceTopology (v1alpha2) objects.
     Nrt(commands::nrt::Args),
+    /// Proof of placement: what the kernel applies to processes (CPUs,
+    /// memory per NUMA node, devices) against what was decided and promised.
+    Verify(commands::verify::Args),
     /// Test tooling: play a kubelet's observable side (checkpoint files,
     /// PodResources API, pods file) from adds and deletes on stdin.
     #[command(hide = true)]
@@ -103,6 +106,7 @@ fn try_main() -> Result<Outcome, Error> {
         Command::SimulateNodes(args) => commands::simulate_nodes::run(&args),
         Command::Extender(args) => commands::extender::run(&args),
         Command::Nrt(args) => commands::nrt::run(&args),
+        Command::Verify(args) => commands::verify::run(&args),
         Command::KubeletStandIn(args) => commands::kubelet_stand_in::run(&args),
     }
 }

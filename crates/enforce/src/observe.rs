@@ -206,10 +206,17 @@ impl Host {
             }
         }
         let mems_allowed = to_nodes(&list(&status, "Mems_allowed_list", &status_path)?);
-        let command = read(&dir.join("comm")).map(|c| c.trim().to_string())?;
-
-        let cgroup_path = dir.join("cgroup");
-        let memberships = parse_proc_cgroup(&read(&cgroup_path)?);
+        // A process that exits while it is read is gone, not an error.
+        let gone = |error: ObserveError| match error {
+            ObserveError::Io { source, .. }
+                if source.kind() == io::ErrorKind::NotFound || source.raw_os_error() == Some(libc::ESRCH) =>
+            {
+                ObserveError::NoProcess { pid, path: dir.clone() }
+            }
+            other => other,
+        };
+        let command = read(&dir.join("comm")).map_err(gone)?.trim().to_string();
+        let memberships = parse_proc_cgroup(&read(&dir.join("cgroup")).map_err(gone)?);
         let mountinfo_path = self.proc("self/mountinfo");
         let mounts = parse_mountinfo(&read(&mountinfo_path)?);
         let cgroup = self.cpuset_of(&mounts, &memberships)?;
@@ -464,7 +471,11 @@ fn membership_dir(
         CgroupVersion::V1 => m.controllers.iter().any(|c| c == controller),
     })?;
     let relative = Path::new(&membership.path).strip_prefix(&mount.root).ok()?;
-    Some(mount.point.join(relative))
+    Some(if relative.as_os_str().is_empty() {
+        mount.point.clone()
+    } else {
+        mount.point.join(relative)
+    })
 }
 
 /// `numa_maps` text: each mapping's `N<node>=<pages>` times its page size

@@ -17,6 +17,7 @@ pub mod run;
 pub mod simulate;
 pub mod simulate_nodes;
 pub mod topology;
+pub mod verify;
 
 use topoalign_intake::IntakeError;
 

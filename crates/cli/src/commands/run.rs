@@ -23,6 +23,7 @@ use topoalign_agent::wire::{AdmitResponse, Allocation};
 use topoalign_agent::{Client, ClientError, Endpoint, OpenOptions, Role};
 use topoalign_enforce::{ChildPlacement, Procfs};
 use topoalign_engine::TopologyPolicyName;
+use topoalign_verify::run_record::RunRecord;
 
 use super::{Outcome, Result};
 
@@ -38,12 +39,19 @@ pub struct Args {
     /// The agent's socket.
     #[arg(long, value_name = "PATH", default_value = "/run/topoalign/agent.sock")]
     socket: PathBuf,
-    /// CPUs: a whole number for exclusive CPUs, or e.g. 500m for a share of
+    /// CPUs: a whole number N for N exclusive CPUs, aligned with the
+    /// command's memory and devices; a fraction (0.5, 500m) for a share of
     /// the shared pool.
     #[arg(long, value_name = "N", default_value = "1")]
     cpus: String,
-    /// Memory (e.g. 8Gi). With whole CPUs this makes the command a
-    /// Guaranteed workload: without it, it runs on the shared CPU pool.
+    /// Run on the shared CPU pool even with a whole --cpus (the CPUs
+    /// count towards the node's requests, none is the command's alone).
+    #[arg(long, conflicts_with = "memory")]
+    shared: bool,
+    /// Memory to reserve (e.g. 8Gi). Without it, whole CPUs still get
+    /// exclusive CPUs: run asks for a nominal 1Mi, which makes the request
+    /// one the CPU manager pins (a Guaranteed pod) without reserving
+    /// memory the command did not ask for.
     #[arg(long, value_name = "QUANTITY")]
     memory: Option<String>,
     /// 1Gi huge pages (total size, e.g. 4Gi).
@@ -105,9 +113,14 @@ Examples:
   topoalign run --cpus 4 --memory 8Gi -- ./simulate --steps 1000
   topoalign run --cpus 8 --memory 32Gi --gpus 1 --policy single-numa-node -- python train.py
   topoalign run --standalone --cpus 2 --memory 1Gi -- stress-ng --cpu 2
+  topoalign run --cpus 2 -- ./build.sh          # 2 exclusive CPUs
+  topoalign run --cpus 2 --shared -- ./build.sh # 2 CPUs' worth of the shared pool
+  topoalign run --cpus 0.5 -- ./poll.sh         # half a CPU of the shared pool
 
-The command gets TOPOALIGN_ALLOCATION, TOPOALIGN_CPUS and TOPOALIGN_MEMS in its
-environment. Exit status: the command's; 125 if it was not started (no agent,
+The command gets what was decided in its environment (TOPOALIGN_ALLOCATION,
+TOPOALIGN_CPUS, TOPOALIGN_EXCLUSIVE, TOPOALIGN_MEMS, TOPOALIGN_DEVICES,
+TOPOALIGN_POLICY, TOPOALIGN_ENFORCEMENT, TOPOALIGN_CGROUP); `topoalign verify
+--pid PID` reads it back and checks it against the kernel. Exit status: the command's; 125 if it was not started (no agent,
 invalid or rejected request: the explanation is printed); 126 not executable;
 127 not found; 128+N killed by signal N.";
 
@@ -207,7 +220,8 @@ pub fn run(args: &Args) -> Result {
         }
     }
 
-    let status = execute(args, &allocation);
+    let policy = answer.explanation.policy.parse().ok();
+    let status = execute(args, &allocation, policy);
     if let Err(message) = release(&allocator, &allocation.id) {
         eprintln!(
             "topoalign run: could not release {} ({message}); it is released once the agent notices this process \
@@ -219,17 +233,13 @@ pub fn run(args: &Args) -> Result {
 }
 
 /// Runs the command in the allocation; its exit status as `run`'s.
-fn execute(args: &Args, allocation: &Allocation) -> u8 {
+fn execute(args: &Args, allocation: &Allocation, policy: Option<TopologyPolicyName>) -> u8 {
     let Some((program, rest)) = args.command.split_first() else {
         return NOT_STARTED;
     };
     let mut command = Command::new(program);
     command.args(rest);
-    command.env("TOPOALIGN_ALLOCATION", &allocation.id);
-    command.env("TOPOALIGN_CPUS", allocation.cpus.to_string());
-    if let Some(nodes) = &allocation.memory_numa {
-        command.env("TOPOALIGN_MEMS", topoalign_enforce::node_list(nodes));
-    }
+    command.envs(record_of(allocation, policy).to_env());
     command.envs(topoalign_enforce::visible_devices_env(&allocation.devices));
     // Under cgroups the agent has already moved this process into the
     // allocation's cgroup, and the child inherits it; under `affinity` the
@@ -262,12 +272,44 @@ fn execute(args: &Args, allocation: &Allocation) -> u8 {
     }
 }
 
+/// What was decided, for the command's environment (`verify --pid` reads
+/// it back).
+fn record_of(allocation: &Allocation, policy: Option<TopologyPolicyName>) -> RunRecord {
+    RunRecord {
+        allocation: allocation.id.clone(),
+        cpus: allocation.cpus.clone(),
+        exclusive: allocation.exclusive,
+        memory_nodes: allocation
+            .memory_numa
+            .as_ref()
+            .map(|nodes| nodes.iter().copied().collect()),
+        devices: allocation.devices.clone(),
+        policy,
+        enforcement: Some(allocation.enforcement.clone()),
+        cgroup: allocation.cgroup.clone(),
+    }
+}
+
+/// The memory a whole-CPU request without --memory asks for: enough to
+/// make it Guaranteed (the CPU manager pins only those), nothing more.
+const NOMINAL_MEMORY: &str = "1Mi";
+
 /// The plain request for the agent, held by this process.
 fn plain_request(args: &Args) -> std::result::Result<Value, String> {
     let mut request = Map::new();
     request.insert("cpus".into(), json!(args.cpus));
-    if let Some(memory) = &args.memory {
-        request.insert("memory".into(), json!(memory));
+    // A whole number of CPUs means that many exclusive CPUs, as bare-metal
+    // users expect; the kubelet's rule (only a Guaranteed pod gets them)
+    // is met with a nominal memory request. --shared opts out.
+    let whole = topoalign_k8s::parse_quantity(args.cpus.trim()).is_ok_and(|q| q.is_whole());
+    match &args.memory {
+        Some(memory) => {
+            request.insert("memory".into(), json!(memory));
+        }
+        None if whole && !args.shared => {
+            request.insert("memory".into(), json!(NOMINAL_MEMORY));
+        }
+        None => {}
     }
     let mut hugepages = Map::new();
     if let Some(q) = &args.hugepages_1gi {

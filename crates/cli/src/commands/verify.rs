@@ -1,0 +1,338 @@
+//! `topoalign verify`: proof of placement. Reads what the kernel really
+//! applies to processes (`topoalign_enforce::observe`), what was decided
+//! for them (`topoalign run`'s record in their environment,
+//! `topoalign_verify::run_record`) and judges it (`topoalign_verify`).
+//!
+//! Exit status: 0 every placement is kept (aligned, or nothing decided);
+//! 4 something drifted, is misaligned or spilled memory (the report says
+//! which); 2 bad input (no such process, a node file that does not read);
+//! 1 a file that exists could not be read.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use topoalign_enforce::observe::{DeviceFacts, Host, ObserveError, ProcessFacts};
+use topoalign_model::Machine;
+use topoalign_verify::run_record::{self, RunRecord};
+use topoalign_verify::{
+    Applied, AppliedDevices, CgroupCpuset, DecidedCpus, DeviceSource, MemoryByNode, NodeSet, NumaLayout, Report,
+    Subject, Summary, VisibleDevice, judge, mebibytes, nodes_text,
+};
+
+use super::output::Output;
+use super::{Error, Outcome, Result};
+
+/// Exit status when a placement is not kept.
+const NOT_KEPT: u8 = 4;
+
+/// The GPU visibility variables, in the order they are believed.
+const VISIBILITY: [&str; 2] = ["NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"];
+
+/// Proof of placement: compare what the kernel applies to processes (CPUs,
+/// memory nodes and pages per NUMA node, devices) with what was decided for
+/// them and what the topology manager policy promised.
+#[derive(clap::Args)]
+#[command(after_long_help = VERIFY_HELP)]
+pub struct Args {
+    /// A process to check (repeatable): any process; for one started by
+    /// `topoalign run` (or its descendants), against what run decided.
+    /// Without --pid: every process `topoalign run` started on this host.
+    #[arg(long = "pid", value_name = "PID")]
+    pids: Vec<u32>,
+    /// Read a captured host under DIR instead of this one: DIR/proc, and
+    /// the cgroup mounts DIR/proc/self/mountinfo names, under DIR.
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// The machine's NUMA layout from a node file (scenario, hwloc XML,
+    /// sysfs tree or capture); default: this machine, or the sysfs under
+    /// --root.
+    #[arg(long, value_name = "FILE")]
+    node: Option<PathBuf>,
+    #[command(flatten)]
+    output: Output<VerifyFormat>,
+}
+
+const VERIFY_HELP: &str = "\
+Examples:
+  topoalign verify --pid 4242
+  topoalign verify                      # every process topoalign run started here
+  topoalign verify --pid 4242 -o json
+
+Verdicts: aligned; not-placed (nothing decided; where it runs is shown);
+drifted (CPUs or memory nodes changed since admission); misaligned (a
+resource on a NUMA node the policy did not promise, or devices not its own);
+memory-spilled (its own memory on NUMA nodes it was not pinned to).
+Exit status: 0 every placement kept; 4 something drifted, misaligned or
+spilled; 2 bad input (no such process); 1 a file could not be read.";
+
+#[derive(Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+enum VerifyFormat {
+    /// A report for people (the default).
+    #[default]
+    Text,
+    /// Every report with its facts, and the summary.
+    Json,
+}
+
+/// The JSON document.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Document<'a> {
+    reports: &'a [Report],
+    summary: &'a Summary,
+}
+
+pub fn run(args: &Args) -> Result {
+    let host = match &args.root {
+        Some(root) => Host::under(root),
+        None => Host::live(),
+    };
+    let machine_file = args.node.as_deref().or(args.root.as_deref());
+    let machine = topoalign_intake::read_node_file(machine_file)?.machine;
+    let layout = NumaLayout::new(
+        machine
+            .numa_nodes()
+            .iter()
+            .map(|node| (node.id, machine.numa_cpus(node.id))),
+    );
+    let pids = if args.pids.is_empty() {
+        run_children(args.root.as_deref().unwrap_or(Path::new("/")))?
+    } else {
+        args.pids.clone()
+    };
+    let mut keep: Vec<&str> = run_record::VARIABLES.to_vec();
+    keep.extend(VISIBILITY);
+    let mut reports = Vec::new();
+    for pid in pids {
+        let facts = match host.process(pid, &keep) {
+            Ok(facts) => facts,
+            Err(error @ ObserveError::NoProcess { .. }) if !args.pids.is_empty() => {
+                return Err(Error::bad_input(error));
+            }
+            // Found by the scan, gone since: nothing to check.
+            Err(ObserveError::NoProcess { .. }) => continue,
+            Err(error) => return Err(Error::Failed(error.into())),
+        };
+        reports.push(report_of(&machine, &layout, facts)?);
+    }
+    let summary = Summary::of(&reports);
+    let bytes = match args.output.format() {
+        VerifyFormat::Text => render(&reports, &summary, args.pids.is_empty()).into_bytes(),
+        VerifyFormat::Json => (serde_json::to_string_pretty(&Document {
+            reports: &reports,
+            summary: &summary,
+        })? + "\n")
+            .into_bytes(),
+    };
+    args.output.write(&bytes)?;
+    Ok(if summary.all_kept() {
+        Outcome::Success
+    } else {
+        Outcome::Exit(NOT_KEPT)
+    })
+}
+
+/// The processes whose environment has `run`'s record, in pid order.
+fn run_children(root: &Path) -> Result<Vec<u32>> {
+    let proc = root.join("proc");
+    let entries = std::fs::read_dir(&proc).map_err(|e| Error::bad_input(format!("{}: {e}", proc.display())))?;
+    let mut pids: Vec<u32> = entries
+        .filter_map(std::result::Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+        .filter(|pid: &u32| {
+            // Another user's environment is not readable: not ours to check.
+            std::fs::read(proc.join(pid.to_string()).join("environ")).is_ok_and(|bytes| {
+                !topoalign_enforce::observe::parse_environ(&bytes, &[run_record::ALLOCATION]).is_empty()
+            })
+        })
+        .collect();
+    pids.sort_unstable();
+    Ok(pids)
+}
+
+fn report_of(machine: &Machine, layout: &NumaLayout, facts: ProcessFacts) -> Result<Report> {
+    let device_numa = |id: &str| -> Option<NodeSet> {
+        machine
+            .devices()
+            .values()
+            .flatten()
+            .find(|device| device.id == id)
+            .map(|device| device.numa.iter().copied().collect::<NodeSet>())
+            .filter(|nodes| !nodes.is_empty())
+    };
+    let environment = facts.environment.clone().unwrap_or_default();
+    let decided = RunRecord::from_env(&environment)
+        .map_err(|e| Error::bad_input(format!("pid {}: {e}", facts.pid)))?
+        .map(|record| record.decided(|_, id| device_numa(id)));
+    let devices = applied_devices(&facts, &environment, &device_numa);
+    let applied = Applied {
+        cgroup: facts.cgroup.as_ref().map(|cgroup| CgroupCpuset {
+            version: cgroup.version.as_str().to_string(),
+            path: cgroup.path.display().to_string(),
+            cpus: cgroup.cpus.clone(),
+            mems: cgroup.mems.as_ref().map(|m| m.iter().copied().collect()),
+        }),
+        cpus: facts.cpus.clone(),
+        mems_allowed: facts.mems_allowed.iter().copied().collect(),
+        memory_bind: facts
+            .numa_maps
+            .as_ref()
+            .and_then(|m| m.bind.as_ref())
+            .map(|nodes| nodes.iter().copied().collect()),
+        memory: facts.numa_maps.as_ref().map(|m| MemoryByNode {
+            anonymous: m.anonymous.clone(),
+            huge_pages: m.huge_pages.clone(),
+            file: m.file.clone(),
+        }),
+        devices,
+    };
+    let subject = Subject::Process {
+        pid: facts.pid,
+        command: facts.command.clone(),
+    };
+    Ok(judge(subject, layout, applied, decided))
+}
+
+/// What the process can see: a GPU visibility variable where it has one,
+/// else its v1 device cgroup's rules; v2's eBPF program is not readable.
+fn applied_devices(
+    facts: &ProcessFacts,
+    environment: &BTreeMap<String, String>,
+    device_numa: &dyn Fn(&str) -> Option<NodeSet>,
+) -> AppliedDevices {
+    if let Some((variable, value)) = VISIBILITY
+        .iter()
+        .find_map(|name| environment.get(*name).map(|value| (*name, value)))
+    {
+        let all = value.trim() == "all";
+        let devices = value
+            .split(',')
+            .map(str::trim)
+            .filter(|id| !id.is_empty() && !matches!(*id, "all" | "none" | "void"))
+            .map(|id| VisibleDevice {
+                id: id.to_string(),
+                numa: device_numa(id),
+            })
+            .collect();
+        return AppliedDevices::Listed {
+            source: DeviceSource::Environment(variable.to_string()),
+            all,
+            devices,
+        };
+    }
+    match &facts.devices {
+        DeviceFacts::V1 { path, rules } => AppliedDevices::Listed {
+            source: DeviceSource::DeviceCgroup(path.join("devices.list").display().to_string()),
+            all: rules.iter().any(|rule| rule.all),
+            devices: rules
+                .iter()
+                .filter(|rule| !rule.all)
+                .map(|rule| VisibleDevice {
+                    id: rule.text.clone(),
+                    numa: rule.numa.map(|node| NodeSet::from([node])),
+                })
+                .collect(),
+        },
+        DeviceFacts::V2 => AppliedDevices::Unreadable {
+            reason: "cgroup v2 controls devices with an eBPF program the kernel does not show, and its environment \
+                     names no visible GPUs"
+                .to_string(),
+        },
+        DeviceFacts::Unknown => AppliedDevices::Unknown,
+    }
+}
+
+fn render(reports: &[Report], summary: &Summary, scanned: bool) -> String {
+    let mut out = String::new();
+    if reports.is_empty() && scanned {
+        out.push_str("no process here was started by topoalign run; name one with --pid\n");
+    }
+    for report in reports {
+        let by = match &report.decided {
+            Some(decided) => match decided.policy {
+                Some(policy) => format!(" — {} ({})", decided.by, policy.as_str()),
+                None => format!(" — {}", decided.by),
+            },
+            None => String::new(),
+        };
+        let _ = writeln!(out, "{}: {}{by}", report.subject, report.verdict.as_str());
+        let placement = &report.placement;
+        let cpus = match report.decided.as_ref().map(|d| &d.cpus) {
+            Some(DecidedCpus::Exclusive { cpus }) => format!(", exclusive, decided {cpus}"),
+            Some(DecidedCpus::Shared { .. }) => ", shared pool".to_string(),
+            None => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "  CPUs {} (NUMA {}){cpus}",
+            placement.cpus,
+            nodes_text(&placement.cpu_nodes)
+        );
+        let pinned = match report.decided.as_ref().and_then(|d| d.memory_nodes.as_ref()) {
+            Some(nodes) => format!("pinned to NUMA {}", nodes_text(nodes)),
+            None => "not pinned".to_string(),
+        };
+        let resident = if placement.own_memory.is_empty() {
+            match report.applied.memory {
+                Some(_) => "no resident memory of its own".to_string(),
+                None => "resident memory not readable".to_string(),
+            }
+        } else {
+            let per_node: Vec<String> = placement
+                .own_memory
+                .iter()
+                .map(|(node, bytes)| format!("{} on NUMA {node}", mebibytes(*bytes)))
+                .collect();
+            per_node.join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "  memory: may allocate on NUMA {} ({pinned}); {resident}",
+            nodes_text(&placement.memory_nodes)
+        );
+        if let Some(cgroup) = &report.applied.cgroup {
+            let cpus = cgroup.cpus.as_ref().map_or("?".to_string(), ToString::to_string);
+            let mems = cgroup.mems.as_ref().map_or("?".to_string(), nodes_text);
+            let _ = writeln!(
+                out,
+                "  cgroup: {} ({}): CPUs {cpus}, memory nodes {mems}",
+                cgroup.path, cgroup.version
+            );
+        }
+        let devices = match &report.applied.devices {
+            AppliedDevices::Unknown => None,
+            AppliedDevices::Unreadable { reason } => Some(format!("not known: {reason}")),
+            AppliedDevices::Listed { source, all, devices } => {
+                let source = match source {
+                    DeviceSource::Environment(variable) => variable.clone(),
+                    DeviceSource::DeviceCgroup(path) => path.clone(),
+                };
+                let listed: Vec<String> = devices
+                    .iter()
+                    .map(|d| match &d.numa {
+                        Some(numa) => format!("{} (NUMA {})", d.id, nodes_text(numa)),
+                        None => d.id.clone(),
+                    })
+                    .collect();
+                Some(match (all, listed.is_empty()) {
+                    (true, _) => format!("every device ({source})"),
+                    (false, true) => format!("none ({source})"),
+                    (false, false) => format!("{} ({source})", listed.join(", ")),
+                })
+            }
+        };
+        if let Some(devices) = devices {
+            let _ = writeln!(out, "  devices: {devices}");
+        }
+        for finding in &report.findings {
+            let _ = writeln!(out, "  - {finding}");
+        }
+        for note in &report.notes {
+            let _ = writeln!(out, "  note: {note}");
+        }
+    }
+    let _ = writeln!(out, "summary: {summary}");
+    out
+}
