@@ -194,7 +194,7 @@ impl std::fmt::Display for Finding {
 }
 
 /// Bytes as MiB with one decimal (`12.5 MiB`).
-pub(crate) fn mebibytes(bytes: u64) -> String {
+pub fn mebibytes(bytes: u64) -> String {
     let tenths = (u128::from(bytes) * 10 + 512 * 1024) / (1024 * 1024);
     format!("{}.{} MiB", tenths / 10, tenths % 10)
 }
