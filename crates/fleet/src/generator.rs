@@ -60,8 +60,28 @@ pub struct GeneratorSpec {
 pub struct SizeSpec {
     #[serde(default = "one")]
     pub weight: u32,
+    /// A quantity (`"2"`, `1500m`, or a bare number).
+    #[serde(deserialize_with = "quantity_text")]
     pub cpu: String,
+    /// A quantity (`4Gi`, or a bare number of bytes).
+    #[serde(deserialize_with = "quantity_text")]
     pub memory: String,
+}
+
+/// A quantity as written: a string, or a bare YAML/JSON number (`cpu: 2`).
+fn quantity_text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Text {
+        String(String),
+        Integer(i64),
+        Float(f64),
+    }
+    Ok(match Text::deserialize(deserializer)? {
+        Text::String(text) => text,
+        Text::Integer(n) => n.to_string(),
+        Text::Float(x) => x.to_string(),
+    })
 }
 
 /// The largest CPU request of one size (a million CPUs): far beyond any
@@ -337,6 +357,16 @@ mod tests {
         fine.gpu_share = 0.0;
         fine.gpus = 0;
         assert!(fine.generate().is_ok());
+        // Bare numbers are quantities too.
+        let read = Workload::parse("generator: {pods: 2, sizes: [{cpu: 2, memory: 1073741824}]}").unwrap();
+        assert_eq!(read.pods[0].containers[0].request("cpu"), Quantity::from_units(2));
+        let error = Workload::parse("generator: {pods: 2, sizes: [{cpu: -2, memory: 1Gi}]}").unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("generator.sizes[0].cpu: \"-2\" is not positive"),
+            "{error}"
+        );
         // Negative counts are refused when read, naming the field.
         for (text, field) in [
             (
