@@ -65,6 +65,9 @@ pub struct SimNode {
     /// Pods this kubelet has decided on (admitted or rejected), by uid: a
     /// pod is admitted once, whatever later updates of it say.
     decided: HashSet<String>,
+    /// Devices published through DRA instead of the device plugin
+    /// ([`crate::dra`]).
+    dra: crate::dra::DraDevices,
 }
 
 impl SimNode {
@@ -80,7 +83,38 @@ impl SimNode {
             spec: spec.clone(),
             node: topoalign_nrt::start_node(spec)?,
             decided: HashSet::new(),
+            dra: Vec::new(),
         })
+    }
+
+    /// The node `name` of fleet entry `group` whose devices of `resources`
+    /// come from DRA ([`crate::dra`]): its kubelet starts without them,
+    /// its ResourceSlices ([`SimNode::resource_slices`]) carry them.
+    ///
+    /// # Errors
+    /// [`RestoreError`] when the kubelet would not start.
+    pub fn start_with_dra(
+        name: &str,
+        group: &str,
+        spec: &NodeSpec,
+        resources: &[crate::dra::DraResource],
+    ) -> Result<SimNode, RestoreError> {
+        let (spec, dra) = crate::dra::split_spec(spec, resources);
+        let mut node = SimNode::start(name, group, &spec)?;
+        node.dra = dra;
+        Ok(node)
+    }
+
+    /// The node's ResourceSlices (none without DRA devices).
+    pub fn resource_slices(&self) -> Vec<k8s_openapi::api::resource::v1::ResourceSlice> {
+        crate::dra::resource_slices(&self.name, &self.dra)
+    }
+
+    /// The NUMA nodes of the exclusive CPUs and pinned memory of
+    /// `containers` (an admitted pod's).
+    pub fn pinned_numa_nodes(&self, containers: &[ContainerPlacement]) -> std::collections::BTreeSet<usize> {
+        let machine = self.node.machine();
+        topoalign_scenario::dra::pinned_numa_nodes(containers, |cpu| machine.cpu(cpu).map(|c| c.numa))
     }
 
     /// A copy of this node, named `name` (an empty node's copy is the

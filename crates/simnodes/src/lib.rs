@@ -13,12 +13,16 @@
 //!   socket, the pods the API server holds — from a stream of adds and
 //!   deletes (`topoalign kubelet-stand-in`).
 //!
+//! - [`dra`]: devices published through DRA (ResourceSlices) instead of
+//!   the device plugin, and whether a pod's DRA devices share a NUMA node
+//!   with its pinned CPUs and memory;
 //! - [`bench`]: the follower benchmark's node and pods, for the benchmarks
 //!   and examples that measure following and restoring them.
 //!
 //! `topoalign simulate-nodes` is the command; this crate holds its logic.
 
 pub mod bench;
+pub mod dra;
 pub mod kubelet;
 pub mod run;
 pub mod stand_in;
@@ -35,6 +39,26 @@ pub fn fleet_nodes(fleet: &topoalign_fleet::Fleet) -> Result<Vec<SimNode>, Strin
     let mut nodes = Vec::with_capacity(fleet.node_count());
     for group in &fleet.groups {
         let first = SimNode::start(&format!("{}-0", group.name), &group.name, &group.spec)
+            .map_err(|e| format!("fleet entry {}: {e}", group.name))?;
+        for i in 0..group.count {
+            nodes.push(first.renamed(&format!("{}-{i}", group.name)));
+        }
+    }
+    Ok(nodes)
+}
+
+/// [`fleet_nodes`] with the devices of `resources` published through DRA
+/// ([`dra`]).
+///
+/// # Errors
+/// A message naming the entry whose kubelet would not start.
+pub fn fleet_nodes_with_dra(
+    fleet: &topoalign_fleet::Fleet,
+    resources: &[dra::DraResource],
+) -> Result<Vec<SimNode>, String> {
+    let mut nodes = Vec::with_capacity(fleet.node_count());
+    for group in &fleet.groups {
+        let first = SimNode::start_with_dra(&format!("{}-0", group.name), &group.name, &group.spec, resources)
             .map_err(|e| format!("fleet entry {}: {e}", group.name))?;
         for i in 0..group.count {
             nodes.push(first.renamed(&format!("{}-{i}", group.name)));

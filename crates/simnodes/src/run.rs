@@ -73,6 +73,14 @@ pub enum Report {
     },
     /// A pod left its node (deleted or terminating).
     Released { pod: String, node: String },
+    /// Whether an admitted pod's DRA devices share a NUMA node with its
+    /// pinned CPUs and memory (also written as the pod's
+    /// [`crate::dra::ALIGNED_CONDITION`]).
+    Dra {
+        pod: String,
+        node: String,
+        alignment: crate::dra::Alignment,
+    },
     /// A write or the watch failed (the watch retries; a failed write is
     /// not repeated).
     Error(String),
@@ -90,6 +98,8 @@ pub enum RunError {
     },
     #[error("node names repeat: {0}")]
     Duplicate(String),
+    #[error("cannot publish the ResourceSlice {slice}: {error}")]
+    Slice { slice: String, error: kube::Error },
 }
 
 struct State {
@@ -140,6 +150,7 @@ pub async fn run(
     }));
 
     register(&client, &state, &names, &limit).await?;
+    publish_slices(&client, &state).await?;
     let objects: Vec<_> = lock(&state).nodes.values().map(SimNode::nrt).collect();
     let mut first = JoinSet::new();
     for object in objects {
@@ -227,6 +238,30 @@ async fn register(
         if let Ok(result) = done {
             result?;
         }
+    }
+    Ok(())
+}
+
+/// Publishes every node's ResourceSlices (server-side apply; none for
+/// nodes without DRA devices).
+async fn publish_slices(client: &kube::Client, state: &Shared) -> Result<(), RunError> {
+    use k8s_openapi::api::resource::v1::ResourceSlice;
+    let slices: Vec<ResourceSlice> = lock(state).nodes.values().flat_map(SimNode::resource_slices).collect();
+    let api: Api<ResourceSlice> = Api::all(client.clone());
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    for slice in slices {
+        let name = slice.metadata.name.clone().unwrap_or_default();
+        let value = serde_json::to_value(&slice).map_err(|e| RunError::Slice {
+            slice: name.clone(),
+            error: kube::Error::SerdeError(e),
+        })?;
+        // Server-side apply wants the kind and version in the body.
+        let mut body = value;
+        body["apiVersion"] = json!("resource.k8s.io/v1");
+        body["kind"] = json!("ResourceSlice");
+        api.patch(&name, &params, &Patch::Apply(&body))
+            .await
+            .map_err(|error| RunError::Slice { slice: name, error })?;
     }
     Ok(())
 }
@@ -370,8 +405,10 @@ async fn follow_pods(
             let (api, limit, report) = (api.clone(), limit.clone(), report.clone());
             writes.spawn(async move {
                 let _permit = limit.acquire_owned().await;
-                if let Err(message) = action.send(&api).await {
-                    report(Report::Error(message));
+                match action.send(&api).await {
+                    Ok(Some(told)) => report(told),
+                    Ok(None) => {}
+                    Err(message) => report(Report::Error(message)),
                 }
             });
         }
@@ -392,12 +429,56 @@ enum Action {
         name: String,
         uid: String,
     },
+    /// Read an admitted pod's ResourceClaims and write whether their
+    /// devices share a NUMA node with its pinned CPUs and memory.
+    Dra {
+        namespace: String,
+        name: String,
+        node: String,
+        claims: Vec<(String, Option<String>)>,
+        slices: Vec<k8s_openapi::api::resource::v1::ResourceSlice>,
+        pinned: BTreeSet<usize>,
+    },
 }
 
 impl Action {
-    async fn send(self, api: &Api<K8sPod>) -> Result<(), String> {
+    async fn send(self, api: &Api<K8sPod>) -> Result<Option<Report>, String> {
         let gone = |e: &kube::Error| matches!(e, kube::Error::Api(status) if status.code == 404 || status.code == 409);
         match self {
+            Action::Dra {
+                namespace,
+                name,
+                node,
+                claims,
+                slices,
+                pinned,
+            } => {
+                use k8s_openapi::api::resource::v1::ResourceClaim;
+                let client = api.clone().into_client();
+                let claim_api: Api<ResourceClaim> = Api::namespaced(client.clone(), &namespace);
+                let mut found = Vec::with_capacity(claims.len());
+                for (reference, claim) in claims {
+                    let claim = match claim {
+                        Some(claim) => claim_api
+                            .get_opt(&claim)
+                            .await
+                            .map_err(|e| format!("reading ResourceClaim {namespace}/{claim}: {e}"))?,
+                        None => None,
+                    };
+                    found.push((reference, claim));
+                }
+                let pod = format!("{namespace}/{name}");
+                let alignment = crate::dra::alignment(&pod, &found, &slices, &pinned);
+                let patch = crate::dra::condition_patch(&alignment, now().as_str().unwrap_or_default());
+                let api: Api<K8sPod> = Api::namespaced(client, &namespace);
+                match api
+                    .patch_status(&name, &PatchParams::default(), &Patch::Strategic(&patch))
+                    .await
+                {
+                    Err(e) if !gone(&e) => Err(format!("writing the status of {namespace}/{name}: {e}")),
+                    _ => Ok(Some(Report::Dra { pod, node, alignment })),
+                }
+            }
             Action::Status { namespace, name, patch } => {
                 let api: Api<K8sPod> = Api::namespaced(api.clone().into_client(), &namespace);
                 match api
@@ -405,7 +486,7 @@ impl Action {
                     .await
                 {
                     Err(e) if !gone(&e) => Err(format!("writing the status of {namespace}/{name}: {e}")),
-                    _ => Ok(()),
+                    _ => Ok(None),
                 }
             }
             Action::Delete { namespace, name, uid } => {
@@ -420,7 +501,7 @@ impl Action {
                 };
                 match api.delete(&name, &params).await {
                     Err(e) if !gone(&e) => Err(format!("deleting the terminating pod {namespace}/{name}: {e}")),
-                    _ => Ok(()),
+                    _ => Ok(None),
                 }
             }
         }
@@ -476,12 +557,26 @@ fn apply(state: &mut State, pod: &K8sPod, report: &impl Fn(Report)) -> Vec<Actio
         state.dirty.insert(node_name.to_owned());
     }
     let patch = status_patch(pod, &admission, now().as_str().unwrap_or_default());
+    let claims = crate::dra::claim_names(pod);
+    let dra = match &admission {
+        Admission::Admitted(containers) if !claims.is_empty() => Some(Action::Dra {
+            namespace: namespace.clone(),
+            name: name.clone(),
+            node: node_name.to_owned(),
+            claims,
+            slices: node.resource_slices(),
+            pinned: node.pinned_numa_nodes(containers),
+        }),
+        _ => None,
+    };
     report(Report::Decided {
         pod: pod_key(pod),
         node: node_name.to_owned(),
         admission,
     });
-    vec![Action::Status { namespace, name, patch }]
+    let mut actions = vec![Action::Status { namespace, name, patch }];
+    actions.extend(dra);
+    actions
 }
 
 /// A pod gone from the API server.

@@ -64,6 +64,19 @@ pub struct Args {
     /// parallelism).
     #[arg(long)]
     threads: Option<usize>,
+    /// Pods with DRA claims pass only nodes where the devices the
+    /// scheduler's DRA allocator will pick and the CPUs and memory the
+    /// kubelet will pin share a NUMA node (scored and chosen likewise).
+    /// The ResourceSlices, DeviceClasses, ResourceClaims and Nodes come
+    /// from `--dra-objects` files, or from the API server every
+    /// `--nrt-poll` seconds with `--nrt-from-cluster`. The allocator is the
+    /// `--kubelet-version` release's (default: the newest).
+    #[arg(long)]
+    dra_align: bool,
+    /// Manifests of ResourceSlices, DeviceClasses, ResourceClaims and a
+    /// Node for `--dra-align` (`kubectl get ... -o yaml`).
+    #[arg(long, value_name = "FILE", requires = "dra_align")]
+    dra_objects: Vec<PathBuf>,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -102,6 +115,17 @@ pub fn run(args: &Args) -> Result {
             .with_context(|| format!("cannot listen on {}", args.listen))?;
         let address = listener.local_addr()?;
         let shared = Arc::new(Mutex::new(cluster));
+        if args.dra_align && args.nrt_from_cluster {
+            let client = topoalign_extender::dra::connect()
+                .await
+                .map_err(|e| Error::bad_input(format!("--dra-align: {e}")))?;
+            tokio::spawn(topoalign_extender::dra::poll(
+                client,
+                shared.clone(),
+                Duration::from_secs(args.nrt_poll.max(1)),
+                |message| eprintln!("topoalign extender: {message}"),
+            ));
+        }
         if args.nrt_from_cluster {
             let source = topoalign_nrt_publisher::Publisher::connect()
                 .await
@@ -150,6 +174,25 @@ fn load(args: &Args, config: ExtenderConfig) -> Result<Cluster> {
         }
         None => Cluster::new(config),
     };
+    if args.dra_align {
+        let release = args
+            .version
+            .kubelet_version
+            .unwrap_or(topoalign_model::KubeletVersion::NEWEST);
+        let mut dra = topoalign_extender::dra::Dra::new(release.as_str(), Duration::from_secs(args.assume_timeout))
+            .map_err(Error::bad_input)?;
+        let mut objects = topoalign_extender::dra::DraObjects::default();
+        for path in &args.dra_objects {
+            let read = topoalign_extender::dra::DraObjects::from_manifests(&read_text(path)?)
+                .map_err(|e| Error::bad_input(format!("--dra-objects {}: {e}", path.display())))?;
+            objects.nodes.extend(read.nodes);
+            objects.device_classes.extend(read.device_classes);
+            objects.resource_slices.extend(read.resource_slices);
+            objects.resource_claims.extend(read.resource_claims);
+        }
+        dra.sync(objects);
+        cluster.enable_dra(dra);
+    }
     let now = Instant::now();
     for path in &args.nrt {
         let (objects, mut skipped) = topoalign_nrt::object::parse_objects_skipping_bad(&read_text(path)?)

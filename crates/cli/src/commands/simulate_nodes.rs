@@ -36,11 +36,18 @@ pub struct Args {
     /// Print only the start-up line and errors, not every pod decided.
     #[arg(long)]
     quiet: bool,
+    /// Publish the devices of the device-plugin resource RESOURCE through
+    /// DRA instead, as driver DRIVER's ResourceSlices (one per node, each
+    /// device with `resource.kubernetes.io/numaNode`); a pod with claims
+    /// gets the condition `topoalign.io/DRAAligned` saying whether its
+    /// devices share a NUMA node with its pinned CPUs and memory.
+    #[arg(long = "dra", value_name = "RESOURCE=DRIVER")]
+    dra: Vec<topoalign_simnodes::dra::DraResource>,
 }
 
 pub fn run(args: &Args) -> Result {
     let fleet = read_fleet(&args.fleet, args.version.kubelet_version)?;
-    let nodes = topoalign_simnodes::fleet_nodes(&fleet)
+    let nodes = topoalign_simnodes::fleet_nodes_with_dra(&fleet, &args.dra)
         .map_err(|e| Error::bad_input(format!("{}: {e}", args.fleet.display())))?;
     if args.nrt_interval < 100 {
         return Err(Error::bad_input("--nrt-interval: at least 100 ms"));
@@ -66,6 +73,14 @@ pub fn run(args: &Args) -> Result {
                 Admission::Rejected { reason, message } => println!("{node}: rejected {pod}: {reason}: {message}"),
             },
             Report::Released { pod, node } => println!("{node}: released {pod}"),
+            Report::Dra { pod, node, alignment } => {
+                let verdict = match alignment.aligned {
+                    Some(true) => "aligned",
+                    Some(false) => "MISALIGNED",
+                    None => "unknown",
+                };
+                println!("{node}: {pod}: DRA devices {verdict}: {}", alignment.message);
+            }
         };
         let shutdown = async {
             tokio::signal::ctrl_c().await.ok();

@@ -1,0 +1,322 @@
+//! Simulated nodes with devices from Dynamic Resource Allocation.
+//!
+//! A fleet node's device-plugin resource named with `--dra RESOURCE=DRIVER`
+//! is published through DRA instead: its devices leave the kubelet's
+//! device manager (the node no longer advertises the extended resource)
+//! and become one ResourceSlice per driver and node (pool: the node's
+//! name), each device carrying its NUMA node as the standard
+//! `resource.kubernetes.io/numaNode` attribute.
+//!
+//! The scheduler allocates the claims (it writes `status.allocation`); the
+//! kubelet's part is to prepare them after admission, which a simulated
+//! node has nothing to do for. What it adds is the check the real kubelet
+//! never makes: whether the devices a pod got share a NUMA node with the
+//! CPUs and memory the engine pinned, by the one alignment rule
+//! ([`topoalign_scenario::dra::misaligned_devices`]), written as the pod
+//! condition [`ALIGNED_CONDITION`].
+//!
+//! Owns: splitting a node spec's devices, the slices, the claim names of a
+//! pod, the alignment verdict. Pure.
+
+use std::collections::BTreeSet;
+use std::str::FromStr;
+
+use k8s_openapi::api::core::v1::Pod as K8sPod;
+use k8s_openapi::api::resource::v1::{
+    Device, DeviceAttribute, ResourceClaim, ResourcePool, ResourceSlice, ResourceSliceSpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::{Value, json};
+use topoalign_nrt::NodeSpec;
+use topoalign_scenario::DeviceSpec;
+use topoalign_scenario::dra::{ClaimDevices, PodDevices, claim_devices, misaligned_devices};
+
+/// The pod condition a simulated kubelet writes for a pod with claims:
+/// `True` when its DRA devices share a NUMA node with its pinned CPUs and
+/// memory, `False` when some do not (the message names them and the
+/// kubelet's NUMA nodes), `Unknown` when it cannot tell.
+pub const ALIGNED_CONDITION: &str = "topoalign.io/DRAAligned";
+
+/// A device-plugin resource published through DRA (`RESOURCE=DRIVER`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DraResource {
+    /// The device-plugin resource name in the fleet (`nvidia.com/gpu`).
+    pub resource: String,
+    /// The DRA driver that publishes its devices (`gpu.example.com`).
+    pub driver: String,
+}
+
+impl FromStr for DraResource {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<DraResource, String> {
+        let (resource, driver) = text
+            .split_once('=')
+            .filter(|(r, d)| !r.is_empty() && !d.is_empty())
+            .ok_or_else(|| format!("{text:?} is not RESOURCE=DRIVER (nvidia.com/gpu=gpu.example.com)"))?;
+        Ok(DraResource {
+            resource: resource.to_owned(),
+            driver: driver.to_owned(),
+        })
+    }
+}
+
+/// One node's devices published through DRA: per driver, its devices.
+pub type DraDevices = Vec<(String, Vec<DeviceSpec>)>;
+
+/// `spec` without the devices of `resources` (the device plugin no longer
+/// has them), and those devices by driver.
+pub fn split_spec(spec: &NodeSpec, resources: &[DraResource]) -> (NodeSpec, DraDevices) {
+    let mut spec = spec.clone();
+    let mut devices: DraDevices = Vec::new();
+    for resource in resources {
+        let Some(taken) = spec.topology.devices.remove(&resource.resource) else {
+            continue;
+        };
+        match devices.iter_mut().find(|(driver, _)| *driver == resource.driver) {
+            Some((_, list)) => list.extend(taken),
+            None => devices.push((resource.driver.clone(), taken)),
+        }
+    }
+    (spec, devices)
+}
+
+/// A device id as a DRA device name (a DNS label: lower case, `-` for
+/// anything else).
+fn device_name(id: &str) -> String {
+    let name: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let name = name.trim_matches('-');
+    if name.is_empty() {
+        "device".to_owned()
+    } else {
+        name.to_owned()
+    }
+}
+
+/// The ResourceSlices of node `node`: one per driver, the pool named after
+/// the node; a device on exactly one NUMA node says which.
+pub fn resource_slices(node: &str, devices: &DraDevices) -> Vec<ResourceSlice> {
+    devices
+        .iter()
+        .map(|(driver, list)| ResourceSlice {
+            metadata: ObjectMeta {
+                name: Some(format!("{node}-{}", device_name(driver))),
+                ..ObjectMeta::default()
+            },
+            spec: ResourceSliceSpec {
+                driver: driver.clone(),
+                node_name: Some(node.to_owned()),
+                pool: ResourcePool {
+                    name: node.to_owned(),
+                    generation: 1,
+                    resource_slice_count: 1,
+                },
+                devices: Some(
+                    list.iter()
+                        .map(|device| Device {
+                            name: device_name(&device.id),
+                            attributes: match device.numa.as_slice() {
+                                [numa] => Some(
+                                    [(
+                                        "resource.kubernetes.io/numaNode".to_owned(),
+                                        DeviceAttribute {
+                                            int: i64::try_from(*numa).ok(),
+                                            ..DeviceAttribute::default()
+                                        },
+                                    )]
+                                    .into(),
+                                ),
+                                _ => None,
+                            },
+                            ..Device::default()
+                        })
+                        .collect(),
+                ),
+                ..ResourceSliceSpec::default()
+            },
+        })
+        .collect()
+}
+
+/// The ResourceClaims a pod uses, as `(its name for the claim, the
+/// claim's name)`; a claim made from a template is named in
+/// `status.resourceClaimStatuses` (`None` until the controller made it).
+pub fn claim_names(pod: &K8sPod) -> Vec<(String, Option<String>)> {
+    let statuses = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.resource_claim_statuses.as_deref())
+        .unwrap_or_default();
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.resource_claims.as_deref())
+        .unwrap_or_default()
+        .iter()
+        .map(|reference| {
+            let name = reference.resource_claim_name.clone().or_else(|| {
+                statuses
+                    .iter()
+                    .find(|s| s.name == reference.name)
+                    .and_then(|s| s.resource_claim_name.clone())
+            });
+            (reference.name.clone(), name)
+        })
+        .collect()
+}
+
+/// Whether a pod's devices share a NUMA node with its pinned CPUs and
+/// memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Alignment {
+    /// `Some(true)`: aligned (or nothing to align); `Some(false)`: some
+    /// device is elsewhere; `None`: cannot tell (a claim missing or not
+    /// allocated).
+    pub aligned: Option<bool>,
+    /// One line: the devices and NUMA nodes.
+    pub message: String,
+}
+
+/// The verdict for a pod whose claims are `claims` (`(its name for the
+/// claim, the claim as the API server has it)`, `None` when not found),
+/// with the node's `slices`, the kubelet having pinned `pinned`.
+pub fn alignment(
+    pod: &str,
+    claims: &[(String, Option<ResourceClaim>)],
+    slices: &[ResourceSlice],
+    pinned: &BTreeSet<usize>,
+) -> Alignment {
+    let mut devices = PodDevices {
+        pod: pod.to_owned(),
+        outcome: "allocated".to_owned(),
+        message: None,
+        claims: Vec::new(),
+    };
+    for (name, claim) in claims {
+        let Some(claim) = claim else {
+            return Alignment {
+                aligned: None,
+                message: format!("the ResourceClaim of {name} is not found"),
+            };
+        };
+        if claim.status.as_ref().is_none_or(|s| s.allocation.is_none()) {
+            return Alignment {
+                aligned: None,
+                message: format!(
+                    "ResourceClaim {} is not allocated",
+                    claim.metadata.name.as_deref().unwrap_or_default()
+                ),
+            };
+        }
+        devices.claims.push(ClaimDevices {
+            name: name.clone(),
+            claim: claim.metadata.name.clone().unwrap_or_default(),
+            devices: claim_devices(claim, slices),
+        });
+    }
+    let listed: Vec<String> = devices
+        .claims
+        .iter()
+        .flat_map(|c| {
+            c.devices.iter().map(move |d| match d.numa_node {
+                Some(numa) => format!("{}/{}: {} on NUMA node {numa}", c.name, d.request, d.device),
+                None => format!("{}/{}: {} (no NUMA node)", c.name, d.request, d.device),
+            })
+        })
+        .collect();
+    let kubelet = pinned.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+    match misaligned_devices(&devices, pinned) {
+        None => Alignment {
+            aligned: Some(true),
+            message: format!("{}; the kubelet pinned no CPUs or memory", listed.join(", ")),
+        },
+        Some(missing) if missing.is_empty() => Alignment {
+            aligned: Some(true),
+            message: format!("{}; CPUs and memory on NUMA node {kubelet}", listed.join(", ")),
+        },
+        Some(missing) => Alignment {
+            aligned: Some(false),
+            message: format!("{}; CPUs and memory on NUMA node {kubelet}", missing.join(", ")),
+        },
+    }
+}
+
+/// The strategic-merge patch of `pods/<name>/status` adding
+/// [`ALIGNED_CONDITION`] at `now` (RFC 3339).
+pub fn condition_patch(alignment: &Alignment, now: &str) -> Value {
+    let (status, reason) = match alignment.aligned {
+        Some(true) => ("True", "DevicesAligned"),
+        Some(false) => ("False", "DevicesMisaligned"),
+        None => ("Unknown", "ClaimsNotAllocated"),
+    };
+    json!({"status": {"conditions": [{
+        "type": ALIGNED_CONDITION, "status": status, "reason": reason,
+        "message": alignment.message, "lastTransitionTime": now,
+    }]}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn devices() -> DraDevices {
+        vec![(
+            "gpu.example.com".to_owned(),
+            (0..2)
+                .map(|n| DeviceSpec {
+                    id: format!("GPU_{n}"),
+                    numa: vec![n],
+                })
+                .collect(),
+        )]
+    }
+
+    fn claim(device: &str) -> ResourceClaim {
+        serde_json::from_value(json!({"metadata": {"name": "p-gpu", "namespace": "ml"},
+            "status": {"allocation": {"devices": {"results": [
+                {"request": "gpu", "driver": "gpu.example.com", "pool": "n-0", "device": device}]}}}}))
+        .expect("claim")
+    }
+
+    #[test]
+    fn slices_carry_the_numa_node_under_the_standard_name() {
+        let slices = resource_slices("n-0", &devices());
+        assert_eq!(slices.len(), 1);
+        assert_eq!(slices[0].spec.node_name.as_deref(), Some("n-0"));
+        let listed = slices[0].spec.devices.as_ref().expect("devices");
+        assert_eq!(listed[1].name, "gpu-1");
+        let attribute = &listed[1].attributes.as_ref().expect("attributes")["resource.kubernetes.io/numaNode"];
+        assert_eq!(attribute.int, Some(1));
+        assert!("nvidia.com/gpu".parse::<DraResource>().is_err());
+    }
+
+    #[test]
+    fn alignment_names_the_device_and_the_kubelets_numa_node() {
+        let slices = resource_slices("n-0", &devices());
+        let claims = [("gpu".to_owned(), Some(claim("gpu-0")))];
+        let misaligned = alignment("ml/p", &claims, &slices, &BTreeSet::from([1]));
+        assert_eq!(misaligned.aligned, Some(false));
+        assert!(
+            misaligned.message.contains("gpu-0 on NUMA node 0"),
+            "{}",
+            misaligned.message
+        );
+        assert!(misaligned.message.ends_with("NUMA node 1"), "{}", misaligned.message);
+        let aligned = alignment("ml/p", &claims, &slices, &BTreeSet::from([0]));
+        assert_eq!(aligned.aligned, Some(true));
+        let unknown = alignment("ml/p", &[("gpu".to_owned(), None)], &slices, &BTreeSet::from([0]));
+        assert_eq!(unknown.aligned, None);
+        assert_eq!(
+            condition_patch(&misaligned, "t")["status"]["conditions"][0]["status"],
+            "False"
+        );
+    }
+}
