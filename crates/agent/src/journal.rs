@@ -236,11 +236,19 @@ impl Journal {
         let temporary = path.with_extension("new");
         {
             let mut file = File::create(&temporary).map_err(io_error("create", &temporary))?;
-            file.write_all(&image).map_err(io_error("write", &temporary))?;
+            crash_point(Step::Created, &temporary)?;
+            let (first, rest) = image.split_at(image.len() / 2);
+            file.write_all(first).map_err(io_error("write", &temporary))?;
+            crash_point(Step::HalfWritten, &temporary)?;
+            file.write_all(rest).map_err(io_error("write", &temporary))?;
+            crash_point(Step::Written, &temporary)?;
             file.sync_all().map_err(io_error("sync", &temporary))?;
+            crash_point(Step::Synced, &temporary)?;
         }
         std::fs::rename(&temporary, path).map_err(io_error("rename into place", path))?;
+        crash_point(Step::Renamed, path)?;
         sync_directory(path)?;
+        crash_point(Step::DirectorySynced, path)?;
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -311,7 +319,9 @@ impl Journal {
         self.file
             .write_all_at(&frame, self.commit.length)
             .map_err(io_error("append to", &self.path))?;
+        crash_point(Step::RecordWritten, &self.path)?;
         self.file.sync_data().map_err(io_error("sync", &self.path))?;
+        crash_point(Step::RecordSynced, &self.path)?;
         let commit = Commit {
             sequence: self.commit.sequence + 1,
             length: self.commit.length + frame.len() as u64,
@@ -325,10 +335,67 @@ impl Journal {
         self.file
             .write_all_at(&commit.encode(), slot)
             .map_err(io_error("commit", &self.path))?;
+        crash_point(Step::CommitWritten, &self.path)?;
         self.file.sync_data().map_err(io_error("sync", &self.path))?;
         self.commit = commit;
         Ok(())
     }
+}
+
+/// The points of writing where a crash leaves a distinct state on disk:
+/// the crash tests stop the writer at each (an I/O error, which leaves
+/// the files as a killed process would).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// A new journal: the temporary file exists, empty.
+    Created,
+    /// Half of it is written.
+    HalfWritten,
+    /// All of it is written, not synced.
+    Written,
+    /// Synced, not yet renamed into place.
+    Synced,
+    /// Renamed over the old journal; the directory not synced.
+    Renamed,
+    /// The directory synced; the new journal not yet opened.
+    DirectorySynced,
+    /// An append: the record written after the commit, not synced.
+    RecordWritten,
+    /// The record synced; the commit slot not written.
+    RecordSynced,
+    /// The commit slot written, not synced.
+    CommitWritten,
+}
+
+#[cfg(test)]
+thread_local! {
+    static CRASH_AT: std::cell::Cell<Option<Step>> = const { std::cell::Cell::new(None) };
+}
+
+/// Makes this thread's next write that reaches `step` stop there, as if
+/// the process died (tests only).
+#[cfg(test)]
+pub(crate) fn crash_at(step: Option<Step>) {
+    CRASH_AT.with(|at| at.set(step));
+}
+
+#[cfg(test)]
+fn crash_point(step: Step, path: &Path) -> Result<(), JournalError> {
+    if CRASH_AT.with(|at| at.get()) == Some(step) {
+        CRASH_AT.with(|at| at.set(None));
+        return Err(JournalError::Io {
+            operation: "simulated crash at",
+            path: path.to_path_buf(),
+            source: io::Error::other(format!("{step:?}")),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(not(test))]
+#[inline]
+fn crash_point(_step: Step, _path: &Path) -> Result<(), JournalError> {
+    Ok(())
 }
 
 /// Syncs the directory holding `path`, so a rename in it is durable.

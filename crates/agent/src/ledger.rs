@@ -25,10 +25,19 @@
 //! restarting kubelet's) before replaying what follows. So recovery costs
 //! what the live state costs plus at most the bound's records, whatever
 //! history came before (a released allocation is never replayed again).
+//! The bound ([`Compaction`]) is on records and bytes written since the
+//! snapshot, and on the snapshot's age: whichever is reached first.
+//!
+//! The snapshot is written as the new journal (temporary file, sync,
+//! rename, directory sync — [`Journal::create_with`]), so there is no
+//! step between "snapshot written" and "old journal dropped": a crash
+//! at any point leaves the old journal, which replays to the same state,
+//! or the new one. The crash tests stop the writer at every step.
 
 use std::fmt::Write as _;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use topoalign_engine::{ContainerPlacement, Decision, Node, NodeConfig, StartupError, TopologyPolicyName};
@@ -41,8 +50,31 @@ use crate::request::Workload;
 /// The journal's file name in the state directory.
 pub const JOURNAL_FILE: &str = "journal";
 
-/// Records after which the ledger starts a new journal (compaction).
-const DEFAULT_COMPACTION_RECORDS: u64 = 4096;
+/// When the ledger starts a new journal holding only the live state
+/// (compaction): once the journal holds `records` records, or the records
+/// written since the last compaction hold `bytes` bytes (the snapshot's
+/// own size is not counted, so a large live state does not compact at
+/// every change), or the journal is `age` old and holds any record since
+/// (checked at each change: a journal nothing is written to costs no more
+/// to restart tomorrow than today). Restart reads one snapshot and fewer
+/// than `records` records after it, whatever the history behind it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Compaction {
+    pub records: u64,
+    pub bytes: u64,
+    pub age: Duration,
+}
+
+impl Default for Compaction {
+    /// 4,096 records, 8 MiB, 10 minutes.
+    fn default() -> Compaction {
+        Compaction {
+            records: 4096,
+            bytes: 8 << 20,
+            age: Duration::from_secs(600),
+        }
+    }
+}
 
 /// Why the ledger refused.
 #[derive(Debug, thiserror::Error)]
@@ -128,7 +160,12 @@ pub struct Ledger {
     next_id: u64,
     fingerprint: String,
     description: String,
-    compaction_records: u64,
+    compaction: Compaction,
+    /// The current journal's records and length as written at its start
+    /// (start record, snapshot), and when this process started or opened
+    /// it: growth and age are measured from there.
+    epoch_base: (u64, u64),
+    epoch_started: Instant,
     poisoned: Option<String>,
 }
 
@@ -175,6 +212,7 @@ impl Ledger {
             let journal = Journal::create(&path, 0, 1).map_err(io)?;
             let mut ledger = Ledger::new(genesis, journal, fingerprint, description);
             ledger.append_start()?;
+            ledger.epoch_begins();
             let recovery = Recovery {
                 created: true,
                 ..Recovery::default()
@@ -191,9 +229,18 @@ impl Ledger {
             ..Recovery::default()
         };
         let mut started = false;
+        // The epoch's head: its start record and snapshot, from which
+        // growth is measured.
+        let (mut head, mut head_length, mut in_head) = (0, crate::journal::DATA_START, true);
         for (index, payload) in recovered.records.iter().enumerate() {
-            ledger.replay(index + 1, payload, &mut recovery, &mut started)?;
+            let heading = ledger.replay(index + 1, payload, &mut recovery, &mut started)?;
+            in_head &= heading;
+            if in_head {
+                head += 1;
+                head_length += 8 + payload.len() as u64;
+            }
         }
+        ledger.epoch_base = (head, head_length);
         recovery.restored = ledger.held.iter().map(|h| h.id().to_string()).collect();
         // An empty node needs no history: start a clean journal unless it
         // already is one (just the start record, for this node).
@@ -218,7 +265,9 @@ impl Ledger {
             next_id: 1,
             fingerprint,
             description,
-            compaction_records: DEFAULT_COMPACTION_RECORDS,
+            compaction: Compaction::default(),
+            epoch_base: (0, crate::journal::DATA_START),
+            epoch_started: Instant::now(),
             poisoned: None,
         }
     }
@@ -255,11 +304,23 @@ impl Ledger {
         (commit.records, commit.epoch)
     }
 
-    /// Starts a new journal once the node is empty and the journal holds at
-    /// least `records` records (default 4096); the tests make it small.
+    /// Compacts the journal at other bounds than [`Compaction::default`]
+    /// (a record bound of at least 1).
+    pub fn set_compaction(&mut self, compaction: Compaction) {
+        self.compaction = Compaction {
+            records: compaction.records.max(1),
+            ..compaction
+        };
+    }
+
+    /// Compacts once the journal holds `records` records; the tests make
+    /// it small.
     #[cfg(test)]
     pub(crate) fn set_compaction_records(&mut self, records: u64) {
-        self.compaction_records = records.max(1);
+        self.set_compaction(Compaction {
+            records,
+            ..self.compaction
+        });
     }
 
     /// Admits `workload` held by `holder`: decides on a copy of the node;
@@ -324,7 +385,7 @@ impl Ledger {
         self.append(&Record::Admit(record.clone()))?;
         self.node = next;
         self.held.push(Held { record, key: pod.key() });
-        self.compact_when_grown()?;
+        self.compact_after_change();
         Ok(Admission {
             pod,
             manifest,
@@ -351,7 +412,7 @@ impl Ledger {
         })?;
         self.node = next;
         let held = self.held.remove(position);
-        self.compact_when_grown()?;
+        self.compact_after_change();
         Ok(Some(held))
     }
 
@@ -379,12 +440,39 @@ impl Ledger {
         })
     }
 
-    /// Compacts the journal once it holds `compaction_records` records:
-    /// a new epoch holding the live state only. The change that triggered
-    /// it is already durable in the old journal; a failure here poisons
-    /// the ledger like any failed write.
+    /// [`Ledger::compact_when_grown`] after a change. The change is
+    /// already durable in the old journal and is answered as made: a
+    /// failed compaction has poisoned the ledger (the next change is
+    /// refused, naming the failure, until a restart recovers), but must
+    /// not report a held allocation as refused, nor a release as failed.
+    fn compact_after_change(&mut self) {
+        if let Err(error) = self.compact_when_grown() {
+            debug_assert!(self.poisoned.is_some(), "a failed compaction poisons: {error}");
+        }
+    }
+
+    /// Whether the journal has grown, or aged, past [`Compaction`].
+    fn grown(&self) -> bool {
+        let commit = self.journal.commit();
+        let (base_records, base_length) = self.epoch_base;
+        commit.records >= self.compaction.records
+            || commit.length.saturating_sub(base_length) >= self.compaction.bytes
+            || (commit.records > base_records && self.epoch_started.elapsed() >= self.compaction.age)
+    }
+
+    /// Marks the current journal as the start of an epoch.
+    fn epoch_begins(&mut self) {
+        let commit = self.journal.commit();
+        self.epoch_base = (commit.records, commit.length);
+        self.epoch_started = Instant::now();
+    }
+
+    /// Compacts the journal once it has grown past [`Compaction`]: a new
+    /// epoch holding the live state only. The change that triggered it is
+    /// already durable in the old journal; a failure here poisons the
+    /// ledger like any failed write.
     fn compact_when_grown(&mut self) -> Result<(), LedgerError> {
-        if self.journal.commit().records < self.compaction_records {
+        if !self.grown() {
             return Ok(());
         }
         if self.held.is_empty() {
@@ -408,6 +496,7 @@ impl Ledger {
         match Journal::create_with(&path, commit.epoch + 1, self.next_id, &[start, snapshot]) {
             Ok(journal) => {
                 self.journal = journal;
+                self.epoch_begins();
                 Ok(())
             }
             Err(error) => {
@@ -431,17 +520,20 @@ impl Ledger {
             }
         }
         self.node = self.genesis.clone();
-        self.append_start()
+        self.append_start()?;
+        self.epoch_begins();
+        Ok(())
     }
 
-    /// Applies one journal record to the node, checking it replays.
+    /// Applies one journal record to the node, checking it replays;
+    /// whether it was a start record or a snapshot.
     fn replay(
         &mut self,
         index: usize,
         payload: &[u8],
         recovery: &mut Recovery,
         started: &mut bool,
-    ) -> Result<(), LedgerError> {
+    ) -> Result<bool, LedgerError> {
         let path = self.journal.path().display().to_string();
         let record: Record = serde_json::from_slice(payload).map_err(|e| {
             LedgerError::Replay(format!(
@@ -455,6 +547,7 @@ impl Ledger {
                 if fingerprint != self.fingerprint {
                     recovery.previous_node = Some(node);
                 }
+                return Ok(true);
             }
             Record::Admit(record) => {
                 let changed = |what: String| {
@@ -528,6 +621,7 @@ impl Ledger {
                 }
                 self.node = node;
                 self.held = restored;
+                return Ok(true);
             }
             Record::Release { id, .. } => {
                 let position = self.held.iter().position(|h| h.id() == id).ok_or_else(|| {
@@ -539,7 +633,7 @@ impl Ledger {
                 self.held.remove(position);
             }
         }
-        Ok(())
+        Ok(false)
     }
 }
 

@@ -258,3 +258,158 @@ fn a_damaged_journal_is_refused_with_what_survives() -> TestResult {
     assert_eq!(std::fs::read(&path)?, bytes);
     Ok(())
 }
+
+/// The node's state and held allocations, to compare restarts by.
+type State = (topoalign_engine::NodeState, Vec<Held>);
+
+fn state_of(ledger: &Ledger) -> State {
+    (ledger.node().state(), ledger.held().to_vec())
+}
+
+/// Restart cost grew with history between compactions, which came only
+/// every 4,096 records (issue 32): the journal is now compacted by bytes
+/// and by age too.
+#[test]
+fn the_journal_is_compacted_by_bytes_and_by_age() -> TestResult {
+    for (what, compaction) in [
+        (
+            "bytes",
+            Compaction {
+                records: u64::MAX,
+                bytes: 1,
+                age: Duration::MAX,
+            },
+        ),
+        (
+            "age",
+            Compaction {
+                records: u64::MAX,
+                bytes: u64::MAX,
+                age: Duration::ZERO,
+            },
+        ),
+    ] {
+        let dir = tempfile::tempdir()?;
+        let (mut ledger, _) = open(dir.path())?;
+        ledger.set_compaction(compaction);
+        admit(&mut ledger, r#"{"name": "a", "cpus": 2, "memory": "1Gi"}"#)?;
+        assert_eq!(ledger.journal_extent(), (2, 1), "{what}: start and snapshot, epoch 1");
+        admit(&mut ledger, r#"{"name": "b", "cpus": 1, "memory": "1Gi"}"#)?;
+        assert_eq!(ledger.journal_extent(), (2, 2), "{what}: compacted again");
+        let before = state_of(&ledger);
+        let (recovered, recovery) = open(dir.path())?;
+        assert_eq!(recovery.records, 2, "{what}: only the snapshot's epoch is read");
+        assert_eq!(state_of(&recovered), before, "{what}");
+    }
+    // Under the default bounds, a journal is not compacted at each change.
+    let dir = tempfile::tempdir()?;
+    let (mut ledger, _) = open(dir.path())?;
+    admit(&mut ledger, r#"{"cpus": 1, "memory": "1Gi"}"#)?;
+    admit(&mut ledger, r#"{"cpus": 1, "memory": "1Gi"}"#)?;
+    assert_eq!(ledger.journal_extent(), (3, 0));
+    Ok(())
+}
+
+/// A compaction stopped at each of its steps (temporary file created,
+/// half written, written, synced, renamed, directory synced): the change
+/// that triggered it is answered as made, the ledger refuses further
+/// changes until restarted, and the restart recovers exactly the state
+/// the change left — from the old journal or the new, whichever the
+/// crash left in place — and compacts again over the leftovers.
+#[test]
+fn a_crash_at_any_step_of_a_compaction_restarts_to_the_same_state() -> TestResult {
+    use crate::journal::{Step, crash_at};
+    let compaction_steps = [
+        Step::Created,
+        Step::HalfWritten,
+        Step::Written,
+        Step::Synced,
+        Step::Renamed,
+        Step::DirectorySynced,
+    ];
+    for step in compaction_steps {
+        // A snapshot compaction (an allocation held) and a new empty epoch.
+        for keep_one in [true, false] {
+            let context = format!("{step:?}, {}", if keep_one { "snapshot" } else { "empty" });
+            let dir = tempfile::tempdir()?;
+            let (mut ledger, _) = open(dir.path())?;
+            admit(&mut ledger, r#"{"name": "a", "cpus": 2, "memory": "1Gi"}"#)?;
+            admit(&mut ledger, r#"{"name": "b", "cpus": 1, "memory": "1Gi"}"#)?;
+            if !keep_one {
+                ledger.release("a1", "test")?;
+            }
+            // Releasing b is the change that reaches the bound.
+            ledger.set_compaction_records(1);
+            crash_at(Some(step));
+            let released = ledger.release("a2", "test");
+            crash_at(None);
+            assert!(
+                matches!(released, Ok(Some(_))),
+                "{context}: the release is durable before the compaction: {released:?}"
+            );
+            let after = state_of(&ledger);
+            let refused = admit(&mut ledger, r#"{"cpus": 1, "memory": "1Gi"}"#);
+            assert!(
+                matches!(&refused, Err(LedgerError::Poisoned(m)) if m.contains("simulated crash")),
+                "{context}: {refused:?}"
+            );
+            drop(ledger);
+
+            let (mut recovered, _) = open(dir.path())?;
+            assert_eq!(state_of(&recovered), after, "{context}");
+            // Ids are never given twice, whichever journal survived.
+            let next = admit(&mut recovered, r#"{"name": "c", "cpus": 1, "memory": "1Gi"}"#)?;
+            assert_eq!(next.id.as_deref(), Some("a3"), "{context}");
+            // Compaction works again over whatever the crash left.
+            recovered.set_compaction_records(1);
+            recovered.release("a3", "test")?;
+            let compacted = state_of(&recovered);
+            drop(recovered);
+            let (again, _) = open(dir.path())?;
+            assert_eq!(state_of(&again), compacted, "{context}");
+        }
+    }
+    Ok(())
+}
+
+/// An append stopped at each of its steps: the change is refused (not
+/// acknowledged) and the ledger poisoned; the restart recovers the state
+/// before the change when the commit slot was not written, and after it
+/// when it was (a killed process leaves written bytes to the kernel) —
+/// never anything between.
+#[test]
+fn a_crash_at_any_step_of_an_append_restarts_to_before_or_after() -> TestResult {
+    use crate::journal::{Step, crash_at};
+    for step in [Step::RecordWritten, Step::RecordSynced, Step::CommitWritten] {
+        let dir = tempfile::tempdir()?;
+        let (mut ledger, _) = open(dir.path())?;
+        admit(&mut ledger, r#"{"name": "a", "cpus": 2, "memory": "1Gi"}"#)?;
+        let before = state_of(&ledger);
+        let body = r#"{"name": "b", "cpus": 3, "memory": "1Gi"}"#;
+        // What the change would leave, decided on a copy of the node.
+        let mut expected_node = ledger.node().clone();
+        crash_at(Some(step));
+        let admitted = admit(&mut ledger, body);
+        crash_at(None);
+        assert!(matches!(admitted, Err(LedgerError::Io(_))), "{step:?}: {admitted:?}");
+        assert_eq!(state_of(&ledger), before, "{step:?}: nothing adopted in memory");
+        drop(ledger);
+
+        let (recovered, recovery) = open(dir.path())?;
+        if step == Step::CommitWritten {
+            let held: Vec<&str> = recovered.held().iter().map(Held::id).collect();
+            assert_eq!(held, vec!["a1", "a2"], "{step:?}");
+            let pod = recovered.get("a2").ok_or("a2 held")?;
+            let decided = expected_node.admit(topoalign_k8s::pod_from_value(&pod.record.pod, "a2")?);
+            assert_eq!(decided.containers, pod.record.placements, "{step:?}");
+            assert_eq!(recovered.node().state(), expected_node.state(), "{step:?}");
+        } else {
+            assert_eq!(state_of(&recovered), before, "{step:?}");
+            assert!(
+                recovery.discarded_tail.is_some(),
+                "{step:?}: the unacknowledged record is reported"
+            );
+        }
+    }
+    Ok(())
+}
