@@ -26,7 +26,7 @@ use k8s_openapi::api::resource::v1::{
     ResourceSlice,
 };
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use topoalign_dra::selector::{DeviceView, Release, SelectorEnv};
 use topoalign_dra::{AllocationCase, Outcome};
 use topoalign_engine::Decision;
@@ -1052,8 +1052,17 @@ fn aligned_devices(changed: &DraState, pod: &KubePod, kubelet: &[usize]) -> Opti
     all_aligned(&requests).then_some(requests)
 }
 
-fn yaml(value: &Value) -> String {
-    serde_yaml_ng::to_string(value).unwrap_or_else(|_| value.to_string())
+/// `text` as a single-quoted YAML scalar.
+fn quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// The YAML of one selector list entry, indented by `indent`.
+fn selector_yaml(indent: &str, expression: &str) -> String {
+    format!(
+        "{indent}selectors:\n{indent}- cel: {{expression: {}}}\n",
+        quoted(expression)
+    )
 }
 
 fn devices_text(requests: &[RequestDevices]) -> String {
@@ -1118,7 +1127,10 @@ fn constraint_fixes(state: &DraState, pod: &KubePod, resolved: &[ResolvedClaim],
             ),
             target: Some(target),
             path: Some(path.to_owned()),
-            yaml: Some(yaml(&json!({ "constraints": [constraint] }))),
+            yaml: Some(format!(
+                "constraints:\n- requests: [{}]\n  matchAttribute: {attribute}\n",
+                names.join(", ")
+            )),
             changed: Some(object),
             remove: Vec::new(),
             requests,
@@ -1212,20 +1224,25 @@ fn selector_fix(state: &DraState, pod: &KubePod, resolved: &[ResolvedClaim], kub
                         && let Some(expression) = expressions.get(&request.name)
                     {
                         add(&mut exact.selectors, expression);
-                        snippet.push(json!({
-                            "name": request.name,
-                            "exactly": {"selectors": [{"cel": {"expression": expression}}]},
-                        }));
+                        snippet.push(format!(
+                            "- name: {}\n  exactly:\n{}",
+                            request.name,
+                            selector_yaml("    ", expression)
+                        ));
                     }
-                    let mut subs = Vec::new();
+                    let mut subs = String::new();
                     for sub in request.first_available.iter_mut().flatten() {
                         if let Some(expression) = expressions.get(&format!("{}/{}", request.name, sub.name)) {
                             add(&mut sub.selectors, expression);
-                            subs.push(json!({"name": sub.name, "selectors": [{"cel": {"expression": expression}}]}));
+                            subs.push_str(&format!(
+                                "  - name: {}\n{}",
+                                sub.name,
+                                selector_yaml("    ", expression)
+                            ));
                         }
                     }
                     if !subs.is_empty() {
-                        snippet.push(json!({"name": request.name, "firstAvailable": subs}));
+                        snippet.push(format!("- name: {}\n  firstAvailable:\n{subs}", request.name));
                     }
                 }
             }) else {
@@ -1233,9 +1250,9 @@ fn selector_fix(state: &DraState, pod: &KubePod, resolved: &[ResolvedClaim], kub
             };
             changed = next;
             let (target, path) = target(claim);
-            snippets.push(format!(
-                "# {target}: add to {path}.requests (the selectors beside the existing ones)\n{}",
-                yaml(&json!({ "requests": snippet }))
+            snippets.push((
+                format!("{target}: add under {path}, to each request"),
+                format!("requests:\n{}", snippet.concat()),
             ));
             objects.push((target, object));
         }
@@ -1256,8 +1273,15 @@ fn selector_fix(state: &DraState, pod: &KubePod, resolved: &[ResolvedClaim], kub
                 nodes_text(kubelet)
             ),
             target: Some(targets.join(", ")),
-            path: None,
-            yaml: Some(snippets.join("")),
+            path: (objects.len() == 1).then(|| selector_path(&objects[0].1)),
+            yaml: Some(if snippets.len() == 1 {
+                snippets[0].1.clone()
+            } else {
+                snippets
+                    .iter()
+                    .map(|(header, yaml)| format!("# {header}\n{yaml}"))
+                    .collect()
+            }),
             changed: (objects.len() == 1).then(|| objects[0].1.clone()),
             remove: Vec::new(),
             requests,
@@ -1265,6 +1289,15 @@ fn selector_fix(state: &DraState, pod: &KubePod, resolved: &[ResolvedClaim], kub
         });
     }
     None
+}
+
+/// Where the selectors go in a changed template or claim.
+fn selector_path(object: &Value) -> String {
+    if object.pointer("/spec/spec").is_some() {
+        "spec.spec.devices (to each request)".to_owned()
+    } else {
+        "spec.devices (to each request)".to_owned()
+    }
 }
 
 /// (c) A running pod removed first: its CPUs, memory and claims freed, the

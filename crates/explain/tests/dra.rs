@@ -218,6 +218,23 @@ fn split_pair_is_flagged_and_each_fix_aligns() {
             .contains(r#"device.attributes["resource.kubernetes.io"].numaNode == 1"#)
     );
     assert_eq!(explanation.fixes[2].remove, vec!["ml/hog".to_owned()]);
+    // The snippets are YAML of the fields they name.
+    let constraint_yaml: serde_json::Value = serde_yaml_ng::from_str(yaml).unwrap();
+    assert_eq!(
+        constraint_yaml,
+        serde_json::json!({"constraints": [
+            {"requests": ["gpu", "nic"], "matchAttribute": "resource.kubernetes.io/numaNode"}
+        ]})
+    );
+    let selector_yaml: serde_json::Value = serde_yaml_ng::from_str(selector.yaml.as_deref().unwrap()).unwrap();
+    let expression = r#"device.attributes["resource.kubernetes.io"].numaNode == 1"#;
+    assert_eq!(
+        selector_yaml,
+        serde_json::json!({"requests": [
+            {"name": "gpu", "exactly": {"selectors": [{"cel": {"expression": expression}}]}},
+            {"name": "nic", "exactly": {"selectors": [{"cel": {"expression": expression}}]}},
+        ]})
+    );
     for fix in &explanation.fixes {
         for device in fix.requests.iter().flat_map(|r| &r.devices) {
             assert_eq!(device.aligned, Some(true), "{}: {device:?}", fix.description);

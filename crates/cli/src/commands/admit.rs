@@ -11,6 +11,7 @@
 use std::path::PathBuf;
 
 use serde_json::json;
+use topoalign_explain::dra::DraExplanation;
 use topoalign_explain::{PodReport, admit_all};
 use topoalign_intake::{Events, StartedNode, read_pods};
 use topoalign_k8s::ManifestPod;
@@ -36,6 +37,13 @@ pub struct Args {
     /// Explain every pod, admitted or not.
     #[arg(long)]
     pub explain: bool,
+    /// The cluster's Dynamic Resource Allocation objects (DeviceClass,
+    /// ResourceSlice, ResourceClaim, ResourceClaimTemplate, the Node;
+    /// YAML documents or `kubectl get -o yaml` Lists): pods' claims are
+    /// allocated as the scheduler would and shown beside the kubelet's
+    /// NUMA nodes, with fixes. A node scenario's `dra:` block is read too.
+    #[arg(long, value_name = "FILE")]
+    pub dra: Option<PathBuf>,
     #[command(flatten)]
     pub output: Output<DocumentFormat>,
 }
@@ -63,11 +71,35 @@ pub fn run_with(args: &Args, always_explain: bool) -> Result {
     for note in &pods.skipped {
         eprintln!("topoalign: {note}");
     }
+    let dra_state = super::explain::dra_state(args.node.node.as_deref(), args.dra.as_deref(), &started)?;
+    let before = dra_state.as_ref().map(|_| started.node.clone());
     let reports = admit_all(&mut started.node, &started.kubelet, &pods.pods, always_explain);
+    let dra = match (dra_state, before) {
+        (Some(mut state), Some(before)) => {
+            topoalign_explain::dra::explain_all(&before, &started.kubelet, &pods.pods, &mut state)
+                .map_err(|(index, error)| super::Error::bad_input(format!("{}: {error}", pods.pods[index].origin)))?
+        }
+        _ => {
+            let with_claims = pods.pods.iter().filter(|pod| {
+                pod.manifest
+                    .pointer("/spec/resourceClaims")
+                    .and_then(|claims| claims.as_array())
+                    .is_some_and(|claims| !claims.is_empty())
+            });
+            for pod in with_claims {
+                eprintln!(
+                    "topoalign: {}: its resourceClaims are not explained: give the cluster's DRA objects with \
+                     --dra FILE (or a node scenario with a dra: block)",
+                    pod.origin
+                );
+            }
+            Vec::new()
+        }
+    };
     let text = match args.output.format() {
-        DocumentFormat::Json => serde_json::to_string_pretty(&json!({ "results": reports }))? + "\n",
-        DocumentFormat::Yaml => serde_yaml_ng::to_string(&json!({ "results": reports }))?,
-        DocumentFormat::Text => text(&started, &pods.pods, &reports),
+        DocumentFormat::Json => serde_json::to_string_pretty(&json!({ "results": documents(&reports, &dra)? }))? + "\n",
+        DocumentFormat::Yaml => serde_yaml_ng::to_string(&json!({ "results": documents(&reports, &dra)? }))?,
+        DocumentFormat::Text => text(&started, &pods.pods, &reports, &dra),
     };
     args.output.write(text.as_bytes())?;
     if reports.iter().all(|report| report.admitted) {
@@ -77,8 +109,22 @@ pub fn run_with(args: &Args, always_explain: bool) -> Result {
     }
 }
 
+/// The reports as documents, each with its pod's DRA explanation (`dra`)
+/// when it has one.
+fn documents(reports: &[PodReport], dra: &[Option<DraExplanation>]) -> Result<Vec<serde_json::Value>> {
+    let mut out = Vec::with_capacity(reports.len());
+    for (index, report) in reports.iter().enumerate() {
+        let mut value = serde_json::to_value(report)?;
+        if let (Some(Some(explanation)), Some(object)) = (dra.get(index), value.as_object_mut()) {
+            object.insert("dra".to_owned(), serde_json::to_value(explanation)?);
+        }
+        out.push(value);
+    }
+    Ok(out)
+}
+
 /// The whole text report.
-fn text(started: &StartedNode, pods: &[ManifestPod], reports: &[PodReport]) -> String {
+fn text(started: &StartedNode, pods: &[ManifestPod], reports: &[PodReport], dra: &[Option<DraExplanation>]) -> String {
     let mut out = render::wrap("node: ", "    ", &node_args::describe(started));
     if !started.running_before.is_empty() {
         out.push_str(&render::wrap("running: ", "    ", &started.running_before.join(", ")));
@@ -86,7 +132,17 @@ fn text(started: &StartedNode, pods: &[ManifestPod], reports: &[PodReport]) -> S
     for note in &started.notes {
         out.push_str(&render::wrap("note: ", "    ", note));
     }
-    out.push_str(&pod_blocks(started, pods, reports));
+    if dra.is_empty() {
+        out.push_str(&pod_blocks(started, pods, reports));
+    } else {
+        for (index, (pod, report)) in pods.iter().zip(reports).enumerate() {
+            out.push('\n');
+            out.push_str(&render::pod_text(started.node.machine(), &pod.pod, &pod.origin, report));
+            if let Some(Some(explanation)) = dra.get(index) {
+                out.push_str(&super::explain::dra_text(explanation));
+            }
+        }
+    }
     out
 }
 
