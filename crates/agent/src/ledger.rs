@@ -25,8 +25,9 @@
 //! restarting kubelet's) before replaying what follows. So recovery costs
 //! what the live state costs plus at most the bound's records, whatever
 //! history came before (a released allocation is never replayed again).
-//! The bound ([`Compaction`]) is on records and bytes written since the
-//! snapshot, and on the snapshot's age: whichever is reached first.
+//! The bound ([`Compaction`]) is on the journal's records, the bytes
+//! written since the snapshot, and the snapshot's age: whichever is
+//! reached first.
 //!
 //! The snapshot is written as the new journal (temporary file, sync,
 //! rename, directory sync — [`Journal::create_with`]), so there is no
