@@ -142,3 +142,56 @@ fn corrupt_checkpoints_get_the_kubelets_own_errors() {
         }
     }
 }
+
+/// Issue #32: a FIFO where a checkpoint should be hung `diagnose` (opening
+/// it waits for a writer). It now ends at once: the file is reported
+/// unreadable with what it is, and the kubelet would not restart on it
+/// (exit 2). A FIFO where `config.yaml` should be is a clear error too.
+/// (If this regresses, the test hangs.)
+#[test]
+fn a_fifo_where_a_checkpoint_should_be_ends_with_a_clear_error() {
+    let base = testdata().join("kubelet-state/0023");
+    let copy = tempfile::tempdir().expect("tempdir");
+    for name in ["memory_manager_state", "kubelet-config.yaml", "pods.yaml"] {
+        std::fs::copy(base.join(name), copy.path().join(name)).expect("copy");
+    }
+    let fifo = copy.path().join("cpu_manager_state");
+    let mkfifo = |path: &Path| {
+        let status = std::process::Command::new("mkfifo").arg(path).status().expect("mkfifo runs");
+        assert!(status.success(), "mkfifo {}", path.display());
+    };
+    mkfifo(&fifo);
+    let (status, doc) = diagnose(copy.path(), "0023", &[]);
+    assert_eq!(status, 2);
+    assert_eq!(doc["restart"]["ok"], false);
+    assert_eq!(doc["checkpoints"][0]["ok"], false);
+    assert_eq!(
+        doc["checkpoints"][0]["problem"],
+        "cannot be read: a FIFO (named pipe), not a regular file"
+    );
+    assert!(
+        doc["restart"]["error"]
+            .as_str()
+            .expect("error")
+            .starts_with(&format!("{}: cannot be read: a FIFO", fifo.display())),
+        "{doc}"
+    );
+
+    let config = copy.path().join("config.yaml");
+    mkfifo(&config);
+    let output = Command::cargo_bin("topoalign")
+        .expect("binary")
+        .arg("diagnose")
+        .arg("--kubelet-dir")
+        .arg(copy.path())
+        .arg("--node")
+        .arg(testdata().join("conformance/1.32/scenarios/0023.json"))
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("{}: a FIFO (named pipe), not a regular file", config.display())),
+        "{stderr}"
+    );
+}

@@ -44,8 +44,14 @@ fn binary() -> &'static str {
 /// cores × 2 threads, 1Gi huge pages, two GPUs, three NICs one without
 /// NUMA affinity; static CPU manager, Static memory manager,
 /// single-numa-node), without its events.
-fn write_node(dir: &Path) -> PathBuf {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/kubelet-state/layouts/1.32/scenario.json");
+/// The layouts' node as the release that writes `layout` runs it (its
+/// version and feature gates: a kubelet reads the files of its own
+/// release's layout, issue #32).
+fn write_node(dir: &Path, layout: &str) -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/kubelet-state/layouts")
+        .join(layout)
+        .join("scenario.json");
     let mut scenario: Value = serde_json::from_slice(&std::fs::read(source).unwrap()).unwrap();
     scenario.as_object_mut().unwrap().remove("events");
     let path = dir.join("node.json");
@@ -69,7 +75,7 @@ struct Setup {
 impl Setup {
     fn new(layout: &'static str) -> Setup {
         let dir = tempfile::tempdir().unwrap();
-        let node = write_node(dir.path());
+        let node = write_node(dir.path(), layout);
         Setup { dir, node, layout }
     }
     fn root(&self) -> PathBuf {

@@ -612,3 +612,114 @@ async fn a_pods_file_changed_after_unchanged_gathers_is_read_and_checked_again()
     assert_is_the_kubelets(&rebuilder.rebuild(&base, &back).unwrap().node, "1.37");
     kubelet.stop().await;
 }
+
+/// Issue #31's judgement: `diagnose` and the follower give the same
+/// observed state for the same kubelet directory. Both read it through
+/// `topoalign_observe` (one function); this feeds both the same files, pods
+/// and PodResources answer — every release's layout, and the same with
+/// one pod finished (released by both) — and compares what they restored.
+#[tokio::test]
+async fn diagnose_and_the_follower_observe_the_same_state() {
+    let base = base_node();
+    let kubelet_config: serde_json::Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(layouts().join("kubelet-config.yaml")).unwrap()).unwrap();
+    for release in RELEASES {
+        for finished in [None, Some("db")] {
+            let root = kubelet_root(release);
+            let socket = root.path().join("kubelet.sock");
+            let mut answers = kubelet_answers(&layouts().join(release), &base);
+            if let Some(name) = finished {
+                // The kubelet no longer lists a finished pod.
+                answers.pods.retain(|p| p.name != name);
+                let text = std::fs::read_to_string(root.path().join("pods.yaml")).unwrap();
+                std::fs::write(root.path().join("pods.yaml"), finish(&text, name)).unwrap();
+            }
+            let mut kubelet = Kubelet::start(&socket, Arc::new(Mutex::new(answers.clone())));
+            let observation = observe(root.path(), &socket).await.unwrap();
+            let followed = rebuild(&base, &observation).unwrap();
+            kubelet.stop().await;
+
+            let dir = topoalign_observe::KubeletDir::new(root.path().to_path_buf(), Some(socket.clone()));
+            let files = dir.read_checkpoints();
+            let pods = {
+                let text = std::fs::read_to_string(root.path().join("pods.yaml")).unwrap();
+                topoalign_k8s::read_manifests(&text, &topoalign_k8s::ManifestOptions::default())
+                    .unwrap()
+                    .pods
+            };
+            let mut diagnosed = base.clone();
+            let diagnosis = topoalign_explain::diagnose::diagnose(topoalign_explain::diagnose::Inputs {
+                node: &mut diagnosed,
+                kubelet: &kubelet_config,
+                cpu_checkpoint: files.cpu,
+                memory_checkpoint: files.memory,
+                device_checkpoint: files.devices,
+                pod_resources: Some(topoalign_observe::PodResourcesAnswer {
+                    socket: socket.display().to_string(),
+                    pods: answers.pods.clone(),
+                    allocatable: Some(answers.allocatable.clone()),
+                }),
+                pods: Some(&pods),
+                explain: &[],
+            })
+            .unwrap();
+            assert_eq!(diagnosis.disagreements, [], "{release} {finished:?}");
+            assert_eq!(diagnosed.snapshot(), followed.node.snapshot(), "{release} {finished:?}");
+            assert_eq!(diagnosed.numa_usage(), followed.node.numa_usage(), "{release} {finished:?}");
+            let stale_uids: Vec<String> = followed.stale.clone();
+            match finished {
+                None => assert!(stale_uids.is_empty() && diagnosis.stale.is_empty(), "{release}"),
+                Some(name) => {
+                    assert_eq!(diagnosis.stale, [format!("default/{name}")], "{release}");
+                    assert_eq!(stale_uids.len(), 1, "{release}");
+                    assert!(
+                        !followed.node.pods().iter().any(|p| p.name == name),
+                        "{release}: a finished pod is not held"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// `pods.yaml` with the pod `name` finished (`status.phase: Succeeded`).
+fn finish(text: &str, name: &str) -> String {
+    let mut list: serde_json::Value = serde_yaml_ng::from_str(text).unwrap();
+    for pod in list["items"].as_array_mut().unwrap() {
+        if pod["metadata"]["name"] == name {
+            pod["status"] = serde_json::json!({"phase": "Succeeded"});
+        }
+    }
+    serde_yaml_ng::to_string(&list).unwrap()
+}
+
+/// Issue #32: a FIFO where a checkpoint should be is an error naming it
+/// at once (a blocking open would wait for a writer forever), and the
+/// follower goes on: unknown, then known when the file is back.
+#[tokio::test]
+async fn a_fifo_checkpoint_is_unknown_at_once_not_a_hang() {
+    let base = base_node();
+    let root = kubelet_root("1.37");
+    let socket = root.path().join("kubelet.sock");
+    let answers = Arc::new(Mutex::new(kubelet_answers(&layouts().join("1.37"), &base)));
+    let mut kubelet = Kubelet::start(&socket, answers);
+    let file = root.path().join("cpu_manager_state");
+    let kept = std::fs::read(&file).unwrap();
+    std::fs::remove_file(&file).unwrap();
+    let status = std::process::Command::new("mkfifo").arg(&file).status().unwrap();
+    assert!(status.success());
+    let error = observe(root.path(), &socket).await.err().unwrap();
+    assert_eq!(error.kind, "checkpoint", "{error}");
+    assert_eq!(
+        error.reason,
+        format!(
+            "{}: cannot be read: a FIFO (named pipe), not a regular file",
+            file.display()
+        )
+    );
+    std::fs::remove_file(&file).unwrap();
+    std::fs::write(&file, kept).unwrap();
+    let observation = observe(root.path(), &socket).await.unwrap();
+    assert_is_the_kubelets(&rebuild(&base, &observation).unwrap().node, "1.37");
+    kubelet.stop().await;
+}

@@ -114,19 +114,10 @@ pub struct Args {
     /// that the state is unknown and why. Allocation requests are refused.
     #[arg(long, conflicts_with_all = ["enforce", "listen", "token_file"])]
     follow_kubelet: bool,
-    /// The kubelet's PodResources socket (with --follow-kubelet).
-    #[arg(long, value_name = "PATH", default_value = topoalign_podresources_default_socket(), requires = "follow_kubelet")]
-    pod_resources_socket: PathBuf,
-    /// The kubelet's root directory, holding cpu_manager_state,
-    /// memory_manager_state and device-plugins/kubelet_internal_checkpoint
-    /// (with --follow-kubelet; its config.yaml is the default
-    /// --kubelet-config when present).
-    #[arg(long, value_name = "DIR", default_value = topoalign_follow::DEFAULT_ROOT_DIR, requires = "follow_kubelet")]
-    kubelet_root_dir: PathBuf,
-    /// The node's pods from this file (a v1 List or Pod documents, re-read
-    /// on change) instead of the API server (with --follow-kubelet).
-    #[arg(long, value_name = "FILE", requires = "follow_kubelet")]
-    pods_file: Option<PathBuf>,
+    /// Where the followed kubelet keeps its state (with --follow-kubelet;
+    /// without --pods the node's pods come from the API server).
+    #[command(flatten)]
+    kubelet: super::kubelet_dir::KubeletDirArgs,
     /// Seconds between two reads of the kubelet's sources at most (files
     /// and pods are also re-read when they change).
     #[arg(long, value_name = "SECONDS", default_value_t = 5, requires = "follow_kubelet")]
@@ -139,10 +130,6 @@ pub struct Args {
     limits: topoalign_serve::LimitArgs,
     #[command(flatten)]
     socket_limits: topoalign_serve::SocketLimitArgs,
-}
-
-const fn topoalign_podresources_default_socket() -> &'static str {
-    "/var/lib/kubelet/pod-resources/kubelet.sock"
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -175,8 +162,8 @@ updated after every allocation change, at most once per --nrt-interval ms.
 Following a kubelet (a DaemonSet beside it; deploy/topoalign-follower.yaml):
   topoalign agent --follow-kubelet --nrt-publish --nrt-node-name \"$NODE_NAME\" \
       --socket /run/topoalign/follower.sock --follow-listen 0.0.0.0:7788
-reads the PodResources API, the checkpoint files under --kubelet-root-dir and
-the node's pods (API server, or --pods-file), and publishes the kubelet's exact
+reads the PodResources API, the checkpoint files under --kubelet-dir and
+the node's pods (API server, or --pods), and publishes the kubelet's exact
 state, or an object saying why it is unknown now. It never allocates.
 
 An allocation with a pid is released when that process has exited and its
@@ -187,6 +174,11 @@ pub fn run(args: &Args) -> Result {
     init_logging(args.log_format);
     if args.follow_kubelet {
         return follow(args);
+    }
+    if args.kubelet.any_given() {
+        return Err(Error::bad_input(
+            "--kubelet-dir, --pod-resources and --pods read a kubelet: they need --follow-kubelet",
+        ));
     }
     let started = start_node(args.node.as_deref(), args.kubelet_config.as_deref(), args.version)?;
     if started.ignored_events > 0 {
@@ -271,11 +263,13 @@ fn listener_limits(args: &Args, tcp: bool) -> topoalign_serve::ListenerLimits {
 /// `--follow-kubelet`: the node from this machine (or --node) and the
 /// kubelet's configuration, then `topoalign-follow`'s daemon.
 fn follow(args: &Args) -> Result {
-    let default_config = args.kubelet_root_dir.join("config.yaml");
-    let kubelet_config = args
-        .kubelet_config
-        .clone()
-        .or_else(|| default_config.is_file().then_some(default_config));
+    let kubelet_dir = args.kubelet.dir();
+    let kubelet_config = match &args.kubelet_config {
+        Some(path) => Some(path.clone()),
+        None => kubelet_dir
+            .config_file()
+            .map_err(|e| Error::bad_input(format!("--kubelet-dir {e}")))?,
+    };
     let started = start_node(args.node.as_deref(), kubelet_config.as_deref(), args.version)?;
     for note in &started.notes {
         tracing::warn!(%note, "node");
@@ -296,9 +290,9 @@ fn follow(args: &Args) -> Result {
     );
     let config = topoalign_follow::run::RunConfig {
         base: started.node,
-        root_dir: args.kubelet_root_dir.clone(),
-        pod_resources_socket: args.pod_resources_socket.clone(),
-        pods_file: args.pods_file.clone(),
+        root_dir: kubelet_dir.root().to_path_buf(),
+        pod_resources_socket: kubelet_dir.socket().to_path_buf(),
+        pods_file: args.kubelet.pods.clone(),
         node_name,
         resync: Duration::from_secs(args.resync_interval.max(1)),
         socket: Some(args.socket.clone()),

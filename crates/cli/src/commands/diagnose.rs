@@ -25,35 +25,23 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use topoalign_explain::diagnose::{
-    CheckpointFile, CheckpointStatus, Diagnosis, FileContent, Inputs, PodResourcesAnswer, Restart, diagnose,
-};
+use topoalign_explain::diagnose::{CheckpointStatus, Diagnosis, Inputs, PodResourcesAnswer, Restart, diagnose};
 use topoalign_intake::{Events, StartedNode, read_pods, read_text};
-use topoalign_k8s::checkpoint::{CheckpointKind, DEVICE_CHECKPOINT};
 use topoalign_k8s::{ManifestOptions, ManifestPod, read_manifests};
+use topoalign_observe::KubeletDir;
 
 use super::admit::{self, DocumentFormat};
+use super::kubelet_dir::KubeletDirArgs;
 use super::node_args::{self, NodeArgs};
 use super::output::Output;
 use super::{Error, Outcome, Result, render};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The kubelet's root directory, or a copy of it.
-    #[arg(long, value_name = "DIR", default_value = "/var/lib/kubelet")]
-    pub kubelet_dir: PathBuf,
-    /// The node's pods (`kubectl get pods -o yaml --field-selector
-    /// spec.nodeName=NODE`), to name the pods behind the state's UIDs.
-    /// Default: DIR/pods.yaml when it exists.
-    #[arg(long, value_name = "FILE")]
-    pub pods: Option<PathBuf>,
-    /// The kubelet's PodResources API socket, to read its allocations and
-    /// check them against the checkpoint files. Default:
-    /// DIR/pod-resources/kubelet.sock when it exists.
-    #[arg(long, value_name = "SOCKET", conflicts_with = "no_pod_resources")]
-    pub pod_resources: Option<PathBuf>,
+    #[command(flatten)]
+    pub kubelet: KubeletDirArgs,
     /// Do not ask the PodResources API (a copy of a kubelet directory).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "pod_resources")]
     pub no_pod_resources: bool,
     /// Pods to explain on the node as it is now.
     #[arg(value_name = "POD.yaml")]
@@ -65,14 +53,14 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Result {
-    let dir = &args.kubelet_dir;
-    check_kubelet_dir(dir)?;
-    let fallback = ["config.yaml", "kubelet-config.yaml"]
-        .iter()
-        .map(|name| dir.join(name))
-        .find(|path| path.is_file());
+    let kubelet_dir = args.kubelet.dir();
+    let dir = kubelet_dir.root();
+    let refused = |e: topoalign_observe::ObserveError| Error::bad_input(format!("--kubelet-dir {e}"));
+    kubelet_dir.check().map_err(refused)?;
+    let fallback = kubelet_dir.config_file().map_err(refused)?;
     let mut started = args.node.start(Events::Ignore, fallback.as_deref())?;
     let pods_file = args
+        .kubelet
         .pods
         .clone()
         .or_else(|| Some(dir.join("pods.yaml")).filter(|p| p.is_file()));
@@ -83,34 +71,41 @@ pub fn run(args: &Args) -> Result {
         read_pods(&args.explain, Some(1), "topoalign-diagnose")?.pods
     };
     let mut notes = std::mem::take(&mut started.notes);
-    let pod_resources = match (&args.pod_resources, args.no_pod_resources) {
-        (_, true) => None,
-        (Some(socket), false) => Some(
-            ask_pod_resources(socket)
-                .map_err(|e| Error::bad_input(format!("--pod-resources {}: {e}", socket.display())))?,
-        ),
-        (None, false) => {
-            let socket = dir.join(DEFAULT_SOCKET_IN_DIR);
-            if socket.exists() {
-                match ask_pod_resources(&socket) {
-                    Ok(answer) => Some(answer),
-                    Err(e) => {
-                        notes.push(format!("the PodResources API was not read: {e}"));
-                        None
-                    }
+    let pod_resources = if args.no_pod_resources {
+        None
+    } else if kubelet_dir.socket_given() {
+        let socket = kubelet_dir.socket();
+        // Something other than a socket there is said so; no socket is
+        // the connection's own error.
+        let answer = kubelet_dir
+            .socket_present()
+            .map_err(|e| e.to_string())
+            .and_then(|_| ask_pod_resources(socket));
+        Some(answer.map_err(|e| Error::bad_input(format!("--pod-resources {}: {e}", socket.display())))?)
+    } else {
+        match kubelet_dir.socket_present() {
+            Ok(false) => None,
+            Ok(true) => match ask_pod_resources(kubelet_dir.socket()) {
+                Ok(answer) => Some(answer),
+                Err(e) => {
+                    notes.push(format!("the PodResources API was not read: {e}"));
+                    None
                 }
-            } else {
+            },
+            Err(e) => {
+                notes.push(format!("the PodResources API was not read: {e}"));
                 None
             }
         }
     };
+    let files = kubelet_dir.read_checkpoints();
     let kubelet = started.kubelet.clone();
     let mut diagnosis = diagnose(Inputs {
         node: &mut started.node,
         kubelet: &kubelet,
-        cpu_checkpoint: checkpoint_file(dir, CheckpointKind::Cpu.file_name()),
-        memory_checkpoint: checkpoint_file(dir, CheckpointKind::Memory.file_name()),
-        device_checkpoint: checkpoint_file(dir, DEVICE_CHECKPOINT),
+        cpu_checkpoint: files.cpu,
+        memory_checkpoint: files.memory,
+        device_checkpoint: files.devices,
         pod_resources,
         pods: listed.as_deref(),
         explain: &explained,
@@ -125,14 +120,11 @@ pub fn run(args: &Args) -> Result {
     let text = match args.output.format() {
         DocumentFormat::Json => serde_json::to_string_pretty(&with_dir(document, &diagnosis)?)? + "\n",
         DocumentFormat::Yaml => serde_yaml_ng::to_string(&with_dir(document, &diagnosis)?)?,
-        DocumentFormat::Text => text(dir, &diagnosis, &started, &explained),
+        DocumentFormat::Text => text(&kubelet_dir, &diagnosis, &started, &explained),
     };
     args.output.write(text.as_bytes())?;
     Ok(if healthy { Outcome::Success } else { Outcome::Refused })
 }
-
-/// Where a kubelet serves the PodResources API, under its root directory.
-const DEFAULT_SOCKET_IN_DIR: &str = "pod-resources/kubelet.sock";
 
 /// How long the kubelet has to answer before diagnose goes on without it.
 const POD_RESOURCES_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -183,22 +175,8 @@ fn read_pod_list(path: &Path) -> Result<Vec<ManifestPod>> {
     Ok(manifests.pods)
 }
 
-/// A checkpoint file of the kubelet directory, as found.
-fn checkpoint_file(dir: &Path, name: &str) -> CheckpointFile {
-    let path = dir.join(name);
-    let content = match std::fs::read(&path) {
-        Ok(bytes) => FileContent::Bytes(bytes),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => FileContent::Absent,
-        Err(error) => FileContent::Unreadable(error.to_string()),
-    };
-    CheckpointFile {
-        path: path.display().to_string(),
-        content,
-    }
-}
-
-fn text(dir: &Path, diagnosis: &Diagnosis, started: &StartedNode, explained: &[ManifestPod]) -> String {
-    let mut out = render::wrap("kubelet state in ", "    ", &dir.display().to_string());
+fn text(kubelet_dir: &KubeletDir, diagnosis: &Diagnosis, started: &StartedNode, explained: &[ManifestPod]) -> String {
+    let mut out = render::wrap("kubelet state in ", "    ", &kubelet_dir.root().display().to_string());
     out.push_str(&render::wrap("node: ", "    ", &node_args::describe(started)));
     out.push_str(&render::wrap(
         "kubelet configuration: ",
@@ -294,31 +272,4 @@ fn text(dir: &Path, diagnosis: &Diagnosis, started: &StartedNode, explained: &[M
     }
     out.push_str(&admit::pod_blocks(started, explained, &diagnosis.results));
     out
-}
-
-/// Refuses a directory that holds no kubelet state at all: reading it as a
-/// kubelet that starts with empty state would answer for a node that was
-/// never looked at. (A running kubelet always writes `cpu_manager_state`.)
-fn check_kubelet_dir(dir: &Path) -> Result<()> {
-    if !dir.is_dir() {
-        return Err(Error::bad_input(format!(
-            "--kubelet-dir {}: not a directory",
-            dir.display()
-        )));
-    }
-    let known = [
-        CheckpointKind::Cpu.file_name(),
-        CheckpointKind::Memory.file_name(),
-        "config.yaml",
-        "kubelet-config.yaml",
-    ];
-    if !known.iter().any(|name| dir.join(name).exists()) {
-        return Err(Error::bad_input(format!(
-            "--kubelet-dir {}: no kubelet state here (none of {}); give the kubelet's root directory, \
-             /var/lib/kubelet on most nodes",
-            dir.display(),
-            known.join(", ")
-        )));
-    }
-    Ok(())
 }

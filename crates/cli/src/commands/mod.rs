@@ -7,6 +7,7 @@ pub mod agent;
 pub mod diagnose;
 pub mod explain;
 pub mod extender;
+pub mod kubelet_dir;
 pub mod kubelet_stand_in;
 mod node_args;
 pub mod nrt;
