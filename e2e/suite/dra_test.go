@@ -1,0 +1,464 @@
+package suite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The DRA fleet (e2e/testdata/dra-fleet.yaml): 4-NUMA nodes whose GPUs and
+// NICs are published through DRA by simulate-nodes. dra-a nodes have a
+// GPU and a NIC on every NUMA node, dra-b nodes only on NUMA nodes 2 and 3.
+const (
+	draFleet     = "e2e/testdata/dra-fleet.yaml"
+	draGPUDriver = "gpu.example.com"
+	draNICDriver = "nic.example.com"
+	draGate      = "topoalign.io/e2e-claims"
+	draTemplate  = "gpu-nic"
+	draGPUPods   = 3
+	draPodCPUs   = 6
+)
+
+var draNodes = []string{"dra-a-0", "dra-a-1", "dra-a-2", "dra-b-0", "dra-b-1"}
+
+// draNUMA is a CPU's NUMA node in the DRA fleet (core c has CPUs c and
+// c+16; 4 cores per NUMA node).
+func draNUMA(cpu int) int { return (cpu % 16) / 4 }
+
+// draResult is what one scheduler made of the DRA workload.
+type draResult struct {
+	running, failed, unschedulable int
+	// misaligned: GPU pods with a device off their CPUs' NUMA node, by the
+	// claims' allocations and the CPUs the kubelet pinned (read here);
+	// condition: those the simulated kubelet marked DRAAligned=False.
+	misaligned, condition int
+	placed                []string
+}
+
+// DRA devices and the kubelet's CPUs on one NUMA node, stock scheduler vs
+// topoalign: simulated 4-NUMA GPU+NIC nodes publish their devices as
+// ResourceSlices; pods take a GPU and a NIC from a ResourceClaimTemplate
+// and 6 exclusive CPUs (Guaranteed, single-numa-node). CPU-only pods hold
+// NUMA node 0 of every dra-a node and NUMA nodes 0 and 1 of every dra-b
+// node. On a dra-a node the kubelet then pins a GPU pod's CPUs on NUMA node
+// 1 while the scheduler's first-fit allocator gives it the first GPU and
+// NIC, on NUMA node 0; on a dra-b node both land on NUMA node 2 (then 3).
+// The stock scheduler prefers the less allocated dra-a nodes, one GPU pod
+// each: every one misaligned, by construction. kube-scheduler with
+// `topoalign extender --dra-align --choose-in-filter` must place every GPU
+// pod aligned, with no admission failure.
+func TestDRAAlignment(t *testing.T) {
+	ctx := testContext(t, 8*time.Minute)
+	c := admin(t)
+	c.applyFile(t, ctx, "topoalign-rbac.yaml")
+	grantExtenderDRA(t, ctx, c)
+	simulatedNodes(t, ctx, c, draFleet, "dra-a", 3,
+		"--dra", "example.com/gpu="+draGPUDriver, "--dra", "example.com/nic="+draNICDriver)
+	t.Cleanup(func() {
+		background := context.Background()
+		for _, name := range draNodes[3:] {
+			_ = c.kube.CoreV1().Nodes().Delete(background, name, metav1.DeleteOptions{})
+			_ = c.kube.CoordinationV1().Leases("kube-node-lease").Delete(background, name, metav1.DeleteOptions{})
+			c.deleteNRT(t, background, name)
+		}
+		slices, err := c.kube.ResourceV1().ResourceSlices().List(background, metav1.ListOptions{})
+		if err == nil {
+			for _, slice := range slices.Items {
+				if slice.Spec.Driver == draGPUDriver || slice.Spec.Driver == draNICDriver {
+					_ = c.kube.ResourceV1().ResourceSlices().Delete(background, slice.Name, metav1.DeleteOptions{})
+				}
+			}
+		}
+		for _, class := range []string{draGPUDriver, draNICDriver} {
+			_ = c.kube.ResourceV1().DeviceClasses().Delete(background, class, metav1.DeleteOptions{})
+		}
+	})
+	for _, driver := range []string{draGPUDriver, draNICDriver} {
+		class := &resourcev1.DeviceClass{
+			ObjectMeta: metav1.ObjectMeta{Name: driver},
+			Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{
+				CEL: &resourcev1.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)},
+			}}},
+		}
+		if _, err := c.kube.ResourceV1().DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, ctx, "the 5 DRA nodes Ready with their GPU and NIC ResourceSlices", func() (bool, string) {
+		for _, name := range draNodes {
+			node, err := c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil || !nodeReady(node) || len(node.Spec.Taints) != 0 {
+				return false, fmt.Sprintf("%s: not ready (%v)", name, err)
+			}
+		}
+		slices, err := c.kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		count := 0
+		for _, slice := range slices.Items {
+			if slice.Spec.Driver == draGPUDriver || slice.Spec.Driver == draNICDriver {
+				count++
+			}
+		}
+		return count == 2*len(draNodes), fmt.Sprintf("%d slices", count)
+	})
+
+	defaultConfig := filepath.Join(t.TempDir(), "stock.yaml")
+	text := fmt.Sprintf("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection: {leaderElect: false}\nclientConnection: {kubeconfig: %q}\nprofiles:\n  - schedulerName: e2e-dra-stock\n",
+		cp.SchedulerKubeconfig("kube-scheduler-dra-stock"))
+	if err := os.WriteFile(defaultConfig, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	scheduler, err := cp.StartScheduler(ctx, "kube-scheduler-dra-stock", bins.Scheduler, defaultConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stock := draRun(t, ctx, c, "e2e-dra-stock", "e2e-dra-stock", "")
+	stop(t, scheduler)
+
+	url, _ := startExtenderBinary(t, ctx, c, topoalign, len(draNodes), "--create-bindings", "--choose-in-filter", "--dra-align")
+	config := adaptSchedulerConfig(t, filepath.Join(repo, "deploy", "kube-scheduler-extender.yaml"), "kube-scheduler-dra", url, true)
+	scheduler, err = cp.StartScheduler(ctx, "kube-scheduler-dra", bins.Scheduler, config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopAtEnd(t, scheduler)
+	aligned := draRun(t, ctx, c, "e2e-dra-topoalign", "default-scheduler", url)
+
+	fmt.Fprintf(os.Stderr, "\nDRA workload (%d pods of a GPU + a NIC from DRA and %d exclusive CPUs), %d simulated 4-NUMA nodes (%s):\n", draGPUPods, draPodCPUs, len(draNodes), draFleet)
+	fmt.Fprintf(os.Stderr, "  %-38s %8s %11s %18s %14s   %s\n", "scheduler", "running", "misaligned", "failed admission", "unschedulable", "nodes")
+	for _, row := range []struct {
+		name string
+		r    draResult
+	}{{"kube-scheduler (stock, DRA first-fit)", stock}, {"kube-scheduler + topoalign --dra-align", aligned}} {
+		fmt.Fprintf(os.Stderr, "  %-38s %8d %11d %18d %14d   %v\n", row.name, row.r.running, row.r.misaligned, row.r.failed, row.r.unschedulable, row.r.placed)
+	}
+	for name, r := range map[string]draResult{"stock": stock, "topoalign": aligned} {
+		if r.misaligned != r.condition {
+			t.Errorf("%s: %d pods misaligned by their claims and CPUs, but %d marked DRAAligned=False by the simulated kubelet", name, r.misaligned, r.condition)
+		}
+	}
+	if aligned.misaligned != 0 || aligned.failed != 0 || aligned.running != draGPUPods {
+		t.Errorf("topoalign --dra-align: %d running, %d misaligned, %d failed admission; want %d, 0, 0", aligned.running, aligned.misaligned, aligned.failed, draGPUPods)
+	}
+	// By construction (see above) the stock scheduler puts one GPU pod on
+	// each dra-a node, where first-fit must miss the kubelet's NUMA node.
+	if stock.misaligned != draGPUPods || stock.failed != 0 {
+		t.Errorf("stock: %d misaligned, %d failed admission; the workload is built for %d and 0", stock.misaligned, stock.failed, draGPUPods)
+	}
+}
+
+// grantExtenderDRA lets the extender's service account read what
+// --dra-align reads.
+func grantExtenderDRA(t *testing.T, ctx context.Context, c *clients) {
+	t.Helper()
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "topoalign-e2e-dra-read"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"deviceclasses", "resourceslices", "resourceclaims"}, Verbs: []string{"get", "list", "watch"}},
+		},
+	}
+	if _, err := c.kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "topoalign-e2e-dra-read"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "kube-system", Name: "topoalign-extender"}},
+	}
+	if _, err := c.kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+func draPod(namespace, name, schedulerName string, claims bool) *corev1.Pod {
+	resources := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(strconv.Itoa(draPodCPUs)),
+		corev1.ResourceMemory: resource.MustParse("1Gi"),
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: corev1.PodSpec{
+			SchedulerName: schedulerName,
+			Containers: []corev1.Container{{
+				Name: "app", Image: "registry.k8s.io/pause:3.10",
+				Resources: corev1.ResourceRequirements{Requests: resources, Limits: resources},
+			}},
+		},
+	}
+	if claims {
+		template := draTemplate
+		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: draTemplate, ResourceClaimTemplateName: &template}}
+		pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: draTemplate}}
+		pod.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: draGate}}
+	}
+	return pod
+}
+
+// draRun runs the workload in namespace for schedulerName (with the
+// extender at extenderURL, if any), counts, and cleans up.
+func draRun(t *testing.T, ctx context.Context, c *clients, namespace, schedulerName, extenderURL string) draResult {
+	t.Helper()
+	createNamespace(t, ctx, c, namespace)
+	template := &resourcev1.ResourceClaimTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: draTemplate},
+		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+			Requests: []resourcev1.DeviceRequest{
+				{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: draGPUDriver}},
+				{Name: "nic", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: draNICDriver}},
+			},
+		}}},
+	}
+	if _, err := c.kube.ResourceV1().ResourceClaimTemplates(namespace).Create(ctx, template, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// CPU-only pods bound by name, one at a time (each node admits them
+	// in order: NUMA node 0, then 1).
+	cpuOnly := map[string]int{"dra-a-0": 1, "dra-a-1": 1, "dra-a-2": 1, "dra-b-0": 2, "dra-b-1": 2}
+	total := 0
+	for _, node := range draNodes {
+		for i := range cpuOnly[node] {
+			pod := draPod(namespace, fmt.Sprintf("cpu-%s-%d", node, i), schedulerName, false)
+			pod.Spec.NodeName = node
+			if _, err := c.kube.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			total++
+			name := pod.Name
+			podsUntil(t, ctx, c, namespace, name+" running", func(pods map[string]*corev1.Pod) bool {
+				return pods[name] != nil && pods[name].Status.Phase == corev1.PodRunning
+			})
+		}
+	}
+	eventually(t, ctx, "the NRT objects list the CPU-only pods", func() (bool, string) {
+		for _, node := range draNodes {
+			if pods, err := nrtPods(ctx, c, node); err != nil || len(pods) != cpuOnly[node] {
+				return false, fmt.Sprintf("%s: %v %v", node, pods, err)
+			}
+		}
+		return true, ""
+	})
+
+	// GPU pods, gated until their claims exist (no controller manager
+	// runs: the test makes each claim from the template as the
+	// resourceclaim controller would, and names it in the pod's status).
+	for i := range draGPUPods {
+		pod, err := c.kube.CoreV1().Pods(namespace).Create(ctx, draPod(namespace, fmt.Sprintf("gpu-%d", i), schedulerName, true), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		yes := true
+		claim := &resourcev1.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: namespace, Name: pod.Name + "-" + draTemplate,
+				Annotations: map[string]string{"resource.kubernetes.io/pod-claim-name": draTemplate},
+				OwnerReferences: []metav1.OwnerReference{{
+					APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID, Controller: &yes, BlockOwnerDeletion: &yes,
+				}},
+			},
+			Spec: template.Spec.Spec,
+		}
+		if _, err := c.kube.ResourceV1().ResourceClaims(namespace).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		status, _ := json.Marshal(map[string]any{"status": map[string]any{"resourceClaimStatuses": []any{
+			map[string]any{"name": draTemplate, "resourceClaimName": claim.Name},
+		}}})
+		if _, err := c.kube.CoreV1().Pods(namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, status, metav1.PatchOptions{}, "status"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if extenderURL != "" {
+		eventually(t, ctx, "the extender sees the GPU pods' claims", func() (bool, string) {
+			resp, err := http.Get(extenderURL + "/healthz")
+			if err != nil {
+				return false, err.Error()
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			var nodes, assumed, claims int
+			_, err = fmt.Sscanf(string(body), "ok: %d nodes, %d assumed pods, %d ResourceClaims", &nodes, &assumed, &claims)
+			return err == nil && claims >= draGPUPods, string(body)
+		})
+	}
+	ungate := []byte(`[{"op":"remove","path":"/spec/schedulingGates"}]`)
+	for i := range draGPUPods {
+		if _, err := c.kube.CoreV1().Pods(namespace).Patch(ctx, fmt.Sprintf("gpu-%d", i), types.JSONPatchType, ungate, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total += draGPUPods
+	// Settled, and each running GPU pod's alignment condition written.
+	final := podsUntil(t, ctx, c, namespace, "every pod of "+schedulerName+" decided", func(pods map[string]*corev1.Pod) bool {
+		if !settled(total)(pods) {
+			return false
+		}
+		for name, pod := range pods {
+			if strings.HasPrefix(name, "gpu-") && pod.Status.Phase == corev1.PodRunning && draCondition(pod) == nil {
+				return false
+			}
+		}
+		return true
+	})
+
+	result := draResult{}
+	for i := range draGPUPods {
+		pod := final[fmt.Sprintf("gpu-%d", i)]
+		switch outcome := podOutcome(pod); {
+		case outcome == "Running":
+			result.running++
+			result.placed = append(result.placed, pod.Spec.NodeName)
+		case strings.HasPrefix(outcome, "Failed"):
+			result.failed++
+		case outcome == corev1.PodReasonUnschedulable:
+			result.unschedulable++
+		}
+		if pod.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		if condition := draCondition(pod); condition != nil && condition.Status == corev1.ConditionFalse {
+			result.condition++
+		}
+		if draMisaligned(t, ctx, c, pod) {
+			result.misaligned++
+		}
+	}
+
+	// Clean up: pods, then claims (the scheduler's delete protection is
+	// the resourceclaim controller's to lift; none runs here).
+	zero := int64(0)
+	if err := c.kube.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	podsUntil(t, ctx, c, namespace, "the pods of "+schedulerName+" gone", func(pods map[string]*corev1.Pod) bool { return len(pods) == 0 })
+	claims, err := c.kube.ResourceV1().ResourceClaims(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, claim := range claims.Items {
+		_, _ = c.kube.ResourceV1().ResourceClaims(namespace).Patch(ctx, claim.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		_ = c.kube.ResourceV1().ResourceClaims(namespace).Delete(ctx, claim.Name, metav1.DeleteOptions{})
+	}
+	eventually(t, ctx, "the claims of "+schedulerName+" gone and the nodes empty", func() (bool, string) {
+		claims, err := c.kube.ResourceV1().ResourceClaims(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil || len(claims.Items) != 0 {
+			return false, fmt.Sprintf("claims left: %v", err)
+		}
+		for _, node := range draNodes {
+			if pods, err := nrtPods(ctx, c, node); err != nil || len(pods) != 0 {
+				return false, fmt.Sprintf("%s: %v %v", node, pods, err)
+			}
+		}
+		return true, ""
+	})
+	return result
+}
+
+func draCondition(pod *corev1.Pod) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == "topoalign.io/DRAAligned" {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// draMisaligned: a device of the pod's claim (its allocation, the
+// device's numaNode attribute in its ResourceSlice) is on a NUMA node
+// none of the pod's exclusive CPUs (the simulated kubelet's annotation)
+// is on.
+func draMisaligned(t *testing.T, ctx context.Context, c *clients, pod *corev1.Pod) bool {
+	t.Helper()
+	var containers []struct {
+		Cpus string `json:"cpus"`
+	}
+	if err := json.Unmarshal([]byte(pod.Annotations[containersAnnotation]), &containers); err != nil || len(containers) == 0 {
+		t.Fatalf("%s: no CPUs in %s: %v", pod.Name, containersAnnotation, err)
+	}
+	cpuNUMA := map[int]bool{}
+	for _, container := range containers {
+		for _, cpu := range parseCPUList(t, container.Cpus) {
+			cpuNUMA[draNUMA(cpu)] = true
+		}
+	}
+	if len(pod.Status.ResourceClaimStatuses) == 0 || pod.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
+		t.Fatalf("%s: no claim in its status", pod.Name)
+	}
+	claim, err := c.kube.ResourceV1().ResourceClaims(pod.Namespace).Get(ctx, *pod.Status.ResourceClaimStatuses[0].ResourceClaimName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if claim.Status.Allocation == nil {
+		t.Fatalf("%s: claim %s not allocated", pod.Name, claim.Name)
+	}
+	slices, err := c.kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	misaligned := false
+	for _, result := range claim.Status.Allocation.Devices.Results {
+		numa := int64(-1)
+		for _, slice := range slices.Items {
+			if slice.Spec.Driver != result.Driver || slice.Spec.Pool.Name != result.Pool {
+				continue
+			}
+			for _, device := range slice.Spec.Devices {
+				if attribute, ok := device.Attributes["resource.kubernetes.io/numaNode"]; device.Name == result.Device && ok && attribute.IntValue != nil {
+					numa = *attribute.IntValue
+				}
+			}
+		}
+		if numa < 0 {
+			t.Fatalf("%s: device %s/%s/%s has no numaNode", pod.Name, result.Driver, result.Pool, result.Device)
+		}
+		if !cpuNUMA[int(numa)] {
+			misaligned = true
+		}
+	}
+	return misaligned
+}
+
+// parseCPUList reads the kubelet's CPU list syntax ("0-2,16").
+func parseCPUList(t *testing.T, text string) []int {
+	t.Helper()
+	var cpus []int
+	for _, part := range strings.Split(text, ",") {
+		if part == "" {
+			continue
+		}
+		first, last, found := strings.Cut(part, "-")
+		from, err := strconv.Atoi(first)
+		if err != nil {
+			t.Fatalf("CPU list %q: %v", text, err)
+		}
+		to := from
+		if found {
+			if to, err = strconv.Atoi(last); err != nil {
+				t.Fatalf("CPU list %q: %v", text, err)
+			}
+		}
+		for cpu := from; cpu <= to; cpu++ {
+			cpus = append(cpus, cpu)
+		}
+	}
+	return cpus
+}
