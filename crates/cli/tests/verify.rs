@@ -328,19 +328,36 @@ impl Drop for RunChild {
 /// cgroups, else its affinity — and verify calls it drifted.
 #[test]
 fn run_cpus_1_pins_one_exclusive_cpu_verified_aligned_then_drifted() -> TestResult {
+    aligned_then_drifted(&[])
+}
+
+/// The same under the affinity fallback (the child's affinity and memory
+/// policy, no cgroup), forced even where cgroups are writable.
+#[test]
+fn run_cpus_1_without_cgroups_verified_aligned_then_drifted() -> TestResult {
+    aligned_then_drifted(&["--no-cgroups"])
+}
+
+fn aligned_then_drifted(agent_args: &[&str]) -> TestResult {
     let dir = tempfile::tempdir()?;
     let config = kubelet_config(dir.path())?;
-    let parent = CgroupParent(format!("topoalign-test-verify-{}", std::process::id()));
-    let agent = AgentProcess::start(
-        dir.path(),
-        &[
-            "--kubelet-config",
-            config.to_str().unwrap_or_default(),
-            "--cgroup-parent",
-            &parent.0,
-        ],
-    )?;
+    let parent = CgroupParent(format!(
+        "topoalign-test-verify-{}-{}",
+        std::process::id(),
+        agent_args.len()
+    ));
+    let mut args = vec![
+        "--kubelet-config",
+        config.to_str().unwrap_or_default(),
+        "--cgroup-parent",
+        &parent.0,
+    ];
+    args.extend_from_slice(agent_args);
+    let agent = AgentProcess::start(dir.path(), &args)?;
     let enforcement = agent.client().health()?.enforcement;
+    if !agent_args.is_empty() {
+        assert_eq!(enforcement, "affinity");
+    }
     let child = RunChild::start(&agent.socket, &["--cpus", "1"])?;
     let pid = child.pid.to_string();
 
@@ -361,6 +378,11 @@ fn run_cpus_1_pins_one_exclusive_cpu_verified_aligned_then_drifted() -> TestResu
     // Something else re-pins it to another CPU it may use.
     let usable = CpuSet::parse(&status_field(std::process::id(), "Cpus_allowed_list")?)?;
     let other = usable.difference(&allowed).first().ok_or("no other CPU")?;
+    assert_eq!(
+        report["decided"]["cgroup"].is_null(),
+        enforcement == "affinity",
+        "{report:#}"
+    );
     match report["decided"]["cgroup"].as_str() {
         Some(cgroup) => std::fs::write(Path::new(cgroup).join("cpuset.cpus"), other.to_string())?,
         None => {
