@@ -120,3 +120,230 @@ pub fn filter_node_list(list: &serde_json::Value, keep: impl Fn(&str) -> bool) -
     }
     list
 }
+
+/// An [`ExtenderArgs`] read from its body without copying its nodes: the
+/// pod, and the candidates — their names, and for a `NodeList` each
+/// item's bytes in the body (shared, not copied), so that an answer hands
+/// the chosen items back exactly as the scheduler sent them. A request
+/// with full Node objects then costs its body once, not a
+/// `serde_json::Value` tree of it (about ten times its size) and a copy.
+#[derive(Debug, Default)]
+pub struct ArgsView {
+    pub pod: Option<serde_json::Value>,
+    pub candidates: Candidates,
+}
+
+/// The candidate nodes of an [`ArgsView`].
+#[derive(Debug, Default)]
+pub enum Candidates {
+    /// `NodeNames` (a `nodeCacheCapable` extender).
+    Names(Vec<String>),
+    /// `Nodes`: a `v1.NodeList`.
+    List(NodeListView),
+    /// Neither.
+    #[default]
+    None,
+}
+
+/// A `v1.NodeList` as slices of the request body.
+#[derive(Debug, Default)]
+pub struct NodeListView {
+    /// Its fields other than `items`, each as its JSON key and its value's
+    /// bytes, in order.
+    fields: Vec<(String, bytes::Bytes)>,
+    /// Each item's `metadata.name` and bytes.
+    items: Vec<(Option<String>, bytes::Bytes)>,
+}
+
+impl NodeListView {
+    /// The items' names, in order (items without one are no candidates,
+    /// as in [`node_list_names`]).
+    pub fn names(&self) -> Vec<String> {
+        self.items.iter().filter_map(|(name, _)| name.clone()).collect()
+    }
+
+    /// The list with only the items whose names `keep` accepts, as the
+    /// chunks of its JSON text: slices of the request body, not copies
+    /// ([`filter_node_list`]'s answer).
+    pub fn filtered_json(&self, keep: impl Fn(&str) -> bool) -> Vec<bytes::Bytes> {
+        let mut chunks = vec![bytes::Bytes::from_static(b"{")];
+        for (key, value) in &self.fields {
+            chunks.push(bytes::Bytes::from(format!("{key}:")));
+            chunks.push(value.clone());
+            chunks.push(bytes::Bytes::from_static(b","));
+        }
+        chunks.push(bytes::Bytes::from_static(b"\"items\":["));
+        let mut first = true;
+        for (name, item) in &self.items {
+            if name.as_deref().is_some_and(&keep) {
+                if !first {
+                    chunks.push(bytes::Bytes::from_static(b","));
+                }
+                first = false;
+                chunks.push(item.clone());
+            }
+        }
+        chunks.push(bytes::Bytes::from_static(b"]}"));
+        chunks
+    }
+}
+
+/// Why a request body is not an `ExtenderArgs`.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body is not an ExtenderArgs: {0}")]
+pub struct ArgsError(String);
+
+/// Reads an `ExtenderArgs` from `body` ([`ArgsView`]).
+///
+/// # Errors
+/// [`ArgsError`]: not JSON, or not the shape of an `ExtenderArgs`.
+pub fn read_args(body: &bytes::Bytes) -> Result<ArgsView, ArgsError> {
+    let borrowed: BorrowedArgs<'_> = serde_json::from_slice(body).map_err(|e| ArgsError(e.to_string()))?;
+    let pod = match borrowed.pod {
+        Some(raw) => Some(serde_json::from_str(raw.get()).map_err(|e| ArgsError(format!("Pod: {e}")))?),
+        None => None,
+    };
+    let candidates = match (borrowed.node_names, borrowed.nodes) {
+        (Some(names), _) => Candidates::Names(names),
+        (None, Some(list)) => {
+            let slice = |raw: &serde_json::value::RawValue| body.slice_ref(raw.get().as_bytes());
+            Candidates::List(NodeListView {
+                fields: list
+                    .fields
+                    .into_iter()
+                    .map(|(key, value)| (key, slice(value)))
+                    .collect(),
+                items: list
+                    .items
+                    .into_iter()
+                    .map(|item| (item.name, slice(item.raw)))
+                    .collect(),
+            })
+        }
+        (None, None) => Candidates::None,
+    };
+    Ok(ArgsView { pod, candidates })
+}
+
+/// `ExtenderArgs` borrowing from the body.
+#[derive(Deserialize)]
+struct BorrowedArgs<'a> {
+    #[serde(rename = "Pod", default, borrow)]
+    pod: Option<&'a serde_json::value::RawValue>,
+    #[serde(rename = "Nodes", default, borrow)]
+    nodes: Option<BorrowedList<'a>>,
+    #[serde(rename = "NodeNames", default)]
+    node_names: Option<Vec<String>>,
+}
+
+/// A `v1.NodeList` borrowing from the body: its fields as JSON keys and
+/// raw values, its items raw with their names.
+struct BorrowedList<'a> {
+    fields: Vec<(String, &'a serde_json::value::RawValue)>,
+    items: Vec<BorrowedItem<'a>>,
+}
+
+struct BorrowedItem<'a> {
+    name: Option<String>,
+    raw: &'a serde_json::value::RawValue,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for BorrowedItem<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize, Default)]
+        struct Meta {
+            #[serde(default)]
+            name: Option<String>,
+        }
+        #[derive(Deserialize, Default)]
+        struct Named {
+            #[serde(default)]
+            metadata: Option<Meta>,
+        }
+        let raw = <&'a serde_json::value::RawValue>::deserialize(deserializer)?;
+        // A Node without a readable name is no candidate.
+        let named: Named = serde_json::from_str(raw.get()).unwrap_or_default();
+        let name = named.metadata.and_then(|m| m.name);
+        Ok(BorrowedItem { name, raw })
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for BorrowedList<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = BorrowedList<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a v1.NodeList object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+                let mut list = BorrowedList {
+                    fields: Vec::new(),
+                    items: Vec::new(),
+                };
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    if key == "items" {
+                        list.items = map.next_value::<Option<Vec<BorrowedItem<'a>>>>()?.unwrap_or_default();
+                    } else {
+                        let value = map.next_value::<&'a serde_json::value::RawValue>()?;
+                        let key = serde_json::to_string(&key).map_err(serde::de::Error::custom)?;
+                        list.fields.push((key, value));
+                    }
+                }
+                Ok(list)
+            }
+        }
+        deserializer.deserialize_map(Visit(std::marker::PhantomData))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn node(name: &str) -> serde_json::Value {
+        json!({"kind": "Node", "metadata": {"name": name, "labels": {"a\"b": "é"}}, "status": {"x": [1, 2.5, null]}})
+    }
+
+    /// The view reads what the `Value` reading reads, and its filtered
+    /// list is the `Value` filtering's, byte for byte once parsed.
+    #[test]
+    fn the_view_agrees_with_the_value_reading() -> Result<(), Box<dyn std::error::Error>> {
+        let list = json!({"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "7"},
+                          "items": [node("a"), {"kind": "Node"}, node("b"), node("c")]});
+        let args = json!({"Pod": {"metadata": {"name": "p"}}, "Nodes": list, "NodeNames": null});
+        let body = bytes::Bytes::from(serde_json::to_vec_pretty(&args)?);
+        let view = read_args(&body)?;
+        assert_eq!(view.pod, Some(json!({"metadata": {"name": "p"}})));
+        let Candidates::List(nodes) = &view.candidates else {
+            return Err("not a list".into());
+        };
+        assert_eq!(nodes.names(), node_list_names(&list));
+        for keep in [|name: &str| name != "b", |_: &str| false, |_: &str| true] {
+            let filtered: Vec<u8> = nodes.filtered_json(keep).concat();
+            let filtered: serde_json::Value = serde_json::from_slice(&filtered)?;
+            assert_eq!(filtered, filter_node_list(&list, keep));
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn names_nulls_and_garbage() -> Result<(), Box<dyn std::error::Error>> {
+        let names = read_args(&bytes::Bytes::from_static(
+            br#"{"Pod": null, "Nodes": null, "NodeNames": ["x", "y"]}"#,
+        ))?;
+        assert!(names.pod.is_none());
+        assert!(matches!(names.candidates, Candidates::Names(n) if n == ["x", "y"]));
+        let empty = read_args(&bytes::Bytes::from_static(b"{}"))?;
+        assert!(matches!(empty.candidates, Candidates::None));
+        let no_items = read_args(&bytes::Bytes::from_static(
+            br#"{"Nodes": {"kind": "NodeList", "items": null}}"#,
+        ))?;
+        assert!(matches!(no_items.candidates, Candidates::List(l) if l.names().is_empty()));
+        for bad in [&b"["[..], b"{\"Nodes\": 3}", b"{\"Nodes\": {\"items\": {}}}", b"\xff"] {
+            assert!(read_args(&bytes::Bytes::copy_from_slice(bad)).is_err(), "{bad:?}");
+        }
+        Ok(())
+    }
+}

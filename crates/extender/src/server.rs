@@ -14,12 +14,23 @@
 //! Both `nodeCacheCapable` settings are served by every verb: a request
 //! with `NodeNames` gets `NodeNames` back; one with a `Nodes` list gets the
 //! same list back, filtered, objects untouched.
+//!
+//! Memory: a `filter` or `prioritize` body is read into one buffer (its
+//! `Content-Length` reserved up front) and read in place
+//! ([`crate::api::read_args`]: the names, and each Node's place in the
+//! body); a filtered `NodeList` answer is written from slices of that
+//! buffer. A request costs about its body's size, and the bodies held at
+//! once are bounded ([`ServeOptions::bytes_in_flight`]): a request waits,
+//! within its deadline, for its bytes to fit. The listener's limits
+//! (connections, requests in flight, header, body and request deadlines)
+//! are `topoalign-serve`'s.
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
@@ -28,9 +39,12 @@ use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use axum::{Json, Router};
 
+use futures::StreamExt as _;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
 use crate::api::{
-    ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult, FilterAnswer, HostPriority,
-    filter_node_list, node_list_names,
+    ArgsView, Candidates, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult, FilterAnswer, HostPriority,
+    read_args,
 };
 use crate::binder::Binder;
 use crate::cluster::Cluster;
@@ -44,6 +58,57 @@ struct AppState {
     cluster: Shared,
     binder: Option<Arc<dyn Binder>>,
     timings: Arc<Timings>,
+    budget: Arc<Budget>,
+}
+
+/// The request body bytes held at once, in KiB permits (a semaphore's
+/// permits are counted in `u32`).
+struct Budget {
+    kib: Arc<Semaphore>,
+    total_kib: u32,
+}
+
+impl Budget {
+    fn new(bytes: usize) -> Budget {
+        let total_kib = u32::try_from(bytes.div_ceil(1024))
+            .unwrap_or(u32::MAX)
+            .min(Semaphore::MAX_PERMITS as u32);
+        Budget {
+            kib: Arc::new(Semaphore::new(total_kib as usize)),
+            total_kib,
+        }
+    }
+
+    /// Reserves `bytes` (at most the whole budget), waiting for room.
+    async fn reserve(&self, bytes: usize) -> Option<OwnedSemaphorePermit> {
+        let kib = u32::try_from(bytes.div_ceil(1024))
+            .unwrap_or(u32::MAX)
+            .min(self.total_kib);
+        self.kib.clone().acquire_many_owned(kib).await.ok()
+    }
+}
+
+/// How the extender serves.
+#[derive(Clone, Copy, Debug)]
+pub struct ServeOptions {
+    /// The listener's limits.
+    pub limits: topoalign_serve::Limits,
+    /// Request body bytes held at once, across requests (at least
+    /// [`BODY_LIMIT`]).
+    pub bytes_in_flight: usize,
+}
+
+/// [`ServeOptions::bytes_in_flight`]'s default: four requests of the
+/// largest size at once.
+pub const DEFAULT_BYTES_IN_FLIGHT: usize = 4 * BODY_LIMIT;
+
+impl Default for ServeOptions {
+    fn default() -> ServeOptions {
+        ServeOptions {
+            limits: topoalign_serve::Limits::default(),
+            bytes_in_flight: DEFAULT_BYTES_IN_FLIGHT,
+        }
+    }
 }
 
 /// The verbs whose calls and time `GET /metrics` reports.
@@ -96,7 +161,14 @@ pub const BODY_LIMIT: usize = 64 << 20;
 
 /// The extender's routes; `/bind` creates Bindings with `binder` when given.
 pub fn router(cluster: Shared, binder: Option<Arc<dyn Binder>>) -> Router {
+    router_with(cluster, binder, DEFAULT_BYTES_IN_FLIGHT)
+}
+
+/// [`router`], holding at most `bytes_in_flight` request body bytes at
+/// once (raised to [`BODY_LIMIT`] when lower).
+pub fn router_with(cluster: Shared, binder: Option<Arc<dyn Binder>>, bytes_in_flight: usize) -> Router {
     let timings = Arc::new(Timings::default());
+    let budget = Arc::new(Budget::new(bytes_in_flight.max(BODY_LIMIT)));
     Router::new()
         .route("/filter", post(filter))
         .route("/prioritize", post(prioritize))
@@ -110,6 +182,7 @@ pub fn router(cluster: Shared, binder: Option<Arc<dyn Binder>>) -> Router {
             cluster,
             binder,
             timings,
+            budget,
         })
 }
 
@@ -157,7 +230,8 @@ async fn server_timing(State(timings): State<Arc<Timings>>, request: Request, ne
 /// The `Server-Timing` header ([`server_timing`]).
 pub const SERVER_TIMING: header::HeaderName = header::HeaderName::from_static("server-timing");
 
-/// Serves on `listener` until `shutdown` completes.
+/// Serves on `listener` until `shutdown` completes, with the default
+/// [`ServeOptions`].
 ///
 /// # Errors
 /// The listener's I/O error.
@@ -165,6 +239,20 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     cluster: Shared,
     binder: Option<Arc<dyn Binder>>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    serve_with(listener, cluster, binder, ServeOptions::default(), shutdown).await
+}
+
+/// Serves on `listener` under `options` until `shutdown` completes.
+///
+/// # Errors
+/// The listener's I/O error.
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    cluster: Shared,
+    binder: Option<Arc<dyn Binder>>,
+    options: ServeOptions,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     // Answers go out at once (no Nagle delay): a filter answer over
@@ -175,19 +263,61 @@ pub async fn serve(
             eprintln!("topoalign extender: cannot set TCP_NODELAY on a connection: {error}");
         }
     });
-    axum::serve(listener, router(cluster, binder))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let stats = Arc::new(topoalign_serve::Stats::new(options.limits));
+    let app = router_with(cluster, binder, options.bytes_in_flight);
+    topoalign_serve::serve(listener, app, stats, shutdown).await
 }
 
-/// The candidates of a request (its `NodeNames` taken out of it, not
-/// copied), and whether they came as names.
-fn candidates(args: &mut ExtenderArgs) -> (Vec<String>, bool) {
-    match (args.node_names.take(), &args.nodes) {
-        (Some(names), _) => (names, true),
-        (None, Some(list)) => (node_list_names(list), false),
-        (None, None) => (Vec::new(), true),
+/// A request body read whole into one buffer: its `Content-Length`
+/// reserved in the budget (and allocated) before it is read, a chunked
+/// body reserved as it grows; the reservation is held for as long as the
+/// body (or an answer made of slices of it) lives.
+async fn read_body(budget: &Budget, request: Request) -> Result<(Bytes, Vec<OwnedSemaphorePermit>), Response> {
+    let refused = |status: StatusCode, message: String| (status, message).into_response();
+    let announced = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| *n <= BODY_LIMIT);
+    let mut permits = Vec::new();
+    let mut reserved = 0usize;
+    if let Some(length) = announced {
+        permits.extend(budget.reserve(length).await);
+        reserved = length;
     }
+    let mut body = bytes::BytesMut::with_capacity(announced.unwrap_or(0));
+    let mut frames = request.into_body().into_data_stream();
+    while let Some(frame) = frames.next().await {
+        let frame =
+            frame.map_err(|e| refused(StatusCode::BAD_REQUEST, format!("cannot read the request body: {e}")))?;
+        if body.len() + frame.len() > BODY_LIMIT {
+            return Err(refused(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the request body is larger than {BODY_LIMIT} bytes"),
+            ));
+        }
+        if body.len() + frame.len() > reserved {
+            // Chunked (or longer than announced): reserve what it grew by,
+            // in steps of at least 1 MiB.
+            let more = (body.len() + frame.len() - reserved).max(1 << 20);
+            permits.extend(budget.reserve(more).await);
+            reserved += more;
+        }
+        body.extend_from_slice(&frame);
+    }
+    Ok((body.freeze(), permits))
+}
+
+/// Reads a `filter` or `prioritize` body; an answer for the client when
+/// it cannot be read.
+async fn read_request(
+    budget: &Budget,
+    request: Request,
+) -> Result<(ArgsView, Bytes, Vec<OwnedSemaphorePermit>), Response> {
+    let (body, permits) = read_body(budget, request).await?;
+    let view = read_args(&body).map_err(|e| (StatusCode::BAD_REQUEST, e.to_string()).into_response())?;
+    Ok((view, body, permits))
 }
 
 /// Runs `work` on the locked cluster, on the request's own thread. The
@@ -221,8 +351,7 @@ pub fn with_cluster<T>(cluster: &Shared, work: impl FnOnce(&mut Cluster) -> T) -
     }
 }
 
-async fn filter(State(AppState { cluster, .. }): State<AppState>, Json(mut args): Json<ExtenderArgs>) -> Response {
-    let (names, by_name) = candidates(&mut args);
+async fn filter(State(state): State<AppState>, request: Request) -> Response {
     let answer = |error: String| {
         Json(ExtenderFilterResult {
             error,
@@ -230,49 +359,99 @@ async fn filter(State(AppState { cluster, .. }): State<AppState>, Json(mut args)
         })
         .into_response()
     };
-    let Some(manifest) = &args.pod else {
-        return answer("no Pod in the request".into());
+    let (args, body, permits) = match read_request(&state.budget, request).await {
+        Ok(read) => read,
+        Err(refused) => return refused,
     };
-    let pod = match Cluster::read_pod(manifest) {
-        Ok(pod) => pod,
-        Err(e) => return answer(e.to_string()),
+    let ArgsView { pod, candidates } = args;
+    let (names, list) = match candidates {
+        Candidates::Names(names) => (names, None),
+        Candidates::List(list) => (list.names(), Some(list)),
+        Candidates::None => (Vec::new(), None),
     };
-    let claims = match crate::dra::PodClaims::of_manifest(manifest) {
-        Ok(claims) => claims,
-        Err(e) => return answer(e),
+    let Some(list) = list else {
+        // Nothing of the body is answered: let it go before the work.
+        drop((body, permits));
+        return match filter_outcome(&state.cluster, pod.as_ref(), names) {
+            Ok(outcome) => Json(FilterAnswer {
+                nodes: None,
+                node_names: Some(outcome.passed.as_slice()),
+                failed_nodes: &outcome.failed,
+                failed_and_unresolvable_nodes: &outcome.unresolvable,
+                error: "",
+            })
+            .into_response(),
+            Err(error) => answer(error),
+        };
     };
-    let outcome = with_cluster(&cluster, |cluster| {
-        cluster
-            .filter_with(&pod, claims.as_ref(), names, Instant::now())
-            .map_err(|e| e.to_string())
-    })
-    .and_then(|outcome| outcome);
-    let outcome = match outcome {
+    let outcome = match filter_outcome(&state.cluster, pod.as_ref(), names) {
         Ok(outcome) => outcome,
         Err(error) => return answer(error),
     };
-    let nodes = match (by_name, &args.nodes) {
-        (false, Some(list)) => {
-            let passed: std::collections::HashSet<&str> = outcome.passed.iter().map(String::as_str).collect();
-            Some(filter_node_list(list, |name| passed.contains(name)))
-        }
-        _ => None,
-    };
-    Json(FilterAnswer {
-        nodes: nodes.as_ref(),
-        node_names: by_name.then_some(outcome.passed.as_slice()),
+    // `FilterAnswer`'s fields, the list written from slices of the body.
+    let passed: std::collections::HashSet<&str> = outcome.passed.iter().map(String::as_str).collect();
+    let mut chunks = vec![Bytes::from_static(b"{\"Nodes\":")];
+    chunks.extend(list.filtered_json(|name| passed.contains(name)));
+    let rest = serde_json::to_string(&FilterAnswer {
+        nodes: None,
+        node_names: None,
         failed_nodes: &outcome.failed,
         failed_and_unresolvable_nodes: &outcome.unresolvable,
         error: "",
     })
-    .into_response()
+    .unwrap_or_default();
+    // `{"Nodes":null,` is replaced by the list and its comma.
+    chunks.push(Bytes::from(format!(",{}", rest.trim_start_matches("{\"Nodes\":null,"))));
+    drop((body, list));
+    // Its length is known: sent with it, not chunked.
+    let length = chunks.iter().map(Bytes::len).sum::<usize>();
+    let stream = futures::stream::iter(chunks).map(move |chunk| {
+        // The slices are the body's: its reservation lasts until they are sent.
+        let _held = &permits;
+        Ok::<_, std::convert::Infallible>(chunk)
+    });
+    (
+        [
+            (
+                header::CONTENT_TYPE,
+                header::HeaderValue::from_static("application/json"),
+            ),
+            (header::CONTENT_LENGTH, header::HeaderValue::from(length)),
+        ],
+        Body::from_stream(stream),
+    )
+        .into_response()
 }
 
-async fn prioritize(
-    State(AppState { cluster, .. }): State<AppState>,
-    Json(mut args): Json<ExtenderArgs>,
-) -> Json<Vec<HostPriority>> {
-    let (names, _) = candidates(&mut args);
+/// The engine's `filter` of `pod` (its manifest) over the nodes `names`,
+/// its DRA claims included.
+fn filter_outcome(
+    cluster: &Shared,
+    pod: Option<&serde_json::Value>,
+    names: Vec<String>,
+) -> Result<crate::FilterOutcome, String> {
+    let manifest = pod.ok_or_else(|| "no Pod in the request".to_owned())?;
+    let pod = Cluster::read_pod(manifest).map_err(|e| e.to_string())?;
+    let claims = crate::dra::PodClaims::of_manifest(manifest)?;
+    with_cluster(cluster, |cluster| {
+        cluster
+            .filter_with(&pod, claims.as_ref(), names, Instant::now())
+            .map_err(|e| e.to_string())
+    })
+    .and_then(|outcome| outcome)
+}
+
+async fn prioritize(State(state): State<AppState>, request: Request) -> Response {
+    let (args, body, permits) = match read_request(&state.budget, request).await {
+        Ok(read) => read,
+        Err(refused) => return refused,
+    };
+    drop((body, permits));
+    let names = match args.candidates {
+        Candidates::Names(names) => names,
+        Candidates::List(list) => list.names(),
+        Candidates::None => Vec::new(),
+    };
     let pod = args.pod.as_ref().and_then(|m| Cluster::read_pod(m).ok());
     let claims = args
         .pod
@@ -282,7 +461,7 @@ async fn prioritize(
     // same (the verb has no error field).
     let even: Vec<(String, i64)> = names.iter().map(|n| (n.clone(), 0)).collect();
     let scores = match pod {
-        Some(pod) => with_cluster(&cluster, |cluster| {
+        Some(pod) => with_cluster(&state.cluster, |cluster| {
             cluster.prioritize_with(&pod, claims.as_ref(), names, Instant::now())
         })
         .ok()
@@ -294,8 +473,9 @@ async fn prioritize(
         scores
             .into_iter()
             .map(|(host, score)| HostPriority { host, score })
-            .collect(),
+            .collect::<Vec<_>>(),
     )
+    .into_response()
 }
 
 async fn bind(State(state): State<AppState>, Json(args): Json<ExtenderBindingArgs>) -> Json<ExtenderBindingResult> {
