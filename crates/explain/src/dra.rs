@@ -230,7 +230,14 @@ pub fn explain(
         fixes.extend(removal_fixes(situation, state, pod));
         fixes
     };
-    let summary = summary(&devices, &requests, &misaligned, &unsatisfiable, &kubelet);
+    let summary = summary(
+        decision.admitted(),
+        &devices,
+        &requests,
+        &misaligned,
+        &unsatisfiable,
+        &kubelet,
+    );
     Ok(Some(DraExplanation {
         release: state.release().to_owned(),
         kubelet_numa_nodes: kubelet,
@@ -1083,11 +1090,26 @@ fn devices_text(requests: &[RequestDevices]) -> String {
         .join(", ")
 }
 
+/// The pod's claims a change to their template or claim can move: those
+/// not allocated yet, one per source object (two claims from one template
+/// change together).
+fn to_change<'a>(state: &DraState, resolved: &'a [ResolvedClaim]) -> Vec<&'a ResolvedClaim> {
+    let mut seen: Vec<&ClaimSource> = Vec::new();
+    let mut out = Vec::new();
+    for claim in resolved.iter().filter(|c| !state.is_allocated(&c.key)) {
+        if !seen.contains(&&claim.source) {
+            seen.push(&claim.source);
+            out.push(claim);
+        }
+    }
+    out
+}
+
 /// (a) `matchAttribute` on the NUMA attribute the claim's devices publish,
 /// across every request of a claim with several requests that has none.
 fn constraint_fixes(state: &DraState, pod: &KubePod, resolved: &[ResolvedClaim], kubelet: &[usize]) -> Vec<DraFix> {
     let mut fixes = Vec::new();
-    for claim in resolved.iter().filter(|c| !state.is_allocated(&c.key)) {
+    for claim in to_change(state, resolved) {
         let names = request_names(&claim.claim);
         if names.len() < 2 {
             continue;
@@ -1186,7 +1208,7 @@ fn selector_fix(state: &DraState, pod: &KubePod, resolved: &[ResolvedClaim], kub
         let mut changed = state.clone();
         let mut snippets = Vec::new();
         let mut objects = Vec::new();
-        for claim in resolved.iter().filter(|c| !state.is_allocated(&c.key)) {
+        for claim in to_change(state, resolved) {
             let Some(devices) = device_claim(&claim.claim) else {
                 continue;
             };
@@ -1347,6 +1369,7 @@ fn removal_fixes(situation: &Situation<'_>, state: &DraState, pod: &KubePod) -> 
 }
 
 fn summary(
+    admitted: bool,
     devices: &PodDevices,
     requests: &[RequestDevices],
     misaligned: &[Misalignment],
@@ -1368,6 +1391,12 @@ fn summary(
             "DRA cannot allocate the pod's claims on this node ({}: {}).{first}",
             devices.outcome,
             devices.message.as_deref().unwrap_or("no allocation fits")
+        );
+    }
+    if !admitted {
+        return format!(
+            "The kubelet refuses the pod, so nothing is pinned to align with; DRA would allocate {}.",
+            devices_text(requests)
         );
     }
     if kubelet.is_empty() {

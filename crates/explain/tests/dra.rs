@@ -476,3 +476,22 @@ fn pods_without_claims_and_unknown_templates() {
     .unwrap_err();
     assert!(missing.contains("no ResourceClaimTemplate ml/nowhere"), "{missing}");
 }
+
+/// Two claims from one GPU template while the kubelet pins NUMA 1: one of
+/// the two GPUs is on NUMA 0 whatever the claims say (one GPU per NUMA
+/// node), and removing the CPU hog moves the kubelet to NUMA 0 with the
+/// same split, so nothing aligns and nothing is offered.
+#[test]
+fn no_fix_is_offered_when_none_aligns() {
+    let explanation = run(&Case {
+        attributes: standard(),
+        claims: GPU_AND_NIC,
+        events: cpu_hog(""),
+        pod: pod("{name: a, resourceClaimTemplateName: one-gpu}, {name: b, resourceClaimTemplateName: one-gpu}"),
+    })
+    .unwrap()
+    .unwrap();
+    assert_eq!(explanation.kubelet_numa_nodes, vec![1]);
+    assert_eq!(explanation.misaligned.len(), 1, "{explanation:#?}");
+    assert!(explanation.fixes.is_empty(), "{:#?}", explanation.fixes);
+}
