@@ -135,6 +135,77 @@ def v1(root):
     write(f"{dv}{path}/devices.list", "c 1:3 rwm\nc 231:192 rw\n")
     write(f"{root}/sys/dev/char/231:192/device/numa_node", "1\n")
 
-for name, build in [("v1", v1), ("v2", v2)]:
+STATE = "../kubelet-state/layouts"
+
+def kubelet(root):
+    """A node whose kubelet (systemd cgroup driver, cgroup v2) wrote the
+    v1.32 checkpoints of ../kubelet-state/layouts/1.32, copied as they
+    are (their checksums are the kubelet's): kubelet/var/lib/kubelet holds
+    them, the configuration and the node's pods with the containers'
+    statuses; kubelet/node.yaml is that scenario's machine (CPUs 0-7 and
+    8-15 its siblings; 0-3,8-11 on NUMA 0; gpu0, nic0 on NUMA 0; gpu1, nic1
+    on NUMA 1). The verdicts are in crates/cli/tests/verify.rs."""
+    import json
+    import yaml
+    kd = f"{root}/var/lib/kubelet"
+    for name in ["cpu_manager_state", "memory_manager_state", "device-plugins/kubelet_internal_checkpoint"]:
+        os.makedirs(os.path.dirname(f"{kd}/{name}"), exist_ok=True)
+        shutil.copyfile(f"{STATE}/1.32/{name}", f"{kd}/{name}")
+    shutil.copyfile(f"{STATE}/kubelet-config.yaml", f"{kd}/config.yaml")
+    with open(f"{STATE}/1.32/scenario.json") as f:
+        topology = json.load(f)["topology"]
+    write(f"{root}/node.yaml", "# The machine of ../../kubelet-state/layouts/1.32/scenario.json.\n"
+          + yaml.safe_dump({"topology": topology}, sort_keys=False))
+    with open(f"{STATE}/pods.yaml") as f:
+        pods = yaml.safe_load(f)
+    ids = {("train", "setup"): None, ("train", "log"): "a10c", ("train", "app"): "a11c",
+           ("web", "web"): "b20c", ("db", "db"): "c30c", ("gpu2", "g"): "d50c"}
+    for pod in pods["items"]:
+        name = pod["metadata"]["name"]
+        def status(c):
+            cid = ids[(name, c["name"])]
+            if cid is None:
+                return {"name": c["name"], "containerID": "containerd://" + "f" * 60 + "01",
+                        "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}
+            return {"name": c["name"], "containerID": "containerd://" + cid * 16, "state": {"running": {}}}
+        pod["status"] = {"phase": "Running",
+                         "containerStatuses": [status(c) for c in pod["spec"]["containers"]]}
+        if pod["spec"].get("initContainers"):
+            pod["status"]["initContainerStatuses"] = [status(c) for c in pod["spec"]["initContainers"]]
+    write(f"{kd}/pods.yaml", yaml.safe_dump(pods, sort_keys=False))
+    write(f"{root}/proc/self/mountinfo",
+          "25 30 0:23 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw\n"
+          "31 25 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate\n")
+    cpuset_v2(root, "", "0-15", "0-1", [])
+    def container(pid, comm, uid, qos, cid, cpus, mems, maps, env, extra=()):
+        slice_ = "kubepods.slice" if qos == "" else f"kubepods.slice/kubepods-{qos}.slice"
+        prefix = "kubepods" if qos == "" else f"kubepods-{qos}"
+        path = f"/{slice_}/{prefix}-pod{uid.replace('-', '_')}.slice/cri-containerd-{cid * 16}.scope"
+        pids = [pid] + [p for p, _ in extra]
+        for p, c in [(pid, comm)] + list(extra):
+            process(root, p, c, [f"0::{path}"], cpus, mems, maps, env)
+        cpuset_v2(root, path, cpus, mems, pids)
+    uid = "00000000-0000-0000-0000-0000000000"
+    # ml/train app: CPUs 2,10 and memory on NUMA 0 as the checkpoints say,
+    # its GPU gpu0 (NUMA 0) the only one it sees; a shell beside it: aligned.
+    container(1001, "train", uid + "01", "", "a11c", "2,10", "0", numa_maps({0: 2048}),
+              [("NVIDIA_VISIBLE_DEVICES", "gpu0")], extra=[(1002, "sh")])
+    # ml/train log (a sidecar): CPU 1, memory on NUMA 0: aligned. Its init
+    # container setup completed: nothing to check.
+    container(1010, "log", uid + "01", "", "a10c", "1", "0", numa_maps({0: 64}), [])
+    # default/web (Burstable): the shared pool, memory pinned to NUMA 0: aligned.
+    container(1020, "web", uid + "02", "burstable", "b20c", "0,5-8,12-15", "0", numa_maps({0: 256}), [])
+    # default/db: decided CPUs 3,11; its cpuset was widened to 3-4,11
+    # (CPU 4 is on NUMA 1) behind the kubelet's back: drifted.
+    container(1030, "db", uid + "03", "", "c30c", "3-4,11", "0", numa_maps({0: 512}), [])
+    # default/gpu2 g: CPU 4 and memory on NUMA 1 as decided with gpu1, but
+    # it sees gpu0 (NUMA 0), not its own GPU: misaligned.
+    container(1050, "g", uid + "05", "", "d50c", "4", "1", numa_maps({1: 512}),
+              [("NVIDIA_VISIBLE_DEVICES", "gpu0")])
+    # Not a container: left alone.
+    process(root, 500, "bash", ["0::/user.slice/session-1.scope"], "0-15", "0-1", numa_maps({0: 100}), [])
+    write(f"{root}/sys/fs/cgroup/user.slice/session-1.scope/cgroup.procs", "500\n")
+
+for name, build in [("v1", v1), ("v2", v2), ("kubelet", kubelet)]:
     shutil.rmtree(name, ignore_errors=True)
     build(name)

@@ -120,6 +120,108 @@ fn a_captured_v2_host() -> TestResult {
     Ok(())
 }
 
+/// `namespace/pod container` → (verdict, findings' kinds) of a containers
+/// document.
+fn container_verdicts(document: &Value) -> Vec<(String, String, Vec<String>)> {
+    document["reports"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|report| {
+            let subject = &report["subject"];
+            (
+                format!(
+                    "{}/{} {}",
+                    subject["namespace"].as_str().unwrap_or(""),
+                    subject["pod"].as_str().unwrap_or(""),
+                    subject["container"].as_str().unwrap_or("")
+                ),
+                report["verdict"].as_str().unwrap_or("").to_string(),
+                report["findings"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|f| f["kind"].as_str().unwrap_or("").to_string())
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// A captured node whose kubelet wrote v1.32 checkpoints (systemd driver,
+/// cgroup v2): each container judged against the kubelet's decision.
+#[test]
+fn containers_of_a_captured_kubelet() -> TestResult {
+    let root = testdata("kubelet");
+    let node = testdata("kubelet/node.yaml");
+    let root = root.to_str().unwrap_or("");
+    let node = node.to_str().unwrap_or("");
+    let (document, status) = verify_json(&["--containers", "--root", root, "--node", node])?;
+    assert_eq!(
+        container_verdicts(&document),
+        vec![
+            ("ml/train log".to_string(), "aligned".to_string(), vec![]),
+            ("ml/train app".to_string(), "aligned".to_string(), vec![]),
+            ("default/web web".to_string(), "aligned".to_string(), vec![]),
+            (
+                "default/db db".to_string(),
+                "drifted".to_string(),
+                strings(&["drifted", "misaligned"])
+            ),
+            (
+                "default/gpu2 g".to_string(),
+                "misaligned".to_string(),
+                strings(&["devices", "misaligned"])
+            ),
+        ],
+        "setup completed (not checked); bash (pid 500) is no container"
+    );
+    assert_eq!(status, Some(4));
+    let reports = &document["reports"];
+    // The app container's two processes; the shell beside the main one.
+    assert_eq!(reports[1]["subject"]["pids"], serde_json::json!([1001, 1002]));
+    assert_eq!(reports[1]["decided"]["by"], "kubelet checkpoints");
+    assert_eq!(reports[1]["decided"]["policy"], "single-numa-node");
+    assert_eq!(reports[1]["decided"]["cpus"]["cpus"], "2,10");
+    assert_eq!(reports[1]["decided"]["memoryNodes"], "0");
+    assert_eq!(reports[1]["decided"]["devices"][0]["id"], "gpu0");
+    assert_eq!(reports[2]["decided"]["cpus"]["kind"], "shared");
+    assert_eq!(reports[2]["decided"]["cpus"]["pool"], "0,5-8,12-15");
+    // db: 3,11 decided, the cgroup widened to CPU 4 on NUMA 1.
+    assert_eq!(reports[3]["findings"][0]["decided"], "3,11");
+    assert_eq!(reports[3]["findings"][0]["applied"], "3-4,11");
+    // g: gpu1 decided, gpu0 (NUMA 0) seen; CPU and memory on NUMA 1.
+    assert_eq!(reports[4]["findings"][0]["unexpected"], serde_json::json!(["gpu0"]));
+    assert_eq!(reports[4]["findings"][0]["missing"], serde_json::json!(["gpu1"]));
+    assert_eq!(reports[4]["findings"][1]["resource"], "devices");
+    assert_eq!(reports[4]["findings"][1]["nodes"], "0");
+    assert_eq!(reports[4]["findings"][1]["promised"], "1");
+    assert_eq!(document["summary"]["total"], 5);
+    assert_eq!(document["summary"]["aligned"], 3);
+
+    // A kubelet-directory flag implies container mode; the text table.
+    let kubelet_dir = format!("{root}/var/lib/kubelet");
+    let output = verify(&["--kubelet-dir", &kubelet_dir, "--root", root, "--node", node])?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(4), "{text}");
+    assert!(
+        text.contains("default/db db: drifted — kubelet checkpoints (single-numa-node)"),
+        "{text}"
+    );
+    assert!(text.contains("ml/train app: aligned"), "{text}");
+
+    // Without the node's pods, containers cannot be named: bad input.
+    let empty = tempfile::tempdir()?;
+    for name in ["cpu_manager_state", "memory_manager_state", "config.yaml"] {
+        std::fs::copy(format!("{kubelet_dir}/{name}"), empty.path().join(name))?;
+    }
+    let dir = empty.path().to_str().unwrap_or("");
+    let output = verify(&["--kubelet-dir", dir, "--root", root, "--node", node])?;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--pods"));
+    Ok(())
+}
+
 #[test]
 fn a_captured_v1_host() -> TestResult {
     let root = testdata("v1");

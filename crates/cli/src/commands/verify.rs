@@ -21,6 +21,7 @@ use topoalign_verify::{
     Subject, Summary, VisibleDevice, judge, mebibytes, nodes_text,
 };
 
+use super::kubelet_dir::KubeletDirArgs;
 use super::output::Output;
 use super::{Error, Outcome, Result};
 
@@ -39,8 +40,15 @@ pub struct Args {
     /// A process to check (repeatable): any process; for one started by
     /// `topoalign run` (or its descendants), against what run decided.
     /// Without --pid: every process `topoalign run` started on this host.
-    #[arg(long = "pid", value_name = "PID")]
+    #[arg(long = "pid", value_name = "PID", conflicts_with = "containers")]
     pids: Vec<u32>,
+    /// Check every running container of the kubelet's pods against what
+    /// the kubelet decided for it (its checkpoints, read as `diagnose`
+    /// reads them). Implied by --kubelet-dir, --pod-resources or --pods.
+    #[arg(long)]
+    containers: bool,
+    #[command(flatten)]
+    kubelet: KubeletDirArgs,
     /// Read a captured host under DIR instead of this one: DIR/proc, and
     /// the cgroup mounts DIR/proc/self/mountinfo names, under DIR.
     #[arg(long, value_name = "DIR")]
@@ -59,6 +67,8 @@ Examples:
   topoalign verify --pid 4242
   topoalign verify                      # every process topoalign run started here
   topoalign verify --pid 4242 -o json
+  topoalign verify --containers         # every container of the kubelet in /var/lib/kubelet
+  topoalign verify --kubelet-dir DIR --pods pods.yaml
 
 Verdicts: aligned; not-placed (nothing decided; where it runs is shown);
 drifted (CPUs or memory nodes changed since admission); misaligned (a
@@ -82,9 +92,16 @@ enum VerifyFormat {
 struct Document<'a> {
     reports: &'a [Report],
     summary: &'a Summary,
+    /// Containers mode: containers the kubelet decided for whose processes
+    /// were not found (`namespace/pod container`).
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    not_found: &'a [String],
 }
 
 pub fn run(args: &Args) -> Result {
+    if args.containers || args.kubelet.any_given() {
+        return containers::run(args);
+    }
     let host = match &args.root {
         Some(root) => Host::under(root),
         None => Host::live(),
@@ -123,6 +140,7 @@ pub fn run(args: &Args) -> Result {
         VerifyFormat::Json => (serde_json::to_string_pretty(&Document {
             reports: &reports,
             summary: &summary,
+            not_found: &[],
         })? + "\n")
             .into_bytes(),
     };
@@ -153,20 +171,40 @@ fn run_children(root: &Path) -> Result<Vec<u32>> {
 }
 
 fn report_of(machine: &Machine, layout: &NumaLayout, facts: ProcessFacts) -> Result<Report> {
-    let device_numa = |id: &str| -> Option<NodeSet> {
-        machine
-            .devices()
-            .values()
-            .flatten()
-            .find(|device| device.id == id)
-            .map(|device| device.numa.iter().copied().collect::<NodeSet>())
-            .filter(|nodes| !nodes.is_empty())
-    };
+    let device_numa = |id: &str| device_numa(machine, id);
     let environment = facts.environment.clone().unwrap_or_default();
     let decided = RunRecord::from_env(&environment)
         .map_err(|e| Error::bad_input(format!("pid {}: {e}", facts.pid)))?
         .map(|record| record.decided(|_, id| device_numa(id)));
-    let devices = applied_devices(&facts, &environment, &device_numa);
+    let subject = Subject::Process {
+        pid: facts.pid,
+        command: facts.command.clone(),
+    };
+    Ok(judged(machine, layout, &facts, subject, decided))
+}
+
+/// The NUMA nodes of device `id` on `machine`, when it has any.
+fn device_numa(machine: &Machine, id: &str) -> Option<NodeSet> {
+    machine
+        .devices()
+        .values()
+        .flatten()
+        .find(|device| device.id == id)
+        .map(|device| device.numa.iter().copied().collect::<NodeSet>())
+        .filter(|nodes| !nodes.is_empty())
+}
+
+/// `facts` as the judge takes them, judged against `decided`.
+fn judged(
+    machine: &Machine,
+    layout: &NumaLayout,
+    facts: &ProcessFacts,
+    subject: Subject,
+    decided: Option<topoalign_verify::Decided>,
+) -> Report {
+    let device_numa = |id: &str| device_numa(machine, id);
+    let environment = facts.environment.clone().unwrap_or_default();
+    let devices = applied_devices(facts, &environment, &device_numa);
     let applied = Applied {
         cgroup: facts.cgroup.as_ref().map(|cgroup| CgroupCpuset {
             version: cgroup.version.as_str().to_string(),
@@ -188,11 +226,7 @@ fn report_of(machine: &Machine, layout: &NumaLayout, facts: ProcessFacts) -> Res
         }),
         devices,
     };
-    let subject = Subject::Process {
-        pid: facts.pid,
-        command: facts.command.clone(),
-    };
-    Ok(judge(subject, layout, applied, decided))
+    judge(subject, layout, applied, decided)
 }
 
 /// What the process can see: a GPU visibility variable where it has one,
@@ -249,6 +283,12 @@ fn render(reports: &[Report], summary: &Summary, scanned: bool) -> String {
     if reports.is_empty() && scanned {
         out.push_str("no process here was started by topoalign run; name one with --pid\n");
     }
+    render_reports(&mut out, reports);
+    let _ = writeln!(out, "summary: {summary}");
+    out
+}
+
+fn render_reports(out: &mut String, reports: &[Report]) {
     for report in reports {
         let by = match &report.decided {
             Some(decided) => match decided.policy {
@@ -333,6 +373,6 @@ fn render(reports: &[Report], summary: &Summary, scanned: bool) -> String {
             let _ = writeln!(out, "  note: {note}");
         }
     }
-    let _ = writeln!(out, "summary: {summary}");
-    out
 }
+
+mod containers;
