@@ -64,6 +64,14 @@ pub struct Args {
     /// parallelism).
     #[arg(long)]
     threads: Option<usize>,
+    #[command(flatten)]
+    limits: topoalign_serve::LimitArgs,
+    /// MiB of request bodies held at once across requests (at least the
+    /// 64 MiB one request may have); a request waits, within its
+    /// deadline, for its bytes to fit.
+    #[arg(long, value_name = "MIB", default_value_t = (server::DEFAULT_BYTES_IN_FLIGHT >> 20) as u64,
+          value_parser = clap::value_parser!(u64).range(64..=65536))]
+    max_mib_in_flight: u64,
     /// Pods with DRA claims pass only nodes where the devices the
     /// scheduler's DRA allocator will pick and the CPUs and memory the
     /// kubelet will pin share a NUMA node (scored and chosen likewise).
@@ -153,7 +161,15 @@ pub fn run(args: &Args) -> Result {
         let shutdown = async {
             tokio::signal::ctrl_c().await.ok();
         };
-        server::serve(listener, shared, binder, shutdown)
+        let mut limits = args.limits.tcp();
+        if let Some(message) = topoalign_serve::fit_to_descriptors(&mut [&mut limits]) {
+            eprintln!("topoalign extender: {message}");
+        }
+        let options = server::ServeOptions {
+            limits,
+            bytes_in_flight: usize::try_from(args.max_mib_in_flight << 20).unwrap_or(usize::MAX),
+        };
+        server::serve_with(listener, shared, binder, options, shutdown)
             .await
             .context("the server failed")?;
         Ok(Outcome::Success)
