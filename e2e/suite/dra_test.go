@@ -313,6 +313,11 @@ func draRun(t *testing.T, ctx context.Context, c *clients, namespace, schedulerN
 			return false
 		}
 		for name, pod := range pods {
+			// A gated pod's PodScheduled=False (SchedulingGated) is not
+			// a verdict: the ungating may not show yet.
+			if strings.HasPrefix(name, "gpu-") && podOutcome(pod) == corev1.PodReasonSchedulingGated {
+				return false
+			}
 			if strings.HasPrefix(name, "gpu-") && pod.Status.Phase == corev1.PodRunning && draCondition(pod) == nil {
 				return false
 			}
