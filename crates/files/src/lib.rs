@@ -123,7 +123,7 @@ fn read_bounded(file: File, limit: u64) -> io::Result<Vec<u8>> {
 }
 
 fn bytes_for_people(n: u64) -> String {
-    if n >= 1 << 20 && n % (1 << 20) == 0 {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
         format!("{} MiB", n >> 20)
     } else {
         format!("{n} bytes")
