@@ -129,6 +129,9 @@ async fn served(limits: Limits) -> Result<Served, Box<dyn std::error::Error>> {
 /// The client closes its connection while its admission waits for the
 /// agent (held here by the test): the admission is not made — and one
 /// whose client stays is.
+// The test holds the agent's lock across awaits on purpose: it is what
+// keeps the admission waiting; nothing the test awaits takes it.
+#[allow(clippy::await_holding_lock)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_admission_whose_client_went_away_is_not_made() -> TestResult {
     let served = served(Limits::socket_default()).await?;
@@ -161,6 +164,9 @@ async fn an_admission_whose_client_went_away_is_not_made() -> TestResult {
 
 /// The deadline passes while the admission waits for the agent: the
 /// client gets 503 and the admission is not made.
+// The test holds the agent's lock across awaits on purpose: it is what
+// keeps the admission waiting; nothing the test awaits takes it.
+#[allow(clippy::await_holding_lock)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_admission_past_its_deadline_is_not_made() -> TestResult {
     let limits = Limits {

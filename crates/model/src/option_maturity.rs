@@ -49,6 +49,16 @@ impl OptionMaturity {
     }
 }
 
+/// A policy option's value as the kubelet reads it: Go's
+/// `strconv.ParseBool` (`true`, `True`, `1`, `t` … are all on).
+pub fn go_parse_bool(text: &str) -> Option<bool> {
+    match text {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,15 +91,5 @@ mod tests {
             OptionMaturity::Alpha.gate_missing(OptionsOf::TopologyManager, &no_cpu_beta),
             None
         );
-    }
-}
-
-/// A policy option's value as the kubelet reads it: Go's
-/// `strconv.ParseBool` (`true`, `True`, `1`, `t` … are all on).
-pub fn go_parse_bool(text: &str) -> Option<bool> {
-    match text {
-        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
-        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
-        _ => None,
     }
 }
