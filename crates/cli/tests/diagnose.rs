@@ -157,7 +157,10 @@ fn a_fifo_where_a_checkpoint_should_be_ends_with_a_clear_error() {
     }
     let fifo = copy.path().join("cpu_manager_state");
     let mkfifo = |path: &Path| {
-        let status = std::process::Command::new("mkfifo").arg(path).status().expect("mkfifo runs");
+        let status = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .expect("mkfifo runs");
         assert!(status.success(), "mkfifo {}", path.display());
     };
     mkfifo(&fifo);
@@ -191,7 +194,10 @@ fn a_fifo_where_a_checkpoint_should_be_ends_with_a_clear_error() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains(&format!("{}: a FIFO (named pipe), not a regular file", config.display())),
+        stderr.contains(&format!(
+            "{}: a FIFO (named pipe), not a regular file",
+            config.display()
+        )),
         "{stderr}"
     );
 }

@@ -207,7 +207,10 @@ mod tests {
         assert_eq!(error.to_string(), "larger than 4 bytes");
         assert_eq!(read_any(&file, 5).unwrap(), b"12345");
         // A file on the way is "no such file" too.
-        assert_eq!(read_regular_if_present(&file.join("x"), 4, Links::Follow).unwrap(), None);
+        assert_eq!(
+            read_regular_if_present(&file.join("x"), 4, Links::Follow).unwrap(),
+            None
+        );
         assert_eq!(
             check_socket(&file).unwrap_err().to_string(),
             "a regular file, not a socket"

@@ -182,7 +182,11 @@ impl Rebuilder {
         // configuration are not the kubelet's, and nothing rebuilt from
         // them is its state.
         if !observed.allocatable_differences.is_empty() {
-            let words: Vec<String> = observed.allocatable_differences.iter().map(ToString::to_string).collect();
+            let words: Vec<String> = observed
+                .allocatable_differences
+                .iter()
+                .map(ToString::to_string)
+                .collect();
             return Err(Unknown::new(
                 "pod-resources",
                 format!(

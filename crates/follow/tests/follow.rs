@@ -665,7 +665,11 @@ async fn diagnose_and_the_follower_observe_the_same_state() {
             .unwrap();
             assert_eq!(diagnosis.disagreements, [], "{release} {finished:?}");
             assert_eq!(diagnosed.snapshot(), followed.node.snapshot(), "{release} {finished:?}");
-            assert_eq!(diagnosed.numa_usage(), followed.node.numa_usage(), "{release} {finished:?}");
+            assert_eq!(
+                diagnosed.numa_usage(),
+                followed.node.numa_usage(),
+                "{release} {finished:?}"
+            );
             let stale_uids: Vec<String> = followed.stale.clone();
             match finished {
                 None => assert!(stale_uids.is_empty() && diagnosis.stale.is_empty(), "{release}"),

@@ -60,7 +60,6 @@ mod tests;
 
 pub use dir::{CONFIG_FILES, DEFAULT_ROOT, KubeletDir, MAX_CHECKPOINT_BYTES, ObserveError, SOCKET_IN_ROOT};
 pub use observe::{
-    Comparison, DeviceSource, DoubleAssignment, Inputs, ListedPod, Observed, Observer, PodResourcesAnswer,
-    observe,
+    Comparison, DeviceSource, DoubleAssignment, Inputs, ListedPod, Observed, Observer, PodResourcesAnswer, observe,
 };
 pub use status::{CheckpointFile, CheckpointFiles, CheckpointReport, CheckpointStatus, FileContent, Restart};

@@ -230,7 +230,11 @@ impl Observer {
         let state_uids = held_uids(cpu_state.as_ref(), memory_state.as_ref(), from_checkpoint.as_ref().ok());
         let (stale, unnamed): (Vec<String>, Vec<String>) = match listed {
             Some(_) => (
-                state_uids.iter().filter(|u| !active_uids.contains(u.as_str())).cloned().collect(),
+                state_uids
+                    .iter()
+                    .filter(|u| !active_uids.contains(u.as_str()))
+                    .cloned()
+                    .collect(),
                 Vec::new(),
             ),
             None => (Vec::new(), state_uids.iter().cloned().collect()),
@@ -274,7 +278,10 @@ impl Observer {
                             answer.socket
                         ));
                     }
-                    (Some(served_devices(&answer.pods, &active)), DeviceSource::PodResources { why })
+                    (
+                        Some(served_devices(&answer.pods, &active)),
+                        DeviceSource::PodResources { why },
+                    )
                 }
                 (Err(why), _) => (None, DeviceSource::Inferred { why }),
             };

@@ -133,7 +133,9 @@ impl CheckpointReport {
 pub enum Restart {
     Starts,
     /// It would not; its first error.
-    Fails { error: String },
+    Fails {
+        error: String,
+    },
 }
 
 /// One checkpoint file decoded, verified and turned into the state the

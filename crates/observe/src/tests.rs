@@ -119,7 +119,11 @@ fn each_release_reads_the_layers_it_knows() {
         v["dataChecksum"] = (v["dataChecksum"].as_u64().unwrap() + 1).into();
     });
     let seen = observed(&node(KubeletVersion::V1_37, &[]), &bad_data, Some(&pods));
-    assert!(matches!(seen.cpu.status, CheckpointStatus::Corrupt { .. }), "{:?}", seen.cpu);
+    assert!(
+        matches!(seen.cpu.status, CheckpointStatus::Corrupt { .. }),
+        "{:?}",
+        seen.cpu
+    );
     for version in [KubeletVersion::V1_32, KubeletVersion::V1_36] {
         let seen = observed(&node(version, &[]), &bad_data, Some(&pods));
         assert!(verified(&seen.cpu), "{version:?}: {:?}", seen.cpu);
@@ -144,7 +148,12 @@ fn the_pod_level_layout_is_read_only_where_the_gate_is() {
     ] {
         let seen = observed(&node(version, gates), &v1_36, Some(&pods));
         assert_eq!(verified(&seen.cpu), reads, "{version:?} {gates:?}: {:?}", seen.cpu);
-        assert_eq!(verified(&seen.memory), reads, "{version:?} {gates:?}: {:?}", seen.memory);
+        assert_eq!(
+            verified(&seen.memory),
+            reads,
+            "{version:?} {gates:?}: {:?}",
+            seen.memory
+        );
         assert_eq!(seen.restart == Restart::Starts, reads, "{version:?} {gates:?}");
     }
 }
@@ -189,7 +198,10 @@ fn double_assignments_the_kubelet_writes_are_not_reported() {
     assert_ne!(across[0].first.0, across[0].second.0);
     // The sidecar's CPU reused by `app`: the sidecar still runs on it.
     let from_sidecar = rewrite(&|s| {
-        s.assignments.get_mut(train).unwrap().insert("app".into(), set("1,2,10"));
+        s.assignments
+            .get_mut(train)
+            .unwrap()
+            .insert("app".into(), set("1,2,10"));
     });
     assert!(
         from_sidecar
@@ -224,10 +236,7 @@ fn finished_and_unlisted_pods_are_released() {
         assert!(!state.cpu.assignments.contains_key(&uid));
         assert!(!state.pods.iter().any(|p| p.uid == uid));
     }
-    assert_eq!(
-        finished.node.unwrap().snapshot(),
-        unlisted.node.unwrap().snapshot()
-    );
+    assert_eq!(finished.node.unwrap().snapshot(), unlisted.node.unwrap().snapshot());
 
     let unnamed = observed(&node, &files, None);
     assert_eq!(unnamed.stale, Vec::<String>::new());
@@ -269,7 +278,12 @@ fn fifos_are_refused_without_blocking() {
         )
     );
     let error = dir.socket_present().unwrap_err();
-    assert!(error.to_string().ends_with("kubelet.sock: a FIFO (named pipe), not a socket"), "{error}");
+    assert!(
+        error
+            .to_string()
+            .ends_with("kubelet.sock: a FIFO (named pipe), not a socket"),
+        "{error}"
+    );
 
     // The observation says what a restarting kubelet would meet.
     let seen = observed(&node(KubeletVersion::V1_32, &[]), &files, None);
@@ -288,9 +302,18 @@ fn kubelet_dir_finds_its_files() {
     assert!(!dir.socket_present().unwrap());
     std::fs::write(root.path().join("kubelet-config.yaml"), "kind: KubeletConfiguration\n").unwrap();
     dir.check().unwrap();
-    assert_eq!(dir.config_file().unwrap(), Some(root.path().join("kubelet-config.yaml")));
+    assert_eq!(
+        dir.config_file().unwrap(),
+        Some(root.path().join("kubelet-config.yaml"))
+    );
     std::fs::write(root.path().join("config.yaml"), "kind: KubeletConfiguration\n").unwrap();
     assert_eq!(dir.config_file().unwrap(), Some(root.path().join("config.yaml")));
     let missing = KubeletDir::new(root.path().join("nothing"), None);
-    assert!(missing.check().unwrap_err().to_string().ends_with("nothing: not a directory"));
+    assert!(
+        missing
+            .check()
+            .unwrap_err()
+            .to_string()
+            .ends_with("nothing: not a directory")
+    );
 }
