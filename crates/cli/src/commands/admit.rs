@@ -71,7 +71,7 @@ pub fn run_with(args: &Args, always_explain: bool) -> Result {
     for note in &pods.skipped {
         eprintln!("topoalign: {note}");
     }
-    let dra_state = super::explain::dra_state(args.node.node.as_deref(), args.dra.as_deref(), &started)?;
+    let dra_state = super::dra_input::dra_state(args.node.node.as_deref(), args.dra.as_deref(), &started)?;
     let before = dra_state.as_ref().map(|_| started.node.clone());
     let reports = admit_all(&mut started.node, &started.kubelet, &pods.pods, always_explain);
     let dra = match (dra_state, before) {
@@ -139,7 +139,7 @@ fn text(started: &StartedNode, pods: &[ManifestPod], reports: &[PodReport], dra:
             out.push('\n');
             out.push_str(&render::pod_text(started.node.machine(), &pod.pod, &pod.origin, report));
             if let Some(Some(explanation)) = dra.get(index) {
-                out.push_str(&super::explain::dra_text(explanation));
+                out.push_str(&super::dra_input::dra_text(explanation));
             }
         }
     }

@@ -5,6 +5,7 @@
 pub mod admit;
 pub mod agent;
 pub mod diagnose;
+pub mod dra_input;
 pub mod explain;
 pub mod extender;
 pub mod kubelet_dir;
