@@ -406,7 +406,7 @@ impl Cluster {
             cluster.empty.insert(spec_key, node.clone());
             let known = KnownNode::new(node.clone(), spec_key, spec_key);
             for i in 0..group.count {
-                cluster.put_node(format!("{}-{i}", group.name), known.clone());
+                cluster.put_node(group.node_name(i), known.clone());
             }
         }
         Ok(cluster)

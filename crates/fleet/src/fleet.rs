@@ -90,6 +90,14 @@ pub struct NodeGroup {
     pub machine: Machine,
 }
 
+impl NodeGroup {
+    /// The name of the group's `i`th node, `<name>-<i>`: the one spelling
+    /// every command (simulate, the extender, nrt, replay) gives fleet nodes.
+    pub fn node_name(&self, i: u32) -> String {
+        format!("{}-{i}", self.name)
+    }
+}
+
 /// A whole fleet.
 #[derive(Clone, Debug)]
 pub struct Fleet {
@@ -203,7 +211,7 @@ impl Fleet {
         let mut names = Vec::with_capacity(self.node_count());
         for (g, group) in self.groups.iter().enumerate() {
             for i in 0..group.count {
-                names.push((format!("{}-{i}", group.name), g));
+                names.push((group.node_name(i), g));
             }
         }
         names

@@ -38,10 +38,10 @@ pub use run::{Options, Report, RunError, run};
 pub fn fleet_nodes(fleet: &topoalign_fleet::Fleet) -> Result<Vec<SimNode>, String> {
     let mut nodes = Vec::with_capacity(fleet.node_count());
     for group in &fleet.groups {
-        let first = SimNode::start(&format!("{}-0", group.name), &group.name, &group.spec)
+        let first = SimNode::start(&group.node_name(0), &group.name, &group.spec)
             .map_err(|e| format!("fleet entry {}: {e}", group.name))?;
         for i in 0..group.count {
-            nodes.push(first.renamed(&format!("{}-{i}", group.name)));
+            nodes.push(first.renamed(&group.node_name(i)));
         }
     }
     Ok(nodes)
@@ -58,10 +58,10 @@ pub fn fleet_nodes_with_dra(
 ) -> Result<Vec<SimNode>, String> {
     let mut nodes = Vec::with_capacity(fleet.node_count());
     for group in &fleet.groups {
-        let first = SimNode::start_with_dra(&format!("{}-0", group.name), &group.name, &group.spec, resources)
+        let first = SimNode::start_with_dra(&group.node_name(0), &group.name, &group.spec, resources)
             .map_err(|e| format!("fleet entry {}: {e}", group.name))?;
         for i in 0..group.count {
-            nodes.push(first.renamed(&format!("{}-{i}", group.name)));
+            nodes.push(first.renamed(&group.node_name(i)));
         }
     }
     Ok(nodes)

@@ -111,11 +111,7 @@ fn objects(args: &Args) -> Result<Vec<NodeResourceTopology>> {
             }
             let exact = (!args.no_exact_state).then_some(&group.spec);
             for i in 0..group.count {
-                objects.push(build(
-                    &format!("{}-{i}", group.name),
-                    &node,
-                    BuildOptions { exact_state: exact },
-                ));
+                objects.push(build(&group.node_name(i), &node, BuildOptions { exact_state: exact }));
             }
         }
         return Ok(objects);
