@@ -38,7 +38,7 @@ pub use nvml::{NvmlGpu, NvmlSnapshot, apply_nvml, probe as probe_nvml};
 pub use picture::{Colour, Colouring, PictureError, render_png, render_svg};
 pub use scenario::{parse_scenario_topology, read_scenario};
 pub use sysfs::read_sysfs;
-pub use text::{human_bytes, render_text};
+pub use text::render_text;
 pub use topology::{
     Cache, DeviceKind, Die, GpuDetails, GpuLink, GpuLinks, HugePages, LogicalCpu, NumaNode, Package, PciDevice,
     PcieLevel, ResourceDevice, ToMachineError, Topology, Warning, resources_from_pci,

@@ -13,9 +13,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use topoalign_model::CpuSet;
+use topoalign_model::{CpuSet, human_bytes};
 
-use crate::text::human_bytes;
 use crate::topology::{DeviceKind, NumaNode, PciDevice, Topology};
 
 /// An sRGB colour.

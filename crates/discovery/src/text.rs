@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use topoalign_model::{CpuSet, hugepage_resource_name};
+use topoalign_model::{CpuSet, hugepage_resource_name, human_bytes};
 
 use crate::topology::{NumaNode, PciDevice, Topology};
 
@@ -38,22 +38,6 @@ pub fn render_text(topology: &Topology) -> String {
         }
     }
     out
-}
-
-/// Bytes for people: `370.5 GiB`.
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {
@@ -490,13 +474,6 @@ fn resources(out: &mut String, t: &Topology) {
 mod tests {
     use super::*;
     use crate::DeviceKind;
-
-    #[test]
-    fn bytes_for_people() {
-        assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(34243170304), "31.9 GiB");
-        assert_eq!(human_bytes(2 << 40), "2.0 TiB");
-    }
 
     #[test]
     fn wrapping_keeps_a_hanging_indent() {

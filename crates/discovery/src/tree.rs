@@ -22,6 +22,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+use topoalign_model::human_bytes;
+
 use crate::DiscoveryError;
 
 /// Where files come from.
@@ -108,7 +110,7 @@ pub(crate) fn read_bounded(path: &Path, limit: u64, regular_only: bool) -> io::R
 fn too_large(limit: u64) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidInput,
-        format!("larger than {} MiB, more than any real machine's file", limit >> 20),
+        format!("larger than {}, more than any real machine's file", human_bytes(limit)),
     )
 }
 
@@ -514,9 +516,8 @@ impl Budget<'_> {
         self.kept += bytes;
         if self.kept > self.limits.kept {
             return Err(Budget::refuse(format!(
-                "{path}: the files so far hold more than {} MiB, more than any real capture (a decompression \
-                 bomb?)",
-                self.limits.kept >> 20
+                "{path}: the files so far hold more than {}, more than any real capture (a decompression bomb?)",
+                human_bytes(self.limits.kept)
             )));
         }
         Ok(())
@@ -530,8 +531,8 @@ fn xz_error(error: io::Error, limits: &Limits) -> io::Error {
         io::Error::new(
             io::ErrorKind::InvalidInput,
             format!(
-                "xz: the stream needs more than {} MiB to decompress (made with xz -9?); recompress it with xz -6",
-                limits.xz_memory_kib >> 10
+                "xz: the stream needs more than {} to decompress (made with xz -9?); recompress it with xz -6",
+                human_bytes(u64::from(limits.xz_memory_kib) << 10)
             ),
         )
     } else {
@@ -740,7 +741,7 @@ mod tests {
         let tar = tar_of(&entries);
         let error = open_error(dir.path(), "zeros.tgz", &gz(&tar));
         assert!(
-            error.contains("m/sys/zero3: the files so far hold more than 48 MiB"),
+            error.contains("m/sys/zero3: the files so far hold more than 48.0 MiB"),
             "{error}"
         );
     }
@@ -772,7 +773,7 @@ mod tests {
             .err()
             .unwrap();
         assert!(
-            error.to_string().contains("xz: the stream needs more than 1 MiB"),
+            error.to_string().contains("xz: the stream needs more than 1.0 MiB"),
             "{error}"
         );
         assert!(ArchiveTree::unpack_limited(Path::new("m.tar.xz"), &xz(&tar), &LIMITS).is_ok());

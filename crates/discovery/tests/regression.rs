@@ -131,7 +131,7 @@ fn oversized_sysfs_file_is_refused() {
     big.set_len(17 << 20).expect("sparse 17 MiB");
     let e = error(&root);
     assert_eq!(e.path(), file.as_path());
-    assert!(e.to_string().contains("larger than 16 MiB"), "{e}");
+    assert!(e.to_string().contains("larger than 16.0 MiB"), "{e}");
 }
 
 /// A small archive whose member claims 3 GiB: refused from the header,

@@ -21,6 +21,8 @@ use std::io::{self, Read};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
+use topoalign_model::human_bytes;
+
 /// Whether the last component of a path may be a symbolic link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Links {
@@ -116,18 +118,10 @@ fn read_bounded(file: File, limit: u64) -> io::Result<Vec<u8>> {
     if bytes.len() as u64 > limit {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("larger than {}", bytes_for_people(limit)),
+            format!("larger than {}", human_bytes(limit)),
         ));
     }
     Ok(bytes)
-}
-
-fn bytes_for_people(n: u64) -> String {
-    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
-        format!("{} MiB", n >> 20)
-    } else {
-        format!("{n} bytes")
-    }
 }
 
 /// Whether the path names nothing: no file, or a directory on its way
@@ -204,7 +198,7 @@ mod tests {
         std::fs::write(&file, b"12345").unwrap();
         assert_eq!(read_regular(&file, 5, Links::Follow).unwrap(), b"12345");
         let error = read_regular(&file, 4, Links::Follow).unwrap_err();
-        assert_eq!(error.to_string(), "larger than 4 bytes");
+        assert_eq!(error.to_string(), "larger than 4 B");
         assert_eq!(read_any(&file, 5).unwrap(), b"12345");
         // A file on the way is "no such file" too.
         assert_eq!(

@@ -7,6 +7,7 @@
 //! policy: no admission logic, no allocation, no parsing of Kubernetes or
 //! scenario documents, and no I/O of any kind.
 
+mod bytes;
 mod cpuset;
 mod feature_gates;
 mod hint;
@@ -20,6 +21,7 @@ pub mod resource_name;
 mod uniform;
 mod workload;
 
+pub use bytes::human_bytes;
 pub use cpuset::{CpuSet, CpuSetParseError};
 pub use feature_gates::FeatureGates;
 pub use hint::{

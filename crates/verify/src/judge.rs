@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use topoalign_model::CpuSet;
+use topoalign_model::{CpuSet, human_bytes};
 use topoalign_topology_manager::TopologyPolicyName;
 
 use crate::facts::{Applied, AppliedDevices, Decided, DecidedCpus, DeviceSource, NodeSet, NumaLayout, nodes_text};
@@ -182,21 +182,15 @@ impl std::fmt::Display for Finding {
                 by_node,
                 allowed,
             } => {
-                write!(f, "memory spilled: {} on NUMA ", mebibytes(*bytes))?;
+                write!(f, "memory spilled: {} on NUMA ", human_bytes(*bytes))?;
                 let nodes: Vec<String> = by_node
                     .iter()
-                    .map(|(node, bytes)| format!("{node} ({})", mebibytes(*bytes)))
+                    .map(|(node, bytes)| format!("{node} ({})", human_bytes(*bytes)))
                     .collect();
                 write!(f, "{}, pinned to NUMA {}", nodes.join(", "), nodes_text(allowed))
             }
         }
     }
-}
-
-/// Bytes as MiB with one decimal (`12.5 MiB`).
-pub fn mebibytes(bytes: u64) -> String {
-    let tenths = (u128::from(bytes) * 10 + 512 * 1024) / (1024 * 1024);
-    format!("{}.{} MiB", tenths / 10, tenths % 10)
 }
 
 /// Where the process runs, in NUMA terms (derived from [`Applied`]).
@@ -509,7 +503,7 @@ fn check_memory(
             if remote > 0 {
                 notes.push(format!(
                     "its memory is not pinned: {} of it is on NUMA nodes other than its CPUs'",
-                    mebibytes(remote)
+                    human_bytes(remote)
                 ));
             }
         }
@@ -569,7 +563,7 @@ impl std::fmt::Display for Summary {
             self.total, self.aligned, self.drifted, self.misaligned, self.memory_spilled
         )?;
         if self.spilled_bytes > 0 {
-            write!(f, " ({} in all)", mebibytes(self.spilled_bytes))?;
+            write!(f, " ({} in all)", human_bytes(self.spilled_bytes))?;
         }
         if self.not_placed > 0 {
             write!(f, ", {} not placed", self.not_placed)?;

@@ -22,4 +22,4 @@ pub use facts::{
     Applied, AppliedDevices, CgroupCpuset, Decided, DecidedCpus, DecidedDevice, DeviceSource, MemoryByNode, NodeSet,
     NumaLayout, VisibleDevice, nodes_text,
 };
-pub use judge::{Finding, Placement, Report, Subject, Summary, Verdict, judge, mebibytes};
+pub use judge::{Finding, Placement, Report, Subject, Summary, Verdict, judge};

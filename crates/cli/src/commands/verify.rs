@@ -14,11 +14,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use topoalign_enforce::observe::{DeviceFacts, Host, ObserveError, ProcessFacts};
-use topoalign_model::Machine;
+use topoalign_model::{Machine, human_bytes};
 use topoalign_verify::run_record::{self, RunRecord};
 use topoalign_verify::{
     Applied, AppliedDevices, CgroupCpuset, DecidedCpus, DeviceSource, MemoryByNode, NodeSet, NumaLayout, Report,
-    Subject, Summary, VisibleDevice, judge, mebibytes, nodes_text,
+    Subject, Summary, VisibleDevice, judge, nodes_text,
 };
 
 use super::kubelet_dir::KubeletDirArgs;
@@ -323,7 +323,7 @@ fn render_reports(out: &mut String, reports: &[Report]) {
             let per_node: Vec<String> = placement
                 .own_memory
                 .iter()
-                .map(|(node, bytes)| format!("{} on NUMA {node}", mebibytes(*bytes)))
+                .map(|(node, bytes)| format!("{} on NUMA {node}", human_bytes(*bytes)))
                 .collect();
             per_node.join(", ")
         };
