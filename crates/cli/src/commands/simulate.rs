@@ -192,7 +192,7 @@ fn render_table(report: &Report, verify: bool) -> String {
             run.rejected_at_admission.to_string(),
             run.unplaced.to_string(),
             format!("{:.1}", run.stranded_cpus),
-            format!("{:.1} GiB", run.stranded_memory_bytes / f64::from(1u32 << 30)),
+            topoalign_model::human_bytes(run.stranded_memory_bytes as u64),
             devices.join(", "),
             format!("{:.0}%", run.fragmentation.cpu * 100.0),
             format!("{:.0}%", run.fragmentation.memory * 100.0),
