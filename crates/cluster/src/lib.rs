@@ -1,0 +1,21 @@
+//! A live cluster, read once and answered across: every Node with the
+//! engine node its NodeResourceTopology object describes (exact where
+//! topoalign's follower or simulated kubelet publishes the exact state;
+//! approximate, unknown, missing or stale said per node), who holds what on
+//! each NUMA node, and the pods waiting for a node.
+//!
+//! - [`snapshot`]: [`ClusterSnapshot`] and [`snapshot::build`], pure;
+//! - [`read`]: the API calls (kube-rs) and the client from kubectl's
+//!   places and flags ([`Connection`]).
+//!
+//! Must not touch: decisions (every answer is an `engine::Node`'s, words
+//! are `topoalign-explain`'s), the NRT formats (`topoalign-nrt`'s).
+
+pub mod read;
+pub mod snapshot;
+
+pub use read::{Client, Connection, ReadError, read, read_objects, read_pod};
+pub use snapshot::{
+    ClusterNode, ClusterPod, ClusterSnapshot, ExactNode, Holding, NodeSource, Objects, PodState, TopologyObject,
+    build, is_admission_reason,
+};
