@@ -64,6 +64,10 @@ enum Command {
         /// Also print what the scenario exercises.
         #[arg(long)]
         tags: bool,
+        /// Which machines and pods: `standard`, or `big` (9-16 NUMA nodes,
+        /// an aligning policy, ten times the merge budget).
+        #[arg(long, value_enum, default_value_t)]
+        profile: generate::Profile,
     },
     /// Differential run: oracle against engine.
     Run {
@@ -92,6 +96,12 @@ enum Command {
         /// a known difference while looking for others; repeatable.
         #[arg(long, value_name = "TAG")]
         exclude: Vec<String>,
+        /// Which machines and pods: `standard`, or `big` (9-16 NUMA nodes,
+        /// an aligning policy, ten times the merge budget; give the oracle
+        /// minutes: --cpu-timeout 600). Keep big runs in a ledger of their
+        /// own (testdata/difftest-big-ledger.tsv): seeds are per ledger.
+        #[arg(long, value_enum, default_value_t)]
+        profile: generate::Profile,
         /// Write one line per scenario to FILE: seed, outcome, the oracle's
         /// milliseconds, NUMA nodes, topology policy and scope, CPU and
         /// memory policies (tab-separated, with a header).
@@ -349,8 +359,9 @@ fn try_main(cli: Cli) -> anyhow::Result<ExitCode> {
             seed,
             json,
             tags,
+            profile,
         } => {
-            let g = generate::generate(seed, version);
+            let g = generate::generate_profiled(seed, version, profile);
             if tags {
                 println!("# {}", g.tags.join(" "));
             }
@@ -371,6 +382,7 @@ fn try_main(cli: Cli) -> anyhow::Result<ExitCode> {
             oracle,
             shrink_budget,
             exclude,
+            profile,
             timings,
             ledger: ledger_file,
             resume,
@@ -398,9 +410,10 @@ fn try_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 None => None,
             };
             let ledger_options = format!(
-                "cpu-timeout={}{}",
+                "cpu-timeout={}{}{}",
                 oracle.timeout,
-                exclude.iter().map(|t| format!(" exclude={t}")).collect::<String>()
+                exclude.iter().map(|t| format!(" exclude={t}")).collect::<String>(),
+                profile.ledger_option().map(|p| format!(" {p}")).unwrap_or_default()
             );
             let started = std::time::Instant::now();
             let options = run::RunOptions {
@@ -412,6 +425,7 @@ fn try_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 save,
                 shrink_budget,
                 confirmations: 6,
+                profile,
                 exclude,
                 timings,
             };

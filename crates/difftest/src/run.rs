@@ -19,7 +19,7 @@ use topoalign_scenario::Scenario;
 
 use crate::answer::{Answer, Batch, Oracle, engine};
 use crate::compare::{Difference, Verdict, first_differing_event, judge, same_event_by_event};
-use crate::generate::generate;
+use crate::generate::{Profile, generate_profiled};
 use crate::show::side_by_side;
 use crate::shrink::shrink;
 
@@ -39,6 +39,8 @@ pub struct RunOptions {
     pub shrink_budget: usize,
     /// How often the oracle is asked again before a difference counts.
     pub confirmations: usize,
+    /// Which machines and pods the generator makes.
+    pub profile: Profile,
     /// Scenarios with any of these generator tags are skipped (a known
     /// difference class, while another is looked for).
     pub exclude: Vec<String>,
@@ -296,7 +298,7 @@ impl Outcome {
 }
 
 fn one_scenario(options: &RunOptions, batch: &mut Batch, seed: u64, file: &Path) -> Timed {
-    let generated = generate(seed, options.oracle.release);
+    let generated = generate_profiled(seed, options.oracle.release, options.profile);
     let mut timed = Timed {
         seed,
         outcome: Outcome::Excluded,

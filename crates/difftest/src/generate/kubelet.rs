@@ -8,6 +8,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::Profile;
 use super::machine::MachineFacts;
 use crate::release::{CPU_OPTIONS, Maturity, Release};
 use crate::rng::Rng;
@@ -32,6 +33,12 @@ pub struct KubeletFacts {
     /// with its own random stream (`resize.rs`), so that their seeds' base
     /// scenarios stay the ones the seeds named before.
     pub resize_in_pod_stream: bool,
+    /// Most hint permutations one container (or pod) may cost the merge
+    /// ([`super::pods::MERGE_BUDGET`], or ten times it for big machines).
+    pub merge_budget: f64,
+    /// Pods ask for huge pages and devices more often (big machines: the
+    /// point is aligning everything at once).
+    pub rich_pods: bool,
 }
 
 const MI: u64 = 1 << 20;
@@ -39,6 +46,7 @@ const MI: u64 = 1 << 20;
 pub fn kubelet(
     rng: &mut Rng,
     release: Release,
+    profile: Profile,
     machine: &MachineFacts,
     tags: &mut Vec<String>,
 ) -> (Value, KubeletFacts) {
@@ -47,13 +55,16 @@ pub fn kubelet(
     let mut gates = Map::new();
 
     // Topology manager.
-    let policy = *rng.weighted(&[
-        (10, "default"),
-        (15, "none"),
-        (25, "best-effort"),
-        (20, "restricted"),
-        (30, "single-numa-node"),
-    ]);
+    let policy = match profile {
+        Profile::Standard => *rng.weighted(&[
+            (10, "default"),
+            (15, "none"),
+            (25, "best-effort"),
+            (20, "restricted"),
+            (30, "single-numa-node"),
+        ]),
+        Profile::Big => *rng.weighted(&[(30, "best-effort"), (30, "restricted"), (40, "single-numa-node")]),
+    };
     if policy != "default" {
         k.insert("topologyManagerPolicy".into(), json!(policy));
     }
@@ -90,7 +101,10 @@ pub fn kubelet(
     }
 
     // CPU manager.
-    let cpu_policy = *rng.weighted(&[(10, "default"), (12, "none"), (78, "static")]);
+    let cpu_policy = match profile {
+        Profile::Standard => *rng.weighted(&[(10, "default"), (12, "none"), (78, "static")]),
+        Profile::Big => *rng.weighted(&[(5, "none"), (95, "static")]),
+    };
     if cpu_policy != "default" {
         k.insert("cpuManagerPolicy".into(), json!(cpu_policy));
     }
@@ -176,7 +190,10 @@ pub fn kubelet(
     }
 
     // Memory manager and memory reservation.
-    let memory_policy = *rng.weighted(&[(20, "default"), (20, "None"), (60, "Static")]);
+    let memory_policy = match profile {
+        Profile::Standard => *rng.weighted(&[(20, "default"), (20, "None"), (60, "Static")]),
+        Profile::Big => *rng.weighted(&[(10, "None"), (90, "Static")]),
+    };
     if memory_policy != "default" {
         k.insert("memoryManagerPolicy".into(), json!(memory_policy));
     }
@@ -298,6 +315,11 @@ pub fn kubelet(
         full_pcpus_only,
         resize_events: release.0 >= 32,
         resize_in_pod_stream: release.0 >= 36,
+        merge_budget: match profile {
+            Profile::Standard => super::pods::MERGE_BUDGET,
+            Profile::Big => super::pods::BIG_MERGE_BUDGET,
+        },
+        rich_pods: profile == Profile::Big,
     };
     (Value::Object(k), facts)
 }

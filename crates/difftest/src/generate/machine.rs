@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use topoalign_scenario::{CpuSpec, DeviceSpec, NumaNodeSpec, TopologySpec};
 
+use super::Profile;
 use crate::rng::Rng;
 
 /// What the rest of the generator needs to know about the machine.
@@ -57,17 +58,20 @@ struct Core {
     uncore: Option<u32>,
 }
 
-pub fn machine(rng: &mut Rng, tags: &mut Vec<String>) -> (TopologySpec, MachineFacts) {
-    let numa = *rng.weighted(&[
-        (10, 1usize),
-        (30, 2),
-        (5, 3),
-        (20, 4),
-        (5, 6),
-        (15, 8),
-        (5, 12),
-        (10, 16),
-    ]);
+pub fn machine(rng: &mut Rng, profile: Profile, tags: &mut Vec<String>) -> (TopologySpec, MachineFacts) {
+    let numa = match profile {
+        Profile::Standard => *rng.weighted(&[
+            (10, 1usize),
+            (30, 2),
+            (5, 3),
+            (20, 4),
+            (5, 6),
+            (15, 8),
+            (5, 12),
+            (10, 16),
+        ]),
+        Profile::Big => *rng.weighted(&[(30, 9usize), (15, 10), (20, 12), (35, 16)]),
+    };
     // Sockets divide the NUMA nodes evenly, as on real machines; now and
     // then a NUMA node spans two sockets.
     let sockets = if numa == 1 && rng.chance(10) {
@@ -217,7 +221,11 @@ pub fn machine(rng: &mut Rng, tags: &mut Vec<String>) -> (TopologySpec, MachineF
         .map(|_| if uneven { *rng.pick(&[4u64, 8, 16]) * GI } else { base })
         .collect();
     let mut hugepages: BTreeMap<&'static str, Vec<u64>> = BTreeMap::new();
-    let pools = *rng.weighted(&[(65, "none"), (15, "1Gi"), (10, "2Mi"), (10, "both")]);
+    let pools = match profile {
+        Profile::Standard => *rng.weighted(&[(65, "none"), (15, "1Gi"), (10, "2Mi"), (10, "both")]),
+        // Big machines: huge pages on most, to be aligned with the rest.
+        Profile::Big => *rng.weighted(&[(15, "none"), (30, "1Gi"), (25, "2Mi"), (30, "both")]),
+    };
     if pools == "1Gi" || pools == "both" {
         let some_nodes = rng.chance(25);
         let per: Vec<u64> = memory_per_numa
@@ -276,7 +284,7 @@ pub fn machine(rng: &mut Rng, tags: &mut Vec<String>) -> (TopologySpec, MachineF
         })
         .collect();
 
-    let devices = devices(rng, numa, tags);
+    let devices = devices(rng, numa, profile, tags);
     let facts = MachineFacts {
         numa,
         cpus_per_numa,
@@ -303,9 +311,9 @@ pub fn machine(rng: &mut Rng, tags: &mut Vec<String>) -> (TopologySpec, MachineF
 
 /// Device-plugin resources: GPUs with NUMA affinity (on every node, on some
 /// nodes only, or on two nodes at once), NICs mostly without affinity.
-fn devices(rng: &mut Rng, numa: usize, tags: &mut Vec<String>) -> BTreeMap<String, Vec<DeviceSpec>> {
+fn devices(rng: &mut Rng, numa: usize, profile: Profile, tags: &mut Vec<String>) -> BTreeMap<String, Vec<DeviceSpec>> {
     let mut devices = BTreeMap::new();
-    if rng.chance(40) {
+    if rng.chance(if profile == Profile::Big { 90 } else { 40 }) {
         let count = rng.urange(1, 8);
         let layout = *rng.weighted(&[(50, "spread"), (25, "subset"), (10, "multi"), (15, "none")]);
         let subset: Vec<usize> = (0..numa).filter(|n| n % 2 == 0).collect();

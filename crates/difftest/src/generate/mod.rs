@@ -34,7 +34,42 @@ pub struct Generated {
 
 /// The scenario of `seed` for `release`.
 pub fn generate(seed: u64, release: Release) -> Generated {
-    generate_with(seed, release, LaterSteps::All)
+    generate_profiled(seed, release, Profile::Standard)
+}
+
+/// The scenario of `seed` for `release` under `profile`.
+pub fn generate_profiled(seed: u64, release: Release, profile: Profile) -> Generated {
+    generate_with(seed, release, LaterSteps::All, profile)
+}
+
+/// Which machines and how costly a pod may be.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Profile {
+    /// Every machine size (1-16 NUMA nodes, weighted towards the common
+    /// ones) and every policy; pods made cheaper past
+    /// [`pods::MERGE_BUDGET`] hint permutations.
+    #[default]
+    Standard,
+    /// Big machines only (9, 10, 12 or 16 NUMA nodes, past the kubelet's
+    /// default limit of 8), an aligning topology policy always, and a merge
+    /// budget [`pods::BIG_MERGE_BUDGET`] ten times the standard one: CPU,
+    /// memory, huge pages and devices aligned together where the kubelet's
+    /// merge can still enumerate them (all of them under single-numa-node;
+    /// three lists on 9 NUMA nodes under best-effort and restricted). The
+    /// long background ledger (testdata/difftest-big-ledger.tsv); its
+    /// scenarios take the oracle minutes, not milliseconds.
+    Big,
+}
+
+impl Profile {
+    /// Its name in a ledger's options column (`profile=big`), none for the
+    /// standard profile.
+    pub fn ledger_option(self) -> Option<&'static str> {
+        match self {
+            Profile::Standard => None,
+            Profile::Big => Some("profile=big"),
+        }
+    }
 }
 
 /// The steps after the base scenario, each from a random stream of its own.
@@ -67,7 +102,7 @@ impl LaterSteps {
 /// The scenario of `seed` for `release`, with the later steps (resizes,
 /// respelling, restarts) or without them (tests: without them every
 /// scenario is the one the seed named before the steps existed).
-fn generate_with(seed: u64, release: Release, steps: LaterSteps) -> Generated {
+fn generate_with(seed: u64, release: Release, steps: LaterSteps, profile: Profile) -> Generated {
     let mut root = Rng::new(seed);
     let mut machine_rng = root.fork(1);
     let mut kubelet_rng = root.fork(2);
@@ -79,8 +114,8 @@ fn generate_with(seed: u64, release: Release, steps: LaterSteps) -> Generated {
     // And for the resizes of the releases whose pod stream draws none.
     let mut resize_rng = root.fork(6);
     let mut tags = Vec::new();
-    let (topology, facts) = machine::machine(&mut machine_rng, &mut tags);
-    let (kubelet, kubelet_facts) = kubelet::kubelet(&mut kubelet_rng, release, &facts, &mut tags);
+    let (topology, facts) = machine::machine(&mut machine_rng, profile, &mut tags);
+    let (kubelet, kubelet_facts) = kubelet::kubelet(&mut kubelet_rng, release, profile, &facts, &mut tags);
     let pod_tags = tags.len();
     let events = pods::events(&mut pods_rng, &facts, &kubelet_facts, &mut tags);
     let mut scenario = Scenario {
@@ -181,13 +216,43 @@ mod tests {
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
         for release in RELEASES {
             for seed in (0..200).chain(1_100_000..1_100_100) {
-                for byte in text(&generate_with(seed, release, LaterSteps::None)).bytes() {
+                for byte in text(&generate_with(seed, release, LaterSteps::None, Profile::Standard)).bytes() {
                     hash ^= u64::from(byte);
                     hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
                 }
             }
         }
         assert_eq!(hash, 0x0e58_677d_231a_6a4e, "the scenarios of old seeds changed");
+    }
+
+    /// The big profile makes only machines past 8 NUMA nodes, always with
+    /// an aligning policy, and pods that align CPU, memory, huge pages and
+    /// devices at once on them.
+    #[test]
+    fn the_big_profile_makes_big_machines_with_everything_aligned() {
+        let mut all_resources = 0;
+        let mut numa_sizes = std::collections::BTreeSet::new();
+        for seed in 0..200 {
+            let g = generate_profiled(seed, Release(37), Profile::Big);
+            let numa = g
+                .tags
+                .iter()
+                .find_map(|t| t.strip_prefix("numa-")?.parse::<usize>().ok())
+                .expect("a numa-N tag");
+            assert!(numa > 8, "seed {seed}: {numa} NUMA nodes");
+            numa_sizes.insert(numa);
+            let policy = g.scenario.kubelet["topologyManagerPolicy"].as_str();
+            assert!(
+                matches!(policy, Some("best-effort" | "restricted" | "single-numa-node")),
+                "seed {seed}: policy {policy:?}"
+            );
+            all_resources += usize::from(g.tags.iter().any(|t| t == "all-resources"));
+        }
+        assert_eq!(numa_sizes.into_iter().collect::<Vec<_>>(), [9, 10, 12, 16]);
+        assert!(
+            all_resources >= 10,
+            "only {all_resources} of 200 scenarios align everything"
+        );
     }
 
     /// The generator reaches what it promises, over a few hundred seeds.

@@ -15,7 +15,8 @@
 //!
 //! The kubelet merges hints by enumerating the cross product of every
 //! provider's hints: 2^N − 1 NUMA masks per resource under best-effort
-//! and restricted. Pods whose product would exceed [`MERGE_BUDGET`] are
+//! and restricted. Pods whose product would exceed the budget
+//! ([`MERGE_BUDGET`], ten times it for big machines) are
 //! made cheaper (no devices, no huge pages, then Burstable), or one
 //! replay would take hours.
 
@@ -31,6 +32,9 @@ use crate::rng::Rng;
 /// Most hint permutations one container (or pod, in pod scope) may cost
 /// the kubelet's merge.
 pub const MERGE_BUDGET: f64 = 2.0e7;
+
+/// The budget of the big-machine profile ([`super::Profile::Big`]).
+pub const BIG_MERGE_BUDGET: f64 = 2.0e8;
 
 const MI: u64 = 1 << 20;
 
@@ -323,8 +327,11 @@ fn pod(rng: &mut Rng, key: &str, machine: &MachineFacts, kubelet: &KubeletFacts,
         };
         let mut local = rng.clone();
         let (value, shape) = build_pod(&mut local, key, kind, cheapness > 0, machine, kubelet);
-        if merge_cost(&shape, machine, kubelet) <= MERGE_BUDGET {
+        if merge_cost(&shape, machine, kubelet) <= kubelet.merge_budget {
             *rng = local;
+            if shape.aligns_everything() {
+                tags.push("all-resources".into());
+            }
             tags.extend(shape.tags);
             return value;
         }
@@ -341,6 +348,20 @@ struct Shape {
     /// hint list for.
     lists_per_container: Vec<Vec<String>>,
     tags: Vec<String>,
+}
+
+impl Shape {
+    /// Whether one container has a hint list for CPU, memory, huge pages
+    /// and a device at once (tag `all-resources`).
+    fn aligns_everything(&self) -> bool {
+        self.lists_per_container.iter().any(|lists| {
+            let has = |f: &dyn Fn(&str) -> bool| lists.iter().any(|l| f(l));
+            has(&|l| l == "cpu")
+                && has(&|l| l == "memory")
+                && has(&|l| l.starts_with("hugepages-"))
+                && has(&|l| l.contains('/'))
+        })
+    }
 }
 
 fn build_pod(
@@ -565,7 +586,7 @@ fn container_resources(
     }
     let guaranteed = matches!(kind, Kind::GuaranteedInteger | Kind::GuaranteedFractional);
     // Huge pages need cpu or memory beside them (API validation).
-    if guaranteed && !cheap && rng.chance(35) {
+    if guaranteed && !cheap && rng.chance(if kubelet.rich_pods { 80 } else { 35 }) {
         for (size, per) in &machine.hugepages {
             let largest = per.iter().copied().max().unwrap_or(0);
             if largest == 0 || rng.chance(30) {
@@ -583,7 +604,15 @@ fn container_resources(
         }
     }
     // Devices: limits (requests default to them).
-    if !cheap && rng.chance(if kind == Kind::BestEffort { 15 } else { 30 }) {
+    if !cheap
+        && rng.chance(if kubelet.rich_pods {
+            80
+        } else if kind == Kind::BestEffort {
+            15
+        } else {
+            30
+        })
+    {
         for (resource, count) in &machine.devices {
             if rng.chance(40) {
                 continue;

@@ -103,7 +103,7 @@ fn pod_key(pod: &Value) -> String {
 mod tests {
     use std::collections::BTreeMap;
 
-    use crate::generate::{LaterSteps, generate_with};
+    use crate::generate::{LaterSteps, Profile, generate_with};
     use crate::release::Release;
 
     /// 1.32-1.35 scenarios carry resizes now (the pending kind too, and
@@ -114,8 +114,8 @@ mod tests {
         for release in [Release(32), Release(33), Release(34), Release(35)] {
             let mut counts = BTreeMap::<&str, u32>::new();
             for seed in 0..300 {
-                let with = generate_with(seed, release, LaterSteps::Resizes);
-                let without = generate_with(seed, release, LaterSteps::None);
+                let with = generate_with(seed, release, LaterSteps::Resizes, Profile::Standard);
+                let without = generate_with(seed, release, LaterSteps::None, Profile::Standard);
                 let has = |tag: &str| with.tags.iter().any(|t| t == tag);
                 for tag in [
                     "resize",

@@ -782,7 +782,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::generate::{LaterSteps, generate_with};
+    use crate::generate::{LaterSteps, Profile, generate_with};
     use crate::release::RELEASES;
 
     /// `text` without the white space the step puts around pod quantities.
@@ -1056,8 +1056,8 @@ mod tests {
         let seeds = 0..500u64;
         for release in RELEASES {
             for seed in seeds.clone() {
-                let g = generate_with(seed, release, LaterSteps::Respelling);
-                let plain = generate_with(seed, release, LaterSteps::Resizes);
+                let g = generate_with(seed, release, LaterSteps::Respelling, Profile::Standard);
+                let plain = generate_with(seed, release, LaterSteps::Resizes, Profile::Standard);
                 let after = serde_json::to_value(&g.scenario).expect("serialises");
                 let before = serde_json::to_value(&plain.scenario).expect("serialises");
                 let mut changes = Vec::new();
