@@ -22,6 +22,7 @@ pub mod replay;
 pub mod report;
 pub mod rng;
 pub mod sim;
+pub mod stranded;
 pub mod workload;
 
 pub use fleet::{Fleet, FleetError, MAX_NODES, NodeGroup};

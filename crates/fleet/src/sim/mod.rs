@@ -6,7 +6,7 @@
 //! collecting the reports. The event loop is [`run`]; state sharing
 //! between nodes is [`classes`].
 
-mod capacity;
+pub(crate) mod capacity;
 mod classes;
 mod nrt_filter;
 mod run;

@@ -1,0 +1,591 @@
+//! The search for evictions, its bound, and the replay that checks it.
+//!
+//! Pending pods are planned one at a time in the scheduler's order
+//! (priority, highest first; then input order). For each:
+//!
+//! 1. a node whose current state (the state planned so far) admits it as
+//!    is, first in fleet order: no eviction;
+//! 2. else the fewest evictions on one node. A pod may be a victim only if
+//!    its priority is *lower* than the pending pod's, it may be evicted at
+//!    all, and every budget covering it has an eviction left. Per node:
+//!    - *bound*: if evicting every such victim does not make the node
+//!      admit the pod, the node is skipped (admission is taken to be
+//!      monotone in evictions: freeing more never turns a yes into a no);
+//!    - *greedy*: from that set, victims are put back one by one, highest
+//!      priority first, while the node still admits the pod: an
+//!      irreducible set, size `g`;
+//!    - *exact*: sets of 1, 2, … `min g − 1` victims (over all nodes,
+//!      lowest priorities first) are tried in turn; the first size with a
+//!      success wins, ties broken by the highest victim priority, then the
+//!      sum of priorities, then fleet order. Failing that, the smallest
+//!      greedy set wins.
+//!
+//!    Every try costs one *trial*: the node rebuilt from its input state
+//!    with the evictions planned so far and the candidate's removed, the
+//!    pending pods planned there admitted again in order, then the pod
+//!    tried. The exact search stops after [`Limits::max_trials`] trials in
+//!    all (or sets larger than [`Limits::max_victims`]); the greedy set is
+//!    then taken and the plan says it *gave up* proving it smallest.
+//! 3. else no plan, with the reason.
+//!
+//! A trial rebuilds the node in the order the cluster will live it — every
+//! eviction first, then the pending pods — so the plan already holds under
+//! that order. [`verify`] checks it again from the input alone: each node
+//! started from its input state, every planned victim removed, every
+//! planned pod admitted in plan order by [`Node::admit`]; plus the priority
+//! and budget rules counted from the plan's evictions.
+//!
+//! Owns: the search, the plan document. Must not touch: decisions (each is
+//! the engine's), how the plan is carried out.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+use topoalign_engine::Node;
+use topoalign_fleet::stranded::{is_stranded, node_free};
+use topoalign_model::Pod;
+
+use crate::input::{FleetState, PendingPod};
+
+/// How far the search goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Trials (engine admissions on a rebuilt node) for the whole plan;
+    /// past it, exact searches stop and greedy sets are taken.
+    pub max_trials: u64,
+    /// The largest victim set the exact search tries for one pod (greedy
+    /// sets may be larger).
+    pub max_victims: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_trials: 100_000,
+            max_victims: 6,
+        }
+    }
+}
+
+/// The plan document.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    /// Per pending pod, in planning order.
+    pub pods: Vec<PodPlan>,
+    /// Every eviction, in the order they were planned.
+    pub evictions: Vec<Eviction>,
+    pub verification: Verification,
+    pub search: Search,
+    /// Capacity stranded for the pending pods now.
+    pub stranded_before: Stranded,
+    /// Capacity stranded, after the plan, for the pods it leaves pending.
+    pub stranded_after: Stranded,
+}
+
+/// One pending pod's plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodPlan {
+    /// `namespace/name`.
+    pub pod: String,
+    pub priority: i32,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+/// What a pending pod gets.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "camelCase")]
+pub enum Outcome {
+    /// A node admits it as is.
+    #[serde(rename_all = "camelCase")]
+    FitsAsIs { node: String },
+    /// A node admits it after these evictions (`namespace/name`).
+    #[serde(rename_all = "camelCase")]
+    AfterEvictions {
+        node: String,
+        evict: Vec<String>,
+        /// Whether no smaller set was found to exist (false when the search
+        /// gave up before trying every smaller size).
+        proven_smallest: bool,
+    },
+    /// No plan.
+    #[serde(rename_all = "camelCase")]
+    NoPlan { reason: String },
+}
+
+/// One planned eviction.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Eviction {
+    /// `namespace/name`.
+    pub pod: String,
+    pub uid: String,
+    pub node: String,
+    pub priority: i32,
+    /// The pending pod it frees room for.
+    pub for_pod: String,
+}
+
+/// The replay check ([`verify`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verification {
+    /// Every planned pod admitted in the replay, and every rule held.
+    pub verified: bool,
+    pub evictions_replayed: usize,
+    pub admitted: usize,
+    /// Planned pods the replay's kubelet refused, and broken rules.
+    pub problems: Vec<String>,
+}
+
+/// How the search went.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Search {
+    pub trials: u64,
+    pub max_trials: u64,
+    pub max_victims: usize,
+    /// The trial budget ran out: some sets are greedy, not proven smallest.
+    pub gave_up: bool,
+}
+
+/// Stranded capacity (the simulator's rule: `topoalign_fleet::stranded`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stranded {
+    pub cpus: f64,
+    pub memory_bytes: u64,
+    pub devices: BTreeMap<String, u64>,
+    /// The nodes whose free capacity is stranded, per NUMA node.
+    pub nodes: Vec<StrandedNode>,
+}
+
+/// One node's stranded capacity.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StrandedNode {
+    pub node: String,
+    pub cpus: f64,
+    pub memory_bytes: u64,
+    pub zones: Vec<StrandedZone>,
+}
+
+/// One NUMA node's stranded capacity.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StrandedZone {
+    pub numa: usize,
+    pub cpus: f64,
+    pub memory_bytes: u64,
+    pub devices: BTreeMap<String, u64>,
+}
+
+/// Plans evictions for `pending` on `state` (see the module docs).
+pub fn plan(state: &FleetState, pending: &[PendingPod], limits: &Limits) -> Plan {
+    let mut order: Vec<usize> = (0..pending.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(pending[i].priority));
+    let mut planner = Planner {
+        state,
+        pending,
+        limits,
+        victims: vec![BTreeSet::new(); state.nodes.len()],
+        placed: vec![Vec::new(); state.nodes.len()],
+        budget_left: state.budgets.iter().map(|b| b.allowed).collect(),
+        trials: 0,
+        gave_up: false,
+    };
+    let mut pods = Vec::with_capacity(pending.len());
+    let mut evictions = Vec::new();
+    for &i in &order {
+        let pod = &pending[i];
+        let outcome = planner.plan_pod(i);
+        if let Some((n, set, proven)) = outcome {
+            let node = &state.nodes[n];
+            for &v in &set {
+                let victim = &node.pods[v];
+                for &b in &victim.budgets {
+                    planner.budget_left[b] -= 1;
+                }
+                evictions.push(Eviction {
+                    pod: victim.key.clone(),
+                    uid: victim.uid.clone(),
+                    node: node.name.clone(),
+                    priority: victim.priority,
+                    for_pod: pod.pod.key(),
+                });
+            }
+            planner.victims[n].extend(set.iter().copied());
+            planner.placed[n].push(i);
+            let outcome = if set.is_empty() {
+                Outcome::FitsAsIs {
+                    node: node.name.clone(),
+                }
+            } else {
+                Outcome::AfterEvictions {
+                    node: node.name.clone(),
+                    evict: set.iter().map(|&v| node.pods[v].key.clone()).collect(),
+                    proven_smallest: proven,
+                }
+            };
+            pods.push(PodPlan {
+                pod: pod.pod.key(),
+                priority: pod.priority,
+                outcome,
+            });
+        } else {
+            pods.push(PodPlan {
+                pod: pod.pod.key(),
+                priority: pod.priority,
+                outcome: Outcome::NoPlan {
+                    reason: planner.why_not(i),
+                },
+            });
+        }
+    }
+
+    // Stranded capacity before (for every pending pod) and after (for the
+    // pods the plan leaves pending).
+    let all: Vec<Pod> = pending.iter().map(|p| p.pod.clone()).collect();
+    let before_nodes: Vec<Node> = state.nodes.iter().map(|n| n.node.clone()).collect();
+    let stranded_before = stranded(state, &before_nodes, &all);
+    let left: Vec<Pod> = order
+        .iter()
+        .zip(&pods)
+        .filter(|(_, p)| matches!(p.outcome, Outcome::NoPlan { .. }))
+        .map(|(&i, _)| pending[i].pod.clone())
+        .collect();
+    let after_nodes: Vec<Node> = (0..state.nodes.len())
+        .map(|n| planner.rebuild(n, &[]).unwrap_or_else(|| state.nodes[n].node.clone()))
+        .collect();
+    let stranded_after = stranded(state, &after_nodes, &left);
+
+    let verification = verify(state, pending, &pods, &evictions);
+    Plan {
+        pods,
+        evictions,
+        verification,
+        search: Search {
+            trials: planner.trials,
+            max_trials: limits.max_trials,
+            max_victims: limits.max_victims,
+            gave_up: planner.gave_up,
+        },
+        stranded_before,
+        stranded_after,
+    }
+}
+
+struct Planner<'a> {
+    state: &'a FleetState,
+    pending: &'a [PendingPod],
+    limits: &'a Limits,
+    /// Per node: indices into its pods planned for eviction.
+    victims: Vec<BTreeSet<usize>>,
+    /// Per node: pending pods planned there, in plan order.
+    placed: Vec<Vec<usize>>,
+    budget_left: Vec<u32>,
+    trials: u64,
+    gave_up: bool,
+}
+
+/// A candidate victim set: its cost key and the victims.
+type Found = ((i32, i64, usize), usize, Vec<usize>);
+
+impl Planner<'_> {
+    /// Node `n` as the cluster would have it: its input state, the planned
+    /// evictions and `extra` removed, the pending pods planned there
+    /// admitted in order. `None` if one of those is refused.
+    fn rebuild(&self, n: usize, extra: &[usize]) -> Option<Node> {
+        let input = &self.state.nodes[n];
+        let mut node = input.node.clone();
+        for &v in self.victims[n].iter().chain(extra) {
+            node.remove(&input.pods[v].uid);
+        }
+        for &p in &self.placed[n] {
+            if !node.admit(self.pending[p].pod.clone()).admitted() {
+                return None;
+            }
+        }
+        Some(node)
+    }
+
+    /// One trial: does node `n` admit pending pod `p` with `extra` evicted?
+    fn trial(&mut self, n: usize, extra: &[usize], p: usize) -> bool {
+        self.trials += 1;
+        self.rebuild(n, extra)
+            .is_some_and(|node| node.try_admit(&self.pending[p].pod).decision.admitted())
+    }
+
+    /// The pods of node `n` that may be evicted for pending pod `p`,
+    /// lowest priority first.
+    fn candidates(&self, n: usize, p: usize) -> Vec<usize> {
+        let priority = self.pending[p].priority;
+        let node = &self.state.nodes[n];
+        let mut list: Vec<usize> = node
+            .pods
+            .iter()
+            .enumerate()
+            .filter(|&(v, pod)| {
+                !self.victims[n].contains(&v)
+                    && pod.not_evictable.is_none()
+                    && pod.priority < priority
+                    && pod.budgets.iter().all(|&b| self.budget_left[b] > 0)
+            })
+            .map(|(v, _)| v)
+            .collect();
+        list.sort_by_key(|&v| (node.pods[v].priority, v));
+        list
+    }
+
+    /// Whether evicting `set` of node `n` stays within every budget.
+    fn within_budgets(&self, n: usize, set: &[usize]) -> bool {
+        let mut used: BTreeMap<usize, u32> = BTreeMap::new();
+        for &v in set {
+            for &b in &self.state.nodes[n].pods[v].budgets {
+                *used.entry(b).or_default() += 1;
+            }
+        }
+        used.iter().all(|(&b, &count)| count <= self.budget_left[b])
+    }
+
+    fn cost(&self, n: usize, set: &[usize]) -> (i32, i64, usize) {
+        let pods = &self.state.nodes[n].pods;
+        let max = set.iter().map(|&v| pods[v].priority).max().unwrap_or(i32::MIN);
+        let sum = set.iter().map(|&v| i64::from(pods[v].priority)).sum();
+        (max, sum, n)
+    }
+
+    /// The node and victims for pending pod `p`, and whether the set is
+    /// proven smallest; `None` when no node will do.
+    fn plan_pod(&mut self, p: usize) -> Option<(usize, Vec<usize>, bool)> {
+        let nodes = self.state.nodes.len();
+        for n in 0..nodes {
+            if self.trial(n, &[], p) {
+                return Some((n, Vec::new(), true));
+            }
+        }
+        // Per node: candidates (if the bound passes) and a greedy set.
+        let mut candidates: Vec<Option<Vec<usize>>> = vec![None; nodes];
+        let mut greedy: Option<Found> = None;
+        for n in 0..nodes {
+            let all = self.candidates(n, p);
+            if all.is_empty() || !self.trial(n, &all, p) {
+                continue;
+            }
+            let mut set = all.clone();
+            for &v in all.iter().rev() {
+                let without: Vec<usize> = set.iter().copied().filter(|&x| x != v).collect();
+                if self.trial(n, &without, p) {
+                    set = without;
+                }
+            }
+            if self.within_budgets(n, &set) {
+                let key = self.cost(n, &set);
+                let better = greedy.as_ref().is_none_or(|(k, _, g)| (set.len(), key) < (g.len(), *k));
+                if better {
+                    greedy = Some((key, n, set));
+                }
+            }
+            candidates[n] = Some(all);
+        }
+        // Exact search over smaller sizes.
+        let upper = greedy.as_ref().map_or(usize::MAX, |(_, _, g)| g.len());
+        let sizes = upper.saturating_sub(1).min(self.limits.max_victims);
+        let mut complete = upper.saturating_sub(1) <= self.limits.max_victims;
+        'sizes: for k in 1..=sizes {
+            let mut best: Option<Found> = None;
+            for n in 0..nodes {
+                let Some(all) = candidates[n].clone() else { continue };
+                if all.len() < k {
+                    continue;
+                }
+                let mut combo: Vec<usize> = (0..k).collect();
+                loop {
+                    if self.trials >= self.limits.max_trials {
+                        self.gave_up = true;
+                        complete = false;
+                        break 'sizes;
+                    }
+                    let set: Vec<usize> = combo.iter().map(|&i| all[i]).collect();
+                    if self.within_budgets(n, &set) {
+                        let key = self.cost(n, &set);
+                        let better = best.as_ref().is_none_or(|(k, _, _)| key < *k);
+                        if better && self.trial(n, &set, p) {
+                            best = Some((key, n, set));
+                        }
+                    }
+                    if !next_combination(&mut combo, all.len()) {
+                        break;
+                    }
+                }
+            }
+            if let Some((_, n, mut set)) = best {
+                set.sort_unstable();
+                return Some((n, set, true));
+            }
+        }
+        greedy.map(|(_, n, mut set)| {
+            set.sort_unstable();
+            (n, set, complete)
+        })
+    }
+
+    /// Why pending pod `p` got no plan.
+    fn why_not(&self, p: usize) -> String {
+        let pod = &self.pending[p].pod;
+        let refusals: Vec<String> = self
+            .state
+            .nodes
+            .iter()
+            .map(|n| n.empty.try_admit(pod).decision)
+            .filter_map(|d| d.rejection.map(|r| format!("{}: {}", r.reason, r.message)))
+            .collect();
+        if !self.state.nodes.is_empty() && refusals.len() == self.state.nodes.len() {
+            let first = refusals.first().cloned().unwrap_or_default();
+            return format!("no node would admit it even empty ({first})");
+        }
+        "no node admits it after evicting every pod of lower priority that may be evicted within its disruption budgets"
+            .into()
+    }
+}
+
+/// The next `k`-combination of `0..n` in lexicographic order; false after
+/// the last.
+fn next_combination(combo: &mut [usize], n: usize) -> bool {
+    let k = combo.len();
+    let mut i = k;
+    while i > 0 {
+        i -= 1;
+        if combo[i] < n - k + i {
+            combo[i] += 1;
+            for j in i + 1..k {
+                combo[j] = combo[j - 1] + 1;
+            }
+            return true;
+        }
+    }
+    false
+}
+
+/// The replay check (see the module docs): from the input state alone,
+/// every eviction, then every planned pod in plan order, through
+/// [`Node::admit`]; and the priority and budget rules counted again.
+pub fn verify(state: &FleetState, pending: &[PendingPod], pods: &[PodPlan], evictions: &[Eviction]) -> Verification {
+    let mut result = Verification::default();
+    let index: BTreeMap<&str, usize> = state
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.as_str(), i))
+        .collect();
+    let mut nodes: Vec<Node> = state.nodes.iter().map(|n| n.node.clone()).collect();
+    let priorities: BTreeMap<String, i32> = pending.iter().map(|p| (p.pod.key(), p.priority)).collect();
+    let mut budget_used = vec![0u32; state.budgets.len()];
+    for eviction in evictions {
+        let Some(&n) = index.get(eviction.node.as_str()) else {
+            result.problems.push(format!(
+                "eviction of {} on unknown node {}",
+                eviction.pod, eviction.node
+            ));
+            continue;
+        };
+        let victim = state.nodes[n].pods.iter().find(|p| p.uid == eviction.uid);
+        match victim {
+            Some(victim) => {
+                if victim.not_evictable.is_some() {
+                    result.problems.push(format!("{} may not be evicted", eviction.pod));
+                }
+                if priorities.get(&eviction.for_pod).is_none_or(|&p| victim.priority >= p) {
+                    result.problems.push(format!(
+                        "{} (priority {}) evicted for {}, whose priority is not higher",
+                        eviction.pod, victim.priority, eviction.for_pod
+                    ));
+                }
+                for &b in &victim.budgets {
+                    budget_used[b] += 1;
+                }
+            }
+            None => result
+                .problems
+                .push(format!("{} is not on {}", eviction.pod, eviction.node)),
+        }
+        if nodes[n].remove(&eviction.uid) {
+            result.evictions_replayed += 1;
+        } else {
+            result
+                .problems
+                .push(format!("{} was not running on {}", eviction.pod, eviction.node));
+        }
+    }
+    for (b, &used) in budget_used.iter().enumerate() {
+        if used > state.budgets[b].allowed {
+            result.problems.push(format!(
+                "{} evictions covered by PodDisruptionBudget {}, which allows {}",
+                used, state.budgets[b].key, state.budgets[b].allowed
+            ));
+        }
+    }
+    let by_key: BTreeMap<String, &PendingPod> = pending.iter().map(|p| (p.pod.key(), p)).collect();
+    for planned in pods {
+        let node = match &planned.outcome {
+            Outcome::FitsAsIs { node } | Outcome::AfterEvictions { node, .. } => node,
+            Outcome::NoPlan { .. } => continue,
+        };
+        let (Some(&n), Some(pod)) = (index.get(node.as_str()), by_key.get(&planned.pod)) else {
+            result
+                .problems
+                .push(format!("{} planned on unknown node {node}", planned.pod));
+            continue;
+        };
+        let decision = nodes[n].admit(pod.pod.clone());
+        match decision.rejection {
+            None => result.admitted += 1,
+            Some(r) => result.problems.push(format!(
+                "{} refused on {node} in the replay: {}: {}",
+                planned.pod, r.reason, r.message
+            )),
+        }
+    }
+    result.verified = result.problems.is_empty();
+    result
+}
+
+/// Stranded capacity of `nodes` (the states of `state`'s nodes) for
+/// `failed` pods.
+fn stranded(state: &FleetState, nodes: &[Node], failed: &[Pod]) -> Stranded {
+    let mut total = Stranded::default();
+    let mut milli_total: u64 = 0;
+    for (input, node) in state.nodes.iter().zip(nodes) {
+        if !is_stranded(node, &input.empty, failed) {
+            continue;
+        }
+        let free = node_free(node);
+        milli_total += free.milli_cpu;
+        total.memory_bytes += free.memory_bytes;
+        let zones = free
+            .zones
+            .into_iter()
+            .map(|z| {
+                for (resource, &n) in &z.devices {
+                    *total.devices.entry(resource.clone()).or_default() += n;
+                }
+                StrandedZone {
+                    numa: z.numa,
+                    cpus: z.milli_cpu as f64 / 1000.0,
+                    memory_bytes: z.memory_bytes,
+                    devices: z.devices,
+                }
+            })
+            .collect();
+        total.nodes.push(StrandedNode {
+            node: input.name.clone(),
+            cpus: free.milli_cpu as f64 / 1000.0,
+            memory_bytes: free.memory_bytes,
+            zones,
+        });
+    }
+    total.cpus = milli_total as f64 / 1000.0;
+    total
+}
