@@ -128,7 +128,7 @@ impl Fleet {
         let default_version = file
             .kubelet_version
             .as_ref()
-            .map(|v| topoalign_k8s::parse_kubelet_version(v).map_err(|e| field("kubeletVersion".into(), e)))
+            .map(|v| topoalign_k8s::parse_kubelet_version(v).map_err(|e| field("kubeletVersion".into(), e.to_string())))
             .transpose()?;
         let mut groups: Vec<NodeGroup> = Vec::new();
         let mut nodes = 0usize;

@@ -10,6 +10,32 @@ use topoalign_model::{CpuSet, Machine};
 
 use crate::go;
 
+/// Why `cpuset.Parse` refused a list; the message is Go's.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CpuListError {
+    /// A part that is not a decimal integer:
+    /// `strconv.Atoi: parsing "x": invalid syntax`.
+    #[error("strconv.Atoi: parsing {}: {reason}", go::quote(.part))]
+    Number { part: String, reason: &'static str },
+    /// A range whose start is above its end: `invalid range "3-1" (3 > 1)`.
+    #[error("invalid range {} ({start} > {end})", go::quote(.part))]
+    Range { part: String, start: i64, end: i64 },
+}
+
+/// Why `getReservedCPUs` refused `reservedSystemCPUs`; the message is the
+/// kubelet's.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReservedCpusError {
+    /// The machine has no CPUs to reserve from.
+    #[error("unable to discover CPU topology info: could not detect number of cpus")]
+    NoCpus,
+    #[error("unable to parse reserved-cpus list: {0}")]
+    Unparsable(#[from] CpuListError),
+    /// The list names a CPU the machine does not have.
+    #[error("reserved-cpus: {list} is not a subset of online-cpus: {online}")]
+    NotOnline { list: String, online: CpuSet },
+}
+
 /// A parsed CPU list: inclusive ranges as written (ids are Go `int`s).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CpuList {
@@ -20,14 +46,19 @@ pub struct CpuList {
 /// the empty set.
 ///
 /// # Errors
-/// The Go error text: `strconv.Atoi: parsing "x": invalid syntax`,
-/// `invalid range "3-1" (3 > 1)`.
-pub fn parse_cpu_list(text: &str) -> Result<CpuList, String> {
+/// [`CpuListError`], whose message is Go's: `strconv.Atoi: parsing "x":
+/// invalid syntax`, `invalid range "3-1" (3 > 1)`.
+pub fn parse_cpu_list(text: &str) -> Result<CpuList, CpuListError> {
     let mut ranges = Vec::new();
     if text.is_empty() {
         return Ok(CpuList { ranges });
     }
-    let atoi = |s: &str| go::parse_int64(s).map_err(|e| e.text("Atoi", s));
+    let atoi = |s: &str| {
+        go::parse_int64(s).map_err(|error| CpuListError::Number {
+            part: s.to_owned(),
+            reason: error.reason(),
+        })
+    };
     for part in text.split(',') {
         match part.split_once('-') {
             None => {
@@ -37,7 +68,11 @@ pub fn parse_cpu_list(text: &str) -> Result<CpuList, String> {
             Some((start, end)) => {
                 let (start, end) = (atoi(start)?, atoi(end)?);
                 if start > end {
-                    return Err(format!("invalid range {} ({start} > {end})", go::quote(part)));
+                    return Err(CpuListError::Range {
+                        part: part.to_owned(),
+                        start,
+                        end,
+                    });
                 }
                 ranges.push((start, end));
             }
@@ -81,17 +116,17 @@ impl CpuList {
 /// to be a subset of the machine's CPUs. `None` for an empty list.
 ///
 /// # Errors
-/// The kubelet's text: `unable to discover CPU topology info: ...`,
-/// `unable to parse reserved-cpus list: ...`,
+/// [`ReservedCpusError`], with the kubelet's text: `unable to discover CPU
+/// topology info: ...`, `unable to parse reserved-cpus list: ...`,
 /// `reserved-cpus: 15-16 is not a subset of online-cpus: 0-15`.
-pub fn reserved_cpus(text: &str, machine: &Machine) -> Result<Option<CpuSet>, String> {
+pub fn reserved_cpus(text: &str, machine: &Machine) -> Result<Option<CpuSet>, ReservedCpusError> {
     if text.is_empty() {
         return Ok(None);
     }
     if machine.cpus().is_empty() {
-        return Err("unable to discover CPU topology info: could not detect number of cpus".to_owned());
+        return Err(ReservedCpusError::NoCpus);
     }
-    let list = parse_cpu_list(text).map_err(|e| format!("unable to parse reserved-cpus list: {e}"))?;
+    let list = parse_cpu_list(text)?;
     let online = machine.cpu_set();
     // Bounds first, so a huge range is rejected without being walked.
     let max_online = online.iter().last().map(i64::from);
@@ -101,7 +136,10 @@ pub fn reserved_cpus(text: &str, machine: &Machine) -> Result<Option<CpuSet>, St
     } else {
         None
     };
-    let reserved = reserved.ok_or_else(|| format!("reserved-cpus: {text} is not a subset of online-cpus: {online}"))?;
+    let reserved = reserved.ok_or_else(|| ReservedCpusError::NotOnline {
+        list: text.to_owned(),
+        online: online.clone(),
+    })?;
     Ok((!list.is_empty()).then_some(reserved))
 }
 
@@ -124,9 +162,13 @@ mod tests {
             ("1--2", r#"invalid range "1--2" (1 > -2)"#),
             (" 1", r#"strconv.Atoi: parsing " 1": invalid syntax"#),
             ("0-x", r#"strconv.Atoi: parsing "x": invalid syntax"#),
+            (
+                "99999999999999999999",
+                r#"strconv.Atoi: parsing "99999999999999999999": value out of range"#,
+            ),
         ];
         for (text, expected) in table {
-            assert_eq!(parse_cpu_list(text), Err(expected.to_owned()), "{text:?}");
+            assert_eq!(parse_cpu_list(text).unwrap_err().to_string(), expected, "{text:?}");
         }
         assert!(parse_cpu_list("+1,2-2,0-3").is_ok());
     }
@@ -136,21 +178,22 @@ mod tests {
         let m = machine(16);
         assert_eq!(reserved_cpus("", &m), Ok(None));
         assert_eq!(reserved_cpus("0-1,8", &m), Ok(Some(CpuSet::parse("0-1,8").unwrap())));
+        let refused = |text: &str, machine: &Machine| reserved_cpus(text, machine).unwrap_err().to_string();
         assert_eq!(
-            reserved_cpus("15-16", &m),
-            Err("reserved-cpus: 15-16 is not a subset of online-cpus: 0-15".to_owned())
+            refused("15-16", &m),
+            "reserved-cpus: 15-16 is not a subset of online-cpus: 0-15"
         );
         assert_eq!(
-            reserved_cpus("0-3", &machine(2)),
-            Err("reserved-cpus: 0-3 is not a subset of online-cpus: 0-1".to_owned())
+            refused("0-3", &machine(2)),
+            "reserved-cpus: 0-3 is not a subset of online-cpus: 0-1"
         );
         assert_eq!(
-            reserved_cpus("0-4000000000", &m),
-            Err("reserved-cpus: 0-4000000000 is not a subset of online-cpus: 0-15".to_owned())
+            refused("0-4000000000", &m),
+            "reserved-cpus: 0-4000000000 is not a subset of online-cpus: 0-15"
         );
         assert_eq!(
-            reserved_cpus("x", &m),
-            Err(r#"unable to parse reserved-cpus list: strconv.Atoi: parsing "x": invalid syntax"#.to_owned())
+            refused("x", &m),
+            r#"unable to parse reserved-cpus list: strconv.Atoi: parsing "x": invalid syntax"#
         );
     }
 }

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use topoalign_model::{Quantity, QuantityFormat, ResourceList};
 
 use crate::go;
-use crate::quantity::{go_string, parse_quantity};
+use crate::quantity::{QuantityError, go_string, parse_quantity};
 
 /// The signals a v1.32 kubelet on Linux knows (`signalToResource`).
 const SIGNALS: &[&str] = &[
@@ -40,13 +40,53 @@ pub struct Threshold {
     pub value: ThresholdValue,
 }
 
+/// Why the kubelet refuses an `evictionHard` statement; the message is the
+/// kubelet's, and [`EvictionError::signal`] names the statement's key.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EvictionError {
+    #[error("unsupported eviction signal {signal}")]
+    UnsupportedSignal { signal: String },
+    /// A percentage that is not a number (Go's `strconv.ParseFloat` text).
+    #[error("strconv.ParseFloat: parsing {}: {reason}", go::quote(.number))]
+    PercentageNumber {
+        signal: String,
+        number: String,
+        reason: &'static str,
+    },
+    #[error("eviction percentage threshold {signal} must be >= 0%: {value}")]
+    PercentageBelowZero { signal: String, value: String },
+    #[error("eviction percentage threshold {signal} must be <= 100%: {value}")]
+    PercentageAboveAll { signal: String, value: String },
+    /// A value that is not a quantity.
+    #[error("{error}")]
+    Quantity { signal: String, error: QuantityError },
+    /// A quantity of zero or less (`shown` as the kubelet prints it).
+    #[error("eviction threshold {signal} must be positive: {shown}")]
+    NotPositive { signal: String, shown: String },
+}
+
+impl EvictionError {
+    /// The statement's signal (its key in `evictionHard`).
+    pub fn signal(&self) -> &str {
+        match self {
+            EvictionError::UnsupportedSignal { signal }
+            | EvictionError::PercentageNumber { signal, .. }
+            | EvictionError::PercentageBelowZero { signal, .. }
+            | EvictionError::PercentageAboveAll { signal, .. }
+            | EvictionError::Quantity { signal, .. }
+            | EvictionError::NotPositive { signal, .. } => signal,
+        }
+    }
+}
+
 /// Parses `evictionHard` like `parseThresholdStatements`; `0%` and `100%`
 /// thresholds are dropped, as the kubelet drops them.
 ///
 /// # Errors
-/// The kubelet's text, e.g. `unsupported eviction signal x`,
-/// `eviction threshold memory.available must be positive: -1Mi`.
-pub fn parse_hard_thresholds(statements: &BTreeMap<String, String>) -> Result<Vec<Threshold>, String> {
+/// [`EvictionError`] for the first statement refused, with the kubelet's
+/// text, e.g. `unsupported eviction signal x`, `eviction threshold
+/// memory.available must be positive: -1Mi`.
+pub fn parse_hard_thresholds(statements: &BTreeMap<String, String>) -> Result<Vec<Threshold>, EvictionError> {
     let mut thresholds = Vec::new();
     for (signal, value) in statements {
         if let Some(value) = parse_statement(signal, value)? {
@@ -59,31 +99,47 @@ pub fn parse_hard_thresholds(statements: &BTreeMap<String, String>) -> Result<Ve
     Ok(thresholds)
 }
 
-fn parse_statement(signal: &str, text: &str) -> Result<Option<ThresholdValue>, String> {
+fn parse_statement(signal: &str, text: &str) -> Result<Option<ThresholdValue>, EvictionError> {
     if !SIGNALS.contains(&signal) {
-        return Err(format!("unsupported eviction signal {signal}"));
+        return Err(EvictionError::UnsupportedSignal {
+            signal: signal.to_owned(),
+        });
     }
     if text.ends_with('%') {
         if text == "0%" || text == "100%" {
             return Ok(None);
         }
         let number = text.trim_end_matches('%');
-        let value = go::parse_float32(number).map_err(|e| e.text("ParseFloat", number))?;
+        let value = go::parse_float32(number).map_err(|e| EvictionError::PercentageNumber {
+            signal: signal.to_owned(),
+            number: number.to_owned(),
+            reason: e.reason(),
+        })?;
         let fraction = value / 100.0;
         if fraction < 0.0 {
-            return Err(format!("eviction percentage threshold {signal} must be >= 0%: {text}"));
+            return Err(EvictionError::PercentageBelowZero {
+                signal: signal.to_owned(),
+                value: text.to_owned(),
+            });
         }
         if fraction > 1.0 {
-            return Err(format!(
-                "eviction percentage threshold {signal} must be <= 100%: {text}"
-            ));
+            return Err(EvictionError::PercentageAboveAll {
+                signal: signal.to_owned(),
+                value: text.to_owned(),
+            });
         }
         return Ok(Some(ThresholdValue::Percentage(fraction)));
     }
-    let quantity = parse_quantity(text).map_err(|error| error.to_string())?;
+    let quantity = parse_quantity(text).map_err(|error| EvictionError::Quantity {
+        signal: signal.to_owned(),
+        error,
+    })?;
     if quantity.milli() <= 0 {
         let shown = go_string(text).unwrap_or_else(|| "0".to_owned());
-        return Err(format!("eviction threshold {signal} must be positive: {shown}"));
+        return Err(EvictionError::NotPositive {
+            signal: signal.to_owned(),
+            shown,
+        });
     }
     Ok(Some(ThresholdValue::Quantity(quantity)))
 }
@@ -121,7 +177,7 @@ pub fn hard_eviction_reservation(
 mod tests {
     use super::*;
 
-    fn parse(pairs: &[(&str, &str)]) -> Result<Vec<Threshold>, String> {
+    fn parse(pairs: &[(&str, &str)]) -> Result<Vec<Threshold>, EvictionError> {
         parse_hard_thresholds(&pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect())
     }
 
@@ -191,7 +247,9 @@ mod tests {
             ),
         ];
         for ((signal, value), expected) in table {
-            assert_eq!(parse(&[(signal, value)]), Err(expected.to_owned()), "{signal}: {value}");
+            let error = parse(&[(signal, value)]).unwrap_err();
+            assert_eq!(error.to_string(), expected, "{signal}: {value}");
+            assert_eq!(error.signal(), signal);
         }
     }
 }

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer};
 use topoalign_engine::{CpuPolicyName, MemoryPolicyName, TopologyPolicyName, TopologyScope};
-use topoalign_model::{KubeletVersion, Quantity};
+use topoalign_model::{KubeletVersion, KubeletVersionError, Quantity};
 
 use crate::quantity::parse_quantity_field;
 
@@ -548,15 +548,26 @@ fn kubelet_version<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<
         .map_err(serde::de::Error::custom)
 }
 
+/// Why a `kubeletVersion` value names no release topoalign reproduces.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum KubeletVersionValueError {
+    /// A number, a map, …: the value as JSON.
+    #[error("{0} is not a version string such as \"1.33\"")]
+    NotAString(String),
+    #[error(transparent)]
+    Version(#[from] KubeletVersionError),
+}
+
 /// Reads a `kubeletVersion` value; the error says what is wrong with it.
 ///
 /// # Errors
-/// A message for a non-string, malformed or unsupported version.
-pub fn parse_kubelet_version(value: &serde_json::Value) -> Result<KubeletVersion, String> {
+/// [`KubeletVersionValueError`] for a non-string, malformed or unsupported
+/// version.
+pub fn parse_kubelet_version(value: &serde_json::Value) -> Result<KubeletVersion, KubeletVersionValueError> {
     let text = value
         .as_str()
-        .ok_or_else(|| format!("{value} is not a version string such as \"1.33\""))?;
-    KubeletVersion::parse(text).map_err(|e| e.to_string())
+        .ok_or_else(|| KubeletVersionValueError::NotAString(value.to_string()))?;
+    Ok(KubeletVersion::parse(text)?)
 }
 
 /// Applies a command's `--kubelet-version` to a `kubelet:` block (a
@@ -584,7 +595,7 @@ pub fn apply_kubelet_version(kubelet: &mut serde_json::Value, flag: KubeletVersi
             object.insert(KUBELET_VERSION_FIELD.to_owned(), flag.as_str().into());
             Ok(())
         }
-        Some(given) => match parse_kubelet_version(given).map_err(invalid)? {
+        Some(given) => match parse_kubelet_version(given).map_err(|e| invalid(e.to_string()))? {
             version if version == flag => Ok(()),
             version => Err(invalid(format!(
                 "the configuration says kubelet {version} but --kubelet-version says {flag}"

@@ -40,12 +40,12 @@ pub mod text;
 pub mod validation;
 
 pub use checkpoint::{CheckpointError, CheckpointKind, CpuCheckpoint, DeviceCheckpoint, MemoryCheckpoint};
-pub use cpu_list::{CpuList, parse_cpu_list, reserved_cpus};
-pub use eviction::{Threshold, ThresholdValue, hard_eviction_reservation, parse_hard_thresholds};
-pub use feature_gates::GateSet;
+pub use cpu_list::{CpuList, CpuListError, ReservedCpusError, parse_cpu_list, reserved_cpus};
+pub use eviction::{EvictionError, Threshold, ThresholdValue, hard_eviction_reservation, parse_hard_thresholds};
+pub use feature_gates::{GateError, GateProblem, GateSet};
 pub use kubelet_config::{
-    ConfigError, KubeletConfiguration, MemoryReservation, MemorySwap, apply_kubelet_version, file_fields,
-    parse_kubelet_version, unknown_field_warnings,
+    ConfigError, KubeletConfiguration, KubeletVersionValueError, MemoryReservation, MemorySwap, apply_kubelet_version,
+    file_fields, parse_kubelet_version, unknown_field_warnings,
 };
 pub use manifests::{
     MAX_PODS, ManifestError, ManifestOptions, ManifestPod, Manifests, Skipped, own_replicas, read_manifests,
@@ -55,4 +55,4 @@ pub use pod::{PodError, PodProblem, is_valid_pod_key, pod_from_k8s, pod_from_val
 pub use quantity::{QuantityError, go_string, parse_quantity, parse_quantity_field};
 pub use restart::restart_node;
 pub use startup::{KubeletConfigError, node_config, node_config_from_value, start_node};
-pub use validation::validate;
+pub use validation::{ValidationError, validate};

@@ -41,11 +41,11 @@ pub enum KubeletConfigError {
     /// `ValidateKubeletConfiguration` (text starts `failed to validate
     /// kubelet configuration, error: `), including feature gate errors.
     #[error("{0}")]
-    Validation(String),
+    Validation(#[from] crate::validation::ValidationError),
     /// `getReservedCPUs`, e.g. `reserved-cpus: 0-3 is not a subset of
     /// online-cpus: 0-1`.
     #[error("{0}")]
-    ReservedCpus(String),
+    ReservedCpus(#[from] crate::cpu_list::ReservedCpusError),
     /// `parseResourceList` of `kubeReserved`.
     #[error("--kube-reserved value failed to parse: {0}")]
     KubeReserved(String),
@@ -54,7 +54,7 @@ pub enum KubeletConfigError {
     SystemReserved(String),
     /// `evictionHard`, e.g. `unsupported eviction signal x`.
     #[error("{0}")]
-    EvictionHard(String),
+    EvictionHard(#[from] crate::eviction::EvictionError),
     #[error("--qos-reserved value failed to parse: {0}")]
     QosReserved(String),
     /// CPU manager policy options while `CPUManagerPolicyOptions` is off.
@@ -89,10 +89,9 @@ pub enum KubeletConfigError {
 /// [`KubeletConfigError`] for the first step that fails, with the
 /// kubelet's text.
 pub fn node_config(config: &KubeletConfiguration, machine: &Machine) -> Result<NodeConfig, KubeletConfigError> {
-    let gates = validate(config).map_err(KubeletConfigError::Validation)?;
+    let gates = validate(config)?;
 
-    let reserved_system_cpus = crate::cpu_list::reserved_cpus(config.reserved_system_cpus(), machine)
-        .map_err(KubeletConfigError::ReservedCpus)?;
+    let reserved_system_cpus = crate::cpu_list::reserved_cpus(config.reserved_system_cpus(), machine)?;
     let mut kube_reserved = config.kube_reserved.clone();
     let mut system_reserved = config.system_reserved.clone();
     if let Some(cpus) = &reserved_system_cpus {
@@ -106,7 +105,7 @@ pub fn node_config(config: &KubeletConfiguration, machine: &Machine) -> Result<N
     let kube_reserved = parse_resource_list(kube_reserved.as_ref()).map_err(KubeletConfigError::KubeReserved)?;
     let system_reserved = parse_resource_list(system_reserved.as_ref()).map_err(KubeletConfigError::SystemReserved)?;
 
-    let thresholds = parse_hard_thresholds(&config.eviction_hard()).map_err(KubeletConfigError::EvictionHard)?;
+    let thresholds = parse_hard_thresholds(&config.eviction_hard())?;
     parse_qos_reserved(config.qos_reserved.as_ref()).map_err(KubeletConfigError::QosReserved)?;
 
     let kubelet_version = config.kubelet_version.unwrap_or_default();

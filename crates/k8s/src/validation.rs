@@ -9,7 +9,7 @@
 
 use topoalign_engine::{TopologyPolicyName, TopologyScope};
 
-use crate::feature_gates::GateSet;
+use crate::feature_gates::{GateError, GateSet};
 use crate::go::{self, quote};
 use crate::kubelet_config::{KubeletConfiguration, nonzero};
 
@@ -23,20 +23,34 @@ const PREFIX: &str = "failed to validate kubelet configuration, error: ";
 const GATE_PANIC: &str =
     "panic: failed to merge global and in-flight KubeletConfiguration while setting defaults, error: ";
 
+/// Why the kubelet refuses a configuration; the message is the kubelet's.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ValidationError {
+    /// `featureGates` names a gate the release does not know or sets a
+    /// locked one: the kubelet panics while loading the file.
+    #[error("{GATE_PANIC}{0}")]
+    Gates(#[from] GateError),
+    /// `ValidateKubeletConfiguration`'s problems, in the kubelet's order
+    /// (each names its field as the kubelet does).
+    #[error("{PREFIX}{}", go::aggregate(.problems).unwrap_or_default())]
+    Invalid { problems: Vec<String> },
+}
+
 /// Validates `config` like `ValidateKubeletConfiguration`, with the feature
 /// gates it sets applied to a copy of its release's defaults.
 ///
 /// # Errors
-/// The kubelet's full text, `failed to validate kubelet configuration,
-/// error: ...`, with several problems aggregated as `[a, b]`; for a refused
+/// [`ValidationError`], whose message is the kubelet's full text, `failed
+/// to validate kubelet configuration, error: ...`, with several problems aggregated as `[a, b]`; for a refused
 /// gate, the panic the kubelet dies with while loading the file.
-pub fn validate(config: &KubeletConfiguration) -> Result<GateSet, String> {
+pub fn validate(config: &KubeletConfiguration) -> Result<GateSet, ValidationError> {
     let version = config.kubelet_version.unwrap_or_default();
-    let gates = GateSet::from_overrides(&config.feature_gates(), version).map_err(|e| format!("{GATE_PANIC}{e}"))?;
-    let errors = problems(config, &gates);
-    match go::aggregate(&errors) {
-        Some(text) => Err(format!("{PREFIX}{text}")),
-        None => Ok(gates),
+    let gates = GateSet::from_overrides(&config.feature_gates(), version)?;
+    let problems = problems(config, &gates);
+    if problems.is_empty() {
+        Ok(gates)
+    } else {
+        Err(ValidationError::Invalid { problems })
     }
 }
 
@@ -443,7 +457,9 @@ mod tests {
     use serde_json::json;
 
     fn check(config: serde_json::Value) -> Result<(), String> {
-        validate(&KubeletConfiguration::from_value(&config).unwrap()).map(|_| ())
+        validate(&KubeletConfiguration::from_value(&config).unwrap())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 
     #[test]

@@ -249,9 +249,9 @@ fn dra_results(
     results: &[EventResult],
 ) -> Result<Vec<DraEventResult>, ScenarioError> {
     let release = match kubelet.get(topoalign_k8s::kubelet_config::KUBELET_VERSION_FIELD) {
-        Some(value) => topoalign_k8s::parse_kubelet_version(value).map_err(|message| ScenarioError::Field {
+        Some(value) => topoalign_k8s::parse_kubelet_version(value).map_err(|error| ScenarioError::Field {
             path: format!("kubelet.{}", topoalign_k8s::kubelet_config::KUBELET_VERSION_FIELD),
-            message,
+            message: error.to_string(),
         })?,
         None => topoalign_model::KubeletVersion::default(),
     }

@@ -378,7 +378,7 @@ impl CpuCheckpoint {
 /// `cpuset.Parse` into a set; ids beyond [`CpuSet::MAX_CPU_ID`] (the
 /// kernel's limit) are refused, so a hostile `0-4000000000` costs nothing.
 fn cpu_set(text: &str) -> Result<CpuSet, String> {
-    let list = parse_cpu_list(text)?;
+    let list = parse_cpu_list(text).map_err(|e| e.to_string())?;
     let max = CpuSet::MAX_CPU_ID;
     list.to_cpu_set(i64::from(max))
         .ok_or_else(|| format!("CPU ids above {max} are not supported"))

@@ -20,6 +20,27 @@ use topoalign_model::{FeatureGates, KubeletVersion};
 
 use crate::go;
 
+/// One setting of `featureGates` the kubelet refuses; the message is the
+/// kubelet's.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GateProblem {
+    #[error("unrecognized feature gate: {gate}")]
+    Unrecognized { gate: String },
+    #[error("cannot set feature gate {gate} to {value}, feature is locked to {locked}")]
+    Locked { gate: String, value: bool, locked: bool },
+    /// A gate that is on while gates it depends on are off.
+    #[error("{gate} is enabled, but depends on features that are disabled: [{}]", .disabled.join(" "))]
+    UnmetDependencies { gate: String, disabled: Vec<String> },
+}
+
+/// The settings of `featureGates` the kubelet refuses, aggregated as Go
+/// aggregates errors (`[a, b]` for several).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}", go::aggregate(&self.problems.iter().map(ToString::to_string).collect::<Vec<_>>()).unwrap_or_default())]
+pub struct GateError {
+    pub problems: Vec<GateProblem>,
+}
+
 /// Maturity of a gate in a release, which `AllAlpha` / `AllBeta` act on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Maturity {
@@ -114,13 +135,13 @@ impl GateSet {
     /// `featureGate.SetFromMap`.
     ///
     /// # Errors
-    /// The kubelet's text: `unrecognized feature gate: X` (which stops at
-    /// once), `cannot set feature gate X to Y, feature is locked to Z`
+    /// [`GateError`], with the kubelet's text: `unrecognized feature gate:
+    /// X` (which stops at once), `cannot set feature gate X to Y, feature is locked to Z`
     /// (collected); when those pass, `X is enabled, but depends on features
     /// that are disabled: [Y Z]` for each gate on whose dependencies are not
     /// (collected, in name order: the kubelet walks a Go map). Several
     /// errors are aggregated as Go does.
-    pub fn from_overrides(overrides: &BTreeMap<String, bool>, version: KubeletVersion) -> Result<GateSet, String> {
+    pub fn from_overrides(overrides: &BTreeMap<String, bool>, version: KubeletVersion) -> Result<GateSet, GateError> {
         let table = table(version);
         let mut enabled = BTreeMap::new();
         let mut errors = Vec::new();
@@ -143,14 +164,15 @@ impl GateSet {
         }
         for (name, &value) in explicit {
             let Some((&known, &spec)) = table.get_key_value(name.as_str()) else {
-                errors.push(format!("unrecognized feature gate: {name}"));
+                errors.push(GateProblem::Unrecognized { gate: name.clone() });
                 break;
             };
             if spec.locked && spec.default != value {
-                errors.push(format!(
-                    "cannot set feature gate {name} to {value}, feature is locked to {}",
-                    spec.default
-                ));
+                errors.push(GateProblem::Locked {
+                    gate: name.clone(),
+                    value,
+                    locked: spec.default,
+                });
                 continue;
             }
             enabled.insert(known, value);
@@ -159,25 +181,29 @@ impl GateSet {
         if errors.is_empty() {
             errors = set.unmet_dependencies();
         }
-        match go::aggregate(&errors) {
-            Some(text) => Err(text),
-            None => Ok(set),
+        if errors.is_empty() {
+            Ok(set)
+        } else {
+            Err(GateError { problems: errors })
         }
     }
 
     /// `featureGate.unsafeSetFromMap`'s last check: every gate that is on
     /// (set or by default) needs the gates it depends on to be on.
-    fn unmet_dependencies(&self) -> Vec<String> {
+    fn unmet_dependencies(&self) -> Vec<GateProblem> {
         self.table
             .iter()
             .filter(|(name, spec)| !spec.depends_on.is_empty() && self.enabled(name))
             .filter_map(|(name, spec)| {
-                let off: Vec<&str> = spec.depends_on.split(',').filter(|dep| !self.enabled(dep)).collect();
-                (!off.is_empty()).then(|| {
-                    format!(
-                        "{name} is enabled, but depends on features that are disabled: [{}]",
-                        off.join(" ")
-                    )
+                let off: Vec<String> = spec
+                    .depends_on
+                    .split(',')
+                    .filter(|dep| !self.enabled(dep))
+                    .map(str::to_owned)
+                    .collect();
+                (!off.is_empty()).then(|| GateProblem::UnmetDependencies {
+                    gate: (*name).to_owned(),
+                    disabled: off,
                 })
             })
             .collect()
@@ -225,6 +251,7 @@ mod tests {
 
     fn gates_of(version: KubeletVersion, pairs: &[(&str, bool)]) -> Result<GateSet, String> {
         GateSet::from_overrides(&pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(), version)
+            .map_err(|e| e.to_string())
     }
 
     fn gates(pairs: &[(&str, bool)]) -> Result<GateSet, String> {
