@@ -238,7 +238,9 @@ func TestHelmChartIsDeploy(t *testing.T) {
 	if len(want) < 10 {
 		t.Errorf("deploy/ has only %d objects; it ships the CRD, the follower and the RBAC", len(want))
 	}
-	t.Logf("%d objects, equal to deploy/'s", len(want))
+	if !t.Failed() {
+		t.Logf("%d objects, equal to deploy/'s", len(want))
+	}
 }
 
 // The scheduler Deployment's KubeSchedulerConfiguration is deploy/'s with
@@ -252,6 +254,7 @@ func TestHelmSchedulerConfigIsDeploys(t *testing.T) {
 			values := map[string]any{"scheduler": map[string]any{"enabled": true, "extender": map[string]any{"bind": bind}}}
 			objects := byKey(t, "the chart", renderChart(t, "topoalign", "kube-system", values))
 			config, args := schedulerParts(t, objects, "topoalign-scheduler", "kube-system")
+			schedulerReadsItsConfigMap(t, objects, "topoalign-scheduler", "kube-system")
 
 			want := deploySchedulerConfig(t)
 			delete(want, "clientConnection")
@@ -312,6 +315,41 @@ func schedulerParts(t *testing.T, objects map[string]*unstructured.Unstructured,
 	return nil, nil
 }
 
+// kube-scheduler in the Deployment reads the ConfigMap's config.yaml: its
+// --config is that key's path in the volume of that ConfigMap.
+func schedulerReadsItsConfigMap(t *testing.T, objects map[string]*unstructured.Unstructured, name, namespace string) {
+	t.Helper()
+	deployment := objects["apps/v1 Deployment "+namespace+"/"+name]
+	spec, _, _ := unstructured.NestedMap(deployment.Object, "spec", "template", "spec")
+	volumes := map[string]string{}
+	for _, v := range spec["volumes"].([]any) {
+		volume := v.(map[string]any)
+		if cm, ok := volume["configMap"].(map[string]any); ok {
+			volumes[volume["name"].(string)] = cm["name"].(string)
+		}
+	}
+	for _, c := range spec["containers"].([]any) {
+		container := c.(map[string]any)
+		if container["name"] != "kube-scheduler" {
+			continue
+		}
+		var config string
+		for _, a := range container["args"].([]any) {
+			if rest, ok := strings.CutPrefix(a.(string), "--config="); ok {
+				config = rest
+			}
+		}
+		for _, m := range container["volumeMounts"].([]any) {
+			mount := m.(map[string]any)
+			if volumes[mount["name"].(string)] == name && config == mount["mountPath"].(string)+"/config.yaml" {
+				return
+			}
+		}
+		t.Fatalf("kube-scheduler's --config=%s is not config.yaml of a mounted ConfigMap %s (mounts %s, volumes %v)", config, name, compact(container["volumeMounts"]), volumes)
+	}
+	t.Fatalf("Deployment %s: no kube-scheduler container", name)
+}
+
 // The values a Helm user sets reach the objects: image, namespace, the
 // follower's kubelet directory (flag and mount), its scheduling
 // (tolerations, nodeSelector), resources, extra arguments and labels.
@@ -355,11 +393,12 @@ func TestHelmValuesReachTheObjects(t *testing.T) {
 	spec, _, _ := unstructured.NestedMap(ds.Object, "spec", "template", "spec")
 	container := spec["containers"].([]any)[0].(map[string]any)
 	checks := map[string][2]any{
-		"image":             {container["image"], "registry.example/topoalign:v9"},
-		"imagePullPolicy":   {container["imagePullPolicy"], "IfNotPresent"},
-		"args":              {container["args"], []any{"agent", "--follow-kubelet", "--kubelet-dir=/data/kubelet", "--pod-resources=/data/kubelet/pod-resources/kubelet.sock", "--socket=/run/topoalign/follower.sock", "--follow-listen=0.0.0.0:9797", "--nrt-publish", "--nrt-node-name=$(NODE_NAME)", "--log-format=text", "--resync-interval=30"}},
-		"port":              {container["ports"], []any{map[string]any{"name": "http", "containerPort": float64(9797)}}},
-		"resources":         {container["resources"], map[string]any{"requests": map[string]any{"cpu": "50m"}}},
+		"image":           {container["image"], "registry.example/topoalign:v9"},
+		"imagePullPolicy": {container["imagePullPolicy"], "IfNotPresent"},
+		"args":            {container["args"], []any{"agent", "--follow-kubelet", "--kubelet-dir=/data/kubelet", "--pod-resources=/data/kubelet/pod-resources/kubelet.sock", "--socket=/run/topoalign/follower.sock", "--follow-listen=0.0.0.0:9797", "--nrt-publish", "--nrt-node-name=$(NODE_NAME)", "--log-format=text", "--resync-interval=30"}},
+		"port":            {container["ports"], []any{map[string]any{"name": "http", "containerPort": float64(9797)}}},
+		// Helm merges maps with the defaults (`limits: null` removes).
+		"resources":         {container["resources"], map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "64Mi"}, "limits": map[string]any{"memory": "256Mi"}}},
 		"tolerations":       {spec["tolerations"], []any{map[string]any{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}}},
 		"nodeSelector":      {spec["nodeSelector"], map[string]any{"topoalign.io/numa": "true"}},
 		"kubelet mount":     {container["volumeMounts"].([]any)[0].(map[string]any)["mountPath"], "/data/kubelet"},
@@ -572,6 +611,7 @@ func TestHelmChartInstalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("%s bound to %s by the chart's scheduler and extender", pod.Name, p.Spec.NodeName)
 	if p.Spec.NodeName != "helm-e2e-a" {
 		t.Errorf("bound to %s, want helm-e2e-a (the fragmented node's kubelet would refuse 7 CPUs)", p.Spec.NodeName)
 	}
