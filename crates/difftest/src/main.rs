@@ -98,7 +98,7 @@ enum Command {
         exclude: Vec<String>,
         /// Which machines and pods: `standard`, or `big` (9-16 NUMA nodes,
         /// an aligning policy, ten times the merge budget; give the oracle
-        /// minutes: --cpu-timeout 600). Keep big runs in a ledger of their
+        /// minutes: --timeout 600). Keep big runs in a ledger of their
         /// own (testdata/difftest-big-ledger.tsv): seeds are per ledger.
         #[arg(long, value_enum, default_value_t)]
         profile: generate::Profile,
