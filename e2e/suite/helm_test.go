@@ -577,7 +577,13 @@ func TestHelmChartInstalls(t *testing.T) {
 	}
 	stopAtEnd(t, extender)
 	url := "http://127.0.0.1:" + strconv.Itoa(ports[0])
-	extenderKnows(t, ctx, extender, url, "the chart's extender reads the nodes", func(known int) bool { return known >= len(nodes) })
+	// Every stored object, ours and any another test left: the extender
+	// must have read ours before the pod is offered.
+	stored, err := c.dynamic.Resource(nrtGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	extenderKnows(t, ctx, extender, url, "the chart's extender reads the nodes", func(known int) bool { return known >= len(stored.Items) })
 
 	// kube-scheduler with the ConfigMap's configuration.
 	config["clientConnection"] = map[string]any{"kubeconfig": extenderKubeconfig}
