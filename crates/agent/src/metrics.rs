@@ -123,35 +123,7 @@ impl Rules {
     }
 }
 
-/// The labels of a per-NUMA gauge, the agent's and the follower's
-/// (`numa_node`, `resource`).
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct NumaLabels {
-    numa_node: String,
-    resource: String,
-}
-
-impl NumaLabels {
-    pub fn new(numa_node: impl std::fmt::Display, resource: &str) -> NumaLabels {
-        NumaLabels {
-            numa_node: numa_node.to_string(),
-            resource: resource.to_owned(),
-        }
-    }
-}
-
-/// An amount as a gauge's value (saturating: no amount is that large).
-pub fn gauge_value(amount: impl TryInto<i64>) -> i64 {
-    amount.try_into().unwrap_or(i64::MAX)
-}
-
-/// The OpenMetrics text exposition of `registry`.
-pub fn encode(registry: &Registry) -> String {
-    let mut text = String::new();
-    // Writing to a String cannot fail.
-    let _ = prometheus_client::encoding::text::encode(&mut text, registry);
-    text
-}
+pub use topoalign_usage::{NumaLabels, encode, gauge_value};
 
 /// The agent's metrics.
 #[derive(Debug)]

@@ -180,50 +180,8 @@ pub struct ErrorBody {
     pub error: String,
 }
 
-/// `GET /v1/topology`: the machine, the policies, and per-NUMA usage.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Topology {
-    pub topology_policy: String,
-    pub topology_scope: String,
-    pub cpu_policy: String,
-    pub memory_policy: String,
-    pub enforcement: String,
-    /// The shared CPU pool (list syntax on the wire).
-    pub shared_cpus: CpuSet,
-    pub numa_nodes: Vec<NumaNodeUsage>,
-}
-
-/// One NUMA node's resources.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NumaNodeUsage {
-    pub id: usize,
-    /// All of the node's CPUs (list syntax on the wire).
-    pub cpus: CpuSet,
-    /// Resource → capacity / allocatable / allocated. `cpu` counts CPUs;
-    /// `memory` and `hugepages-*` count bytes; devices count devices.
-    pub resources: BTreeMap<String, Usage>,
-    /// Free capacity without its partner: CPUs free on a NUMA node whose
-    /// allocatable memory is all taken, or memory free on one whose CPUs
-    /// are (`topoalign_agent::usage`). Not the fleet report's "stranded"
-    /// capacity, which is free capacity no failed pod fits.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub unpaired: BTreeMap<String, u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub distances: Option<Vec<u64>>,
-}
-
-/// Amounts of one resource on one NUMA node.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Usage {
-    pub capacity: u64,
-    pub allocatable: u64,
-    /// `null` where the node does not track it per NUMA node (memory under
-    /// the memory manager's `None` policy).
-    pub allocated: Option<u64>,
-}
+/// `GET /v1/topology` (the document the follower serves too).
+pub use topoalign_usage::{NumaNodeUsage, Topology, Usage};
 
 /// `GET /healthz`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

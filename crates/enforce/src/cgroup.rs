@@ -27,23 +27,8 @@ use std::path::{Path, PathBuf};
 use topoalign_model::CpuSet;
 
 use crate::node_list;
-
-/// Which cgroup interface holds the cpuset controller.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CgroupVersion {
-    V1,
-    V2,
-}
-
-impl CgroupVersion {
-    /// `cgroup-v1` / `cgroup-v2`, as the agent reports its enforcement.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CgroupVersion::V1 => "cgroup-v1",
-            CgroupVersion::V2 => "cgroup-v2",
-        }
-    }
-}
+pub use topoalign_host::CgroupVersion;
+use topoalign_host::unescape_mount_path;
 
 /// Where the cpuset hierarchy is mounted.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -183,26 +168,6 @@ pub fn find_cpuset_mount(mountinfo: &str) -> Option<CpusetMount> {
         }
     }
     v2
-}
-
-/// mountinfo writes space, tab, newline and backslash as `\ooo` octal.
-pub(crate) fn unescape_mount_path(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\' && i + 3 < bytes.len() && bytes[i + 1..=i + 3].iter().all(|b| (b'0'..=b'7').contains(b)) {
-            let value = bytes[i + 1..=i + 3]
-                .iter()
-                .fold(0u32, |acc, b| acc * 8 + u32::from(b - b'0'));
-            out.push(u8::try_from(value).unwrap_or(b'?'));
-            i += 4;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// topoalign's parent cgroup in the cpuset hierarchy, ready for leaves.

@@ -14,9 +14,10 @@
 //! - [`process`]: which process holds an allocation, robust against pid
 //!   reuse and reboots;
 //! - [`gpu`]: the environment that makes only the allocated GPUs visible;
-//! - [`observe`]: the read side — what the kernel applies to a process
-//!   (its cpuset cgroup, affinity, memory per NUMA node, devices), for
-//!   `topoalign verify`.
+//!
+//! The read side — what the kernel applies to a process — is
+//! `topoalign-host` (the follower and `verify` read it without linking
+//! this crate); [`cgroup::CgroupVersion`] is its.
 //!
 //! Must not touch: allocation decisions (the engine's), the agent's state.
 //! Every `unsafe` block lives here and says why it is sound.
@@ -24,7 +25,6 @@
 pub mod cgroup;
 pub mod gpu;
 pub mod kernel;
-pub mod observe;
 pub mod process;
 pub mod spawn;
 

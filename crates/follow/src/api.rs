@@ -5,12 +5,15 @@
 //! GET /healthz       {"status": "ok", "state": "known"|"unknown"|"starting", "reason": ...,
 //!                     "ageSeconds": ..., "held": ...}
 //! GET /metrics       OpenMetrics text
-//! GET /v1/topology   the agent's topology document of the kubelet's node (503 while unknown)
+//! GET /v1/topology   the topology document (`topoalign_usage`, the agent's shape) of the kubelet's node (503 while unknown)
 //! GET /v1/state      the exact state (topoalign.io/state's record; 503 while unknown)
 //! GET /v1/status?after=G
 //!                    the first status newer than generation G (waiting up to 30 s for it):
 //!                    {"generation", "state": "known"|"unknown"|"starting", "reason", "record",
 //!                     "ageSeconds", "held"}
+//! GET /v1/verdicts  the last verification of the running containers ([`crate::verify`]):
+//!                    {"generation", "reports": [...], "summary", "notFound": [...]}
+//!                    as `topoalign verify --containers -o json`; 503 before the first or when off
 //! anything else under /v1/allocations, /v1/reconcile: 405, the follower never allocates
 //! ```
 //!
@@ -44,6 +47,8 @@ pub struct Shared {
     /// How long `/v1/status` waits for a newer generation: 30 s, or less
     /// to stay within the listener's request deadline.
     pub status_wait: Duration,
+    /// The verifier's latest verdicts (`None`: verification is off).
+    pub verdicts: Option<watch::Receiver<crate::verify::Verdicts>>,
 }
 
 /// The status the API and the NodeResourceTopology delivery publish.
@@ -105,6 +110,7 @@ pub fn router(shared: Shared) -> Router {
         .route("/v1/topology", get(topology))
         .route("/v1/state", get(state))
         .route("/v1/status", get(status))
+        .route("/v1/verdicts", get(verdicts))
         .route("/v1/allocations", any(refuse))
         .route("/v1/allocations/{id}", any(refuse))
         .route("/v1/reconcile", any(refuse))
@@ -150,7 +156,7 @@ type KnownNode = (Arc<topoalign_engine::Node>, Option<(header::HeaderName, Heade
 fn known(shared: &Shared) -> Result<KnownNode, String> {
     let published = shared.status.borrow();
     match &published.status.state {
-        State::Known { node } => Ok((node.clone(), published.age_header())),
+        State::Known { node, .. } => Ok((node.clone(), published.age_header())),
         State::Starting => Err("the kubelet's state is not read yet".to_owned()),
         State::Unknown(unknown) => Err(format!("the kubelet's state is unknown: {}", unknown.reason)),
     }
@@ -160,7 +166,7 @@ async fn topology(AxumState(shared): AxumState<Shared>) -> Response {
     match known(&shared) {
         Ok((node, age)) => (
             age.into_iter().collect::<axum::http::HeaderMap>(),
-            Json(topoalign_agent::usage::node_topology(&node, "kubelet")),
+            Json(topoalign_usage::node_topology(&node, "kubelet")),
         )
             .into_response(),
         Err(message) => error(StatusCode::SERVICE_UNAVAILABLE, message),
@@ -202,7 +208,7 @@ async fn status(AxumState(shared): AxumState<Shared>, Query(query): Query<After>
     let status = &published.status;
     let body = match &status.state {
         State::Starting => json!({"generation": status.generation, "state": "starting"}),
-        State::Known { node } => json!({
+        State::Known { node, .. } => json!({
             "generation": status.generation, "state": "known",
             "record": topoalign_nrt::StateRecord::of(node),
         }),
@@ -211,4 +217,36 @@ async fn status(AxumState(shared): AxumState<Shared>, Query(query): Query<After>
         }),
     };
     Json(published.annotate(body)).into_response()
+}
+
+/// `GET /v1/verdicts`: the last verification, as `verify --containers -o
+/// json` prints it (with the status generation it judged).
+async fn verdicts(AxumState(shared): AxumState<Shared>) -> Response {
+    let Some(receiver) = &shared.verdicts else {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "verification is off (--verify-interval 0)",
+        );
+    };
+    let latest = receiver.borrow().clone();
+    match (&latest.verified, &latest.error) {
+        (Some(verified), _) => {
+            let summary = topoalign_verify::Summary::of(&verified.reports);
+            Json(json!({
+                "generation": latest.generation,
+                "reports": verified.reports,
+                "summary": summary,
+                "notFound": verified.not_found,
+            }))
+            .into_response()
+        }
+        (None, Some(reason)) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("the containers cannot be verified: {reason}"),
+        ),
+        (None, None) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no verification yet (the kubelet's state is not known yet)",
+        ),
+    }
 }

@@ -299,3 +299,38 @@ fn listed_pods(
     }
     Ok(listed)
 }
+
+/// The containers of `pods` that may have processes, with their runtime
+/// ids (`topoalign_observe`'s rule: not of a finished pod, not
+/// terminated).
+pub fn running_containers(pods: &[Arc<ApiPod>]) -> Vec<topoalign_observe::RunningContainer> {
+    let mut running = Vec::new();
+    for pod in pods {
+        let (Some(spec), Some(status)) = (pod.spec.as_ref(), pod.status.as_ref()) else {
+            continue;
+        };
+        let names = topoalign_observe::PodNames {
+            namespace: pod.metadata.namespace.as_deref().unwrap_or("default"),
+            name: pod.metadata.name.as_deref().unwrap_or_default(),
+            uid: pod.metadata.uid.as_deref().unwrap_or_default(),
+            phase: status.phase.as_deref(),
+        };
+        let containers = spec.init_containers.iter().flatten().chain(&spec.containers);
+        let statuses = status
+            .init_container_statuses
+            .iter()
+            .flatten()
+            .chain(status.container_statuses.iter().flatten())
+            .map(|status| topoalign_observe::ContainerStatus {
+                name: &status.name,
+                id: status.container_id.as_deref(),
+                terminated: status.state.as_ref().is_some_and(|s| s.terminated.is_some()),
+            });
+        running.extend(topoalign_observe::running_containers(
+            names,
+            containers.map(|c| c.name.as_str()),
+            statuses,
+        ));
+    }
+    running
+}

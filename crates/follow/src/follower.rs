@@ -16,7 +16,9 @@ use notify::{RecursiveMode, Watcher};
 use tokio::sync::{Notify, watch};
 use topoalign_engine::Node;
 
-use crate::check::{Rebuilder, Unknown};
+use topoalign_observe::RunningContainer;
+
+use crate::check::{Rebuilder, Unknown, running_containers};
 use crate::metrics::Metrics;
 use crate::sources::{PodSource, Sources};
 
@@ -39,6 +41,9 @@ pub enum State {
     Starting,
     Known {
         node: Arc<Node>,
+        /// The containers of the node's active pods that may have
+        /// processes, with their runtime ids (what the verifier checks).
+        containers: Arc<Vec<RunningContainer>>,
     },
     Unknown(Unknown),
 }
@@ -113,10 +118,13 @@ pub async fn follow(
             () = &mut shutdown => break,
             gathered = sources.gather() => gathered,
         };
-        let result = gathered.and_then(|observation| rebuilder.rebuild(&base, &observation));
+        let result = gathered.and_then(|observation| {
+            let rebuilt = rebuilder.rebuild(&base, &observation)?;
+            Ok((rebuilt, running_containers(&observation.pods)))
+        });
         generation += 1;
         let state = match result {
-            Ok(rebuilt) => {
+            Ok((rebuilt, containers)) => {
                 if last.as_ref().is_none_or(Result::is_err) {
                     tracing::info!(pods = rebuilt.node.pods().len(), "the kubelet's state is known");
                 }
@@ -128,6 +136,7 @@ pub async fn follow(
                 metrics.known(&rebuilt.node);
                 State::Known {
                     node: Arc::new(rebuilt.node),
+                    containers: Arc::new(containers),
                 }
             }
             Err(unknown) => {

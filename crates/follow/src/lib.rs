@@ -17,6 +17,9 @@
 //! - [`api`]: the read-only HTTP API (`/healthz`, `/metrics`,
 //!   `/v1/topology`, `/v1/state`), refusing every allocation request;
 //!   [`metrics`]: whether the state is known, and why not;
+//! - [`verify`]: proof of placement for every running container of the
+//!   known state (as `topoalign verify --containers`), exported as
+//!   metrics, on `/v1/verdicts` and optionally as Events on the pods;
 //! - [`run`]: all of it as the agent's daemon (`topoalign agent
 //!   --follow-kubelet`).
 //!
@@ -25,7 +28,9 @@
 //! when not — never a wrong state.
 //!
 //! Must not touch: decisions (the engine's), the checkpoint formats (the
-//! k8s crate's), delivery (`topoalign-nrt-publisher`).
+//! k8s crate's), delivery (`topoalign-nrt-publisher`). Depends on neither
+//! the agent nor `topoalign-enforce`: it observes, it never allocates or
+//! writes to the kernel.
 
 pub mod api;
 pub mod check;
@@ -33,6 +38,7 @@ pub mod follower;
 pub mod metrics;
 pub mod run;
 pub mod sources;
+pub mod verify;
 
 pub use check::{Observation, Rebuilder, Rebuilt, Unknown, rebuild};
 pub use follower::{FollowConfig, State, Status, Trigger, follow};
@@ -48,7 +54,7 @@ pub const DEFAULT_ROOT_DIR: &str = "/var/lib/kubelet";
 pub fn object_of(name: &str, status: &Status, spec: Option<&NodeSpec>) -> Option<NodeResourceTopology> {
     match &status.state {
         State::Starting => None,
-        State::Known { node } => Some(topoalign_nrt::build(name, node, BuildOptions { exact_state: spec })),
+        State::Known { node, .. } => Some(topoalign_nrt::build(name, node, BuildOptions { exact_state: spec })),
         State::Unknown(unknown) => Some(topoalign_nrt::unknown(name, &unknown.reason)),
     }
 }

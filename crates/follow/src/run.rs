@@ -27,6 +27,7 @@ use crate::follower::{FollowConfig, State, Status, Trigger, follow};
 use crate::metrics::Metrics;
 use crate::object_of;
 use crate::sources::{PodSource, PodStore, watch_pods};
+use crate::verify::{EventSink, Verdicts, VerifyConfig, verify_loop};
 
 /// Everything the daemon needs.
 pub struct RunConfig {
@@ -47,6 +48,11 @@ pub struct RunConfig {
     pub publish: Option<(pipeline::Plan, Option<NodeSpec>)>,
     /// What each listener of the API allows its clients.
     pub limits: ListenerLimits,
+    /// Verify the running containers' placement this often (`None`: off).
+    pub verify: Option<VerifyConfig>,
+    /// Post a Kubernetes Event on a pod when a container's verdict turns
+    /// drifted, misaligned or memory-spilled (needs `verify`).
+    pub events: bool,
 }
 
 /// How long the last known state stays published while gathers fail for
@@ -69,14 +75,14 @@ pub fn own_exhaustion(reason: &str) -> bool {
 pub fn publish_held(previous: &Published, status: Status, now: Instant, hold: Duration) -> Published {
     if let crate::follower::State::Unknown(unknown) = &status.state
         && own_exhaustion(&unknown.reason)
-        && let crate::follower::State::Known { node } = &previous.status.state
+        && let known @ crate::follower::State::Known { .. } = &previous.status.state
         && let Some(confirmed_at) = previous.confirmed_at
         && now.saturating_duration_since(confirmed_at) <= hold
     {
         return Published {
             status: Status {
                 generation: status.generation,
-                state: crate::follower::State::Known { node: node.clone() },
+                state: known.clone(),
             },
             confirmed_at: Some(confirmed_at),
             held: Some(unknown.reason.clone()),
@@ -96,12 +102,21 @@ pub async fn run(
 ) -> io::Result<()> {
     let trigger = Trigger::default();
     let mut tasks = tokio::task::JoinSet::new();
-    let pods = match &config.pods_file {
-        Some(path) => PodSource::File(path.clone()),
-        None => {
-            let client = kube::Client::try_default().await.map_err(|e| {
-                io::Error::other(format!("no Kubernetes client configuration for the node's pods: {e}"))
-            })?;
+    let needs_client = config.pods_file.is_none() || (config.events && config.verify.is_some());
+    let client = if needs_client {
+        Some(kube::Client::try_default().await.map_err(|e| {
+            io::Error::other(format!(
+                "no Kubernetes client configuration for the node's pods or events: {e}"
+            ))
+        })?)
+    } else {
+        None
+    };
+    let pods = match (&config.pods_file, &client) {
+        (Some(path), _) => PodSource::File(path.clone()),
+        (None, None) => return Err(io::Error::other("no Kubernetes client for the node's pods")),
+        (None, Some(client)) => {
+            let client = client.clone();
             let store = PodStore::default();
             let poke = trigger.clone();
             tasks.spawn(watch_pods(client, config.node_name.clone(), store.clone(), move || {
@@ -139,10 +154,29 @@ pub async fn run(
             .min(config.limits.socket.request_timeout)
             / 2,
     );
+    let verdicts = match config.verify {
+        None => None,
+        Some(verify) => {
+            let (verdicts_tx, verdicts_rx) = watch::channel(Verdicts::default());
+            let events = match (&client, config.events) {
+                (Some(client), true) => Some(EventSink::new(client.clone(), &config.node_name)),
+                _ => None,
+            };
+            tasks.spawn(verify_loop(
+                published_rx.clone(),
+                verify,
+                metrics.clone(),
+                verdicts_tx,
+                events,
+            ));
+            Some(verdicts_rx)
+        }
+    };
     let shared = Shared {
         status: published_rx.clone(),
         metrics: metrics.clone(),
         status_wait,
+        verdicts,
     };
     let on_socket = config.socket.as_deref().map(|path| (path, router(shared.clone())));
     let on_tcp = config.listen.map(|address| (address, router(shared.clone())));
@@ -212,6 +246,7 @@ mod tests {
                     )
                     .expect("a node"),
                 ),
+                containers: Arc::default(),
             },
         }
     }

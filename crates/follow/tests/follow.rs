@@ -422,7 +422,7 @@ async fn the_follower_settles_after_every_disturbance() {
             },
         ));
         let seen = wait(&mut status, 0, is_known).await;
-        let State::Known { node } = &seen.state else {
+        let State::Known { node, .. } = &seen.state else {
             unreachable!()
         };
         assert_is_the_kubelets(node, "1.32");
@@ -446,7 +446,7 @@ async fn the_follower_settles_after_every_disturbance() {
         kubelet = Kubelet::start(&socket, answers.clone());
         trigger.poke();
         let seen = wait(&mut status, seen.generation, is_known).await;
-        let State::Known { node } = &seen.state else {
+        let State::Known { node, .. } = &seen.state else {
             unreachable!()
         };
         assert_is_the_kubelets(node, "1.32");

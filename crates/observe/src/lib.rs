@@ -15,6 +15,11 @@
 //!   kubelet release of the node reads it ([`CheckpointStatus`]), whether
 //!   a kubelet restarting on them starts ([`Restart`]), the state restored
 //!   into the engine, and where the PodResources answer disagrees.
+//! - [`containers`]: proof of placement for the kubelet's running
+//!   containers ([`verify_containers`]): each one's processes found by
+//!   their cgroup (both cgroup drivers' layouts), read through
+//!   `topoalign-host` and judged by `topoalign-verify` against the observed
+//!   node — `verify --containers` and the follower's verdicts.
 //!
 //! # The rules
 //!
@@ -52,12 +57,14 @@
 //! k8s crate's), the PodResources protocol (the caller asks; this crate
 //! takes the answer as plain data), printing.
 
+pub mod containers;
 mod dir;
 mod observe;
 mod status;
 #[cfg(test)]
 mod tests;
 
+pub use containers::{ContainerStatus, PodNames, RunningContainer, Verified, running_containers, verify_containers};
 pub use dir::{CONFIG_FILES, DEFAULT_ROOT, KubeletDir, MAX_CHECKPOINT_BYTES, ObserveError, SOCKET_IN_ROOT};
 pub use observe::{
     Comparison, DeviceSource, DoubleAssignment, Inputs, ListedPod, Observed, Observer, PodResourcesAnswer, observe,

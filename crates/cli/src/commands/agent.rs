@@ -122,6 +122,21 @@ pub struct Args {
     /// and pods are also re-read when they change).
     #[arg(long, value_name = "SECONDS", default_value_t = 5, requires = "follow_kubelet")]
     resync_interval: u64,
+    /// Seconds between two verifications of the running containers'
+    /// placement (as `topoalign verify --containers`: metrics
+    /// `topoalign_follow_container_placement`, `GET /v1/verdicts`); 0: off.
+    /// Needs the host's processes (in a pod: hostPID).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, requires = "follow_kubelet")]
+    verify_interval: u64,
+    /// Read the host's processes under DIR (DIR/proc and the cgroup mounts
+    /// DIR/proc/self/mountinfo names, under DIR) instead of /.
+    #[arg(long, value_name = "DIR", requires = "follow_kubelet")]
+    verify_root: Option<std::path::PathBuf>,
+    /// Post a Kubernetes Event on a pod when one of its containers' verdict
+    /// turns drifted, misaligned or memory-spilled (needs create and patch
+    /// on events.k8s.io events).
+    #[arg(long, requires = "follow_kubelet")]
+    events: bool,
     /// Serve the follower's read-only API (health, metrics, topology,
     /// state) on this TCP address, without a token: it changes nothing.
     #[arg(long, value_name = "ADDR", requires = "follow_kubelet")]
@@ -299,6 +314,14 @@ fn follow(args: &Args) -> Result {
         listen: args.follow_listen,
         publish,
         limits: listener_limits(args, args.follow_listen.is_some()),
+        verify: (args.verify_interval > 0).then(|| topoalign_follow::verify::VerifyConfig {
+            host: args
+                .verify_root
+                .as_ref()
+                .map_or_else(topoalign_host::Host::live, topoalign_host::Host::under),
+            interval: Duration::from_secs(args.verify_interval),
+        }),
+        events: args.events,
     };
     let runtime = runtime()?;
     runtime.block_on(async {

@@ -1,5 +1,5 @@
 //! `topoalign verify`: proof of placement. Reads what the kernel really
-//! applies to processes (`topoalign_enforce::observe`), what was decided
+//! applies to processes (`topoalign_host`), what was decided
 //! for them (`topoalign run`'s record in their environment,
 //! `topoalign_verify::run_record`) and judges it (`topoalign_verify`).
 //!
@@ -8,17 +8,16 @@
 //! which); 2 bad input (no such process, a node file that does not read);
 //! 1 a file that exists could not be read.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use topoalign_enforce::observe::{DeviceFacts, Host, ObserveError, ProcessFacts};
+use topoalign_host::{Host, HostError, ProcessFacts};
 use topoalign_model::{Machine, human_bytes};
+use topoalign_observe::containers::{VISIBILITY, device_numa, judged, layout};
 use topoalign_verify::run_record::{self, RunRecord};
 use topoalign_verify::{
-    Applied, AppliedDevices, CgroupCpuset, DecidedCpus, DeviceSource, MemoryByNode, NodeSet, NumaLayout, Report,
-    Subject, Summary, VisibleDevice, judge, nodes_text,
+    AppliedDevices, DecidedCpus, DeviceSource, NumaLayout, Report, Subject, Summary, nodes_text,
 };
 
 use super::kubelet_dir::KubeletDirArgs;
@@ -27,9 +26,6 @@ use super::{Error, Outcome, Result};
 
 /// Exit status when a placement is not kept.
 const NOT_KEPT: u8 = 4;
-
-/// The GPU visibility variables, in the order they are believed.
-const VISIBILITY: [&str; 2] = ["NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"];
 
 /// Proof of placement: compare what the kernel applies to processes (CPUs,
 /// memory nodes and pages per NUMA node, devices) with what was decided for
@@ -108,12 +104,7 @@ pub fn run(args: &Args) -> Result {
     };
     let machine_file = args.node.as_deref().or(args.root.as_deref());
     let machine = topoalign_intake::read_node_file(machine_file)?.machine;
-    let layout = NumaLayout::new(
-        machine
-            .numa_nodes()
-            .iter()
-            .map(|node| (node.id, machine.numa_cpus(node.id))),
-    );
+    let layout = layout(&machine);
     let pids = if args.pids.is_empty() {
         run_children(args.root.as_deref().unwrap_or(Path::new("/")))?
     } else {
@@ -125,11 +116,11 @@ pub fn run(args: &Args) -> Result {
     for pid in pids {
         let facts = match host.process(pid, &keep) {
             Ok(facts) => facts,
-            Err(error @ ObserveError::NoProcess { .. }) if !args.pids.is_empty() => {
+            Err(error @ HostError::NoProcess { .. }) if !args.pids.is_empty() => {
                 return Err(Error::bad_input(error));
             }
             // Found by the scan, gone since: nothing to check.
-            Err(ObserveError::NoProcess { .. }) => continue,
+            Err(HostError::NoProcess { .. }) => continue,
             Err(error) => return Err(Error::Failed(error.into())),
         };
         reports.push(report_of(&machine, &layout, facts)?);
@@ -161,9 +152,8 @@ fn run_children(root: &Path) -> Result<Vec<u32>> {
         .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
         .filter(|pid: &u32| {
             // Another user's environment is not readable: not ours to check.
-            std::fs::read(proc.join(pid.to_string()).join("environ")).is_ok_and(|bytes| {
-                !topoalign_enforce::observe::parse_environ(&bytes, &[run_record::ALLOCATION]).is_empty()
-            })
+            std::fs::read(proc.join(pid.to_string()).join("environ"))
+                .is_ok_and(|bytes| !topoalign_host::parse_environ(&bytes, &[run_record::ALLOCATION]).is_empty())
         })
         .collect();
     pids.sort_unstable();
@@ -171,111 +161,15 @@ fn run_children(root: &Path) -> Result<Vec<u32>> {
 }
 
 fn report_of(machine: &Machine, layout: &NumaLayout, facts: ProcessFacts) -> Result<Report> {
-    let device_numa = |id: &str| device_numa(machine, id);
     let environment = facts.environment.clone().unwrap_or_default();
     let decided = RunRecord::from_env(&environment)
         .map_err(|e| Error::bad_input(format!("pid {}: {e}", facts.pid)))?
-        .map(|record| record.decided(|_, id| device_numa(id)));
+        .map(|record| record.decided(|_, id| device_numa(machine, id)));
     let subject = Subject::Process {
         pid: facts.pid,
         command: facts.command.clone(),
     };
     Ok(judged(machine, layout, &facts, subject, decided))
-}
-
-/// The NUMA nodes of device `id` on `machine`, when it has any.
-fn device_numa(machine: &Machine, id: &str) -> Option<NodeSet> {
-    machine
-        .devices()
-        .values()
-        .flatten()
-        .find(|device| device.id == id)
-        .map(|device| device.numa.iter().copied().collect::<NodeSet>())
-        .filter(|nodes| !nodes.is_empty())
-}
-
-/// `facts` as the judge takes them, judged against `decided`.
-fn judged(
-    machine: &Machine,
-    layout: &NumaLayout,
-    facts: &ProcessFacts,
-    subject: Subject,
-    decided: Option<topoalign_verify::Decided>,
-) -> Report {
-    let device_numa = |id: &str| device_numa(machine, id);
-    let environment = facts.environment.clone().unwrap_or_default();
-    let devices = applied_devices(facts, &environment, &device_numa);
-    let applied = Applied {
-        cgroup: facts.cgroup.as_ref().map(|cgroup| CgroupCpuset {
-            version: cgroup.version.as_str().to_string(),
-            path: cgroup.path.display().to_string(),
-            cpus: cgroup.cpus.clone(),
-            mems: cgroup.mems.as_ref().map(|m| m.iter().copied().collect()),
-        }),
-        cpus: facts.cpus.clone(),
-        mems_allowed: facts.mems_allowed.iter().copied().collect(),
-        memory_bind: facts
-            .numa_maps
-            .as_ref()
-            .and_then(|m| m.bind.as_ref())
-            .map(|nodes| nodes.iter().copied().collect()),
-        memory: facts.numa_maps.as_ref().map(|m| MemoryByNode {
-            anonymous: m.anonymous.clone(),
-            huge_pages: m.huge_pages.clone(),
-            file: m.file.clone(),
-        }),
-        devices,
-    };
-    judge(subject, layout, applied, decided)
-}
-
-/// What the process can see: a GPU visibility variable where it has one,
-/// else its v1 device cgroup's rules; v2's eBPF program is not readable.
-fn applied_devices(
-    facts: &ProcessFacts,
-    environment: &BTreeMap<String, String>,
-    device_numa: &dyn Fn(&str) -> Option<NodeSet>,
-) -> AppliedDevices {
-    if let Some((variable, value)) = VISIBILITY
-        .iter()
-        .find_map(|name| environment.get(*name).map(|value| (*name, value)))
-    {
-        let all = value.trim() == "all";
-        let devices = value
-            .split(',')
-            .map(str::trim)
-            .filter(|id| !id.is_empty() && !matches!(*id, "all" | "none" | "void"))
-            .map(|id| VisibleDevice {
-                id: id.to_string(),
-                numa: device_numa(id),
-            })
-            .collect();
-        return AppliedDevices::Listed {
-            source: DeviceSource::Environment(variable.to_string()),
-            all,
-            devices,
-        };
-    }
-    match &facts.devices {
-        DeviceFacts::V1 { path, rules } => AppliedDevices::Listed {
-            source: DeviceSource::DeviceCgroup(path.join("devices.list").display().to_string()),
-            all: rules.iter().any(|rule| rule.all),
-            devices: rules
-                .iter()
-                .filter(|rule| !rule.all)
-                .map(|rule| VisibleDevice {
-                    id: rule.text.clone(),
-                    numa: rule.numa.map(|node| NodeSet::from([node])),
-                })
-                .collect(),
-        },
-        DeviceFacts::V2 => AppliedDevices::Unreadable {
-            reason: "cgroup v2 controls devices with an eBPF program the kernel does not show, and its environment \
-                     names no visible GPUs"
-                .to_string(),
-        },
-        DeviceFacts::Unknown => AppliedDevices::Unknown,
-    }
 }
 
 fn render(reports: &[Report], summary: &Summary, scanned: bool) -> String {

@@ -1,5 +1,6 @@
-//! Reading what the kernel applies to a process: the read side of
-//! [`crate::cgroup`] and [`crate::kernel`], for `topoalign verify`.
+//! What the kernel applies to a host's processes, read and never
+//! written — the read side of `topoalign-enforce`, for `topoalign verify`
+//! and the kubelet follower (neither may link the crate that writes).
 //!
 //! Owns: [`Host::process`] — a process's cpuset cgroup (found through its
 //! `/proc/PID/cgroup` and the mounts in `/proc/self/mountinfo`, v1 and v2,
@@ -8,8 +9,10 @@
 //! NUMA node (`numa_maps`), chosen variables of its environment
 //! (`environ`), and the devices its cgroup lets it open (v1
 //! `devices.list`; v2's device controller is an eBPF program the kernel
-//! does not show). The text of each file is read by a pure `parse_*`
-//! function.
+//! does not show); [`Host::cgroup_memberships`], every process's
+//! `/proc/PID/cgroup` (how a container's processes are found). The text of
+//! each file is read by a pure `parse_*` function. [`CgroupVersion`] and
+//! [`unescape_mount_path`] are shared with the writer.
 //!
 //! The whole host is under one injectable root ([`Host::under`]): `proc/`
 //! and every mount point named in `proc/self/mountinfo` are looked up
@@ -24,11 +27,46 @@ use std::path::{Path, PathBuf};
 
 use topoalign_model::CpuSet;
 
-use crate::cgroup::{CgroupVersion, unescape_mount_path};
+/// Which cgroup interface holds the cpuset controller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CgroupVersion {
+    V1,
+    V2,
+}
+
+impl CgroupVersion {
+    /// `cgroup-v1` / `cgroup-v2`, as the agent reports its enforcement.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CgroupVersion::V1 => "cgroup-v1",
+            CgroupVersion::V2 => "cgroup-v2",
+        }
+    }
+}
+
+/// mountinfo writes space, tab, newline and backslash as `\ooo` octal.
+pub fn unescape_mount_path(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' && i + 3 < bytes.len() && bytes[i + 1..=i + 3].iter().all(|b| (b'0'..=b'7').contains(b)) {
+            let value = bytes[i + 1..=i + 3]
+                .iter()
+                .fold(0u32, |acc, b| acc * 8 + u32::from(b - b'0'));
+            out.push(u8::try_from(value).unwrap_or(b'?'));
+            i += 4;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
 
 /// Why a process could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum ObserveError {
+pub enum HostError {
     /// No such process (or only its zombie is left).
     #[error("no process {pid} (looked in {path})")]
     NoProcess { pid: u32, path: PathBuf },
@@ -150,44 +188,68 @@ impl Host {
     /// `cgroup.procs`.
     ///
     /// # Errors
-    /// [`ObserveError`] when the file cannot be read.
-    pub fn cgroup_processes(&self, cgroup: &Path) -> Result<Vec<u32>, ObserveError> {
+    /// [`HostError`] when the file cannot be read.
+    pub fn cgroup_processes(&self, cgroup: &Path) -> Result<Vec<u32>, HostError> {
         let path = self.path(cgroup).join("cgroup.procs");
         let text = read(&path)?;
         Ok(text.lines().filter_map(|l| l.trim().parse().ok()).collect())
+    }
+
+    /// Every process under `proc/` and its `cgroup` file's text, in pid
+    /// order; a process whose file cannot be read (gone since, or not
+    /// ours to read) is left out.
+    ///
+    /// # Errors
+    /// [`HostError::Io`] when `proc/` itself cannot be listed.
+    pub fn cgroup_memberships(&self) -> Result<Vec<(u32, String)>, HostError> {
+        let proc = self.root.join("proc");
+        let entries = std::fs::read_dir(&proc).map_err(|source| HostError::Io {
+            path: proc.clone(),
+            source,
+        })?;
+        let mut found: Vec<(u32, String)> = entries
+            .filter_map(Result::ok)
+            .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+            .filter_map(|pid: u32| {
+                let text = std::fs::read_to_string(proc.join(pid.to_string()).join("cgroup")).ok()?;
+                Some((pid, text))
+            })
+            .collect();
+        found.sort_unstable_by_key(|(pid, _)| *pid);
+        Ok(found)
     }
 
     /// What the kernel applies to process `pid`; `environment` lists the
     /// variables to keep from its environment (no others are kept).
     ///
     /// # Errors
-    /// [`ObserveError::NoProcess`], or a file of the process that exists
+    /// [`HostError::NoProcess`], or a file of the process that exists
     /// but cannot be read or parsed (`numa_maps` and `environ` of another
     /// user's process are left `None` instead).
-    pub fn process(&self, pid: u32, environment: &[&str]) -> Result<ProcessFacts, ObserveError> {
+    pub fn process(&self, pid: u32, environment: &[&str]) -> Result<ProcessFacts, HostError> {
         let dir = self.proc(&pid.to_string());
         let status_path = dir.join("status");
         let status = match std::fs::read_to_string(&status_path) {
             Ok(text) => text,
             Err(e) if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ESRCH) => {
-                return Err(ObserveError::NoProcess { pid, path: dir });
+                return Err(HostError::NoProcess { pid, path: dir });
             }
             Err(source) => {
-                return Err(ObserveError::Io {
+                return Err(HostError::Io {
                     path: status_path,
                     source,
                 });
             }
         };
         if status_field(&status, "State").is_some_and(|s| s.starts_with('Z') || s.starts_with('X')) {
-            return Err(ObserveError::NoProcess { pid, path: dir });
+            return Err(HostError::NoProcess { pid, path: dir });
         }
-        let list = |text: &str, field: &str, path: &Path| -> Result<CpuSet, ObserveError> {
-            let value = status_field(text, field).ok_or_else(|| ObserveError::Parse {
+        let list = |text: &str, field: &str, path: &Path| -> Result<CpuSet, HostError> {
+            let value = status_field(text, field).ok_or_else(|| HostError::Parse {
                 path: path.to_path_buf(),
                 what: format!("no {field}"),
             })?;
-            CpuSet::parse(value).map_err(|e| ObserveError::Parse {
+            CpuSet::parse(value).map_err(|e| HostError::Parse {
                 path: path.to_path_buf(),
                 what: format!("{field}: {e}"),
             })
@@ -207,11 +269,11 @@ impl Host {
         }
         let mems_allowed = to_nodes(&list(&status, "Mems_allowed_list", &status_path)?);
         // A process that exits while it is read is gone, not an error.
-        let gone = |error: ObserveError| match error {
-            ObserveError::Io { source, .. }
+        let gone = |error: HostError| match error {
+            HostError::Io { source, .. }
                 if source.kind() == io::ErrorKind::NotFound || source.raw_os_error() == Some(libc::ESRCH) =>
             {
-                ObserveError::NoProcess { pid, path: dir.clone() }
+                HostError::NoProcess { pid, path: dir.clone() }
             }
             other => other,
         };
@@ -226,7 +288,7 @@ impl Host {
             Ok(text) => Some(parse_numa_maps(&text)),
             Err(e) if is_denied_or_missing(&e) => None,
             Err(source) => {
-                return Err(ObserveError::Io {
+                return Err(HostError::Io {
                     path: dir.join("numa_maps"),
                     source,
                 });
@@ -236,7 +298,7 @@ impl Host {
             Ok(bytes) => Some(parse_environ(&bytes, environment)),
             Err(e) if is_denied_or_missing(&e) => None,
             Err(source) => {
-                return Err(ObserveError::Io {
+                return Err(HostError::Io {
                     path: dir.join("environ"),
                     source,
                 });
@@ -254,7 +316,7 @@ impl Host {
         })
     }
 
-    fn cpuset_of(&self, mounts: &[Mount], memberships: &[Membership]) -> Result<Option<CgroupFacts>, ObserveError> {
+    fn cpuset_of(&self, mounts: &[Mount], memberships: &[Membership]) -> Result<Option<CgroupFacts>, HostError> {
         // As `cgroup::find_cpuset_mount`: a v1 cpuset mount wins.
         let v1 = mounts.iter().find(|m| m.fs_type == "cgroup" && m.has_option("cpuset"));
         let (mount, version) = match v1 {
@@ -295,20 +357,20 @@ impl Host {
         top: &Path,
         file: &str,
         fallback: Option<&str>,
-    ) -> Result<Option<CpuSet>, ObserveError> {
+    ) -> Result<Option<CpuSet>, HostError> {
         let mut current = Some(dir);
         while let Some(at) = current {
             for name in std::iter::once(file).chain(fallback) {
                 let path = self.path(at).join(name);
                 match std::fs::read_to_string(&path) {
                     Ok(text) => {
-                        return CpuSet::parse(text.trim()).map(Some).map_err(|e| ObserveError::Parse {
+                        return CpuSet::parse(text.trim()).map(Some).map_err(|e| HostError::Parse {
                             path,
                             what: e.to_string(),
                         });
                     }
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                    Err(source) => return Err(ObserveError::Io { path, source }),
+                    Err(source) => return Err(HostError::Io { path, source }),
                 }
             }
             if at == top {
@@ -319,7 +381,7 @@ impl Host {
         Ok(None)
     }
 
-    fn devices_of(&self, mounts: &[Mount], memberships: &[Membership]) -> Result<DeviceFacts, ObserveError> {
+    fn devices_of(&self, mounts: &[Mount], memberships: &[Membership]) -> Result<DeviceFacts, HostError> {
         if let Some(mount) = mounts.iter().find(|m| m.fs_type == "cgroup" && m.has_option("devices")) {
             let Some(dir) = membership_dir(mount, CgroupVersion::V1, "devices", memberships) else {
                 return Ok(DeviceFacts::Unknown);
@@ -328,7 +390,7 @@ impl Host {
             let rules = match std::fs::read_to_string(&path) {
                 Ok(text) => parse_devices_list(&text),
                 Err(e) if is_denied_or_missing(&e) => return Ok(DeviceFacts::Unknown),
-                Err(source) => return Err(ObserveError::Io { path, source }),
+                Err(source) => return Err(HostError::Io { path, source }),
             };
             let rules = rules
                 .into_iter()
@@ -364,8 +426,8 @@ impl Host {
     }
 }
 
-fn read(path: &Path) -> Result<String, ObserveError> {
-    std::fs::read_to_string(path).map_err(|source| ObserveError::Io {
+fn read(path: &Path) -> Result<String, HostError> {
+    std::fs::read_to_string(path).map_err(|source| HostError::Io {
         path: path.to_path_buf(),
         source,
     })
@@ -626,7 +688,7 @@ mod tests {
     }
 
     #[test]
-    fn this_process_reads() -> Result<(), ObserveError> {
+    fn this_process_reads() -> Result<(), HostError> {
         let me = Host::live().process(std::process::id(), &["PATH"])?;
         assert!(!me.cpus.is_empty());
         assert!(!me.mems_allowed.is_empty());
@@ -638,6 +700,6 @@ mod tests {
     #[test]
     fn a_missing_process_says_so() {
         let error = Host::live().process(u32::MAX - 1, &[]);
-        assert!(matches!(error, Err(ObserveError::NoProcess { .. })), "{error:?}");
+        assert!(matches!(error, Err(HostError::NoProcess { .. })), "{error:?}");
     }
 }
