@@ -6,10 +6,12 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+mod agent_support;
+
 #[test]
 fn the_binary_serves_filter_on_the_example_fleet() {
     let fleet = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/fleet/fleet.yaml");
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin!("topoalign"))
+    let mut child = agent_support::dies_with_test(&mut Command::new(assert_cmd::cargo::cargo_bin!("topoalign")))
         .args([
             "extender",
             "--listen",

@@ -90,7 +90,7 @@ impl Setup {
 
     /// Starts the stand-in and reads its `ready` line.
     fn stand_in(&self, extra: &[&str]) -> (StandIn, Value) {
-        let mut child = Command::new(binary())
+        let mut child = agent_support::dies_with_test(&mut Command::new(binary()))
             .arg("kubelet-stand-in")
             .arg("--node")
             .arg(&self.node)
@@ -123,7 +123,7 @@ impl Setup {
     /// Starts the follower and waits for its log line saying it serves.
     fn follower(&self) -> Follower {
         let socket = self.follower_socket();
-        let mut child = Command::new(binary())
+        let mut child = agent_support::dies_with_test(&mut Command::new(binary()))
             .args(["agent", "--follow-kubelet", "--log-format", "json"])
             .arg("--node")
             .arg(&self.node)

@@ -36,6 +36,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use topoalign_agent::{Client, Endpoint};
 
+mod agent_support;
+
 /// The `topoalign` binary's allocator (`crates/cli/src/main.rs`): the
 /// extender's start is measured in this process, and should be measured on
 /// what the binary runs (the allocator decides much of its time).
@@ -104,7 +106,7 @@ fn follower_resync_per_change() {
     let socket = root.join("pod-resources/kubelet.sock");
     let pods_file = dir.path().join("pods.json");
     let binary = env!("CARGO_BIN_EXE_topoalign");
-    let mut stand_in = Command::new(binary)
+    let mut stand_in = agent_support::dies_with_test(&mut Command::new(binary))
         .arg("kubelet-stand-in")
         .arg("--node")
         .arg(&node_path)
@@ -155,7 +157,7 @@ fn follower_resync_per_change() {
     }
 
     let follower_socket = dir.path().join("follower.sock");
-    let mut follower = Command::new(binary)
+    let mut follower = agent_support::dies_with_test(&mut Command::new(binary))
         .args(["agent", "--follow-kubelet", "--log-format", "json"])
         .arg("--node")
         .arg(&node_path)

@@ -3,10 +3,13 @@
 //!
 //! - [`limits`]: what each listener allows ([`Limits`]: header, body and
 //!   request deadlines, connection and in-flight caps), the flags that set
-//!   them, and fitting the caps to the open-file limit;
+//!   them, raising the open-file limit to the hard one and fitting the
+//!   caps to it;
 //! - [`listeners`]: the Unix socket (mode 0600) and TCP bound together and
 //!   served each under its own limits, so a flood on TCP leaves the Unix
-//!   socket serving; ordered shutdown;
+//!   socket serving; every listener with the kernel's largest backlog
+//!   (`somaxconn`), so that clients beyond a cap wait in the accept queue
+//!   rather than in SYN retries; ordered shutdown;
 //! - [`connections`]: one listener's accept loop and request stack —
 //!   hyper's HTTP/1 with its header read timeout, tower's concurrency
 //!   limit, tower-http's timeout and request body deadline —, where a
@@ -20,8 +23,8 @@ pub mod limits;
 pub mod listeners;
 
 pub use connections::{Stats, StatsSnapshot};
-pub use limits::{LimitArgs, Limits, ListenerLimits, SocketLimitArgs, fit_to_descriptors};
-pub use listeners::{Listeners, Serving, bind_unix_socket, termination_signal};
+pub use limits::{LimitArgs, Limits, ListenerLimits, SocketLimitArgs, fit_to_descriptors, raise_open_file_limit};
+pub use listeners::{Listeners, Serving, bind_tcp, bind_unix_socket, listen_backlog, termination_signal};
 
 use std::future::Future;
 use std::sync::Arc;

@@ -166,30 +166,42 @@ impl LimitArgs {
 /// files, the journal, the kubelet's sockets, the API server).
 pub const RESERVED_DESCRIPTORS: u64 = 256;
 
-/// Makes room for the connection caps in `limits` in the process's
-/// open-file limit: raises the soft limit (up to the hard one) to their
-/// sum plus [`RESERVED_DESCRIPTORS`]; where the hard limit is lower, lowers
-/// the caps in proportion so that accepting connections can never take
-/// the descriptors the daemon needs for its own files and sockets.
-/// Returns what was lowered, to be logged; `None` when everything fits.
+/// The process's open-file limits: (soft, hard); `u64::MAX` is unlimited.
+fn open_file_limits() -> (u64, u64) {
+    rlimit::getrlimit(rlimit::Resource::NOFILE).unwrap_or((1024, 1024))
+}
+
+/// Raises the process's soft open-file limit (`ulimit -n`) to its hard
+/// limit, as Go's runtime does at start: the default soft limit (often
+/// 1024) is a compatibility setting for `select(2)`, which no daemon here
+/// uses. Returns the soft limit in force afterwards (unchanged when it
+/// cannot be raised).
+pub fn raise_open_file_limit() -> u64 {
+    // An unlimited hard limit still stops at the kernel's per-process
+    // maximum (Linux: fs.nr_open); asking for more fails.
+    let ceiling = std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .ok()
+        .and_then(|text| text.trim().parse::<u64>().ok())
+        .unwrap_or(u64::MAX);
+    match rlimit::increase_nofile_limit(ceiling) {
+        Ok(soft) => soft,
+        Err(error) => {
+            tracing::debug!(%error, "cannot raise the open-file limit");
+            open_file_limits().0
+        }
+    }
+}
+
+/// Makes room for the connection caps in `limits`: raises the soft
+/// open-file limit to the hard one ([`raise_open_file_limit`]); where even
+/// that is below the caps' sum plus [`RESERVED_DESCRIPTORS`], lowers the
+/// caps in proportion so that accepting connections can never take the
+/// descriptors the daemon needs for its own files and sockets. Returns
+/// what was lowered, to be logged; `None` when everything fits. Every
+/// daemon calls it at start.
 pub fn fit_to_descriptors(limits: &mut [&mut Limits]) -> Option<String> {
-    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
     let wanted: u64 = limits.iter().map(|l| l.max_connections as u64).sum::<u64>() + RESERVED_DESCRIPTORS;
-    let current = getrlimit(Resource::Nofile);
-    let soft = current.current.unwrap_or(u64::MAX);
-    let available = if soft >= wanted {
-        soft
-    } else {
-        let raised = current.maximum.map_or(wanted, |hard| hard.min(wanted));
-        let set = setrlimit(
-            Resource::Nofile,
-            Rlimit {
-                current: Some(raised),
-                maximum: current.maximum,
-            },
-        );
-        if set.is_ok() { raised } else { soft }
-    };
+    let available = raise_open_file_limit();
     if available >= wanted {
         return None;
     }
@@ -204,11 +216,14 @@ pub fn fit_to_descriptors(limits: &mut [&mut Limits]) -> Option<String> {
             limit.max_connections = share;
         }
     }
+    let hard = open_file_limits().1;
     Some(format!(
         "the open-file limit is {available} (ulimit -n; hard limit {}): connection caps lowered to fit ({})",
-        current
-            .maximum
-            .map_or_else(|| "unlimited".to_owned(), |m| m.to_string()),
+        if hard == rlimit::INFINITY {
+            "unlimited".to_owned()
+        } else {
+            hard.to_string()
+        },
         lowered.join(", ")
     ))
 }
@@ -238,6 +253,17 @@ mod tests {
         assert!(Cli::try_parse_from(["x", "--max-in-flight", "0"]).is_err());
         assert!(Cli::try_parse_from(["x", "--header-timeout", "0"]).is_err());
         Ok(())
+    }
+
+    #[test]
+    fn the_soft_open_file_limit_is_raised_to_the_hard_one() {
+        let soft = raise_open_file_limit();
+        let (now, hard) = open_file_limits();
+        assert_eq!(soft, now);
+        // An unlimited hard limit: the soft one stops at fs.nr_open.
+        if hard != rlimit::INFINITY {
+            assert_eq!(soft, hard);
+        }
     }
 
     #[test]

@@ -82,7 +82,59 @@ pub fn bind_unix_socket(path: &Path) -> io::Result<std::os::unix::net::UnixListe
         });
     let _ = std::fs::remove_dir_all(&private);
     let listener = bound?;
+    // std listens with a backlog of 128; listening again sets the larger
+    // one (Linux updates the backlog of a listening socket).
+    socket2::SockRef::from(&listener)
+        .listen(i32::try_from(listen_backlog()).unwrap_or(i32::MAX))
+        .map_err(|e| with_path(e, "cannot listen on"))?;
     Ok(listener)
+}
+
+/// The backlog every listener is given: the kernel's maximum
+/// (`net.core.somaxconn`, 4096 by default since Linux 5.4), as Go's
+/// runtime does, instead of the 128 of std and tokio. Connections beyond
+/// a listener's cap wait in this queue; past it, the kernel drops their
+/// handshakes and the clients retry after a second or more.
+pub fn listen_backlog() -> u32 {
+    std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .ok()
+        .and_then(|text| text.trim().parse::<u32>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(4096)
+        .min(65535)
+}
+
+/// A TCP listener on the first of `address`' addresses that can be
+/// listened on, with `SO_REUSEADDR` (as tokio's `bind`) and the backlog of
+/// [`listen_backlog`].
+///
+/// # Errors
+/// The last address' error (or the resolver's), with the address in the
+/// message.
+pub async fn bind_tcp(address: &str) -> io::Result<tokio::net::TcpListener> {
+    let with_address = |e: io::Error| io::Error::new(e.kind(), format!("cannot listen on {address}: {e}"));
+    let mut last = None;
+    for candidate in tokio::net::lookup_host(address).await.map_err(with_address)? {
+        match bind_tcp_address(candidate) {
+            Ok(listener) => return Ok(listener),
+            Err(error) => last = Some(error),
+        }
+    }
+    Err(with_address(last.unwrap_or_else(|| {
+        io::Error::new(io::ErrorKind::InvalidInput, "the address resolves to nothing")
+    })))
+}
+
+/// [`bind_tcp`] on one address.
+fn bind_tcp_address(address: SocketAddr) -> io::Result<tokio::net::TcpListener> {
+    let socket = if address.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(address)?;
+    socket.listen(listen_backlog())
 }
 
 /// An API's listeners, each with the router it serves, every one bound
@@ -131,8 +183,7 @@ impl Listeners {
         let tcp = match tcp {
             None => None,
             Some((address, app)) => {
-                let listener = tokio::net::TcpListener::bind(address)
-                    .await
+                let listener = bind_tcp_address(address)
                     .map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {address}: {e}")))?;
                 Some((listener, app))
             }

@@ -91,20 +91,40 @@ fn stats(serving: &Serving, tcp: bool) -> StatsSnapshot {
     stats.map(|s| s.snapshot()).unwrap_or_default()
 }
 
-/// 200 connections trickling their headers fill the TCP listener's cap
-/// (100; the rest wait in the kernel's accept queue, which holds about
-/// 128 here: more would wait for SYN retries); the Unix socket, with its
-/// own cap, answers all the same.
+/// Raises this test process's open-file limit (it holds both ends of
+/// every connection); fails when the hard limit cannot hold `needed`.
+fn room_for(needed: u64) -> Result<(), String> {
+    let soft = topoalign_serve::raise_open_file_limit();
+    if soft < needed {
+        return Err(format!(
+            "this test needs {needed} open files and the hard limit allows {soft} (ulimit -Hn)"
+        ));
+    }
+    Ok(())
+}
+
+/// 2,000 connections trickling their headers: 1,000 fill the TCP
+/// listener's cap, the other 1,000 wait in the kernel's accept queue (the
+/// listener's backlog is `somaxconn`, not std's 128: their handshakes
+/// complete); the Unix socket, with its own cap, answers all the same.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_unix_socket_serves_while_tcp_is_flooded_with_slow_headers() -> TestResult {
+    room_for(4_500)?;
+    assert!(
+        topoalign_serve::listen_backlog() >= 1_000,
+        "net.core.somaxconn is below 1000: the kernel cannot queue the flood"
+    );
     let dir = tempfile::tempdir()?;
     let limits = ListenerLimits {
         socket: tight(8, 4),
-        tcp: tight(100, 4),
+        tcp: tight(1_000, 4),
     };
     let (serving, address) = serve(dir.path(), hello(), limits).await?;
-    let slow = slow_clients(address, 200).await?;
-    until("the TCP cap to fill", || stats(&serving, true).connections_open == 100).await?;
+    let slow = bounded("2,000 connections", slow_clients(address, 2_000)).await??;
+    until("the TCP cap to fill", || {
+        stats(&serving, true).connections_open == 1_000
+    })
+    .await?;
     let answer = bounded(
         "the Unix socket's answer",
         ask(UnixStream::connect(dir.path().join("api.sock")).await?, "/hello"),
@@ -113,24 +133,26 @@ async fn the_unix_socket_serves_while_tcp_is_flooded_with_slow_headers() -> Test
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.ends_with("hello"), "{answer}");
     // The flood still holds every TCP slot: nothing was dropped to serve it.
-    assert_eq!(stats(&serving, true).connections_open, 100);
+    assert_eq!(stats(&serving, true).connections_open, 1_000);
     drop(slow);
     serving.stop().await;
     Ok(())
 }
 
-/// Below the cap, an honest TCP client is answered beside 300 slow ones.
+/// Below the cap (the default, 4,096), an honest TCP client is answered
+/// beside 2,000 slow ones.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_honest_tcp_client_is_answered_beside_slow_ones() -> TestResult {
+    room_for(4_500)?;
     let dir = tempfile::tempdir()?;
     let limits = ListenerLimits {
         socket: tight(8, 4),
-        tcp: tight(400, 4),
+        tcp: tight(Limits::default().max_connections, 4),
     };
     let (serving, address) = serve(dir.path(), hello(), limits).await?;
-    let slow = slow_clients(address, 300).await?;
+    let slow = bounded("2,000 connections", slow_clients(address, 2_000)).await??;
     until("the slow clients to be accepted", || {
-        stats(&serving, true).connections_open == 300
+        stats(&serving, true).connections_open == 2_000
     })
     .await?;
     let answer = bounded("the TCP answer", ask(TcpStream::connect(address).await?, "/hello")).await??;

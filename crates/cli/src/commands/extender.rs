@@ -118,9 +118,10 @@ pub fn run(args: &Args) -> Result {
     let nodes = cluster.len();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(&args.listen)
+        // The kernel's largest backlog (topoalign-serve's).
+        let listener = topoalign_serve::bind_tcp(&args.listen)
             .await
-            .with_context(|| format!("cannot listen on {}", args.listen))?;
+            .context("the extender's listener")?;
         let address = listener.local_addr()?;
         let shared = Arc::new(Mutex::new(cluster));
         if args.dra_align && args.nrt_from_cluster {

@@ -18,6 +18,27 @@ pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_topoalign")
 }
 
+/// `command`, made to die with the test: the kernel kills the child
+/// (`PR_SET_PDEATHSIG`, SIGKILL) when the test's thread ends — also when
+/// the test binary is killed, where no `Drop` runs —, so that a daemon a
+/// test started never outlives it. For every test that spawns a daemon.
+pub fn dies_with_test(command: &mut Command) -> &mut Command {
+    topoalign_enforce::ChildPlacement {
+        die_with_parent: true,
+        ..topoalign_enforce::ChildPlacement::default()
+    }
+    .apply_to(command);
+    command
+}
+
+/// [`dies_with_test`] for `topoalign` with `args`.
+pub fn daemon(args: &[&str]) -> Command {
+    let mut command = Command::new(binary());
+    command.args(args);
+    dies_with_test(&mut command);
+    command
+}
+
 /// Two NUMA nodes × 4 cores × 2 threads (CPUs n and n+8 are siblings),
 /// 8Gi and two GPUs per node; static CPU and memory managers, best-effort
 /// topology policy, CPUs 0 and 8 reserved.
@@ -106,7 +127,7 @@ impl AgentProcess {
         env: &[(&str, &str)],
     ) -> Result<Child, String> {
         let log_file = std::fs::File::create(log).map_err(|e| e.to_string())?;
-        Command::new(binary())
+        dies_with_test(&mut Command::new(binary()))
             .arg("agent")
             .arg("--socket")
             .arg(socket)
