@@ -453,6 +453,33 @@ func TestHelmLint(t *testing.T) {
 	}
 }
 
+// values.schema.json refuses what Helm would otherwise ignore or render
+// into a broken object: a misspelt key, a port out of range, an unknown
+// scoring.
+func TestHelmValuesSchema(t *testing.T) {
+	chart, err := loader.Load(chartDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.KubeVersion = chartKubeVersion
+	options := chartutil.ReleaseOptions{Name: "topoalign", Namespace: "kube-system", IsInstall: true}
+	for _, bad := range []struct {
+		values map[string]any
+		named  string
+	}{
+		{map[string]any{"follower": map[string]any{"kubeletdir": "/data/kubelet"}}, "kubeletdir"},
+		{map[string]any{"follower": map[string]any{"port": 70000}}, "port"},
+		{map[string]any{"scheduler": map[string]any{"extender": map[string]any{"scoring": "MostNUMA"}}}, "scoring"},
+		{map[string]any{"imagee": map[string]any{"tag": "v1"}}, "imagee"},
+	} {
+		_, err := chartutil.ToRenderValues(chart, bad.values, options, caps)
+		if err == nil || !strings.Contains(err.Error(), bad.named) {
+			t.Errorf("values %s: error %v, want one naming %q", compact(bad.values), err, bad.named)
+		}
+	}
+}
+
 // applyOrder ranks kinds as Helm installs them (CRDs, identities and
 // permissions, configuration, workloads).
 var applyOrder = []string{"CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "DaemonSet", "Deployment"}
