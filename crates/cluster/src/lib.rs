@@ -6,16 +6,23 @@
 //!
 //! - [`snapshot`]: [`ClusterSnapshot`] and [`snapshot::build`], pure;
 //! - [`read`]: the API calls (kube-rs) and the client from kubectl's
-//!   places and flags ([`Connection`]).
+//!   places and flags ([`Connection`]);
+//! - [`answer`]: one pod across the cluster — per node the engine's
+//!   verdict in `explain`'s words, and the cheapest verified fix;
+//! - [`usage`]: per node and NUMA node, free, stranded and held by whom.
 //!
 //! Must not touch: decisions (every answer is an `engine::Node`'s, words
 //! are `topoalign-explain`'s), the NRT formats (`topoalign-nrt`'s).
 
+pub mod answer;
 pub mod read;
 pub mod snapshot;
+pub mod usage;
 
+pub use answer::{ClusterFix, NodeVerdict, PodAnswer, Verdict, explain_pod};
 pub use read::{Client, Connection, ReadError, read, read_objects, read_pod};
 pub use snapshot::{
-    ClusterNode, ClusterPod, ClusterSnapshot, ExactNode, Holding, NodeSource, Objects, PodState, TopologyObject,
-    build, is_admission_reason,
+    ClusterNode, ClusterPod, ClusterSnapshot, ExactNode, Holding, NodeSource, Objects, PodState, TopologyObject, build,
+    is_admission_reason,
 };
+pub use usage::{Held, NodeView, NumaView, nodes_view};

@@ -83,7 +83,9 @@ impl Connection {
             None if self.context.is_some() => kube::Config::from_kubeconfig(&options)
                 .await
                 .map_err(|e| ReadError::Config(e.to_string()))?,
-            None => kube::Config::infer().await.map_err(|e| ReadError::Config(e.to_string()))?,
+            None => kube::Config::infer()
+                .await
+                .map_err(|e| ReadError::Config(e.to_string()))?,
         };
         let namespace = self
             .namespace

@@ -1,0 +1,200 @@
+//! Per node and NUMA node: what is free, what is stranded, and who holds
+//! what ([`nodes_view`]).
+//!
+//! Free is the engine's read side (`Node::numa_usage`: what a manager can
+//! still pin there), or the zones' `available` of an approximate object.
+//! Stranded follows the fleet simulator's rule (crates/fleet,
+//! `sim/run.rs`, `capacity_report`): a node's free capacity is stranded
+//! when some pods wait (unscheduled, or rejected by a kubelet) that an
+//! empty node of its shape would admit, and the engine admits none of them
+//! on it now. Only exact nodes can be judged so.
+//!
+//! Pure. Must not touch: decisions (the engine's).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use topoalign_engine::Node;
+use topoalign_model::CpuSet;
+
+use crate::answer::cautions;
+use crate::snapshot::{ClusterNode, ClusterSnapshot, NodeSource};
+
+/// One node.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeView {
+    pub node: String,
+    /// How its state is known ([`ClusterNode::source_words`]).
+    pub state: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cautions: Vec<String>,
+    /// Per NUMA node; empty when the state is not known.
+    pub numa: Vec<NumaView>,
+    /// The waiting pods (`namespace/name`) an empty node of this shape
+    /// would admit while this node admits none: its free capacity is
+    /// stranded. Empty when it is not.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stranded_for: Vec<String>,
+}
+
+/// One NUMA node of a node.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NumaView {
+    pub numa: usize,
+    /// Resource → amount free to pin (CPUs, memory, huge pages, devices).
+    pub free: BTreeMap<String, String>,
+    /// The free CPUs, as a list (`4-7,12`), when the CPU manager pins CPUs
+    /// and the state is exact.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub free_cpus: Option<String>,
+    /// Whether this NUMA node's free capacity is stranded (see the module
+    /// docs).
+    pub stranded: bool,
+    /// Who holds what here.
+    pub held: Vec<Held>,
+}
+
+/// What one pod holds on one NUMA node.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Held {
+    /// `namespace/name`.
+    pub pod: String,
+    pub priority: i32,
+    /// Its exclusive CPUs here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<String>,
+    /// Its memory is pinned here (with other NUMA nodes when more than one).
+    pub memory: bool,
+    /// `resource id` of each of its devices here.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<String>,
+}
+
+/// Every node of `snapshot`, by name.
+pub fn nodes_view(snapshot: &ClusterSnapshot) -> Vec<NodeView> {
+    snapshot.nodes.iter().map(|node| node_view(snapshot, node)).collect()
+}
+
+fn node_view(snapshot: &ClusterSnapshot, node: &ClusterNode) -> NodeView {
+    let mut view = NodeView {
+        node: node.name.clone(),
+        state: node.source_words(),
+        cautions: cautions(node),
+        numa: Vec::new(),
+        stranded_for: Vec::new(),
+    };
+    match &node.source {
+        NodeSource::Exact(exact) => {
+            view.stranded_for = stranded_for(snapshot, &exact.node);
+            view.numa = exact_numa(node, &exact.node, !view.stranded_for.is_empty());
+        }
+        NodeSource::Approximate(object) => {
+            view.numa = object
+                .zones
+                .iter()
+                .filter_map(|zone| {
+                    Some(NumaView {
+                        numa: topoalign_nrt::numa_of_zone(&zone.name)?,
+                        free: zone
+                            .resources
+                            .iter()
+                            .map(|r| (r.name.clone(), r.available.clone()))
+                            .collect(),
+                        free_cpus: None,
+                        stranded: false,
+                        held: Vec::new(),
+                    })
+                })
+                .collect();
+        }
+        NodeSource::Unknown { .. } | NodeSource::Missing | NodeSource::Unreadable { .. } => {}
+    }
+    view
+}
+
+/// The waiting pods an empty node of `node`'s shape admits, when `node`
+/// admits none of them now (else nothing).
+fn stranded_for(snapshot: &ClusterSnapshot, node: &Node) -> Vec<String> {
+    let Ok(empty) = Node::start(node.machine().clone(), node.config().clone()) else {
+        return Vec::new();
+    };
+    let mut wanted = Vec::new();
+    for waiting in snapshot.waiting() {
+        let Ok(pod) = &waiting.pod else { continue };
+        if !empty.try_admit(pod).decision.admitted() {
+            continue;
+        }
+        if node.try_admit(pod).decision.admitted() {
+            return Vec::new();
+        }
+        wanted.push(waiting.key());
+    }
+    wanted
+}
+
+fn exact_numa(node: &ClusterNode, engine: &Node, stranded: bool) -> Vec<NumaView> {
+    let machine = engine.machine();
+    engine
+        .numa_usage()
+        .into_iter()
+        .map(|usage| {
+            let on_numa = machine.numa_cpus(usage.numa);
+            let free: BTreeMap<String, String> = usage
+                .resources
+                .iter()
+                .filter(|(_, amounts)| amounts.placed)
+                .map(|(resource, amounts)| (resource.clone(), amounts.available.to_string()))
+                .collect();
+            let held = node
+                .holdings
+                .iter()
+                .filter(|h| h.numa.contains(&usage.numa))
+                .map(|h| {
+                    let cpus: CpuSet = h
+                        .containers
+                        .iter()
+                        .filter_map(|c| c.cpus.as_ref())
+                        .fold(CpuSet::default(), |all, cpus| all.union(&cpus.intersection(&on_numa)));
+                    let devices = h
+                        .containers
+                        .iter()
+                        .flat_map(|c| c.devices.iter())
+                        .flat_map(|(resource, ids)| ids.iter().map(move |id| (resource, id)))
+                        .filter(|(resource, id)| {
+                            machine
+                                .devices()
+                                .get(*resource)
+                                .and_then(|list| list.iter().find(|d| &d.id == *id))
+                                .is_some_and(|d| d.numa.contains(&usage.numa))
+                        })
+                        .map(|(resource, id)| format!("{resource} {id}"))
+                        .collect();
+                    Held {
+                        pod: h.pod.clone(),
+                        priority: h.priority,
+                        cpus: (!cpus.is_empty()).then(|| cpus.to_string()),
+                        memory: h
+                            .containers
+                            .iter()
+                            .any(|c| c.memory_numa.as_ref().is_some_and(|n| n.contains(&usage.numa))),
+                        devices,
+                    }
+                })
+                .collect();
+            let has_free = usage
+                .resources
+                .values()
+                .any(|amounts| amounts.placed && amounts.available.value() > 0);
+            NumaView {
+                numa: usage.numa,
+                free,
+                free_cpus: usage.free_cpus.as_ref().map(CpuSet::to_string),
+                stranded: stranded && has_free,
+                held,
+            }
+        })
+        .collect()
+}
