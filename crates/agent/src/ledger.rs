@@ -602,7 +602,7 @@ impl Ledger {
                 };
                 let view = <topoalign_nrt::StateView<'_> as serde::Deserialize>::deserialize(&state)
                     .map_err(|e| damaged(e.to_string()))?;
-                let snapshot = view.to_snapshot().map_err(damaged)?;
+                let snapshot = view.to_snapshot().map_err(|e| damaged(e.to_string()))?;
                 let mut node = self.genesis.clone();
                 node.restore(snapshot).map_err(|e| damaged(e.to_string()))?;
                 let mut restored = Vec::with_capacity(held.len());

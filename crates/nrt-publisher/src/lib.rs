@@ -90,7 +90,7 @@ pub struct Publisher {
     api: Api<DynamicObject>,
     /// What objects are checked against (the error is reported at
     /// [`Publisher::apply`]).
-    schema: Result<serde_json::Value, String>,
+    schema: Result<serde_json::Value, topoalign_nrt::schema::SchemaError>,
 }
 
 impl Publisher {
@@ -129,7 +129,7 @@ impl Publisher {
         if let Some(metadata) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
             metadata.remove("resourceVersion");
         }
-        let schema = self.schema.as_ref().map_err(|e| PublishError::Schema(e.clone()))?;
+        let schema = self.schema.as_ref().map_err(|e| PublishError::Schema(e.to_string()))?;
         let problems = topoalign_nrt::schema::validate(schema, &value);
         if !problems.is_empty() {
             return Err(PublishError::Invalid(problems));

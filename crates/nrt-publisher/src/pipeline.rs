@@ -152,16 +152,24 @@ async fn deliver<D>(
     }
 }
 
+/// Where [`hostname`] reads the hostname, in order.
+const HOSTNAME_FILES: [&str; 2] = ["/proc/sys/kernel/hostname", "/etc/hostname"];
+
+/// Neither hostname file names this machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("cannot read this machine's hostname ({}); give --nrt-node-name", HOSTNAME_FILES.join(", "))]
+pub struct NoHostname;
+
 /// This machine's hostname, lower-cased: the Kubernetes node name by
 /// default.
 ///
 /// # Errors
-/// A message asking for `--nrt-node-name` when it cannot be read.
-pub fn hostname() -> Result<String, String> {
-    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+/// [`NoHostname`], asking for `--nrt-node-name`, when it cannot be read.
+pub fn hostname() -> Result<String, NoHostname> {
+    HOSTNAME_FILES
         .iter()
         .filter_map(|path| std::fs::read_to_string(path).ok())
         .map(|text| text.trim().to_lowercase())
         .find(|name| !name.is_empty())
-        .ok_or_else(|| "cannot read this machine's hostname; give --nrt-node-name".to_string())
+        .ok_or(NoHostname)
 }

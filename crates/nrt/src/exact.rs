@@ -41,8 +41,8 @@ use topoalign_engine::{MemoryTableState, Node};
 use topoalign_model::Pod;
 use topoalign_scenario::{CpuSpec, DeviceSpec, NumaNodeSpec, TopologySpec};
 pub use view::{
-    BlockView, ContainerView, CpuView, Few, MemoryView, NumaMemoryView, Pairs, PodResourcesView, PodView, StateView,
-    Text,
+    BlockView, ContainerView, CpuView, Few, MemoryView, NumaMemoryView, Pairs, PodResourcesView, PodView, StateError,
+    StateView, Text,
 };
 pub use write::{
     BlockRecord, ContainerRecord, CpuRecord, MemoryRecord, NumaMemoryRecord, PodRecord, PodResourcesRecord,
@@ -231,9 +231,9 @@ pub fn read_state(object: &crate::NodeResourceTopology) -> Result<StateView<'_>,
 /// [`RestoreError::Malformed`] or [`RestoreError::Unrestorable`], as
 /// [`restore`].
 pub fn restore_onto(node: Node, state: &StateView<'_>) -> Result<Node, RestoreError> {
-    let snapshot = state.to_snapshot().map_err(|message| RestoreError::Malformed {
+    let snapshot = state.to_snapshot().map_err(|error| RestoreError::Malformed {
         attribute: STATE_ATTRIBUTE,
-        message,
+        message: error.to_string(),
     })?;
     node.restored(snapshot)
         .map_err(|e| RestoreError::Unrestorable(e.to_string()))
@@ -244,13 +244,26 @@ pub fn restore_onto(node: Node, state: &StateView<'_>) -> Result<Node, RestoreEr
 /// replay` plays them).
 ///
 /// # Errors
-/// A message naming the malformed part, or the kubelet's start-up refusal.
-pub fn scenario_node(scenario: &topoalign_scenario::Scenario) -> Result<(NodeSpec, Node), String> {
+/// [`ScenarioNodeError`]: the malformed part, or the kubelet's start-up
+/// refusal.
+pub fn scenario_node(scenario: &topoalign_scenario::Scenario) -> Result<(NodeSpec, Node), ScenarioNodeError> {
     let spec = NodeSpec {
         topology: scenario.topology.clone(),
         kubelet: scenario.kubelet.clone(),
     };
-    let mut node = start_node(&spec).map_err(|e| e.to_string())?;
-    topoalign_scenario::play_events(&mut node, &spec.kubelet, scenario).map_err(|e| e.to_string())?;
+    let mut node = start_node(&spec)?;
+    topoalign_scenario::play_events(&mut node, &spec.kubelet, scenario)?;
     Ok((spec, node))
+}
+
+/// Why a scenario leaves no node behind.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioNodeError {
+    /// The machine or kubelet block is malformed, or the kubelet would not
+    /// start.
+    #[error(transparent)]
+    Start(#[from] RestoreError),
+    /// An event is malformed.
+    #[error(transparent)]
+    Events(#[from] topoalign_scenario::ScenarioError),
 }

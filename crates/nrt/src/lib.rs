@@ -17,9 +17,10 @@ pub use build::{
     BuildOptions, POLICY_ATTRIBUTE, SCOPE_ATTRIBUTE, STATE_UNKNOWN_ATTRIBUTE, build, legacy_policy, unknown,
 };
 pub use exact::{
-    NodeSpec, PodRecord, RestoreError, Restored, StateRecord, StateView, read_spec, read_state, restore, restore_onto,
-    scenario_node, start_node, topology_spec,
+    NodeSpec, PodRecord, RestoreError, Restored, ScenarioNodeError, StateError, StateRecord, StateView, read_spec,
+    read_state, restore, restore_onto, scenario_node, start_node, topology_spec,
 };
 pub use object::{
-    AttributeInfo, CostInfo, NodeResourceTopology, ObjectMeta, ResourceInfo, Zone, numa_of_zone, zone_name,
+    AttributeInfo, CostInfo, NodeResourceTopology, ObjectMeta, ObjectsError, ResourceInfo, Zone, numa_of_zone,
+    zone_name,
 };

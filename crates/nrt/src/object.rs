@@ -106,13 +106,33 @@ pub fn numa_of_zone(name: &str) -> Option<usize> {
     name.strip_prefix("node-")?.parse().ok()
 }
 
+/// Why text holds no NodeResourceTopology objects.
+#[derive(Debug, thiserror::Error)]
+pub enum ObjectsError {
+    /// Nested deeper than any real object (refused before parsing).
+    #[error(transparent)]
+    Nesting(#[from] topoalign_k8s::NestingError),
+    #[error("JSON: {0}")]
+    Json(serde_json::Error),
+    #[error("YAML: {0}")]
+    Yaml(serde_yaml_ng::Error),
+    /// A document that is not an object of this shape, named by its
+    /// `metadata.name` where it has one.
+    #[error("{}{error}", .name.as_ref().map(|name| format!("{name}: ")).unwrap_or_default())]
+    Object {
+        name: Option<String>,
+        error: serde_json::Error,
+    },
+}
+
 /// Reads NodeResourceTopology objects from text: a JSON object, a JSON
 /// list (or a `List` with `items`), or YAML documents.
 ///
 /// # Errors
-/// The first document that is not an object of this shape.
-pub fn parse_objects(text: &str) -> Result<Vec<NodeResourceTopology>, String> {
-    let text = topoalign_k8s::prepare_text(text).map_err(|e| e.to_string())?;
+/// [`ObjectsError`]: text that is not JSON or YAML, or the first document
+/// that is not an object of this shape.
+pub fn parse_objects(text: &str) -> Result<Vec<NodeResourceTopology>, ObjectsError> {
+    let text = topoalign_k8s::prepare_text(text)?;
     let (objects, mut skipped) = objects_of(values_of(text)?);
     if skipped.is_empty() {
         Ok(objects)
@@ -122,17 +142,17 @@ pub fn parse_objects(text: &str) -> Result<Vec<NodeResourceTopology>, String> {
 }
 
 /// The non-empty documents of JSON or YAML text.
-fn values_of(text: &str) -> Result<Vec<serde_json::Value>, String> {
+fn values_of(text: &str) -> Result<Vec<serde_json::Value>, ObjectsError> {
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        return Ok(match serde_json::from_str(text).map_err(|e| format!("JSON: {e}"))? {
+        return Ok(match serde_json::from_str(text).map_err(ObjectsError::Json)? {
             serde_json::Value::Array(items) => items,
             other => vec![other],
         });
     }
     let mut values = Vec::new();
     for document in serde_yaml_ng::Deserializer::from_str(text) {
-        let value = serde_json::Value::deserialize(document).map_err(|e| format!("YAML: {e}"))?;
+        let value = serde_json::Value::deserialize(document).map_err(ObjectsError::Yaml)?;
         if !value.is_null() {
             values.push(value);
         }
@@ -145,15 +165,16 @@ fn values_of(text: &str) -> Result<Vec<serde_json::Value>, String> {
 /// of failing the whole text: one bad object must not hide the others.
 ///
 /// # Errors
-/// Text that is not JSON or YAML at all.
-pub fn parse_objects_skipping_bad(text: &str) -> Result<(Vec<NodeResourceTopology>, Vec<String>), String> {
-    let text = topoalign_k8s::prepare_text(text).map_err(|e| e.to_string())?;
-    Ok(objects_of(values_of(text)?))
+/// [`ObjectsError`] for text that is not JSON or YAML at all.
+pub fn parse_objects_skipping_bad(text: &str) -> Result<(Vec<NodeResourceTopology>, Vec<String>), ObjectsError> {
+    let text = topoalign_k8s::prepare_text(text)?;
+    let (objects, skipped) = objects_of(values_of(text)?);
+    Ok((objects, skipped.iter().map(ToString::to_string).collect()))
 }
 
 /// Every object of the documents (`List`s unpacked), and why the others
 /// are not objects.
-fn objects_of(values: Vec<serde_json::Value>) -> (Vec<NodeResourceTopology>, Vec<String>) {
+fn objects_of(values: Vec<serde_json::Value>) -> (Vec<NodeResourceTopology>, Vec<ObjectsError>) {
     let mut objects = Vec::new();
     let mut skipped = Vec::new();
     for value in values {
@@ -168,10 +189,7 @@ fn objects_of(values: Vec<serde_json::Value>) -> (Vec<NodeResourceTopology>, Vec
                 .map(str::to_owned);
             match serde_json::from_value(item) {
                 Ok(object) => objects.push(object),
-                Err(e) => skipped.push(match name {
-                    Some(name) => format!("{name}: {e}"),
-                    None => e.to_string(),
-                }),
+                Err(error) => skipped.push(ObjectsError::Object { name, error }),
             }
         }
     }

@@ -17,13 +17,26 @@ use serde_json::Value;
 /// install (`deploy/noderesourcetopology-crd.yaml`).
 pub const SHIPPED_CRD: &str = include_str!("../../../deploy/noderesourcetopology-crd.yaml");
 
+/// Why a manifest yields no CRD schema.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaError {
+    #[error("YAML: {0}")]
+    Yaml(String),
+    #[error("the CRD has no version {version}")]
+    NoVersion { version: String },
+    #[error("version {version} has no openAPIV3Schema")]
+    NoSchema { version: String },
+    #[error("no CustomResourceDefinition in the manifest")]
+    NoCrd,
+}
+
 /// The v1alpha2 `openAPIV3Schema` of [`SHIPPED_CRD`]: what the publisher
 /// checks every object against before sending it.
 ///
 /// # Errors
-/// A message if the shipped manifest has no such schema (a unit test
+/// [`SchemaError`] if the shipped manifest has no such schema (a unit test
 /// proves it has).
-pub fn shipped_schema() -> Result<Value, String> {
+pub fn shipped_schema() -> Result<Value, SchemaError> {
     crd_schema(SHIPPED_CRD, crate::object::VERSION)
 }
 
@@ -32,10 +45,10 @@ pub fn shipped_schema() -> Result<Value, String> {
 /// `kind: CustomResourceDefinition`).
 ///
 /// # Errors
-/// A message when the text has no such CRD or version.
-pub fn crd_schema(manifest: &str, version: &str) -> Result<Value, String> {
+/// [`SchemaError`] when the text has no such CRD or version.
+pub fn crd_schema(manifest: &str, version: &str) -> Result<Value, SchemaError> {
     for document in serde_yaml_ng::Deserializer::from_str(manifest) {
-        let value = Value::deserialize(document).map_err(|e| format!("YAML: {e}"))?;
+        let value = Value::deserialize(document).map_err(|e| SchemaError::Yaml(e.to_string()))?;
         if value.get("kind").and_then(Value::as_str) != Some("CustomResourceDefinition") {
             continue;
         }
@@ -45,12 +58,16 @@ pub fn crd_schema(manifest: &str, version: &str) -> Result<Value, String> {
                 return v
                     .pointer("/schema/openAPIV3Schema")
                     .cloned()
-                    .ok_or_else(|| format!("version {version} has no openAPIV3Schema"));
+                    .ok_or_else(|| SchemaError::NoSchema {
+                        version: version.to_owned(),
+                    });
             }
         }
-        return Err(format!("the CRD has no version {version}"));
+        return Err(SchemaError::NoVersion {
+            version: version.to_owned(),
+        });
     }
-    Err("no CustomResourceDefinition in the manifest".into())
+    Err(SchemaError::NoCrd)
 }
 
 /// Every way `value` breaks `schema`, each as `path: problem`; empty when

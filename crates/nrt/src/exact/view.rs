@@ -264,20 +264,47 @@ pub struct BlockView<'a> {
     pub size: u64,
 }
 
+/// A part of a state that does not read: where it is (`pod ns/name: c:
+/// cpu`, `cpu.entries.<uid>.<container>`) and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{at}: {problem}")]
+pub struct StateError {
+    pub at: String,
+    pub problem: String,
+}
+
+impl StateError {
+    fn new(at: impl Into<String>, problem: impl ToString) -> StateError {
+        StateError {
+            at: at.into(),
+            problem: problem.to_string(),
+        }
+    }
+
+    /// The error with `outer` in front of where it is.
+    fn within(self, outer: &str) -> StateError {
+        StateError {
+            at: format!("{outer}: {}", self.at),
+            ..self
+        }
+    }
+}
+
 impl StateView<'_> {
     /// The engine's snapshot this state describes.
     ///
     /// # Errors
-    /// A message naming the malformed part (a bad quantity or CPU list).
-    pub fn to_snapshot(&self) -> Result<NodeSnapshot, String> {
+    /// [`StateError`] naming the malformed part (a bad quantity or CPU
+    /// list).
+    pub fn to_snapshot(&self) -> Result<NodeSnapshot, StateError> {
         let pods = exact_vec(
             self.pods.len(),
             self.pods.iter().map(|view| {
                 view.to_pod()
-                    .map_err(|message| format!("pod {}/{}: {message}", view.namespace.as_str(), view.name.as_str()))
+                    .map_err(|e| e.within(&format!("pod {}/{}", view.namespace.as_str(), view.name.as_str())))
             }),
         )?;
-        let cpu_list = |text: &str, at: &dyn Fn() -> String| CpuSet::parse(text).map_err(|e| format!("{}: {e}", at()));
+        let cpu_list = |text: &str, at: &dyn Fn() -> String| CpuSet::parse(text).map_err(|e| StateError::new(at(), e));
         let default_cpu_set = cpu_list(self.cpu.default_cpu_set.as_str(), &|| "cpu.defaultCpuSet".to_string())?;
         // The maps by uid are collected (see `per_container`); a later
         // duplicate uid replaces an earlier one whole, as inserting did.
@@ -293,7 +320,7 @@ impl StateView<'_> {
                 }
                 Ok((uid.as_str().to_owned(), parsed))
             })
-            .collect::<Result<BTreeMap<_, _>, String>>()?;
+            .collect::<Result<BTreeMap<_, _>, StateError>>()?;
         let pod_assignments = self
             .cpu
             .pod_entries
@@ -302,7 +329,7 @@ impl StateView<'_> {
                 let at = || format!("cpu.podEntries.{}", uid.as_str());
                 Ok((uid.as_str().to_owned(), cpu_list(cpus.as_str(), &at)?))
             })
-            .collect::<Result<BTreeMap<_, _>, String>>()?;
+            .collect::<Result<BTreeMap<_, _>, StateError>>()?;
         Ok(NodeSnapshot {
             pods,
             cpu: CpuManagerState {
@@ -407,13 +434,13 @@ impl PodView<'_> {
     /// takes it from the pod-level resources when it restores the pod).
     ///
     /// # Errors
-    /// A message naming the bad quantity.
-    pub fn to_pod(&self) -> Result<Pod, String> {
-        let container = |c: &ContainerView<'_>| -> Result<Container, String> {
+    /// [`StateError`] naming the bad quantity.
+    pub fn to_pod(&self) -> Result<Pod, StateError> {
+        let container = |c: &ContainerView<'_>| -> Result<Container, StateError> {
             Ok(Container {
                 name: c.name.as_str().to_owned(),
-                requests: quantities(&c.requests).map_err(|e| format!("{}: {e}", c.name.as_str()))?,
-                limits: quantities(&c.limits).map_err(|e| format!("{}: {e}", c.name.as_str()))?,
+                requests: quantities(&c.requests).map_err(|e| e.within(c.name.as_str()))?,
+                limits: quantities(&c.limits).map_err(|e| e.within(c.name.as_str()))?,
                 restartable: c.restartable,
             })
         };
@@ -430,10 +457,10 @@ impl PodView<'_> {
             pod_resources: self
                 .pod_resources
                 .as_ref()
-                .map(|r| -> Result<PodResources, String> {
+                .map(|r| -> Result<PodResources, StateError> {
                     Ok(PodResources {
-                        requests: quantities(&r.requests).map_err(|e| format!("podResources.requests: {e}"))?,
-                        limits: quantities(&r.limits).map_err(|e| format!("podResources.limits: {e}"))?,
+                        requests: quantities(&r.requests).map_err(|e| e.within("podResources.requests"))?,
+                        limits: quantities(&r.limits).map_err(|e| e.within("podResources.limits"))?,
                     })
                 })
                 .transpose()?,
@@ -466,7 +493,7 @@ fn exact_vec<T, E>(len: usize, items: impl Iterator<Item = Result<T, E>>) -> Res
 
 /// The amounts as a resource list, with room for exactly its entries (the
 /// restored node keeps two per container).
-fn quantities(texts: &Amounts<'_>) -> Result<ResourceList, String> {
+fn quantities(texts: &Amounts<'_>) -> Result<ResourceList, StateError> {
     let mut list = ResourceList::with_capacity(texts.0.len());
     let mut failed = None;
     let parsed = texts
@@ -474,7 +501,7 @@ fn quantities(texts: &Amounts<'_>) -> Result<ResourceList, String> {
         .map_while(|(name, text)| match topoalign_k8s::parse_quantity(text.as_str()) {
             Ok(quantity) => Some((name.as_str(), quantity)),
             Err(e) => {
-                failed = Some(format!("{}: {e}", name.as_str()));
+                failed = Some(StateError::new(name.as_str(), e));
                 None
             }
         });
