@@ -71,6 +71,10 @@ enum Command {
     Extender(commands::extender::Args),
     /// Write nodes' NodeResourceTopology (v1alpha2) objects.
     Nrt(commands::nrt::Args),
+    /// Serve a live web page of the cluster: every node's machine with its
+    /// pods' CPUs, memory and devices, stranded capacity, waiting pods
+    /// explained.
+    Serve(commands::serve::Args),
     /// Proof of placement: what the kernel applies to processes (CPUs,
     /// memory per NUMA node, devices) against what was decided and promised.
     Verify(commands::verify::Args),
@@ -106,6 +110,7 @@ fn try_main() -> Result<Outcome, Error> {
         Command::SimulateNodes(args) => commands::simulate_nodes::run(&args),
         Command::Extender(args) => commands::extender::run(&args),
         Command::Nrt(args) => commands::nrt::run(&args),
+        Command::Serve(args) => commands::serve::run(&args),
         Command::Verify(args) => commands::verify::run(&args),
         Command::KubeletStandIn(args) => commands::kubelet_stand_in::run(&args),
     }

@@ -16,6 +16,7 @@ mod output;
 mod render;
 pub mod replay;
 pub mod run;
+pub mod serve;
 pub mod simulate;
 pub mod simulate_nodes;
 pub mod topology;
