@@ -47,7 +47,12 @@ enum Command {
     Admit(commands::admit::Args),
     /// Like admit, with the full explanation for every pod: per-NUMA free vs
     /// requested, hints in words, the policy's rule, checked fixes.
+    /// `explain pod/NAME [-n NS]` asks the live cluster: every node's
+    /// answer, then the cheapest verified fix.
     Explain(commands::explain::Args),
+    /// The live cluster per node and NUMA node: free, stranded, held by
+    /// whom (also `kubectl topoalign nodes`).
+    Nodes(commands::cluster::NodesArgs),
     /// Read a node's kubelet state (cpu_manager_state, memory_manager_state,
     /// checksums verified), show who holds what on which NUMA node, and
     /// explain pods against it.
@@ -98,10 +103,11 @@ fn main() -> ExitCode {
 }
 
 fn try_main() -> Result<Outcome, Error> {
-    match Cli::parse().command {
+    match commands::cluster::parse_cli::<Cli>().command {
         Command::Replay(args) => commands::replay::run(&args),
         Command::Admit(args) => commands::admit::run(&args),
         Command::Explain(args) => commands::explain::run(&args),
+        Command::Nodes(args) => commands::cluster::nodes(&args),
         Command::Diagnose(args) => commands::diagnose::run(&args),
         Command::Topology(args) => commands::topology::run(&args),
         Command::Agent(args) => commands::agent::run(&args),

@@ -10,12 +10,25 @@
 //! cluster's DRA objects (`dra_input`): the devices the scheduler's
 //! allocator picks per request beside the kubelet's NUMA nodes, and checked
 //! fixes (`topoalign_explain::dra`).
+//!
+//! `topoalign explain pod/NAME [-n NS]` asks a live cluster instead
+//! (`cluster`: per node, then the cheapest verified fix).
 
 use super::Outcome;
-pub use super::admit::Args;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub admit: super::admit::Args,
+    #[command(flatten)]
+    pub cluster: super::cluster::ClusterArgs,
+}
 
 pub fn run(args: &Args) -> super::Result {
-    match super::admit::run_with(args, true)? {
+    if let Some(name) = super::cluster::pod_argument(&args.admit.pods) {
+        return super::cluster::explain_pod(name, &args.cluster, &args.admit.output, args.admit.explain);
+    }
+    match super::admit::run_with(&args.admit, true)? {
         Outcome::Rejected => Ok(Outcome::Success),
         other => Ok(other),
     }

@@ -4,6 +4,7 @@
 
 pub mod admit;
 pub mod agent;
+pub mod cluster;
 pub mod diagnose;
 pub mod dra_input;
 pub mod explain;
