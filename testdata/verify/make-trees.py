@@ -137,14 +137,18 @@ def v1(root):
 
 STATE = "../kubelet-state/layouts"
 
-def kubelet(root):
+def kubelet(root, driver="systemd"):
     """A node whose kubelet (systemd cgroup driver, cgroup v2) wrote the
     v1.32 checkpoints of ../kubelet-state/layouts/1.32, copied as they
     are (their checksums are the kubelet's): kubelet/var/lib/kubelet holds
     them, the configuration and the node's pods with the containers'
     statuses; kubelet/node.yaml is that scenario's machine (CPUs 0-7 and
     8-15 its siblings; 0-3,8-11 on NUMA 0; gpu0, nic0 on NUMA 0; gpu1, nic1
-    on NUMA 1). The verdicts are in crates/cli/tests/verify.rs."""
+    on NUMA 1). The verdicts are in crates/cli/tests/verify.rs.
+
+    With driver="cgroupfs" (kubelet-cgroupfs/): the same node, containers
+    and verdicts under the cgroupfs driver's layout
+    (kubepods/<qos>/pod<uid>/<id>) on a cgroup v1 cpuset hierarchy."""
     import json
     import yaml
     kd = f"{root}/var/lib/kubelet"
@@ -173,18 +177,35 @@ def kubelet(root):
         if pod["spec"].get("initContainers"):
             pod["status"]["initContainerStatuses"] = [status(c) for c in pod["spec"]["initContainers"]]
     write(f"{kd}/pods.yaml", yaml.safe_dump(pods, sort_keys=False))
-    write(f"{root}/proc/self/mountinfo",
-          "25 30 0:23 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw\n"
-          "31 25 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate\n")
-    cpuset_v2(root, "", "0-15", "0-1", [])
+    if driver == "systemd":
+        write(f"{root}/proc/self/mountinfo",
+              "25 30 0:23 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw\n"
+              "31 25 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate\n")
+        cpuset_v2(root, "", "0-15", "0-1", [])
+    else:
+        write(f"{root}/proc/self/mountinfo",
+              "25 30 0:23 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw\n"
+              "31 25 0:26 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:9 - tmpfs tmpfs ro,mode=755\n"
+              "35 31 0:30 / /sys/fs/cgroup/cpuset rw,nosuid,nodev,noexec,relatime shared:13 - cgroup cgroup rw,cpuset\n")
+        write(f"{root}/sys/fs/cgroup/cpuset/cpuset.effective_cpus", "0-15\n")
+        write(f"{root}/sys/fs/cgroup/cpuset/cpuset.effective_mems", "0-1\n")
     def container(pid, comm, uid, qos, cid, cpus, mems, maps, env, extra=()):
-        slice_ = "kubepods.slice" if qos == "" else f"kubepods.slice/kubepods-{qos}.slice"
-        prefix = "kubepods" if qos == "" else f"kubepods-{qos}"
-        path = f"/{slice_}/{prefix}-pod{uid.replace('-', '_')}.slice/cri-containerd-{cid * 16}.scope"
         pids = [pid] + [p for p, _ in extra]
+        if driver == "systemd":
+            slice_ = "kubepods.slice" if qos == "" else f"kubepods.slice/kubepods-{qos}.slice"
+            prefix = "kubepods" if qos == "" else f"kubepods-{qos}"
+            path = f"/{slice_}/{prefix}-pod{uid.replace('-', '_')}.slice/cri-containerd-{cid * 16}.scope"
+            lines = [f"0::{path}"]
+            cpuset_v2(root, path, cpus, mems, pids)
+        else:
+            path = "/kubepods" + ("" if qos == "" else f"/{qos}") + f"/pod{uid}/{cid * 16}"
+            lines = [f"4:cpuset:{path}", f"2:cpu,cpuacct:{path}", "0::/"]
+            d = f"{root}/sys/fs/cgroup/cpuset{path}"
+            write(f"{d}/cpuset.effective_cpus", cpus + "\n")
+            write(f"{d}/cpuset.effective_mems", mems + "\n")
+            write(f"{d}/cgroup.procs", "".join(f"{p}\n" for p in pids))
         for p, c in [(pid, comm)] + list(extra):
-            process(root, p, c, [f"0::{path}"], cpus, mems, maps, env)
-        cpuset_v2(root, path, cpus, mems, pids)
+            process(root, p, c, lines, cpus, mems, maps, env)
     uid = "00000000-0000-0000-0000-0000000000"
     # ml/train app: CPUs 2,10 and memory on NUMA 0 as the checkpoints say,
     # its GPU gpu0 (NUMA 0) the only one it sees; a shell beside it: aligned.
@@ -203,9 +224,14 @@ def kubelet(root):
     container(1050, "g", uid + "05", "", "d50c", "4", "1", numa_maps({1: 512}),
               [("NVIDIA_VISIBLE_DEVICES", "gpu0")])
     # Not a container: left alone.
-    process(root, 500, "bash", ["0::/user.slice/session-1.scope"], "0-15", "0-1", numa_maps({0: 100}), [])
-    write(f"{root}/sys/fs/cgroup/user.slice/session-1.scope/cgroup.procs", "500\n")
+    if driver == "systemd":
+        process(root, 500, "bash", ["0::/user.slice/session-1.scope"], "0-15", "0-1", numa_maps({0: 100}), [])
+        write(f"{root}/sys/fs/cgroup/user.slice/session-1.scope/cgroup.procs", "500\n")
+    else:
+        process(root, 500, "bash", ["4:cpuset:/", "0::/user.slice/session-1.scope"], "0-15", "0-1",
+                numa_maps({0: 100}), [])
 
-for name, build in [("v1", v1), ("v2", v2), ("kubelet", kubelet)]:
+for name, build in [("v1", v1), ("v2", v2), ("kubelet", kubelet),
+                    ("kubelet-cgroupfs", lambda root: kubelet(root, "cgroupfs"))]:
     shutil.rmtree(name, ignore_errors=True)
     build(name)

@@ -10,7 +10,10 @@
 //! GET /v1/status?after=G
 //!                    the first status newer than generation G (waiting up to 30 s for it):
 //!                    {"generation", "state": "known"|"unknown"|"starting", "reason", "record",
-//!                     "ageSeconds", "held"}
+//!                     "dynamicResources", "ageSeconds", "held"}
+//!                    (`dynamicResources`: the devices DRA allocated to each container, from
+//!                    PodResources `dynamic_resources`: [{"namespace", "pod", "container",
+//!                    "devices": [{"claimNamespace", "claimName", "driver", "pool", "device"}]}])
 //! GET /v1/verdicts  the last verification of the running containers ([`crate::verify`]):
 //!                    {"generation", "reports": [...], "summary", "notFound": [...]}
 //!                    as `topoalign verify --containers -o json`; 503 before the first or when off
@@ -208,15 +211,38 @@ async fn status(AxumState(shared): AxumState<Shared>, Query(query): Query<After>
     let status = &published.status;
     let body = match &status.state {
         State::Starting => json!({"generation": status.generation, "state": "starting"}),
-        State::Known { node, .. } => json!({
+        State::Known {
+            node, dynamic_devices, ..
+        } => json!({
             "generation": status.generation, "state": "known",
             "record": topoalign_nrt::StateRecord::of(node),
+            "dynamicResources": dynamic_resources(dynamic_devices),
         }),
         State::Unknown(unknown) => json!({
             "generation": status.generation, "state": "unknown", "source": unknown.kind, "reason": unknown.reason,
         }),
     };
     Json(published.annotate(body)).into_response()
+}
+
+/// The DRA devices of each container as `/v1/status` shows them.
+pub fn dynamic_resources(containers: &[topoalign_observe::ContainerDynamicDevices]) -> serde_json::Value {
+    containers
+        .iter()
+        .map(|c| {
+            let devices: Vec<serde_json::Value> = c
+                .devices
+                .iter()
+                .map(|d| {
+                    json!({
+                        "claimNamespace": d.claim_namespace, "claimName": d.claim_name,
+                        "driver": d.driver, "pool": d.pool, "device": d.device,
+                    })
+                })
+                .collect();
+            json!({"namespace": c.namespace, "pod": c.pod, "container": c.container, "devices": devices})
+        })
+        .collect()
 }
 
 /// `GET /v1/verdicts`: the last verification, as `verify --containers -o

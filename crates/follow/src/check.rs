@@ -103,6 +103,9 @@ pub struct Rebuilt {
     /// Pod uids the checkpoints still held for pods nobody lists, or that
     /// finished (released).
     pub stale: Vec<String>,
+    /// The devices DRA allocated to each container (PodResources
+    /// `dynamic_resources`; the checkpoints hold none).
+    pub dynamic_devices: Vec<topoalign_observe::ContainerDynamicDevices>,
 }
 
 /// Checks `observation`'s sources against each other and restores them
@@ -201,6 +204,7 @@ impl Rebuilder {
         Ok(Rebuilt {
             node,
             stale: observed.stale,
+            dynamic_devices: observed.dynamic_devices,
         })
     }
 }

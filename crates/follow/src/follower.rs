@@ -16,7 +16,7 @@ use notify::{RecursiveMode, Watcher};
 use tokio::sync::{Notify, watch};
 use topoalign_engine::Node;
 
-use topoalign_observe::RunningContainer;
+use topoalign_observe::{ContainerDynamicDevices, RunningContainer};
 
 use crate::check::{Rebuilder, Unknown, running_containers};
 use crate::metrics::Metrics;
@@ -44,6 +44,9 @@ pub enum State {
         /// The containers of the node's active pods that may have
         /// processes, with their runtime ids (what the verifier checks).
         containers: Arc<Vec<RunningContainer>>,
+        /// The devices DRA allocated to each container (PodResources
+        /// `dynamic_resources`).
+        dynamic_devices: Arc<Vec<ContainerDynamicDevices>>,
     },
     Unknown(Unknown),
 }
@@ -137,6 +140,7 @@ pub async fn follow(
                 State::Known {
                     node: Arc::new(rebuilt.node),
                     containers: Arc::new(containers),
+                    dynamic_devices: Arc::new(rebuilt.dynamic_devices),
                 }
             }
             Err(unknown) => {

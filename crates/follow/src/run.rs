@@ -247,6 +247,7 @@ mod tests {
                     .expect("a node"),
                 ),
                 containers: Arc::default(),
+                dynamic_devices: Arc::default(),
             },
         }
     }

@@ -192,7 +192,9 @@ pub async fn verify_loop(
         let (generation, node, containers) = {
             let published = status.borrow();
             match &published.status.state {
-                State::Known { node, containers } => (published.status.generation, node.clone(), containers.clone()),
+                State::Known { node, containers, .. } => {
+                    (published.status.generation, node.clone(), containers.clone())
+                }
                 State::Starting | State::Unknown(_) => continue,
             }
         };

@@ -727,3 +727,157 @@ async fn a_fifo_checkpoint_is_unknown_at_once_not_a_hang() {
     assert_is_the_kubelets(&rebuild(&base, &observation).unwrap().node, "1.37");
     kubelet.stop().await;
 }
+
+/// The follower's proof of placement: the captured node of
+/// `testdata/verify/kubelet` (the v1.32 checkpoints, the pods with their
+/// containers' statuses, systemd cgroup v2 processes), its PodResources
+/// answer on a real socket (with a device DRA allocated, which the state
+/// carries); once the state is known, each running container is judged as
+/// `verify --containers` judges it, and exported.
+#[tokio::test]
+async fn the_follower_verifies_the_running_containers() {
+    let captured = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/verify/kubelet");
+    let kubelet_dir = captured.join("var/lib/kubelet");
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("device-plugins")).unwrap();
+    for name in [
+        "cpu_manager_state",
+        "memory_manager_state",
+        "device-plugins/kubelet_internal_checkpoint",
+        "pods.yaml",
+    ] {
+        std::fs::copy(kubelet_dir.join(name), root.path().join(name)).unwrap();
+    }
+    let base = base_node();
+    let socket = root.path().join("kubelet.sock");
+    // The kubelet's answer also names a device DRA gave the app container
+    // (PodResources v1 `dynamic_resources`, sent over the real protocol).
+    let mut answer = kubelet_answers(&layouts().join("1.32"), &base);
+    let nic = topoalign_podresources::DynamicDevice {
+        claim_namespace: "ml".to_string(),
+        claim_name: "train-nic".to_string(),
+        driver: "nic.example.com".to_string(),
+        pool: "node-a".to_string(),
+        device: "nic-3".to_string(),
+    };
+    answer
+        .pods
+        .iter_mut()
+        .find(|p| p.namespace == "ml" && p.name == "train")
+        .and_then(|p| p.containers.iter_mut().find(|c| c.name == "app"))
+        .unwrap()
+        .dynamic = vec![nic.clone()];
+    let answers = Arc::new(Mutex::new(answer));
+    let mut kubelet = Kubelet::start(&socket, answers);
+    let config = FollowConfig {
+        root_dir: root.path().to_path_buf(),
+        socket: socket.clone(),
+        pods: PodSource::File(root.path().join("pods.yaml")),
+        resync: Duration::from_millis(200),
+    };
+    let (sender, mut status) = watch::channel(Status {
+        generation: 0,
+        state: State::Starting,
+    });
+    let metrics = Arc::new(Metrics::default());
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(follow(
+        base,
+        config,
+        Trigger::default(),
+        sender,
+        metrics.clone(),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let seen = wait(&mut status, 0, is_known).await;
+    let State::Known {
+        containers,
+        dynamic_devices,
+        ..
+    } = &seen.state
+    else {
+        unreachable!()
+    };
+    // The DRA device, carried through observe into the status API.
+    assert_eq!(dynamic_devices.len(), 1);
+    assert_eq!(
+        (dynamic_devices[0].pod.as_str(), dynamic_devices[0].container.as_str()),
+        ("train", "app")
+    );
+    assert_eq!(dynamic_devices[0].devices, [nic]);
+    assert_eq!(
+        topoalign_follow::api::dynamic_resources(dynamic_devices),
+        serde_json::json!([{
+            "namespace": "ml", "pod": "train", "container": "app",
+            "devices": [{"claimNamespace": "ml", "claimName": "train-nic", "driver": "nic.example.com",
+                         "pool": "node-a", "device": "nic-3"}],
+        }])
+    );
+    // setup (an init container that completed) has nothing to check.
+    let names: Vec<String> = containers.iter().map(|c| c.label()).collect();
+    assert_eq!(
+        names,
+        [
+            "ml/train log",
+            "ml/train app",
+            "default/web web",
+            "default/db db",
+            "default/gpu2 g"
+        ]
+    );
+
+    let (_published_tx, published) = watch::channel(topoalign_follow::api::Published::fresh(
+        seen.clone(),
+        std::time::Instant::now(),
+    ));
+    let (verdicts_tx, mut verdicts) = watch::channel(topoalign_follow::verify::Verdicts::default());
+    let verifier = tokio::spawn(topoalign_follow::verify::verify_loop(
+        published,
+        topoalign_follow::verify::VerifyConfig {
+            host: topoalign_host::Host::under(&captured),
+            interval: Duration::from_millis(50),
+        },
+        metrics.clone(),
+        verdicts_tx,
+        None,
+    ));
+    let latest = tokio::time::timeout(Duration::from_secs(30), verdicts.wait_for(|v| v.verified.is_some()))
+        .await
+        .expect("a verification")
+        .unwrap()
+        .clone();
+    assert_eq!(latest.generation, seen.generation);
+    let verified = latest.verified.unwrap();
+    let verdicts: Vec<(String, &str)> = verified
+        .reports
+        .iter()
+        .map(|r| (r.subject.to_string(), r.verdict.as_str()))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("ml/train log".to_string(), "aligned"),
+            ("ml/train app".to_string(), "aligned"),
+            ("default/web web".to_string(), "aligned"),
+            ("default/db db".to_string(), "drifted"),
+            ("default/gpu2 g".to_string(), "misaligned"),
+        ]
+    );
+    assert!(verified.not_found.is_empty(), "{:?}", verified.not_found);
+    let text = metrics.encode();
+    for line in [
+        r#"topoalign_follow_container_placement{namespace="default",pod="db",container="db",verdict="drifted"} 1"#,
+        r#"topoalign_follow_container_placement{namespace="ml",pod="train",container="app",verdict="aligned"} 1"#,
+        r#"topoalign_follow_container_placement{namespace="default",pod="gpu2",container="g",verdict="misaligned"} 1"#,
+        r#"topoalign_follow_container_memory_spilled_bytes{namespace="default",pod="db",container="db"} 0"#,
+        "topoalign_follow_containers_not_found 0",
+    ] {
+        assert!(text.contains(line), "{line}\n{text}");
+    }
+    verifier.abort();
+    let _ = stop.send(());
+    task.await.unwrap();
+    kubelet.stop().await;
+}

@@ -67,6 +67,7 @@ mod tests;
 pub use containers::{ContainerStatus, PodNames, RunningContainer, Verified, running_containers, verify_containers};
 pub use dir::{CONFIG_FILES, DEFAULT_ROOT, KubeletDir, MAX_CHECKPOINT_BYTES, ObserveError, SOCKET_IN_ROOT};
 pub use observe::{
-    Comparison, DeviceSource, DoubleAssignment, Inputs, ListedPod, Observed, Observer, PodResourcesAnswer, observe,
+    Comparison, ContainerDynamicDevices, DeviceSource, DoubleAssignment, Inputs, ListedPod, Observed, Observer,
+    PodResourcesAnswer, observe,
 };
 pub use status::{CheckpointFile, CheckpointFiles, CheckpointReport, CheckpointStatus, FileContent, Restart};

@@ -124,6 +124,38 @@ pub struct Observed {
     pub allocatable_differences: Vec<AllocatableDifference>,
     /// What a person should know about how the state was read.
     pub notes: Vec<String>,
+    /// The devices DRA allocated to each container, from the PodResources
+    /// answer (the checkpoints read here hold none): containers holding
+    /// any, in the answer's order.
+    pub dynamic_devices: Vec<ContainerDynamicDevices>,
+}
+
+/// The DRA devices one container holds (PodResources `dynamic_resources`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContainerDynamicDevices {
+    pub namespace: String,
+    pub pod: String,
+    pub container: String,
+    pub devices: Vec<topoalign_podresources::DynamicDevice>,
+}
+
+/// The containers of `answer` holding DRA devices.
+fn dynamic_devices(answer: Option<&PodResourcesAnswer>) -> Vec<ContainerDynamicDevices> {
+    answer
+        .into_iter()
+        .flat_map(|answer| &answer.pods)
+        .flat_map(|pod| {
+            pod.containers
+                .iter()
+                .filter(|c| !c.dynamic.is_empty())
+                .map(|c| ContainerDynamicDevices {
+                    namespace: pod.namespace.clone(),
+                    pod: pod.name.clone(),
+                    container: c.name.clone(),
+                    devices: c.dynamic.clone(),
+                })
+        })
+        .collect()
 }
 
 /// The kubelet's state from `inputs`, restored into a copy of `base` (the
@@ -352,6 +384,7 @@ impl Observer {
             differences,
             allocatable_differences,
             notes,
+            dynamic_devices: dynamic_devices(inputs.pod_resources),
         }
     }
 }

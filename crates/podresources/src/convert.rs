@@ -9,7 +9,9 @@ use std::fmt;
 use topoalign_model::CpuSet;
 
 use crate::v1;
-use crate::{Allocatable, ContainerAllocation, DeviceGroup, MAX_CPU_ID, MAX_NUMA_ID, MemoryBlock, PodAllocation};
+use crate::{
+    Allocatable, ContainerAllocation, DeviceGroup, DynamicDevice, MAX_CPU_ID, MAX_NUMA_ID, MemoryBlock, PodAllocation,
+};
 
 /// A field that is off: its path and what is wrong.
 pub(crate) struct Invalid {
@@ -128,6 +130,54 @@ fn devices(groups: &[v1::ContainerDevices], at: &At<'_>) -> Result<BTreeMap<Stri
     Ok(by_resource)
 }
 
+/// Each claim's devices, one entry per device (a resource of another
+/// kind than a device, with no device name, is left out).
+fn dynamic(resources: &[v1::DynamicResource]) -> Vec<DynamicDevice> {
+    resources
+        .iter()
+        .flat_map(|claim| {
+            claim
+                .claim_resources
+                .iter()
+                .filter(|r| !r.device_name.is_empty())
+                .map(|r| DynamicDevice {
+                    claim_namespace: claim.claim_namespace.clone(),
+                    claim_name: claim.claim_name.clone(),
+                    driver: r.driver_name.clone(),
+                    pool: r.pool_name.clone(),
+                    device: r.device_name.clone(),
+                })
+        })
+        .collect()
+}
+
+/// `devices` as the kubelet sends them: one `DynamicResource` per claim,
+/// in the order first seen.
+fn wire_dynamic(devices: &[DynamicDevice]) -> Vec<v1::DynamicResource> {
+    let mut claims: Vec<v1::DynamicResource> = Vec::new();
+    for device in devices {
+        let resource = v1::ClaimResource {
+            cdi_devices: Vec::new(),
+            driver_name: device.driver.clone(),
+            pool_name: device.pool.clone(),
+            device_name: device.device.clone(),
+            share_id: None,
+        };
+        match claims
+            .iter_mut()
+            .find(|c| c.claim_name == device.claim_name && c.claim_namespace == device.claim_namespace)
+        {
+            Some(claim) => claim.claim_resources.push(resource),
+            None => claims.push(v1::DynamicResource {
+                claim_name: device.claim_name.clone(),
+                claim_namespace: device.claim_namespace.clone(),
+                claim_resources: vec![resource],
+            }),
+        }
+    }
+    claims
+}
+
 pub(crate) fn pod(pod: &v1::PodResources, at: &At<'_>) -> Result<PodAllocation, Invalid> {
     let containers = pod
         .containers
@@ -140,6 +190,7 @@ pub(crate) fn pod(pod: &v1::PodResources, at: &At<'_>) -> Result<PodAllocation, 
                 cpus: cpus(&c.cpu_ids, &at)?,
                 memory: memory(&c.memory, &at)?,
                 devices: devices(&c.devices, &at)?,
+                dynamic: dynamic(&c.dynamic_resources),
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -212,7 +263,7 @@ pub(crate) fn wire_pod(pod: &PodAllocation) -> v1::PodResources {
                 devices: wire_devices(&c.devices),
                 cpu_ids: wire_cpus(&c.cpus),
                 memory: wire_memory(&c.memory),
-                dynamic_resources: Vec::new(),
+                dynamic_resources: wire_dynamic(&c.dynamic),
             })
             .collect(),
         cpu_ids: Vec::new(),

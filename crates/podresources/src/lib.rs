@@ -86,6 +86,23 @@ pub struct ContainerAllocation {
     pub memory: Vec<MemoryBlock>,
     /// Device ids per resource.
     pub devices: BTreeMap<String, Vec<DeviceGroup>>,
+    /// Devices DRA allocated to it through its resource claims
+    /// (`dynamic_resources`), one per device. The kubelet's checkpoints
+    /// that `topoalign-observe` reads hold none of these: only the
+    /// PodResources answer has them.
+    pub dynamic: Vec<DynamicDevice>,
+}
+
+/// One device a resource claim gave a container (`DynamicResource` and
+/// one of its `ClaimResource`s): the driver/pool/device triplet names the
+/// device uniquely.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DynamicDevice {
+    pub claim_namespace: String,
+    pub claim_name: String,
+    pub driver: String,
+    pub pool: String,
+    pub device: String,
 }
 
 /// Memory of one type on some NUMA nodes (`ContainerMemory`).

@@ -75,6 +75,8 @@ pub fn pod_allocations(state: &NodeSnapshot, machine: &Machine) -> Vec<PodAlloca
                             (resource.clone(), groups)
                         })
                         .collect(),
+                    // DRA's allocations are not in these checkpoints.
+                    dynamic: Vec::new(),
                 })
                 .collect(),
         })

@@ -14,8 +14,8 @@ use topoalign_model::CpuSet;
 use topoalign_podresources::v1;
 use topoalign_podresources::v1::pod_resources_lister_server::{PodResourcesLister, PodResourcesListerServer};
 use topoalign_podresources::{
-    Allocatable, Client, ContainerAllocation, DeviceGroup, MemoryBlock, PodAllocation, PodResourcesError, Snapshot,
-    serve,
+    Allocatable, Client, ContainerAllocation, DeviceGroup, DynamicDevice, MemoryBlock, PodAllocation,
+    PodResourcesError, Snapshot, serve,
 };
 
 fn snapshot() -> Snapshot {
@@ -42,6 +42,31 @@ fn snapshot() -> Snapshot {
             ("nvidia.com/gpu".to_string(), vec![gpu("gpu1", &[1])]),
             ("example.com/nic".to_string(), vec![gpu("nic9", &[])]),
         ]),
+        // Two devices of one claim and one of another (claim by claim, as
+        // the kubelet sends them).
+        dynamic: vec![
+            DynamicDevice {
+                claim_namespace: "ml".into(),
+                claim_name: "train-gpus".into(),
+                driver: "gpu.example.com".into(),
+                pool: "node-a".into(),
+                device: "gpu-2".into(),
+            },
+            DynamicDevice {
+                claim_namespace: "ml".into(),
+                claim_name: "train-gpus".into(),
+                driver: "gpu.example.com".into(),
+                pool: "node-a".into(),
+                device: "gpu-3".into(),
+            },
+            DynamicDevice {
+                claim_namespace: "ml".into(),
+                claim_name: "train-nic".into(),
+                driver: "nic.example.com".into(),
+                pool: "node-a".into(),
+                device: "nic-0".into(),
+            },
+        ],
     };
     let sidecar = ContainerAllocation {
         name: "log".into(),
