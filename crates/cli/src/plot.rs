@@ -1,6 +1,7 @@
 //! Charts of a simulation report, PNG or SVG by the file's extension:
 //! admission failures (pods rejected at admission, pods never placed) and
-//! stranded CPUs per policy, one bar per scheduler.
+//! stranded CPUs per policy, one bar per scheduler; with DRA, pods whose
+//! devices miss their CPUs' NUMA nodes.
 //!
 //! The layout is a pure function ([`layout`]) from the canvas size, the
 //! labels and the values to rectangles: every text's box, the plot areas,
@@ -40,6 +41,13 @@ const PANELS: [(&str, Metric, bool); 3] = [
         false,
     ),
 ];
+
+/// The panel added when some run placed pods with DRA claims.
+const DRA_PANEL: (&str, Metric, bool) = (
+    "Pods whose DRA devices miss their CPUs' NUMA nodes",
+    |r| r.dra_misaligned as f64,
+    true,
+);
 
 /// Writes the charts to `path` (`.png` or `.svg`).
 ///
@@ -475,7 +483,11 @@ where
             }
         })
         .collect();
-    let specs: Vec<PanelSpec<'_>> = PANELS
+    let mut shown = PANELS.to_vec();
+    if runs.iter().any(|r| r.dra_pods > 0) {
+        shown.push(DRA_PANEL);
+    }
+    let specs: Vec<PanelSpec<'_>> = shown
         .iter()
         .map(|&(title, metric, integer)| PanelSpec {
             title,
@@ -487,7 +499,7 @@ where
     let width = i32::try_from(w).unwrap_or(i32::MAX);
     let height = i32::try_from(h).unwrap_or(i32::MAX);
     let panels = layout(width, height, &specs, &labels, &SCHEDULERS, &text_width);
-    for (panel, &(_, metric, _)) in panels.iter().zip(PANELS.iter()) {
+    for (panel, &(_, metric, _)) in panels.iter().zip(shown.iter()) {
         draw_panel(root, panel, &groups, runs, metric)?;
     }
     Ok(())

@@ -25,16 +25,15 @@
 //! and [`poll`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Node as K8sNode, Pod as K8sPod};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimStatus, ResourceSlice};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use topoalign_dra::{AllocationCase, Outcome};
-use topoalign_scenario::dra::{ClaimDevices, DraSpec, PodDevices, claim_devices, misaligned_devices};
-
-use crate::server::Shared;
+use topoalign_fleet::dra::alignment_verdict;
+use topoalign_scenario::dra::{ClaimDevices, DraSpec, PodDevices, claim_devices};
 
 /// The cluster's DRA objects, as one listing gives them.
 #[derive(Clone, Debug, Default)]
@@ -220,6 +219,11 @@ impl Judgement {
     }
 }
 
+/// The allocator's input for one node (its classes and the slices that
+/// can serve it), built once per listing and reused by every judgement on
+/// the node; the claims are set per judgement.
+type NodeCases = Arc<Mutex<HashMap<String, AllocationCase>>>;
+
 /// The cluster's DRA side, for `--dra-align`.
 #[derive(Clone, Debug)]
 pub struct Dra {
@@ -228,6 +232,9 @@ pub struct Dra {
     nodes: HashMap<String, K8sNode>,
     device_classes: Vec<DeviceClass>,
     resource_slices: Vec<ResourceSlice>,
+    /// Per node, the allocator's input without claims; emptied by
+    /// [`Dra::sync`]. (A clone of [`Dra`] shares it: same listing.)
+    cases: NodeCases,
     /// By `namespace/name`.
     claims: BTreeMap<String, ResourceClaim>,
     /// By claim `namespace/name`.
@@ -264,6 +271,7 @@ impl Dra {
             nodes: HashMap::new(),
             device_classes: Vec::new(),
             resource_slices: Vec::new(),
+            cases: NodeCases::default(),
             claims: BTreeMap::new(),
             assumed: HashMap::new(),
             seen: HashMap::new(),
@@ -281,6 +289,9 @@ impl Dra {
             .collect();
         self.device_classes = objects.device_classes;
         self.resource_slices = objects.resource_slices;
+        // A new listing: new per-node inputs, not shared with clones of the
+        // old.
+        self.cases = NodeCases::default();
         self.claims = objects
             .resource_claims
             .into_iter()
@@ -366,21 +377,7 @@ impl Dra {
                         .map(|(_, a)| a.claim.clone()),
                 )
                 .collect();
-            let case = AllocationCase {
-                release: self.release.clone(),
-                node: self.node(node),
-                device_classes: self.device_classes.clone(),
-                // Slices of other nodes serve no pool here.
-                resource_slices: self
-                    .resource_slices
-                    .iter()
-                    .filter(|s| s.spec.node_name.as_deref().is_none_or(|n| n == node))
-                    .cloned()
-                    .collect(),
-                allocated_claims: in_use,
-                claims: pending.clone(),
-            };
-            match topoalign_dra::allocate(&case) {
+            match self.allocate(node, in_use, pending.clone()) {
                 Outcome::Allocated { allocations } => {
                     for (mut claim, allocation) in pending.into_iter().zip(allocations) {
                         claim.status = Some(ResourceClaimStatus {
@@ -417,19 +414,43 @@ impl Dra {
                 })
                 .collect(),
         };
-        let verdict = match misaligned_devices(&devices, pinned) {
-            Some(missing) if !missing.is_empty() => Err(format!(
-                "DRA would allocate {} while the kubelet pins the pod's CPUs and memory on NUMA node {}",
-                missing.join(", "),
-                numa_list(pinned)
-            )),
-            _ => Ok(()),
-        };
+        let verdict = alignment_verdict(&devices, pinned);
         Judgement {
             verdict,
             devices: Some(devices),
             allocated,
         }
+    }
+
+    /// The scheduler's allocator on `node` for `claims`, `in_use` holding
+    /// their devices. The node's classes and slices are copied once per
+    /// listing (the first judgement on the node), not per judgement.
+    fn allocate(&self, node: &str, in_use: Vec<ResourceClaim>, claims: Vec<ResourceClaim>) -> Outcome {
+        let Ok(mut cases) = self.cases.lock() else {
+            return Outcome::Error {
+                message: "internal: the per-node cache lock is poisoned".to_owned(),
+            };
+        };
+        let case = cases.entry(node.to_owned()).or_insert_with(|| AllocationCase {
+            release: self.release.clone(),
+            node: self.node(node),
+            device_classes: self.device_classes.clone(),
+            // Slices of other nodes serve no pool here.
+            resource_slices: self
+                .resource_slices
+                .iter()
+                .filter(|s| s.spec.node_name.as_deref().is_none_or(|n| n == node))
+                .cloned()
+                .collect(),
+            allocated_claims: Vec::new(),
+            claims: Vec::new(),
+        });
+        case.allocated_claims = in_use;
+        case.claims = claims;
+        let outcome = topoalign_dra::allocate(case);
+        case.allocated_claims = Vec::new();
+        case.claims = Vec::new();
+        outcome
     }
 
     /// `pod` goes to `node` with `judgement`'s devices: they are in use
@@ -473,18 +494,6 @@ impl Dra {
     }
 }
 
-/// `0`, `0,1`.
-fn numa_list(nodes: &BTreeSet<usize>) -> String {
-    let mut text = String::new();
-    for (i, node) in nodes.iter().enumerate() {
-        if i > 0 {
-            text.push(',');
-        }
-        let _ = write!(text, "{node}");
-    }
-    text
-}
-
 /// A client with the default configuration (in-cluster, else the
 /// kubeconfig), for [`poll`].
 ///
@@ -494,20 +503,27 @@ pub async fn connect() -> Result<kube::Client, String> {
     kube::Client::try_default().await.map_err(|e| e.to_string())
 }
 
-/// Lists the cluster's DRA objects every `every` into the shared
-/// cluster's [`Dra`] (when `--dra-align` is on), until the task is
-/// dropped; failures are told to `report` and the next round tries again.
-pub async fn poll(client: kube::Client, cluster: Shared, every: Duration, report: impl Fn(String)) {
+/// Where [`poll`] puts each listing: the extender's shared cluster (its
+/// [`Dra`], when `--dra-align` is on) implements it in `server`.
+pub trait DraSink: Send + 'static {
+    /// Replaces the last listing.
+    ///
+    /// # Errors
+    /// A message for the log (the next round tries again).
+    fn sync_dra(&self, objects: DraObjects) -> Result<(), String>;
+}
+
+/// Lists the cluster's DRA objects every `every` into `sink`, until the
+/// task is dropped; failures are told to `report` and the next round tries
+/// again.
+pub async fn poll(client: kube::Client, sink: impl DraSink, every: Duration, report: impl Fn(String)) {
     loop {
         match DraObjects::list(&client).await {
-            Ok(objects) => match cluster.lock() {
-                Ok(mut cluster) => {
-                    if let Some(dra) = cluster.dra_mut() {
-                        dra.sync(objects);
-                    }
+            Ok(objects) => {
+                if let Err(error) = sink.sync_dra(objects) {
+                    report(error);
                 }
-                Err(_) => report("internal: state lock poisoned".to_owned()),
-            },
+            }
             Err(error) => report(format!("--dra-align: {error}")),
         }
         tokio::time::sleep(every).await;

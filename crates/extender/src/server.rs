@@ -52,6 +52,18 @@ use crate::cluster::Cluster;
 /// The node states the handlers share.
 pub type Shared = Arc<Mutex<Cluster>>;
 
+/// `--dra-align`: each listing of the cluster's DRA objects goes to the
+/// cluster's [`crate::dra::Dra`] (none when the option is off).
+impl crate::dra::DraSink for Shared {
+    fn sync_dra(&self, objects: crate::dra::DraObjects) -> Result<(), String> {
+        let mut cluster = self.lock().map_err(|_| "internal: state lock poisoned".to_owned())?;
+        if let Some(dra) = cluster.dra_mut() {
+            dra.sync(objects);
+        }
+        Ok(())
+    }
+}
+
 /// Everything the handlers read.
 #[derive(Clone)]
 struct AppState {

@@ -13,6 +13,10 @@
 //!     count: 50
 //!     scenario: scenarios/two-socket.yaml   # its topology and kubelet blocks; events ignored
 //!     kubelet: {topologyManagerScope: pod}   # optional: keys laid over the scenario's kubelet block
+//! dra:                     # optional: devices from DRA (see crate::dra)
+//!   drivers: [example.com/gpu=gpu.example.com]
+//!   deviceClasses: [...]
+//!   resourceClaimTemplates: [...]
 //! ```
 //!
 //! Owns: the file's shape, its errors (naming the entry and field), and
@@ -39,6 +43,8 @@ struct FleetFile {
     #[serde(default, rename = "kubeletVersion")]
     kubelet_version: Option<serde_json::Value>,
     nodes: Vec<EntrySpec>,
+    #[serde(default)]
+    dra: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -102,6 +108,10 @@ impl NodeGroup {
 #[derive(Clone, Debug)]
 pub struct Fleet {
     pub groups: Vec<NodeGroup>,
+    /// The `dra:` block: device-plugin resources published through DRA
+    /// instead, and the DeviceClasses and ResourceClaimTemplates pods use
+    /// ([`crate::dra`]).
+    pub dra: Option<crate::dra::FleetDra>,
 }
 
 impl Fleet {
@@ -122,6 +132,7 @@ impl Fleet {
             serde_yaml_ng::from_str(text).map_err(|e| FleetError::Syntax(format!("YAML: {e}")))?
         };
         let file = read_file(value)?;
+        let dra = file.dra.map(crate::dra::FleetDra::from_value).transpose()?;
         if file.nodes.is_empty() {
             return Err(field("nodes".into(), "a fleet needs at least one entry".into()));
         }
@@ -184,7 +195,7 @@ impl Fleet {
                 machine,
             });
         }
-        Ok(Fleet { groups })
+        Ok(Fleet { groups, dra })
     }
 
     /// Applies a command's `--kubelet-version` to every node whose kubelet

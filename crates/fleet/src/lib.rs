@@ -6,7 +6,8 @@
 //! never placed, capacity stranded per NUMA zone, fragmentation.
 //!
 //! Code map:
-//! - [`fleet`]: the fleet file (node shapes × counts);
+//! - [`fleet`]: the fleet file (node shapes × counts); [`dra`]: its nodes'
+//!   devices published through DRA, the `--dra-align` verdict;
 //! - [`workload`]: the pods and their events; `read`: a workload file
 //!   (Kubernetes manifests, through `topoalign_k8s`) → workload;
 //!   [`generator`]: synthetic workloads;
@@ -15,6 +16,7 @@
 //!
 //! No I/O: callers read files and pass text, and print the report.
 
+pub mod dra;
 pub mod fleet;
 pub mod generator;
 mod read;
@@ -27,7 +29,7 @@ pub mod workload;
 
 pub use fleet::{Fleet, FleetError, MAX_NODES, NodeGroup};
 pub use replay::{ReplayCounts, replay_check};
-pub use report::{PodOutcome, Report, RunReport};
+pub use report::{DraMisalignedPod, PodOutcome, Report, RunReport};
 pub use sim::{Options, RunKey, SimulateError, Simulation, simulate};
 pub use workload::{Event, Workload, WorkloadError};
 

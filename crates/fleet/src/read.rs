@@ -9,6 +9,8 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::PodResourceClaim;
+
 use crate::generator::GeneratorSpec;
 use crate::workload::{Event, Workload, WorkloadError, index_u32};
 
@@ -39,15 +41,43 @@ impl Workload {
         for document in manifests.skipped {
             *skipped.entry(document.kind).or_default() += 1;
         }
+        let mut resource_claims = Vec::with_capacity(manifests.pods.len());
+        for read in &manifests.pods {
+            resource_claims.push(pod_claims(read)?);
+        }
+        if resource_claims.iter().all(Vec::is_empty) {
+            resource_claims.clear();
+        }
         let mut workload = Workload {
             pods: manifests.pods.into_iter().map(|read| read.pod).collect(),
             events: Vec::new(),
             skipped,
+            resource_claims,
         };
         workload.events = (0..workload.pods.len()).map(|i| Event::Add(index_u32(i))).collect();
         workload.assign_uids();
         Ok(workload)
     }
+}
+
+/// A pod's `spec.resourceClaims` (its DRA claims).
+fn pod_claims(read: &topoalign_k8s::ManifestPod) -> Result<Vec<PodResourceClaim>, WorkloadError> {
+    let Some(value) = read.manifest.pointer("/spec/resourceClaims") else {
+        return Ok(Vec::new());
+    };
+    serde_path_to_error::deserialize(value.clone()).map_err(|e| {
+        let path = e.path().to_string();
+        WorkloadError::Claims(format!(
+            "{}: spec.resourceClaims{}: {}",
+            read.origin,
+            if path == "." {
+                String::new()
+            } else {
+                format!("{}{path}", if path.starts_with('[') { "" } else { "." })
+            },
+            e.into_inner()
+        ))
+    })
 }
 
 /// The `generator` mapping of a text that is one document holding one;

@@ -81,6 +81,35 @@ pub struct RunReport {
     /// for the others.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay_rejected_at_admission: Option<usize>,
+    /// Pods with DRA claims placed and admitted (absent when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub dra_pods: usize,
+    /// Of those, the pods some of whose DRA devices sit off the NUMA nodes
+    /// the kubelet pinned their CPUs and memory to (the one rule:
+    /// `topoalign_scenario::dra::misaligned_devices`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub dra_misaligned: usize,
+    /// Each of them, in workload order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dra_misaligned_pods: Vec<DraMisalignedPod>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// A pod whose DRA devices miss the kubelet's NUMA nodes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DraMisalignedPod {
+    /// `namespace/name`.
+    pub pod: String,
+    /// The node it was placed on.
+    pub node: String,
+    /// The NUMA nodes of its exclusive CPUs and pinned memory.
+    pub kubelet_numa_nodes: Vec<usize>,
+    /// `claim/request: device on NUMA node N`, each device off them.
+    pub devices: Vec<String>,
 }
 
 /// A pod and what happened to it.
@@ -98,6 +127,16 @@ pub const UNPLACED_NO_ROOM: &str = "no node has room for its requests";
 pub const UNPLACED_NRT: &str = "NodeResourceTopologyMatch refused every node with room";
 /// ... nodes had room, and the engine refused the pod on every one.
 pub const UNPLACED_EXACT: &str = "the kubelet would reject it on every node with room";
+
+/// ... a pod with DRA claims: nodes had room, and the scheduler's DRA
+/// allocator found its devices on none of them.
+pub const UNPLACED_DRA: &str = "no node with room has devices for its DRA claims";
+/// ... a pod with DRA claims: NodeResourceTopologyMatch or the DRA
+/// allocator refused every node with room.
+pub const UNPLACED_NRT_DRA: &str = "NodeResourceTopologyMatch or DRA refused every node with room";
+/// ... a pod with DRA claims: on every node with room the kubelet would
+/// reject it, DRA finds no devices, or they miss its CPUs' NUMA nodes.
+pub const UNPLACED_EXACT_DRA: &str = "no node with room admits it with its DRA devices on the kubelet's NUMA nodes";
 
 /// Capacity of one zone index, summed over nodes.
 #[derive(Clone, Debug, Default, Serialize)]

@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::PodResourceClaim;
 use topoalign_model::Pod;
 
 use crate::rng::Rng;
@@ -31,6 +32,10 @@ pub struct Workload {
     /// Documents of kinds that are not workloads (Services, ConfigMaps, …),
     /// counted by kind, skipped.
     pub skipped: BTreeMap<String, usize>,
+    /// Per pod (same order as [`Workload::pods`]; missing entries: none),
+    /// its `spec.resourceClaims`: the DRA claims it takes, which the
+    /// kubelet's model of the pod does not carry.
+    pub resource_claims: Vec<Vec<PodResourceClaim>>,
 }
 
 /// A workload that cannot be read.
@@ -43,6 +48,10 @@ pub enum WorkloadError {
     /// A generator document that cannot be used: `generator.<field>: ...`.
     #[error("{0}")]
     Generator(String),
+    /// A pod's `spec.resourceClaims` that cannot be read: `<origin>:
+    /// spec.resourceClaims[0].name: ...`.
+    #[error("{0}")]
+    Claims(String),
 }
 
 impl Workload {
@@ -53,8 +62,28 @@ impl Workload {
         if self.events.iter().any(|e| matches!(e, Event::Delete(_))) {
             return;
         }
-        Rng::new(seed).shuffle(&mut self.pods);
+        // The permutation depends only on the length: pods and their claims
+        // move together.
+        let claims = std::mem::take(&mut self.resource_claims);
+        let mut paired: Vec<(Pod, Vec<PodResourceClaim>)> = std::mem::take(&mut self.pods)
+            .into_iter()
+            .enumerate()
+            .map(|(i, pod)| (pod, claims.get(i).cloned().unwrap_or_default()))
+            .collect();
+        Rng::new(seed).shuffle(&mut paired);
+        let has_claims = paired.iter().any(|(_, c)| !c.is_empty());
+        for (pod, claims) in paired {
+            self.pods.push(pod);
+            if has_claims {
+                self.resource_claims.push(claims);
+            }
+        }
         self.assign_uids();
+    }
+
+    /// The DRA claims pod `i` takes (`spec.resourceClaims`).
+    pub fn claims_of(&self, i: usize) -> &[PodResourceClaim] {
+        self.resource_claims.get(i).map_or(&[], Vec::as_slice)
     }
 
     /// Number of pod adds.

@@ -15,20 +15,15 @@
 //! ([`topoalign_scenario::dra::misaligned_devices`]), written as the pod
 //! condition [`ALIGNED_CONDITION`].
 //!
-//! Owns: splitting a node spec's devices, the slices, the claim names of a
-//! pod, the alignment verdict. Pure.
+//! Owns: the claim names of a pod, the alignment verdict. Splitting a node
+//! spec's devices and the slices are `topoalign_fleet::dra`'s (re-exported
+//! here). Pure.
 
 use std::collections::BTreeSet;
-use std::str::FromStr;
 
 use k8s_openapi::api::core::v1::Pod as K8sPod;
-use k8s_openapi::api::resource::v1::{
-    Device, DeviceAttribute, ResourceClaim, ResourcePool, ResourceSlice, ResourceSliceSpec,
-};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
 use serde_json::{Value, json};
-use topoalign_nrt::NodeSpec;
-use topoalign_scenario::DeviceSpec;
 use topoalign_scenario::dra::{ClaimDevices, PodDevices, claim_devices, misaligned_devices};
 
 /// The pod condition a simulated kubelet writes for a pod with claims:
@@ -37,115 +32,9 @@ use topoalign_scenario::dra::{ClaimDevices, PodDevices, claim_devices, misaligne
 /// kubelet's NUMA nodes), `Unknown` when it cannot tell.
 pub const ALIGNED_CONDITION: &str = "topoalign.io/DRAAligned";
 
-/// A device-plugin resource published through DRA (`RESOURCE=DRIVER`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DraResource {
-    /// The device-plugin resource name in the fleet (`nvidia.com/gpu`).
-    pub resource: String,
-    /// The DRA driver that publishes its devices (`gpu.example.com`).
-    pub driver: String,
-}
-
-impl FromStr for DraResource {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<DraResource, String> {
-        let (resource, driver) = text
-            .split_once('=')
-            .filter(|(r, d)| !r.is_empty() && !d.is_empty())
-            .ok_or_else(|| format!("{text:?} is not RESOURCE=DRIVER (nvidia.com/gpu=gpu.example.com)"))?;
-        Ok(DraResource {
-            resource: resource.to_owned(),
-            driver: driver.to_owned(),
-        })
-    }
-}
-
-/// One node's devices published through DRA: per driver, its devices.
-pub type DraDevices = Vec<(String, Vec<DeviceSpec>)>;
-
-/// `spec` without the devices of `resources` (the device plugin no longer
-/// has them), and those devices by driver.
-pub fn split_spec(spec: &NodeSpec, resources: &[DraResource]) -> (NodeSpec, DraDevices) {
-    let mut spec = spec.clone();
-    let mut devices: DraDevices = Vec::new();
-    for resource in resources {
-        let Some(taken) = spec.topology.devices.remove(&resource.resource) else {
-            continue;
-        };
-        match devices.iter_mut().find(|(driver, _)| *driver == resource.driver) {
-            Some((_, list)) => list.extend(taken),
-            None => devices.push((resource.driver.clone(), taken)),
-        }
-    }
-    (spec, devices)
-}
-
-/// A device id as a DRA device name (a DNS label: lower case, `-` for
-/// anything else).
-fn device_name(id: &str) -> String {
-    let name: String = id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let name = name.trim_matches('-');
-    if name.is_empty() {
-        "device".to_owned()
-    } else {
-        name.to_owned()
-    }
-}
-
-/// The ResourceSlices of node `node`: one per driver, the pool named after
-/// the node; a device on exactly one NUMA node says which.
-pub fn resource_slices(node: &str, devices: &DraDevices) -> Vec<ResourceSlice> {
-    devices
-        .iter()
-        .map(|(driver, list)| ResourceSlice {
-            metadata: ObjectMeta {
-                name: Some(format!("{node}-{}", device_name(driver))),
-                ..ObjectMeta::default()
-            },
-            spec: ResourceSliceSpec {
-                driver: driver.clone(),
-                node_name: Some(node.to_owned()),
-                pool: ResourcePool {
-                    name: node.to_owned(),
-                    generation: 1,
-                    resource_slice_count: 1,
-                },
-                devices: Some(
-                    list.iter()
-                        .map(|device| Device {
-                            name: device_name(&device.id),
-                            attributes: match device.numa.as_slice() {
-                                [numa] => Some(
-                                    [(
-                                        "resource.kubernetes.io/numaNode".to_owned(),
-                                        DeviceAttribute {
-                                            int: i64::try_from(*numa).ok(),
-                                            ..DeviceAttribute::default()
-                                        },
-                                    )]
-                                    .into(),
-                                ),
-                                _ => None,
-                            },
-                            ..Device::default()
-                        })
-                        .collect(),
-                ),
-                ..ResourceSliceSpec::default()
-            },
-        })
-        .collect()
-}
+// The devices' split and their slices are the fleet's (`simulate` reads a
+// fleet's DRA devices the same way).
+pub use topoalign_fleet::dra::{DraDevices, DraResource, resource_slices, split_spec};
 
 /// The ResourceClaims a pod uses, as `(its name for the claim, the
 /// claim's name)`; a claim made from a template is named in
@@ -266,6 +155,7 @@ pub fn condition_patch(alignment: &Alignment, now: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use topoalign_scenario::DeviceSpec;
 
     fn devices() -> DraDevices {
         vec![(
@@ -284,18 +174,6 @@ mod tests {
             "status": {"allocation": {"devices": {"results": [
                 {"request": "gpu", "driver": "gpu.example.com", "pool": "n-0", "device": device}]}}}}))
         .expect("claim")
-    }
-
-    #[test]
-    fn slices_carry_the_numa_node_under_the_standard_name() {
-        let slices = resource_slices("n-0", &devices());
-        assert_eq!(slices.len(), 1);
-        assert_eq!(slices[0].spec.node_name.as_deref(), Some("n-0"));
-        let listed = slices[0].spec.devices.as_ref().expect("devices");
-        assert_eq!(listed[1].name, "gpu-1");
-        let attribute = &listed[1].attributes.as_ref().expect("attributes")["resource.kubernetes.io/numaNode"];
-        assert_eq!(attribute.int, Some(1));
-        assert!("nvidia.com/gpu".parse::<DraResource>().is_err());
     }
 
     #[test]

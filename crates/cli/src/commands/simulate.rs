@@ -54,6 +54,11 @@ pub struct Args {
     /// Worker threads (default: the machine's parallelism).
     #[arg(long)]
     threads: Option<usize>,
+    /// Publish the fleet's device-plugin resource RESOURCE through DRA by
+    /// the driver DRIVER instead (as `simulate-nodes --dra`; added to the
+    /// fleet file's `dra.drivers`); may be repeated.
+    #[arg(long = "dra", value_name = "RESOURCE=DRIVER")]
+    dra: Vec<topoalign_fleet::dra::DraResource>,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -79,10 +84,24 @@ enum ReportFormat {
 }
 
 pub fn run(args: &Args) -> Result {
-    let fleet = read_fleet(&args.fleet, args.version.kubelet_version)?;
+    let mut fleet = read_fleet(&args.fleet, args.version.kubelet_version)?;
+    if !args.dra.is_empty() {
+        fleet.dra.get_or_insert_with(Default::default).add_drivers(&args.dra);
+    }
     let text = read_text(&args.workload)?;
     let mut workload = Workload::parse(&text)
         .map_err(|e| Error::bad_input(format!("invalid workload: {}: {e}", args.workload.display())))?;
+    if fleet.dra.is_none()
+        && let Some(i) = (0..workload.pods.len()).find(|&i| !workload.claims_of(i).is_empty())
+    {
+        return Err(Error::bad_input(format!(
+            "{}: pod {} takes DRA claims (spec.resourceClaims), and the fleet {} has no `dra:` block \
+             (its drivers, DeviceClasses and ResourceClaimTemplates; docs/simulate.md)",
+            args.workload.display(),
+            workload.pods[i].key(),
+            args.fleet.display()
+        )));
+    }
     if let Some(seed) = args.shuffle {
         workload.shuffle(seed);
     }
@@ -173,6 +192,10 @@ fn render_table(report: &Report, verify: bool) -> String {
         "CPU fragmentation",
         "memory fragmentation",
     ];
+    let dra = report.runs.iter().any(|r| r.dra_pods > 0);
+    if dra {
+        header.push("DRA misaligned");
+    }
     if verify {
         header.push("replayed rejections");
     }
@@ -197,6 +220,9 @@ fn render_table(report: &Report, verify: bool) -> String {
             format!("{:.0}%", run.fragmentation.cpu * 100.0),
             format!("{:.0}%", run.fragmentation.memory * 100.0),
         ];
+        if dra {
+            row.push(format!("{} of {}", run.dra_misaligned, run.dra_pods));
+        }
         if verify {
             row.push(
                 run.replay_rejected_at_admission
@@ -213,6 +239,40 @@ fn render_table(report: &Report, verify: bool) -> String {
         out.push_str(&format!("skipped {count} {kind} document(s): not a workload\n"));
     }
     out.push_str(&failure_reasons(report));
+    out.push_str(&dra_misaligned(report));
+    out
+}
+
+/// Per run with misaligned DRA pods, the first few (all of them in
+/// `-o json`: `draMisalignedPods`).
+fn dra_misaligned(report: &Report) -> String {
+    const SHOWN: usize = 3;
+    let mut out = String::new();
+    for run in report.runs.iter().filter(|r| r.dra_misaligned > 0) {
+        if out.is_empty() {
+            out.push_str(
+                "DRA devices off the NUMA nodes the kubelet pinned the pod's CPUs and memory to \
+                 (-o json names each pod):\n",
+            );
+        }
+        out.push_str(&format!(
+            "  {} / {} / {}: {} of {} pods with claims\n",
+            run.policy, run.scope, run.scheduler, run.dra_misaligned, run.dra_pods
+        ));
+        for pod in run.dra_misaligned_pods.iter().take(SHOWN) {
+            let numa: Vec<String> = pod.kubelet_numa_nodes.iter().map(usize::to_string).collect();
+            out.push_str(&format!(
+                "    {} on {}: {} (CPUs and memory on NUMA node {})\n",
+                pod.pod,
+                pod.node,
+                pod.devices.join(", "),
+                numa.join(",")
+            ));
+        }
+        if run.dra_misaligned_pods.len() > SHOWN {
+            out.push_str(&format!("    … and {} more\n", run.dra_misaligned_pods.len() - SHOWN));
+        }
+    }
     out
 }
 

@@ -25,6 +25,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use topoalign_engine::{Node, NumaUsage};
+use topoalign_scenario::dra::DraState;
 
 use super::shapes::{CPU, MEMORY, Shapes};
 
@@ -63,8 +64,33 @@ pub(crate) struct Class {
     pub zones: Option<Vec<NumaUsage>>,
     /// The run's filter verdicts for shapes on this class.
     pub verdicts: Vec<(u32, bool)>,
+    /// The scheduler's DRA side of the node (the claims its pods hold),
+    /// when the fleet publishes devices through DRA.
+    pub dra: Option<Box<DraState>>,
+    /// What DRA gave the pod whose admission made this class, when it
+    /// takes claims.
+    pub dra_added: Option<DraAdded>,
     live_at: Option<usize>,
 }
+
+/// What DRA gave the last pod added (on the class's first node's pools).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct DraAdded {
+    /// The allocator found devices for all its claims.
+    pub allocated: bool,
+    /// The NUMA nodes the kubelet pinned its CPUs and memory to.
+    pub kubelet_numa_nodes: Vec<usize>,
+    /// `claim/request: device on NUMA node N` for each device off those
+    /// nodes (the one rule: `topoalign_scenario::dra::misaligned_devices`).
+    pub misaligned: Vec<String>,
+    /// The `--dra-align` verdict's words when misaligned (or why nothing
+    /// was allocated).
+    pub refusal: Option<String>,
+}
+
+/// A node's state: the kubelet's (the engine) and, with DRA, the
+/// scheduler's DRA allocations.
+type NodeState = (Node, Option<Box<DraState>>, Option<DraAdded>);
 
 impl Class {
     pub fn verdict(&self, shape: u32) -> Option<bool> {
@@ -139,8 +165,14 @@ impl ClassTable {
         }
     }
 
-    /// A group's empty node, with these members.
-    pub fn add_root(&mut self, group: u32, node: Node, members: impl IntoIterator<Item = u32>) -> ClassId {
+    /// A group's empty node (and its DRA side), with these members.
+    pub fn add_root(
+        &mut self,
+        group: u32,
+        node: Node,
+        dra: Option<DraState>,
+        members: impl IntoIterator<Item = u32>,
+    ) -> ClassId {
         let id = self.push(Class {
             group,
             node: Some(Box::new(node)),
@@ -151,6 +183,8 @@ impl ClassTable {
             pod_shapes: Vec::new(),
             zones: None,
             verdicts: Vec::new(),
+            dra: dra.map(Box::new),
+            dra_added: None,
             live_at: None,
         });
         if !self.classes[id as usize].members.is_empty() {
@@ -226,6 +260,7 @@ impl ClassTable {
         }
         let class = &mut self.classes[id as usize];
         class.node = None;
+        class.dra = None;
         class.zones = None;
     }
 
@@ -277,14 +312,15 @@ impl ClassTable {
                 && self.classes[to as usize].node.is_none()
             {
                 // Rebuild a dropped engine node the same way as before.
-                if let Ok(node) = self.apply(from, event, shapes, leaving) {
+                if let Ok((node, dra, _)) = self.apply(from, event, shapes, leaving) {
                     self.classes[to as usize].node = Some(Box::new(node));
+                    self.classes[to as usize].dra = dra;
                 }
             }
             return outcome;
         }
         let outcome = match self.apply(from, event, shapes, leaving) {
-            Ok(node) => {
+            Ok((node, dra, dra_added)) => {
                 let parent = &self.classes[from as usize];
                 let mut used = parent.used.clone();
                 let mut pod_shapes = parent.pod_shapes.clone();
@@ -309,6 +345,8 @@ impl ClassTable {
                     pod_shapes,
                     zones: None,
                     verdicts: Vec::new(),
+                    dra,
+                    dra_added,
                     live_at: None,
                 };
                 Outcome::Moved(self.push(class))
@@ -348,45 +386,87 @@ impl ClassTable {
         node.admit(canonical_pod(uid, shape, shapes)).admitted()
     }
 
-    /// Runs `event` on `from`'s engine node: taken when `from` has this one
-    /// member and it is `leaving`, a copy otherwise. A taken node that
-    /// rejects the pod goes back to `from`.
-    fn apply(&mut self, from: ClassId, event: ClassEvent, shapes: &Shapes, leaving: bool) -> Result<Node, String> {
+    /// Runs `event` on `from`'s engine node (and its DRA side): taken when
+    /// `from` has this one member and it is `leaving`, a copy otherwise. A
+    /// taken node that rejects the pod goes back to `from`.
+    ///
+    /// A pod that takes claims and is admitted gets its devices from the
+    /// DRA allocator on the new state ([`DraAdded`]); a deleted pod frees
+    /// them. A rejected pod leaves the DRA side as it was (its claims are
+    /// deallocated when the pod fails).
+    fn apply(&mut self, from: ClassId, event: ClassEvent, shapes: &Shapes, leaving: bool) -> Result<NodeState, String> {
         let class = &mut self.classes[from as usize];
         let take = leaving && class.members.len() == 1;
-        let mut node = match (take, class.node.take()) {
+        let (mut node, mut dra) = match (take, class.node.take()) {
             (_, None) => {
                 // A class with members always has its engine node.
                 return Err("internal: class without engine state".into());
             }
-            (true, Some(node)) => *node,
+            (true, Some(node)) => (*node, class.dra.take()),
             (false, Some(node)) => {
                 let copy = (*node).clone();
                 class.node = Some(node);
-                copy
+                (copy, class.dra.clone())
             }
         };
         let uid = self.next_uid.get() + 1;
         self.next_uid.set(uid);
         match event {
             ClassEvent::Add(shape) => {
-                let decision = node.admit(canonical_pod(uid, shape, shapes));
-                match decision.rejection {
-                    None => Ok(node),
+                let pod = canonical_pod(uid, shape, shapes);
+                let name = pod.name.clone();
+                let decision = node.admit(pod);
+                match &decision.rejection {
+                    None => {
+                        let added = match (&mut dra, &shapes.shapes[shape as usize].dra) {
+                            (Some(state), Some(wants)) => Some(dra_admit(state, wants, &name, &node, &decision)),
+                            _ => None,
+                        };
+                        Ok((node, dra, added))
+                    }
                     Some(rejection) => {
                         if take {
                             class.node = Some(Box::new(node));
+                            class.dra = dra;
                         }
-                        Err(rejection.reason)
+                        Err(rejection.reason.clone())
                     }
                 }
             }
             ClassEvent::Remove(at) => {
-                let uid = node.pods().get(at as usize).map(|p| p.uid.clone()).unwrap_or_default();
+                let (uid, name) = node
+                    .pods()
+                    .get(at as usize)
+                    .map(|p| (p.uid.clone(), p.name.clone()))
+                    .unwrap_or_default();
+                let wants = class
+                    .pod_shapes
+                    .get(at as usize)
+                    .and_then(|&s| shapes.shapes[s as usize].dra.as_ref());
+                if let (Some(state), Some(wants)) = (&mut dra, wants) {
+                    state.remove(&wants.key(&name));
+                }
                 node.remove(&uid);
-                Ok(node)
+                Ok((node, dra, None))
             }
         }
+    }
+
+    /// Whether the scheduler's DRA allocator finds devices for a pod of
+    /// `shape` on class `of` (the DynamicResources filter), on a copy of
+    /// its DRA side. `true` for pods without claims.
+    pub fn dra_allocates(&self, of: ClassId, shape: u32, shapes: &Shapes) -> bool {
+        let Some(wants) = &shapes.shapes[shape as usize].dra else {
+            return true;
+        };
+        let Some(state) = self.classes[of as usize].dra.as_deref() else {
+            return false;
+        };
+        let mut state = state.clone();
+        let uid = self.next_uid.get() + 1;
+        self.next_uid.set(uid);
+        let name = format!("c{uid:012}");
+        matches!(state.admit(&wants.k8s_pod(&name)), Ok(Some(devices)) if devices.outcome == "allocated")
     }
 
     /// Moves node `member` from class `from` to class `to`.
@@ -429,4 +509,52 @@ fn canonical_pod(n: u64, shape: u32, shapes: &Shapes) -> topoalign_model::Pod {
     pod.name.clone_from(&uid);
     pod.uid = uid;
     pod
+}
+
+/// Allocates the claims of the pod just admitted as `name` on `node`, and
+/// judges its devices against the NUMA nodes the kubelet pinned.
+fn dra_admit(
+    state: &mut DraState,
+    wants: &super::shapes::DraPod,
+    name: &str,
+    node: &Node,
+    decision: &topoalign_engine::Decision,
+) -> DraAdded {
+    let pinned =
+        topoalign_scenario::dra::pinned_numa_nodes(&decision.containers, |cpu| node.machine().cpu(cpu).map(|c| c.numa));
+    let devices = match state.admit(&wants.k8s_pod(name)) {
+        Ok(Some(devices)) => devices,
+        Ok(None) => {
+            return DraAdded {
+                allocated: true,
+                kubelet_numa_nodes: pinned.into_iter().collect(),
+                misaligned: Vec::new(),
+                refusal: None,
+            };
+        }
+        Err(error) => {
+            return DraAdded {
+                allocated: false,
+                kubelet_numa_nodes: pinned.into_iter().collect(),
+                misaligned: Vec::new(),
+                refusal: Some(format!("DRA: {error}")),
+            };
+        }
+    };
+    let allocated = devices.outcome == "allocated";
+    let misaligned = topoalign_scenario::dra::misaligned_devices(&devices, &pinned).unwrap_or_default();
+    let refusal = if allocated {
+        crate::dra::alignment_verdict(&devices, &pinned).err()
+    } else {
+        Some(format!(
+            "DRA: the scheduler's allocator finds no devices here: {}",
+            devices.message.unwrap_or_default()
+        ))
+    };
+    DraAdded {
+        allocated,
+        kubelet_numa_nodes: pinned.into_iter().collect(),
+        misaligned,
+        refusal,
+    }
 }

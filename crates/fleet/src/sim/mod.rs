@@ -16,6 +16,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use topoalign_engine::{Node, TopologyPolicyName, TopologyScope};
+use topoalign_scenario::dra::DraState;
 
 use crate::fleet::Fleet;
 use crate::report::{Report, RunReport};
@@ -101,12 +102,13 @@ pub fn simulate(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Simulation, SimulateError> {
     let mut resources = ResourceTable::new();
-    let shapes = Shapes::intern(&workload.pods, &mut resources);
-    let node_groups: Vec<u32> = fleet
-        .node_names()
+    let shapes = Shapes::intern(&workload.pods, |i| workload.claims_of(i), &mut resources);
+    let names = fleet.node_names();
+    let node_groups: Vec<u32> = names
         .iter()
         .map(|&(_, g)| u32::try_from(g).unwrap_or(u32::MAX))
         .collect();
+    let node_names: Vec<String> = names.into_iter().map(|(name, _)| name).collect();
 
     let scopes: Vec<Option<TopologyScope>> = match &options.scopes {
         None => vec![None],
@@ -130,7 +132,7 @@ pub fn simulate(
     for &policy in &options.policies {
         for &scope in &scopes {
             for (entry, group) in fleet.groups.iter().enumerate() {
-                start_group(group, policy, scope)
+                start_group_with_dra(group, fleet.dra.as_ref(), policy, scope)
                     .map_err(|message| start_error(entry, group, policy, scope, message))?;
             }
         }
@@ -152,6 +154,7 @@ pub fn simulate(
                         RunInput {
                             groups,
                             node_groups: &node_groups,
+                            node_names: &node_names,
                             shapes: &shapes,
                             resources: resources.len(),
                             workload,
@@ -220,7 +223,7 @@ fn start_error(
 fn setup_groups(fleet: &Fleet, key: &RunKey, resources: &mut ResourceTable) -> Result<Vec<GroupSetup>, SimulateError> {
     let mut groups = Vec::new();
     for (entry, group) in fleet.groups.iter().enumerate() {
-        let node = start_group(group, key.policy, key.scope)
+        let (node, dra) = start_group_with_dra(group, fleet.dra.as_ref(), key.policy, key.scope)
             .map_err(|message| start_error(entry, group, key.policy, key.scope, message))?;
         let allocatable_list = node.resources().allocatable.clone();
         let allocatable = resources.dense(&allocatable_list);
@@ -228,6 +231,7 @@ fn setup_groups(fleet: &Fleet, key: &RunKey, resources: &mut ResourceTable) -> R
             policy: node.config().topology_policy,
             scope: node.config().topology_scope,
             root: node,
+            dra,
             allocatable,
             allocatable_list,
         });
@@ -244,7 +248,43 @@ pub fn start_group(
     policy: TopologyPolicyName,
     scope: Option<TopologyScope>,
 ) -> Result<Node, String> {
-    let mut kubelet = match &group.spec.kubelet {
+    start_spec(&group.spec, policy, scope)
+}
+
+/// [`start_group`] on a fleet with a `dra:` block: the node without the
+/// devices its drivers publish, and its DRA side (the scheduler's
+/// allocator of the node's kubelet release).
+///
+/// # Errors
+/// The kubelet's start-up refusal, a malformed kubelet block, or a kubelet
+/// release whose scheduler allocator topoalign does not reproduce.
+pub fn start_group_with_dra(
+    group: &crate::NodeGroup,
+    dra: Option<&crate::dra::FleetDra>,
+    policy: TopologyPolicyName,
+    scope: Option<TopologyScope>,
+) -> Result<(Node, Option<DraState>), String> {
+    let Some(dra) = dra else {
+        return Ok((start_group(group, policy, scope)?, None));
+    };
+    // The release first, from the node as configured.
+    let release = start_spec(&group.spec, policy, scope)?
+        .config()
+        .kubelet_version
+        .to_string();
+    topoalign_dra::features::scheduler_defaults(&release).map_err(|e| {
+        format!("the kubelet release is {release}; the scheduler's DRA allocator is reproduced for 1.34 to 1.37 ({e})")
+    })?;
+    let (spec, state) = dra.group(group, &release);
+    Ok((start_spec(&spec, policy, scope)?, Some(state)))
+}
+
+fn start_spec(
+    spec: &topoalign_nrt::NodeSpec,
+    policy: TopologyPolicyName,
+    scope: Option<TopologyScope>,
+) -> Result<Node, String> {
+    let mut kubelet = match &spec.kubelet {
         serde_json::Value::Object(map) => map.clone(),
         _ => serde_json::Map::new(),
     };
@@ -253,7 +293,7 @@ pub fn start_group(
         kubelet.insert("topologyManagerScope".into(), scope.as_str().into());
     }
     let spec = topoalign_nrt::NodeSpec {
-        topology: group.spec.topology.clone(),
+        topology: spec.topology.clone(),
         kubelet: serde_json::Value::Object(kubelet),
     };
     topoalign_nrt::start_node(&spec).map_err(|e| e.to_string())

@@ -12,6 +12,14 @@
 //! - `exact` adds the engine itself: the node's exact state admits the pod
 //!   (the extender's filter).
 //!
+//! With devices from DRA (the fleet's `dra:` block), a pod that takes
+//! claims also passes only nodes where the scheduler's DRA allocator finds
+//! its devices (the DynamicResources filter, every scheduler), and under
+//! `exact` only nodes where those devices share the NUMA nodes the kubelet
+//! pins its CPUs and memory to (the extender's `--dra-align`). An admitted
+//! pod's devices are allocated on its node; one whose devices miss the
+//! kubelet's NUMA nodes is counted misaligned (`draMisaligned`).
+//!
 //! Among the nodes left, the highest score wins ([`Scoring`]); ties go to
 //! the node that comes first in the fleet. The chosen node's kubelet (the
 //! engine) then admits or rejects the pod. A rejected pod is counted and
@@ -30,13 +38,16 @@ use super::capacity::{FragmentationSum, Free};
 use super::classes::{ClassEvent, ClassId, ClassTable, LiveRow, OrderKey, Outcome};
 use super::nrt_filter;
 use super::shapes::{CPU, MEMORY, Shapes};
-use crate::report::{Fragmentation, PodOutcome, RunReport, ZoneCapacity};
+use crate::report::{DraMisalignedPod, Fragmentation, PodOutcome, RunReport, ZoneCapacity};
 use crate::workload::{Event, Workload};
 use crate::{Scheduler, Scoring};
 
 /// A node group as one run sees it.
 pub(crate) struct GroupSetup {
     pub root: Node,
+    /// The scheduler's DRA side of an empty node, when the fleet publishes
+    /// devices through DRA.
+    pub dra: Option<topoalign_scenario::dra::DraState>,
     pub allocatable: Vec<i64>,
     pub allocatable_list: ResourceList,
     pub policy: TopologyPolicyName,
@@ -47,6 +58,8 @@ pub(crate) struct RunInput<'a> {
     pub groups: Vec<GroupSetup>,
     /// Node index → group index.
     pub node_groups: &'a [u32],
+    /// Node index → name.
+    pub node_names: &'a [String],
     pub shapes: &'a Shapes,
     pub resources: usize,
     pub workload: &'a Workload,
@@ -88,7 +101,7 @@ pub(crate) fn run(input: RunInput<'_>, progress: &(dyn Fn(u64) + Sync)) -> RunOu
             .enumerate()
             .filter(|&(_, &ng)| ng == g)
             .map(|(n, _)| u32::try_from(n).unwrap_or(u32::MAX));
-        roots.push(table.add_root(g, group.root.clone(), members));
+        roots.push(table.add_root(g, group.root.clone(), group.dra.clone(), members));
     }
     let nodes = input.node_groups.len();
     let mut run = Run {
@@ -129,6 +142,18 @@ pub(crate) fn run(input: RunInput<'_>, progress: &(dyn Fn(u64) + Sync)) -> RunOu
                                 run.node_pods[node as usize].push(pod);
                                 run.placed[pod as usize] = Some(node);
                                 report.scheduled += 1;
+                                if let Some(added) = &run.table.classes[to as usize].dra_added {
+                                    report.dra_pods += 1;
+                                    if !added.misaligned.is_empty() {
+                                        report.dra_misaligned += 1;
+                                        report.dra_misaligned_pods.push(DraMisalignedPod {
+                                            pod: input.workload.pods[pod as usize].key(),
+                                            node: input.node_names.get(node as usize).cloned().unwrap_or_default(),
+                                            kubelet_numa_nodes: added.kubelet_numa_nodes.clone(),
+                                            devices: added.misaligned.clone(),
+                                        });
+                                    }
+                                }
                             }
                             Outcome::Rejected(reason) => {
                                 report.rejected_at_admission += 1;
@@ -181,7 +206,12 @@ pub(crate) fn run(input: RunInput<'_>, progress: &(dyn Fn(u64) + Sync)) -> RunOu
         })
         .collect();
     for (pod, why) in unplaced {
-        let reason = why.reason(input.scheduler);
+        let reason = why.reason(
+            input.scheduler,
+            input.shapes.shapes[input.shapes.of_pod[pod as usize] as usize]
+                .dra
+                .is_some(),
+        );
         *report.unplaced_reasons.entry(reason.to_string()).or_default() += 1;
         report.unplaced_pods.push(PodOutcome {
             pod: pods[pod as usize].key(),
@@ -209,8 +239,26 @@ impl Run<'_> {
         if let Some(verdict) = self.table.classes[c as usize].verdict(shape) {
             return verdict;
         }
+        let dra = self.input.shapes.shapes[shape as usize].dra.is_some();
         let verdict = match self.input.scheduler {
-            Scheduler::Unaware => true,
+            // Every scheduler runs the DynamicResources filter: the node's
+            // DRA allocator must find the pod's devices.
+            Scheduler::Unaware => !dra || self.table.dra_allocates(c, shape, self.input.shapes),
+            Scheduler::Nrt if dra && !self.table.dra_allocates(c, shape, self.input.shapes) => false,
+            // topoalign's extender with `--dra-align`: the engine admits
+            // the pod and its devices share the kubelet's NUMA nodes. The
+            // node is copied (`leaving` false): a node refused for its
+            // devices stays in its class.
+            Scheduler::Exact if dra => match self
+                .table
+                .transition(c, ClassEvent::Add(shape), self.input.shapes, false)
+            {
+                Outcome::Moved(to) => self.table.classes[to as usize]
+                    .dra_added
+                    .as_ref()
+                    .is_some_and(|added| added.allocated && added.refusal.is_none()),
+                Outcome::Rejected(_) => false,
+            },
             Scheduler::Nrt => {
                 let group = &self.input.groups[self.table.classes[c as usize].group as usize];
                 let (policy, scope) = (group.policy, group.scope);
@@ -416,9 +464,13 @@ enum Unplaced {
 }
 
 impl Unplaced {
-    /// The report's words (table and JSON alike).
-    fn reason(self, scheduler: Scheduler) -> &'static str {
+    /// The report's words (table and JSON alike); `dra`: the pod takes
+    /// DRA claims.
+    fn reason(self, scheduler: Scheduler, dra: bool) -> &'static str {
         match (self, scheduler) {
+            (Unplaced::Filtered, Scheduler::Unaware) if dra => crate::report::UNPLACED_DRA,
+            (Unplaced::Filtered, Scheduler::Nrt) if dra => crate::report::UNPLACED_NRT_DRA,
+            (Unplaced::Filtered, Scheduler::Exact) if dra => crate::report::UNPLACED_EXACT_DRA,
             (Unplaced::NoRoom, _) | (Unplaced::Filtered, Scheduler::Unaware) => crate::report::UNPLACED_NO_ROOM,
             (Unplaced::Filtered, Scheduler::Nrt) => crate::report::UNPLACED_NRT,
             (Unplaced::Filtered, Scheduler::Exact) => crate::report::UNPLACED_EXACT,

@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 
+use k8s_openapi::api::core::v1::PodResourceClaim;
 use topoalign_model::{Pod, PodShape, ResourceList};
 
 /// Index of a resource in the fleet's resource vector.
@@ -88,6 +89,66 @@ pub(crate) struct Shape {
     pub nonzero_memory: i64,
     /// Index of its request in [`Shapes::requirements`].
     pub requirement: usize,
+    /// The DRA claims its pods take; `None` when they take none.
+    pub dra: Option<DraPod>,
+}
+
+/// What a pod asks of DRA: its namespace (where its templates are) and its
+/// `spec.resourceClaims`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct DraPod {
+    pub namespace: String,
+    pub claims: Vec<(String, Option<String>, Option<String>)>,
+}
+
+impl DraPod {
+    fn of(pod: &Pod, claims: &[PodResourceClaim]) -> Option<DraPod> {
+        (!claims.is_empty()).then(|| DraPod {
+            namespace: pod.namespace.clone(),
+            claims: claims
+                .iter()
+                .map(|c| {
+                    (
+                        c.name.clone(),
+                        c.resource_claim_name.clone(),
+                        c.resource_claim_template_name.clone(),
+                    )
+                })
+                .collect(),
+        })
+    }
+
+    /// The pod as the scheduler's DRA side reads it, named `name`.
+    pub fn k8s_pod(&self, name: &str) -> k8s_openapi::api::core::v1::Pod {
+        use k8s_openapi::api::core::v1::{Pod as K8sPod, PodSpec};
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+        K8sPod {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                namespace: Some(self.namespace.clone()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(PodSpec {
+                resource_claims: Some(
+                    self.claims
+                        .iter()
+                        .map(|(name, claim, template)| PodResourceClaim {
+                            name: name.clone(),
+                            resource_claim_name: claim.clone(),
+                            resource_claim_template_name: template.clone(),
+                        })
+                        .collect(),
+                ),
+                ..PodSpec::default()
+            }),
+            status: None,
+        }
+    }
+
+    /// `namespace/name` of the pod named `name`.
+    pub fn key(&self, name: &str) -> String {
+        format!("{}/{name}", self.namespace)
+    }
 }
 
 /// Shapes of a workload's pods.
@@ -108,13 +169,21 @@ pub(crate) struct Shapes {
 const SHAPES_WITH_OWN_REQUIREMENT: usize = 32;
 
 impl Shapes {
-    pub fn intern(pods: &[Pod], resources: &mut ResourceTable) -> Shapes {
-        let mut by_key: HashMap<PodShape<'_>, u32> = HashMap::new();
+    /// `claims(i)`: the DRA claims of pod `i`.
+    pub fn intern<'p>(
+        pods: &'p [Pod],
+        claims: impl Fn(usize) -> &'p [PodResourceClaim],
+        resources: &mut ResourceTable,
+    ) -> Shapes {
+        let mut by_key: HashMap<(PodShape<'_>, Option<DraPod>), u32> = HashMap::new();
         let mut shapes = Vec::new();
         let mut of_pod = Vec::with_capacity(pods.len());
-        for pod in pods {
-            let id = *by_key.entry(pod.shape()).or_insert_with(|| {
-                shapes.push(shape_of(pod, resources));
+        for (i, pod) in pods.iter().enumerate() {
+            let dra = DraPod::of(pod, claims(i));
+            let id = *by_key.entry((pod.shape(), dra.clone())).or_insert_with(|| {
+                let mut shape = shape_of(pod, resources);
+                shape.dra = dra;
+                shapes.push(shape);
                 u32::try_from(shapes.len() - 1).unwrap_or(u32::MAX)
             });
             of_pod.push(id);
@@ -167,5 +236,6 @@ fn shape_of(pod: &Pod, resources: &mut ResourceTable) -> Shape {
         nonzero_cpu: nonzero("cpu", DEFAULT_MILLI_CPU, CPU),
         nonzero_memory: nonzero("memory", DEFAULT_MEMORY, MEMORY),
         requirement: 0,
+        dra: None,
     }
 }
