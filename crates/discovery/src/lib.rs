@@ -34,7 +34,7 @@ mod vf;
 pub use error::DiscoveryError;
 pub use hwloc::{HwlocError, parse_hwloc_file, parse_hwloc_xml, read_hwloc};
 pub use links::pcie_level;
-pub use nvml::{NvmlGpu, NvmlSnapshot, apply_nvml, probe as probe_nvml};
+pub use nvml::{NvmlError, NvmlGpu, NvmlSnapshot, apply_nvml, probe as probe_nvml};
 pub use picture::{Colour, Colouring, PictureError, render_png, render_svg};
 pub use scenario::{parse_scenario_topology, read_scenario};
 pub use sysfs::read_sysfs;
@@ -55,7 +55,7 @@ pub fn read_local() -> Result<Topology, DiscoveryError> {
     let mut topology = read_sysfs(std::path::Path::new("/"))?;
     match probe_nvml() {
         Ok(snapshot) => apply_nvml(&mut topology, &snapshot),
-        Err(note) if nvml_note_relevant(&topology) => topology.notes.push(note),
+        Err(note) if nvml_note_relevant(&topology) => topology.notes.push(note.to_string()),
         Err(_) => {}
     }
     Ok(topology)

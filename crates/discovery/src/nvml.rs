@@ -33,20 +33,35 @@ pub struct NvmlGpu {
     pub memory: u64,
 }
 
+/// Why NVML says nothing about the GPUs: a one-line note for the machine's
+/// report, not a failure.
+#[derive(Debug, thiserror::Error)]
+pub enum NvmlError {
+    /// No driver, or its library would not load.
+    #[error("NVML not available ({0}): no NVIDIA GPU details or NVLink counts")]
+    Unavailable(nvml_wrapper::error::NvmlError),
+    #[error("NVML: cannot count GPUs: {0}")]
+    Count(nvml_wrapper::error::NvmlError),
+    #[error("NVML: GPU {index}: {error}")]
+    Gpu {
+        index: u32,
+        error: nvml_wrapper::error::NvmlError,
+    },
+}
+
 /// Asks NVML about the local GPUs.
 ///
 /// # Errors
-/// A one-line note (not a failure) when there is no driver or NVML fails.
-pub fn probe() -> Result<NvmlSnapshot, String> {
-    let nvml = Nvml::init().map_err(|e| format!("NVML not available ({e}): no NVIDIA GPU details or NVLink counts"))?;
-    let count = nvml
-        .device_count()
-        .map_err(|e| format!("NVML: cannot count GPUs: {e}"))?;
+/// [`NvmlError`], a note (not a failure) when there is no driver or NVML
+/// fails.
+pub fn probe() -> Result<NvmlSnapshot, NvmlError> {
+    let nvml = Nvml::init().map_err(NvmlError::Unavailable)?;
+    let count = nvml.device_count().map_err(NvmlError::Count)?;
     let mut gpus = Vec::new();
     for index in 0..count {
         let device = nvml
             .device_by_index(index)
-            .map_err(|e| format!("NVML: GPU {index}: {e}"))?;
+            .map_err(|error| NvmlError::Gpu { index, error })?;
         let bus_id = device.pci_info().map(|p| p.bus_id).unwrap_or_default();
         gpus.push(NvmlGpu {
             address: normalize_pci_address(&bus_id).unwrap_or(bus_id),
@@ -196,7 +211,7 @@ mod tests {
         // On machines with a driver this returns GPUs; either way no panic.
         match probe() {
             Ok(snapshot) => assert_eq!(snapshot.links.len(), snapshot.gpus.len()),
-            Err(note) => assert!(note.starts_with("NVML"), "{note}"),
+            Err(note) => assert!(note.to_string().starts_with("NVML"), "{note}"),
         }
     }
 }

@@ -25,19 +25,20 @@ pub fn read_scenario(path: &Path) -> Result<Topology, DiscoveryError> {
         path: path.to_path_buf(),
         detail: "not UTF-8 text".into(),
     })?;
-    parse_scenario_topology(&text, &format!("scenario {}", path.display())).map_err(|detail| DiscoveryError::Scenario {
+    parse_scenario_topology(&text, &format!("scenario {}", path.display())).map_err(|error| DiscoveryError::Scenario {
         path: path.to_path_buf(),
-        detail,
+        detail: error.to_string(),
     })
 }
 
 /// The machine of a scenario's text.
 ///
 /// # Errors
-/// The scenario crate's message for a malformed document or block.
-pub fn parse_scenario_topology(text: &str, source: &str) -> Result<Topology, String> {
-    let scenario = Scenario::parse(text).map_err(|e| e.to_string())?;
-    let machine = scenario.topology.to_machine().map_err(|e| e.to_string())?;
+/// [`ScenarioError`](topoalign_scenario::ScenarioError), naming the field,
+/// for a malformed document or block.
+pub fn parse_scenario_topology(text: &str, source: &str) -> Result<Topology, topoalign_scenario::ScenarioError> {
+    let scenario = Scenario::parse(text)?;
+    let machine = scenario.topology.to_machine()?;
     Ok(Topology::from_machine(&machine, source))
 }
 

@@ -127,6 +127,33 @@ pub fn node_resources(machine: &Machine, config: &NodeConfig) -> NodeResources {
     NodeResources { capacity, allocatable }
 }
 
+/// One resource whose node-allocatable reservation exceeds its capacity,
+/// both printed as the kubelet prints them (`%v` of a Go quantity).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OverReserved {
+    pub resource: String,
+    pub reserved: String,
+    pub capacity: String,
+}
+
+impl std::fmt::Display for OverReserved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Resource {:?} has a reservation of {} but capacity of {}. Expected capacity >= reservation.",
+            self.resource, self.reserved, self.capacity
+        )
+    }
+}
+
+/// `validateNodeAllocatable`'s refusal: every over-reserved resource, in
+/// name order. Display is the kubelet's text.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid Node Allocatable configuration. {}", .over.iter().map(ToString::to_string).collect::<Vec<_>>().join(" "))]
+pub struct NodeAllocatableError {
+    pub over: Vec<OverReserved>,
+}
+
 /// The kubelet's start-up check `validateNodeAllocatable`: no reservation
 /// may exceed the capacity of its resource.
 ///
@@ -135,35 +162,35 @@ pub fn node_resources(machine: &Machine, config: &NodeConfig) -> NodeResources {
 /// Go map order, only visible when several are over-reserved).
 ///
 /// # Errors
-/// The kubelet's text, e.g. `invalid Node Allocatable configuration.
+/// [`NodeAllocatableError`], whose message is the kubelet's text, e.g.
+/// `invalid Node Allocatable configuration.
 /// Resource "cpu" has a reservation of {{9400 -3} {<nil>}  DecimalSI} but
 /// capacity of {{8 0} {<nil>} 8 DecimalSI}. Expected capacity >=
 /// reservation.` — the kubelet formats the
 /// quantities with `%v`, which prints Go's internal struct (see
 /// `GoQuantity` for how closely that is reproduced).
-pub fn validate_node_allocatable(resources: &NodeResources, reservation: &ResourceList) -> Result<(), String> {
-    let problems: Vec<String> = reservation
+pub fn validate_node_allocatable(
+    resources: &NodeResources,
+    reservation: &ResourceList,
+) -> Result<(), NodeAllocatableError> {
+    let over: Vec<OverReserved> = reservation
         .iter()
         .filter_map(|(resource, reserved)| {
             let capacity = resources.capacity.get(resource).copied();
             let capacity = GoQuantity::of_capacity(resource, capacity);
             let reserved = GoQuantity::of_reservation(*reserved);
             let left = capacity.sub(reserved);
-            left.is_negative().then(|| {
-                format!(
-                    "Resource {resource:?} has a reservation of {reserved} but capacity of {capacity}. \
-                     Expected capacity >= reservation."
-                )
+            left.is_negative().then(|| OverReserved {
+                resource: resource.clone(),
+                reserved: reserved.to_string(),
+                capacity: capacity.to_string(),
             })
         })
         .collect();
-    if problems.is_empty() {
+    if over.is_empty() {
         Ok(())
     } else {
-        Err(format!(
-            "invalid Node Allocatable configuration. {}",
-            problems.join(" ")
-        ))
+        Err(NodeAllocatableError { over })
     }
 }
 
@@ -970,21 +997,18 @@ mod tests {
         let node = node_resources(&machine, &config);
         let reservation = node_allocatable_reservation(&node.capacity, &config);
         assert_eq!(
-            validate_node_allocatable(&node, &reservation),
-            Err(
-                "invalid Node Allocatable configuration. Resource \"cpu\" has a reservation of \
+            validate_node_allocatable(&node, &reservation).unwrap_err().to_string(),
+            "invalid Node Allocatable configuration. Resource \"cpu\" has a reservation of \
                  {{9400 -3} {<nil>}  DecimalSI} but capacity of {{8000 -3} {<nil>}  DecimalSI}. \
                  Expected capacity >= reservation."
-                    .to_owned()
-            )
         );
 
         // Memory and CPU over: both, in name order; whole CPUs have scale 0.
         let config = reserving(&[("cpu", cpus(10_000)), ("memory", binary(70 * GI))], &[], 100 * MI);
         let reservation = node_allocatable_reservation(&node.capacity, &config);
         assert_eq!(
-            validate_node_allocatable(&node, &reservation),
-            Err(format!(
+            validate_node_allocatable(&node, &reservation).unwrap_err().to_string(),
+            format!(
                 "invalid Node Allocatable configuration. \
                  Resource \"cpu\" has a reservation of {{{{10 0}} {{<nil>}}  DecimalSI}} but capacity of {{{{8000 -3}} {{<nil>}}  DecimalSI}}. \
                  Expected capacity >= reservation. \
@@ -992,7 +1016,7 @@ mod tests {
                  Expected capacity >= reservation.",
                 70 * GI + 100 * MI,
                 64 * GI
-            ))
+            )
         );
 
         // Exactly the capacity is fine.

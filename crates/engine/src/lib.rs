@@ -60,6 +60,6 @@ pub enum StartupError {
     #[error(transparent)]
     MemoryManager(#[from] MemoryManagerStartError),
     /// The node-allocatable reservation exceeds capacity.
-    #[error("{0}")]
-    NodeAllocatable(String),
+    #[error(transparent)]
+    NodeAllocatable(#[from] fit::NodeAllocatableError),
 }

@@ -104,7 +104,7 @@ impl Node {
             },
         )?;
         let memory = MemoryManager::start(&machine, &memory_manager_config(&config, reservation.clone()))?;
-        fit::validate_node_allocatable(&resources, &reservation).map_err(StartupError::NodeAllocatable)?;
+        fit::validate_node_allocatable(&resources, &reservation)?;
         Ok(Node {
             machine: Arc::new(machine),
             config: Arc::new(config),
