@@ -1,0 +1,310 @@
+//! A cluster made of API objects as the API server returns them: Nodes,
+//! NodeResourceTopology objects written by `topoalign_nrt::build` from an
+//! engine node (as the follower and the simulated kubelets publish them),
+//! and pods. Every expectation about admission is checked against the
+//! engine again, never written down from its answers.
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Node as K8sNode, Pod as K8sPod};
+use serde_json::json;
+use topoalign_cluster::{ClusterFix, NodeSource, Objects, PodState, TopologyObject, Verdict, build};
+use topoalign_engine::Node;
+use topoalign_nrt::{BuildOptions, NodeSpec};
+
+/// examples/nodes/two-numa.yaml: two NUMA nodes of 8 CPUs, CPU 0 reserved,
+/// single-numa-node.
+fn spec() -> NodeSpec {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/nodes/two-numa.yaml"
+    ))
+    .expect("examples/nodes/two-numa.yaml");
+    let scenario = topoalign_scenario::Scenario::parse(&text).expect("scenario");
+    NodeSpec {
+        topology: scenario.topology,
+        kubelet: scenario.kubelet,
+    }
+}
+
+fn k8s_node(name: &str) -> K8sNode {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }))
+    .expect("node")
+}
+
+/// A Guaranteed pod of `cpus` CPUs and 2Gi, at `priority`, in `phase`
+/// (with `reason`) on `node`.
+fn pod(name: &str, cpus: u32, priority: i32, node: Option<&str>, phase: &str, reason: Option<&str>) -> K8sPod {
+    let resources = json!({"cpu": cpus.to_string(), "memory": "2Gi"});
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}")},
+        "spec": {
+            "nodeName": node,
+            "priority": priority,
+            "containers": [{"name": "app", "image": "pause", "resources": {"requests": resources, "limits": resources}}],
+        },
+        "status": {"phase": phase, "reason": reason},
+    }))
+    .expect("pod")
+}
+
+/// The engine node of `spec` after admitting `pods` (each must be admitted).
+fn node_holding(spec: &NodeSpec, pods: &[&K8sPod]) -> Node {
+    let mut node = topoalign_nrt::start_node(spec).expect("start");
+    for pod in pods {
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let decision = node.admit(topoalign_k8s::pod_from_k8s(pod, &uid).expect("pod"));
+        assert!(decision.admitted(), "setup: {decision:?}");
+    }
+    node
+}
+
+fn exact_object(name: &str, spec: &NodeSpec, node: &Node) -> TopologyObject {
+    TopologyObject {
+        name: name.to_owned(),
+        object: Ok(topoalign_nrt::build(
+            name,
+            node,
+            BuildOptions {
+                exact_state: Some(spec),
+            },
+        )),
+        updated: None,
+    }
+}
+
+fn now() -> Timestamp {
+    Timestamp::UNIX_EPOCH
+}
+
+#[test]
+fn each_node_says_how_its_state_is_known() {
+    let spec = spec();
+    let empty = topoalign_nrt::start_node(&spec).expect("start");
+    let mut approximate = topoalign_nrt::build(
+        "b",
+        &empty,
+        BuildOptions {
+            exact_state: Some(&spec),
+        },
+    );
+    approximate.attributes.retain(|a| !a.name.starts_with("topoalign.io/"));
+    let objects = Objects {
+        nodes: ["a", "b", "c", "d", "e"].map(k8s_node).to_vec(),
+        topologies: vec![
+            exact_object("a", &spec, &empty),
+            TopologyObject {
+                name: "b".into(),
+                object: Ok(approximate),
+                updated: None,
+            },
+            TopologyObject {
+                name: "c".into(),
+                object: Ok(topoalign_nrt::unknown("c", "the checkpoints and PodResources disagree")),
+                updated: None,
+            },
+            TopologyObject {
+                name: "e".into(),
+                object: Err("not an object".into()),
+                updated: None,
+            },
+        ],
+        pods: Vec::new(),
+    };
+    let snapshot = build(objects, now());
+    let kinds: Vec<(&str, &str)> = snapshot
+        .nodes
+        .iter()
+        .map(|n| {
+            let kind = match &n.source {
+                NodeSource::Exact(_) => "exact",
+                NodeSource::Approximate(_) => "approximate",
+                NodeSource::Unknown { .. } => "unknown",
+                NodeSource::Missing => "missing",
+                NodeSource::Unreadable { .. } => "unreadable",
+            };
+            (n.name.as_str(), kind)
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("a", "exact"),
+            ("b", "approximate"),
+            ("c", "unknown"),
+            ("d", "missing"),
+            ("e", "unreadable")
+        ]
+    );
+    assert!(snapshot.nodes[2].source_words().contains("disagree"));
+    assert!(snapshot.nodes.iter().all(|n| n.ready));
+}
+
+#[test]
+fn an_exact_state_behind_the_api_server_is_stale_and_holdings_carry_priorities() {
+    let spec = spec();
+    let a = pod("a", 4, 100, Some("n"), "Running", None);
+    let late = pod("late", 2, 0, Some("n"), "Running", None);
+    let gone = pod("gone", 2, 0, Some("n"), "Running", None);
+    // The object holds a and gone; the API server has a and late.
+    let node = node_holding(&spec, &[&a, &gone]);
+    let objects = Objects {
+        nodes: vec![k8s_node("n")],
+        topologies: vec![exact_object("n", &spec, &node)],
+        pods: vec![a.clone(), late],
+    };
+    let snapshot = build(objects, now());
+    let n = &snapshot.nodes[0];
+    assert_eq!(n.stale.len(), 2, "{:?}", n.stale);
+    assert!(
+        n.stale[0].contains("ns/late") && n.stale[1].contains("ns/gone"),
+        "{:?}",
+        n.stale
+    );
+    let held: Vec<(&str, i32)> = n.holdings.iter().map(|h| (h.pod.as_str(), h.priority)).collect();
+    assert_eq!(held, [("ns/a", 100), ("ns/gone", 0)]);
+    let cpus = n.holdings[0].containers[0].cpus.as_ref().expect("exclusive CPUs");
+    assert_eq!(cpus.len(), 4);
+    assert_eq!(
+        n.holdings[0].numa.len(),
+        1,
+        "a single-numa-node pod sits on one NUMA node"
+    );
+}
+
+/// The first node full but for one CPU per NUMA node, the second empty:
+/// a 2-CPU pod Failed on the first goes to the second as it is.
+#[test]
+fn a_pod_rejected_by_admission_is_sent_to_a_node_that_admits_it() {
+    let spec = spec();
+    let fill_a = pod("fill-a", 7, 0, Some("one"), "Running", None);
+    let fill_b = pod("fill-b", 7, 0, Some("one"), "Running", None);
+    let want = pod("want", 2, 0, Some("one"), "Failed", Some("TopologyAffinityError"));
+    let one = node_holding(&spec, &[&fill_a, &fill_b]);
+    let two = node_holding(&spec, &[]);
+    let objects = Objects {
+        nodes: vec![k8s_node("one"), k8s_node("two")],
+        topologies: vec![exact_object("one", &spec, &one), exact_object("two", &spec, &two)],
+        pods: vec![fill_a, fill_b, want.clone()],
+    };
+    let snapshot = build(objects, now());
+    let asked = snapshot.pod("ns", "want").expect("pod");
+    assert_eq!(
+        asked.state,
+        PodState::Rejected {
+            reason: "TopologyAffinityError".into()
+        }
+    );
+    let answer = topoalign_cluster::explain_pod(&snapshot, asked);
+    let model = asked.pod.as_ref().expect("readable");
+    // Each verdict is the engine's on that node.
+    for verdict in &answer.nodes {
+        let engine = &snapshot
+            .node(&verdict.node)
+            .and_then(|n| n.exact())
+            .expect("exact")
+            .node;
+        let admitted = engine.try_admit(model).decision.admitted();
+        assert_eq!(
+            matches!(verdict.verdict, Verdict::Admitted { .. }),
+            admitted,
+            "{}",
+            verdict.node
+        );
+        if let Verdict::Rejected { explanation, line } = &verdict.verdict {
+            assert!(line.starts_with("TopologyAffinityError"), "{line}");
+            assert!(!explanation.summary.is_empty());
+        }
+    }
+    let Some(ClusterFix::Node { node, .. }) = &answer.fix else {
+        panic!("{:?}", answer.fix)
+    };
+    assert_eq!(node, "two");
+    assert!(answer.fix.as_ref().expect("fix").words().contains("spec.nodeName: two"));
+}
+
+/// Every node full: the fewest evictions, never of a pod of higher
+/// priority than the pod's, verified by admitting it without them.
+#[test]
+fn with_every_node_full_the_fewest_evictions_of_lower_priority_pods() {
+    let spec = spec();
+    // Node one: two high-priority pods; node two: two low-priority ones.
+    let hi_a = pod("hi-a", 7, 1000, Some("one"), "Running", None);
+    let hi_b = pod("hi-b", 7, 1000, Some("one"), "Running", None);
+    let lo_a = pod("lo-a", 7, 10, Some("two"), "Running", None);
+    let lo_b = pod("lo-b", 7, 10, Some("two"), "Running", None);
+    let big = pod("big", 7, 500, None, "Pending", None);
+    let one = node_holding(&spec, &[&hi_a, &hi_b]);
+    let two = node_holding(&spec, &[&lo_a, &lo_b]);
+    let objects = Objects {
+        nodes: vec![k8s_node("one"), k8s_node("two")],
+        topologies: vec![exact_object("one", &spec, &one), exact_object("two", &spec, &two)],
+        pods: vec![hi_a, hi_b, lo_a, lo_b, big],
+    };
+    let snapshot = build(objects, now());
+    let asked = snapshot.pod("ns", "big").expect("pod");
+    assert_eq!(asked.state, PodState::Unscheduled);
+    let answer = topoalign_cluster::explain_pod(&snapshot, asked);
+    assert!(
+        answer
+            .nodes
+            .iter()
+            .all(|v| matches!(v.verdict, Verdict::Rejected { .. }))
+    );
+    let Some(ClusterFix::Evict { node, evict, .. }) = &answer.fix else {
+        panic!("{:?}", answer.fix)
+    };
+    assert_eq!(node, "two", "the high-priority pods are never evicted for it");
+    assert_eq!(evict.len(), 1);
+    assert!(evict.iter().all(|e| e.priority <= asked.priority));
+    // Re-checked here: without the evicted pod the node admits it.
+    let mut engine = snapshot
+        .node("two")
+        .and_then(|n| n.exact())
+        .expect("exact")
+        .node
+        .clone();
+    let uid = snapshot
+        .node("two")
+        .expect("two")
+        .holdings
+        .iter()
+        .find(|h| h.pod == evict[0].pod)
+        .expect("held")
+        .uid
+        .clone();
+    assert!(engine.remove(&uid));
+    assert!(engine.admit(asked.pod.clone().expect("readable")).admitted());
+}
+
+#[test]
+fn free_capacity_no_waiting_pod_can_use_is_stranded() {
+    let spec = spec();
+    let fill_a = pod("fill-a", 7, 0, Some("one"), "Running", None);
+    let fill_b = pod("fill-b", 7, 0, Some("one"), "Running", None);
+    let want = pod("want", 2, 0, None, "Pending", None);
+    let one = node_holding(&spec, &[&fill_a, &fill_b]);
+    let two = node_holding(&spec, &[]);
+    let objects = Objects {
+        nodes: vec![k8s_node("one"), k8s_node("two")],
+        topologies: vec![exact_object("one", &spec, &one), exact_object("two", &spec, &two)],
+        pods: vec![fill_a, fill_b, want],
+    };
+    let snapshot = build(objects, now());
+    let views = topoalign_cluster::nodes_view(&snapshot);
+    assert_eq!(views[0].stranded_for, ["ns/want"]);
+    assert!(views[0].numa.iter().any(|n| n.stranded), "its free CPUs are stranded");
+    assert!(views[1].stranded_for.is_empty(), "the empty node admits the pod");
+    let holders: Vec<&str> = views[0]
+        .numa
+        .iter()
+        .flat_map(|n| n.held.iter().map(|h| h.pod.as_str()))
+        .collect();
+    assert_eq!(holders.len(), 2, "{holders:?}");
+    // Free per NUMA node is the engine's read side.
+    for (view, usage) in views[0].numa.iter().zip(one.numa_usage()) {
+        assert_eq!(view.free.get("cpu"), Some(&usage.available("cpu").to_string()));
+    }
+}
