@@ -222,6 +222,48 @@ fn containers_of_a_captured_kubelet() -> TestResult {
     Ok(())
 }
 
+/// The same node under the cgroupfs driver (`kubepods/<qos>/pod<uid>/<id>`)
+/// on a cgroup v1 cpuset hierarchy: the same containers found, the same
+/// verdicts.
+#[test]
+fn containers_under_the_cgroupfs_driver() -> TestResult {
+    let root = testdata("kubelet-cgroupfs");
+    let node = testdata("kubelet-cgroupfs/node.yaml");
+    let root = root.to_str().unwrap_or("");
+    let node = node.to_str().unwrap_or("");
+    let (document, status) = verify_json(&["--containers", "--root", root, "--node", node])?;
+    let verdicts: Vec<(String, String)> = container_verdicts(&document)
+        .into_iter()
+        .map(|(name, verdict, _)| (name, verdict))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("ml/train log", "aligned"),
+            ("ml/train app", "aligned"),
+            ("default/web web", "aligned"),
+            ("default/db db", "drifted"),
+            ("default/gpu2 g", "misaligned"),
+        ]
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+    );
+    assert_eq!(status, Some(4));
+    let reports = &document["reports"];
+    assert_eq!(reports[1]["subject"]["pids"], serde_json::json!([1001, 1002]));
+    let cgroup = &reports[3]["applied"]["cgroup"];
+    assert_eq!(cgroup["version"], "cgroup-v1");
+    assert_eq!(
+        cgroup["path"],
+        "/sys/fs/cgroup/cpuset/kubepods/pod00000000-0000-0000-0000-000000000003/\
+         c30cc30cc30cc30cc30cc30cc30cc30cc30cc30cc30cc30cc30cc30cc30cc30c"
+    );
+    // The container's own cgroup is the decision's (its cpuset must be
+    // exactly the exclusive CPUs): found in the cgroupfs layout too.
+    assert_eq!(reports[3]["decided"]["cgroup"], cgroup["path"]);
+    assert_eq!(reports[3]["findings"][0]["applied"], "3-4,11");
+    Ok(())
+}
+
 #[test]
 fn a_captured_v1_host() -> TestResult {
     let root = testdata("v1");
