@@ -362,6 +362,8 @@ func TestHelmValuesReachTheObjects(t *testing.T) {
 			"kubeletDir":   "/data/kubelet/",
 			"port":         9797,
 			"logFormat":    "text",
+			"events":       false,
+			"hostPID":      false,
 			"extraArgs":    []any{"--resync-interval=30"},
 			"tolerations":  []any{map[string]any{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}},
 			"nodeSelector": map[string]any{"topoalign.io/numa": "true"},
@@ -396,6 +398,8 @@ func TestHelmValuesReachTheObjects(t *testing.T) {
 		"image":           {container["image"], "registry.example/topoalign:v9"},
 		"imagePullPolicy": {container["imagePullPolicy"], "IfNotPresent"},
 		"args":            {container["args"], []any{"agent", "--follow-kubelet", "--kubelet-dir=/data/kubelet", "--pod-resources=/data/kubelet/pod-resources/kubelet.sock", "--socket=/run/topoalign/follower.sock", "--follow-listen=0.0.0.0:9797", "--nrt-publish", "--nrt-node-name=$(NODE_NAME)", "--log-format=text", "--resync-interval=30"}},
+		"hostPID":         {spec["hostPID"], nil},
+		"events rule":     {len(index["rbac.authorization.k8s.io/v1 ClusterRole ta-topoalign-follower"].Object["rules"].([]any)), 2},
 		"port":            {container["ports"], []any{map[string]any{"name": "http", "containerPort": float64(9797)}}},
 		// Helm merges maps with the defaults (`limits: null` removes).
 		"resources":         {container["resources"], map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "64Mi"}, "limits": map[string]any{"memory": "256Mi"}}},
