@@ -10,7 +10,9 @@
 #
 # Prints the variables the suite reads, one NAME=PATH a line:
 # TOPOALIGN_E2E_ETCD, TOPOALIGN_E2E_KUBE_APISERVER,
-# TOPOALIGN_E2E_KUBE_SCHEDULER, TOPOALIGN_E2E_SCHEDULER_PLUGINS.
+# TOPOALIGN_E2E_KUBE_SCHEDULER, TOPOALIGN_E2E_SCHEDULER_PLUGINS,
+# TOPOALIGN_E2E_KUBECTL (kubectl of the same release, to run topoalign as
+# its plugin; its packages mostly come from kube-apiserver's build).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -66,8 +68,10 @@ etcd=$(build "$here" etcd go.etcd.io/etcd/server/v3)
 apiserver=$(build "$here" kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver)
 scheduler=$(build "$here" kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler)
 plugins=$(build "$here/scheduler-plugins" scheduler-plugins sigs.k8s.io/scheduler-plugins/cmd/scheduler)
+kubectl=$(build "$here" kubectl k8s.io/kubernetes/cmd/kubectl)
 
 echo "TOPOALIGN_E2E_ETCD=$etcd"
 echo "TOPOALIGN_E2E_KUBE_APISERVER=$apiserver"
 echo "TOPOALIGN_E2E_KUBE_SCHEDULER=$scheduler"
 echo "TOPOALIGN_E2E_SCHEDULER_PLUGINS=$plugins"
+echo "TOPOALIGN_E2E_KUBECTL=$kubectl"
