@@ -16,7 +16,10 @@
 
 use super::Outcome;
 
+// No argument group of its own: admit's `Args` already makes one of that
+// name, and clap refuses two.
 #[derive(clap::Args)]
+#[group(skip)]
 pub struct Args {
     #[command(flatten)]
     pub admit: super::admit::Args,
