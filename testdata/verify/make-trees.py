@@ -177,6 +177,17 @@ def kubelet(root, driver="systemd"):
         if pod["spec"].get("initContainers"):
             pod["status"]["initContainerStatuses"] = [status(c) for c in pod["spec"]["initContainers"]]
     write(f"{kd}/pods.yaml", yaml.safe_dump(pods, sort_keys=False))
+    # The kubelet's log links, one per container it started (the completed
+    # init container's too): /var/log/containers/<pod>_<ns>_<container>-<id>.log
+    # -> /var/log/pods/<ns>_<pod>_<uid>/<container>/0.log. verify
+    # --containers finds ids and UIDs there when it has no pods file.
+    os.makedirs(f"{root}/var/log/containers", exist_ok=True)
+    for pod in pods["items"]:
+        meta = pod["metadata"]
+        for c in pod["status"].get("initContainerStatuses", []) + pod["status"]["containerStatuses"]:
+            cid = c["containerID"].split("://")[1]
+            os.symlink(f"/var/log/pods/{meta['namespace']}_{meta['name']}_{meta['uid']}/{c['name']}/0.log",
+                       f"{root}/var/log/containers/{meta['name']}_{meta['namespace']}_{c['name']}-{cid}.log")
     if driver == "systemd":
         write(f"{root}/proc/self/mountinfo",
               "25 30 0:23 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw\n"

@@ -264,6 +264,166 @@ fn containers_under_the_cgroupfs_driver() -> TestResult {
     Ok(())
 }
 
+/// What the captured node's kubelet answers on its PodResources API: the
+/// allocations of `testdata/verify/kubelet`'s checkpoint files (exclusive
+/// CPUs, memory nodes, device ids), app and sidecar containers only.
+fn captured_kubelets_answer() -> topoalign_podresources::Snapshot {
+    use topoalign_podresources::{ContainerAllocation, DeviceGroup, MemoryBlock, PodAllocation};
+    let container = |name: &str, cpus: &str, memory_numa: usize, devices: &[(&str, &str, usize)]| ContainerAllocation {
+        name: name.to_string(),
+        cpus: CpuSet::parse(cpus).unwrap_or_default(),
+        memory: vec![MemoryBlock {
+            resource: "memory".to_string(),
+            size: 1 << 30,
+            numa: vec![memory_numa],
+        }],
+        devices: devices
+            .iter()
+            .map(|(resource, id, numa)| {
+                (
+                    resource.to_string(),
+                    vec![DeviceGroup {
+                        ids: vec![id.to_string()],
+                        numa: vec![*numa],
+                    }],
+                )
+            })
+            .collect(),
+        dynamic: Vec::new(),
+    };
+    let pod = |namespace: &str, name: &str, containers: Vec<ContainerAllocation>| PodAllocation {
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+        containers,
+    };
+    topoalign_podresources::Snapshot {
+        pods: vec![
+            pod(
+                "ml",
+                "train",
+                vec![
+                    container("log", "1", 0, &[]),
+                    container("app", "2,10", 0, &[("nvidia.com/gpu", "gpu0", 0)]),
+                ],
+            ),
+            pod("default", "web", vec![container("web", "", 0, &[])]),
+            pod(
+                "default",
+                "db",
+                vec![container("db", "3,11", 0, &[("example.com/nic", "nic0", 0)])],
+            ),
+            pod(
+                "default",
+                "gpu2",
+                vec![container(
+                    "g",
+                    "4",
+                    1,
+                    &[("example.com/nic", "nic1", 1), ("nvidia.com/gpu", "gpu1", 1)],
+                )],
+            ),
+        ],
+        allocatable: topoalign_podresources::Allocatable::default(),
+    }
+}
+
+/// Without the node's pods, `--containers` asks the kubelet's PodResources
+/// API (a real server on a Unix socket) which containers the active pods
+/// have and what each holds, and finds their ids and pod UIDs in the
+/// kubelet's log links (`var/log/containers`): the same verdicts.
+#[test]
+fn containers_without_a_pods_file_ask_the_pod_resources_api() -> TestResult {
+    let root = testdata("kubelet");
+    let node = testdata("kubelet/node.yaml");
+    let captured = root.join("var/lib/kubelet");
+    let dir = tempfile::tempdir()?;
+    std::fs::create_dir(dir.path().join("device-plugins"))?;
+    for name in [
+        "cpu_manager_state",
+        "memory_manager_state",
+        "device-plugins/kubelet_internal_checkpoint",
+        "config.yaml",
+    ] {
+        std::fs::copy(captured.join(name), dir.path().join(name))?;
+    }
+    let socket = dir.path().join("kubelet.sock");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let listener = {
+        let _entered = runtime.enter();
+        tokio::net::UnixListener::bind(&socket)?
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = runtime.spawn(topoalign_podresources::serve(
+        listener,
+        captured_kubelets_answer,
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let (root, node, kubelet_dir, socket_arg) = (
+        root.to_str().unwrap_or(""),
+        node.to_str().unwrap_or(""),
+        dir.path().to_str().unwrap_or(""),
+        socket.to_str().unwrap_or(""),
+    );
+    let (document, status) = verify_json(&[
+        "--kubelet-dir",
+        kubelet_dir,
+        "--pod-resources",
+        socket_arg,
+        "--root",
+        root,
+        "--node",
+        node,
+    ])?;
+    let _ = stop.send(());
+    let _ = runtime.block_on(server);
+    let verdicts: Vec<(String, String)> = container_verdicts(&document)
+        .into_iter()
+        .map(|(name, verdict, _)| (name, verdict))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("default/db db", "drifted"),
+            ("default/gpu2 g", "misaligned"),
+            ("default/web web", "aligned"),
+            ("ml/train app", "aligned"),
+            ("ml/train log", "aligned"),
+        ]
+        .map(|(n, v)| (n.to_string(), v.to_string())),
+        "setup (a completed init container) is not served: not checked"
+    );
+    assert_eq!(status, Some(4));
+    assert_eq!(
+        document["reports"][3]["subject"]["pids"],
+        serde_json::json!([1001, 1002])
+    );
+
+    // No pods file and no socket: bad input naming both ways.
+    std::fs::remove_file(&socket)?;
+    let output = verify(&[
+        "--kubelet-dir",
+        kubelet_dir,
+        "--pod-resources",
+        socket_arg,
+        "--root",
+        root,
+        "--node",
+        node,
+    ])?;
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--pods") && stderr.contains("--pod-resources"),
+        "{stderr}"
+    );
+    Ok(())
+}
+
 #[test]
 fn a_captured_v1_host() -> TestResult {
     let root = testdata("v1");

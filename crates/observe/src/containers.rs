@@ -131,6 +131,54 @@ pub fn in_container(text: &str, uid: &str, id: &str) -> bool {
     })
 }
 
+/// The containers the kubelet's log links name (`/var/log/containers/
+/// <pod>_<namespace>_<container>-<id>.log`, each a link to
+/// `/var/log/pods/<namespace>_<pod>_<uid>/<container>/<n>.log`), read
+/// under `root`: how a container's runtime id and pod UID are found
+/// without the pods' statuses. Links that do not read so are left out;
+/// no directory is no links.
+pub fn read_log_links(root: &std::path::Path) -> Vec<RunningContainer> {
+    let dir = root.join("var/log/containers");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<RunningContainer> = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            let target = std::fs::read_link(entry.path()).ok()?;
+            parse_log_link(&name, target.to_str()?)
+        })
+        .collect();
+    found.sort_by(|a, b| (&a.namespace, &a.pod, &a.container, &a.id).cmp(&(&b.namespace, &b.pod, &b.container, &b.id)));
+    found
+}
+
+/// One log link: its name `<pod>_<namespace>_<container>-<id>.log` and
+/// its target `…/<namespace>_<pod>_<uid>/<container>/<n>.log` (pod,
+/// namespace and container names cannot hold `_`).
+pub fn parse_log_link(name: &str, target: &str) -> Option<RunningContainer> {
+    let stem = name.strip_suffix(".log")?;
+    let (names, id) = stem.rsplit_once('-')?;
+    let mut parts = names.splitn(3, '_');
+    let (pod, namespace, container) = (parts.next()?, parts.next()?, parts.next()?);
+    if id.is_empty() || pod.is_empty() || namespace.is_empty() || container.is_empty() {
+        return None;
+    }
+    let prefix = format!("{namespace}_{pod}_");
+    let uid = target
+        .split('/')
+        .find_map(|component| component.strip_prefix(&prefix))
+        .filter(|uid| !uid.is_empty())?;
+    Some(RunningContainer {
+        namespace: namespace.to_string(),
+        pod: pod.to_string(),
+        uid: uid.to_string(),
+        container: container.to_string(),
+        id: Some(id.to_string()),
+    })
+}
+
 /// What [`verify_containers`] found.
 #[derive(Clone, Debug, Default)]
 pub struct Verified {
@@ -153,18 +201,35 @@ pub struct Verified {
 /// exists cannot be read (a process gone meanwhile is not an error: its
 /// container counts as not found).
 pub fn verify_containers(node: &Node, containers: &[RunningContainer], host: &Host) -> Result<Verified, HostError> {
+    let decided = pod_allocations(&node.snapshot(), node.machine());
+    verify_served(node, decided, containers, host)
+}
+
+/// [`verify_containers`] against the allocations the kubelet serves on
+/// its PodResources API (`List`) instead of the node's restored state —
+/// for a node whose pods are not listed, where the state restored from
+/// the checkpoints holds UIDs, not names. `node` gives the machine, the
+/// shared pool and the policy.
+///
+/// # Errors
+/// As [`verify_containers`].
+pub fn verify_served(
+    node: &Node,
+    served: Vec<topoalign_podresources::PodAllocation>,
+    containers: &[RunningContainer],
+    host: &Host,
+) -> Result<Verified, HostError> {
     let machine = node.machine();
     let snapshot = node.snapshot();
     let pool = (!snapshot.cpu.default_cpu_set.is_empty()).then(|| snapshot.cpu.default_cpu_set.clone());
     let policy = node.config().topology_policy;
-    let allocations: BTreeMap<(String, String), BTreeMap<String, ContainerAllocation>> =
-        pod_allocations(&snapshot, machine)
-            .into_iter()
-            .map(|pod| {
-                let containers = pod.containers.into_iter().map(|c| (c.name.clone(), c)).collect();
-                ((pod.namespace, pod.name), containers)
-            })
-            .collect();
+    let allocations: BTreeMap<(String, String), BTreeMap<String, ContainerAllocation>> = served
+        .into_iter()
+        .map(|pod| {
+            let containers = pod.containers.into_iter().map(|c| (c.name.clone(), c)).collect();
+            ((pod.namespace, pod.name), containers)
+        })
+        .collect();
     let layout = layout(machine);
     let memberships = host.cgroup_memberships()?;
     let mut verified = Verified::default();
@@ -366,6 +431,40 @@ fn applied_devices(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn log_links_name_the_container_its_id_and_pod_uid() {
+        let found = parse_log_link(
+            "web-7d4f_default_nginx-3f2a9c.log",
+            "/var/log/pods/default_web-7d4f_1b4e28ba-2fa1/nginx/0.log",
+        );
+        assert_eq!(
+            found,
+            Some(RunningContainer {
+                namespace: "default".to_string(),
+                pod: "web-7d4f".to_string(),
+                uid: "1b4e28ba-2fa1".to_string(),
+                container: "nginx".to_string(),
+                id: Some("3f2a9c".to_string()),
+            })
+        );
+        // Not a log link, a target of another pod, no id.
+        assert_eq!(
+            parse_log_link(
+                "web_default_nginx-3f2a9c.txt",
+                "/var/log/pods/default_web_u/nginx/0.log"
+            ),
+            None
+        );
+        assert_eq!(
+            parse_log_link("web_default_nginx-3f2a9c.log", "/var/log/pods/default_db_u/nginx/0.log"),
+            None
+        );
+        assert_eq!(
+            parse_log_link("web_default_nginx-.log", "/var/log/pods/default_web_u/nginx/0.log"),
+            None
+        );
+    }
 
     #[test]
     fn both_cgroup_drivers_name_the_container() {

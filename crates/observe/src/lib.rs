@@ -64,7 +64,10 @@ mod status;
 #[cfg(test)]
 mod tests;
 
-pub use containers::{ContainerStatus, PodNames, RunningContainer, Verified, running_containers, verify_containers};
+pub use containers::{
+    ContainerStatus, PodNames, RunningContainer, Verified, read_log_links, running_containers, verify_containers,
+    verify_served,
+};
 pub use dir::{CONFIG_FILES, DEFAULT_ROOT, KubeletDir, MAX_CHECKPOINT_BYTES, ObserveError, SOCKET_IN_ROOT};
 pub use observe::{
     Comparison, ContainerDynamicDevices, DeviceSource, DoubleAssignment, Inputs, ListedPod, Observed, Observer,

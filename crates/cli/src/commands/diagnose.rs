@@ -131,7 +131,7 @@ const POD_RESOURCES_TIMEOUT: std::time::Duration = std::time::Duration::from_sec
 
 /// The kubelet's PodResources `List` on `socket`, or what went wrong (the
 /// error names the socket).
-fn ask_pod_resources(socket: &Path) -> std::result::Result<PodResourcesAnswer, String> {
+pub(crate) fn ask_pod_resources(socket: &Path) -> std::result::Result<PodResourcesAnswer, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -5,6 +5,10 @@
 //! processes are found, read and judged by
 //! `topoalign_observe::verify_containers` (the pod UID, and the container
 //! id of the pod's `status.containerStatuses`), as the follower does.
+//! Without the node's pods, the kubelet's PodResources API names the
+//! active pods' containers and what it allocated to each, and the
+//! kubelet's log links (`/var/log/containers`) give their ids and pod UIDs
+//! (`topoalign_observe::verify_served`).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -38,22 +42,45 @@ pub(super) fn run(args: &Args) -> Result {
         .kubelet
         .pods
         .clone()
-        .or_else(|| Some(dir.join("pods.yaml")).filter(|p| p.is_file()))
-        .ok_or_else(|| {
-            Error::bad_input(format!(
-                "verify --containers needs the node's pods (--pods FILE, or {}) to know each container's name and id",
-                dir.join("pods.yaml").display()
-            ))
-        })?;
-    let pods = read_pod_list(&pods_file)?;
-    let listed: Vec<_> = pods.iter().map(topoalign_explain::diagnose::listed_pod).collect();
+        .or_else(|| Some(dir.join("pods.yaml")).filter(|p| p.is_file()));
     let files = kubelet_dir.read_checkpoints();
+    // With the node's pods: their statuses name each container's id, and
+    // the checkpoints' UIDs. Without: the kubelet's PodResources API names
+    // the active pods' containers and what it allocated to each, and the
+    // kubelet's log links (/var/log/containers) their ids and pod UIDs.
+    let (pods, served) = match &pods_file {
+        Some(path) => (Some(read_pod_list(path)?), None),
+        None => {
+            let socket = kubelet_dir.socket();
+            let answer = kubelet_dir
+                .socket_present()
+                .map_err(|e| e.to_string())
+                .and_then(|present| {
+                    if present {
+                        crate::commands::diagnose::ask_pod_resources(socket)
+                    } else {
+                        Err(format!("{}: no socket", socket.display()))
+                    }
+                })
+                .map_err(|e| {
+                    Error::bad_input(format!(
+                        "verify --containers needs the node's pods (--pods FILE, or {}) or the kubelet's \
+                         PodResources API (--pod-resources SOCKET): {e}",
+                        dir.join("pods.yaml").display()
+                    ))
+                })?;
+            (None, Some(answer))
+        }
+    };
+    let listed: Option<Vec<_>> = pods
+        .as_ref()
+        .map(|pods| pods.iter().map(topoalign_explain::diagnose::listed_pod).collect());
     let observed = topoalign_observe::observe(
         &started.node,
         Inputs {
             files: &files,
-            pod_resources: None,
-            pods: Some(&listed),
+            pod_resources: served.as_ref(),
+            pods: listed.as_deref(),
         },
     );
     for report in [&observed.cpu, &observed.memory] {
@@ -75,7 +102,27 @@ pub(super) fn run(args: &Args) -> Result {
         Some(root) => Host::under(root),
         None => Host::live(),
     };
-    let verified = topoalign_observe::verify_containers(node, &running(&pods), &host).map_err(|error| match error {
+    let verified = match (&pods, served) {
+        (Some(pods), _) => topoalign_observe::verify_containers(node, &running(pods), &host),
+        (None, Some(answer)) => {
+            let listed: std::collections::BTreeSet<(&str, &str, &str)> = answer
+                .pods
+                .iter()
+                .flat_map(|p| {
+                    p.containers
+                        .iter()
+                        .map(|c| (p.namespace.as_str(), p.name.as_str(), c.name.as_str()))
+                })
+                .collect();
+            let running: Vec<RunningContainer> = topoalign_observe::read_log_links(root.unwrap_or(Path::new("/")))
+                .into_iter()
+                .filter(|c| listed.contains(&(c.namespace.as_str(), c.pod.as_str(), c.container.as_str())))
+                .collect();
+            topoalign_observe::verify_served(node, answer.pods.clone(), &running, &host)
+        }
+        (None, None) => Ok(topoalign_observe::Verified::default()),
+    }
+    .map_err(|error| match error {
         topoalign_host::HostError::Io { ref path, .. } if path.ends_with("proc") => Error::bad_input(error),
         error => Error::Failed(error.into()),
     })?;
