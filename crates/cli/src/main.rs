@@ -72,6 +72,11 @@ enum Command {
     /// Register a fleet's nodes with an API server and admit the pods bound
     /// to them exactly as their kubelets would (statuses, NRT objects).
     SimulateNodes(commands::simulate_nodes::Args),
+    /// For pods waiting for a node, the fewest evictions (by priority,
+    /// within PodDisruptionBudgets) after which their kubelets admit them,
+    /// verified by replay; stranded capacity per NUMA node. `--evict`
+    /// carries the plan out on a live cluster.
+    Defrag(commands::defrag::Args),
     /// Serve the kube-scheduler extender API with the engine's answers.
     Extender(commands::extender::Args),
     /// Write nodes' NodeResourceTopology (v1alpha2) objects.
@@ -114,6 +119,7 @@ fn try_main() -> Result<Outcome, Error> {
         Command::Run(args) => commands::run::run(&args),
         Command::Simulate(args) => commands::simulate::run(&args),
         Command::SimulateNodes(args) => commands::simulate_nodes::run(&args),
+        Command::Defrag(args) => commands::defrag::run(&args),
         Command::Extender(args) => commands::extender::run(&args),
         Command::Nrt(args) => commands::nrt::run(&args),
         Command::Serve(args) => commands::serve::run(&args),

@@ -14,15 +14,20 @@
 //! - [`input`]: a fleet state from Pod manifests (priority, evictability,
 //!   budget membership) — shared by the fleet document and live clusters;
 //! - [`document`]: the offline document (a fleet file with `pods`,
-//!   `disruptionBudgets`, `priorityClasses`).
+//!   `disruptionBudgets`, `priorityClasses`);
+//! - `live` (feature `live`): the input from a live cluster's snapshot and
+//!   budgets, and the plan carried out through the Eviction API — the one
+//!   module that talks to an API server.
 //!
-//! Pure: no I/O. Callers read files or the cluster, pass text or objects,
+//! Pure without the `live` feature: no I/O. Callers read files or the cluster, pass text or objects,
 //! and print or perform the plan. Must not touch: admission decisions (the
 //! engine's).
 
 pub mod budget;
 pub mod document;
 pub mod input;
+#[cfg(feature = "live")]
+pub mod live;
 pub mod plan;
 
 pub use budget::{BudgetSpec, Selector};

@@ -14,11 +14,17 @@
 //!    - *greedy*: from that set, victims are put back one by one, highest
 //!      priority first, while the node still admits the pod: an
 //!      irreducible set, size `g`;
-//!    - *exact*: sets of 1, 2, … `min g − 1` victims (over all nodes,
-//!      lowest priorities first) are tried in turn; the first size with a
-//!      success wins, ties broken by the highest victim priority, then the
-//!      sum of priorities, then fleet order. Failing that, the smallest
-//!      greedy set wins.
+//!    - *exact*: sets of 1, 2, … `g` victims (over all nodes, lowest
+//!      priorities first) are tried in turn; the first size with a success
+//!      wins, ties broken by the highest victim priority, then the sum of
+//!      priorities, then how many of the pending pods planned later would
+//!      also fit on the node after it (so one eviction that frees room for
+//!      two pods beats one that frees room for one), then fleet order.
+//!      Failing that, the smallest greedy set wins.
+//!
+//!    Pods are planned one at a time: each gets the fewest evictions given
+//!    the plan so far, and the look-ahead tie-break makes later pods reuse
+//!    freed room; the total is not proven minimal across pods.
 //!
 //!    Every try costs one *trial*: the node rebuilt from its input state
 //!    with the evictions planned so far and the candidate's removed, the
@@ -198,9 +204,9 @@ pub fn plan(state: &FleetState, pending: &[PendingPod], limits: &Limits) -> Plan
     };
     let mut pods = Vec::with_capacity(pending.len());
     let mut evictions = Vec::new();
-    for &i in &order {
+    for (at, &i) in order.iter().enumerate() {
         let pod = &pending[i];
-        let outcome = planner.plan_pod(i);
+        let outcome = planner.plan_pod(i, &order[at + 1..]);
         if let Some((n, set, proven)) = outcome {
             let node = &state.nodes[n];
             for &v in &set {
@@ -290,8 +296,11 @@ struct Planner<'a> {
     gave_up: bool,
 }
 
-/// A candidate victim set: its cost key and the victims.
-type Found = ((i32, i64, usize), usize, Vec<usize>);
+/// See [`Planner::cost`].
+type Cost = (i32, i64, std::cmp::Reverse<usize>, usize);
+
+/// A candidate victim set: its cost, node and victims.
+type Found = (Cost, usize, Vec<usize>);
 
 impl Planner<'_> {
     /// Node `n` as the cluster would have it: its input state, the planned
@@ -350,16 +359,34 @@ impl Planner<'_> {
         used.iter().all(|(&b, &count)| count <= self.budget_left[b])
     }
 
-    fn cost(&self, n: usize, set: &[usize]) -> (i32, i64, usize) {
+    /// A set's cost: its highest priority, the sum of its priorities,
+    /// then (better first) how many later pending pods also fit after it
+    /// (`also_fit`), then the node's place in the fleet.
+    fn cost(&self, n: usize, set: &[usize], also_fit: usize) -> Cost {
         let pods = &self.state.nodes[n].pods;
         let max = set.iter().map(|&v| pods[v].priority).max().unwrap_or(i32::MIN);
         let sum = set.iter().map(|&v| i64::from(pods[v].priority)).sum();
-        (max, sum, n)
+        (max, sum, std::cmp::Reverse(also_fit), n)
     }
 
-    /// The node and victims for pending pod `p`, and whether the set is
-    /// proven smallest; `None` when no node will do.
-    fn plan_pod(&mut self, p: usize) -> Option<(usize, Vec<usize>, bool)> {
+    /// How many of the pending pods not planned yet (`rest`) node `n`
+    /// would also admit, in order, after `set` is evicted and `p` admitted:
+    /// the tie-break between equally cheap sets. One trial.
+    fn lookahead(&mut self, n: usize, set: &[usize], p: usize, rest: &[usize]) -> usize {
+        self.trials += 1;
+        let Some(mut node) = self.rebuild(n, set) else { return 0 };
+        if !node.admit(self.pending[p].pod.clone()).admitted() {
+            return 0;
+        }
+        rest.iter()
+            .filter(|&&q| node.admit(self.pending[q].pod.clone()).admitted())
+            .count()
+    }
+
+    /// The node and victims for pending pod `p` (`rest`: the pending pods
+    /// planned after it), and whether the set is proven smallest; `None`
+    /// when no node will do.
+    fn plan_pod(&mut self, p: usize, rest: &[usize]) -> Option<(usize, Vec<usize>, bool)> {
         let nodes = self.state.nodes.len();
         for n in 0..nodes {
             if self.trial(n, &[], p) {
@@ -369,7 +396,7 @@ impl Planner<'_> {
         // Per node: candidates (if the bound passes) and a greedy set.
         let mut candidates: Vec<Option<Vec<usize>>> = vec![None; nodes];
         let mut greedy: Option<Found> = None;
-        for n in 0..nodes {
+        for (n, slot) in candidates.iter_mut().enumerate() {
             let all = self.candidates(n, p);
             if all.is_empty() || !self.trial(n, &all, p) {
                 continue;
@@ -382,22 +409,24 @@ impl Planner<'_> {
                 }
             }
             if self.within_budgets(n, &set) {
-                let key = self.cost(n, &set);
+                let key = self.cost(n, &set, 0);
                 let better = greedy.as_ref().is_none_or(|(k, _, g)| (set.len(), key) < (g.len(), *k));
                 if better {
                     greedy = Some((key, n, set));
                 }
             }
-            candidates[n] = Some(all);
+            *slot = Some(all);
         }
         // Exact search over smaller sizes.
         let upper = greedy.as_ref().map_or(usize::MAX, |(_, _, g)| g.len());
-        let sizes = upper.saturating_sub(1).min(self.limits.max_victims);
+        // Up to the greedy size itself: among sets of that size a cheaper
+        // one, or one after which more later pods fit, may exist.
+        let sizes = upper.min(self.limits.max_victims);
         let mut complete = upper.saturating_sub(1) <= self.limits.max_victims;
         'sizes: for k in 1..=sizes {
             let mut best: Option<Found> = None;
-            for n in 0..nodes {
-                let Some(all) = candidates[n].clone() else { continue };
+            for (n, slot) in candidates.iter().enumerate() {
+                let Some(all) = slot else { continue };
                 if all.len() < k {
                     continue;
                 }
@@ -410,10 +439,14 @@ impl Planner<'_> {
                     }
                     let set: Vec<usize> = combo.iter().map(|&i| all[i]).collect();
                     if self.within_budgets(n, &set) {
-                        let key = self.cost(n, &set);
-                        let better = best.as_ref().is_none_or(|(k, _, _)| key < *k);
-                        if better && self.trial(n, &set, p) {
-                            best = Some((key, n, set));
+                        let cost = self.cost(n, &set, 0);
+                        let worth = best.as_ref().is_none_or(|(b, _, _)| (cost.0, cost.1) <= (b.0, b.1));
+                        if worth && self.trial(n, &set, p) {
+                            let also_fit = self.lookahead(n, &set, p, rest);
+                            let key = self.cost(n, &set, also_fit);
+                            if best.as_ref().is_none_or(|(b, _, _)| key < *b) {
+                                best = Some((key, n, set));
+                            }
                         }
                     }
                     if !next_combination(&mut combo, all.len()) {

@@ -376,3 +376,23 @@ fn document_errors_name_the_field() {
         assert!(error.starts_with(path), "{error} (wanted {path})");
     }
 }
+
+#[test]
+fn between_equally_cheap_sets_the_one_that_frees_room_for_more_pods_wins() {
+    // NUMA 0: c (2 CPUs, priority 50) and b (1 CPU); NUMA 1: a (3 CPUs).
+    // Evicting b frees 2 CPUs on NUMA 0 (room for p only), evicting a frees
+    // 4 on NUMA 1 (room for p and q): a, although b comes first.
+    let pods = [
+        pod("c", 2, 50, "n-0", ""),
+        pod("b", 1, 0, "n-0", ""),
+        pod("a", 3, 0, "n-0", ""),
+        pod("p", 2, 10, "", ""),
+        pod("q", 2, 10, "", ""),
+    ];
+    let text = document(1, &pods, "");
+    assert_eq!(free_cpus(&text), [[1, 1]]);
+    let plan = run(&text, &Limits::default());
+    assert_eq!(evictions(&plan), ["ns/a"]);
+    assert!(matches!(outcome(&plan, "ns/q"), Outcome::FitsAsIs { .. }));
+    assert!(plan.verification.verified);
+}

@@ -5,6 +5,7 @@
 pub mod admit;
 pub mod agent;
 pub mod cluster;
+pub mod defrag;
 pub mod diagnose;
 pub mod dra_input;
 pub mod explain;
