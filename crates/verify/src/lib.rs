@@ -11,7 +11,9 @@
 //! environment, so that `verify --pid` finds it again.
 //!
 //! Must not touch: files, `/proc`, cgroupfs (the caller reads them, through
-//! `topoalign-enforce`'s `observe` module), the kubelet's checkpoints.
+//! `topoalign-host`; `topoalign_observe::containers` turns what it reads
+//! into [`Applied`] and a container's allocation into [`Decided`]), the
+//! kubelet's checkpoints.
 
 pub mod run_record;
 
