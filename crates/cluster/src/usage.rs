@@ -1,13 +1,15 @@
 //! Per node and NUMA node: what is free, what is stranded, and who holds
 //! what ([`nodes_view`]).
 //!
-//! Free is the engine's read side (`Node::numa_usage`: what a manager can
-//! still pin there), or the zones' `available` of an approximate object.
-//! Stranded follows the fleet simulator's rule (crates/fleet,
-//! `sim/run.rs`, `capacity_report`): a node's free capacity is stranded
-//! when some pods wait (unscheduled, or rejected by a kubelet) that an
-//! empty node of its shape would admit, and the engine admits none of them
-//! on it now. Only exact nodes can be judged so.
+//! Free and stranded are the fleet simulator's, for one engine node
+//! (`topoalign_fleet::stranded`, which `defrag` uses too): free CPU and
+//! memory per NUMA node are the zones' `available`, capped by the node's
+//! allocatable minus its pods' requests and apportioned to the zones;
+//! devices are each zone's free devices. A node's free capacity is
+//! stranded when some pods wait (unscheduled, or rejected by a kubelet)
+//! that an empty node of its shape would admit, and the engine admits none
+//! of them on it now. Only exact nodes can be judged so; an approximate
+//! node shows its zones' `available`.
 //!
 //! Pure. Must not touch: decisions (the engine's).
 
@@ -43,7 +45,8 @@ pub struct NodeView {
 #[serde(rename_all = "camelCase")]
 pub struct NumaView {
     pub numa: usize,
-    /// Resource → amount free to pin (CPUs, memory, huge pages, devices).
+    /// Resource → amount free: `cpu` (CPUs, `500m` for a part), `memory`
+    /// (bytes, `2Gi`), each device resource (devices).
     pub free: BTreeMap<String, String>,
     /// The free CPUs, as a list (`4-7,12`), when the CPU manager pins CPUs
     /// and the state is exact.
@@ -121,33 +124,49 @@ fn stranded_for(snapshot: &ClusterSnapshot, node: &Node) -> Vec<String> {
     let Ok(empty) = Node::start(node.machine().clone(), node.config().clone()) else {
         return Vec::new();
     };
-    let mut wanted = Vec::new();
-    for waiting in snapshot.waiting() {
-        let Ok(pod) = &waiting.pod else { continue };
-        if !empty.try_admit(pod).decision.admitted() {
-            continue;
-        }
-        if node.try_admit(pod).decision.admitted() {
-            return Vec::new();
-        }
-        wanted.push(waiting.key());
+    let waiting: Vec<(String, &topoalign_model::Pod)> = snapshot
+        .waiting()
+        .filter_map(|p| Some((p.key(), p.pod.as_ref().ok()?)))
+        .collect();
+    let pods: Vec<topoalign_model::Pod> = waiting.iter().map(|(_, pod)| (*pod).clone()).collect();
+    if !topoalign_fleet::stranded::is_stranded(node, &empty, &pods) {
+        return Vec::new();
     }
-    wanted
+    waiting
+        .into_iter()
+        .filter(|(_, pod)| empty.try_admit(pod).decision.admitted())
+        .map(|(key, _)| key)
+        .collect()
+}
+
+/// Millicores as a quantity: `3`, `1500m`.
+fn cpus(milli: u64) -> String {
+    if milli.is_multiple_of(1000) {
+        (milli / 1000).to_string()
+    } else {
+        format!("{milli}m")
+    }
 }
 
 fn exact_numa(node: &ClusterNode, engine: &Node, stranded: bool) -> Vec<NumaView> {
     let machine = engine.machine();
+    let zones = topoalign_fleet::stranded::node_free(engine).zones;
     engine
         .numa_usage()
         .into_iter()
         .map(|usage| {
             let on_numa = machine.numa_cpus(usage.numa);
-            let free: BTreeMap<String, String> = usage
-                .resources
-                .iter()
-                .filter(|(_, amounts)| amounts.placed)
-                .map(|(resource, amounts)| (resource.clone(), amounts.available.to_string()))
-                .collect();
+            let zone = zones.iter().find(|z| z.numa == usage.numa).cloned().unwrap_or_default();
+            let mut free: BTreeMap<String, String> = BTreeMap::new();
+            free.insert("cpu".to_owned(), cpus(zone.milli_cpu));
+            free.insert(
+                "memory".to_owned(),
+                topoalign_model::Quantity::from_units(i128::from(zone.memory_bytes))
+                    .with_format(topoalign_model::QuantityFormat::BinarySI)
+                    .to_string(),
+            );
+            let has_free = zone.milli_cpu > 0 || zone.memory_bytes > 0 || zone.devices.values().any(|&n| n > 0);
+            free.extend(zone.devices.into_iter().map(|(resource, n)| (resource, n.to_string())));
             let held = node
                 .holdings
                 .iter()
@@ -184,10 +203,6 @@ fn exact_numa(node: &ClusterNode, engine: &Node, stranded: bool) -> Vec<NumaView
                     }
                 })
                 .collect();
-            let has_free = usage
-                .resources
-                .values()
-                .any(|amounts| amounts.placed && amounts.available.value() > 0);
             NumaView {
                 numa: usage.numa,
                 free,

@@ -303,7 +303,9 @@ fn free_capacity_no_waiting_pod_can_use_is_stranded() {
         .flat_map(|n| n.held.iter().map(|h| h.pod.as_str()))
         .collect();
     assert_eq!(holders.len(), 2, "{holders:?}");
-    // Free per NUMA node is the engine's read side.
+    // Free per NUMA node is the simulator's (fleet::stranded::node_free),
+    // here the engine's exclusive CPUs left (the node's requests do not cap
+    // them).
     for (view, usage) in views[0].numa.iter().zip(one.numa_usage()) {
         assert_eq!(view.free.get("cpu"), Some(&usage.available("cpu").to_string()));
     }
