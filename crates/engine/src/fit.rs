@@ -556,7 +556,7 @@ impl std::fmt::Display for GoQuantity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use topoalign_model::{Container, Cpu, Device, NumaNode, QosClass};
+    use topoalign_model::{Container, QosClass, UniformMachine};
 
     const KI: u64 = 1024;
     const MI: u64 = KI * KI;
@@ -572,42 +572,15 @@ mod tests {
 
     /// `numa` nodes of `memory` bytes and `hugepages_1gi` bytes of 1Gi
     /// pages each, `cpus_per_node` CPUs each, `gpus` GPUs on node 0.
-    fn machine(numa: usize, cpus_per_node: usize, memory: u64, hugepages_1gi: u64, gpus: usize) -> Machine {
-        let nodes = (0..numa)
-            .map(|id| NumaNode {
-                id,
-                memory,
-                hugepages: if hugepages_1gi > 0 {
-                    BTreeMap::from([(GI, hugepages_1gi)])
-                } else {
-                    BTreeMap::new()
-                },
-                distances: None,
-            })
-            .collect();
-        let cpus = (0..numa * cpus_per_node)
-            .map(|i| {
-                let id = u32::try_from(i).expect("small");
-                Cpu {
-                    id,
-                    core: id,
-                    socket: 0,
-                    numa: i / cpus_per_node,
-                    uncore_cache: None,
-                }
-            })
-            .collect();
-        let mut devices = BTreeMap::new();
-        if gpus > 0 {
-            let list = (0..gpus)
-                .map(|i| Device {
-                    id: format!("gpu{i}"),
-                    numa: vec![0],
-                })
-                .collect();
-            devices.insert("nvidia.com/gpu".to_owned(), list);
+    fn machine(numa: usize, cpus_per_node: u32, memory: u64, hugepages_1gi: u64, gpus: usize) -> Machine {
+        let mut shape = UniformMachine::new(numa, cpus_per_node).memory_per_numa(memory);
+        if hugepages_1gi > 0 {
+            shape = shape.hugepages_per_numa(GI, hugepages_1gi);
         }
-        Machine::new(nodes, cpus, devices).expect("valid machine")
+        for i in 0..gpus {
+            shape = shape.device("nvidia.com/gpu", &format!("gpu{i}"), &[0]);
+        }
+        shape.build().expect("valid machine")
     }
 
     fn reserving(system: &[(&str, Quantity)], kube: &[(&str, Quantity)], eviction_memory: u64) -> NodeConfig {

@@ -21,7 +21,7 @@ use proptest::prelude::*;
 use topoalign_engine::{
     CpuPolicyName, MemoryPolicyName, Node, NodeConfig, NumaUsage, ReservedMemory, TopologyPolicyName, TopologyScope,
 };
-use topoalign_model::{Container, Cpu, CpuSet, Device, Machine, NumaNode, Pod, QosClass, Quantity, ResourceList};
+use topoalign_model::{Container, CpuSet, Pod, QosClass, Quantity, ResourceList, UniformMachine};
 
 const GI: u64 = 1 << 30;
 const MI: u64 = 1 << 20;
@@ -88,43 +88,19 @@ fn setup() -> impl Strategy<Value = Setup> {
 fn start(setup: &Setup) -> Node {
     let cpus_per_numa = setup.cores_per_numa * setup.threads;
     let total = setup.numa * cpus_per_numa;
-    let numa_nodes = (0..setup.numa)
-        .map(|id| NumaNode {
-            id,
-            memory: 8 * GI,
-            hugepages: if setup.hugepages_1g > 0 {
-                BTreeMap::from([(GI, setup.hugepages_1g * GI)])
-            } else {
-                BTreeMap::new()
-            },
-            distances: None,
-        })
-        .collect();
-    // Siblings are `core` and `core + total / threads`, as on x86 machines.
-    let cpus = (0..total)
-        .map(|i| {
-            let thread_stride = total / setup.threads;
-            let core = i % thread_stride;
-            let id = u32::try_from(i).expect("small");
-            Cpu {
-                id,
-                core: u32::try_from(core).expect("small"),
-                socket: 0,
-                numa: core / setup.cores_per_numa,
-                uncore_cache: None,
-            }
-        })
-        .collect();
-    let gpus = setup
-        .gpus
-        .iter()
-        .enumerate()
-        .map(|(i, numa)| Device {
-            id: format!("gpu{i}"),
-            numa: numa.clone(),
-        })
-        .collect();
-    let machine = Machine::new(numa_nodes, cpus, BTreeMap::from([(GPU.to_owned(), gpus)])).expect("valid machine");
+    // Siblings are `core` and `core + cores`, as on x86 machines; the GPU
+    // resource is registered even without devices.
+    let mut shape = UniformMachine::new(setup.numa, u32::try_from(setup.cores_per_numa).expect("small"))
+        .threads_per_core(u32::try_from(setup.threads).expect("small"))
+        .memory_per_numa(8 * GI)
+        .devices(GPU, "gpu", 0);
+    if setup.hugepages_1g > 0 {
+        shape = shape.hugepages_per_numa(GI, setup.hugepages_1g * GI);
+    }
+    for (i, numa) in setup.gpus.iter().enumerate() {
+        shape = shape.device(GPU, &format!("gpu{i}"), numa);
+    }
+    let machine = shape.build().expect("valid machine");
     let reserved = setup.reserved_count.min(total);
     let mut config = NodeConfig {
         topology_policy: setup.policy,

@@ -2,12 +2,10 @@
 //! kubelet does: a state taken from a running manager restores exactly; a
 //! tampered one is refused with the kubelet's text.
 
-use std::collections::BTreeMap;
-
 use topoalign_memory_manager::{
     MemoryManager, MemoryManagerConfig, MemoryManagerState, MemoryPolicyName, MemoryRestoreError, ReservedMemory,
 };
-use topoalign_model::{Container, Machine, NumaMask, NumaNode, Pod, QosClass, Quantity, QuantityFormat, TopologyHint};
+use topoalign_model::{Container, NumaMask, Pod, QosClass, Quantity, QuantityFormat, TopologyHint, UniformMachine};
 
 const GI: u64 = 1 << 30;
 
@@ -17,15 +15,10 @@ fn binary(n: u64) -> Quantity {
 
 /// Two NUMA nodes of 4Gi, 1Gi reserved on node 0.
 fn manager() -> MemoryManager {
-    let nodes = (0..2)
-        .map(|id| NumaNode {
-            id,
-            memory: 4 * GI,
-            hugepages: BTreeMap::new(),
-            distances: None,
-        })
-        .collect();
-    let machine = Machine::new(nodes, Vec::new(), BTreeMap::new()).expect("valid machine");
+    let machine = UniformMachine::new(2, 0)
+        .memory_per_numa(4 * GI)
+        .build()
+        .expect("valid machine");
     let config = MemoryManagerConfig {
         kubelet_version: topoalign_model::KubeletVersion::V1_32,
         pod_level_managers: false,

@@ -28,6 +28,14 @@ pub struct UniformMachine {
     /// Device-plugin devices: `(resource, id prefix, devices per NUMA
     /// node)`; ids are the prefix and a number counted across the machine.
     pub devices: Vec<(String, String, usize)>,
+    /// Huge page pools on every NUMA node: page size to bytes.
+    pub hugepages_per_numa: BTreeMap<u64, u64>,
+    /// Devices placed one by one: `(resource, device)`, after
+    /// [`UniformMachine::devices`]'s.
+    pub placed_devices: Vec<(String, Device)>,
+    /// The distance matrix, a row per NUMA node; `None`: from
+    /// [`UniformMachine::remote_distance`].
+    pub distance_rows: Option<Vec<Vec<u64>>>,
 }
 
 impl UniformMachine {
@@ -42,6 +50,9 @@ impl UniformMachine {
             memory_per_numa: 1 << 30,
             remote_distance: None,
             devices: Vec::new(),
+            hugepages_per_numa: BTreeMap::new(),
+            placed_devices: Vec::new(),
+            distance_rows: None,
         }
     }
 
@@ -77,6 +88,34 @@ impl UniformMachine {
         self
     }
 
+    /// A pool of `bytes` of huge pages of `page_size` on every NUMA node.
+    pub fn hugepages_per_numa(mut self, page_size: u64, bytes: u64) -> Self {
+        self.hugepages_per_numa.insert(page_size, bytes);
+        self
+    }
+
+    /// One device of `resource` with affinity to the NUMA nodes `numa`
+    /// (none: a device without affinity).
+    pub fn device(mut self, resource: &str, id: &str, numa: &[usize]) -> Self {
+        self.placed_devices.push((
+            resource.to_owned(),
+            Device {
+                id: id.to_owned(),
+                numa: numa.to_vec(),
+            },
+        ));
+        self
+    }
+
+    /// The distances between NUMA nodes, a row per node (any shape; the
+    /// machine checks it).
+    pub fn distances(self, rows: Vec<Vec<u64>>) -> Self {
+        UniformMachine {
+            distance_rows: Some(rows),
+            ..self
+        }
+    }
+
     /// The machine.
     ///
     /// # Errors
@@ -88,12 +127,15 @@ impl UniformMachine {
             .map(|id| NumaNode {
                 id,
                 memory: self.memory_per_numa,
-                hugepages: BTreeMap::new(),
-                distances: self.remote_distance.map(|remote| {
-                    (0..self.numa_nodes)
-                        .map(|other| if other == id { 10 } else { remote })
-                        .collect()
-                }),
+                hugepages: self.hugepages_per_numa.clone(),
+                distances: match &self.distance_rows {
+                    Some(rows) => rows.get(id).cloned(),
+                    None => self.remote_distance.map(|remote| {
+                        (0..self.numa_nodes)
+                            .map(|other| if other == id { 10 } else { remote })
+                            .collect()
+                    }),
+                },
             })
             .collect();
         let cores = self.numa_nodes as u32 * self.cores_per_numa;
@@ -110,19 +152,19 @@ impl UniformMachine {
                 }
             })
             .collect();
-        let devices = self
-            .devices
-            .iter()
-            .map(|(resource, prefix, per_numa)| {
-                let devices = (0..self.numa_nodes * per_numa)
-                    .map(|n| Device {
-                        id: format!("{prefix}{n}"),
-                        numa: vec![n / per_numa],
-                    })
-                    .collect();
-                (resource.clone(), devices)
-            })
-            .collect();
+        let mut devices: BTreeMap<String, Vec<Device>> = BTreeMap::new();
+        for (resource, prefix, per_numa) in &self.devices {
+            devices
+                .entry(resource.clone())
+                .or_default()
+                .extend((0..self.numa_nodes * per_numa).map(|n| Device {
+                    id: format!("{prefix}{n}"),
+                    numa: vec![n / per_numa],
+                }));
+        }
+        for (resource, device) in &self.placed_devices {
+            devices.entry(resource.clone()).or_default().push(device.clone());
+        }
         Machine::new(numa_nodes, cpus, devices)
     }
 }
@@ -173,6 +215,25 @@ mod tests {
                 ("gpu5", &[2])
             ]
         );
+    }
+
+    #[test]
+    fn huge_pages_placed_devices_and_a_distance_matrix() {
+        let machine = UniformMachine::new(2, 2)
+            .hugepages_per_numa(1 << 30, 2 << 30)
+            .device("example.com/nic", "nic0", &[1])
+            .device("example.com/nic", "floating", &[])
+            .distances(vec![vec![10, 32], vec![32, 10]])
+            .build()
+            .expect("a machine");
+        let nodes = machine.numa_nodes();
+        assert!(nodes.iter().all(|n| n.hugepages == [(1 << 30, 2 << 30)].into()));
+        assert_eq!(nodes[0].distances.as_deref(), Some(&[10, 32][..]));
+        let nics: Vec<(&str, &[usize])> = machine.devices()["example.com/nic"]
+            .iter()
+            .map(|d| (d.id.as_str(), &d.numa[..]))
+            .collect();
+        assert_eq!(nics, [("nic0", &[1][..]), ("floating", &[])]);
     }
 
     #[test]

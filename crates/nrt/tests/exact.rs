@@ -4,27 +4,26 @@
 #![allow(clippy::unwrap_used)] // a panic is how a test reports failure
 
 use serde_json::json;
+use topoalign_model::UniformMachine;
 use topoalign_nrt::{BuildOptions, NodeSpec, build, restore, start_node};
+use topoalign_scenario::TopologySpec;
 
 fn spec() -> NodeSpec {
-    let cpus: Vec<_> = (0..16)
-        .map(|id| {
-            let core = id % 8;
-            json!({"id": id, "core": core, "socket": core / 4, "numa": core / 4})
-        })
-        .collect();
-    serde_json::from_value(json!({
-        "topology": {
-            "numaNodes": [{"id": 0, "memory": "16Gi"}, {"id": 1, "memory": "16Gi"}],
-            "cpus": cpus,
-            "devices": {"example.com/nic": [{"id": "nic0", "numa": [0]}, {"id": "nic1", "numa": [1]}]}
-        },
-        "kubelet": {"topologyManagerPolicy": "single-numa-node", "cpuManagerPolicy": "static",
+    let machine = UniformMachine::new(2, 4)
+        .threads_per_core(2)
+        .sockets(2)
+        .memory_per_numa(16 << 30)
+        .device("example.com/nic", "nic0", &[0])
+        .device("example.com/nic", "nic1", &[1])
+        .build()
+        .unwrap();
+    NodeSpec {
+        topology: TopologySpec::from_machine(&machine),
+        kubelet: json!({"topologyManagerPolicy": "single-numa-node", "cpuManagerPolicy": "static",
                     "memoryManagerPolicy": "Static", "reservedSystemCPUs": "0",
                     "systemReserved": {"memory": "1Gi"},
-                    "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1124Mi"}}]}
-    }))
-    .unwrap()
+                    "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1124Mi"}}]}),
+    }
 }
 
 fn pod(name: &str, cpu: &str, nic: bool) -> topoalign_model::Pod {

@@ -2,25 +2,21 @@
 //! picks, for any hint lists on machines of up to 8 NUMA nodes, with and
 //! without `prefer-closest-numa-nodes`.
 
-use std::collections::BTreeMap;
-
 use proptest::prelude::*;
-use topoalign_model::{HintRule, Machine, NumaMask, NumaNode, SharedHintRule, TopologyHint};
+use topoalign_model::{HintRule, Machine, NumaMask, SharedHintRule, TopologyHint, UniformMachine};
 use topoalign_topology_manager::{
     HintSource, NumaInfo, merge_by_search, merge_lists, reference::merge_by_permutations,
 };
 
 /// A CPU-less machine with `n` NUMA nodes and the given symmetric distances.
 fn machine(n: usize, distance: &dyn Fn(usize, usize) -> u64) -> Machine {
-    let nodes = (0..n)
-        .map(|id| NumaNode {
-            id,
-            memory: 1 << 30,
-            hugepages: BTreeMap::new(),
-            distances: Some((0..n).map(|other| distance(id, other)).collect()),
-        })
+    let rows = (0..n)
+        .map(|id| (0..n).map(|other| distance(id, other)).collect())
         .collect();
-    Machine::new(nodes, Vec::new(), BTreeMap::new()).expect("valid machine")
+    UniformMachine::new(n, 0)
+        .distances(rows)
+        .build()
+        .expect("valid machine")
 }
 
 fn hint_list(nodes: usize) -> impl Strategy<Value = Vec<TopologyHint>> {

@@ -4,28 +4,26 @@
 
 #![allow(dead_code, clippy::unwrap_used)] // each test file uses part of it; a panic is how a test reports failure
 
-use serde_json::{Value, json};
+use serde_json::json;
 use topoalign_extender::Cluster;
-use topoalign_model::Pod;
+use topoalign_model::{Pod, UniformMachine};
+use topoalign_nrt::NodeSpec;
+use topoalign_scenario::TopologySpec;
 
 /// Two NUMA nodes of 4 cores × 2 threads and 16Gi each, CPU 0 reserved,
 /// one GPU on NUMA 1; single-numa-node, static CPU manager.
-pub fn spec() -> topoalign_nrt::NodeSpec {
-    let cpus: Vec<Value> = (0..16)
-        .map(|id| {
-            let core = id % 8;
-            json!({"id": id, "core": core, "socket": core / 4, "numa": core / 4})
-        })
-        .collect();
-    serde_json::from_value(json!({
-        "topology": {
-            "numaNodes": [{"id": 0, "memory": "16Gi"}, {"id": 1, "memory": "16Gi"}],
-            "cpus": cpus,
-            "devices": {"nvidia.com/gpu": [{"id": "gpu0", "numa": [1]}]}
-        },
-        "kubelet": {"topologyManagerPolicy": "single-numa-node", "cpuManagerPolicy": "static", "reservedSystemCPUs": "0"}
-    }))
-    .unwrap()
+pub fn spec() -> NodeSpec {
+    let machine = UniformMachine::new(2, 4)
+        .threads_per_core(2)
+        .sockets(2)
+        .memory_per_numa(16 << 30)
+        .device("nvidia.com/gpu", "gpu0", &[1])
+        .build()
+        .unwrap();
+    NodeSpec {
+        topology: TopologySpec::from_machine(&machine),
+        kubelet: json!({"topologyManagerPolicy": "single-numa-node", "cpuManagerPolicy": "static", "reservedSystemCPUs": "0"}),
+    }
 }
 
 /// A pod named `name` with uid `uid`: one container limited to `cpu`,
