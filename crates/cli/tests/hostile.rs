@@ -76,10 +76,11 @@ fn connections_held(pid: u32, port: u16) -> usize {
                 .and_then(|local| local.rsplit(':').next())
                 .and_then(|hex| u16::from_str_radix(hex, 16).ok());
             // State 01: established.
-            if local_port == Some(port) && fields.get(3) == Some(&"01") {
-                if let Some(inode) = fields.get(9) {
-                    inodes.insert(format!("socket:[{inode}]"));
-                }
+            if local_port == Some(port)
+                && fields.get(3) == Some(&"01")
+                && let Some(inode) = fields.get(9)
+            {
+                inodes.insert(format!("socket:[{inode}]"));
             }
         }
     }
