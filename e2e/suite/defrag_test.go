@@ -50,8 +50,8 @@ type defragPlan struct {
 // (e2e/testdata/defrag-fleet.yaml: two NUMA nodes of 7 and 8 allocatable
 // CPUs, single-numa-node) are fragmented by a batch workload: on each, a
 // 6-CPU pod on each NUMA node (1 + 2 CPUs left). Two 4-CPU training pods
-// of higher priority (preemptionPolicy Never: the scheduler must not make
-// room itself) stay Pending under kube-scheduler + the topoalign extender,
+// of higher priority (their class's preemptionPolicy Never: the scheduler
+// must not make room itself) stay Pending under kube-scheduler + the topoalign extender,
 // which refuses every node. The batch pods' PodDisruptionBudget allows
 // one disruption (its status written as the disruption controller would:
 // no controller manager runs here).
@@ -73,6 +73,11 @@ func TestDefrag(t *testing.T) {
 	classes := map[string]int32{"e2e-defrag-batch": 0, "e2e-defrag-training": 1000}
 	for name, value := range classes {
 		class := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+		if value > 0 {
+			// The training pods must not make room by preemption themselves.
+			never := corev1.PreemptNever
+			class.PreemptionPolicy = &never
+		}
 		if _, err := c.kube.SchedulingV1().PriorityClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -137,11 +142,9 @@ func TestDefrag(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopAtEnd(t, scheduler)
-	never := corev1.PreemptNever
 	training := []string{"train-0", "train-1"}
 	for _, name := range training {
 		pod := withPriority(guaranteedPod(ns, name, 4, "8Gi"), "e2e-defrag-training")
-		pod.Spec.PreemptionPolicy = &never
 		if _, err := c.kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
