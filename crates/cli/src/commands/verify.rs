@@ -16,9 +16,7 @@ use topoalign_host::{Host, HostError, ProcessFacts};
 use topoalign_model::{Machine, human_bytes};
 use topoalign_observe::containers::{VISIBILITY, device_numa, judged, layout};
 use topoalign_verify::run_record::{self, RunRecord};
-use topoalign_verify::{
-    AppliedDevices, DecidedCpus, DeviceSource, NumaLayout, Report, Subject, Summary, nodes_text,
-};
+use topoalign_verify::{AppliedDevices, DecidedCpus, DeviceSource, NumaLayout, Report, Subject, Summary, nodes_text};
 
 use super::kubelet_dir::KubeletDirArgs;
 use super::output::Output;
