@@ -62,7 +62,7 @@ type defragPlan struct {
 // the Eviction API; the training pods then run, and exactly the planned
 // pods are gone.
 func TestDefrag(t *testing.T) {
-	ctx := testContext(t, 6*time.Minute)
+	ctx := testContext(t, 3*time.Minute)
 	c := admin(t)
 	c.applyFile(t, ctx, "topoalign-rbac.yaml")
 	nodes := simulatedNodes(t, ctx, c, "e2e/testdata/defrag-fleet.yaml", "e2e-defrag", 2)

@@ -13,7 +13,14 @@
 //!   (`POST …/pods/NAME/eviction`), with the pod's uid as a precondition so
 //!   that a new pod of the same name is never the one evicted; the API
 //!   server refuses (429) an eviction a budget does not allow at that
-//!   moment. [`wait_gone`] then waits until the evicted pods are gone.
+//!   moment. [`wait_gone`] then waits until the evicted pods are gone,
+//!   [`wait_published`] until the freed nodes' NodeResourceTopology objects
+//!   no longer hold them, and [`nudge`] marks each pod the room was made
+//!   for (annotation [`NUDGE_ANNOTATION`]): the scheduler retried those
+//!   pods when the evicted pods were deleted, before the nodes' new state
+//!   was published, and refused them on the old one; a change to the pod
+//!   is an event that makes it try them again now, not at its periodic
+//!   flush of unschedulable pods (five minutes).
 //!
 //! Owns: those API calls and that selection. Must not touch: the plan.
 
@@ -22,8 +29,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod as K8sPod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{Api, ListParams, PostParams};
-use topoalign_cluster::{ClusterSnapshot, PodState};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use topoalign_cluster::{ClusterSnapshot, NodeSource, PodState};
 
 pub use topoalign_cluster as cluster;
 
@@ -209,4 +216,117 @@ pub async fn wait_gone(
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// Waits until no freed node's published exact state holds an evicted pod
+/// (by uid), reading the cluster every half second, for at most
+/// `timeout`; the nodes still behind. A node without an exact state
+/// (approximate, unknown, missing) cannot say, and is not waited for.
+///
+/// # Errors
+/// The API server's refusal to be read.
+pub async fn wait_published(
+    client: &kube::Client,
+    evictions: &[Eviction],
+    timeout: Duration,
+) -> Result<Vec<String>, String> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let snapshot = topoalign_cluster::read(client)
+            .await
+            .map_err(|e| format!("reading the cluster: {e}"))?;
+        let behind = nodes_behind(&snapshot, evictions);
+        if behind.is_empty() || tokio::time::Instant::now() >= deadline {
+            return Ok(behind);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// The nodes of `evictions` whose exact published state still holds one
+/// of the evicted pods.
+fn nodes_behind(snapshot: &ClusterSnapshot, evictions: &[Eviction]) -> Vec<String> {
+    let mut behind: Vec<String> = evictions
+        .iter()
+        .filter(|e| {
+            snapshot.node(&e.node).is_some_and(|node| {
+                matches!(node.source, NodeSource::Exact(_)) && node.holdings.iter().any(|h| h.uid == e.uid)
+            })
+        })
+        .map(|e| e.node.clone())
+        .collect();
+    behind.dedup();
+    behind
+}
+
+/// The annotation [`nudge`] sets on a pod the evictions made room for:
+/// where and how many pods were evicted for it, and how often it was asked.
+pub const NUDGE_ANNOTATION: &str = "topoalign.io/defrag";
+
+/// What became of the pods the evictions made room for.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Nudged {
+    /// Bound to a node (`namespace/name` → node).
+    pub scheduled: BTreeMap<String, String>,
+    /// Still without a node at the deadline, or gone, or not annotatable
+    /// (`namespace/name` → why).
+    pub unscheduled: BTreeMap<String, String>,
+}
+
+/// Until each pod the evictions made room for is bound to a node, or
+/// `timeout` passes: annotates the unbound ones ([`NUDGE_ANNOTATION`],
+/// with a count, so that every ask is a change) every `every`, so that the
+/// scheduler tries them again on the state published since its last try.
+pub async fn nudge(client: &kube::Client, evictions: &[Eviction], every: Duration, timeout: Duration) -> Nudged {
+    let mut freed_for: BTreeMap<&str, Vec<&Eviction>> = BTreeMap::new();
+    for eviction in evictions {
+        freed_for.entry(eviction.for_pod.as_str()).or_default().push(eviction);
+    }
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut result = Nudged::default();
+    for ask in 1u32.. {
+        result.unscheduled.clear();
+        for (pod, evicted) in &freed_for {
+            if result.scheduled.contains_key(*pod) {
+                continue;
+            }
+            let (namespace, name) = pod.split_once('/').unwrap_or(("default", pod));
+            let api: Api<K8sPod> = Api::namespaced(client.clone(), namespace);
+            match api.get_opt(name).await {
+                Ok(Some(p)) => {
+                    if let Some(node) = p.spec.and_then(|s| s.node_name) {
+                        result.scheduled.insert((*pod).to_owned(), node);
+                        continue;
+                    }
+                }
+                Ok(None) => {
+                    result.unscheduled.insert((*pod).to_owned(), "gone".to_owned());
+                    continue;
+                }
+                Err(e) => {
+                    result
+                        .unscheduled
+                        .insert((*pod).to_owned(), format!("cannot be read: {e}"));
+                    continue;
+                }
+            }
+            let note = format!(
+                "evicted {} on {} (ask {ask})",
+                evicted.iter().map(|e| e.pod.as_str()).collect::<Vec<_>>().join(", "),
+                evicted[0].node
+            );
+            let patch = serde_json::json!({"metadata": {"annotations": {NUDGE_ANNOTATION: note}}});
+            let why = match api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+                Ok(_) => "not bound to a node yet".to_owned(),
+                Err(e) => format!("cannot be annotated: {e}"),
+            };
+            result.unscheduled.insert((*pod).to_owned(), why);
+        }
+        if result.unscheduled.is_empty() || tokio::time::Instant::now() + every > deadline {
+            break;
+        }
+        tokio::time::sleep(every).await;
+    }
+    result
 }

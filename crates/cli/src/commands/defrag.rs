@@ -136,16 +136,32 @@ fn live(args: &Args, limits: &Limits) -> Result {
         }
         let evicted = topoalign_defrag::live::evict(&client.client, &plan.evictions).await;
         let all_went = evicted.len() == plan.evictions.len() && evicted.iter().all(|e| e.ok);
+        let wait = Duration::from_secs(args.wait_timeout);
         let left = if all_went {
-            topoalign_defrag::live::wait_gone(&client.client, &plan.evictions, Duration::from_secs(args.wait_timeout))
+            topoalign_defrag::live::wait_gone(&client.client, &plan.evictions, wait)
                 .await
                 .map_err(anyhow::Error::msg)?
         } else {
             Vec::new()
         };
+        // The scheduler retried the pending pods when the evicted ones were
+        // deleted, on the nodes' old published state: once the new state
+        // is out, a change to each pod makes it try again.
+        let (unpublished, nudged) = if all_went && left.is_empty() {
+            let behind = topoalign_defrag::live::wait_published(&client.client, &plan.evictions, wait)
+                .await
+                .map_err(anyhow::Error::msg)?;
+            let nudged =
+                topoalign_defrag::live::nudge(&client.client, &plan.evictions, Duration::from_secs(3), wait).await;
+            (behind, Some(nudged))
+        } else {
+            (Vec::new(), None)
+        };
         let report = EvictReport {
             evicted,
             still_there: left,
+            unpublished,
+            pods: nudged,
         };
         print(args, &plan, &left_out, Some(&report))?;
         Ok(exit(&plan, Some(&report)))
@@ -159,6 +175,14 @@ struct EvictReport {
     evicted: Vec<topoalign_defrag::live::Evicted>,
     /// Evicted pods not gone within `--wait-timeout`.
     still_there: Vec<String>,
+    /// Freed nodes whose published state still held an evicted pod after
+    /// `--wait-timeout` (the scheduler may refuse them until it changes).
+    unpublished: Vec<String>,
+    /// The pods the room was made for: bound, or not within
+    /// `--wait-timeout` (asked again every 3 s through the annotation
+    /// `topoalign.io/defrag`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pods: Option<topoalign_defrag::live::Nudged>,
 }
 
 fn exit(plan: &Plan, report: Option<&EvictReport>) -> Outcome {
@@ -277,6 +301,20 @@ fn render(plan: &Plan, left_out: &[String], report: Option<&EvictReport>) -> Str
         }
         for pod in &report.still_there {
             let _ = writeln!(out, "  {pod}: still there after --wait-timeout");
+        }
+        for node in &report.unpublished {
+            let _ = writeln!(
+                out,
+                "  {node}: its published state still held an evicted pod after --wait-timeout"
+            );
+        }
+        if let Some(pods) = &report.pods {
+            for (pod, node) in &pods.scheduled {
+                let _ = writeln!(out, "  {pod}: scheduled to {node}");
+            }
+            for (pod, why) in &pods.unscheduled {
+                let _ = writeln!(out, "  {pod}: {why} after --wait-timeout");
+            }
         }
     }
     out
