@@ -108,25 +108,40 @@ pub fn from_snapshot(
     Ok((state, pending, left_out))
 }
 
+/// What talking to the cluster can fail of.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    #[error("listing PodDisruptionBudgets: {0}")]
+    ListBudgets(#[source] kube::Error),
+    /// A budget that cannot be read: its problem, naming it and the field.
+    #[error("{0}")]
+    Budget(String),
+    #[error("reading pod {pod}: {source}")]
+    ReadPod {
+        pod: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("reading the cluster: {0}")]
+    ReadCluster(#[source] topoalign_cluster::ReadError),
+}
+
 /// Every PodDisruptionBudget of the cluster.
 ///
 /// # Errors
 /// The API server's refusal, or a budget that cannot be read (naming it).
-pub async fn read_budgets(client: &kube::Client) -> Result<Vec<BudgetSpec>, String> {
+pub async fn read_budgets(client: &kube::Client) -> Result<Vec<BudgetSpec>, LiveError> {
     let api: Api<PodDisruptionBudget> = Api::all(client.clone());
-    let list = api
-        .list(&ListParams::default())
-        .await
-        .map_err(|e| format!("listing PodDisruptionBudgets: {e}"))?;
+    let list = api.list(&ListParams::default()).await.map_err(LiveError::ListBudgets)?;
     let mut budgets = Vec::with_capacity(list.items.len());
     for object in list.items {
-        let value = serde_json::to_value(&object).map_err(|e| e.to_string())?;
         let name = format!(
             "PodDisruptionBudget {}/{}",
-            object.metadata.namespace.unwrap_or_default(),
-            object.metadata.name.unwrap_or_default()
+            object.metadata.namespace.clone().unwrap_or_default(),
+            object.metadata.name.clone().unwrap_or_default()
         );
-        budgets.push(BudgetSpec::from_manifest(&value, &name)?);
+        let value = serde_json::to_value(&object).map_err(|e| LiveError::Budget(format!("{name}: {e}")))?;
+        budgets.push(BudgetSpec::from_manifest(&value, &name).map_err(LiveError::Budget)?);
     }
     Ok(budgets)
 }
@@ -196,17 +211,17 @@ pub async fn wait_gone(
     client: &kube::Client,
     evictions: &[Eviction],
     timeout: Duration,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, LiveError> {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let mut left = Vec::new();
         for eviction in evictions {
             let (namespace, name) = eviction.pod.split_once('/').unwrap_or(("default", &eviction.pod));
             let api: Api<K8sPod> = Api::namespaced(client.clone(), namespace);
-            let pod = api
-                .get_opt(name)
-                .await
-                .map_err(|e| format!("reading pod {}: {e}", eviction.pod))?;
+            let pod = api.get_opt(name).await.map_err(|source| LiveError::ReadPod {
+                pod: eviction.pod.clone(),
+                source,
+            })?;
             if pod.is_some_and(|p| p.metadata.uid.as_deref() == Some(eviction.uid.as_str())) {
                 left.push(eviction.pod.clone());
             }
@@ -229,12 +244,10 @@ pub async fn wait_published(
     client: &kube::Client,
     evictions: &[Eviction],
     timeout: Duration,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, LiveError> {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        let snapshot = topoalign_cluster::read(client)
-            .await
-            .map_err(|e| format!("reading the cluster: {e}"))?;
+        let snapshot = topoalign_cluster::read(client).await.map_err(LiveError::ReadCluster)?;
         let behind = nodes_behind(&snapshot, evictions);
         if behind.is_empty() || tokio::time::Instant::now() >= deadline {
             return Ok(behind);

@@ -119,7 +119,7 @@ fn live(args: &Args, limits: &Limits) -> Result {
             .map_err(|e| Error::Failed(e.into()))?;
         let budgets = topoalign_defrag::live::read_budgets(&client.client)
             .await
-            .map_err(anyhow::Error::msg)?;
+            .map_err(anyhow::Error::from)?;
         let (state, pending, left_out) =
             topoalign_defrag::live::from_snapshot(&snapshot, &budgets, args.namespace.as_deref())
                 .map_err(|e| Error::bad_input(e.to_string()))?;
@@ -140,7 +140,7 @@ fn live(args: &Args, limits: &Limits) -> Result {
         let left = if all_went {
             topoalign_defrag::live::wait_gone(&client.client, &plan.evictions, wait)
                 .await
-                .map_err(anyhow::Error::msg)?
+                .map_err(anyhow::Error::from)?
         } else {
             Vec::new()
         };
@@ -150,7 +150,7 @@ fn live(args: &Args, limits: &Limits) -> Result {
         let (unpublished, nudged) = if all_went && left.is_empty() {
             let behind = topoalign_defrag::live::wait_published(&client.client, &plan.evictions, wait)
                 .await
-                .map_err(anyhow::Error::msg)?;
+                .map_err(anyhow::Error::from)?;
             let nudged =
                 topoalign_defrag::live::nudge(&client.client, &plan.evictions, Duration::from_secs(3), wait).await;
             (behind, Some(nudged))
