@@ -270,7 +270,7 @@ fn fewest_evictions(
     let mut attempts = 0;
     for size in 1..=EVICTION_SET_SIZE.min(evictable.len()) {
         let mut found: Option<(EvictionKey, Vec<Eviction>, Decision)> = None;
-        for set in combinations(evictable.len(), size) {
+        for set in topoalign_explain::fixes::combinations(evictable.len(), size) {
             if attempts >= EVICTION_ATTEMPTS {
                 break;
             }
@@ -298,28 +298,6 @@ fn fewest_evictions(
         }
     }
     None
-}
-
-/// Every `size`-subset of `0..n`, in lexicographic order.
-fn combinations(n: usize, size: usize) -> impl Iterator<Item = Vec<usize>> {
-    let mut next = (size <= n).then(|| (0..size).collect::<Vec<usize>>());
-    std::iter::from_fn(move || {
-        let current = next.take()?;
-        let mut following = current.clone();
-        let mut i = size;
-        while i > 0 {
-            i -= 1;
-            if following[i] < n - size + i {
-                following[i] += 1;
-                for j in i + 1..size {
-                    following[j] = following[j - 1] + 1;
-                }
-                next = Some(following);
-                break;
-            }
-        }
-        Some(current)
-    })
 }
 
 /// The verdict on one node, and for an exact node the engine node the pod

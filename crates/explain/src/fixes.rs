@@ -1178,8 +1178,9 @@ fn removal_fixes(situation: &Situation<'_>) -> Vec<Fix> {
     Vec::new()
 }
 
-/// Every `size`-subset of `0..n`, in lexicographic order.
-fn combinations(n: usize, size: usize) -> impl Iterator<Item = Vec<usize>> {
+/// Every `size`-subset of `0..n`, in lexicographic order (also the
+/// cluster's eviction search, `topoalign-cluster`).
+pub fn combinations(n: usize, size: usize) -> impl Iterator<Item = Vec<usize>> {
     let mut next = (size <= n).then(|| (0..size).collect::<Vec<_>>());
     std::iter::from_fn(move || {
         let current = next.take()?;
