@@ -14,6 +14,7 @@
 # TOPOALIGN_E2E_KUBECTL (kubectl of the same release, to run topoalign as
 # its plugin; its packages mostly come from kube-apiserver's build).
 set -euo pipefail
+shopt -s inherit_errexit # a failed go build inside $(build ...) stops the script
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${TOPOALIGN_CACHE:-$HOME/.cache/topoalign}/e2e/bin
