@@ -317,27 +317,17 @@ pub(crate) mod fixture {
 mod tests {
     use super::fixture::*;
     use super::*;
-    use topoalign_model::NumaNode;
-
-    fn machine(nodes: &[(u64, &[(u64, u64)])]) -> Machine {
-        let numa_nodes = nodes
-            .iter()
-            .enumerate()
-            .map(|(id, &(memory, hugepages))| NumaNode {
-                id,
-                memory,
-                hugepages: hugepages.iter().copied().collect(),
-                distances: None,
-            })
-            .collect();
-        Machine::new(numa_nodes, Vec::new(), BTreeMap::new()).expect("valid test machine")
-    }
+    use topoalign_model::UniformMachine;
 
     #[test]
     fn default_state_subtracts_reservation_and_huge_pages_from_regular_memory() {
         // The kubelet's "should fill the state with default values": 3Gi
         // node with one 1Gi page, 512Mi reserved.
-        let m = machine(&[(3 * GB, &[(GB, GB)])]);
+        let m = UniformMachine::new(1, 0)
+            .memory_per_numa(3 * GB)
+            .hugepages_per_numa(GB, GB)
+            .build()
+            .expect("a machine");
         let reserved: SystemReserved = [(0, [(MEMORY.to_string(), 512 * MB)].into())].into();
         let state = MachineState::new(&m, &reserved);
         let memory = state.table(0, MEMORY);
@@ -357,7 +347,11 @@ mod tests {
 
     #[test]
     fn both_common_huge_page_pools_are_listed_even_when_empty() {
-        let m = machine(&[(GB, &[]), (GB, &[(64 << 10, 4 << 20)])]);
+        let m = UniformMachine::new(2, 0)
+            .memory_per_numa(GB)
+            .hugepages_on(1, 64 << 10, 4 << 20)
+            .build()
+            .expect("a machine");
         let state = MachineState::new(&m, &SystemReserved::new());
         for node in [0, 1] {
             let names: Vec<&str> = state.nodes[&node].memory.keys().map(String::as_str).collect();

@@ -9,8 +9,8 @@ use topoalign_memory_manager::{
     MemoryManager, MemoryManagerConfig, MemoryManagerStartError, MemoryPolicyName, ReservedMemory,
 };
 use topoalign_model::{
-    Container, Machine, NumaMask, NumaNode, Pod, ProviderHints, QosClass, Quantity, QuantityFormat, ResourceHints,
-    ResourceList, TopologyHint,
+    Container, Machine, NumaMask, Pod, ProviderHints, QosClass, Quantity, QuantityFormat, ResourceHints, ResourceList,
+    TopologyHint, UniformMachine,
 };
 
 const MI: u64 = 1 << 20;
@@ -20,23 +20,13 @@ fn bytes(n: u64) -> Quantity {
     Quantity::from_units(i128::from(n))
 }
 
-/// NUMA nodes `(memory, 1Gi huge pages)` in bytes.
-fn machine(nodes: &[(u64, u64)]) -> Machine {
-    let numa_nodes = nodes
-        .iter()
-        .enumerate()
-        .map(|(id, &(memory, hugepages_1gi))| NumaNode {
-            id,
-            memory,
-            hugepages: if hugepages_1gi > 0 {
-                [(GI, hugepages_1gi)].into()
-            } else {
-                BTreeMap::new()
-            },
-            distances: None,
-        })
-        .collect();
-    Machine::new(numa_nodes, Vec::new(), BTreeMap::new()).expect("valid machine")
+/// `count` NUMA nodes of `memory` bytes each, without CPUs.
+fn nodes(count: usize, memory: u64) -> UniformMachine {
+    UniformMachine::new(count, 0).memory_per_numa(memory)
+}
+
+fn machine(shape: &UniformMachine) -> Machine {
+    shape.build().expect("valid machine")
 }
 
 /// An amount written in binary notation (`1124Mi`), as manifests and
@@ -119,7 +109,11 @@ fn admit_and_start(manager: &mut MemoryManager, pod: &Pod, affinity: TopologyHin
 /// The 2 × 32Gi machine of the hand-written vectors, 1124Mi reserved on
 /// node 0 (systemReserved 1Gi + eviction 100Mi).
 fn two_by_32gi(hugepages_1gi: u64) -> MemoryManager {
-    let m = machine(&[(32 * GI, hugepages_1gi), (32 * GI, hugepages_1gi)]);
+    let mut shape = nodes(2, 32 * GI);
+    if hugepages_1gi > 0 {
+        shape = shape.hugepages_per_numa(GI, hugepages_1gi);
+    }
+    let m = machine(&shape);
     let config = static_config(vec![reserved(0, &[("memory", 1124 * MI)])], &[("memory", 1124 * MI)]);
     MemoryManager::start(&m, &config).expect("valid reservation")
 }
@@ -143,7 +137,7 @@ fn vector_0002_a_pod_larger_than_any_node_gets_both() {
 
 #[test]
 fn vector_0008_fragmentation_leaves_a_single_node_hint_only() {
-    let m = machine(&[(32 * GI, 0), (32 * GI, 0)]);
+    let m = machine(&nodes(2, 32 * GI));
     let config = static_config(
         vec![reserved(0, &[("memory", GI)]), reserved(1, &[("memory", GI)])],
         &[("memory", 2 * GI)],
@@ -203,7 +197,7 @@ fn vector_0051_no_fitting_mask_means_no_preference_then_allocate_fails() {
 
 #[test]
 fn vector_1112_init_container_memory_is_dropped_when_the_app_starts() {
-    let m = machine(&[(16 * GI, 0), (16 * GI, 0)]);
+    let m = machine(&nodes(2, 16 * GI));
     let config = static_config(vec![reserved(0, &[("memory", 1524 * MI)])], &[("memory", 1524 * MI)]);
     let mut manager = MemoryManager::start(&m, &config).expect("valid reservation");
     let p0 = pod("p0", vec![], vec![container("app", 512 * MI, 0)]);
@@ -274,7 +268,7 @@ fn non_guaranteed_pods_are_not_pinned() {
 
 #[test]
 fn the_none_policy_neither_hints_nor_pins_nor_checks_reservations() {
-    let m = machine(&[(32 * GI, 0)]);
+    let m = machine(&nodes(1, 32 * GI));
     let config = MemoryManagerConfig {
         kubelet_version: topoalign_model::KubeletVersion::V1_32,
         pod_level_managers: false,
@@ -300,7 +294,7 @@ fn start_error(m: &Machine, config: &MemoryManagerConfig) -> String {
 
 #[test]
 fn start_up_checks_run_in_the_kubelet_order_with_its_texts() {
-    let m = machine(&[(32 * GI, 0), (32 * GI, 0)]);
+    let m = machine(&nodes(2, 32 * GI));
     let mismatch = |reserved: &str, resource: &str, node_allocatable: &str| {
         format!(
             "the total amount \"{reserved}\" of type \"{resource}\" is not equal to the value \"{node_allocatable}\" determined by Node Allocatable feature"
@@ -368,7 +362,7 @@ fn start_up_checks_run_in_the_kubelet_order_with_its_texts() {
 #[test]
 fn the_sum_prints_in_the_notation_of_the_last_reservation_added() {
     // Go adds the running total to each new amount: `new.Add(total)`.
-    let m = machine(&[(32 * GI, 0), (32 * GI, 0)]);
+    let m = machine(&nodes(2, 32 * GI));
     let decimal = ReservedMemory {
         numa_node: 1,
         limits: [("memory".to_string(), bytes(GI))].into_iter().collect(),
@@ -382,7 +376,7 @@ fn the_sum_prints_in_the_notation_of_the_last_reservation_added() {
 
 #[test]
 fn reservations_on_several_nodes_add_up() {
-    let m = machine(&[(256 * GI, 0); 4]);
+    let m = machine(&nodes(4, 256 * GI));
     let four = (0..4).map(|n| reserved(n, &[("memory", 768 * MI)])).collect::<Vec<_>>();
     let manager = MemoryManager::start(&m, &static_config(four, &[("memory", 3 * GI)])).expect("sums match");
     assert_eq!(manager.free()[&3]["memory"], bytes(256 * GI - 768 * MI));
@@ -392,32 +386,36 @@ fn reservations_on_several_nodes_add_up() {
 /// `uint64` arithmetic wraps), and is named as an overrun for a warning.
 #[test]
 fn reservations_larger_than_their_node_start_and_are_named_as_overruns() {
-    // (machine: (memory, 1Gi pages) per node, reservedMemory, the overruns
-    // expected: (node, resource, reserved, available)).
+    // (machine, reservedMemory, the overruns expected: (node, resource,
+    // reserved, available)).
     type Case = (
-        Vec<(u64, u64)>,
+        UniformMachine,
         Vec<ReservedMemory>,
         Vec<(usize, &'static str, u64, u64)>,
     );
     let cases: Vec<Case> = vec![
         // Fits: memory net of the pools is 30Gi.
-        (vec![(32 * GI, 2 * GI)], vec![reserved(0, &[("memory", GI)])], vec![]),
+        (
+            nodes(1, 32 * GI).hugepages_per_numa(GI, 2 * GI),
+            vec![reserved(0, &[("memory", GI)])],
+            vec![],
+        ),
         // A node without memory.
         (
-            vec![(32 * GI, 0), (0, 0)],
+            nodes(2, 32 * GI).memory_on(1, 0),
             vec![reserved(0, &[("memory", GI)]), reserved(1, &[("memory", GI)])],
             vec![(1, "memory", GI, 0)],
         ),
         // Memory that the huge page pools take.
         (
-            vec![(4 * GI, 4 * GI)],
+            nodes(1, 4 * GI).hugepages_per_numa(GI, 4 * GI),
             vec![reserved(0, &[("memory", GI)])],
             vec![(0, "memory", GI, 0)],
         ),
         // More huge pages reserved than the pool holds, and a page size the
         // node has no pool of.
         (
-            vec![(32 * GI, GI)],
+            nodes(1, 32 * GI).hugepages_per_numa(GI, GI),
             vec![reserved(
                 0,
                 &[("memory", GI), ("hugepages-1Gi", 2 * GI), ("hugepages-2Mi", 4 * MI)],
@@ -425,8 +423,8 @@ fn reservations_larger_than_their_node_start_and_are_named_as_overruns() {
             vec![(0, "hugepages-1Gi", 2 * GI, GI), (0, "hugepages-2Mi", 4 * MI, 0)],
         ),
     ];
-    for (nodes, reserved_memory, expected) in cases {
-        let m = machine(&nodes);
+    for (shape, reserved_memory, expected) in cases {
+        let m = machine(&shape);
         let totals: BTreeMap<String, u64> =
             reserved_memory
                 .iter()
@@ -439,17 +437,17 @@ fn reservations_larger_than_their_node_start_and_are_named_as_overruns() {
         let config = static_config(reserved_memory, &node_allocatable);
         assert!(
             MemoryManager::start(&m, &config).is_ok(),
-            "the kubelet starts: {nodes:?}"
+            "the kubelet starts: {shape:?}"
         );
         let found = topoalign_memory_manager::reservation_overruns(&m, &config);
         let overruns: Vec<(usize, &str, u64, u64)> = found
             .iter()
             .map(|o| (o.node, o.resource.as_str(), o.reserved, o.available))
             .collect();
-        assert_eq!(overruns, expected, "{nodes:?}");
+        assert_eq!(overruns, expected, "{shape:?}");
     }
     // The None policy has no table to wrap.
-    let m = machine(&[(0, 0)]);
+    let m = machine(&nodes(1, 0));
     let mut config = static_config(vec![reserved(0, &[("memory", GI)])], &[("memory", GI)]);
     config.policy = MemoryPolicyName::None;
     assert!(topoalign_memory_manager::reservation_overruns(&m, &config).is_empty());

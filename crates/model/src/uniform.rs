@@ -36,6 +36,12 @@ pub struct UniformMachine {
     /// The distance matrix, a row per NUMA node; `None`: from
     /// [`UniformMachine::remote_distance`].
     pub distance_rows: Option<Vec<Vec<u64>>>,
+    /// NUMA nodes whose memory differs from
+    /// [`UniformMachine::memory_per_numa`]: node to bytes.
+    pub memory_on: BTreeMap<usize, u64>,
+    /// Huge page pools of single NUMA nodes, beside
+    /// [`UniformMachine::hugepages_per_numa`]'s: node to page size to bytes.
+    pub hugepages_on: BTreeMap<usize, BTreeMap<u64, u64>>,
 }
 
 impl UniformMachine {
@@ -53,6 +59,8 @@ impl UniformMachine {
             hugepages_per_numa: BTreeMap::new(),
             placed_devices: Vec::new(),
             distance_rows: None,
+            memory_on: BTreeMap::new(),
+            hugepages_on: BTreeMap::new(),
         }
     }
 
@@ -116,6 +124,19 @@ impl UniformMachine {
         }
     }
 
+    /// `bytes` of memory on NUMA node `node` alone.
+    pub fn memory_on(mut self, node: usize, bytes: u64) -> Self {
+        self.memory_on.insert(node, bytes);
+        self
+    }
+
+    /// A pool of `bytes` of huge pages of `page_size` on NUMA node `node`
+    /// alone.
+    pub fn hugepages_on(mut self, node: usize, page_size: u64, bytes: u64) -> Self {
+        self.hugepages_on.entry(node).or_default().insert(page_size, bytes);
+        self
+    }
+
     /// The machine.
     ///
     /// # Errors
@@ -126,8 +147,13 @@ impl UniformMachine {
         let numa_nodes = (0..self.numa_nodes)
             .map(|id| NumaNode {
                 id,
-                memory: self.memory_per_numa,
-                hugepages: self.hugepages_per_numa.clone(),
+                memory: self.memory_on.get(&id).copied().unwrap_or(self.memory_per_numa),
+                hugepages: self
+                    .hugepages_per_numa
+                    .iter()
+                    .chain(self.hugepages_on.get(&id).into_iter().flatten())
+                    .map(|(&size, &bytes)| (size, bytes))
+                    .collect(),
                 distances: match &self.distance_rows {
                     Some(rows) => rows.get(id).cloned(),
                     None => self.remote_distance.map(|remote| {
@@ -234,6 +260,23 @@ mod tests {
             .map(|d| (d.id.as_str(), &d.numa[..]))
             .collect();
         assert_eq!(nics, [("nic0", &[1][..]), ("floating", &[])]);
+    }
+
+    #[test]
+    fn single_nodes_can_differ_in_memory_and_huge_pages() {
+        let machine = UniformMachine::new(3, 0)
+            .memory_per_numa(8 << 30)
+            .hugepages_per_numa(2 << 20, 1 << 30)
+            .memory_on(1, 0)
+            .hugepages_on(2, 1 << 30, 2 << 30)
+            .hugepages_on(2, 2 << 20, 0)
+            .build()
+            .expect("a machine");
+        let nodes = machine.numa_nodes();
+        let memory: Vec<u64> = nodes.iter().map(|n| n.memory).collect();
+        assert_eq!(memory, [8 << 30, 0, 8 << 30]);
+        assert_eq!(nodes[0].hugepages, [(2 << 20, 1 << 30)].into());
+        assert_eq!(nodes[2].hugepages, [(2 << 20, 0), (1 << 30, 2 << 30)].into());
     }
 
     #[test]
