@@ -17,6 +17,22 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+/// A field of a budget or selector that cannot be read: where (`path`,
+/// e.g. `disruptionBudgets[0].spec.minAvailable`) and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct BudgetError {
+    pub path: String,
+    pub message: String,
+}
+
+fn error(path: impl Into<String>, message: impl Into<String>) -> BudgetError {
+    BudgetError {
+        path: path.into(),
+        message: message.into(),
+    }
+}
+
 /// A `metav1.LabelSelector`: `matchLabels` and `matchExpressions`
 /// (`In`, `NotIn`, `Exists`, `DoesNotExist`), all of which must hold.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -45,42 +61,43 @@ impl Selector {
     /// Reads a selector; `path` names it in errors.
     ///
     /// # Errors
-    /// A message naming the field.
-    pub fn from_value(value: &Value, path: &str) -> Result<Selector, String> {
+    /// [`BudgetError`] naming the field.
+    pub fn from_value(value: &Value, path: &str) -> Result<Selector, BudgetError> {
         let mut selector = Selector::default();
         if value.is_null() {
             return Ok(selector);
         }
-        let map = value.as_object().ok_or_else(|| format!("{path}: expected a mapping"))?;
+        let map = value.as_object().ok_or_else(|| error(path, "expected a mapping"))?;
         if let Some(labels) = map.get("matchLabels").filter(|v| !v.is_null()) {
             let labels = labels
                 .as_object()
-                .ok_or_else(|| format!("{path}.matchLabels: expected a mapping"))?;
+                .ok_or_else(|| error(format!("{path}.matchLabels"), "expected a mapping"))?;
             for (key, value) in labels {
                 let value = value
                     .as_str()
-                    .ok_or_else(|| format!("{path}.matchLabels.{key}: expected a string"))?;
+                    .ok_or_else(|| error(format!("{path}.matchLabels.{key}"), "expected a string"))?;
                 selector.match_labels.insert(key.clone(), value.to_owned());
             }
         }
         if let Some(expressions) = map.get("matchExpressions").filter(|v| !v.is_null()) {
             let list = expressions
                 .as_array()
-                .ok_or_else(|| format!("{path}.matchExpressions: expected a list"))?;
+                .ok_or_else(|| error(format!("{path}.matchExpressions"), "expected a list"))?;
             for (i, entry) in list.iter().enumerate() {
                 let at = format!("{path}.matchExpressions[{i}]");
                 let key = entry
                     .get("key")
                     .and_then(Value::as_str)
-                    .ok_or_else(|| format!("{at}.key: expected a string"))?;
+                    .ok_or_else(|| error(format!("{at}.key"), "expected a string"))?;
                 let operator = match entry.get("operator").and_then(Value::as_str) {
                     Some("In") => Operator::In,
                     Some("NotIn") => Operator::NotIn,
                     Some("Exists") => Operator::Exists,
                     Some("DoesNotExist") => Operator::DoesNotExist,
                     other => {
-                        return Err(format!(
-                            "{at}.operator: {other:?} is not one of In, NotIn, Exists, DoesNotExist"
+                        return Err(error(
+                            format!("{at}.operator"),
+                            format!("{other:?} is not one of In, NotIn, Exists, DoesNotExist"),
                         ));
                     }
                 };
@@ -90,8 +107,8 @@ impl Selector {
                         .iter()
                         .map(|v| v.as_str().map(str::to_owned))
                         .collect::<Option<Vec<_>>>()
-                        .ok_or_else(|| format!("{at}.values: expected a list of strings"))?,
-                    Some(_) => return Err(format!("{at}.values: expected a list of strings")),
+                        .ok_or_else(|| error(format!("{at}.values"), "expected a list of strings"))?,
+                    Some(_) => return Err(error(format!("{at}.values"), "expected a list of strings")),
                 };
                 selector.match_expressions.push(Requirement {
                     key: key.to_owned(),
@@ -127,20 +144,25 @@ pub enum IntOrPercent {
 }
 
 impl IntOrPercent {
-    fn from_value(value: &Value, path: &str) -> Result<IntOrPercent, String> {
+    fn from_value(value: &Value, path: &str) -> Result<IntOrPercent, BudgetError> {
         match value {
             Value::Number(n) => n
                 .as_u64()
                 .and_then(|n| u32::try_from(n).ok())
                 .map(IntOrPercent::Int)
-                .ok_or_else(|| format!("{path}: {n} is not a non-negative count")),
+                .ok_or_else(|| error(path, format!("{n} is not a non-negative count"))),
             Value::String(s) => s
                 .strip_suffix('%')
                 .and_then(|p| p.parse::<u32>().ok())
                 .filter(|&p| p <= 100)
                 .map(IntOrPercent::Percent)
-                .ok_or_else(|| format!("{path}: {s:?} is neither a count nor a percentage from 0% to 100%")),
-            other => Err(format!("{path}: expected a count or a percentage, found {other}")),
+                .ok_or_else(|| {
+                    error(
+                        path,
+                        format!("{s:?} is neither a count nor a percentage from 0% to 100%"),
+                    )
+                }),
+            other => Err(error(path, format!("expected a count or a percentage, found {other}"))),
         }
     }
 
@@ -171,19 +193,22 @@ impl BudgetSpec {
     /// errors.
     ///
     /// # Errors
-    /// A message naming the field.
-    pub fn from_manifest(manifest: &Value, path: &str) -> Result<BudgetSpec, String> {
+    /// [`BudgetError`] naming the field.
+    pub fn from_manifest(manifest: &Value, path: &str) -> Result<BudgetSpec, BudgetError> {
         if let Some(kind) = manifest.get("kind").and_then(Value::as_str)
             && kind != "PodDisruptionBudget"
         {
-            return Err(format!("{path}.kind: {kind:?}, expected PodDisruptionBudget"));
+            return Err(error(
+                format!("{path}.kind"),
+                format!("{kind:?}, expected PodDisruptionBudget"),
+            ));
         }
         let metadata = manifest.get("metadata");
         let name = metadata
             .and_then(|m| m.get("name"))
             .and_then(Value::as_str)
             .filter(|n| !n.is_empty())
-            .ok_or_else(|| format!("{path}.metadata.name: missing"))?;
+            .ok_or_else(|| error(format!("{path}.metadata.name"), "missing"))?;
         let namespace = metadata
             .and_then(|m| m.get("namespace"))
             .and_then(Value::as_str)
@@ -202,8 +227,9 @@ impl BudgetSpec {
         let min_available = amount("minAvailable")?;
         let max_unavailable = amount("maxUnavailable")?;
         if min_available.is_some() && max_unavailable.is_some() {
-            return Err(format!(
-                "{path}.spec: minAvailable and maxUnavailable cannot both be set"
+            return Err(error(
+                format!("{path}.spec"),
+                "minAvailable and maxUnavailable cannot both be set",
             ));
         }
         let status_allowed = match manifest.get("status").and_then(|s| s.get("disruptionsAllowed")) {
@@ -211,7 +237,7 @@ impl BudgetSpec {
             Some(v) => Some(
                 v.as_i64()
                     .map(|n| u32::try_from(n.max(0)).unwrap_or(u32::MAX))
-                    .ok_or_else(|| format!("{path}.status.disruptionsAllowed: expected an integer"))?,
+                    .ok_or_else(|| error(format!("{path}.status.disruptionsAllowed"), "expected an integer"))?,
             ),
         };
         Ok(BudgetSpec {
@@ -280,10 +306,7 @@ mod tests {
             "spec.selector",
         )
         .unwrap_err();
-        assert!(
-            error.starts_with("spec.selector.matchExpressions[0].operator"),
-            "{error}"
-        );
+        assert_eq!(error.path, "spec.selector.matchExpressions[0].operator", "{error}");
     }
 
     /// Each row: (spec, expected, healthy, allowed) — the disruption
@@ -329,8 +352,8 @@ mod tests {
             "disruptionBudgets[0]",
         )
         .unwrap_err();
-        assert!(error.starts_with("disruptionBudgets[0].spec.minAvailable"), "{error}");
+        assert_eq!(error.path, "disruptionBudgets[0].spec.minAvailable", "{error}");
         let error = BudgetSpec::from_manifest(&json!({"spec": {}}), "disruptionBudgets[1]").unwrap_err();
-        assert_eq!(error, "disruptionBudgets[1].metadata.name: missing");
+        assert_eq!(error.to_string(), "disruptionBudgets[1].metadata.name: missing");
     }
 }

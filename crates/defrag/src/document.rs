@@ -104,10 +104,7 @@ pub fn parse_document(
     let mut budget_specs = Vec::with_capacity(budget_list.len());
     for (i, manifest) in budget_list.iter().enumerate() {
         let at = format!("disruptionBudgets[{i}]");
-        let spec = BudgetSpec::from_manifest(manifest, &at).map_err(|message| match message.split_once(": ") {
-            Some((path, message)) => field(path, message),
-            None => field(at.clone(), message),
-        })?;
+        let spec = BudgetSpec::from_manifest(manifest, &at).map_err(|e| field(e.path, e.message))?;
         if budget_specs.iter().any(|b: &BudgetSpec| b.key() == spec.key()) {
             return Err(field(
                 format!("{at}.metadata.name"),

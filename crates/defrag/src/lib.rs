@@ -30,7 +30,7 @@ pub mod input;
 pub mod live;
 pub mod plan;
 
-pub use budget::{BudgetSpec, Selector};
+pub use budget::{BudgetError, BudgetSpec, Selector};
 pub use document::{DocumentError, parse_document};
 pub use input::{FleetNode, FleetState, InputError, PendingPod, RunningPod, assemble};
 pub use plan::{Limits, Plan, plan};

@@ -114,8 +114,8 @@ pub enum LiveError {
     #[error("listing PodDisruptionBudgets: {0}")]
     ListBudgets(#[source] kube::Error),
     /// A budget that cannot be read: its problem, naming it and the field.
-    #[error("{0}")]
-    Budget(String),
+    #[error(transparent)]
+    Budget(#[from] crate::budget::BudgetError),
     #[error("reading pod {pod}: {source}")]
     ReadPod {
         pod: String,
@@ -140,8 +140,13 @@ pub async fn read_budgets(client: &kube::Client) -> Result<Vec<BudgetSpec>, Live
             object.metadata.namespace.clone().unwrap_or_default(),
             object.metadata.name.clone().unwrap_or_default()
         );
-        let value = serde_json::to_value(&object).map_err(|e| LiveError::Budget(format!("{name}: {e}")))?;
-        budgets.push(BudgetSpec::from_manifest(&value, &name).map_err(LiveError::Budget)?);
+        let value = serde_json::to_value(&object).map_err(|e| {
+            LiveError::Budget(crate::budget::BudgetError {
+                path: name.clone(),
+                message: e.to_string(),
+            })
+        })?;
+        budgets.push(BudgetSpec::from_manifest(&value, &name)?);
     }
     Ok(budgets)
 }
