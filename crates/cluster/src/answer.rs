@@ -18,6 +18,7 @@
 
 use std::collections::BTreeSet;
 
+use itertools::Itertools as _;
 use serde::Serialize;
 use topoalign_engine::{Decision, Node};
 use topoalign_explain::{Change, Explanation, Fix, Situation};
@@ -270,7 +271,7 @@ fn fewest_evictions(
     let mut attempts = 0;
     for size in 1..=EVICTION_SET_SIZE.min(evictable.len()) {
         let mut found: Option<(EvictionKey, Vec<Eviction>, Decision)> = None;
-        for set in topoalign_explain::fixes::combinations(evictable.len(), size) {
+        for set in (0..evictable.len()).combinations(size) {
             if attempts >= EVICTION_ATTEMPTS {
                 break;
             }

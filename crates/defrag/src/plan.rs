@@ -46,6 +46,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use itertools::Itertools as _;
 use serde::Serialize;
 use topoalign_engine::Node;
 use topoalign_fleet::stranded::{is_stranded, node_free};
@@ -430,14 +431,14 @@ impl Planner<'_> {
                 if all.len() < k {
                     continue;
                 }
-                let mut combo: Vec<usize> = (0..k).collect();
-                loop {
+                // `all` is lowest priority first: lexicographic order
+                // tries the cheapest sets first.
+                for set in all.iter().copied().combinations(k) {
                     if self.trials >= self.limits.max_trials {
                         self.gave_up = true;
                         complete = false;
                         break 'sizes;
                     }
-                    let set: Vec<usize> = combo.iter().map(|&i| all[i]).collect();
                     if self.within_budgets(n, &set) {
                         let cost = self.cost(n, &set, 0);
                         let worth = best.as_ref().is_none_or(|(b, _, _)| (cost.0, cost.1) <= (b.0, b.1));
@@ -448,9 +449,6 @@ impl Planner<'_> {
                                 best = Some((key, n, set));
                             }
                         }
-                    }
-                    if !next_combination(&mut combo, all.len()) {
-                        break;
                     }
                 }
             }
@@ -482,24 +480,6 @@ impl Planner<'_> {
         "no node admits it after evicting every pod of lower priority that may be evicted within its disruption budgets"
             .into()
     }
-}
-
-/// The next `k`-combination of `0..n` in lexicographic order; false after
-/// the last.
-fn next_combination(combo: &mut [usize], n: usize) -> bool {
-    let k = combo.len();
-    let mut i = k;
-    while i > 0 {
-        i -= 1;
-        if combo[i] < n - k + i {
-            combo[i] += 1;
-            for j in i + 1..k {
-                combo[j] = combo[j - 1] + 1;
-            }
-            return true;
-        }
-    }
-    false
 }
 
 /// The replay check (see the module docs): from the input state alone,

@@ -24,6 +24,7 @@
 //! Owns: the search and [`apply`], which re-checks any fix. Must not touch:
 //! decisions (the engine's), files.
 
+use itertools::Itertools as _;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use topoalign_engine::{Decision, Node, TopologyPolicyName, TopologyScope};
@@ -1156,7 +1157,7 @@ fn removal_fixes(situation: &Situation<'_>) -> Vec<Fix> {
     let mut attempts = 0;
     for size in 1..=REMOVAL_SET_SIZE.min(pods.len()) {
         let mut fixes = Vec::new();
-        for set in combinations(pods.len(), size) {
+        for set in (0..pods.len()).combinations(size) {
             if attempts >= REMOVAL_ATTEMPTS || fixes.len() >= REMOVAL_FIXES {
                 break;
             }
@@ -1178,38 +1179,18 @@ fn removal_fixes(situation: &Situation<'_>) -> Vec<Fix> {
     Vec::new()
 }
 
-/// Every `size`-subset of `0..n`, in lexicographic order (also the
-/// cluster's eviction search, `topoalign-cluster`).
-pub fn combinations(n: usize, size: usize) -> impl Iterator<Item = Vec<usize>> {
-    let mut next = (size <= n).then(|| (0..size).collect::<Vec<_>>());
-    std::iter::from_fn(move || {
-        let current = next.take()?;
-        let mut following = current.clone();
-        let mut i = size;
-        while i > 0 {
-            i -= 1;
-            if following[i] < n - size + i {
-                following[i] += 1;
-                for j in i + 1..size {
-                    following[j] = following[j - 1] + 1;
-                }
-                next = Some(following);
-                break;
-            }
-        }
-        Some(current)
-    })
-}
-
 #[cfg(test)]
 mod tests {
-    use super::combinations;
+    use itertools::Itertools as _;
 
+    /// The removal search (and the cluster's and defrag's eviction
+    /// searches) rely on itertools' order: lexicographic, so with pods
+    /// sorted the earlier pods are tried first.
     #[test]
     fn combinations_in_order() {
-        let all: Vec<Vec<usize>> = combinations(4, 2).collect();
+        let all: Vec<Vec<usize>> = (0..4).combinations(2).collect();
         assert_eq!(all, [[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]]);
-        assert_eq!(combinations(2, 3).count(), 0);
-        assert_eq!(combinations(3, 0).collect::<Vec<_>>(), [Vec::<usize>::new()]);
+        assert_eq!((0..2).combinations(3).count(), 0);
+        assert_eq!((0..3).combinations(0).collect::<Vec<_>>(), [Vec::<usize>::new()]);
     }
 }
