@@ -13,13 +13,51 @@ use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use crate::api::ExtenderBindingArgs;
 
 /// A boxed future, so that [`Binder`] can be a trait object.
-pub type BindFuture<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
+pub type BindFuture<'a> = Pin<Box<dyn Future<Output = Result<(), BindError>> + Send + 'a>>;
 
 /// Creates the Binding the scheduler asked for.
 pub trait Binder: Send + Sync {
-    /// Binds the pod of `args` to `args.node`; the error is the message
-    /// returned to the scheduler (which then retries the pod).
+    /// Binds the pod of `args` to `args.node`; the error's text is the
+    /// message returned to the scheduler (which then retries the pod).
     fn bind<'a>(&'a self, args: &'a ExtenderBindingArgs) -> BindFuture<'a>;
+}
+
+/// Why a pod was not bound: which pod, to which node, and the refusal
+/// (the API server's, for [`ApiServerBinder`]).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot bind pod {pod} to node {node}: {source}")]
+pub struct BindError {
+    /// `namespace/name`.
+    pub pod: String,
+    pub node: String,
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl BindError {
+    /// The Binding of `args` refused for `source`.
+    pub fn new(args: &ExtenderBindingArgs, source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> BindError {
+        BindError {
+            pod: format!("{}/{}", args.pod_namespace, args.pod_name),
+            node: args.node.clone(),
+            source: source.into(),
+        }
+    }
+}
+
+/// No Kubernetes client configuration: neither in-cluster nor a
+/// kubeconfig ([`ApiServerBinder::connect`], [`crate::dra::connect`]).
+#[derive(Debug, thiserror::Error)]
+#[error("no Kubernetes client configuration: {0}")]
+pub struct ConnectError(#[source] pub kube::Error);
+
+/// A client with the default configuration: in-cluster, else the
+/// kubeconfig.
+///
+/// # Errors
+/// [`ConnectError`] when neither is available.
+pub async fn default_client() -> Result<kube::Client, ConnectError> {
+    kube::Client::try_default().await.map_err(ConnectError)
 }
 
 /// Creates Bindings through the API server.
@@ -36,12 +74,9 @@ impl ApiServerBinder {
     /// the kubeconfig.
     ///
     /// # Errors
-    /// A message when neither is available.
-    pub async fn connect() -> Result<ApiServerBinder, String> {
-        kube::Client::try_default()
-            .await
-            .map(ApiServerBinder::new)
-            .map_err(|e| format!("no Kubernetes client configuration: {e}"))
+    /// [`ConnectError`] when neither is available.
+    pub async fn connect() -> Result<ApiServerBinder, ConnectError> {
+        default_client().await.map(ApiServerBinder::new)
     }
 }
 
@@ -61,12 +96,7 @@ impl Binder for ApiServerBinder {
             api.create_subresource::<_, serde_json::Value>("binding", &args.pod_name, &PostParams::default(), &binding)
                 .await
                 .map(|_| ())
-                .map_err(|e| {
-                    format!(
-                        "cannot bind pod {}/{} to node {}: {e}",
-                        args.pod_namespace, args.pod_name, args.node
-                    )
-                })
+                .map_err(|e| BindError::new(args, e))
         })
     }
 }

@@ -310,6 +310,33 @@ pub enum ClusterError {
     Engine(String),
 }
 
+/// A node group of the fleet file the kubelet would not start
+/// ([`Cluster::from_fleet`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{group}: {source}")]
+pub struct FleetStartError {
+    /// The group's name in the fleet file.
+    pub group: String,
+    #[source]
+    pub source: topoalign_nrt::RestoreError,
+}
+
+/// A worker thread panicked ([`Cluster::rebuild_all`]): a bug, reported
+/// with the panic's text instead of an answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct WorkerPanic {
+    pub message: String,
+}
+
+/// `bind` for a pod no `filter` or `prioritize` has seen (an extender
+/// restarted between the scheduler's calls, or the pod's entry expired).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("pod {uid} was not seen by filter or prioritize")]
+pub struct UnseenPod {
+    pub uid: String,
+}
+
 /// What [`Cluster::sync_nrt`] did.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct SyncReport {
@@ -397,11 +424,15 @@ impl Cluster {
     /// kubelet configuration.
     ///
     /// # Errors
-    /// The name of a node shape the kubelet would not start, and why.
-    pub fn from_fleet(fleet: &topoalign_fleet::Fleet, config: ExtenderConfig) -> Result<Cluster, String> {
+    /// [`FleetStartError`]: the node group the kubelet would not start,
+    /// and why.
+    pub fn from_fleet(fleet: &topoalign_fleet::Fleet, config: ExtenderConfig) -> Result<Cluster, FleetStartError> {
         let mut cluster = Cluster::new(config);
         for (g, group) in fleet.groups.iter().enumerate() {
-            let node = topoalign_nrt::start_node(&group.spec).map_err(|e| format!("{}: {e}", group.name))?;
+            let node = topoalign_nrt::start_node(&group.spec).map_err(|source| FleetStartError {
+                group: group.name.clone(),
+                source,
+            })?;
             let spec_key = hash(&("fleet", g, &group.name));
             cluster.empty.insert(spec_key, node.clone());
             let known = KnownNode::new(node.clone(), spec_key, spec_key);
@@ -547,13 +578,13 @@ impl Cluster {
     /// them one by one gives.
     ///
     /// # Errors
-    /// The message of a worker's panic.
+    /// [`WorkerPanic`]: a worker's panic.
     pub fn rebuild_all(
         objects: &[NodeResourceTopology],
         rebuild: &[bool],
         starts: &Starts,
         threads: usize,
-    ) -> Result<Vec<Option<Rebuilt>>, String> {
+    ) -> Result<Vec<Option<Rebuilt>>, WorkerPanic> {
         let wanted: Vec<&NodeResourceTopology> = objects
             .iter()
             .zip(rebuild)
@@ -1042,11 +1073,11 @@ impl Cluster {
     /// earlier `filter` or `prioritize`).
     ///
     /// # Errors
-    /// A message when the pod was never seen.
-    pub fn bind(&mut self, uid: &str, node: &str, now: Instant) -> Result<(), String> {
+    /// [`UnseenPod`] when the pod was never seen.
+    pub fn bind(&mut self, uid: &str, node: &str, now: Instant) -> Result<(), UnseenPod> {
         self.expire(now);
         let Some((pod, _)) = self.seen.get(uid).cloned() else {
-            return Err(format!("pod {uid} was not seen by filter or prioritize"));
+            return Err(UnseenPod { uid: uid.to_owned() });
         };
         self.assume(&pod, node, now);
         if self.dra.is_some() {
@@ -1222,7 +1253,7 @@ impl Cluster {
         let results = on_threads(trials.chunks(trials.len().div_ceil(threads)), |part| {
             part.iter().map(|node| trial(node, pod, &requested)).collect::<Vec<_>>()
         })
-        .map_err(ClusterError::Engine)?;
+        .map_err(|panic| ClusterError::Engine(panic.message))?;
         let results: Vec<Trial> = results.into_iter().flatten().collect();
         let answers = self.trials.entry(shape).or_default();
         for (state_key, at) in answer_of {
@@ -1246,9 +1277,8 @@ impl Cluster {
 }
 
 /// `work` on every part, each on its own thread (a single part on the
-/// calling thread); the results in order, or the message of a worker's
-/// panic.
-fn on_threads<P, R, I>(parts: I, work: impl Fn(P) -> R + Sync) -> Result<Vec<R>, String>
+/// calling thread); the results in order, or a worker's panic.
+fn on_threads<P, R, I>(parts: I, work: impl Fn(P) -> R + Sync) -> Result<Vec<R>, WorkerPanic>
 where
     I: Iterator<Item = P>,
     P: Send,
@@ -1262,8 +1292,9 @@ where
         // same way.
         return first
             .map(|part| {
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(part)))
-                    .map_err(|payload| panic_message(payload.as_ref(), "a worker thread panicked"))
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(part))).map_err(|payload| WorkerPanic {
+                    message: panic_message(payload.as_ref(), "a worker thread panicked"),
+                })
             })
             .into_iter()
             .collect();
@@ -1277,9 +1308,9 @@ where
         handles
             .into_iter()
             .map(|handle| {
-                handle
-                    .join()
-                    .map_err(|payload| panic_message(payload.as_ref(), "a worker thread panicked"))
+                handle.join().map_err(|payload| WorkerPanic {
+                    message: panic_message(payload.as_ref(), "a worker thread panicked"),
+                })
             })
             .collect()
     })
@@ -1473,7 +1504,12 @@ mod tests {
             assert!(n != 2, "evaluation {n} failed");
             n * 10
         });
-        assert_eq!(result, Err("evaluation 2 failed".to_owned()));
+        assert_eq!(
+            result,
+            Err(WorkerPanic {
+                message: "evaluation 2 failed".to_owned()
+            })
+        );
         assert_eq!(on_threads([1, 2].into_iter(), |n| n * 10), Ok(vec![10, 20]));
         // A single part runs on the calling thread, its panic reported the
         // same way.
@@ -1481,7 +1517,12 @@ mod tests {
             assert!(n != 2, "evaluation {n} failed");
             n
         });
-        assert_eq!(alone, Err("evaluation 2 failed".to_owned()));
+        assert_eq!(
+            alone,
+            Err(WorkerPanic {
+                message: "evaluation 2 failed".to_owned()
+            })
+        );
         assert_eq!(on_threads([3].into_iter(), |n| n * 10), Ok(vec![30]));
     }
 }

@@ -33,7 +33,10 @@ use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimSt
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use topoalign_dra::{AllocationCase, Outcome};
 use topoalign_fleet::dra::alignment_verdict;
-use topoalign_scenario::dra::{ClaimDevices, DraSpec, PodDevices, claim_devices};
+use topoalign_scenario::dra::{ClaimDevices, DraSpec, ManifestError, PodDevices, claim_devices};
+
+use crate::binder::ConnectError;
+use crate::server::StateError;
 
 /// The cluster's DRA objects, as one listing gives them.
 #[derive(Clone, Debug, Default)]
@@ -53,9 +56,10 @@ impl DraObjects {
     /// YAML documents), read as `replay` reads a `dra:` block's manifests.
     ///
     /// # Errors
-    /// The document, object and field that cannot be read.
-    pub fn from_manifests(text: &str) -> Result<DraObjects, String> {
-        let (spec, _skipped) = DraSpec::from_manifests(text).map_err(|e| e.to_string())?;
+    /// [`ManifestError`]: the document, object and field that cannot be
+    /// read.
+    pub fn from_manifests(text: &str) -> Result<DraObjects, ManifestError> {
+        let (spec, _skipped) = DraSpec::from_manifests(text)?;
         let DraSpec {
             node,
             device_classes,
@@ -74,15 +78,15 @@ impl DraObjects {
     /// Lists them from the API server.
     ///
     /// # Errors
-    /// The first listing that fails, naming the kind.
-    pub async fn list(client: &kube::Client) -> Result<DraObjects, String> {
+    /// [`ListError`]: the first listing that fails, naming the kind.
+    pub async fn list(client: &kube::Client) -> Result<DraObjects, ListError> {
         use kube::api::{Api, ListParams};
         let params = ListParams::default();
         let nodes: Api<K8sNode> = Api::all(client.clone());
         let classes: Api<DeviceClass> = Api::all(client.clone());
         let slices: Api<ResourceSlice> = Api::all(client.clone());
         let claims: Api<ResourceClaim> = Api::all(client.clone());
-        let named = |kind: &'static str| move |e: kube::Error| format!("cannot list {kind}: {e}");
+        let named = |kind: &'static str| move |source: kube::Error| ListError { kind, source };
         Ok(DraObjects {
             nodes: nodes.list(&params).await.map_err(named("Nodes"))?.items,
             device_classes: classes.list(&params).await.map_err(named("DeviceClasses"))?.items,
@@ -90,6 +94,25 @@ impl DraObjects {
             resource_claims: claims.list(&params).await.map_err(named("ResourceClaims"))?.items,
         })
     }
+}
+
+/// A listing of DRA objects the API server refused.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot list {kind}: {source}")]
+pub struct ListError {
+    /// `Nodes`, `DeviceClasses`, `ResourceSlices` or `ResourceClaims`.
+    pub kind: &'static str,
+    #[source]
+    pub source: kube::Error,
+}
+
+/// A kube-scheduler release whose DRA allocator is not known ([`Dra::new`]).
+#[derive(Debug, thiserror::Error)]
+#[error("--dra-align: the scheduler release {release}: {source}")]
+pub struct UnknownRelease {
+    pub release: String,
+    #[source]
+    pub source: topoalign_dra::features::UnknownRelease,
 }
 
 /// What a pod asks of DRA: its claims, as the scheduler names them.
@@ -200,7 +223,8 @@ struct Assumed {
 pub struct Judgement {
     /// `Ok`: the devices and the kubelet's placement share a NUMA node (or
     /// there is nothing to align: nothing pinned, devices that say no NUMA
-    /// node); `Err`: why the node is refused, in one line.
+    /// node); `Err`: why the node is refused, in one line. A verdict, not
+    /// an error: the line is what the scheduler shows for the node.
     pub verdict: Result<(), String>,
     /// The devices the allocator picks on the node, per claim.
     pub devices: Option<PodDevices>,
@@ -262,10 +286,12 @@ impl Dra {
     /// `timeout` how long an assumed allocation holds its devices.
     ///
     /// # Errors
-    /// A message when the allocator does not know the release.
-    pub fn new(release: &str, timeout: Duration) -> Result<Dra, String> {
-        topoalign_dra::features::scheduler_defaults(release)
-            .map_err(|e| format!("--dra-align: the scheduler release {release}: {e}"))?;
+    /// [`UnknownRelease`] when the allocator does not know the release.
+    pub fn new(release: &str, timeout: Duration) -> Result<Dra, UnknownRelease> {
+        topoalign_dra::features::scheduler_defaults(release).map_err(|source| UnknownRelease {
+            release: release.to_owned(),
+            source,
+        })?;
         Ok(Dra {
             release: release.to_owned(),
             nodes: HashMap::new(),
@@ -414,7 +440,7 @@ impl Dra {
                 })
                 .collect(),
         };
-        let verdict = alignment_verdict(&devices, pinned);
+        let verdict = alignment_verdict(&devices, pinned).map_or(Ok(()), |m| Err(m.to_string()));
         Judgement {
             verdict,
             devices: Some(devices),
@@ -498,9 +524,9 @@ impl Dra {
 /// kubeconfig), for [`poll`].
 ///
 /// # Errors
-/// A message when neither is available.
-pub async fn connect() -> Result<kube::Client, String> {
-    kube::Client::try_default().await.map_err(|e| e.to_string())
+/// [`ConnectError`] when neither is available.
+pub async fn connect() -> Result<kube::Client, ConnectError> {
+    crate::binder::default_client().await
 }
 
 /// Where [`poll`] puts each listing: the extender's shared cluster (its
@@ -509,8 +535,8 @@ pub trait DraSink: Send + 'static {
     /// Replaces the last listing.
     ///
     /// # Errors
-    /// A message for the log (the next round tries again).
-    fn sync_dra(&self, objects: DraObjects) -> Result<(), String>;
+    /// [`StateError`] for the log (the next round tries again).
+    fn sync_dra(&self, objects: DraObjects) -> Result<(), StateError>;
 }
 
 /// Lists the cluster's DRA objects every `every` into `sink`, until the
@@ -521,7 +547,7 @@ pub async fn poll(client: kube::Client, sink: impl DraSink, every: Duration, rep
         match DraObjects::list(&client).await {
             Ok(objects) => {
                 if let Err(error) = sink.sync_dra(objects) {
-                    report(error);
+                    report(error.to_string());
                 }
             }
             Err(error) => report(format!("--dra-align: {error}")),

@@ -24,5 +24,8 @@ pub mod poll;
 pub mod scoring;
 pub mod server;
 
-pub use cluster::{Cluster, ClusterError, ExtenderConfig, FilterOutcome, Rebuilt, Starts, SyncReport};
+pub use cluster::{
+    Cluster, ClusterError, ExtenderConfig, FilterOutcome, FleetStartError, Rebuilt, Starts, SyncReport, UnseenPod,
+    WorkerPanic,
+};
 pub use scoring::Strategy;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use topoalign_nrt::NodeResourceTopology;
 
-use crate::cluster::{Cluster, Rebuilt, SyncReport};
+use crate::cluster::{Cluster, Rebuilt, SyncReport, WorkerPanic};
 use crate::server::Shared;
 
 /// Lists the objects every `every` and syncs the cluster with them, until
@@ -42,7 +42,7 @@ where
                         report(format!("node {name} is no longer listed: removed"));
                     }
                 }
-                Err(error) => report(error),
+                Err(error) => report(error.to_string()),
             },
             Err(error) => report(format!("cannot list NodeResourceTopology objects: {error}")),
         }
@@ -56,11 +56,11 @@ where
 /// `prioritize` calls do not wait for the engine restoring node states.
 ///
 /// # Errors
-/// A message when the cluster's lock is poisoned or the work panicked.
-pub async fn sync(cluster: &Shared, objects: Vec<NodeResourceTopology>) -> Result<SyncReport, String> {
+/// [`SyncError`] when the cluster's lock is poisoned or the work panicked.
+pub async fn sync(cluster: &Shared, objects: Vec<NodeResourceTopology>) -> Result<SyncReport, SyncError> {
     let cluster = cluster.clone();
     tokio::task::spawn_blocking(move || {
-        let poisoned = |_| "internal: state lock poisoned".to_owned();
+        let poisoned = |_| SyncError::Poisoned;
         let (stale, starts, threads) = {
             let cluster = cluster.lock().map_err(poisoned)?;
             (
@@ -69,11 +69,23 @@ pub async fn sync(cluster: &Shared, objects: Vec<NodeResourceTopology>) -> Resul
                 cluster.threads(),
             )
         };
-        let rebuilt: Vec<Option<Rebuilt>> = Cluster::rebuild_all(&objects, &stale, &starts, threads)
-            .map_err(|e| format!("internal: rebuilding the NodeResourceTopology objects failed: {e}"))?;
+        let rebuilt: Vec<Option<Rebuilt>> =
+            Cluster::rebuild_all(&objects, &stale, &starts, threads).map_err(SyncError::Rebuild)?;
         let mut cluster = cluster.lock().map_err(poisoned)?;
         Ok(cluster.sync_rebuilt(&objects, rebuilt, Instant::now()))
     })
     .await
-    .map_err(|e| format!("internal: syncing the NodeResourceTopology objects failed: {e}"))?
+    .map_err(SyncError::Task)?
+}
+
+/// Why a listing was not synced (a bug: the cluster keeps its last state
+/// and the next round tries again).
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error("internal: state lock poisoned")]
+    Poisoned,
+    #[error("internal: rebuilding the NodeResourceTopology objects failed: {0}")]
+    Rebuild(#[source] WorkerPanic),
+    #[error("internal: syncing the NodeResourceTopology objects failed: {0}")]
+    Task(#[source] tokio::task::JoinError),
 }

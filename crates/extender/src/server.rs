@@ -55,8 +55,8 @@ pub type Shared = Arc<Mutex<Cluster>>;
 /// `--dra-align`: each listing of the cluster's DRA objects goes to the
 /// cluster's [`crate::dra::Dra`] (none when the option is off).
 impl crate::dra::DraSink for Shared {
-    fn sync_dra(&self, objects: crate::dra::DraObjects) -> Result<(), String> {
-        let mut cluster = self.lock().map_err(|_| "internal: state lock poisoned".to_owned())?;
+    fn sync_dra(&self, objects: crate::dra::DraObjects) -> Result<(), StateError> {
+        let mut cluster = self.lock().map_err(|_| StateError::Poisoned)?;
         if let Some(dra) = cluster.dra_mut() {
             dra.sync(objects);
         }
@@ -332,6 +332,18 @@ async fn read_request(
     Ok((view, body, permits))
 }
 
+/// Why the shared cluster gave no answer: a bug, reported to the caller
+/// (the scheduler, the log) instead of an answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StateError {
+    /// An earlier panic left the cluster's lock poisoned.
+    #[error("internal: state lock poisoned")]
+    Poisoned,
+    /// The work panicked, with this message.
+    #[error("internal: {0}")]
+    Panicked(String),
+}
+
 /// Runs `work` on the locked cluster, on the request's own thread. The
 /// scheduler waits for the answer, so the work is the request's whole
 /// path: handing it to a blocking thread and the answer back (two thread
@@ -343,18 +355,18 @@ async fn read_request(
 /// [`block_in_place`]: tokio::task::block_in_place
 ///
 /// # Errors
-/// A message when the lock is poisoned or `work` panicked.
-pub fn with_cluster<T>(cluster: &Shared, work: impl FnOnce(&mut Cluster) -> T) -> Result<T, String> {
+/// [`StateError`] when the lock is poisoned or `work` panicked.
+pub fn with_cluster<T>(cluster: &Shared, work: impl FnOnce(&mut Cluster) -> T) -> Result<T, StateError> {
     let run = || {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let mut cluster = cluster.lock().map_err(|_| "internal: state lock poisoned".to_owned())?;
+            let mut cluster = cluster.lock().map_err(|_| StateError::Poisoned)?;
             Ok(work(&mut cluster))
         }))
         .unwrap_or_else(|panic| {
-            Err(format!(
-                "internal: {}",
-                crate::cluster::panic_message(panic.as_ref(), "a panic")
-            ))
+            Err(StateError::Panicked(crate::cluster::panic_message(
+                panic.as_ref(),
+                "a panic",
+            )))
         })
     };
     match tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor()) {
@@ -450,6 +462,7 @@ fn filter_outcome(
             .filter_with(&pod, claims.as_ref(), names, Instant::now())
             .map_err(|e| e.to_string())
     })
+    .map_err(|e| e.to_string())
     .and_then(|outcome| outcome)
 }
 
@@ -494,11 +507,16 @@ async fn bind(State(state): State<AppState>, Json(args): Json<ExtenderBindingArg
     if let Some(binder) = &state.binder
         && let Err(error) = binder.bind(&args).await
     {
-        return Json(ExtenderBindingResult { error });
+        return Json(ExtenderBindingResult {
+            error: error.to_string(),
+        });
     }
     let recorded = with_cluster(&state.cluster, |cluster| {
-        cluster.bind(&args.pod_uid, &args.node, Instant::now())
+        cluster
+            .bind(&args.pod_uid, &args.node, Instant::now())
+            .map_err(|e| e.to_string())
     })
+    .map_err(|e| e.to_string())
     .and_then(|recorded| recorded);
     let error = match recorded {
         Ok(()) => String::new(),

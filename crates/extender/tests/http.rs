@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use topoalign_extender::api::ExtenderBindingArgs;
-use topoalign_extender::binder::{BindFuture, Binder};
+use topoalign_extender::binder::{BindError, BindFuture, Binder};
 use topoalign_extender::{Cluster, ExtenderConfig, Strategy, server};
 
 /// Two NUMA nodes × 4 cores × 2 threads, 16Gi each, one GPU on NUMA 1;
@@ -307,7 +307,9 @@ impl Binder for RecordingBinder {
                 "{}/{} {} -> {}",
                 args.pod_namespace, args.pod_name, args.pod_uid, args.node
             ));
-            self.refusal.clone().map_or(Ok(()), Err)
+            self.refusal
+                .clone()
+                .map_or(Ok(()), |refusal| Err(BindError::new(args, refusal)))
         })
     }
 }
@@ -347,7 +349,10 @@ async fn with_a_binder_bind_creates_the_binding_then_records_the_placement() {
             }
             // Not bound: the scheduler gets the reason and nothing is held.
             Some(reason) => {
-                assert_eq!(bound, json!({"Error": reason}));
+                assert_eq!(
+                    bound,
+                    json!({"Error": format!("cannot bind pod team/train-a to node gpu-0: {reason}")})
+                );
                 assert_eq!(after["NodeNames"], names);
             }
         }
