@@ -2,16 +2,24 @@
 //! hand-checked conformance vectors (CPU part only; the affinity passed in
 //! is the one the topology manager chose in the vector).
 
-use topoalign_model::{Cpu, NumaMask, NumaNode, QosClass, ResourceHints};
+use topoalign_model::{Cpu, NumaMask, NumaNode, QosClass, ResourceHints, UniformMachine};
 
 use super::*;
 
 /// Two NUMA nodes = two sockets of 4 cores, siblings N and N+8 (the
 /// machine of vectors 0050 and 0001).
-fn two_node_ht() -> Machine {
-    machine_from(16, |c| (c % 8, c % 8 / 4, (c % 8 / 4) as usize, None))
+pub(crate) fn two_node_ht() -> Machine {
+    UniformMachine::new(2, 4)
+        .threads_per_core(2)
+        .sockets(2)
+        .memory_per_numa(32 << 30)
+        .build()
+        .unwrap()
 }
 
+/// A machine of `cpus` CPUs where `f(cpu)` gives (core, socket, NUMA node,
+/// uncore cache), 32Gi per NUMA node: numberings [`UniformMachine`] does
+/// not make.
 pub(crate) fn machine_from(cpus: u32, f: impl Fn(u32) -> (u32, u32, usize, Option<u32>)) -> Machine {
     let cpus: Vec<Cpu> = (0..cpus)
         .map(|id| {
@@ -268,7 +276,12 @@ fn full_pcpus_only_counts_reserved_siblings_as_taken() {
 /// 24 reserved, the pod aligned to NUMA node 1 by its GPU.
 #[test]
 fn vector_0023_whole_cores_of_the_chosen_node() {
-    let m = machine_from(48, |c| (c % 24, c % 24 / 12, (c % 24 / 12) as usize, None));
+    let m = UniformMachine::new(2, 12)
+        .threads_per_core(2)
+        .sockets(2)
+        .memory_per_numa(32 << 30)
+        .build()
+        .unwrap();
     let mut manager = CpuManager::start(&m, &with_reserved(static_config(), "0,24")).unwrap();
     let train = app_pod("train", 8);
     let hints = manager.pod_hints(&train);
@@ -427,7 +440,11 @@ fn affinity_first_then_the_rest() {
 #[test]
 fn align_by_socket_widens_the_affinity_to_sockets() {
     // One socket holding both NUMA nodes (node 0 = CPUs 0-3, 8-11).
-    let m = machine_from(16, |c| (c % 8, 0, (c % 8 / 4) as usize, None));
+    let m = UniformMachine::new(2, 4)
+        .threads_per_core(2)
+        .memory_per_numa(32 << 30)
+        .build()
+        .unwrap();
     let p = app_pod("p", 8);
     let by_numa = with_reserved(static_config(), "0,8");
     let mut manager = CpuManager::start(&m, &by_numa).unwrap();

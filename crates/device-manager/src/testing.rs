@@ -2,51 +2,27 @@
 //! `("nvidia.com/gpu", "gpu0@0 gpu1@1 gpu2@0,1 gpu3@-")` (id @ NUMA nodes,
 //! `-` = no topology), containers as name + limits in whole units.
 
-use std::collections::BTreeMap;
-
-use topoalign_model::{Container, Cpu, Device, Machine, NumaMask, NumaNode, Pod, QosClass, Quantity, TopologyHint};
+use topoalign_model::{Container, Machine, NumaMask, Pod, QosClass, Quantity, TopologyHint, UniformMachine};
 
 /// A machine with `numa_nodes` nodes (one CPU each) and the given devices.
 pub(crate) fn machine(numa_nodes: usize, devices: &[(&str, &str)]) -> Machine {
-    let nodes = (0..numa_nodes)
-        .map(|id| NumaNode {
-            id,
-            memory: 1 << 30,
-            hugepages: BTreeMap::new(),
-            distances: None,
-        })
-        .collect();
-    let cpus = (0..numa_nodes)
-        .map(|numa| Cpu {
-            id: u32::try_from(numa).expect("few NUMA nodes in tests"),
-            core: u32::try_from(numa).expect("few NUMA nodes in tests"),
-            socket: 0,
-            numa,
-            uncore_cache: None,
-        })
-        .collect();
-    let devices = devices
-        .iter()
-        .map(|(resource, list)| {
-            let list = list
-                .split_whitespace()
-                .map(|spec| {
-                    let (id, numa) = spec.split_once('@').expect("device spec id@numa");
-                    let numa = if numa == "-" {
-                        Vec::new()
-                    } else {
-                        numa.split(',').map(|n| n.parse().expect("NUMA id")).collect()
-                    };
-                    Device {
-                        id: id.to_owned(),
-                        numa,
-                    }
-                })
-                .collect();
-            ((*resource).to_owned(), list)
-        })
-        .collect();
-    Machine::new(nodes, cpus, devices).expect("valid test machine")
+    let mut shape = UniformMachine::new(numa_nodes, 1);
+    for (resource, list) in devices {
+        if list.trim().is_empty() {
+            // Known to the machine, with no devices.
+            shape = shape.devices(resource, "", 0);
+        }
+        for spec in list.split_whitespace() {
+            let (id, numa) = spec.split_once('@').expect("device spec id@numa");
+            let numa: Vec<usize> = if numa == "-" {
+                Vec::new()
+            } else {
+                numa.split(',').map(|n| n.parse().expect("NUMA id")).collect()
+            };
+            shape = shape.device(resource, id, &numa);
+        }
+    }
+    shape.build().expect("valid test machine")
 }
 
 /// A container with whole-unit limits (requests defaulted from them).

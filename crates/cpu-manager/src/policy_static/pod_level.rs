@@ -140,7 +140,7 @@ mod tests {
 
     /// Two NUMA nodes of 4 cores, siblings N and N+8; CPU 0 reserved.
     fn manager(gate: Option<bool>) -> CpuManager {
-        let machine = crate::tests::machine_from(16, |c| (c % 8, c % 8 / 4, (c % 8 / 4) as usize, None));
+        let machine = crate::tests::two_node_ht();
         let config = CpuManagerConfig {
             policy: CpuPolicyName::Static,
             options: BTreeMap::new(),
