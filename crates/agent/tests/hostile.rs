@@ -4,6 +4,8 @@
 //! on events (the request's work handed over, the request dropped, the
 //! work finished), each bounded, never on time.
 
+mod common;
+
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,40 +14,12 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 use topoalign_agent::api::{SharedAgent, router};
-use topoalign_agent::{ListenerLimits, Listeners, NodeAgent, OpenOptions, Role, Serving, StateLock};
-use topoalign_model::{Machine, UniformMachine};
+use topoalign_agent::{ListenerLimits, Listeners, Serving, StateLock};
 use topoalign_serve::Limits;
 
-type TestResult = Result<(), Box<dyn std::error::Error>>;
+use common::{TestResult, open_agent};
 
 const BOUND: Duration = Duration::from_secs(30);
-
-fn machine() -> Machine {
-    UniformMachine::new(2, 4)
-        .sockets(2)
-        .memory_per_numa(4 << 30)
-        .remote_distance(20)
-        .build()
-        .expect("a valid machine")
-}
-
-fn open_agent(dir: &std::path::Path) -> Result<(NodeAgent, StateLock), Box<dyn std::error::Error>> {
-    let kubelet = json!({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0", "topologyManagerPolicy": "none"});
-    let config = topoalign_k8s::node_config_from_value(&kubelet, &machine())?;
-    let (agent, lock) = topoalign_agent::open(
-        machine(),
-        config,
-        OpenOptions {
-            state_dir: &dir.join("state"),
-            role: Role::Agent,
-            enforce: false,
-            cgroups: false,
-            cgroup_parent: "topoalign-test",
-            procfs: topoalign_enforce::Procfs::default(),
-        },
-    )?;
-    Ok((agent, lock))
-}
 
 async fn until(what: &str, mut ready: impl FnMut() -> bool) -> Result<(), String> {
     let deadline = tokio::time::Instant::now() + BOUND;
@@ -105,7 +79,7 @@ struct Served {
 
 async fn served(limits: Limits) -> Result<Served, Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
-    let (agent, lock) = open_agent(dir.path())?;
+    let (agent, lock) = open_agent(dir.path(), "none")?;
     let agent: SharedAgent = Arc::new(Mutex::new(agent));
     let socket = dir.path().join("agent.sock");
     let serving = Listeners::bind(Some((&socket, router(agent.clone()))), None)

@@ -1,6 +1,8 @@
 //! One test per bug a person (or a hostile input) found in the agent,
 //! named after what it reproduces (issue 13).
 
+mod common;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -9,43 +11,9 @@ use serde_json::json;
 use topoalign_agent::api::{SharedAgent, router};
 use topoalign_agent::request::{AdmitOptions, Workload, read_body};
 use topoalign_agent::server::bind_unix_socket;
-use topoalign_agent::{Client, Endpoint, NodeAgent, OpenOptions, Role, StateLock};
-use topoalign_model::{Machine, UniformMachine};
+use topoalign_agent::{Client, Endpoint};
 
-type TestResult = Result<(), Box<dyn std::error::Error>>;
-
-/// 2 NUMA nodes × 4 single-thread cores, 4Gi each.
-fn machine() -> Machine {
-    UniformMachine::new(2, 4)
-        .sockets(2)
-        .memory_per_numa(4 << 30)
-        .remote_distance(20)
-        .build()
-        .expect("a valid machine")
-}
-
-/// An agent on [`machine`] with its state in `dir`/state: static CPU
-/// manager with CPU 0 reserved, single-numa-node, its kubelet
-/// configuration known (so rejections offer kubelet fixes).
-fn open_agent(dir: &std::path::Path) -> Result<(NodeAgent, StateLock), Box<dyn std::error::Error>> {
-    let kubelet =
-        json!({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0", "topologyManagerPolicy": "single-numa-node"});
-    let config = topoalign_k8s::node_config_from_value(&kubelet, &machine())?;
-    let (mut agent, lock) = topoalign_agent::open(
-        machine(),
-        config,
-        OpenOptions {
-            state_dir: &dir.join("state"),
-            role: Role::Agent,
-            enforce: false,
-            cgroups: false,
-            cgroup_parent: "topoalign-test",
-            procfs: topoalign_enforce::Procfs::default(),
-        },
-    )?;
-    agent.set_kubelet_configuration(kubelet);
-    Ok((agent, lock))
-}
+use common::{TestResult, open_agent};
 
 /// Issue 13: a pod with thousands of init containers took minutes of one
 /// admission, "during which every other request waits". Readers now answer
@@ -56,7 +24,7 @@ fn open_agent(dir: &std::path::Path) -> Result<(NodeAgent, StateLock), Box<dyn s
 #[test]
 fn reads_are_answered_while_an_admission_holds_the_agent() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let (mut agent, _lock) = open_agent(dir.path())?;
+    let (mut agent, _lock) = open_agent(dir.path(), "single-numa-node")?;
 
     // The hook: once armed, the listener (called with the agent locked,
     // after each change) says it has been entered and waits to be let go.
@@ -155,7 +123,7 @@ fn a_rejection_is_explained_without_holding_the_agent() -> TestResult {
     let small = plain(r#"{"name": "small", "cpus": 1, "memory": "1Gi"}"#)?;
 
     let dir = tempfile::tempdir()?;
-    let (mut agent, _lock) = open_agent(dir.path())?;
+    let (mut agent, _lock) = open_agent(dir.path(), "single-numa-node")?;
     agent.admit(&small)?;
     let explained_at_once = agent.admit(&too_big)?;
     assert!(!explained_at_once.admitted, "{explained_at_once:?}");
@@ -165,7 +133,7 @@ fn a_rejection_is_explained_without_holding_the_agent() -> TestResult {
     );
 
     let other = tempfile::tempdir()?;
-    let (mut agent, _lock) = open_agent(other.path())?;
+    let (mut agent, _lock) = open_agent(other.path(), "single-numa-node")?;
     agent.admit(&small)?;
     let unexplained = agent.admit_unexplained(&too_big)?;
     // The agent is free again (`unexplained` borrows nothing from it) and
