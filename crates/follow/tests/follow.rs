@@ -20,27 +20,15 @@ use topoalign_follow::{
     FollowConfig, Metrics, Observation, PodSource, Rebuilder, Sources, State, Status, Trigger, follow, gather, rebuild,
 };
 use topoalign_k8s::checkpoint::{CpuCheckpoint, DeviceCheckpoint, MemoryCheckpoint};
+use topoalign_observe::test_support::{layouts, layouts_node, layouts_pods};
 use topoalign_podresources::{Snapshot, allocatable_of, serve};
 
 const RELEASES: [&str; 3] = ["1.32", "1.36-pod-level", "1.37"];
 
-fn layouts() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/kubelet-state/layouts")
-}
-
 /// The node the fixtures' kubelet runs: the scenario's machine, the
 /// KubeletConfiguration file.
 fn base_node() -> Node {
-    let overrides = topoalign_intake::Overrides::default();
-    let scenario = layouts().join("1.32/scenario.json");
-    let config = layouts().join("kubelet-config.yaml");
-    topoalign_intake::start(&topoalign_intake::NodeInputs::new(
-        Some(&scenario),
-        Some(&config),
-        &overrides,
-    ))
-    .unwrap()
-    .node
+    layouts_node(&topoalign_intake::Overrides::default()).unwrap()
 }
 
 /// What a kubelet's PodResources API answers for the state in `dir`: each
@@ -62,7 +50,7 @@ fn kubelet_answers(dir: &Path, node: &Node) -> Snapshot {
     // The kubelet's checkpoints as read back, not the engine's node: the
     // walk over pods and containers is the stand-in kubelet's.
     let state = NodeSnapshot {
-        pods: pods_of(&layouts().join("pods.yaml")),
+        pods: layouts_pods().unwrap(),
         cpu,
         memory: Some(memory),
         devices,
@@ -73,16 +61,6 @@ fn kubelet_answers(dir: &Path, node: &Node) -> Snapshot {
         pods,
         allocatable: allocatable_of(node),
     }
-}
-
-fn pods_of(path: &Path) -> Vec<topoalign_model::Pod> {
-    let text = std::fs::read_to_string(path).unwrap();
-    topoalign_k8s::read_manifests(&text, &topoalign_k8s::ManifestOptions::default())
-        .unwrap()
-        .pods
-        .into_iter()
-        .map(|p| p.pod)
-        .collect()
 }
 
 /// A PodResources server on a real Unix socket, answering from `answers`.

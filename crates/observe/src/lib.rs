@@ -61,6 +61,8 @@ pub mod containers;
 mod dir;
 mod observe;
 mod status;
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support;
 #[cfg(test)]
 mod tests;
 

@@ -4,16 +4,11 @@
 
 #![allow(clippy::unwrap_used)] // a panic is how a test reports failure
 
-use std::path::{Path, PathBuf};
-
 use topoalign_engine::Node;
 use topoalign_model::KubeletVersion;
 
+use crate::test_support::{layouts, layouts_node, layouts_pods};
 use crate::*;
-
-fn layouts() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/kubelet-state/layouts")
-}
 
 /// The layouts' node as the kubelet of `version` runs it (`gates`:
 /// `featureGates` entries laid over the configuration).
@@ -23,25 +18,15 @@ fn node(version: KubeletVersion, gates: &[&str]) -> Node {
         feature_gates: gates.iter().map(|g| (*g).to_owned()).collect(),
         ..Default::default()
     };
-    let scenario = layouts().join("1.32/scenario.json");
-    let config = layouts().join("kubelet-config.yaml");
-    topoalign_intake::start(&topoalign_intake::NodeInputs::new(
-        Some(&scenario),
-        Some(&config),
-        &overrides,
-    ))
-    .unwrap()
-    .node
+    layouts_node(&overrides).unwrap()
 }
 
 fn pods() -> Vec<ListedPod> {
-    let text = std::fs::read_to_string(layouts().join("pods.yaml")).unwrap();
-    topoalign_k8s::read_manifests(&text, &topoalign_k8s::ManifestOptions::default())
+    layouts_pods()
         .unwrap()
-        .pods
         .into_iter()
-        .map(|p| ListedPod {
-            pod: p.pod,
+        .map(|pod| ListedPod {
+            pod,
             finished: false,
             created: None,
         })
