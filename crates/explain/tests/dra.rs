@@ -5,42 +5,37 @@
 //! expectations follow from the allocator being first-fit in slice order
 //! and the kubelet preferring the lowest NUMA node that fits.
 
+use serde_json::json;
 use topoalign_explain::dra::{DraExplanation, DraFixKind, explain_all, running};
 use topoalign_k8s::{ManifestOptions, read_manifests, start_node};
-use topoalign_scenario::{Scenario, play_events};
+use topoalign_model::UniformMachine;
+use topoalign_scenario::{Scenario, TopologySpec, play_events};
 
-const NODE: &str = r#"
-topology:
-  numaNodes:
-    - {id: 0, memory: 64Gi, distances: [10, 21]}
-    - {id: 1, memory: 64Gi, distances: [21, 10]}
-  cpus:
-    - {id: 0, core: 0, socket: 0, numa: 0}
-    - {id: 1, core: 1, socket: 0, numa: 0}
-    - {id: 2, core: 2, socket: 0, numa: 0}
-    - {id: 3, core: 3, socket: 0, numa: 0}
-    - {id: 4, core: 4, socket: 1, numa: 1}
-    - {id: 5, core: 5, socket: 1, numa: 1}
-    - {id: 6, core: 6, socket: 1, numa: 1}
-    - {id: 7, core: 7, socket: 1, numa: 1}
-    - {id: 8, core: 0, socket: 0, numa: 0}
-    - {id: 9, core: 1, socket: 0, numa: 0}
-    - {id: 10, core: 2, socket: 0, numa: 0}
-    - {id: 11, core: 3, socket: 0, numa: 0}
-    - {id: 12, core: 4, socket: 1, numa: 1}
-    - {id: 13, core: 5, socket: 1, numa: 1}
-    - {id: 14, core: 6, socket: 1, numa: 1}
-    - {id: 15, core: 7, socket: 1, numa: 1}
-kubelet:
-  kubeletVersion: "1.37"
-  topologyManagerPolicy: single-numa-node
-  cpuManagerPolicy: static
-  memoryManagerPolicy: Static
-  reservedSystemCPUs: "0,8"
-  systemReserved: {memory: 1Gi}
-  reservedMemory:
-    - {numaNode: 0, limits: {memory: 1124Mi}}
-"#;
+/// The node: 2 NUMA nodes (= sockets) of 4 cores × 2 threads (CPUs n and
+/// n+8 are siblings), 64Gi each; single-numa-node, static CPU and memory
+/// managers, CPUs 0 and 8 reserved.
+fn node() -> String {
+    let machine = UniformMachine::new(2, 4)
+        .threads_per_core(2)
+        .sockets(2)
+        .memory_per_numa(64 << 30)
+        .remote_distance(21)
+        .build()
+        .expect("a valid machine");
+    let node = json!({
+        "topology": TopologySpec::from_machine(&machine),
+        "kubelet": {
+            "kubeletVersion": "1.37",
+            "topologyManagerPolicy": "single-numa-node",
+            "cpuManagerPolicy": "static",
+            "memoryManagerPolicy": "Static",
+            "reservedSystemCPUs": "0,8",
+            "systemReserved": {"memory": "1Gi"},
+            "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1124Mi"}}]
+        }
+    });
+    serde_yaml_ng::to_string(&node).expect("a YAML document")
+}
 
 /// Classes and slices: gpu-0/nic-0 on NUMA 0, gpu-1/nic-1 on NUMA 1
 /// (`NUMA_VALUE_n` replaced by each device's attribute).
@@ -121,7 +116,7 @@ fn run(case: &Case<'_>) -> Result<Option<DraExplanation>, String> {
         .replace("NIC_0", case.attributes[2])
         .replace("NIC_1", case.attributes[3]);
     let events = if case.events.is_empty() { " []" } else { &case.events };
-    let text = format!("{NODE}dra:\n{devices}{}\nevents:{events}\n", case.claims);
+    let text = format!("{}dra:\n{devices}{}\nevents:{events}\n", node(), case.claims);
     let scenario = Scenario::parse(&text).map_err(|e| format!("scenario: {e}"))?;
     let machine = scenario.topology.to_machine().map_err(|e| e.to_string())?;
     let mut node = start_node(machine, &scenario.kubelet).map_err(|e| e.to_string())?;
