@@ -22,7 +22,7 @@ pub mod usage;
 pub use answer::{ClusterFix, NodeVerdict, PodAnswer, Verdict, explain_pod};
 pub use read::{Client, Connection, ReadError, read, read_objects, read_pod};
 pub use snapshot::{
-    ClusterNode, ClusterPod, ClusterSnapshot, ExactNode, Holding, NodeSource, Objects, PodState, TopologyObject, build,
-    is_admission_reason,
+    ClusterNode, ClusterPod, ClusterSnapshot, ExactNode, Holding, NodeSource, Objects, PodState, TopologyObject,
+    UnreadableObject, build, is_admission_reason,
 };
 pub use usage::{Held, NodeView, NumaView, nodes_view};

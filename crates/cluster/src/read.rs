@@ -15,7 +15,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use topoalign_nrt::NodeResourceTopology;
 use topoalign_nrt::object::{GROUP, KIND, PLURAL, VERSION};
 
-use crate::snapshot::{ClusterSnapshot, Objects, TopologyObject, build};
+use crate::snapshot::{ClusterSnapshot, Objects, TopologyObject, UnreadableObject, build};
 
 /// Where the client's configuration comes from, as kubectl's flags say.
 #[derive(Clone, Debug, Default)]
@@ -184,6 +184,6 @@ fn topology_object(object: DynamicObject) -> TopologyObject {
         .or_else(|| object.metadata.creation_timestamp.as_ref().map(|t| t.0));
     let object = serde_json::to_value(&object)
         .and_then(serde_json::from_value::<NodeResourceTopology>)
-        .map_err(|e| format!("NodeResourceTopology {name}: {e}"));
+        .map_err(|e| UnreadableObject::new(&name, e));
     TopologyObject { name, object, updated }
 }

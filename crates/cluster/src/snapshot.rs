@@ -17,6 +17,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node as K8sNode, Pod as K8sPod};
 use serde_json::Value;
 use topoalign_engine::{ContainerPlacement, Node};
+use topoalign_k8s::PodError;
 use topoalign_model::Pod;
 use topoalign_nrt::{NodeResourceTopology, NodeSpec, STATE_UNKNOWN_ATTRIBUTE};
 
@@ -27,8 +28,29 @@ pub struct TopologyObject {
     /// `metadata.name`: the node's name.
     pub name: String,
     /// The object, or why it is not one of the shape `topoalign-nrt` reads.
-    pub object: Result<NodeResourceTopology, String>,
+    pub object: Result<NodeResourceTopology, UnreadableObject>,
     pub updated: Option<Timestamp>,
+}
+
+/// A NodeResourceTopology object not of the shape `topoalign-nrt` reads:
+/// its name and the decoder's complaint (naming the field).
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("NodeResourceTopology {name}: {source}")]
+pub struct UnreadableObject {
+    pub name: String,
+    /// Shared: a snapshot is cloned, a decoding error cannot be.
+    #[source]
+    pub source: std::sync::Arc<serde_json::Error>,
+}
+
+impl UnreadableObject {
+    /// The object named `name` that `source` could not decode.
+    pub fn new(name: impl Into<String>, source: serde_json::Error) -> UnreadableObject {
+        UnreadableObject {
+            name: name.into(),
+            source: std::sync::Arc::new(source),
+        }
+    }
 }
 
 /// What a reading of the cluster returned.
@@ -133,8 +155,8 @@ pub struct ClusterPod {
     /// The pod as the API server returned it (for `explain`, whose pod
     /// fixes change a copy of it).
     pub manifest: Value,
-    /// The pod as the engine reads it, or why it cannot.
-    pub pod: Result<Pod, String>,
+    /// The pod as the engine reads it, or why it cannot (the field).
+    pub pod: Result<Pod, PodError>,
 }
 
 /// Where a pod stands.
@@ -281,10 +303,14 @@ pub fn build(objects: Objects, now: Timestamp) -> ClusterSnapshot {
 }
 
 /// What an object says of its node.
-fn source_of(object: Result<NodeResourceTopology, String>) -> NodeSource {
+fn source_of(object: Result<NodeResourceTopology, UnreadableObject>) -> NodeSource {
     let object = match object {
         Ok(object) => object,
-        Err(error) => return NodeSource::Unreadable { error },
+        Err(error) => {
+            return NodeSource::Unreadable {
+                error: error.to_string(),
+            };
+        }
     };
     if let Some(reason) = object.attribute(STATE_UNKNOWN_ATTRIBUTE) {
         return NodeSource::Unknown {
@@ -436,7 +462,7 @@ fn cluster_pod(object: &K8sPod) -> ClusterPod {
         state,
         message: status.and_then(|s| s.message.clone()),
         manifest: serde_json::to_value(object).unwrap_or(Value::Null),
-        pod: topoalign_k8s::pod_from_k8s(object, &uid).map_err(|e| e.to_string()),
+        pod: topoalign_k8s::pod_from_k8s(object, &uid),
         uid,
     }
 }

@@ -107,7 +107,10 @@ fn each_node_says_how_its_state_is_known() {
             },
             TopologyObject {
                 name: "e".into(),
-                object: Err("not an object".into()),
+                object: Err(topoalign_cluster::UnreadableObject::new(
+                    "e",
+                    serde_json::from_str::<topoalign_nrt::NodeResourceTopology>("1").expect_err("not an object"),
+                )),
                 updated: None,
             },
         ],

@@ -19,7 +19,7 @@ use k8s_openapi::api::core::v1::{Node as K8sNode, NodeCondition, NodeStatus, Pod
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize as _;
 use serde_json::Value;
-use topoalign_cluster::{Objects, TopologyObject};
+use topoalign_cluster::{Objects, TopologyObject, UnreadableObject};
 
 /// Why manifests cannot be read; names the document (from 1) and field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -150,8 +150,8 @@ fn add(objects: &mut Objects, value: Value, document: usize, at: &str) -> Result
                 .ok_or_else(|| error("metadata.name", "missing".to_owned()))?
                 .to_owned();
             objects.topologies.push(TopologyObject {
+                object: serde_json::from_value(value).map_err(|e| UnreadableObject::new(&name, e)),
                 name,
-                object: serde_json::from_value(value).map_err(|e| e.to_string()),
                 updated: None,
             });
         }

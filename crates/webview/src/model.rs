@@ -446,7 +446,7 @@ fn waiting_view(pod: &ClusterPod, snapshot: &ClusterSnapshot) -> WaitingView {
         Ok(engine_pod) => engine_pod,
         Err(error) => {
             view.summary = format!("cannot be read as a pod: {error}");
-            view.unreadable = Some(error.clone());
+            view.unreadable = Some(error.to_string());
             return view;
         }
     };
