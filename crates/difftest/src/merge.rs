@@ -121,7 +121,7 @@ fn engine_answers(
     policies: &[TopologyPolicyName],
     version: KubeletVersion,
 ) -> Result<Vec<Vec<(EnginePath, Answer)>>, String> {
-    let engine = Engine::start(case, policies, version)?;
+    let engine = Engine::start(case, policies, version).map_err(|e| e.to_string())?;
     Ok((0..policies.len())
         .map(|i| {
             EnginePath::for_case(case)

@@ -286,6 +286,20 @@ impl Path {
     }
 }
 
+/// Why [`Engine::start`] refused a case (a generator bug: every case is
+/// one the kubelet starts with).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StartError {
+    #[error("the case's machine is refused: {0}")]
+    Machine(#[from] topoalign_model::MachineError),
+    #[error("the engine's topology manager does not start under {policy}: {source}")]
+    Manager {
+        policy: TopologyPolicyName,
+        #[source]
+        source: topoalign_topology_manager::TopologyManagerStartError,
+    },
+}
+
 /// The engine's topology manager for a case's machine, one per policy.
 pub struct Engine {
     managers: Vec<(TopologyPolicyName, TopologyManager)>,
@@ -296,9 +310,8 @@ impl Engine {
     /// machine with the case's NUMA nodes and distances.
     ///
     /// # Errors
-    /// When the machine or the options are refused (a generator bug: every
-    /// case is one the kubelet starts with).
-    pub fn start(case: &Case, policies: &[TopologyPolicyName], version: KubeletVersion) -> Result<Engine, String> {
+    /// [`StartError`] when the machine or the options are refused.
+    pub fn start(case: &Case, policies: &[TopologyPolicyName], version: KubeletVersion) -> Result<Engine, StartError> {
         let nodes = case
             .nodes
             .iter()
@@ -309,7 +322,7 @@ impl Engine {
                 distances: case.distances.as_ref().map(|rows| rows[id].clone()),
             })
             .collect();
-        let machine = Machine::new(nodes, Vec::new(), BTreeMap::new()).map_err(|e| e.to_string())?;
+        let machine = Machine::new(nodes, Vec::new(), BTreeMap::new())?;
         let mut options = BTreeMap::new();
         if case.closest() {
             options.insert("prefer-closest-numa-nodes".to_owned(), "true".to_owned());
@@ -329,7 +342,7 @@ impl Engine {
                     version,
                 )
                 .map(|manager| (policy, manager))
-                .map_err(|e| format!("the engine's topology manager does not start: {e}"))
+                .map_err(|source| StartError::Manager { policy, source })
             })
             .collect::<Result<_, _>>()?;
         Ok(Engine { managers })
