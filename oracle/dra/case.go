@@ -26,6 +26,9 @@ type allocationCase struct {
 	ResourceSlices  []resourceapi.ResourceSlice
 	AllocatedClaims []resourceapi.ResourceClaim
 	Claims          []resourceapi.ResourceClaim
+	// Pod, when set, is the pod the claims belong to; its plain
+	// extended-resource requests may be served by DRA (extended.go).
+	Pod *v1.Pod
 }
 
 // parseCase reads a case. The top level is strict (exactly the fields of
@@ -57,6 +60,7 @@ func parseCase(data []byte, yamlText bool) (*allocationCase, error) {
 		"resourceSlices":  &c.ResourceSlices,
 		"allocatedClaims": &c.AllocatedClaims,
 		"claims":          &c.Claims,
+		"pod":             &c.Pod,
 	}
 	names := make([]string, 0, len(top))
 	for name := range top {
@@ -88,10 +92,14 @@ func parseCase(data []byte, yamlText bool) (*allocationCase, error) {
 // case when its informer cache hands the ResourceSlices over in another
 // order (see decide); it is absent when every order gives the same outcome.
 type outcome struct {
-	Result       string                          `json:"result"`
-	Allocations  *[]resourceapi.AllocationResult `json:"allocations,omitempty"`
-	Message      string                          `json:"message,omitempty"`
-	Alternatives []outcome                       `json:"alternatives,omitempty"`
+	Result      string                          `json:"result"`
+	Allocations *[]resourceapi.AllocationResult `json:"allocations,omitempty"`
+	Message     string                          `json:"message,omitempty"`
+	// ExtendedResourceClaim: the special claim the plugin built for the
+	// pod's DRA-backed extended resources on the node, and its allocation
+	// (cases with a pod only).
+	ExtendedResourceClaim *extendedResourceClaim `json:"extendedResourceClaim,omitempty"`
+	Alternatives          []outcome              `json:"alternatives,omitempty"`
 
 	// invalid: the case itself could not be used (not an answer of the
 	// allocator); allocate exits 2.

@@ -89,6 +89,11 @@ func decide(c *allocationCase) (out outcome) {
 	if err := checkNames(c); err != nil {
 		return invalidCase(err)
 	}
+	if c.Pod != nil {
+		if answer, handled := decidePod(c); handled {
+			return answer
+		}
+	}
 	applyDefaults(c)
 	features := allocatorFeatures()
 	classLister, err := deviceClassLister(c.DeviceClasses)

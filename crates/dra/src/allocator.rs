@@ -97,7 +97,7 @@ pub fn allocate_with(case: &AllocationCase, features: &Features) -> Outcome {
 /// scheduling; a class that does not exist, subrequests with the
 /// DRAPrioritizedList feature off, or a request of an unknown kind leave
 /// the pod unschedulable.
-fn prefilter(case: &AllocationCase, features: &Features) -> Option<Outcome> {
+pub(crate) fn prefilter(case: &AllocationCase, features: &Features) -> Option<Outcome> {
     let class_check = |class: &str, request: &str| -> Option<Outcome> {
         if class.is_empty() {
             return Some(Outcome::Error {

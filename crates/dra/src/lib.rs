@@ -11,13 +11,15 @@
 //!
 //! Owns: the allocation case format shared with the Go oracle ([`case`]),
 //! the release's DRA feature defaults ([`features`]), CEL device selectors
-//! ([`selector`]) and the allocation search ([`allocator`]). Pure: no files,
+//! ([`selector`]), the allocation search ([`allocator`]) and DRA-backed
+//! extended resources, the plugin's special claim ([`extended`]). Pure: no files,
 //! clocks or network; inputs are resource.k8s.io/v1 objects as k8s-openapi
 //! reads them.
 
 pub mod allocator;
 mod capacity;
 pub mod case;
+pub mod extended;
 pub mod features;
 mod nodesel;
 mod pools;
@@ -25,3 +27,4 @@ pub mod selector;
 
 pub use allocator::{allocate, allocate_with};
 pub use case::{AllocationCase, Outcome};
+pub use extended::{PodCase, PodOutcome, allocate_pod};

@@ -4,43 +4,83 @@
 //! `oracle-dra`, oracle/dra/vectors.sh) — or, where 1.34/1.35 depend on the
 //! order of pools and slices, one of the `alternatives` it lists.
 //!
+//! Cases with a `pod` are DRA-backed extended resources: the plugin's
+//! decision ([`allocate_pod`]: the pod's claims and the special claim, its
+//! requests and container mappings), against the real plugin's.
+//!
 //! Outcomes are compared as the API's JSON (devices, requests, configs,
-//! node selectors); an `unschedulable` or `error` outcome must be matched
-//! in kind, its message is shown but not compared.
+//! node selectors, mappings); an `unschedulable` or `error` outcome must be
+//! matched in kind, its message is shown but not compared.
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use topoalign_dra::extended::{PodCase, PodOutcome, allocate_pod};
 use topoalign_dra::features::RELEASES;
-use topoalign_dra::{AllocationCase, Outcome, allocate};
+use topoalign_dra::{AllocationCase, allocate};
 
 fn dra_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/dra")
 }
 
-/// An expected file: the outcome and the other answers the release can give.
+/// An expected file: the outcome and the other answers the release can give
+/// (a case with a pod has the pod's outcome, a superset of `Outcome`).
 #[derive(Deserialize)]
 struct Expected {
     #[serde(flatten)]
-    outcome: Outcome,
+    outcome: PodOutcome,
     #[serde(default)]
-    alternatives: Vec<Outcome>,
+    alternatives: Vec<PodOutcome>,
 }
 
-fn same(ours: &Outcome, theirs: &Outcome) -> bool {
+fn same(ours: &PodOutcome, theirs: &PodOutcome) -> bool {
     match (ours, theirs) {
-        (Outcome::Allocated { allocations: a }, Outcome::Allocated { allocations: b }) => {
-            serde_json::to_value(a).ok() == serde_json::to_value(b).ok()
-        }
-        (Outcome::Unschedulable { .. }, Outcome::Unschedulable { .. })
-        | (Outcome::Error { .. }, Outcome::Error { .. }) => true,
+        (
+            PodOutcome::Allocated {
+                allocations: a,
+                extended_resource_claim: x,
+            },
+            PodOutcome::Allocated {
+                allocations: b,
+                extended_resource_claim: y,
+            },
+        ) => serde_json::to_value((a, x)).ok() == serde_json::to_value((b, y)).ok(),
+        (PodOutcome::Unschedulable { .. }, PodOutcome::Unschedulable { .. })
+        | (PodOutcome::Error { .. }, PodOutcome::Error { .. }) => true,
         _ => false,
     }
 }
 
-fn read_case(path: &Path) -> AllocationCase {
+/// A case file: a plain allocation case, or one with a pod.
+enum Case {
+    Plain(AllocationCase),
+    Pod(PodCase),
+}
+
+impl Case {
+    fn run(&mut self, release: &str) -> PodOutcome {
+        match self {
+            Case::Plain(case) => {
+                case.release = release.to_owned();
+                allocate(case).into()
+            }
+            Case::Pod(case) => {
+                case.release = release.to_owned();
+                allocate_pod(case)
+            }
+        }
+    }
+}
+
+fn read_case(path: &Path) -> Case {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    let value: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    if value.get("pod").is_some() {
+        Case::Pod(serde_yaml_ng::from_value(value).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+    } else {
+        Case::Plain(serde_yaml_ng::from_value(value).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+    }
 }
 
 #[test]
@@ -62,9 +102,7 @@ fn every_case_gets_each_releases_real_outcome() {
                 std::fs::read_to_string(&expected_path).unwrap_or_else(|e| panic!("{}: {e}", expected_path.display()));
             let expected: Expected =
                 serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", expected_path.display()));
-            let mut case = read_case(path);
-            case.release = release.to_owned();
-            let ours = allocate(&case);
+            let ours = read_case(path).run(release);
             checked += 1;
             let accepted = std::iter::once(&expected.outcome).chain(&expected.alternatives);
             if !accepted.clone().any(|theirs| same(&ours, theirs)) {
