@@ -13,10 +13,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use agent_support::{AgentProcess, TestResult, check_agent, check_invariants, wait_with_deadline};
+use agent_support::{
+    AgentProcess, TEST_TOKEN, TcpAgent, TestResult, check_agent, check_invariants, wait_with_deadline,
+};
 use serde_json::json;
 use topoalign_agent::wire::Allocation;
-use topoalign_agent::{Client, ClientError, Endpoint};
+use topoalign_agent::{Client, ClientError};
 
 /// A small deterministic generator (xorshift64*), so a failing run can be
 /// repeated from its printed seed.
@@ -493,28 +495,9 @@ fn a_damaged_state_file_stops_the_agent_with_a_report() -> TestResult {
 #[test]
 fn tcp_needs_the_bearer_token() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let address = format!("127.0.0.1:{port}");
-    let token = "0123456789abcdef0123456789abcdef";
-    let token_file = dir.path().join("token");
-    std::fs::write(&token_file, format!("{token}\n"))?;
-    // Only its owner may read a token (a world-readable one is refused).
-    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600))?;
-    let agent = AgentProcess::start_test_node(
-        dir.path(),
-        &[
-            "--listen",
-            &address,
-            "--token-file",
-            token_file.to_str().unwrap_or_default(),
-        ],
-    )?;
-    let tcp = |token: Option<&str>| {
-        Client::new(Endpoint::Tcp {
-            address: address.clone(),
-            token: token.map(str::to_string),
-        })
-    };
+    let tcp_agent = TcpAgent::start(dir.path(), &[])?;
+    let (agent, token, token_file) = (&tcp_agent.agent, TEST_TOKEN, &tcp_agent.token_file);
+    let tcp = |token: Option<&str>| tcp_agent.tcp(token);
     for (client, says) in [
         (tcp(None), "needs `Authorization: Bearer <token>`"),
         (tcp(Some("not-the-token")), "wrong bearer token"),
@@ -541,10 +524,10 @@ fn tcp_needs_the_bearer_token() -> TestResult {
     assert_eq!(agent.client().allocations()?.len(), 1, "the socket sees it too");
 
     // A token file that is too short is refused before anything starts.
-    std::fs::write(&token_file, "short")?;
+    std::fs::write(token_file, "short")?;
     let output = std::process::Command::new(agent_support::binary())
         .args(["agent", "--no-enforce", "--listen", "127.0.0.1:1", "--token-file"])
-        .arg(&token_file)
+        .arg(token_file)
         .args(["--node", dir.path().join("node.yaml").to_str().unwrap_or_default()])
         .output()?;
     assert_eq!(output.status.code(), Some(2));

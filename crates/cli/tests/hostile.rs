@@ -20,7 +20,6 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -30,7 +29,7 @@ use topoalign_agent::{Client, Endpoint};
 
 mod agent_support;
 
-use agent_support::{AgentProcess, TestResult, binary, dies_with_test};
+use agent_support::{TEST_TOKEN, TcpAgent, TestResult, binary, dies_with_test, tcp};
 
 const SLOW: usize = 2_000;
 
@@ -112,13 +111,6 @@ fn until_held(pid: u32, port: u16, n: usize) -> Result<(), String> {
     }
 }
 
-fn tcp(address: &str, token: Option<&str>) -> Client {
-    Client::new(Endpoint::Tcp {
-        address: address.to_owned(),
-        token: token.map(str::to_owned),
-    })
-}
-
 /// The names of the agent's allocations.
 fn names(client: &Client) -> Result<Vec<String>, Box<dyn std::error::Error>> {
     let mut names: Vec<String> = client.allocations()?.into_iter().map(|a| a.name).collect();
@@ -147,20 +139,9 @@ fn admission(name: &str, token: &str, body_bytes: Option<usize>) -> Vec<u8> {
 fn the_agent_serves_its_socket_and_honest_clients_under_2000_slow_connections() -> TestResult {
     room_for_the_flood()?;
     let dir = tempfile::tempdir()?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let address = format!("127.0.0.1:{port}");
-    let token = "0123456789abcdef0123456789abcdef";
-    let token_file = dir.path().join("token");
-    std::fs::write(&token_file, format!("{token}\n"))?;
-    // Only its owner may read a token.
-    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600))?;
-    let agent = AgentProcess::start_test_node(
+    let tcp_agent = TcpAgent::start(
         dir.path(),
         &[
-            "--listen",
-            &address,
-            "--token-file",
-            token_file.to_str().unwrap_or_default(),
             // The flood is held for the whole test (the header timeout
             // would close it: the bench shows that), one request at a time
             // on TCP, and a deadline for the one that waits.
@@ -172,13 +153,14 @@ fn the_agent_serves_its_socket_and_honest_clients_under_2000_slow_connections() 
             "5",
         ],
     )?;
+    let (agent, address, port, token) = (&tcp_agent.agent, &tcp_agent.address, tcp_agent.port, TEST_TOKEN);
     let pid = agent.child.id();
     let socket = agent.client();
-    let honest = tcp(&address, Some(token));
+    let honest = tcp_agent.tcp(Some(token));
     let before = honest.allocations()?;
     assert!(before.is_empty(), "{before:?}");
 
-    let slow = slow_clients(&address)?;
+    let slow = slow_clients(address)?;
     until_held(pid, port, SLOW)?;
 
     // The Unix socket and an honest TCP client are answered.
@@ -190,12 +172,12 @@ fn the_agent_serves_its_socket_and_honest_clients_under_2000_slow_connections() 
     // A client that stops half-way through its body: the deadline passes
     // while its body is read (inside the listener's one in-flight slot,
     // which it holds meanwhile).
-    let mut late = TcpStream::connect(&address)?;
+    let mut late = TcpStream::connect(address)?;
     late.write_all(&admission("gave-up-in-its-body", token, Some(10)))?;
     until_held(pid, port, SLOW + 1)?;
     // A client that sends a whole admission and closes at once, while the
     // slot is held: its request is dropped, never run.
-    let mut closed = TcpStream::connect(&address)?;
+    let mut closed = TcpStream::connect(address)?;
     closed.write_all(&admission("gave-up-and-closed", token, None))?;
     drop(closed);
     let mut answer = String::new();

@@ -10,7 +10,7 @@
 
 mod agent_support;
 
-use agent_support::{AgentProcess, TEST_NODE, TestResult, binary, eventually, read_nrt_object};
+use agent_support::{AgentProcess, TestResult, binary, eventually, read_nrt_object, test_node};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use topoalign_model::CpuSet;
@@ -37,7 +37,7 @@ fn every_view_shows_the_same_numa_numbers_when_cpus_are_reserved_by_count() -> T
     // n and n+8 siblings) with a 2Gi huge page pool on NUMA 0; 2 CPUs
     // reserved by count: the static policy takes one whole core, CPUs 0
     // and 8, on NUMA 0.
-    let mut scenario: Value = serde_yaml_ng::from_str(TEST_NODE)?;
+    let mut scenario: Value = serde_yaml_ng::from_str(&test_node())?;
     scenario["topology"]["numaNodes"][0]["hugepages-1Gi"] = json!("2Gi");
     scenario["kubelet"] = json!({
         "topologyManagerPolicy": "single-numa-node",

@@ -2,31 +2,16 @@
 //! binary, named after what it reproduces (issue 13). Each runs the real
 //! binary.
 
+mod agent_support;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use agent_support::{path, repo, stderr, topoalign};
 
 fn scenario() -> PathBuf {
     repo().join("examples/scenarios/two-socket-gpu.yaml")
-}
-
-fn topoalign(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_topoalign"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().expect("UTF-8 path")
 }
 
 /// `topoalign agent` on the example scenario, its socket and state in

@@ -2,29 +2,14 @@
 //! `topoalign_k8s::MAX_PODS`) answers in the time and memory of the pods a
 //! node can hold; above it, a clear error (issue 32). Runs the real binary.
 
+mod agent_support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn topoalign(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_topoalign"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().expect("UTF-8 path")
-}
+use agent_support::{path, repo, stderr, topoalign};
 
 /// A Deployment of 1-CPU Guaranteed pods (named `web`), and a Pod `late`
 /// of the same size, in `dir`.

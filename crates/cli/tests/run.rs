@@ -4,55 +4,17 @@
 
 mod agent_support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_support::{AgentProcess, TestResult, binary, wait_with_deadline, write_test_node};
+use agent_support::{AgentProcess, LocalAgent, TestResult, binary, wait_with_deadline, write_test_node};
 use topoalign_model::CpuSet;
 
 fn field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
     text.lines()
         .find_map(|line| line.strip_prefix(name)?.strip_prefix([':', '=']))
         .map(str::trim)
-}
-
-fn read_list(path: &str) -> Result<CpuSet, Box<dyn std::error::Error>> {
-    Ok(CpuSet::parse(&std::fs::read_to_string(path)?)?)
-}
-
-/// A kubelet configuration for this machine: static CPU and memory
-/// managers; every CPU this process may not use is reserved (so the
-/// allocation is one the test can check), plus the lowest it may use.
-fn local_kubelet_config(dir: &Path) -> Result<PathBuf, Box<dyn std::error::Error>> {
-    let online = read_list("/sys/devices/system/cpu/online")?;
-    let status = std::fs::read_to_string("/proc/self/status")?;
-    let allowed = CpuSet::parse(field(&status, "Cpus_allowed_list").ok_or("no Cpus_allowed_list")?)?;
-    let usable = online.intersection(&allowed);
-    let lowest = usable.first().ok_or("no usable CPU")?;
-    let reserved = online.difference(&usable).union(&CpuSet::from_iter([lowest]));
-    let first_node = read_list("/sys/devices/system/node/online")
-        .ok()
-        .and_then(|nodes| nodes.first())
-        .unwrap_or(0);
-    let path = dir.join("kubelet.yaml");
-    std::fs::write(
-        &path,
-        format!(
-            "apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-cpuManagerPolicy: static
-memoryManagerPolicy: Static
-topologyManagerPolicy: best-effort
-reservedSystemCPUs: \"{reserved}\"
-systemReserved: {{memory: 100Mi}}
-evictionHard: {{memory.available: 100Mi}}
-reservedMemory:
-  - {{numaNode: {first_node}, limits: {{memory: 200Mi}}}}
-"
-        ),
-    )?;
-    Ok(path)
 }
 
 fn run(socket: &Path, args: &[&str]) -> std::io::Result<Output> {
@@ -62,18 +24,6 @@ fn run(socket: &Path, args: &[&str]) -> std::io::Result<Output> {
         .arg(socket)
         .args(args)
         .output()
-}
-
-/// The cgroup parent this test's agent uses, removed at the end (the agent
-/// leaves it behind for the next start).
-struct CgroupParent(String);
-
-impl Drop for CgroupParent {
-    fn drop(&mut self) {
-        for root in ["/sys/fs/cgroup/cpuset", "/sys/fs/cgroup"] {
-            let _ = std::fs::remove_dir(Path::new(root).join(&self.0));
-        }
-    }
 }
 
 /// On this machine, discovered, with the enforcement the host allows
@@ -91,16 +41,13 @@ fn the_command_runs_on_exactly_its_allocation_without_cgroups() -> TestResult {
 
 fn confined_run(extra: &[&str]) -> TestResult {
     let dir = tempfile::tempdir()?;
-    let config = local_kubelet_config(dir.path())?;
-    let parent = CgroupParent(format!("topoalign-test-run-{}-{}", std::process::id(), extra.len()));
-    let mut args = vec![
-        "--kubelet-config",
-        config.to_str().unwrap_or_default(),
-        "--cgroup-parent",
-        &parent.0,
-    ];
-    args.extend_from_slice(extra);
-    let agent = AgentProcess::start(dir.path(), &args)?;
+    let local = LocalAgent::start(
+        dir.path(),
+        "best-effort",
+        format!("topoalign-test-run-{}-{}", std::process::id(), extra.len()),
+        extra,
+    )?;
+    let agent = &local.agent;
     let enforcement = agent.client().health()?.enforcement;
     assert!(
         ["cgroup-v1", "cgroup-v2", "affinity"].contains(&enforcement.as_str()),
@@ -148,7 +95,7 @@ fn confined_run(extra: &[&str]) -> TestResult {
     if enforcement.starts_with("cgroup") {
         let parent_dir = ["/sys/fs/cgroup/cpuset", "/sys/fs/cgroup"]
             .iter()
-            .map(|root| Path::new(root).join(&parent.0))
+            .map(|root| Path::new(root).join(&local.parent.0))
             .find(|p| p.is_dir())
             .ok_or("the agent's cgroup parent is missing")?;
         let left: Vec<_> = std::fs::read_dir(&parent_dir)?
@@ -365,17 +312,13 @@ fn standalone_runs_share_a_state_directory_under_its_lock() -> TestResult {
 fn a_cgroup_keeps_its_allocation_while_anything_runs_in_it() -> TestResult {
     use std::io::{BufRead, BufReader, Write};
     let dir = tempfile::tempdir()?;
-    let config = local_kubelet_config(dir.path())?;
-    let parent = CgroupParent(format!("topoalign-test-keep-{}", std::process::id()));
-    let agent = AgentProcess::start(
+    let local = LocalAgent::start(
         dir.path(),
-        &[
-            "--kubelet-config",
-            config.to_str().unwrap_or_default(),
-            "--cgroup-parent",
-            &parent.0,
-        ],
+        "best-effort",
+        format!("topoalign-test-keep-{}", std::process::id()),
+        &[],
     )?;
+    let agent = &local.agent;
     let client = agent.client();
     // Not a skip: without a writable cpuset hierarchy this test cannot
     // check anything, so it fails and says why.

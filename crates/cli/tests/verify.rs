@@ -8,30 +8,58 @@
 
 mod agent_support;
 
+use std::ffi::OsStr;
+use std::fmt::Debug;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
-use agent_support::{AgentProcess, TestResult, binary, wait_with_deadline};
+use agent_support::{LocalAgent, TestResult, binary, path, repo, status_field, wait_with_deadline};
 use serde_json::Value;
 use topoalign_model::CpuSet;
 
 fn testdata(rest: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/verify")
-        .join(rest)
+    repo().join("testdata/verify").join(rest)
 }
 
-fn verify(args: &[&str]) -> std::io::Result<Output> {
+/// `--root` the captured tree `root`, `--node` the node file `node` (both
+/// under `testdata/verify`), then `rest`.
+fn on_tree(root: &str, node: &str, rest: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        "--root".to_string(),
+        path(&testdata(root)).to_string(),
+        "--node".to_string(),
+        path(&testdata(node)).to_string(),
+    ];
+    args.extend(rest.iter().map(ToString::to_string));
+    args
+}
+
+/// A kubelet directory holding the files `names` of the captured one
+/// (`testdata/verify/kubelet/var/lib/kubelet`).
+fn kubelet_dir_with(names: &[&str]) -> Result<tempfile::TempDir, Box<dyn std::error::Error>> {
+    let captured = testdata("kubelet/var/lib/kubelet");
+    let dir = tempfile::tempdir()?;
+    for name in names {
+        let to = dir.path().join(name);
+        std::fs::create_dir_all(to.parent().ok_or("a parent")?)?;
+        std::fs::copy(captured.join(name), to)?;
+    }
+    Ok(dir)
+}
+
+fn verify<S: AsRef<OsStr>>(args: &[S]) -> std::io::Result<Output> {
     Command::new(binary()).arg("verify").args(args).output()
 }
 
 /// `verify -o json` of `args`: the document and the exit status.
-fn verify_json(args: &[&str]) -> Result<(Value, Option<i32>), Box<dyn std::error::Error>> {
-    let mut all = args.to_vec();
-    all.extend(["-o", "json"]);
-    let output = verify(&all)?;
+fn verify_json<S: AsRef<OsStr> + Debug>(args: &[S]) -> Result<(Value, Option<i32>), Box<dyn std::error::Error>> {
+    let output = Command::new(binary())
+        .arg("verify")
+        .args(args)
+        .args(["-o", "json"])
+        .output()?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     let document: Value = serde_json::from_slice(&output.stdout)
         .map_err(|e| format!("verify {args:?} printed no JSON ({e}): {stderr}"))?;
@@ -47,15 +75,24 @@ fn verdicts(document: &Value) -> Vec<(u64, String, Vec<String>)> {
         .map(|report| {
             (
                 report["subject"]["pid"].as_u64().unwrap_or(0),
-                report["verdict"].as_str().unwrap_or("").to_string(),
-                report["findings"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|f| f["kind"].as_str().unwrap_or("").to_string())
-                    .collect(),
+                verdict(report),
+                kinds(report),
             )
         })
+        .collect()
+}
+
+fn verdict(report: &Value) -> String {
+    report["verdict"].as_str().unwrap_or("").to_string()
+}
+
+/// The kinds of a report's findings.
+fn kinds(report: &Value) -> Vec<String> {
+    report["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|f| f["kind"].as_str().unwrap_or("").to_string())
         .collect()
 }
 
@@ -65,14 +102,7 @@ fn strings(list: &[&str]) -> Vec<String> {
 
 #[test]
 fn a_captured_v2_host() -> TestResult {
-    let root = testdata("v2");
-    let node = testdata("node.yaml");
-    let (document, status) = verify_json(&[
-        "--root",
-        root.to_str().unwrap_or(""),
-        "--node",
-        node.to_str().unwrap_or(""),
-    ])?;
+    let (document, status) = verify_json(&on_tree("v2", "node.yaml", &[]))?;
     assert_eq!(
         verdicts(&document),
         vec![
@@ -106,14 +136,7 @@ fn a_captured_v2_host() -> TestResult {
     );
 
     // --pid: any process; 500's cgroup has no cpuset files, its root's apply.
-    let (document, status) = verify_json(&[
-        "--root",
-        root.to_str().unwrap_or(""),
-        "--node",
-        node.to_str().unwrap_or(""),
-        "--pid",
-        "500",
-    ])?;
+    let (document, status) = verify_json(&on_tree("v2", "node.yaml", &["--pid", "500"]))?;
     assert_eq!(verdicts(&document), vec![(500, "not-placed".into(), vec![])]);
     assert_eq!(document["reports"][0]["applied"]["cgroup"]["cpus"], "0-7");
     assert_eq!(status, Some(0));
@@ -136,15 +159,18 @@ fn container_verdicts(document: &Value) -> Vec<(String, String, Vec<String>)> {
                     subject["pod"].as_str().unwrap_or(""),
                     subject["container"].as_str().unwrap_or("")
                 ),
-                report["verdict"].as_str().unwrap_or("").to_string(),
-                report["findings"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|f| f["kind"].as_str().unwrap_or("").to_string())
-                    .collect(),
+                verdict(report),
+                kinds(report),
             )
         })
+        .collect()
+}
+
+/// [`container_verdicts`] without the findings.
+fn container_names_and_verdicts(document: &Value) -> Vec<(String, String)> {
+    container_verdicts(document)
+        .into_iter()
+        .map(|(name, verdict, _)| (name, verdict))
         .collect()
 }
 
@@ -152,11 +178,7 @@ fn container_verdicts(document: &Value) -> Vec<(String, String, Vec<String>)> {
 /// cgroup v2): each container judged against the kubelet's decision.
 #[test]
 fn containers_of_a_captured_kubelet() -> TestResult {
-    let root = testdata("kubelet");
-    let node = testdata("kubelet/node.yaml");
-    let root = root.to_str().unwrap_or("");
-    let node = node.to_str().unwrap_or("");
-    let (document, status) = verify_json(&["--containers", "--root", root, "--node", node])?;
+    let (document, status) = verify_json(&on_tree("kubelet", "kubelet/node.yaml", &["--containers"]))?;
     assert_eq!(
         container_verdicts(&document),
         vec![
@@ -200,8 +222,12 @@ fn containers_of_a_captured_kubelet() -> TestResult {
     assert_eq!(document["summary"]["aligned"], 3);
 
     // A kubelet-directory flag implies container mode; the text table.
-    let kubelet_dir = format!("{root}/var/lib/kubelet");
-    let output = verify(&["--kubelet-dir", &kubelet_dir, "--root", root, "--node", node])?;
+    let kubelet_dir = testdata("kubelet/var/lib/kubelet");
+    let output = verify(&on_tree(
+        "kubelet",
+        "kubelet/node.yaml",
+        &["--kubelet-dir", path(&kubelet_dir)],
+    ))?;
     let text = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(4), "{text}");
     assert!(
@@ -211,12 +237,12 @@ fn containers_of_a_captured_kubelet() -> TestResult {
     assert!(text.contains("ml/train app: aligned"), "{text}");
 
     // Without the node's pods, containers cannot be named: bad input.
-    let empty = tempfile::tempdir()?;
-    for name in ["cpu_manager_state", "memory_manager_state", "config.yaml"] {
-        std::fs::copy(format!("{kubelet_dir}/{name}"), empty.path().join(name))?;
-    }
-    let dir = empty.path().to_str().unwrap_or("");
-    let output = verify(&["--kubelet-dir", dir, "--root", root, "--node", node])?;
+    let empty = kubelet_dir_with(&["cpu_manager_state", "memory_manager_state", "config.yaml"])?;
+    let output = verify(&on_tree(
+        "kubelet",
+        "kubelet/node.yaml",
+        &["--kubelet-dir", path(empty.path())],
+    ))?;
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--pods"));
     Ok(())
@@ -227,17 +253,13 @@ fn containers_of_a_captured_kubelet() -> TestResult {
 /// verdicts.
 #[test]
 fn containers_under_the_cgroupfs_driver() -> TestResult {
-    let root = testdata("kubelet-cgroupfs");
-    let node = testdata("kubelet-cgroupfs/node.yaml");
-    let root = root.to_str().unwrap_or("");
-    let node = node.to_str().unwrap_or("");
-    let (document, status) = verify_json(&["--containers", "--root", root, "--node", node])?;
-    let verdicts: Vec<(String, String)> = container_verdicts(&document)
-        .into_iter()
-        .map(|(name, verdict, _)| (name, verdict))
-        .collect();
+    let (document, status) = verify_json(&on_tree(
+        "kubelet-cgroupfs",
+        "kubelet-cgroupfs/node.yaml",
+        &["--containers"],
+    ))?;
     assert_eq!(
-        verdicts,
+        container_names_and_verdicts(&document),
         [
             ("ml/train log", "aligned"),
             ("ml/train app", "aligned"),
@@ -333,19 +355,12 @@ fn captured_kubelets_answer() -> topoalign_podresources::Snapshot {
 /// kubelet's log links (`var/log/containers`): the same verdicts.
 #[test]
 fn containers_without_a_pods_file_ask_the_pod_resources_api() -> TestResult {
-    let root = testdata("kubelet");
-    let node = testdata("kubelet/node.yaml");
-    let captured = root.join("var/lib/kubelet");
-    let dir = tempfile::tempdir()?;
-    std::fs::create_dir(dir.path().join("device-plugins"))?;
-    for name in [
+    let dir = kubelet_dir_with(&[
         "cpu_manager_state",
         "memory_manager_state",
         "device-plugins/kubelet_internal_checkpoint",
         "config.yaml",
-    ] {
-        std::fs::copy(captured.join(name), dir.path().join(name))?;
-    }
+    ])?;
     let socket = dir.path().join("kubelet.sock");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -363,30 +378,16 @@ fn containers_without_a_pods_file_ask_the_pod_resources_api() -> TestResult {
             let _ = stopped.await;
         },
     ));
-    let (root, node, kubelet_dir, socket_arg) = (
-        root.to_str().unwrap_or(""),
-        node.to_str().unwrap_or(""),
-        dir.path().to_str().unwrap_or(""),
-        socket.to_str().unwrap_or(""),
+    let args = on_tree(
+        "kubelet",
+        "kubelet/node.yaml",
+        &["--kubelet-dir", path(dir.path()), "--pod-resources", path(&socket)],
     );
-    let (document, status) = verify_json(&[
-        "--kubelet-dir",
-        kubelet_dir,
-        "--pod-resources",
-        socket_arg,
-        "--root",
-        root,
-        "--node",
-        node,
-    ])?;
+    let (document, status) = verify_json(&args)?;
     let _ = stop.send(());
     let _ = runtime.block_on(server);
-    let verdicts: Vec<(String, String)> = container_verdicts(&document)
-        .into_iter()
-        .map(|(name, verdict, _)| (name, verdict))
-        .collect();
     assert_eq!(
-        verdicts,
+        container_names_and_verdicts(&document),
         [
             ("default/db db", "drifted"),
             ("default/gpu2 g", "misaligned"),
@@ -405,16 +406,7 @@ fn containers_without_a_pods_file_ask_the_pod_resources_api() -> TestResult {
 
     // No pods file and no socket: bad input naming both ways.
     std::fs::remove_file(&socket)?;
-    let output = verify(&[
-        "--kubelet-dir",
-        kubelet_dir,
-        "--pod-resources",
-        socket_arg,
-        "--root",
-        root,
-        "--node",
-        node,
-    ])?;
+    let output = verify(&args)?;
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -426,20 +418,11 @@ fn containers_without_a_pods_file_ask_the_pod_resources_api() -> TestResult {
 
 #[test]
 fn a_captured_v1_host() -> TestResult {
-    let root = testdata("v1");
-    let node = testdata("node.yaml");
-    let (document, status) = verify_json(&[
-        "--root",
-        root.to_str().unwrap_or(""),
-        "--node",
-        node.to_str().unwrap_or(""),
-        "--pid",
-        "100",
-        "--pid",
-        "200",
-        "--pid",
-        "300",
-    ])?;
+    let (document, status) = verify_json(&on_tree(
+        "v1",
+        "node.yaml",
+        &["--pid", "100", "--pid", "200", "--pid", "300"],
+    ))?;
     assert_eq!(
         verdicts(&document),
         vec![
@@ -458,14 +441,7 @@ fn a_captured_v1_host() -> TestResult {
     assert_eq!(devices["devices"][1]["id"], "c 231:192 rw");
     assert_eq!(devices["devices"][1]["numa"], "1");
 
-    let text = verify(&[
-        "--root",
-        root.to_str().unwrap_or(""),
-        "--node",
-        node.to_str().unwrap_or(""),
-        "--pid",
-        "200",
-    ])?;
+    let text = verify(&on_tree("v1", "node.yaml", &["--pid", "200"]))?;
     let stdout = String::from_utf8_lossy(&text.stdout);
     assert!(
         stdout.contains("pid 200 (inference): misaligned — topoalign run allocation a2 (single-numa-node)"),
@@ -484,26 +460,10 @@ fn a_captured_v1_host() -> TestResult {
 
 #[test]
 fn a_process_that_does_not_exist_is_bad_input() -> TestResult {
-    let node = testdata("node.yaml");
-    let output = verify(&[
-        "--root",
-        testdata("v2").to_str().unwrap_or(""),
-        "--node",
-        node.to_str().unwrap_or(""),
-        "--pid",
-        "999",
-    ])?;
+    let output = verify(&on_tree("v2", "node.yaml", &["--pid", "999"]))?;
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("no process 999"));
     Ok(())
-}
-
-fn status_field(pid: u32, name: &str) -> Result<String, Box<dyn std::error::Error>> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix(name)?.strip_prefix(':').map(|v| v.trim().to_string()))
-        .ok_or_else(|| format!("no {name} in /proc/{pid}/status").into())
 }
 
 /// An unpinned process: verify reports the cpuset it really has.
@@ -529,52 +489,6 @@ fn an_unpinned_process_is_not_placed_and_shows_its_real_cpuset() -> TestResult {
     sleeper.kill()?;
     sleeper.wait()?;
     result
-}
-
-/// The agent's cgroup parent for one test, removed at the end.
-struct CgroupParent(String);
-
-impl Drop for CgroupParent {
-    fn drop(&mut self) {
-        for root in ["/sys/fs/cgroup/cpuset", "/sys/fs/cgroup"] {
-            let _ = std::fs::remove_dir(Path::new(root).join(&self.0));
-        }
-    }
-}
-
-/// A kubelet configuration for this machine: static CPU and memory
-/// managers under single-numa-node; the CPUs this process may not use are
-/// reserved, and the lowest it may use.
-fn kubelet_config(dir: &Path) -> Result<PathBuf, Box<dyn std::error::Error>> {
-    let online = CpuSet::parse(std::fs::read_to_string("/sys/devices/system/cpu/online")?.trim())?;
-    let allowed = CpuSet::parse(&status_field(std::process::id(), "Cpus_allowed_list")?)?;
-    let usable = online.intersection(&allowed);
-    let lowest = usable.first().ok_or("no usable CPU")?;
-    if usable.len() < 2 {
-        return Err("this test needs two CPUs this process may use".into());
-    }
-    let reserved = online.difference(&usable).union(&CpuSet::from_iter([lowest]));
-    let first_node = CpuSet::parse(std::fs::read_to_string("/sys/devices/system/node/online")?.trim())?
-        .first()
-        .unwrap_or(0);
-    let path = dir.join("kubelet.yaml");
-    std::fs::write(
-        &path,
-        format!(
-            "apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-cpuManagerPolicy: static
-memoryManagerPolicy: Static
-topologyManagerPolicy: single-numa-node
-reservedSystemCPUs: \"{reserved}\"
-systemReserved: {{memory: 100Mi}}
-evictionHard: {{memory.available: 100Mi}}
-reservedMemory:
-  - {{numaNode: {first_node}, limits: {{memory: 200Mi}}}}
-"
-        ),
-    )?;
-    Ok(path)
 }
 
 /// A `topoalign run` whose command prints its pid and then waits on its
@@ -644,20 +558,13 @@ fn run_cpus_1_without_cgroups_verified_aligned_then_drifted() -> TestResult {
 
 fn aligned_then_drifted(agent_args: &[&str]) -> TestResult {
     let dir = tempfile::tempdir()?;
-    let config = kubelet_config(dir.path())?;
-    let parent = CgroupParent(format!(
-        "topoalign-test-verify-{}-{}",
-        std::process::id(),
-        agent_args.len()
-    ));
-    let mut args = vec![
-        "--kubelet-config",
-        config.to_str().unwrap_or_default(),
-        "--cgroup-parent",
-        &parent.0,
-    ];
-    args.extend_from_slice(agent_args);
-    let agent = AgentProcess::start(dir.path(), &args)?;
+    let local = LocalAgent::start(
+        dir.path(),
+        "single-numa-node",
+        format!("topoalign-test-verify-{}-{}", std::process::id(), agent_args.len()),
+        agent_args,
+    )?;
+    let agent = &local.agent;
     let enforcement = agent.client().health()?.enforcement;
     if !agent_args.is_empty() {
         assert_eq!(enforcement, "affinity");
@@ -709,7 +616,7 @@ fn aligned_then_drifted(agent_args: &[&str]) -> TestResult {
     assert_eq!(status, Some(4));
 
     // And without --pid it is found among the processes run started.
-    let (document, _) = verify_json(&[])?;
+    let (document, _) = verify_json::<&str>(&[])?;
     assert!(
         verdicts(&document)
             .iter()
@@ -723,17 +630,13 @@ fn aligned_then_drifted(agent_args: &[&str]) -> TestResult {
 #[test]
 fn shared_and_fractional_cpus_run_on_the_shared_pool() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let config = kubelet_config(dir.path())?;
-    let parent = CgroupParent(format!("topoalign-test-verify-shared-{}", std::process::id()));
-    let agent = AgentProcess::start(
+    let local = LocalAgent::start(
         dir.path(),
-        &[
-            "--kubelet-config",
-            config.to_str().unwrap_or_default(),
-            "--cgroup-parent",
-            &parent.0,
-        ],
+        "single-numa-node",
+        format!("topoalign-test-verify-shared-{}", std::process::id()),
+        &[],
     )?;
+    let agent = &local.agent;
     for args in [["--cpus", "1", "--shared"].as_slice(), &["--cpus", "0.5"]] {
         let child = RunChild::start(&agent.socket, args)?;
         let allocations = agent.client().allocations()?;

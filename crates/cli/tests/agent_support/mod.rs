@@ -1,21 +1,42 @@
-//! Shared by the agent and run integration tests: a real `topoalign agent`
-//! process on a Unix socket in a temporary directory, a test machine, and
-//! the invariant checker.
+//! Shared by the cli's integration tests: the binary run to its end, a
+//! real `topoalign agent` process on a Unix socket in a temporary
+//! directory, a test machine, and the invariant checker.
 #![allow(dead_code, reason = "each test file uses a different part")]
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use topoalign_agent::wire::{Allocation, Topology};
 use topoalign_agent::{Client, Endpoint};
-use topoalign_model::CpuSet;
+use topoalign_model::{CpuSet, UniformMachine};
+use topoalign_scenario::TopologySpec;
 
 pub type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_topoalign")
+}
+
+/// The repository's root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `topoalign` with `args`, run to its end.
+pub fn topoalign(args: &[&str]) -> Output {
+    Command::new(binary()).args(args).output().expect("the binary runs")
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// `p` as an argument.
+pub fn path(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 path")
 }
 
 /// `command`, made to die with the test: the kernel kills the child
@@ -39,46 +60,175 @@ pub fn daemon(args: &[&str]) -> Command {
     command
 }
 
-/// Two NUMA nodes × 4 cores × 2 threads (CPUs n and n+8 are siblings),
-/// 8Gi and two GPUs per node; static CPU and memory managers, best-effort
-/// topology policy, CPUs 0 and 8 reserved.
-pub const TEST_NODE: &str = r#"
-topology:
-  numaNodes:
-    - {id: 0, memory: 8Gi, distances: [10, 21]}
-    - {id: 1, memory: 8Gi, distances: [21, 10]}
-  cpus:
-    - {id: 0, core: 0, socket: 0, numa: 0}
-    - {id: 1, core: 1, socket: 0, numa: 0}
-    - {id: 2, core: 2, socket: 0, numa: 0}
-    - {id: 3, core: 3, socket: 0, numa: 0}
-    - {id: 4, core: 4, socket: 1, numa: 1}
-    - {id: 5, core: 5, socket: 1, numa: 1}
-    - {id: 6, core: 6, socket: 1, numa: 1}
-    - {id: 7, core: 7, socket: 1, numa: 1}
-    - {id: 8, core: 0, socket: 0, numa: 0}
-    - {id: 9, core: 1, socket: 0, numa: 0}
-    - {id: 10, core: 2, socket: 0, numa: 0}
-    - {id: 11, core: 3, socket: 0, numa: 0}
-    - {id: 12, core: 4, socket: 1, numa: 1}
-    - {id: 13, core: 5, socket: 1, numa: 1}
-    - {id: 14, core: 6, socket: 1, numa: 1}
-    - {id: 15, core: 7, socket: 1, numa: 1}
-  devices:
-    nvidia.com/gpu:
-      - {id: GPU-0a, numa: [0]}
-      - {id: GPU-0b, numa: [0]}
-      - {id: GPU-1a, numa: [1]}
-      - {id: GPU-1b, numa: [1]}
-kubelet:
-  topologyManagerPolicy: best-effort
-  cpuManagerPolicy: static
-  memoryManagerPolicy: Static
-  reservedSystemCPUs: "0,8"
-  systemReserved: {memory: 1Gi}
-  reservedMemory:
-    - {numaNode: 0, limits: {memory: 1124Mi}}
-"#;
+/// Two NUMA nodes (= sockets) × 4 cores × 2 threads (CPUs n and n+8 are
+/// siblings), 8Gi and two GPUs per node; static CPU and memory managers,
+/// best-effort topology policy, CPUs 0 and 8 reserved.
+pub fn test_node() -> String {
+    let machine = UniformMachine::new(2, 4)
+        .threads_per_core(2)
+        .sockets(2)
+        .memory_per_numa(8 << 30)
+        .remote_distance(21)
+        .device("nvidia.com/gpu", "GPU-0a", &[0])
+        .device("nvidia.com/gpu", "GPU-0b", &[0])
+        .device("nvidia.com/gpu", "GPU-1a", &[1])
+        .device("nvidia.com/gpu", "GPU-1b", &[1])
+        .build()
+        .expect("a valid machine");
+    let node = serde_json::json!({
+        "topology": TopologySpec::from_machine(&machine),
+        "kubelet": {
+            "topologyManagerPolicy": "best-effort",
+            "cpuManagerPolicy": "static",
+            "memoryManagerPolicy": "Static",
+            "reservedSystemCPUs": "0,8",
+            "systemReserved": {"memory": "1Gi"},
+            "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1124Mi"}}]
+        }
+    });
+    serde_yaml_ng::to_string(&node).expect("a YAML document")
+}
+
+/// The bearer token a [`TcpAgent`] listens with.
+pub const TEST_TOKEN: &str = "0123456789abcdef0123456789abcdef";
+
+/// [`AgentProcess::start_test_node`] also listening on TCP: on a free
+/// local port, with [`TEST_TOKEN`] in `dir`/token, readable by its owner
+/// only (a world-readable token is refused).
+pub struct TcpAgent {
+    pub agent: AgentProcess,
+    pub address: String,
+    pub port: u16,
+    pub token_file: PathBuf,
+}
+
+impl TcpAgent {
+    /// Starts it with `extra` arguments.
+    pub fn start(dir: &Path, extra: &[&str]) -> Result<TcpAgent, Box<dyn std::error::Error>> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let address = format!("127.0.0.1:{port}");
+        let token_file = dir.join("token");
+        std::fs::write(&token_file, format!("{TEST_TOKEN}\n"))?;
+        std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600))?;
+        let mut args = vec![
+            "--listen",
+            &address,
+            "--token-file",
+            token_file.to_str().ok_or("a UTF-8 path")?,
+        ];
+        args.extend_from_slice(extra);
+        let agent = AgentProcess::start_test_node(dir, &args)?;
+        Ok(TcpAgent {
+            agent,
+            address,
+            port,
+            token_file,
+        })
+    }
+
+    /// A client of its TCP listener, sending `token`.
+    pub fn tcp(&self, token: Option<&str>) -> Client {
+        tcp(&self.address, token)
+    }
+}
+
+/// A client of a daemon's TCP listener at `address`, sending `token`.
+pub fn tcp(address: &str, token: Option<&str>) -> Client {
+    Client::new(Endpoint::Tcp {
+        address: address.to_owned(),
+        token: token.map(str::to_owned),
+    })
+}
+
+/// Field `name` of `/proc/PID/status`.
+pub fn status_field(pid: u32, name: &str) -> Result<String, Box<dyn std::error::Error>> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(':').map(|v| v.trim().to_string()))
+        .ok_or_else(|| format!("no {name} in /proc/{pid}/status").into())
+}
+
+/// A kubelet configuration for this machine in `dir`/kubelet.yaml: static
+/// CPU and memory managers under `topology_policy`; every CPU this process
+/// may not use is reserved (so an allocation is one the test can check),
+/// plus the lowest it may use; 100Mi system-reserved, 100Mi eviction
+/// threshold, 200Mi reserved on the first NUMA node.
+pub fn local_kubelet_config(dir: &Path, topology_policy: &str) -> Result<PathBuf, Box<dyn std::error::Error>> {
+    let online = CpuSet::parse(std::fs::read_to_string("/sys/devices/system/cpu/online")?.trim())?;
+    let allowed = CpuSet::parse(&status_field(std::process::id(), "Cpus_allowed_list")?)?;
+    let usable = online.intersection(&allowed);
+    let lowest = usable.first().ok_or("no usable CPU")?;
+    if usable.len() < 2 {
+        return Err("this test needs two CPUs this process may use".into());
+    }
+    let reserved = online.difference(&usable).union(&CpuSet::from_iter([lowest]));
+    let first_node = std::fs::read_to_string("/sys/devices/system/node/online")
+        .ok()
+        .and_then(|nodes| CpuSet::parse(nodes.trim()).ok())
+        .and_then(|nodes| nodes.first())
+        .unwrap_or(0);
+    let path = dir.join("kubelet.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cpuManagerPolicy: static
+memoryManagerPolicy: Static
+topologyManagerPolicy: {topology_policy}
+reservedSystemCPUs: \"{reserved}\"
+systemReserved: {{memory: 100Mi}}
+evictionHard: {{memory.available: 100Mi}}
+reservedMemory:
+  - {{numaNode: {first_node}, limits: {{memory: 200Mi}}}}
+"
+        ),
+    )?;
+    Ok(path)
+}
+
+/// The cgroup parent a test's agent uses, removed at the end (the agent
+/// leaves it behind for the next start).
+pub struct CgroupParent(pub String);
+
+impl Drop for CgroupParent {
+    fn drop(&mut self) {
+        for root in ["/sys/fs/cgroup/cpuset", "/sys/fs/cgroup"] {
+            let _ = std::fs::remove_dir(Path::new(root).join(&self.0));
+        }
+    }
+}
+
+/// An agent on this machine ([`local_kubelet_config`]) enforcing with what
+/// the host allows, its cgroups under a [`CgroupParent`]; killed, then its
+/// parent removed, when dropped.
+pub struct LocalAgent {
+    pub agent: AgentProcess,
+    pub parent: CgroupParent,
+}
+
+impl LocalAgent {
+    /// Starts it in `dir` with `extra` arguments, its cgroups under `parent`.
+    pub fn start(
+        dir: &Path,
+        topology_policy: &str,
+        parent: String,
+        extra: &[&str],
+    ) -> Result<LocalAgent, Box<dyn std::error::Error>> {
+        let config = local_kubelet_config(dir, topology_policy)?;
+        let parent = CgroupParent(parent);
+        let mut args = vec![
+            "--kubelet-config",
+            config.to_str().ok_or("a UTF-8 path")?,
+            "--cgroup-parent",
+            &parent.0,
+        ];
+        args.extend_from_slice(extra);
+        let agent = AgentProcess::start(dir, &args)?;
+        Ok(LocalAgent { agent, parent })
+    }
+}
 
 /// A running agent; killed when dropped.
 pub struct AgentProcess {
@@ -243,7 +393,7 @@ pub fn read_nrt_object(path: &Path) -> Option<topoalign_nrt::NodeResourceTopolog
 
 pub fn write_test_node(dir: &Path) -> Result<PathBuf, String> {
     let path = dir.join("node.yaml");
-    std::fs::write(&path, TEST_NODE).map_err(|e| e.to_string())?;
+    std::fs::write(&path, test_node()).map_err(|e| e.to_string())?;
     Ok(path)
 }
 
