@@ -185,6 +185,18 @@ impl FleetDra {
                         .ok_or_else(|| "a RESOURCE=DRIVER string".to_owned())
                         .and_then(DraResource::from_str)
                         .map_err(|e| field(&format!("dra.drivers[{i}]"), e))?;
+                    if let Some(earlier) = drivers
+                        .iter()
+                        .position(|d: &DraResource| d.resource == resource.resource)
+                    {
+                        return Err(field(
+                            &format!("dra.drivers[{i}]"),
+                            format!(
+                                "{} is named already (dra.drivers[{earlier}]): one driver per resource",
+                                resource.resource
+                            ),
+                        ));
+                    }
                     drivers.push(resource);
                 }
             }
@@ -227,13 +239,34 @@ impl FleetDra {
         Ok(FleetDra { drivers, objects })
     }
 
-    /// Adds drivers (a command's `--dra`), skipping resources already named.
-    pub fn add_drivers(&mut self, drivers: &[DraResource]) {
+    /// Adds a command's `--dra` drivers to the block's. A resource the
+    /// block (or an earlier flag) names already is taken once when both
+    /// name the same driver, and refused when they name different ones:
+    /// neither the file nor the flag silently wins.
+    ///
+    /// # Errors
+    /// [`DriverConflict`] naming the resource and both drivers.
+    pub fn add_drivers(&mut self, drivers: &[DraResource]) -> Result<(), DriverConflict> {
+        let from_file = self.drivers.len();
         for driver in drivers {
-            if !self.drivers.iter().any(|d| d.resource == driver.resource) {
-                self.drivers.push(driver.clone());
+            match self.drivers.iter().position(|d| d.resource == driver.resource) {
+                None => self.drivers.push(driver.clone()),
+                Some(at) if self.drivers[at].driver == driver.driver => {}
+                Some(at) => {
+                    return Err(DriverConflict {
+                        resource: driver.resource.clone(),
+                        driver: driver.driver.clone(),
+                        named: self.drivers[at].driver.clone(),
+                        by: if at < from_file {
+                            format!("the fleet's dra.drivers[{at}]")
+                        } else {
+                            "an earlier --dra".to_owned()
+                        },
+                    });
+                }
             }
         }
+        Ok(())
     }
 
     /// A node of `group` as the kubelet sees it (the DRA resources' devices
@@ -261,6 +294,23 @@ impl FleetDra {
     }
 }
 
+/// A `--dra RESOURCE=DRIVER` naming a resource that the fleet's
+/// `dra.drivers` (or an earlier flag) publishes through another driver.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "--dra {resource}={driver}: {by} publishes {resource} through {named}; \
+     name one driver per resource (leave the flag out, or change the fleet file)"
+)]
+pub struct DriverConflict {
+    pub resource: String,
+    /// The flag's driver.
+    pub driver: String,
+    /// The driver named first.
+    pub named: String,
+    /// Who named it: `the fleet's dra.drivers[0]`, `an earlier --dra`.
+    pub by: String,
+}
+
 fn field(path: &str, message: String) -> FleetError {
     FleetError::Field {
         path: path.to_owned(),
@@ -268,24 +318,43 @@ fn field(path: &str, message: String) -> FleetError {
     }
 }
 
-/// The `--dra-align` rule in words: `Ok` when the devices DRA gave a pod
+/// A pod whose DRA devices miss the NUMA nodes the kubelet pinned its CPUs
+/// and memory to: the `--dra-align` rule's verdict against a node, shown
+/// to people and given by the extender as the node's refusal.
+///
+/// Its words: `DRA would allocate gpu/gpu: gpu-0 on NUMA node 0 while the
+/// kubelet pins the pod's CPUs and memory on NUMA node 1`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Misaligned {
+    /// `claim/request: device on NUMA node N`, each device off `pinned`.
+    pub devices: Vec<String>,
+    /// The NUMA nodes of the pod's exclusive CPUs and pinned memory.
+    pub pinned: BTreeSet<usize>,
+}
+
+impl std::fmt::Display for Misaligned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "DRA would allocate {} while the kubelet pins the pod's CPUs and memory on NUMA node {}",
+            self.devices.join(", "),
+            numa_list(&self.pinned)
+        )
+    }
+}
+
+/// The `--dra-align` rule: `None` when the devices DRA gave a pod
 /// (`devices`) share the NUMA nodes the kubelet pinned its CPUs and memory
 /// to (`pinned`), or there is nothing to align (nothing pinned, devices
-/// that say no NUMA node); `Err` with one line naming both sides
-/// otherwise. The rule itself is
-/// [`topoalign_scenario::dra::misaligned_devices`].
-///
-/// # Errors
-/// The line: `DRA would allocate gpu/gpu: gpu-0 on NUMA node 0 while the
-/// kubelet pins the pod's CPUs and memory on NUMA node 1`.
-pub fn alignment_verdict(devices: &PodDevices, pinned: &BTreeSet<usize>) -> Result<(), String> {
+/// that say no NUMA node); else the devices that do not, [`Misaligned`].
+/// The rule itself is [`topoalign_scenario::dra::misaligned_devices`].
+pub fn alignment_verdict(devices: &PodDevices, pinned: &BTreeSet<usize>) -> Option<Misaligned> {
     match misaligned_devices(devices, pinned) {
-        Some(missing) if !missing.is_empty() => Err(format!(
-            "DRA would allocate {} while the kubelet pins the pod's CPUs and memory on NUMA node {}",
-            missing.join(", "),
-            numa_list(pinned)
-        )),
-        _ => Ok(()),
+        Some(missing) if !missing.is_empty() => Some(Misaligned {
+            devices: missing,
+            pinned: pinned.clone(),
+        }),
+        _ => None,
     }
 }
 
@@ -301,11 +370,13 @@ pub fn numa_list(nodes: &BTreeSet<usize>) -> String {
     text
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Devices for tests of DRA on fleet nodes (this crate's and simnodes').
+pub mod fixtures {
+    use super::{DeviceSpec, DraDevices};
 
-    fn devices() -> DraDevices {
+    /// Driver `gpu.example.com`'s two GPUs: `GPU_0` on NUMA node 0, `GPU_1`
+    /// on NUMA node 1.
+    pub fn two_gpus() -> DraDevices {
         vec![(
             "gpu.example.com".to_owned(),
             (0..2)
@@ -316,6 +387,13 @@ mod tests {
                 .collect(),
         )]
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use fixtures::two_gpus as devices;
 
     #[test]
     fn slices_carry_the_numa_node_under_the_standard_name() {
@@ -344,5 +422,68 @@ mod tests {
         assert!(unknown.starts_with("dra.devices: unknown field `devices`"), "{unknown}");
         let block = FleetDra::from_value(serde_json::json!({"drivers": ["a/gpu=gpu.example.com"]})).unwrap();
         assert_eq!(block.drivers[0].driver, "gpu.example.com");
+        assert_eq!(
+            error(serde_json::json!({"drivers": ["a/gpu=x.example.com", "a/gpu=y.example.com"]})),
+            "dra.drivers[1]: a/gpu is named already (dra.drivers[0]): one driver per resource"
+        );
+    }
+
+    fn resource(text: &str) -> DraResource {
+        text.parse().expect("RESOURCE=DRIVER")
+    }
+
+    /// A flag and the fleet file naming one resource: the same driver is
+    /// taken once, another driver is refused naming both.
+    #[test]
+    fn flags_add_to_the_block_and_never_override_it() {
+        let mut block = FleetDra::from_value(serde_json::json!({"drivers": ["a/gpu=gpu.example.com"]})).expect("block");
+        block
+            .add_drivers(&[resource("a/gpu=gpu.example.com"), resource("a/nic=nic.example.com")])
+            .expect("the same driver again, and a new resource");
+        assert_eq!(
+            block.drivers,
+            [resource("a/gpu=gpu.example.com"), resource("a/nic=nic.example.com")]
+        );
+        let conflict = block.add_drivers(&[resource("a/gpu=other.example.com")]).unwrap_err();
+        assert_eq!(
+            conflict.to_string(),
+            "--dra a/gpu=other.example.com: the fleet's dra.drivers[0] publishes a/gpu through gpu.example.com; \
+             name one driver per resource (leave the flag out, or change the fleet file)"
+        );
+        assert_eq!(block.drivers.len(), 2, "nothing added on a conflict");
+        let mut flags_only = FleetDra::default();
+        let conflict = flags_only
+            .add_drivers(&[resource("a/nic=nic.example.com"), resource("a/nic=other.example.com")])
+            .unwrap_err();
+        assert_eq!(conflict.by, "an earlier --dra");
+    }
+
+    /// The verdict's words are what people and the extender show: kept.
+    #[test]
+    fn a_misaligned_verdict_names_both_sides() {
+        let slices = resource_slices("n-0", &devices());
+        let claim: k8s_openapi::api::resource::v1::ResourceClaim = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p-gpu", "namespace": "ml"},
+            "status": {"allocation": {"devices": {"results": [
+                {"request": "gpu", "driver": "gpu.example.com", "pool": "n-0", "device": "gpu-0"}]}}}}))
+        .expect("claim");
+        let devices = PodDevices {
+            pod: "ml/p".to_owned(),
+            outcome: "allocated".to_owned(),
+            message: None,
+            claims: vec![topoalign_scenario::dra::ClaimDevices {
+                name: "gpu".to_owned(),
+                claim: "ml/p-gpu".to_owned(),
+                devices: topoalign_scenario::dra::claim_devices(&claim, &slices),
+            }],
+        };
+        let verdict = alignment_verdict(&devices, &BTreeSet::from([1])).expect("misaligned");
+        assert_eq!(
+            verdict.to_string(),
+            "DRA would allocate gpu/gpu: gpu-0 on NUMA node 0 while the kubelet pins the pod's CPUs and memory \
+             on NUMA node 1"
+        );
+        assert_eq!(alignment_verdict(&devices, &BTreeSet::from([0])), None);
+        assert_eq!(alignment_verdict(&devices, &BTreeSet::new()), None, "nothing pinned");
     }
 }

@@ -104,22 +104,45 @@ fn all() -> f64 {
     1.0
 }
 
+/// A generator spec that makes no workload: the field (`sizes[1].cpu`,
+/// `churn`) and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct GeneratorError {
+    /// The field's path inside the `generator:` block.
+    pub field: String,
+    pub message: String,
+}
+
+fn invalid(field: impl Into<String>, message: String) -> GeneratorError {
+    GeneratorError {
+        field: field.into(),
+        message,
+    }
+}
+
 impl GeneratorSpec {
     /// The workload this spec describes.
     ///
     /// # Errors
-    /// A message naming the bad field.
-    pub fn generate(&self) -> Result<Workload, String> {
+    /// [`GeneratorError`] naming the bad field.
+    pub fn generate(&self) -> Result<Workload, GeneratorError> {
         if self.pods as usize > topoalign_k8s::MAX_PODS {
-            return Err(format!(
-                "pods: {} pods: a workload has at most {} (refused before any is made)",
-                self.pods,
-                topoalign_k8s::MAX_PODS
+            return Err(invalid(
+                "pods",
+                format!(
+                    "{} pods: a workload has at most {} (refused before any is made)",
+                    self.pods,
+                    topoalign_k8s::MAX_PODS
+                ),
             ));
         }
         let total_weight: u64 = self.sizes.iter().map(|s| u64::from(s.weight)).sum();
         if total_weight == 0 {
-            return Err("sizes: at least one size with a positive weight is needed".into());
+            return Err(invalid(
+                "sizes",
+                "at least one size with a positive weight is needed".into(),
+            ));
         }
         for (name, share) in [
             ("gpuShare", self.gpu_share),
@@ -127,20 +150,26 @@ impl GeneratorSpec {
             ("churn", self.churn),
         ] {
             if !(0.0..=1.0).contains(&share) {
-                return Err(format!("{name}: {share} is not between 0 and 1"));
+                return Err(invalid(name, format!("{share} is not between 0 and 1")));
             }
         }
         if self.gpu_share > 0.0 {
             if self.gpus == 0 || self.gpus > MAX_SIZE_GPUS {
-                return Err(format!(
-                    "gpus: {} is not between 1 and {MAX_SIZE_GPUS} (gpuShare is {})",
-                    self.gpus, self.gpu_share
+                return Err(invalid(
+                    "gpus",
+                    format!(
+                        "{} is not between 1 and {MAX_SIZE_GPUS} (gpuShare is {})",
+                        self.gpus, self.gpu_share
+                    ),
                 ));
             }
             if !topoalign_model::resource_name::is_extended(&self.gpu_resource) {
-                return Err(format!(
-                    "gpuResource: {:?} is not an extended resource name (like nvidia.com/gpu)",
-                    self.gpu_resource
+                return Err(invalid(
+                    "gpuResource",
+                    format!(
+                        "{:?} is not an extended resource name (like nvidia.com/gpu)",
+                        self.gpu_resource
+                    ),
                 ));
             }
         }
@@ -224,19 +253,23 @@ fn size_quantity(
     amount: fn(Quantity) -> i128,
     max: i128,
     least: &str,
-) -> Result<Quantity, String> {
+) -> Result<Quantity, GeneratorError> {
     let at = format!("sizes[{index}].{field}");
-    let quantity = topoalign_k8s::parse_quantity(text).map_err(|e| format!("{at}: {e}"))?;
+    let quantity = topoalign_k8s::parse_quantity(text).map_err(|e| invalid(at.clone(), e.to_string()))?;
     let value = amount(quantity);
     if value <= 0 {
-        return Err(format!(
-            "{at}: {text:?} is not positive: a size asks for at least {least}"
+        return Err(invalid(
+            at,
+            format!("{text:?} is not positive: a size asks for at least {least}"),
         ));
     }
     if value > max {
-        return Err(format!(
-            "{at}: {text:?} is too large (at most {max} {})",
-            if field == "cpu" { "millicores" } else { "bytes" }
+        return Err(invalid(
+            at,
+            format!(
+                "{text:?} is too large (at most {max} {})",
+                if field == "cpu" { "millicores" } else { "bytes" }
+            ),
         ));
     }
     Ok(quantity)
@@ -305,10 +338,16 @@ mod tests {
     fn bad_specs_name_the_field() {
         let mut bad = spec(0.0);
         bad.churn = 1.5;
-        assert_eq!(bad.generate().unwrap_err(), "churn: 1.5 is not between 0 and 1");
+        assert_eq!(
+            bad.generate().unwrap_err(),
+            GeneratorError {
+                field: "churn".into(),
+                message: "1.5 is not between 0 and 1".into()
+            }
+        );
         let mut bad = spec(0.0);
         bad.sizes[1].cpu = "eight".into();
-        assert!(bad.generate().unwrap_err().starts_with("sizes[1].cpu:"));
+        assert_eq!(bad.generate().unwrap_err().field, "sizes[1].cpu");
     }
 
     #[test]
@@ -349,7 +388,7 @@ mod tests {
         for (change, expected) in cases {
             let mut bad = spec(0.0);
             change(&mut bad);
-            let error = bad.generate().unwrap_err();
+            let error = bad.generate().unwrap_err().to_string();
             assert!(error.starts_with(expected), "{error} (expected {expected})");
         }
         // No GPU pods: gpus and gpuResource do not matter.

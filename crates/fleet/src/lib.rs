@@ -28,9 +28,10 @@ pub mod stranded;
 pub mod workload;
 
 pub use fleet::{Fleet, FleetError, MAX_NODES, NodeGroup};
-pub use replay::{ReplayCounts, replay_check};
+pub use generator::GeneratorError;
+pub use replay::{ReplayCounts, ReplayError, replay_check};
 pub use report::{DraMisalignedPod, PodOutcome, Report, RunReport};
-pub use sim::{Options, RunKey, SimulateError, Simulation, simulate};
+pub use sim::{Options, RunKey, SimulateError, Simulation, StartError, simulate};
 pub use workload::{Event, Workload, WorkloadError};
 
 /// Which scheduler places the pods.

@@ -10,7 +10,7 @@
 //! `rejectedAtAdmission`.
 
 use crate::fleet::Fleet;
-use crate::sim::{RunKey, start_group};
+use crate::sim::{RunKey, StartError, start_group};
 use crate::workload::{Event, Workload};
 
 /// Admissions counted by the replay.
@@ -20,16 +20,26 @@ pub struct ReplayCounts {
     pub rejected: usize,
 }
 
+/// A node the replay could not start (which the run itself would have
+/// reported).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("replay check: node {node}: {error}")]
+pub struct ReplayError {
+    /// The node's name (`<entry>-<i>`).
+    pub node: String,
+    pub error: StartError,
+}
+
 /// Replays one run's per-node logs.
 ///
 /// # Errors
-/// A node that would not start (which the run itself would have reported).
+/// [`ReplayError`] naming a node that would not start.
 pub fn replay_check(
     fleet: &Fleet,
     workload: &Workload,
     key: &RunKey,
     logs: &[Vec<Event>],
-) -> Result<ReplayCounts, String> {
+) -> Result<ReplayCounts, ReplayError> {
     let names = fleet.node_names();
     let mut counts = ReplayCounts::default();
     for (n, log) in logs.iter().enumerate() {
@@ -37,7 +47,10 @@ pub fn replay_check(
             continue;
         }
         let group = &fleet.groups[names[n].1];
-        let mut node = start_group(group, key.policy, key.scope)?;
+        let mut node = start_group(group, key.policy, key.scope).map_err(|error| ReplayError {
+            node: names[n].0.clone(),
+            error,
+        })?;
         for &event in log {
             match event {
                 Event::Add(p) => {

@@ -155,19 +155,8 @@ pub fn condition_patch(alignment: &Alignment, now: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use topoalign_scenario::DeviceSpec;
 
-    fn devices() -> DraDevices {
-        vec![(
-            "gpu.example.com".to_owned(),
-            (0..2)
-                .map(|n| DeviceSpec {
-                    id: format!("GPU_{n}"),
-                    numa: vec![n],
-                })
-                .collect(),
-        )]
-    }
+    use topoalign_fleet::dra::fixtures::two_gpus as devices;
 
     fn claim(device: &str) -> ResourceClaim {
         serde_json::from_value(json!({"metadata": {"name": "p-gpu", "namespace": "ml"},

@@ -100,6 +100,8 @@ pub enum RunError {
     Duplicate(String),
     #[error("cannot publish the ResourceSlice {slice}: {error}")]
     Slice { slice: String, error: kube::Error },
+    #[error("cannot publish the DeviceClass {class}: {error}")]
+    DeviceClass { class: String, error: kube::Error },
 }
 
 struct State {
@@ -121,19 +123,22 @@ fn now() -> Value {
 }
 
 /// Runs the nodes until `shutdown` completes; `report` hears what
-/// happens.
+/// happens. The fleet's DeviceClasses and its nodes' ResourceSlices are
+/// applied first.
 ///
 /// # Errors
-/// [`RunError`] when a node cannot be registered or its first NRT object
-/// is refused; afterwards failures are reported and the nodes go on.
+/// [`RunError`] when a node cannot be registered, a DeviceClass or
+/// ResourceSlice or a node's first NRT object is refused; afterwards
+/// failures are reported and the nodes go on.
 pub async fn run(
     client: kube::Client,
-    nodes: Vec<SimNode>,
+    fleet: crate::SimFleet,
     options: Options,
     shutdown: impl Future<Output = ()>,
     report: impl Fn(Report) + Send + Sync + 'static,
 ) -> Result<(), RunError> {
     let report = Arc::new(report);
+    let crate::SimFleet { nodes, device_classes } = fleet;
     let limit = Arc::new(Semaphore::new(options.max_in_flight.max(1)));
     let names: Vec<String> = nodes.iter().map(|n| n.name().to_owned()).collect();
     let mut by_name = HashMap::new();
@@ -150,6 +155,7 @@ pub async fn run(
     }));
 
     register(&client, &state, &names, &limit).await?;
+    publish_classes(&client, &device_classes).await?;
     publish_slices(&client, &state).await?;
     let objects: Vec<_> = lock(&state).nodes.values().map(SimNode::nrt).collect();
     let mut first = JoinSet::new();
@@ -248,21 +254,47 @@ async fn publish_slices(client: &kube::Client, state: &Shared) -> Result<(), Run
     use k8s_openapi::api::resource::v1::ResourceSlice;
     let slices: Vec<ResourceSlice> = lock(state).nodes.values().flat_map(SimNode::resource_slices).collect();
     let api: Api<ResourceSlice> = Api::all(client.clone());
-    let params = PatchParams::apply(FIELD_MANAGER).force();
     for slice in slices {
         let name = slice.metadata.name.clone().unwrap_or_default();
-        let value = serde_json::to_value(&slice).map_err(|e| RunError::Slice {
-            slice: name.clone(),
-            error: kube::Error::SerdeError(e),
-        })?;
-        // Server-side apply wants the kind and version in the body.
-        let mut body = value;
-        body["apiVersion"] = json!("resource.k8s.io/v1");
-        body["kind"] = json!("ResourceSlice");
-        api.patch(&name, &params, &Patch::Apply(&body))
+        server_side_apply(&api, &name, &slice)
             .await
             .map_err(|error| RunError::Slice { slice: name, error })?;
     }
+    Ok(())
+}
+
+/// Applies the fleet's DeviceClasses (server-side apply: a class the
+/// cluster has already is taken over, with the fleet's spec).
+async fn publish_classes(
+    client: &kube::Client,
+    classes: &[k8s_openapi::api::resource::v1::DeviceClass],
+) -> Result<(), RunError> {
+    let api: Api<k8s_openapi::api::resource::v1::DeviceClass> = Api::all(client.clone());
+    for class in classes {
+        let name = class.metadata.name.clone().unwrap_or_default();
+        server_side_apply(&api, &name, class)
+            .await
+            .map_err(|error| RunError::DeviceClass { class: name, error })?;
+    }
+    Ok(())
+}
+
+/// Server-side applies `object` as `name` (the simulated kubelets' field
+/// manager, conflicts forced).
+async fn server_side_apply<K>(api: &Api<K>, name: &str, object: &K) -> Result<(), kube::Error>
+where
+    K: kube::Resource<DynamicType = ()>
+        + k8s_openapi::serde::Serialize
+        + Clone
+        + std::fmt::Debug
+        + k8s_openapi::serde::de::DeserializeOwned,
+{
+    let mut body = serde_json::to_value(object).map_err(kube::Error::SerdeError)?;
+    // Server-side apply wants the kind and version in the body.
+    body["apiVersion"] = json!(K::api_version(&()));
+    body["kind"] = json!(K::kind(&()));
+    api.patch(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&body))
+        .await?;
     Ok(())
 }
 

@@ -436,17 +436,30 @@ pub fn pod_resources_of(node: &Node) -> Snapshot {
 /// `{"delete": "<uid>"}`.
 ///
 /// # Errors
-/// A message saying what the line lacks.
-pub fn parse_input(line: &str) -> Result<Input, String> {
-    let value: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+/// [`InputError`] saying what the line lacks.
+pub fn parse_input(line: &str) -> Result<Input, InputError> {
+    let value: Value = serde_json::from_str(line).map_err(InputError::Json)?;
     if let Some(pod) = value.get("add") {
-        let pod: K8sPod = serde_json::from_value(pod.clone()).map_err(|e| format!("add: not a Pod: {e}"))?;
+        let pod: K8sPod = serde_json::from_value(pod.clone()).map_err(InputError::Pod)?;
         return Ok(Input::Add(Box::new(pod)));
     }
     if let Some(uid) = value.get("delete").and_then(Value::as_str) {
         return Ok(Input::Delete(uid.to_owned()));
     }
-    Err("expected {\"add\": <Pod>} or {\"delete\": \"<uid>\"}".to_owned())
+    Err(InputError::Shape)
+}
+
+/// An input line the stand-in cannot use (reported as an `error` line;
+/// the stand-in goes on).
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("not JSON: {0}")]
+    Json(serde_json::Error),
+    /// `add`'s value does not read as a Pod.
+    #[error("add: not a Pod: {0}")]
+    Pod(serde_json::Error),
+    #[error("expected {{\"add\": <Pod>}} or {{\"delete\": \"<uid>\"}}")]
+    Shape,
 }
 
 /// A parsed input line.
@@ -531,7 +544,7 @@ pub async fn run(
         }
         let change = match parse_input(&line) {
             Err(message) => {
-                emit(&mut output, json!({"event": "error", "message": message}))?;
+                emit(&mut output, json!({"event": "error", "message": message.to_string()}))?;
                 continue;
             }
             Ok(Input::Add(pod)) => stand_in.add(*pod),

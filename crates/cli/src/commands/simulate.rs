@@ -86,7 +86,11 @@ enum ReportFormat {
 pub fn run(args: &Args) -> Result {
     let mut fleet = read_fleet(&args.fleet, args.version.kubelet_version)?;
     if !args.dra.is_empty() {
-        fleet.dra.get_or_insert_with(Default::default).add_drivers(&args.dra);
+        fleet
+            .dra
+            .get_or_insert_with(Default::default)
+            .add_drivers(&args.dra)
+            .map_err(|e| Error::bad_input(format!("{}: {e}", args.fleet.display())))?;
     }
     let text = read_text(&args.workload)?;
     let mut workload = Workload::parse(&text)

@@ -40,15 +40,21 @@ pub struct Args {
     /// DRA instead, as driver DRIVER's ResourceSlices (one per node, each
     /// device with `resource.kubernetes.io/numaNode`); a pod with claims
     /// gets the condition `topoalign.io/DRAAligned` saying whether its
-    /// devices share a NUMA node with its pinned CPUs and memory.
+    /// devices share a NUMA node with its pinned CPUs and memory. Added to
+    /// the fleet file's `dra.drivers`; a resource both name must have the
+    /// same driver in both.
     #[arg(long = "dra", value_name = "RESOURCE=DRIVER")]
     dra: Vec<topoalign_simnodes::dra::DraResource>,
 }
 
 pub fn run(args: &Args) -> Result {
-    let fleet = read_fleet(&args.fleet, args.version.kubelet_version)?;
-    let nodes = topoalign_simnodes::fleet_nodes_with_dra(&fleet, &args.dra)
-        .map_err(|e| Error::bad_input(format!("{}: {e}", args.fleet.display())))?;
+    let mut fleet = read_fleet(&args.fleet, args.version.kubelet_version)?;
+    let input = |e: &dyn std::fmt::Display| Error::bad_input(format!("{}: {e}", args.fleet.display()));
+    if !args.dra.is_empty() {
+        let block = fleet.dra.get_or_insert_with(Default::default);
+        block.add_drivers(&args.dra).map_err(|e| input(&e))?;
+    }
+    let nodes = topoalign_simnodes::fleet_nodes(&fleet).map_err(|e| input(&e))?;
     if args.nrt_interval < 100 {
         return Err(Error::bad_input("--nrt-interval: at least 100 ms"));
     }

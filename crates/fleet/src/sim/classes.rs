@@ -544,7 +544,7 @@ fn dra_admit(
     let allocated = devices.outcome == "allocated";
     let misaligned = topoalign_scenario::dra::misaligned_devices(&devices, &pinned).unwrap_or_default();
     let refusal = if allocated {
-        crate::dra::alignment_verdict(&devices, &pinned).err()
+        crate::dra::alignment_verdict(&devices, &pinned).map(|m| m.to_string())
     } else {
         Some(format!(
             "DRA: the scheduler's allocator finds no devices here: {}",

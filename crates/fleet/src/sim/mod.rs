@@ -33,7 +33,7 @@ type RunResult = Result<(RunReport, Option<Vec<Vec<Event>>>), SimulateError>;
 /// under a policy (and scope) asked for. Names the entry as the fleet file
 /// does (`nodes[<index>]`, with its name).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("nodes[{entry}] ({name}).kubelet: the kubelet would not start with topologyManagerPolicy {policy}{}: {message}",
+#[error("nodes[{entry}] ({name}).kubelet: the kubelet would not start with topologyManagerPolicy {policy}{}: {error}",
     scope.as_ref().map(|s| format!(", topologyManagerScope {s}")).unwrap_or_default())]
 pub struct SimulateError {
     /// Index of the entry in the fleet file's `nodes`.
@@ -42,8 +42,24 @@ pub struct SimulateError {
     pub policy: String,
     /// The scope laid over the entry's, when the run set one.
     pub scope: Option<String>,
-    /// The kubelet's refusal.
-    pub message: String,
+    /// The kubelet's refusal (boxed: the error stays small beside the
+    /// simulation it stands for).
+    pub error: Box<StartError>,
+}
+
+/// Why a fleet entry's node does not start ([`start_group`],
+/// [`start_group_with_dra`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StartError {
+    /// The kubelet refuses to start, or its block is malformed.
+    #[error(transparent)]
+    Kubelet(#[from] topoalign_nrt::RestoreError),
+    /// The fleet publishes devices through DRA and the node's kubelet
+    /// release is one whose scheduler allocator is not reproduced.
+    #[error(
+        "the kubelet release is {release}; the scheduler's DRA allocator is reproduced for 1.34 to 1.37 ({message})"
+    )]
+    DraRelease { release: String, message: String },
 }
 
 /// What to simulate.
@@ -133,7 +149,7 @@ pub fn simulate(
         for &scope in &scopes {
             for (entry, group) in fleet.groups.iter().enumerate() {
                 start_group_with_dra(group, fleet.dra.as_ref(), policy, scope)
-                    .map_err(|message| start_error(entry, group, policy, scope, message))?;
+                    .map_err(|error| start_error(entry, group, policy, scope, error))?;
             }
         }
     }
@@ -207,14 +223,14 @@ fn start_error(
     group: &crate::NodeGroup,
     policy: TopologyPolicyName,
     scope: Option<TopologyScope>,
-    message: String,
+    error: StartError,
 ) -> SimulateError {
     SimulateError {
         entry,
         name: group.name.clone(),
         policy: policy.as_str().to_string(),
         scope: scope.map(|s| s.as_str().to_string()),
-        message,
+        error: Box::new(error),
     }
 }
 
@@ -224,7 +240,7 @@ fn setup_groups(fleet: &Fleet, key: &RunKey, resources: &mut ResourceTable) -> R
     let mut groups = Vec::new();
     for (entry, group) in fleet.groups.iter().enumerate() {
         let (node, dra) = start_group_with_dra(group, fleet.dra.as_ref(), key.policy, key.scope)
-            .map_err(|message| start_error(entry, group, key.policy, key.scope, message))?;
+            .map_err(|error| start_error(entry, group, key.policy, key.scope, error))?;
         let allocatable_list = node.resources().allocatable.clone();
         let allocatable = resources.dense(&allocatable_list);
         groups.push(GroupSetup {
@@ -242,12 +258,13 @@ fn setup_groups(fleet: &Fleet, key: &RunKey, resources: &mut ResourceTable) -> R
 /// Starts one node of `group` under `policy` (and `scope`, when given).
 ///
 /// # Errors
-/// The kubelet's start-up refusal, or a malformed kubelet block.
+/// [`StartError::Kubelet`]: the kubelet's start-up refusal, or a malformed
+/// kubelet block.
 pub fn start_group(
     group: &crate::NodeGroup,
     policy: TopologyPolicyName,
     scope: Option<TopologyScope>,
-) -> Result<Node, String> {
+) -> Result<Node, StartError> {
     start_spec(&group.spec, policy, scope)
 }
 
@@ -256,14 +273,15 @@ pub fn start_group(
 /// allocator of the node's kubelet release).
 ///
 /// # Errors
-/// The kubelet's start-up refusal, a malformed kubelet block, or a kubelet
-/// release whose scheduler allocator topoalign does not reproduce.
+/// [`StartError`]: the kubelet's start-up refusal, a malformed kubelet
+/// block, or a kubelet release whose scheduler allocator topoalign does not
+/// reproduce.
 pub fn start_group_with_dra(
     group: &crate::NodeGroup,
     dra: Option<&crate::dra::FleetDra>,
     policy: TopologyPolicyName,
     scope: Option<TopologyScope>,
-) -> Result<(Node, Option<DraState>), String> {
+) -> Result<(Node, Option<DraState>), StartError> {
     let Some(dra) = dra else {
         return Ok((start_group(group, policy, scope)?, None));
     };
@@ -272,9 +290,12 @@ pub fn start_group_with_dra(
         .config()
         .kubelet_version
         .to_string();
-    topoalign_dra::features::scheduler_defaults(&release).map_err(|e| {
-        format!("the kubelet release is {release}; the scheduler's DRA allocator is reproduced for 1.34 to 1.37 ({e})")
-    })?;
+    if let Err(e) = topoalign_dra::features::scheduler_defaults(&release) {
+        return Err(StartError::DraRelease {
+            release,
+            message: e.to_string(),
+        });
+    }
     let (spec, state) = dra.group(group, &release);
     Ok((start_spec(&spec, policy, scope)?, Some(state)))
 }
@@ -283,7 +304,7 @@ fn start_spec(
     spec: &topoalign_nrt::NodeSpec,
     policy: TopologyPolicyName,
     scope: Option<TopologyScope>,
-) -> Result<Node, String> {
+) -> Result<Node, StartError> {
     let mut kubelet = match &spec.kubelet {
         serde_json::Value::Object(map) => map.clone(),
         _ => serde_json::Map::new(),
@@ -296,5 +317,5 @@ fn start_spec(
         topology: spec.topology.clone(),
         kubelet: serde_json::Value::Object(kubelet),
     };
-    topoalign_nrt::start_node(&spec).map_err(|e| e.to_string())
+    Ok(topoalign_nrt::start_node(&spec)?)
 }
