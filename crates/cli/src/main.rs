@@ -32,7 +32,10 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// Align CPUs, memory and devices on NUMA nodes exactly as the kubelet's
 /// Topology Manager would, and explain every decision.
 #[derive(Parser)]
-#[command(name = "topoalign", version, about, long_about = None)]
+// Help wraps at the terminal's width, at most 100 columns (clap's
+// `wrap_help`); docs/reference/ is this help at 100 columns
+// (crates/cli/tests/reference_docs.rs).
+#[command(name = "topoalign", version, about, long_about = None, max_term_width = 100)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -53,8 +53,10 @@ pub enum DocumentFormat {
     /// For people (the default).
     #[default]
     Text,
-    /// `{"results": [...]}`: replay's result entries plus qosClass,
-    /// affinity, warnings and explanation.
+    /// One JSON document: admit and explain give `{"results": [...]}`,
+    /// replay's result entries plus qosClass, affinity, warnings and
+    /// explanation; `explain pod/NAME` every node's answer; diagnose the
+    /// kubelet state it read; nodes `{"nodes": [...]}`.
     Json,
     /// The same document as YAML.
     Yaml,

@@ -80,7 +80,8 @@ pub struct Args {
     #[arg(long, value_name = "SECONDS", default_value_t = 5)]
     reconcile_interval: u64,
     /// Publish the node's NodeResourceTopology object to the API server
-    /// (server-side apply; in-cluster configuration, else the kubeconfig),
+    /// (server-side apply; $KUBECONFIG or ~/.kube/config, else the
+    /// in-cluster service account),
     /// after every allocation change. The CRD must be installed
     /// (deploy/noderesourcetopology-crd.yaml).
     #[arg(long)]

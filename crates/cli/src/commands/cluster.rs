@@ -24,14 +24,16 @@ pub const PLUGIN_NAME: &str = "kubectl-topoalign";
 /// kubectl's connection flags.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct ClusterArgs {
-    /// With `pod/NAME`: the kubeconfig to use [default: $KUBECONFIG, else
-    /// ~/.kube/config, else the in-cluster service account].
+    /// The live cluster's kubeconfig (`explain pod/NAME`, `nodes`)
+    /// [default: $KUBECONFIG, else ~/.kube/config, else the in-cluster
+    /// service account].
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
-    /// With `pod/NAME`: the kubeconfig context [default: its current one].
+    /// The kubeconfig context [default: its current one].
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
-    /// With `pod/NAME`: the pod's namespace [default: the context's].
+    /// The namespace of `explain pod/NAME`'s pod [default: the context's];
+    /// `nodes` reads every namespace.
     #[arg(short = 'n', long, value_name = "NAMESPACE")]
     pub namespace: Option<String>,
 }

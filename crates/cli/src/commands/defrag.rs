@@ -39,8 +39,8 @@ pub struct Args {
     /// Read a live cluster through this context of the kubeconfig.
     #[arg(long, value_name = "NAME")]
     context: Option<String>,
-    /// Read the live cluster of the usual places (in-cluster
-    /// configuration, $KUBECONFIG, ~/.kube/config).
+    /// Read the live cluster of the usual places ($KUBECONFIG, else
+    /// ~/.kube/config, else the in-cluster service account).
     #[arg(long)]
     cluster: bool,
     /// Plan for the pending pods of this namespace only (live; default:

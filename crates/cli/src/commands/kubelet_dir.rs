@@ -22,8 +22,8 @@ pub struct KubeletDirArgs {
     pub pod_resources: Option<PathBuf>,
     /// The node's pods (a v1 List or Pod documents: `kubectl get pods -o
     /// yaml --field-selector spec.nodeName=NODE`), naming the pods behind
-    /// the state's UIDs. Default: diagnose reads DIR/pods.yaml when it
-    /// exists; the follower watches the API server.
+    /// the state's UIDs. Default: DIR/pods.yaml when it exists (diagnose,
+    /// verify); the follower watches the API server.
     #[arg(long, value_name = "FILE", alias = "pods-file")]
     pub pods: Option<PathBuf>,
 }

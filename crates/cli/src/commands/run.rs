@@ -120,9 +120,11 @@ Examples:
 The command gets what was decided in its environment (TOPOALIGN_ALLOCATION,
 TOPOALIGN_CPUS, TOPOALIGN_EXCLUSIVE, TOPOALIGN_MEMS, TOPOALIGN_DEVICES,
 TOPOALIGN_POLICY, TOPOALIGN_ENFORCEMENT, TOPOALIGN_CGROUP); `topoalign verify
---pid PID` reads it back and checks it against the kernel. Exit status: the command's; 125 if it was not started (no agent,
-invalid or rejected request: the explanation is printed); 126 not executable;
-127 not found; 128+N killed by signal N.";
+--pid PID` reads it back and checks it against the kernel.
+
+Exit status: the command's; 125 if it was not started (no agent, invalid or
+rejected request: the explanation is printed); 126 not executable; 127 not
+found; 128+N killed by signal N.";
 
 /// Where the allocation comes from.
 enum Allocator {
