@@ -123,13 +123,22 @@ pub fn run(args: &Args) -> Result {
         };
         reports.push(report_of(&machine, &layout, facts)?);
     }
-    let summary = Summary::of(&reports);
+    emit(args, &reports, &[], |summary| {
+        render(&reports, summary, args.pids.is_empty())
+    })
+}
+
+/// Writes the reports — `text` given their summary, or the JSON document —
+/// and gives the exit status: success when every placement is kept, else
+/// [`NOT_KEPT`]. The end of both modes (`--pid` and `--containers`).
+fn emit(args: &Args, reports: &[Report], not_found: &[String], text: impl FnOnce(&Summary) -> String) -> Result {
+    let summary = Summary::of(reports);
     let bytes = match args.output.format() {
-        VerifyFormat::Text => render(&reports, &summary, args.pids.is_empty()).into_bytes(),
+        VerifyFormat::Text => text(&summary).into_bytes(),
         VerifyFormat::Json => (serde_json::to_string_pretty(&Document {
-            reports: &reports,
+            reports,
             summary: &summary,
-            not_found: &[],
+            not_found,
         })? + "\n")
             .into_bytes(),
     };

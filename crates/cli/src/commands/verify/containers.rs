@@ -19,8 +19,8 @@ use topoalign_k8s::{ManifestOptions, ManifestPod, read_manifests};
 use topoalign_observe::{CheckpointStatus, ContainerStatus, Inputs, KubeletDir, PodNames, RunningContainer};
 use topoalign_verify::{Report, Summary};
 
-use super::{Args, Document, NOT_KEPT, VerifyFormat, render_reports};
-use crate::commands::{Error, Outcome, Result};
+use super::{Args, emit, render_reports};
+use crate::commands::{Error, Result};
 
 pub(super) fn run(args: &Args) -> Result {
     let root = args.root.as_deref();
@@ -127,21 +127,8 @@ pub(super) fn run(args: &Args) -> Result {
         error => Error::Failed(error.into()),
     })?;
     let (reports, not_found) = (verified.reports, verified.not_found);
-    let summary = Summary::of(&reports);
-    let bytes = match args.output.format() {
-        VerifyFormat::Text => render(&dir, &reports, &summary, &not_found).into_bytes(),
-        VerifyFormat::Json => (serde_json::to_string_pretty(&Document {
-            reports: &reports,
-            summary: &summary,
-            not_found: &not_found,
-        })? + "\n")
-            .into_bytes(),
-    };
-    args.output.write(&bytes)?;
-    Ok(if summary.all_kept() {
-        Outcome::Success
-    } else {
-        Outcome::Exit(NOT_KEPT)
+    emit(args, &reports, &not_found, |summary| {
+        render(&dir, &reports, summary, &not_found)
     })
 }
 
