@@ -51,7 +51,10 @@ pub use manifests::{
     MAX_PODS, ManifestError, ManifestOptions, ManifestPod, Manifests, Skipped, own_replicas, read_manifests,
 };
 pub use nesting::{MAX_NESTING, NestingError, check_nesting, prepare as prepare_text};
-pub use pod::{PodError, PodProblem, is_valid_pod_key, pod_from_k8s, pod_from_value, pod_from_yaml};
+pub use pod::{
+    PodError, PodLevelField, PodProblem, is_valid_pod_key, pod_from_k8s, pod_from_k8s_created, pod_from_value,
+    pod_from_value_created, pod_from_yaml,
+};
 pub use quantity::{QuantityError, go_string, parse_quantity, parse_quantity_field};
 pub use restart::restart_node;
 pub use startup::{KubeletConfigError, node_config, node_config_from_value, start_node};

@@ -117,15 +117,115 @@ impl PodError {
 /// # Errors
 /// [`PodError`] naming the field; see [`pod_from_k8s`].
 pub fn pod_from_value(manifest: &serde_json::Value, default_uid: &str) -> Result<Pod, PodError> {
-    let pod: k8s::Pod = match serde_path_to_error::deserialize(manifest) {
-        Ok(pod) => pod,
+    pod_from_k8s(&decode(manifest)?, default_uid)
+}
+
+/// The manifest as the Kubernetes type.
+fn decode(manifest: &serde_json::Value) -> Result<k8s::Pod, PodError> {
+    match serde_path_to_error::deserialize(manifest) {
+        Ok(pod) => Ok(pod),
         // Only a manifest that does not read is searched for `null`s.
         Err(error) => match null_quantities_as_zero(manifest) {
-            Some(patched) => serde_path_to_error::deserialize(&patched).map_err(|e| malformed(&e))?,
-            None => return Err(malformed(&error)),
+            Some(patched) => serde_path_to_error::deserialize(&patched).map_err(|e| malformed(&e)),
+            None => Err(malformed(&error)),
         },
-    };
-    pod_from_k8s(&pod, default_uid)
+    }
+}
+
+/// Whether the API server that creates a pod keeps its pod-level
+/// `spec.resources`: with its `PodLevelResources` gate off (alpha, off by
+/// default, in 1.32 and 1.33), `dropDisabledPodLevelResources`
+/// (pkg/api/pod/util.go) drops the field on create before validation, so
+/// the kubelet never sees it and the pod-level validation never runs; only
+/// decoding read it (a malformed amount is still refused).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PodLevelField {
+    /// `PodLevelResources` on: kept, validated, defaulted.
+    Kept,
+    /// `PodLevelResources` off: dropped.
+    Dropped,
+}
+
+impl PodLevelField {
+    /// What a cluster whose kubelet has `kubelet`'s fields (a scenario's
+    /// `kubelet:` block or a configuration file's fields, with
+    /// `kubeletVersion`) does with the field: its one gate set stands for
+    /// the API server's too. Kept when the fields do not decode (the
+    /// kubelet's start then refuses them).
+    pub fn of_kubelet(kubelet: &serde_json::Value) -> PodLevelField {
+        let Ok(config) = crate::KubeletConfiguration::from_value(kubelet) else {
+            return PodLevelField::Kept;
+        };
+        let version = config.kubelet_version.unwrap_or_default();
+        let on = config
+            .feature_gates()
+            .get("PodLevelResources")
+            .copied()
+            .unwrap_or(version.at_least(topoalign_model::KubeletVersion::V1_34));
+        if on {
+            PodLevelField::Kept
+        } else {
+            PodLevelField::Dropped
+        }
+    }
+}
+
+/// A pod as an API server with [`PodLevelField`] creates it: read as
+/// [`pod_from_value`] does, except that with the field dropped
+/// `spec.resources` is only decoded, then left out. The `bool` says it
+/// was there and was dropped.
+///
+/// # Errors
+/// As [`pod_from_value`]; with the field dropped, none for the content of
+/// `spec.resources` beyond a malformed amount.
+pub fn pod_from_value_created(
+    manifest: &serde_json::Value,
+    default_uid: &str,
+    field: PodLevelField,
+) -> Result<(Pod, bool), PodError> {
+    let pod = decode(manifest)?;
+    pod_from_k8s_created(&pod, default_uid, field)
+}
+
+/// [`pod_from_value_created`] for a typed pod.
+///
+/// # Errors
+/// As [`pod_from_value_created`].
+pub fn pod_from_k8s_created(pod: &k8s::Pod, default_uid: &str, field: PodLevelField) -> Result<(Pod, bool), PodError> {
+    let written = pod.spec.as_ref().and_then(|spec| spec.resources.as_ref());
+    match (field, written) {
+        (PodLevelField::Dropped, Some(resources)) => {
+            decode_only(resources)?;
+            let mut dropped = pod.clone();
+            if let Some(spec) = dropped.spec.as_mut() {
+                spec.resources = None;
+            }
+            Ok((pod_from_k8s(&dropped, default_uid)?, true))
+        }
+        _ => Ok((pod_from_k8s(pod, default_uid)?, false)),
+    }
+}
+
+/// What decoding alone refuses in `spec.resources`: an amount
+/// `Quantity.UnmarshalJSON` cannot parse.
+fn decode_only(resources: &k8s::ResourceRequirements) -> Result<(), PodError> {
+    for (list, at) in [
+        (resources.requests.as_ref(), "spec.resources.requests"),
+        (resources.limits.as_ref(), "spec.resources.limits"),
+    ] {
+        for (resource, K8sQuantity(text)) in list.into_iter().flatten() {
+            parse_quantity_field(text).map_err(|error| {
+                PodError::new(
+                    format!("{at}.{resource}"),
+                    PodProblem::InvalidQuantity {
+                        text: text.clone(),
+                        error,
+                    },
+                )
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// `manifest` with every `null` amount of a resource list — a container's
@@ -729,5 +829,66 @@ mod tests {
         let error = pod(json!("not a pod")).unwrap_err();
         assert_eq!(error.path(), "");
         assert_eq!(error.to_string(), error.message());
+    }
+
+    /// Whether the cluster keeps `spec.resources`, by release and gate:
+    /// `PodLevelResources` is alpha and off by default in v1.32.10 and
+    /// v1.33.13, beta and on from v1.34.4 (pkg/features/kube_features.go of
+    /// each release).
+    #[test]
+    fn pod_level_field_follows_the_release_and_the_gate() {
+        let cases = [
+            (json!({"kubeletVersion": "1.32"}), PodLevelField::Dropped),
+            (json!({"kubeletVersion": "1.33"}), PodLevelField::Dropped),
+            (json!({"kubeletVersion": "1.34"}), PodLevelField::Kept),
+            (json!({"kubeletVersion": "1.37"}), PodLevelField::Kept),
+            (json!(null), PodLevelField::Kept),
+            (
+                json!({"kubeletVersion": "1.32", "featureGates": {"PodLevelResources": true}}),
+                PodLevelField::Kept,
+            ),
+            (
+                json!({"kubeletVersion": "1.35", "featureGates": {"PodLevelResources": false}}),
+                PodLevelField::Dropped,
+            ),
+        ];
+        for (kubelet, expected) in cases {
+            assert_eq!(PodLevelField::of_kubelet(&kubelet), expected, "{kubelet}");
+        }
+    }
+
+    /// With the gate off the API server drops `spec.resources` before
+    /// validation (`dropDisabledPodLevelResources`): what pod-level
+    /// validation refuses is no error, the pod has no pod-level resources,
+    /// and only what decoding refuses (a malformed amount) still is.
+    /// Vectors `1.32|1.33/hand-pod-level-dropped` hold the kubelet's answer.
+    #[test]
+    fn a_dropped_pod_level_field_is_only_decoded() {
+        let with = |resources: Value| {
+            json!({"metadata": {"name": "p"}, "spec": {
+                "containers": [{"name": "app"}], "resources": resources}})
+        };
+        for resources in [
+            json!({"requests": {"cpu": "4"}, "limits": {"cpu": "2"}}),
+            json!({"requests": {"memory": "-1Gi"}, "limits": {"ephemeral-storage": "1Gi", "example.com/gpu": "0.5"}}),
+            json!({"limits": {"cpu": "1e17"}}),
+        ] {
+            let manifest = with(resources);
+            assert!(pod(manifest.clone()).is_err(), "validated when kept: {manifest}");
+            let (read, dropped) = pod_from_value_created(&manifest, "u", PodLevelField::Dropped)
+                .unwrap_or_else(|e| panic!("{manifest}: {e}"));
+            assert!(dropped);
+            assert_eq!(read.pod_resources, None);
+            assert_eq!(read.qos, QosClass::BestEffort);
+        }
+        let malformed = with(json!({"limits": {"cpu": "two"}}));
+        let error = pod_from_value_created(&malformed, "u", PodLevelField::Dropped).unwrap_err();
+        assert_eq!(error.path(), "spec.resources.limits.cpu");
+        let kept = with(json!({"limits": {"cpu": "2"}}));
+        let (read, dropped) = pod_from_value_created(&kept, "u", PodLevelField::Kept).expect("valid");
+        assert!(!dropped);
+        assert!(read.pod_resources.is_some());
+        let (_, dropped) = pod_from_value_created(&with(json!(null)), "u", PodLevelField::Dropped).expect("valid");
+        assert!(!dropped, "no field, nothing dropped");
     }
 }

@@ -58,7 +58,7 @@ pub fn replay_with(scenario: &Scenario, strategy: MergeStrategy) -> Result<Repla
     run(
         &scenario.topology,
         &scenario.kubelet,
-        || read_raw_events(scenario),
+        |notes| read_raw_events(scenario, notes),
         strategy,
         scenario.dra.as_deref().map(|dra| (dra, dra_events(scenario))),
     )
@@ -106,7 +106,8 @@ pub struct ReplayInput {
 /// The events of a [`ReplayInput`]: read already, or still raw (read at
 /// replay time, after the topology, for errors in [`replay`]'s order).
 enum Events {
-    Read(Vec<Event>),
+    /// With the warnings reading them gave.
+    Read(Vec<Event>, Vec<String>),
     Raw(Scenario),
 }
 
@@ -116,21 +117,26 @@ impl ReplayInput {
     /// # Errors
     /// As [`Scenario::parse`].
     pub fn parse(text: &str) -> Result<ReplayInput, ScenarioError> {
+        let mut notes = Vec::new();
         if let Some(typed) = TypedScenario::parse_json(text)
             && typed.dra.is_none()
-            && let Ok(events) = read_events(typed.events.iter().map(|e| {
-                (
-                    e.add.as_deref().map(Manifest::Typed),
-                    e.delete.as_ref(),
-                    e.resize.as_ref(),
-                    e.restart.as_ref(),
-                )
-            }))
+            && let Ok(events) = read_events(
+                typed.events.iter().map(|e| {
+                    (
+                        e.add.as_deref().map(Manifest::Typed),
+                        e.delete.as_ref(),
+                        e.resize.as_ref(),
+                        e.restart.as_ref(),
+                    )
+                }),
+                topoalign_k8s::PodLevelField::of_kubelet(&typed.kubelet),
+                &mut notes,
+            )
         {
             return Ok(ReplayInput {
                 kubelet: typed.kubelet,
                 topology: typed.topology,
-                events: Events::Read(events),
+                events: Events::Read(events, notes),
             });
         }
         let scenario = Scenario::parse(text)?;
@@ -152,11 +158,20 @@ impl ReplayInput {
             events,
         } = self;
         match events {
-            Events::Read(events) => run(&topology, &kubelet, || Ok(events), MergeStrategy::Fast, None),
+            Events::Read(events, read_notes) => run(
+                &topology,
+                &kubelet,
+                |notes| {
+                    notes.extend(read_notes);
+                    Ok(events)
+                },
+                MergeStrategy::Fast,
+                None,
+            ),
             Events::Raw(scenario) => run(
                 &topology,
                 &kubelet,
-                || read_raw_events(&scenario),
+                |notes| read_raw_events(&scenario, notes),
                 MergeStrategy::Fast,
                 scenario.dra.as_deref().map(|dra| (dra, dra_events(&scenario))),
             ),
@@ -169,14 +184,15 @@ impl ReplayInput {
 fn run(
     topology: &crate::TopologySpec,
     kubelet: &serde_json::Value,
-    events: impl FnOnce() -> Result<Vec<Event>, ScenarioError>,
+    events: impl FnOnce(&mut Vec<String>) -> Result<Vec<Event>, ScenarioError>,
     strategy: MergeStrategy,
     dra: Option<(&DraSpec, Vec<DraEvent>)>,
 ) -> Result<Replay, ScenarioError> {
     let machine = topology.to_machine()?;
     // The DRA walk maps the pinned CPUs to NUMA nodes.
     let dra_machine = dra.as_ref().map(|_| machine.clone());
-    let events = events()?;
+    let mut notes = Vec::new();
+    let events = events(&mut notes)?;
     let mut node = match topoalign_k8s::start_node(machine, kubelet) {
         Ok(node) => node,
         Err(topoalign_k8s::ConfigError::Refused(text)) => return Ok(Replay::Refused(text)),
@@ -234,7 +250,12 @@ fn run(
         results,
         final_state: final_state(&node.state()),
         dra,
-        warnings: node.start_hazards().iter().map(ToString::to_string).collect(),
+        warnings: node
+            .start_hazards()
+            .iter()
+            .map(ToString::to_string)
+            .chain(notes)
+            .collect(),
     }))
 }
 
@@ -273,7 +294,8 @@ fn dra_results(
         DraEvent::Delete(key) if result.deleted == Some(true) => DraEventInput::Delete { pod: key },
         _ => DraEventInput::Other,
     });
-    crate::dra::walk(spec, &release, inputs, |cpu| machine.cpu(cpu).map(|c| c.numa)).map_err(
+    let spec = crate::dra::with_device_plugin_allocatable(spec, machine);
+    crate::dra::walk(&spec, &release, inputs, |cpu| machine.cpu(cpu).map(|c| c.numa)).map_err(
         |(event, crate::dra::DraError::Claim { index, message })| ScenarioError::Field {
             path: format!("events[{event}].add.spec.resourceClaims[{index}]"),
             message,
@@ -305,6 +327,11 @@ pub enum EventOutcome {
     Restart(Result<Vec<Decision>, String>),
 }
 
+/// The warning for a pod-level `spec.resources` the API server drops.
+pub const DROPPED_POD_LEVEL: &str = "ignored: the PodLevelResources feature gate is off in this release (alpha and \
+    off by default in 1.32 and 1.33), so the API server drops the field when it creates the pod and the kubelet \
+    never sees it; enable the gate (API server and kubelet) to use pod-level resources";
+
 /// The message of a resize of a pod the node did not admit.
 const NOT_ADMITTED: &str = "pod not admitted";
 
@@ -323,7 +350,7 @@ pub fn play_events(
     kubelet: &serde_json::Value,
     scenario: &Scenario,
 ) -> Result<Vec<EventOutcome>, ScenarioError> {
-    let events = read_raw_events(scenario)?;
+    let events = read_raw_events(scenario, &mut Vec::new())?;
     apply_events(node, kubelet, events)
 }
 
@@ -416,10 +443,16 @@ enum Manifest<'a> {
 }
 
 impl Manifest<'_> {
-    fn pod(self, default_uid: &str) -> Result<Pod, topoalign_k8s::PodError> {
+    /// The pod as an API server keeping or dropping `spec.resources`
+    /// creates it; whether it was dropped.
+    fn pod(
+        self,
+        default_uid: &str,
+        pod_level: topoalign_k8s::PodLevelField,
+    ) -> Result<(Pod, bool), topoalign_k8s::PodError> {
         match self {
-            Manifest::Raw(value) => topoalign_k8s::pod_from_value(value, default_uid),
-            Manifest::Typed(pod) => topoalign_k8s::pod_from_k8s(pod, default_uid),
+            Manifest::Raw(value) => topoalign_k8s::pod_from_value_created(value, default_uid, pod_level),
+            Manifest::Typed(pod) => topoalign_k8s::pod_from_k8s_created(pod, default_uid, pod_level),
         }
     }
 
@@ -439,15 +472,22 @@ impl Manifest<'_> {
     }
 }
 
-fn read_raw_events(scenario: &Scenario) -> Result<Vec<Event>, ScenarioError> {
-    read_events(scenario.events.iter().map(|e| {
-        (
-            e.add.as_ref().map(Manifest::Raw),
-            e.delete.as_ref(),
-            e.resize.as_ref(),
-            e.restart.as_ref(),
-        )
-    }))
+/// Reads a scenario's events, as an API server with the scenario's gates
+/// creates its pods; `notes` gets a warning per pod-level `spec.resources`
+/// such a server drops.
+fn read_raw_events(scenario: &Scenario, notes: &mut Vec<String>) -> Result<Vec<Event>, ScenarioError> {
+    read_events(
+        scenario.events.iter().map(|e| {
+            (
+                e.add.as_ref().map(Manifest::Raw),
+                e.delete.as_ref(),
+                e.resize.as_ref(),
+                e.restart.as_ref(),
+            )
+        }),
+        topoalign_k8s::PodLevelField::of_kubelet(&scenario.kubelet),
+        notes,
+    )
 }
 
 /// One event as written: its `add` manifest, `delete` key, `resize`,
@@ -461,7 +501,11 @@ type EventParts<'a> = (
 
 /// Reads and checks the events (`add` manifest, `delete` key, `resize`),
 /// in order.
-fn read_events<'a>(specs: impl ExactSizeIterator<Item = EventParts<'a>>) -> Result<Vec<Event>, ScenarioError> {
+fn read_events<'a>(
+    specs: impl ExactSizeIterator<Item = EventParts<'a>>,
+    pod_level: topoalign_k8s::PodLevelField,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Event>, ScenarioError> {
     let mut events = Vec::with_capacity(specs.len());
     // The API server holds one pod per namespace/name (and per uid) until it
     // is deleted; a second add would make two pods answer to one name.
@@ -480,10 +524,13 @@ fn read_events<'a>(specs: impl ExactSizeIterator<Item = EventParts<'a>>) -> Resu
             (Some(manifest), None, None, None) => {
                 // A pod without metadata.uid gets one unique to this event.
                 let uid = format!("topoalign-event-{index}");
-                let pod = manifest.pod(&uid).map_err(|e| ScenarioError::Field {
+                let (pod, dropped) = manifest.pod(&uid, pod_level).map_err(|e| ScenarioError::Field {
                     path: join_path(&format!("{}.add", at()), e.path()),
                     message: e.message(),
                 })?;
+                if dropped {
+                    notes.push(format!("{}.add.spec.resources: {DROPPED_POD_LEVEL}", at()));
+                }
                 if let Some((earlier, _)) = live.get(&pod.key()) {
                     return Err(ScenarioError::Field {
                         path: format!("{}.add.metadata.name", at()),

@@ -6,12 +6,15 @@
 //! quantities are then respelled (`spelling.rs`: every form Kubernetes
 //! accepts, listed in its docs), from a random stream of their own, so
 //! that a seed the step leaves alone names the scenario it named before.
-//! Restarts are put between the events the same way (`restart.rs`), and,
+//! Restarts are put between the events the same way (`restart.rs`), as is
+//! a pod-level `spec.resources` the API server drops where the
+//! `PodLevelResources` gate is off (`pod_level.rs`), and,
 //! before either, the resizes of the releases whose pod stream draws none
 //! (`resize.rs`: 1.32-1.35).
 
 mod kubelet;
 mod machine;
+mod pod_level;
 mod pods;
 mod resize;
 mod restart;
@@ -113,6 +116,8 @@ fn generate_with(seed: u64, release: Release, steps: LaterSteps, profile: Profil
     let mut restart_rng = root.fork(5);
     // And for the resizes of the releases whose pod stream draws none.
     let mut resize_rng = root.fork(6);
+    // And for the pod-level resources an API server drops.
+    let mut pod_level_rng = root.fork(7);
     let mut tags = Vec::new();
     let (topology, facts) = machine::machine(&mut machine_rng, profile, &mut tags);
     let (kubelet, kubelet_facts) = kubelet::kubelet(&mut kubelet_rng, release, profile, &facts, &mut tags);
@@ -139,6 +144,14 @@ fn generate_with(seed: u64, release: Release, steps: LaterSteps, profile: Profil
         spelling::respell(&mut spelling_rng, &mut scenario, &mut tags);
     }
     if steps == LaterSteps::All {
+        pod_level::add_dropped(
+            &mut pod_level_rng,
+            release,
+            &mut scenario,
+            &facts,
+            &kubelet_facts,
+            &mut tags,
+        );
         restart::add_restarts(&mut restart_rng, &mut scenario, &mut tags);
     }
     tags.sort();
@@ -192,7 +205,11 @@ mod tests {
                 let huge = g.tags.iter().any(|t| t == "quantity-huge");
                 for (i, event) in back.events.iter().enumerate() {
                     if let Some(pod) = &event.add
-                        && let Err(e) = topoalign_k8s::pod_from_value(pod, "00000000-0000-0000-0000-000000000001")
+                        && let Err(e) = topoalign_k8s::pod_from_value_created(
+                            pod,
+                            "00000000-0000-0000-0000-000000000001",
+                            topoalign_k8s::PodLevelField::of_kubelet(&back.kubelet),
+                        )
                     {
                         let too_large = e
                             .to_string()
