@@ -5,32 +5,13 @@
 //! changed input, kubelet fixes by starting a node with the changed
 //! configuration, restoring the state into it and admitting the pod.
 
-use std::path::{Path, PathBuf};
+mod agent_support;
 
-use assert_cmd::Command;
+use agent_support::{repo, run_in_repo as run};
 use serde_json::{Value, json};
 use topoalign_engine::Node;
 use topoalign_k8s::{KubeletConfiguration, node_config, pod_from_value};
 use topoalign_scenario::Scenario;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Runs the binary from the repository root, as the README does.
-fn run(args: &[&str]) -> (i32, String, String) {
-    let output = Command::cargo_bin("topoalign")
-        .expect("binary")
-        .current_dir(repo())
-        .args(args)
-        .output()
-        .expect("runs");
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
 
 /// `admit` exits 3 when its text report holds a rejected pod; every other
 /// example (`explain` included: a rejection is what it explains) exits 0.

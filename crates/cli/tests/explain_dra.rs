@@ -8,31 +8,13 @@
 //! `--dra` give the same answer; malformed manifests are named by file,
 //! document and field.
 
-use std::path::{Path, PathBuf};
+mod agent_support;
 
-use assert_cmd::Command;
+use agent_support::{repo, run_in_repo as run};
 use serde_json::Value;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 const NODE: &str = "examples/dra/node.yaml";
 const POD: &str = "examples/dra/train.yaml";
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let output = Command::cargo_bin("topoalign")
-        .expect("binary")
-        .current_dir(repo())
-        .args(args)
-        .output()
-        .expect("runs");
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
 
 fn temp_dir() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")

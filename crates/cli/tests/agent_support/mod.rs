@@ -30,6 +30,21 @@ pub fn topoalign(args: &[&str]) -> Output {
     Command::new(binary()).args(args).output().expect("the binary runs")
 }
 
+/// `topoalign` with `args` run from the repository root, as the README
+/// runs it: its exit code, standard output and standard error.
+pub fn run_in_repo(args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(binary())
+        .current_dir(repo())
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
 pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
