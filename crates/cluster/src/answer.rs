@@ -9,7 +9,12 @@
 //!    lower only (a pod never displaces a more important one), the fewest
 //!    pods, then the lowest highest priority among them, then the lowest
 //!    sum; re-checked by `topoalign_explain::fixes::apply` with those pods
-//!    removed;
+//!    removed. *At most* the pod's priority, where kube-scheduler's
+//!    preemption and `topoalign defrag` (which evicts by itself) take only
+//!    *strictly lower* ones: this answer is advice a person acts on, and in
+//!    a cluster without PriorityClasses every pod is 0, where strictly
+//!    lower would never find an eviction. Lower ones still come first (the
+//!    key's second part);
 //! 3. else the pod change `explain` proposes (its first pod fix on the
 //!    first node that has one, verified by `explain` itself).
 //!

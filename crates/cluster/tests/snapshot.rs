@@ -282,6 +282,45 @@ fn with_every_node_full_the_fewest_evictions_of_lower_priority_pods() {
     assert!(engine.admit(asked.pod.clone().expect("readable")).admitted());
 }
 
+/// The answer's rule is priority *at most* the pod's, not kube-scheduler
+/// preemption's (and `topoalign defrag`'s) *strictly lower*: a person
+/// acts on it, and in a cluster without PriorityClasses every pod is 0,
+/// where strictly lower would never propose an eviction. A lower-priority
+/// set is still preferred to a set of peers of the same size.
+#[test]
+fn evictions_may_take_pods_of_the_same_priority_but_lower_ones_first() {
+    let spec = spec();
+    let answer_with = |held: [(&str, i32); 2]| {
+        let held = held.map(|(name, priority)| pod(name, 7, priority, Some("one"), "Running", None));
+        let big = pod("big", 7, 0, None, "Pending", None);
+        let one = node_holding(&spec, &[&held[0], &held[1]]);
+        let [a, b] = held;
+        let objects = Objects {
+            nodes: vec![k8s_node("one")],
+            topologies: vec![exact_object("one", &spec, &one)],
+            pods: vec![a, b, big],
+        };
+        let snapshot = build(objects, now());
+        let asked = snapshot.pod("ns", "big").expect("pod");
+        topoalign_cluster::explain_pod(&snapshot, asked).fix
+    };
+    // Only peers (no PriorityClasses): one of them, the first by name.
+    let Some(ClusterFix::Evict { evict, .. }) = answer_with([("peer-a", 0), ("peer-b", 0)]) else {
+        panic!("an eviction of a pod of the same priority")
+    };
+    let evicted: Vec<(&str, i32)> = evict.iter().map(|e| (e.pod.as_str(), e.priority)).collect();
+    assert_eq!(evicted, [("ns/peer-a", 0)]);
+    // A peer and a lower pod: the lower one.
+    let Some(ClusterFix::Evict { evict, .. }) = answer_with([("peer", 0), ("low", -5)]) else {
+        panic!("an eviction")
+    };
+    let evicted: Vec<(&str, i32)> = evict.iter().map(|e| (e.pod.as_str(), e.priority)).collect();
+    assert_eq!(evicted, [("ns/low", -5)]);
+    // A more important pod is never proposed.
+    let fix = answer_with([("hi-a", 10), ("hi-b", 10)]);
+    assert!(!matches!(fix, Some(ClusterFix::Evict { .. })), "{fix:?}");
+}
+
 #[test]
 fn free_capacity_no_waiting_pod_can_use_is_stranded() {
     let spec = spec();

@@ -6,8 +6,12 @@
 //! 1. a node whose current state (the state planned so far) admits it as
 //!    is, first in fleet order: no eviction;
 //! 2. else the fewest evictions on one node. A pod may be a victim only if
-//!    its priority is *lower* than the pending pod's, it may be evicted at
-//!    all, and every budget covering it has an eviction left. Per node:
+//!    its priority is *lower* than the pending pod's (strictly, as
+//!    kube-scheduler's preemption: the planner evicts by itself, and a
+//!    peer evicted for a peer would only trade places — `topoalign
+//!    explain pod`, advice for a person, also offers peers), it may be
+//!    evicted at all, and every budget covering it has an eviction left.
+//!    Per node:
 //!    - *bound*: if evicting every such victim does not make the node
 //!      admit the pod, the node is skipped (admission is taken to be
 //!      monotone in evictions: freeing more never turns a yes into a no);
