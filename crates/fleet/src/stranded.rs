@@ -7,17 +7,25 @@
 //!   its zones' NRT `available` sum and its allocatable minus its pods'
 //!   requests, apportioned to the zones in proportion to their own free
 //!   amounts ([`crate::sim`]'s `capacity::Free`: the same arithmetic, so
-//!   the zones add up to the node); devices are each zone's free devices.
+//!   the zones add up to the node); devices are each zone's free devices:
+//!   the device plugin's, and where the node's DRA slices are known
+//!   ([`dra_free`], [`NodeFree::add_dra`]) its DRA devices no claim holds,
+//!   each on the NUMA node its `numaNode` attribute names, counted under
+//!   its driver's name.
 //! - Its free capacity is **stranded** when some of the failed pods are
 //!   ones an empty node of its shape would admit, and the node admits none
 //!   of them now ([`is_stranded`]).
 //!
+//! The simulator's end-of-run analysis (`sim/run.rs`) uses the same
+//! functions on its classes' zones (`zones_free`).
+//!
 //! Owns: those two definitions for one node. Must not touch: decisions
 //! (the engine's), the simulator's classes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use topoalign_engine::Node;
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
+use topoalign_engine::{Node, NumaUsage};
 use topoalign_model::{Pod, resource_name};
 
 use crate::sim::capacity::Free;
@@ -28,7 +36,8 @@ pub struct ZoneFree {
     pub numa: usize,
     pub milli_cpu: u64,
     pub memory_bytes: u64,
-    /// Device-plugin resource → free devices on this zone.
+    /// Device-plugin resource (or DRA driver, [`NodeFree::add_dra`]) →
+    /// free devices on this zone.
     pub devices: BTreeMap<String, u64>,
 }
 
@@ -40,10 +49,13 @@ pub struct NodeFree {
     pub zones: Vec<ZoneFree>,
 }
 
+fn to_u64(amount: i128) -> u64 {
+    u64::try_from(amount).unwrap_or(if amount < 0 { 0 } else { u64::MAX })
+}
+
 /// `node`'s free capacity per NUMA zone (see the module docs).
 pub fn node_free(node: &Node) -> NodeFree {
     let usage = node.numa_usage();
-    let to_u64 = |amount: i128| u64::try_from(amount).unwrap_or(if amount < 0 { 0 } else { u64::MAX });
     let allocatable = &node.resources().allocatable;
     let mut requested: BTreeMap<String, i128> = BTreeMap::new();
     for pod in node.pods() {
@@ -62,11 +74,27 @@ pub fn node_free(node: &Node) -> NodeFree {
             .map_or(0, |q| if resource == "cpu" { q.milli() } else { q.value() });
         to_u64(total - requested.get(resource).copied().unwrap_or(0))
     };
-    let zone_cpu: Vec<u64> = usage.iter().map(|z| to_u64(z.available("cpu").milli())).collect();
-    let zone_memory: Vec<u64> = usage.iter().map(|z| to_u64(z.available("memory").value())).collect();
-    let cpu = Free::new(&zone_cpu, node_wide("cpu"));
-    let memory = Free::new(&zone_memory, node_wide("memory"));
-    let zones = usage
+    zones_free(&usage, node_wide("cpu"), node_wide("memory")).free
+}
+
+/// A node's free capacity with the CPU and memory arithmetic behind it
+/// (the simulator's fragmentation reads the largest blocks).
+pub(crate) struct Capacity {
+    pub cpu: Free,
+    pub memory: Free,
+    pub free: NodeFree,
+}
+
+/// The free capacity of a node whose zones are `zones` (the engine's
+/// `numa_usage`) and whose node-wide free CPU (millicores) and memory
+/// (bytes) are `node_milli_cpu` and `node_memory` (allocatable minus the
+/// pods' requests).
+pub(crate) fn zones_free(zones: &[NumaUsage], node_milli_cpu: u64, node_memory: u64) -> Capacity {
+    let zone_cpu: Vec<u64> = zones.iter().map(|z| to_u64(z.available("cpu").milli())).collect();
+    let zone_memory: Vec<u64> = zones.iter().map(|z| to_u64(z.available("memory").value())).collect();
+    let cpu = Free::new(&zone_cpu, node_milli_cpu);
+    let memory = Free::new(&zone_memory, node_memory);
+    let zones = zones
         .iter()
         .enumerate()
         .map(|(i, zone)| ZoneFree {
@@ -81,10 +109,72 @@ pub fn node_free(node: &Node) -> NodeFree {
                 .collect(),
         })
         .collect();
-    NodeFree {
+    let free = NodeFree {
         milli_cpu: cpu.total,
         memory_bytes: memory.total,
         zones,
+    };
+    Capacity { cpu, memory, free }
+}
+
+/// Free DRA devices per NUMA node → driver → count: the devices of
+/// `slices` (a node's; the newest generation of each pool) that no claim
+/// of `allocated` holds (`status.allocation`), each on the NUMA node its
+/// `resource.kubernetes.io/numaNode` (or driver `numaNode`) attribute
+/// names ([`topoalign_scenario::dra::numa_node`]). A device that names no
+/// NUMA node is on none and not counted.
+pub fn dra_free(slices: &[ResourceSlice], allocated: &[ResourceClaim]) -> BTreeMap<usize, BTreeMap<String, u64>> {
+    let held: BTreeSet<(&str, &str, &str)> = allocated
+        .iter()
+        .filter_map(|c| {
+            c.status
+                .as_ref()?
+                .allocation
+                .as_ref()?
+                .devices
+                .as_ref()?
+                .results
+                .as_deref()
+        })
+        .flatten()
+        .map(|r| (r.driver.as_str(), r.pool.as_str(), r.device.as_str()))
+        .collect();
+    let newest = |driver: &str, pool: &str| {
+        slices
+            .iter()
+            .filter(|s| s.spec.driver == driver && s.spec.pool.name == pool)
+            .map(|s| s.spec.pool.generation)
+            .max()
+    };
+    let mut free: BTreeMap<usize, BTreeMap<String, u64>> = BTreeMap::new();
+    for slice in slices {
+        let (driver, pool) = (slice.spec.driver.as_str(), slice.spec.pool.name.as_str());
+        if newest(driver, pool) != Some(slice.spec.pool.generation) {
+            continue;
+        }
+        for device in slice.spec.devices.iter().flatten() {
+            let Some(numa) = topoalign_scenario::dra::numa_node(device, driver).and_then(|n| usize::try_from(n).ok())
+            else {
+                continue;
+            };
+            if !held.contains(&(driver, pool, device.name.as_str())) {
+                *free.entry(numa).or_default().entry(driver.to_owned()).or_default() += 1;
+            }
+        }
+    }
+    free
+}
+
+impl NodeFree {
+    /// Adds the node's free DRA devices ([`dra_free`]) to its zones'
+    /// devices, under each driver's name; a NUMA node the node has no zone
+    /// for is left out.
+    pub fn add_dra(&mut self, free: &BTreeMap<usize, BTreeMap<String, u64>>) {
+        for zone in &mut self.zones {
+            for (driver, count) in free.get(&zone.numa).into_iter().flatten() {
+                *zone.devices.entry(driver.clone()).or_default() += count;
+            }
+        }
     }
 }
 
@@ -97,4 +187,66 @@ pub fn is_stranded(node: &Node, empty: &Node, failed: &[Pod]) -> bool {
         .filter(|pod| empty.try_admit(pod).decision.admitted())
         .peekable();
     wanted.peek().is_some() && wanted.all(|pod| !node.try_admit(pod).decision.admitted())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dra::fixtures::two_gpus;
+
+    fn claim(devices: &[&str]) -> ResourceClaim {
+        let results: Vec<_> = devices
+            .iter()
+            .map(|d| serde_json::json!({"request": "gpu", "driver": "gpu.example.com", "pool": "n-0", "device": d}))
+            .collect();
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "c", "namespace": "ml"},
+            "status": {"allocation": {"devices": {"results": results}}}}))
+        .expect("claim")
+    }
+
+    #[test]
+    fn dra_devices_no_claim_holds_are_free_on_their_numa_node() {
+        let slices = crate::dra::resource_slices("n-0", &two_gpus());
+        let gpus = |n: u64| BTreeMap::from([("gpu.example.com".to_owned(), n)]);
+        assert_eq!(dra_free(&slices, &[]), BTreeMap::from([(0, gpus(1)), (1, gpus(1))]));
+        assert_eq!(dra_free(&slices, &[claim(&["gpu-0"])]), BTreeMap::from([(1, gpus(1))]));
+        assert!(dra_free(&slices, &[claim(&["gpu-0", "gpu-1"])]).is_empty());
+        // An older generation of the pool is not what the allocator sees.
+        let mut old = slices[0].clone();
+        old.spec.pool.generation = 0;
+        old.metadata.name = Some("old".into());
+        let with_old: Vec<_> = slices.iter().cloned().chain([old]).collect();
+        assert_eq!(dra_free(&with_old, &[]), dra_free(&slices, &[]));
+        // A device naming no NUMA node is counted nowhere.
+        let mut unplaced = slices.clone();
+        for device in unplaced[0].spec.devices.iter_mut().flatten() {
+            device.attributes = None;
+        }
+        assert!(dra_free(&unplaced, &[]).is_empty());
+    }
+
+    #[test]
+    fn dra_devices_join_their_zones_devices() {
+        let mut free = NodeFree {
+            milli_cpu: 0,
+            memory_bytes: 0,
+            zones: (0..2)
+                .map(|numa| ZoneFree {
+                    numa,
+                    devices: BTreeMap::from([("example.com/nic".to_owned(), 1)]),
+                    ..ZoneFree::default()
+                })
+                .collect(),
+        };
+        let slices = crate::dra::resource_slices("n-0", &two_gpus());
+        free.add_dra(&dra_free(&slices, &[claim(&["gpu-1"])]));
+        assert_eq!(
+            free.zones[0].devices,
+            BTreeMap::from([("example.com/nic".to_owned(), 1), ("gpu.example.com".to_owned(), 1)])
+        );
+        assert_eq!(
+            free.zones[1].devices,
+            BTreeMap::from([("example.com/nic".to_owned(), 1)])
+        );
+    }
 }

@@ -30,11 +30,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use topoalign_engine::{Node, TopologyPolicyName, TopologyScope};
-use topoalign_model::{ResourceList, resource_name};
+use topoalign_model::ResourceList;
 
 use std::ops::Bound::{Excluded, Unbounded};
 
-use super::capacity::{FragmentationSum, Free};
+use super::capacity::FragmentationSum;
 use super::classes::{ClassEvent, ClassId, ClassTable, LiveRow, OrderKey, Outcome};
 use super::nrt_filter;
 use super::shapes::{CPU, MEMORY, Shapes};
@@ -349,10 +349,11 @@ impl Run<'_> {
 
     /// Free and stranded capacity and fragmentation at the end of the run.
     ///
-    /// Free capacity per node and zone: [`super::capacity::Free`] (each
-    /// zone's NRT `available`, apportioned so the zones add up to the
-    /// node's free total, which is capped by its allocatable minus its
-    /// requests). A node's free capacity is *stranded* when some pods
+    /// Free capacity per node and zone: [`crate::stranded`]'s (each zone's
+    /// NRT `available`, apportioned so the zones add up to the node's free
+    /// total, which is capped by its allocatable minus its requests; the
+    /// zone's free devices, DRA devices no claim holds among them, under
+    /// their driver's name). A node's free capacity is *stranded* when some pods
     /// failed (rejected or unplaced) that an empty node of its shape would
     /// admit, and the engine admits none of them on it now. Fragmentation:
     /// [`FragmentationSum`]. Sums are kept in integers (millicores, bytes,
@@ -370,12 +371,12 @@ impl Run<'_> {
             .groups
             .iter()
             .map(|group| {
-                let (cpu, memory) = node_free(
+                let empty = capacity(
                     &group.root.numa_usage(),
                     &group.allocatable,
                     &vec![0; group.allocatable.len()],
                 );
-                (cpu.largest_block, memory.largest_block)
+                (empty.cpu.largest_block, empty.memory.largest_block)
             })
             .collect();
         let mut sums = Sums::default();
@@ -403,30 +404,35 @@ impl Run<'_> {
                     .all(|&s| !self.fits(c, s) || !self.table.would_admit(c, s, self.input.shapes));
             let used = self.table.classes[c as usize].used.clone();
             let zones = self.table.zones(c).to_vec();
-            let (cpu, memory) = node_free(&zones, &self.input.groups[group].allocatable, &used);
+            let mut free = capacity(&zones, &self.input.groups[group].allocatable, &used);
+            // The class's DRA side: its first node's slices and the claims
+            // its pods hold (every member publishes the same devices).
+            if let Some(dra) = self.table.classes[c as usize].dra.as_deref() {
+                let devices = crate::stranded::dra_free(&dra.spec().resource_slices, &dra.allocated_claims());
+                free.free.add_dra(&devices);
+            }
+            let (cpu, memory) = (&free.cpu, &free.memory);
             sums.free_milli_cpu += u128::from(cpu.total) * u128::from(members);
             sums.free_memory += u128::from(memory.total) * u128::from(members);
-            cpu_fragmentation.add(&cpu, empty_blocks[group].0, members);
-            memory_fragmentation.add(&memory, empty_blocks[group].1, members);
+            cpu_fragmentation.add(cpu, empty_blocks[group].0, members);
+            memory_fragmentation.add(memory, empty_blocks[group].1, members);
             if !stranded {
                 continue;
             }
             sums.stranded_milli_cpu += u128::from(cpu.total) * u128::from(members);
             sums.stranded_memory += u128::from(memory.total) * u128::from(members);
-            for (i, zone) in zones.iter().enumerate() {
+            for zone in &free.free.zones {
                 let numa = zone.numa;
                 if sums.zones.len() <= numa {
                     sums.zones.resize_with(numa + 1, ZoneSums::default);
                 }
                 let entry = &mut sums.zones[numa];
-                entry.milli_cpu += u128::from(cpu.zones[i]) * u128::from(members);
-                entry.memory += u128::from(memory.zones[i]) * u128::from(members);
-                for (resource, amounts) in &zone.resources {
-                    if resource_name::is_extended(resource) {
-                        let free = non_negative(amounts.available.value()) * u128::from(members);
-                        *entry.devices.entry(resource.clone()).or_default() += free;
-                        *sums.stranded_devices.entry(resource.clone()).or_default() += free;
-                    }
+                entry.milli_cpu += u128::from(zone.milli_cpu) * u128::from(members);
+                entry.memory += u128::from(zone.memory_bytes) * u128::from(members);
+                for (resource, &count) in &zone.devices {
+                    let free = u128::from(count) * u128::from(members);
+                    *entry.devices.entry(resource.clone()).or_default() += free;
+                    *sums.stranded_devices.entry(resource.clone()).or_default() += free;
                 }
             }
         }
@@ -496,21 +502,15 @@ struct ZoneSums {
     devices: BTreeMap<String, u128>,
 }
 
-fn non_negative(amount: i128) -> u128 {
-    u128::try_from(amount).unwrap_or(0)
-}
-
-/// A node's free CPU (millicores) and memory (bytes): its zones' NRT
-/// `available`, capped by its allocatable minus its requests.
-fn node_free(zones: &[topoalign_engine::NumaUsage], allocatable: &[i64], used: &[i64]) -> (Free, Free) {
+/// A node's free capacity ([`crate::stranded`]'s arithmetic, the one
+/// definition): its zones' NRT `available`, CPU and memory capped by its
+/// allocatable minus its requests (the class's resource vectors).
+fn capacity(zones: &[topoalign_engine::NumaUsage], allocatable: &[i64], used: &[i64]) -> crate::stranded::Capacity {
     let node = |r: usize| {
         let free = allocatable.get(r).copied().unwrap_or(0) - used.get(r).copied().unwrap_or(0);
         u64::try_from(free).unwrap_or(0)
     };
-    let to_u64 = |amount: i128| u64::try_from(amount).unwrap_or(if amount < 0 { 0 } else { u64::MAX });
-    let zone_cpu: Vec<u64> = zones.iter().map(|z| to_u64(z.available("cpu").milli())).collect();
-    let zone_memory: Vec<u64> = zones.iter().map(|z| to_u64(z.available("memory").value())).collect();
-    (Free::new(&zone_cpu, node(CPU)), Free::new(&zone_memory, node(MEMORY)))
+    crate::stranded::zones_free(zones, node(CPU), node(MEMORY))
 }
 
 /// A candidate's rank. The score is the kube-scheduler's
