@@ -309,8 +309,10 @@ func TestFollowerEvents(t *testing.T) {
 	}
 	// The NUMA nodes come from the scenario's machine: the GPU it sees is
 	// on one, the policy promised the other (its decided GPU's).
+	if !strings.HasPrefix(e.Message, "container app: misaligned: ") || strings.Contains(e.Message, "misaligned: misaligned") {
+		t.Errorf("the Event's message %q should start with the container and what was found, once", e.Message)
+	}
 	for _, want := range []string{
-		"container app",
 		"not its own visible: " + seen,
 		fmt.Sprintf("devices on NUMA %d", gpuNUMA[seen]),
 		fmt.Sprintf("single-numa-node promised NUMA %d", gpuNUMA[decided]),

@@ -102,7 +102,14 @@ pub fn notices(last: &mut HashMap<Key, Verdict>, verified: &Verified, containers
         if let Some(reason) = reason_of(report.verdict)
             && last.get(&key) != Some(&report.verdict)
         {
+            // Each finding starts with its verdict's word ("misaligned:
+            // devices on NUMA 1, ..."): the note does not say it twice.
             let findings: Vec<String> = report.findings.iter().map(ToString::to_string).collect();
+            let what = if findings.is_empty() {
+                report.verdict.as_str().to_string()
+            } else {
+                findings.join("; ")
+            };
             notices.push(Notice {
                 namespace: key.0.clone(),
                 pod: key.1.clone(),
@@ -111,12 +118,7 @@ pub fn notices(last: &mut HashMap<Key, Verdict>, verified: &Verified, containers
                     .map(|uid| (*uid).to_string())
                     .unwrap_or_default(),
                 reason,
-                note: format!(
-                    "container {}: {}: {}",
-                    key.2,
-                    report.verdict.as_str(),
-                    findings.join("; ")
-                ),
+                note: format!("container {}: {what}", key.2),
             });
         }
         now.insert(key, report.verdict);
@@ -301,7 +303,11 @@ mod tests {
         assert_eq!(posted.len(), 1, "{posted:?}");
         assert_eq!(posted[0].uid, "u-1");
         assert_eq!(Some(posted[0].reason), reason_of(failure));
-        assert!(posted[0].note.starts_with("container a: "), "{}", posted[0].note);
+        assert!(
+            posted[0].note.starts_with("container a: drifted: "),
+            "{}",
+            posted[0].note
+        );
         // The same failure again: no second event; back to aligned and
         // drifted again: one more.
         assert!(notices(&mut last, &drifted, &containers).is_empty());
