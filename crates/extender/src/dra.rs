@@ -106,6 +106,17 @@ pub struct ListError {
     pub source: kube::Error,
 }
 
+/// A pod manifest with claims that does not read as a Pod
+/// ([`PodClaims::of_manifest`]).
+#[derive(Debug, thiserror::Error)]
+#[error("invalid pod: {path}: {source}")]
+pub struct InvalidPod {
+    /// The field, as `serde_path_to_error` names it.
+    pub path: String,
+    #[source]
+    pub source: serde_json::Error,
+}
+
 /// A kube-scheduler release whose DRA allocator is not known ([`Dra::new`]).
 #[derive(Debug, thiserror::Error)]
 #[error("--dra-align: the scheduler release {release}: {source}")]
@@ -147,8 +158,8 @@ impl PodClaims {
     /// The claims of a pod manifest; `None` when it references none.
     ///
     /// # Errors
-    /// The field that cannot be read.
-    pub fn of_manifest(manifest: &serde_json::Value) -> Result<Option<PodClaims>, String> {
+    /// [`InvalidPod`]: the field that cannot be read.
+    pub fn of_manifest(manifest: &serde_json::Value) -> Result<Option<PodClaims>, InvalidPod> {
         let has_claims = manifest
             .pointer("/spec/resourceClaims")
             .and_then(|c| c.as_array())
@@ -156,8 +167,10 @@ impl PodClaims {
         if !has_claims {
             return Ok(None);
         }
-        let pod: K8sPod = serde_path_to_error::deserialize(manifest)
-            .map_err(|e| format!("invalid pod: {}: {}", e.path(), e.inner()))?;
+        let pod: K8sPod = serde_path_to_error::deserialize(manifest).map_err(|e| InvalidPod {
+            path: e.path().to_string(),
+            source: e.into_inner(),
+        })?;
         Ok(PodClaims::of_pod(&pod))
     }
 

@@ -456,7 +456,7 @@ fn filter_outcome(
 ) -> Result<crate::FilterOutcome, String> {
     let manifest = pod.ok_or_else(|| "no Pod in the request".to_owned())?;
     let pod = Cluster::read_pod(manifest).map_err(|e| e.to_string())?;
-    let claims = crate::dra::PodClaims::of_manifest(manifest)?;
+    let claims = crate::dra::PodClaims::of_manifest(manifest).map_err(|e| e.to_string())?;
     with_cluster(cluster, |cluster| {
         cluster
             .filter_with(&pod, claims.as_ref(), names, Instant::now())
