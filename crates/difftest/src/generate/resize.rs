@@ -88,6 +88,51 @@ pub(super) fn add_resizes(
     }
 }
 
+/// 1.32/1.33: turns `InPlacePodVerticalScalingExclusiveCPUs` on now and
+/// then in a scenario with resizes that the kubelet looks at, where the
+/// answer does not depend on the container status a scenario does not
+/// carry: the `none` and `best-effort` topology policies, without
+/// `full-pcpus-only` (elsewhere the engine and the oracle both refuse to
+/// answer such a resize: docs/kubelet-versions.md), and not the pod scope
+/// with the `Static` memory policy (the pod's CPU hints, which depend on
+/// that status, would place an init container's memory allocated again). A Guaranteed pod's
+/// resize then passes `canResizePod` and the managers keep what it holds.
+/// From a random stream of its own (fork 8).
+pub(super) fn add_exclusive_cpus_gate(
+    rng: &mut Rng,
+    release: Release,
+    scenario: &mut Scenario,
+    kubelet: &KubeletFacts,
+    tags: &mut Vec<String>,
+) {
+    if !matches!(release.0, 32 | 33)
+        || !scenario.events.iter().any(|e| e.resize.is_some())
+        || !matches!(kubelet.topology_policy, "none" | "best-effort" | "default")
+        || kubelet.full_pcpus_only
+        || (kubelet.pod_scope && kubelet.static_memory)
+        || !rng.chance(40)
+    {
+        return;
+    }
+    let Some(gates) = scenario
+        .kubelet
+        .as_object_mut()
+        .map(|k| k.entry("featureGates").or_insert_with(|| json!({})))
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    let in_place = gates
+        .get("InPlacePodVerticalScaling")
+        .and_then(Value::as_bool)
+        .unwrap_or(release.0 >= 33);
+    if !in_place || gates.contains_key("InPlacePodVerticalScalingExclusiveCPUs") {
+        return;
+    }
+    gates.insert("InPlacePodVerticalScalingExclusiveCPUs".into(), json!(true));
+    tags.push("gate:InPlacePodVerticalScalingExclusiveCPUs=true".into());
+}
+
 /// `namespace/name` of a pod manifest (the pod stream names every pod).
 fn pod_key(pod: &Value) -> String {
     let meta = pod.get("metadata");

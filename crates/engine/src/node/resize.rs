@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use topoalign_cpu_manager::CpuPolicyName;
 use topoalign_memory_manager::MemoryPolicyName;
 use topoalign_model::{Container, KubeletVersion, Pod, QosClass, Quantity, ResourceList};
+use topoalign_topology_manager::TopologyPolicyName;
 
 use super::Node;
 use crate::MergeTrace;
@@ -140,9 +141,12 @@ pub enum ResizeError {
     /// No admitted pod has this uid.
     #[error("no admitted pod has uid {0:?}")]
     NotAdmitted(String),
-    /// A 1.34 resize of exclusive CPUs or pinned memory with an
-    /// `InPlacePodVerticalScalingExclusive*` gate on: 1.34's managers size
-    /// the held allocation by the container status, which is not modelled.
+    /// A resize whose answer depends on the container status, which a
+    /// scenario does not carry: 1.34 with an
+    /// `InPlacePodVerticalScalingExclusive*` gate on and a changed exclusive
+    /// size; 1.32/1.33 with `InPlacePodVerticalScalingExclusiveCPUs` on, a
+    /// Guaranteed pod under the static CPU policy, and a changed CPU
+    /// request under `restricted`/`single-numa-node` or `full-pcpus-only`.
     #[error("{0}")]
     NotReproduced(String),
 }
@@ -469,10 +473,48 @@ impl Node {
         };
         if !version.at_least(KubeletVersion::V1_34) {
             // `canResizePod` in kubelet.go: both checks behind one gate, and
-            // whatever the resize changes. With the gate on, the managers
-            // size a held allocation by the container status's allocated
-            // resources (or find none), so they admit it as it is.
+            // whatever the resize changes. With the gate on, the resize
+            // reaches the admit handlers, where the CPU manager sizes what a
+            // container holds by the container status's
+            // `allocatedResources` (`guaranteedCPUs`, policy_static.go of
+            // v1.32.10 and v1.33.13): the spec's request before the status
+            // names the container, nothing (no exclusive CPUs asked) once
+            // it does without `InPlacePodVerticalScalingAllocatedStatus`
+            // (off), the held size with it. A scenario has no pod status, so
+            // where those answers differ topoalign gives none: a changed CPU
+            // request under `restricted` or `single-numa-node` (held CPUs of
+            // another size are a hint nothing satisfies, or are not asked
+            // for), and `full-pcpus-only` (its SMT checks run on that size).
+            // Elsewhere every reading admits the pod as it is held.
             if gates.in_place_resize_exclusive_cpus {
+                if static_cpu {
+                    let aligning = matches!(
+                        self.config.topology_policy,
+                        TopologyPolicyName::Restricted | TopologyPolicyName::SingleNumaNode
+                    );
+                    let full_pcpus_only = self
+                        .config
+                        .cpu_options
+                        .get("full-pcpus-only")
+                        .is_some_and(|value| matches!(value.as_str(), "1" | "t" | "T" | "true" | "TRUE" | "True"));
+                    if (aligning && cpu_changed) || full_pcpus_only {
+                        let why = if aligning && cpu_changed {
+                            format!(
+                                "a changed CPU request under the {} topology manager policy",
+                                self.config.topology_policy
+                            )
+                        } else {
+                            "the full-pcpus-only CPU manager policy option".to_owned()
+                        };
+                        return Err(ResizeError::NotReproduced(format!(
+                            "not reproduced: kubelet {version} with InPlacePodVerticalScalingExclusiveCPUs on \
+                             sizes the exclusive CPUs a Guaranteed pod's container holds by the container \
+                             status's allocatedResources (what the status says depends on \
+                             InPlacePodVerticalScalingAllocatedStatus and on whether the kubelet has written \
+                             it yet), which a scenario does not carry; with {why} the answer depends on it"
+                        )));
+                    }
+                }
                 return Ok(None);
             }
             if static_cpu {
