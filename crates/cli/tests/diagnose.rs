@@ -201,3 +201,98 @@ fn a_fifo_where_a_checkpoint_should_be_ends_with_a_clear_error() {
         "{stderr}"
     );
 }
+
+/// What the kubelet of `kubelet-state/0023` serves on its PodResources API
+/// (the checkpoints' CPUs and memory), its container also holding a GPU
+/// from DRA (`dynamic_resources`; no checkpoint records those).
+fn answer_with_dra_devices() -> topoalign_podresources::Snapshot {
+    use topoalign_podresources::{ContainerAllocation, DynamicDevice, MemoryBlock, PodAllocation};
+    topoalign_podresources::Snapshot {
+        pods: vec![PodAllocation {
+            namespace: "default".to_owned(),
+            name: "train".to_owned(),
+            containers: vec![ContainerAllocation {
+                name: "app".to_owned(),
+                cpus: topoalign_model::CpuSet::parse("12-15,36-39").expect("CPUs"),
+                memory: vec![MemoryBlock {
+                    resource: "memory".to_owned(),
+                    size: 17_179_869_184,
+                    numa: vec![1],
+                }],
+                devices: Default::default(),
+                dynamic: vec![DynamicDevice {
+                    claim_namespace: "default".to_owned(),
+                    claim_name: "train-gpu".to_owned(),
+                    driver: "gpu.example.com".to_owned(),
+                    pool: "node-0".to_owned(),
+                    device: "gpu-1".to_owned(),
+                }],
+            }],
+        }],
+        allocatable: topoalign_podresources::Allocatable::default(),
+    }
+}
+
+/// Each container's DRA devices, as the PodResources API serves them (a
+/// real server speaking the kubelet's proto on a Unix socket), in the
+/// document (`draDevices`) and the text.
+#[test]
+fn dra_devices_are_shown_per_container() {
+    let dir = testdata().join("kubelet-state/0023");
+    let sockets = tempfile::tempdir().expect("temp dir");
+    let socket = sockets.path().join("kubelet.sock");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let listener = {
+        let _entered = runtime.enter();
+        tokio::net::UnixListener::bind(&socket).expect("bind")
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = runtime.spawn(topoalign_podresources::serve(
+        listener,
+        answer_with_dra_devices,
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let socket_arg = socket.to_str().expect("UTF-8 path");
+    let (_, doc) = diagnose(&dir, "0023", &["--pod-resources", socket_arg]);
+    assert_eq!(doc["disagreements"], serde_json::json!([]), "{doc}");
+    assert_eq!(
+        doc["draDevices"],
+        serde_json::json!([{"pod": "default/train", "container": "app", "devices": [
+            {"claim": "default/train-gpu", "driver": "gpu.example.com", "pool": "node-0", "device": "gpu-1"}]}])
+    );
+    let yaml = Command::cargo_bin("topoalign")
+        .expect("binary")
+        .arg("diagnose")
+        .arg("--kubelet-dir")
+        .arg(&dir)
+        .arg("--node")
+        .arg(testdata().join("conformance/1.32/scenarios/0023.json"))
+        .args(["--pod-resources", socket_arg, "-o", "yaml"])
+        .output()
+        .expect("runs");
+    let yaml = String::from_utf8_lossy(&yaml.stdout);
+    assert!(yaml.contains("draDevices:") && yaml.contains("device: gpu-1"), "{yaml}");
+    let text = Command::cargo_bin("topoalign")
+        .expect("binary")
+        .arg("diagnose")
+        .arg("--kubelet-dir")
+        .arg(&dir)
+        .arg("--node")
+        .arg(testdata().join("conformance/1.32/scenarios/0023.json"))
+        .args(["--pod-resources", socket_arg])
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("DRA devices (PodResources dynamic_resources):\n  default/train container app: gpu.example.com/node-0/gpu-1 (claim default/train-gpu)\n"),
+        "{text}"
+    );
+    let _ = stop.send(());
+    runtime.block_on(server).expect("joined").expect("served");
+}

@@ -263,6 +263,21 @@ fn text(kubelet_dir: &KubeletDir, diagnosis: &Diagnosis, started: &StartedNode, 
             out.push_str(&render::wrap(&format!("  {resource}: "), "      ", &listed.join(", ")));
         }
     }
+    if !diagnosis.dra_devices.is_empty() {
+        out.push_str("DRA devices (PodResources dynamic_resources):\n");
+        for holder in &diagnosis.dra_devices {
+            let listed: Vec<String> = holder
+                .devices
+                .iter()
+                .map(|d| format!("{}/{}/{} (claim {})", d.driver, d.pool, d.device, d.claim))
+                .collect();
+            out.push_str(&render::wrap(
+                &format!("  {} container {}: ", holder.pod, holder.container),
+                "      ",
+                &listed.join(", "),
+            ));
+        }
+    }
     if !diagnosis.unknown_uids.is_empty() {
         out.push_str(&render::wrap(
             "UIDs without a listed pod: ",

@@ -163,6 +163,29 @@ pub struct Diagnosis {
     pub notes: Vec<String>,
     /// The pods given to explain.
     pub results: Vec<PodReport>,
+    /// The devices DRA allocated to each container, as the PodResources
+    /// API serves them (`dynamic_resources`; the checkpoints hold none):
+    /// containers holding any, in the API's order.
+    pub dra_devices: Vec<ContainerDraDevices>,
+}
+
+/// The DRA devices one container holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ContainerDraDevices {
+    /// `namespace/name`.
+    pub pod: String,
+    pub container: String,
+    pub devices: Vec<DraDevice>,
+}
+
+/// One DRA device, and the ResourceClaim it was allocated to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DraDevice {
+    /// `namespace/name` of the claim.
+    pub claim: String,
+    pub driver: String,
+    pub pool: String,
+    pub device: String,
 }
 
 /// Why [`diagnose`] could not answer.
@@ -350,6 +373,24 @@ pub fn diagnose(inputs: Inputs<'_>) -> Result<Diagnosis, DiagnoseError> {
         allocatable_disagreements,
         notes,
         results,
+        dra_devices: observed
+            .dynamic_devices
+            .into_iter()
+            .map(|c| ContainerDraDevices {
+                pod: format!("{}/{}", c.namespace, c.pod),
+                container: c.container,
+                devices: c
+                    .devices
+                    .into_iter()
+                    .map(|d| DraDevice {
+                        claim: format!("{}/{}", d.claim_namespace, d.claim_name),
+                        driver: d.driver,
+                        pool: d.pool,
+                        device: d.device,
+                    })
+                    .collect(),
+            })
+            .collect(),
     })
 }
 
@@ -381,6 +422,8 @@ impl Serialize for Diagnosis {
             allocatable_disagreements: &'a [AllocatableDisagreement],
             notes: &'a [String],
             results: &'a [PodReport],
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            dra_devices: &'a [ContainerDraDevices],
         }
         #[derive(Serialize)]
         struct RestartRecord<'a> {
@@ -411,6 +454,7 @@ impl Serialize for Diagnosis {
             allocatable_disagreements: &self.allocatable_disagreements,
             notes: &self.notes,
             results: &self.results,
+            dra_devices: &self.dra_devices,
         }
         .serialize(serializer)
     }
