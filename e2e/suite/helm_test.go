@@ -486,7 +486,7 @@ func TestHelmValuesSchema(t *testing.T) {
 
 // applyOrder ranks kinds as Helm installs them (CRDs, identities and
 // permissions, configuration, workloads).
-var applyOrder = []string{"CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "DaemonSet", "Deployment"}
+var applyOrder = []string{"CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Service", "DaemonSet", "Deployment"}
 
 func sortForApply(t *testing.T, objects []*unstructured.Unstructured) {
 	t.Helper()

@@ -54,3 +54,7 @@ own and then commonLabels (own ones win); empty when there are none.
 {{- define "topoalign.scheduler.name" -}}
 {{- printf "%s-scheduler" (include "topoalign.fullname" .) -}}
 {{- end -}}
+
+{{- define "topoalign.serve.name" -}}
+{{- printf "%s-serve" (include "topoalign.fullname" .) -}}
+{{- end -}}
