@@ -418,14 +418,24 @@ fn resource_list(list: Option<&BTreeMap<String, K8sQuantity>>, at: &str) -> Resu
     let mut parsed = ResourceList::new();
     for (resource, K8sQuantity(text)) in list.into_iter().flatten() {
         let path = || format!("{at}.{resource}");
+        let max = if resource == "cpu" {
+            "9223372036854775806m"
+        } else {
+            "9223372036854775806"
+        };
         let quantity = parse_quantity_field(text).map_err(|error| {
-            PodError::new(
-                path(),
-                PodProblem::InvalidQuantity {
+            let problem = match error {
+                // Beyond what a quantity holds (`1e30`): past 64 bits too.
+                QuantityError::TooLarge => PodProblem::TooLarge {
+                    text: text.clone(),
+                    max,
+                },
+                error => PodProblem::InvalidQuantity {
                     text: text.clone(),
                     error,
                 },
-            )
+            };
+            PodError::new(path(), problem)
         })?;
         if quantity.is_negative() {
             return Err(PodError::new(path(), PodProblem::Negative(text.clone())));

@@ -1,8 +1,9 @@
 //! Reading Kubernetes quantity strings (`"500m"`, `"16Gi"`, `"1e3"`) into
 //! [`Quantity`], exactly as `resource.ParseQuantity` reads them.
 //!
-//! Owns: the grammar, suffix interpretation, the rounding of sub-milli
-//! amounts, the binary-SI cap, and the text Go prints for a parsed quantity.
+//! Owns: the grammar, suffix interpretation, the rounding of amounts finer
+//! than a billionth, the binary-SI cap, Go's internal form of a parsed
+//! amount, and the text Go prints for a parsed quantity.
 //! Must not touch: what a quantity means for any resource (callers decide
 //! whether negative or fractional amounts are acceptable).
 //!
@@ -10,20 +11,28 @@
 //! - `<sign>? <digits> (. <digits>)? <suffix>` where the suffix is a decimal
 //!   SI one (`n u m "" k M G T P E`), a binary one (`Ki Mi Gi Ti Pi Ei`) or an
 //!   exponent (`e3`, `E-2`);
-//! - amounts finer than a thousandth round *up* (away from zero), like
-//!   `MilliValue()`: `1.5m` holds 2 thousandths, `5n` holds 1;
-//! - binary amounts above 2^63-1 are capped there, silently, as Kubernetes
-//!   does (`8Ei` is 2^63-1);
+//! - amounts are exact to the billionth; finer ones round *up* (away from
+//!   zero): `1.5n` holds 2 billionths, `5n` holds 5 (`MilliValue()`
+//!   rounds that up to 1 thousandth);
+//! - Go's form ([`GoForm`]): an `int64Amount{value, scale}` where
+//!   `ParseQuantity`'s fast path takes the text (at most 18 significant
+//!   digits, scale at least -9; binary suffixes only for whole numbers
+//!   short enough: `1Gi` but not `1.5Gi` or `1Pi`), an `inf.Dec` otherwise;
+//!   the memory manager's `AsInt64()` depends on it;
+//! - binary amounts held as `inf.Dec` above 2^63-1 are capped there,
+//!   silently, as Kubernetes does (`8Ei` is 2^63-1);
+//! - amounts beyond ±1.7·10^29 units (`1e40`, `1e100`) are refused as too
+//!   large to hold ([`QuantityError::TooLarge`]): no node reaches them;
 //! - the notation is remembered for printing ([`QuantityFormat`]).
 //!
 //! A quantity without any digit (`"Gi"`, `"."`, `"-"`, `"m"`) is zero, as
 //! Kubernetes reads it: the API server accepts such a pod and the kubelet
 //! runs it, so refusing it would be stricter than the kubelet.
 
-use topoalign_model::{Quantity, QuantityFormat};
+use topoalign_model::{GoForm, Quantity, QuantityFormat};
 
-/// The largest binary-SI amount, in thousandths: 2^63-1 units.
-const BINARY_CAP: u128 = i64::MAX as u128 * 1000;
+/// The largest binary-SI amount, in billionths: 2^63-1 units.
+const BINARY_CAP: u128 = i64::MAX as u128 * 1_000_000_000;
 
 /// The regular expression Kubernetes names in its format error.
 const SPLIT_RE: &str = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$";
@@ -60,28 +69,81 @@ fn parse_general(text: &str) -> Result<Quantity, QuantityError> {
         return Err(QuantityError::TooManyDigits);
     }
     let (base, exponent, mut format) = interpret_suffix(parts.suffix)?;
-    let magnitude = milli_magnitude(&parts, base, exponent);
-    let magnitude = if format == QuantityFormat::BinarySI {
-        // Kubernetes caps binary amounts at 2^63-1 units.
+    let form = go_form(&parts, base, exponent);
+    let magnitude = nano_magnitude(&parts, base, exponent);
+    let magnitude = if format == QuantityFormat::BinarySI && form.is_none() {
+        // Kubernetes caps binary amounts at 2^63-1 units (`inf.Dec` path).
         let capped = magnitude.map_or(BINARY_CAP, |m| m.min(BINARY_CAP));
-        if capped > 0 && capped < 1000 {
+        if capped > 0 && capped < 1_000_000_000 {
             format = QuantityFormat::DecimalSI;
         }
         capped
     } else {
         magnitude.ok_or(QuantityError::TooLarge)?
     };
-    let milli = i128::try_from(magnitude).map_err(|_| QuantityError::TooLarge)?;
-    let milli = if parts.negative { -milli } else { milli };
-    Ok(Quantity::from_milli(milli).with_format(format))
+    let nano = i128::try_from(magnitude).map_err(|_| QuantityError::TooLarge)?;
+    let nano = if parts.negative { -nano } else { nano };
+    let form = form.unwrap_or(GoForm::Dec {
+        // A non-zero amount is rounded to billionths (scale 9); zero keeps
+        // the scale `inf.Dec.SetString` gave it.
+        scale: if nano == 0 {
+            zero_dec_scale(&parts, base, exponent)
+        } else {
+            9
+        },
+    });
+    let quantity = Quantity::from_nano(nano, form).with_format(format);
+    if matches!(form, GoForm::Int64 { .. }) && !matches!(quantity.go_form(), GoForm::Int64 { .. }) {
+        // The amount is too large for the int64 form Go gives it (`1e100`:
+        // value 1, scale 100): beyond what a quantity here holds.
+        return Err(QuantityError::TooLarge);
+    }
+    Ok(quantity)
+}
+
+/// Go's choice of form in `ParseQuantity`: `int64Amount` (`Some`, its
+/// scale) where the fast path takes the amount — at most 18 significant
+/// digits written for a decimal suffix or exponent with a scale of at least
+/// -9, a whole number of a binary suffix with few enough digits for its
+/// precision estimate — else `inf.Dec` (`None`).
+fn go_form(parts: &Parts<'_>, base: u32, exponent: i32) -> Option<GoForm> {
+    // Go's numerator is "0" when no integer digit is left.
+    let num = i64::try_from(parts.integer.len().max(1)).ok()?;
+    let denom = i64::try_from(parts.fraction.len()).ok()?;
+    let (scale, precision) = if base == 2 {
+        if parts.fraction.is_empty() && exponent >= 0 {
+            // `15 - len(num) - int32(float32(exponent)*3/10) - 1`; exact
+            // for the binary suffixes' exponents (multiples of ten).
+            (0, 15 - num - i64::from(exponent) * 3 / 10 - 1)
+        } else {
+            (0, -1)
+        }
+    } else {
+        (i64::from(exponent), 18 - num - denom)
+    };
+    let scale = scale - denom;
+    (precision >= 0 && scale >= -9).then(|| GoForm::Int64 {
+        scale: i32::try_from(scale).unwrap_or(i32::MAX),
+    })
+}
+
+/// The scale `inf.Dec` gives a zero amount on Go's `inf.Dec` path:
+/// the fraction's digits, less a decimal exponent.
+fn zero_dec_scale(parts: &Parts<'_>, base: u32, exponent: i32) -> i32 {
+    let digits = i32::try_from(parts.fraction.len()).unwrap_or(i32::MAX);
+    if base == 10 {
+        digits.saturating_sub(exponent)
+    } else {
+        digits
+    }
 }
 
 /// [`parse_quantity`] of the spellings almost every manifest and state
 /// uses — up to 18 digits, no sign, point or exponent, a suffix from `m`
 /// to `P` or `Ki` to `Pi` — in integer arithmetic; `None` for anything
-/// else (the general path then reads it). Same amount and notation as the
-/// general path (a test compares both): whole amounts of these suffixes
-/// need no rounding, and none reaches the binary cap.
+/// else (the general path then reads it). Same amount, notation and Go
+/// form as the general path (a test compares both): whole amounts of these
+/// suffixes need no rounding, and none reaches the binary cap.
 fn parse_plain(text: &str) -> Option<Quantity> {
     let bytes = text.as_bytes();
     let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
@@ -92,26 +154,34 @@ fn parse_plain(text: &str) -> Option<Quantity> {
     for &digit in &bytes[..digits] {
         units = units * 10 + i128::from(digit - b'0');
     }
-    let (milli_per_unit, format): (i128, QuantityFormat) = match &text[digits..] {
-        "" => (1000, QuantityFormat::DecimalSI),
-        "m" => (1, QuantityFormat::DecimalSI),
-        "k" => (1_000_000, QuantityFormat::DecimalSI),
-        "M" => (1_000_000_000, QuantityFormat::DecimalSI),
-        "G" => (1_000_000_000_000, QuantityFormat::DecimalSI),
-        "T" => (1_000_000_000_000_000, QuantityFormat::DecimalSI),
-        "P" => (1_000_000_000_000_000_000, QuantityFormat::DecimalSI),
-        "Ki" => (1000 << 10, QuantityFormat::BinarySI),
-        "Mi" => (1000 << 20, QuantityFormat::BinarySI),
-        "Gi" => (1000 << 30, QuantityFormat::BinarySI),
-        "Ti" => (1000 << 40, QuantityFormat::BinarySI),
-        "Pi" => (1000 << 50, QuantityFormat::BinarySI),
+    let (nano_per_unit, format, exponent): (i128, QuantityFormat, i32) = match &text[digits..] {
+        "" => (1_000_000_000, QuantityFormat::DecimalSI, 0),
+        "m" => (1_000_000, QuantityFormat::DecimalSI, -3),
+        "k" => (1_000_000_000_000, QuantityFormat::DecimalSI, 3),
+        "M" => (1_000_000_000_000_000, QuantityFormat::DecimalSI, 6),
+        "G" => (1_000_000_000_000_000_000, QuantityFormat::DecimalSI, 9),
+        "T" => (1_000_000_000_000_000_000_000, QuantityFormat::DecimalSI, 12),
+        "P" => (1_000_000_000_000_000_000_000_000, QuantityFormat::DecimalSI, 15),
+        "Ki" => (1_000_000_000 << 10, QuantityFormat::BinarySI, 10),
+        "Mi" => (1_000_000_000 << 20, QuantityFormat::BinarySI, 20),
+        "Gi" => (1_000_000_000 << 30, QuantityFormat::BinarySI, 30),
+        "Ti" => (1_000_000_000 << 40, QuantityFormat::BinarySI, 40),
+        "Pi" => (1_000_000_000 << 50, QuantityFormat::BinarySI, 50),
         _ => return None,
     };
-    let milli = units * milli_per_unit;
-    if format == QuantityFormat::BinarySI && milli > BINARY_CAP as i128 {
+    let nano = units.checked_mul(nano_per_unit)?;
+    if format == QuantityFormat::BinarySI && nano > BINARY_CAP as i128 {
         return None;
     }
-    Some(Quantity::from_milli(milli).with_format(format))
+    let significant = text[..digits].trim_start_matches('0').len().max(1) as i32;
+    let form = match format {
+        // Go's precision estimate `15 - len(num) - exponent*3/10 - 1 >= 0`.
+        QuantityFormat::BinarySI if 15 - significant - exponent * 3 / 10 > 0 => GoForm::Int64 { scale: 0 },
+        QuantityFormat::BinarySI if units == 0 => GoForm::Dec { scale: 0 },
+        QuantityFormat::BinarySI => GoForm::Dec { scale: 9 },
+        _ => GoForm::Int64 { scale: exponent },
+    };
+    Some(Quantity::from_nano(nano, form).with_format(format))
 }
 
 /// Parses a quantity taken from a JSON or YAML document as the API server
@@ -238,9 +308,9 @@ fn interpret_suffix(suffix: &str) -> Result<(u32, i32, QuantityFormat), Quantity
     }
 }
 
-/// `ceil(|amount| * 1000)`, computed exactly; `None` when it exceeds what a
-/// [`Quantity`] can hold.
-fn milli_magnitude(parts: &Parts<'_>, base: u32, exponent: i32) -> Option<u128> {
+/// `ceil(|amount| * 10^9)`, computed exactly (Go rounds up to billionths);
+/// `None` when it exceeds what a [`Quantity`] can hold.
+fn nano_magnitude(parts: &Parts<'_>, base: u32, exponent: i32) -> Option<u128> {
     /// Enough limbs for any amount a quantity can hold, and then some.
     const MAX_LIMBS: usize = 5;
     let mut number = BigNat::from_digits(parts.integer.bytes().chain(parts.fraction.bytes()));
@@ -249,9 +319,9 @@ fn milli_magnitude(parts: &Parts<'_>, base: u32, exponent: i32) -> Option<u128> 
         for _ in 0..exponent {
             number.mul_small(2);
         }
-        3 - fraction_digits
+        9 - fraction_digits
     } else {
-        i64::from(exponent) + 3 - fraction_digits
+        i64::from(exponent) + 9 - fraction_digits
     };
     let mut remainder = false;
     if power_of_ten >= 0 {
@@ -506,7 +576,8 @@ mod tests {
             ("1.", 1000, DecimalSI),
             ("1.G", 1_000_000_000_000, DecimalSI),
             ("-9.01", -9010, DecimalSI),
-            ("-0.5n", -1, DecimalSI),
+            // Held as -1n; `milli()` is its ceiling.
+            ("-0.5n", 0, DecimalSI),
         ];
         for &(text, expected, expected_format) in table {
             assert_eq!(milli(text), expected, "{text}");
@@ -585,6 +656,106 @@ mod tests {
         }
     }
 
+    /// Go's form, `AsInt64()`, `Value()` and `MilliValue()` of parsed
+    /// quantities, each derived by hand from apimachinery v0.37.2's
+    /// `ParseQuantity` (fast path: `precision := 18 - len(num+denom)`,
+    /// binary `15 - len(num) - exponent*3/10 - 1`, scale ≥ -9) and
+    /// `int64Amount` / `scaledValue` (math.go, scale_int.go).
+    #[test]
+    fn go_forms_and_values_are_gos() {
+        const W: i64 = -8_446_744_073_709_551_616; // 10^19 - 2^64
+        let table: &[(&str, Option<i64>, i64, i64)] = &[
+            // int64Amount{2^30, 0}: whole bytes.
+            ("1Gi", Some(1 << 30), 1 << 30, (1 << 30) * 1000),
+            // int64Amount{1073741824000, -3}: AsInt64 refuses any scale < 0.
+            ("1073741824000m", None, 1 << 30, (1 << 30) * 1000),
+            ("2000000000n", None, 2, 2000),
+            ("0m", None, 0, 0),
+            ("1.5", None, 2, 1500),
+            // A fraction of a binary suffix is an inf.Dec.
+            ("1.5Gi", None, 1_610_612_736, 1_610_612_736_000),
+            ("1536Mi", Some(1_610_612_736), 1_610_612_736, 1_610_612_736_000),
+            // Binary precision: Ti takes 2 digits, Pi none.
+            ("1Ti", Some(1 << 40), 1 << 40, (1 << 40) * 1000),
+            ("100Ti", None, 100 << 40, (100 << 40) * 1000),
+            ("1Pi", None, 1 << 50, (1 << 50) * 1000),
+            // int64Amount{1, 3}, {5, 2}: positive scales multiply out.
+            ("1k", Some(1000), 1000, 1_000_000),
+            ("0.5k", Some(500), 500, 500_000),
+            ("1e3", Some(1000), 1000, 1_000_000),
+            ("0", Some(0), 0, 0),
+            // negativeScaleInt64 rounds up: 0.9995 is 1 and 1000m.
+            ("0.9995", None, 1, 1000),
+            ("5n", None, 1, 1),
+            // Finer than a billionth: inf.Dec rounded up to 1n.
+            ("1e-10", None, 1, 1),
+            // 18 digits fit the fast path, 19 do not.
+            // int64MultiplyScale1000 returns the wrapped product.
+            (
+                "922337203685477580",
+                Some(922_337_203_685_477_580),
+                922_337_203_685_477_580,
+                -800,
+            ),
+            // inf.Dec: Value() is exact, MilliValue() wraps (2^63-1)*1000.
+            ("9223372036854775807", None, i64::MAX, -1000),
+            ("8Ei", None, i64::MAX, -1000),
+            ("9223372036854775807m", None, 9_223_372_036_854_776, i64::MAX),
+            // inf.Dec past int64: big.Int.Int64() keeps the low 64 bits.
+            ("10000000000000000000", None, W, 1_864_712_049_423_024_128),
+            ("18446744073709551616", None, 0, 0),
+            (
+                "99999999999999999999999999999",
+                None,
+                7_886_392_056_514_347_007,
+                -8_814_407_033_341_084_648,
+            ),
+            // int64Amount{1, 19}: positiveScaleInt64 overflows to 0.
+            ("1e19", None, 0, 0),
+            ("1e18", Some(1_000_000_000_000_000_000), 1_000_000_000_000_000_000, 0),
+        ];
+        for &(text, as_int64, value, milli) in table {
+            let quantity = parse_quantity(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(quantity.as_int64(), as_int64, "{text} AsInt64");
+            assert_eq!(quantity.go_value(), value, "{text} Value");
+            assert_eq!(quantity.go_milli_value(), milli, "{text} MilliValue");
+        }
+        // int64Amount{1e18, 18}.MilliValue(): positiveScaleInt64(1, 21)
+        // overflows in the loop: 0 (above). Beyond ~1.7e29 units: refused.
+        assert_eq!(parse_quantity("1e30"), Err(QuantityError::TooLarge));
+    }
+
+    /// Go's `Quantity.Add` keeps the int64 form while the int64 sum fits
+    /// (`int64Amount.Add` aligns to the finer scale) and turns to inf.Dec
+    /// otherwise; the sum is exact to the billionth.
+    #[test]
+    fn sums_follow_gos_forms() {
+        let q = |text: &str| parse_quantity(text).unwrap();
+        // int64Amount{1,3} + {5,-3} = {1000005, -3}: no AsInt64.
+        assert_eq!((q("1k") + q("5m")).go_form(), GoForm::Int64 { scale: -3 });
+        assert_eq!((q("1k") + q("5m")).as_int64(), None);
+        assert_eq!((q("1Gi") + q("1Gi")).as_int64(), Some(2 << 30));
+        // Either side an inf.Dec: the sum is one (scale 9).
+        assert_eq!((q("1Gi") + q("1.5Gi")).go_form(), GoForm::Dec { scale: 9 });
+        let sum = q("922337203685477580") + q("922337203685477580");
+        assert_eq!(sum.as_int64(), Some(1_844_674_407_370_955_160));
+        // int64Amount{92, 17} scaled to -3 overflows: inf.Dec with the
+        // larger inf scale (3 against -17); MilliValue() is the low 64 bits
+        // of 9.2e21 + 1.
+        let over = q("9.2E") + q("1m");
+        assert_eq!(over.go_form(), GoForm::Dec { scale: 3 });
+        assert_eq!(
+            over.go_milli_value(),
+            (9_200_000_000_000_000_000_001_i128 as u128 as u64) as i64
+        );
+        // Exact to the billionth: 0.5m + 0.5m is 1m, not 2m.
+        assert_eq!((q("0.5m") + q("0.5m")).milli(), 1);
+        assert!(q("1999999999n") < q("2"));
+        assert_eq!((q("2") - q("1999999999n")).to_string(), "1n");
+        assert_eq!(q("0.5m").to_string(), "500u");
+        assert_eq!(q("1.5n").to_string(), "2n");
+    }
+
     fn any_quantity() -> impl Strategy<Value = Quantity> {
         let format = prop_oneof![
             Just(QuantityFormat::DecimalSI),
@@ -625,13 +796,13 @@ mod tests {
             suffix in prop::sample::select(vec!["", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "e3"]),
         ) {
             let text = format!("{digits}{suffix}");
-            let amount = |q: Quantity| (q.milli(), q.format());
+            let amount = |q: Quantity| (q.nano(), q.format(), q.go_form());
             let general = parse_general(&text).map(amount);
             prop_assert_eq!(parse_quantity(&text).map(amount), general.clone(), "{}", text);
             // Binary amounts at the cap, and amounts too large to hold,
             // are the general path's.
             let capped = suffix.ends_with('i') && general.as_ref().is_ok_and(|g| g.0 == BINARY_CAP as i128);
-            let expected_plain = digits.len() <= 18 && !matches!(suffix, "E" | "Ei" | "n" | "e3") && !capped;
+            let expected_plain = general.is_ok() && digits.len() <= 18 && !matches!(suffix, "E" | "Ei" | "n" | "e3") && !capped;
             let plain = parse_plain(&text).map(amount);
             prop_assert_eq!(plain.is_some(), expected_plain, "{}", text);
             if let Some(plain) = plain {

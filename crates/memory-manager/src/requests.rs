@@ -19,20 +19,13 @@ pub(crate) type Requested<'a> = BTreeMap<&'a str, u64>;
 #[error("[memorymanager] failed to represent quantity as int64")]
 pub(crate) struct UnrepresentableRequest;
 
-/// The Go `uint64(q.AsInt64())` of a quantity: whole units that fit an
-/// `int64`, reinterpreted as `uint64` (a negative amount wraps, as in Go).
+/// The Go `uint64(q.AsInt64())` of a quantity: `None` where `AsInt64()`
+/// fails — an amount Go holds as an `inf.Dec` or with a scale below units
+/// (`1.5Gi`, `1073741824000m`), whole or not; a negative amount wraps, as
+/// in Go.
 pub(crate) fn quantity_as_u64(quantity: Quantity) -> Option<u64> {
-    if !quantity.is_whole() {
-        return None;
-    }
-    // Natively where the amount fits `i64` (`i128` division is a library
-    // call); the same truncating division either way.
-    let units = match i64::try_from(quantity.milli()) {
-        Ok(milli) => milli / 1000,
-        Err(_) => i64::try_from(quantity.milli() / 1000).ok()?,
-    };
     // Go converts the int64 to uint64 bit for bit.
-    Some(units as u64)
+    quantity.as_int64().map(|units| units as u64)
 }
 
 /// The container's memory and huge page requests.

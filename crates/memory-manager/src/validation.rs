@@ -165,7 +165,8 @@ fn check_totals_match_node_allocatable(
         let reserved = reserved_totals
             .get(resource)
             .map_or(Quantity::ZERO, |&q| Quantity::ZERO + q);
-        if node_allocatable.milli() != reserved.milli() {
+        // Go compares exactly (`Cmp`), to the billionth.
+        if node_allocatable != reserved {
             return Err(kubelet_error(format!(
                 "the total amount \"{reserved}\" of type \"{resource}\" is not equal to the value \"{node_allocatable}\" determined by Node Allocatable feature"
             )));

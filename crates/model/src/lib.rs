@@ -33,7 +33,7 @@ pub use machine::{Cpu, Device, Machine, MachineError, NumaNode};
 pub use names::UnknownName;
 pub use numa_mask::{MAX_NUMA_NODES, NumaMask};
 pub use option_maturity::{OptionMaturity, OptionsOf, go_parse_bool};
-pub use quantity::{Quantity, QuantityFormat};
+pub use quantity::{GoForm, Quantity, QuantityFormat};
 pub use resource_name::hugepage_resource_name;
 pub use uniform::UniformMachine;
 pub use workload::{

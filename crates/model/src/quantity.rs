@@ -3,8 +3,31 @@
 //!
 //! Parsing of the Kubernetes string form (`"500m"`, `"16Gi"`) belongs to the
 //! `topoalign-k8s` crate; this type holds the number, the notation it was
-//! written in ([`QuantityFormat`]), and answers the questions the kubelet asks
-//! of it (`Value()`, `MilliValue()`, `String()`).
+//! written in ([`QuantityFormat`]), how Go holds it ([`GoForm`]), and
+//! answers the questions the kubelet asks of it (`Value()`, `MilliValue()`,
+//! `AsInt64()`, `Cmp()`, `String()`).
+//!
+//! Semantics, from `k8s.io/apimachinery/pkg/api/resource` (issue #29):
+//! - the amount is exact to the billionth, Kubernetes' finest precision
+//!   (the parser rounds finer amounts up to a billionth), so sums and
+//!   comparisons are exact (`1999999999n` is less than `2`);
+//! - Go holds an amount either as `int64Amount{value, scale}` (value ×
+//!   10^scale, what the parser's fast path and `NewQuantity` /
+//!   `NewMilliQuantity` build) or as an `inf.Dec` (every other spelling:
+//!   fractions of a binary suffix, more than 18 digits, finer than a
+//!   billionth). [`Quantity::as_int64`] (`AsInt64()`) answers only for an
+//!   `int64Amount` of scale ≥ 0, so `1073741824000m` or `1.5Gi` is no
+//!   whole number of bytes to the memory manager;
+//! - [`Quantity::go_value`] and [`Quantity::go_milli_value`] are Go's
+//!   `Value()` and `MilliValue()` bit for bit, overflow included: an
+//!   `int64Amount` scaled past `int64` gives the wrapped product (scale
+//!   steps 1, 2, 3, 6, 9) or 0 (other steps: `1e19` has `Value()` 0), an
+//!   `inf.Dec` the low 64 bits of the rounded-up result (`big.Int.Int64`:
+//!   2^64 has `Value()` 0).
+//!
+//! Amounts are held to ±1.7·10^29 units (the parser refuses larger ones;
+//! sums saturate there): far beyond any machine, and every spelling the
+//! API server's own validation lets through for a real node.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -23,45 +46,108 @@ pub enum QuantityFormat {
     DecimalExponent,
 }
 
-/// An exact amount in thousandths of a unit (millicores for CPU, millibytes
-/// for memory), rounded up to a whole thousandth like Kubernetes'
-/// `Quantity.MilliValue()`, plus the notation it prints in.
+/// How Go's `resource.Quantity` holds an amount internally, which decides
+/// `AsInt64()` and the overflow of `Value()` / `MilliValue()`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GoForm {
+    /// `int64Amount{value, scale}`: the amount is `value × 10^scale`,
+    /// `value` an `int64`, `scale` at least -9.
+    Int64 { scale: i32 },
+    /// `inf.Dec` with this scale (the amount is `unscaled × 10^-scale`):
+    /// 9 for every non-zero amount the parser builds.
+    Dec { scale: i32 },
+}
+
+/// Billionths per thousandth.
+const NANO_PER_MILLI: i128 = 1_000_000;
+
+/// An exact amount in billionths of a unit (nanocores for CPU), kept as
+/// thousandths (rounded down) and the billionths below them, plus the
+/// notation it prints in and Go's form of it ([`GoForm`]).
 ///
 /// Equality, ordering and hashing look at the amount only: `1Gi` equals
 /// `1073741824` (Go's `Quantity.Cmp`).
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 pub struct Quantity {
+    /// Thousandths, rounded down (towards minus infinity).
     milli: i128,
+    /// Billionths above `milli` thousandths: 0 to 999,999.
+    sub_milli: u32,
     format: QuantityFormat,
+    form: GoForm,
+}
+
+impl Default for Quantity {
+    fn default() -> Self {
+        Quantity::ZERO
+    }
 }
 
 impl Quantity {
-    /// Zero.
+    /// Zero (Go's zero `Quantity`: `int64Amount{0, 0}`).
     pub const ZERO: Quantity = Quantity {
         milli: 0,
+        sub_milli: 0,
         format: QuantityFormat::DecimalSI,
+        form: GoForm::Int64 { scale: 0 },
     };
 
-    /// An amount of `milli` thousandths, in decimal SI notation.
+    /// An amount of `milli` thousandths, in decimal SI notation (Go's
+    /// `NewMilliQuantity`: `int64Amount{milli, -3}`).
     pub const fn from_milli(milli: i128) -> Self {
+        let fits = milli >= i64::MIN as i128 && milli <= i64::MAX as i128;
         Quantity {
             milli,
+            sub_milli: 0,
             format: QuantityFormat::DecimalSI,
+            form: if fits {
+                GoForm::Int64 { scale: -3 }
+            } else {
+                GoForm::Dec { scale: 9 }
+            },
         }
     }
 
-    /// A whole amount (CPUs, bytes, devices), in decimal SI notation.
+    /// A whole amount (CPUs, bytes, devices), in decimal SI notation (Go's
+    /// `NewQuantity`: `int64Amount{units, 0}`).
     pub const fn from_units(units: i128) -> Self {
-        Quantity::from_milli(units * 1000)
+        let fits = units >= i64::MIN as i128 && units <= i64::MAX as i128;
+        Quantity {
+            milli: units.saturating_mul(1000),
+            sub_milli: 0,
+            format: QuantityFormat::DecimalSI,
+            form: if fits {
+                GoForm::Int64 { scale: 0 }
+            } else {
+                GoForm::Dec { scale: 9 }
+            },
+        }
+    }
+
+    /// An amount of `nano` billionths held in Go's `form` (the parser's
+    /// constructor). A form that cannot hold the amount — an `int64Amount`
+    /// whose value is not a whole `int64` — is taken as an `inf.Dec`.
+    pub fn from_nano(nano: i128, form: GoForm) -> Self {
+        let quantity = Quantity {
+            milli: nano.div_euclid(NANO_PER_MILLI),
+            sub_milli: nano.rem_euclid(NANO_PER_MILLI) as u32,
+            format: QuantityFormat::DecimalSI,
+            form,
+        };
+        match form {
+            GoForm::Int64 { .. } if quantity.int64_value().is_none() => quantity.with_form(GoForm::Dec { scale: 9 }),
+            _ => quantity,
+        }
     }
 
     /// The same amount, printed in `format`.
     #[must_use]
     pub const fn with_format(self, format: QuantityFormat) -> Self {
-        Quantity {
-            milli: self.milli,
-            format,
-        }
+        Quantity { format, ..self }
+    }
+
+    const fn with_form(self, form: GoForm) -> Self {
+        Quantity { form, ..self }
     }
 
     /// The notation this amount prints in.
@@ -69,63 +155,342 @@ impl Quantity {
         self.format
     }
 
-    /// Thousandths of a unit (kubelet `MilliValue()`).
-    pub const fn milli(self) -> i128 {
-        self.milli
+    /// How Go holds this amount.
+    pub const fn go_form(self) -> GoForm {
+        self.form
     }
 
-    /// Whole units rounded up (kubelet `Value()`).
+    /// Thousandths of a unit, rounded up (kubelet `MilliValue()` of an
+    /// amount that fits `int64`; see [`Quantity::go_milli_value`]).
+    pub const fn milli(self) -> i128 {
+        if self.sub_milli == 0 {
+            self.milli
+        } else {
+            self.milli.saturating_add(1)
+        }
+    }
+
+    /// Billionths of a unit, exactly (saturating past `i128`).
+    pub const fn nano(self) -> i128 {
+        self.milli
+            .saturating_mul(NANO_PER_MILLI)
+            .saturating_add(self.sub_milli as i128)
+    }
+
+    /// Whether the amount is a whole number of thousandths.
+    pub const fn is_whole_milli(self) -> bool {
+        self.sub_milli == 0
+    }
+
+    /// Whole units rounded up (kubelet `Value()` of an amount that fits
+    /// `int64`; see [`Quantity::go_value`]).
     pub fn value(self) -> i128 {
+        let milli = self.milli();
         // `i128` division is a library call; an amount that fits `i64` (any
         // real one) is divided natively, with the same result.
-        if let Ok(milli) = i64::try_from(self.milli) {
+        if let Ok(milli) = i64::try_from(milli) {
             return i128::from(milli.div_euclid(1000) + i64::from(milli.rem_euclid(1000) != 0));
         }
-        self.milli.div_euclid(1000) + i128::from(self.milli.rem_euclid(1000) != 0)
+        milli.div_euclid(1000) + i128::from(milli.rem_euclid(1000) != 0)
     }
 
-    /// Whether the amount is a whole number of units, the kubelet's test for
-    /// exclusive CPUs (`Value()*1000 == MilliValue()`).
+    /// Whether the amount rounds up to a whole number of units in
+    /// thousandths, the kubelet's test for exclusive CPUs
+    /// (`Value()*1000 == MilliValue()`: `0.9995` counts as one CPU).
     pub fn is_whole(self) -> bool {
+        let milli = self.milli();
         // Natively where the amount fits `i64` (see `value`).
-        match i64::try_from(self.milli) {
+        match i64::try_from(milli) {
             Ok(milli) => milli.rem_euclid(1000) == 0,
-            Err(_) => self.milli.rem_euclid(1000) == 0,
+            Err(_) => milli.rem_euclid(1000) == 0,
         }
     }
 
     /// Whether the amount is zero.
     pub const fn is_zero(self) -> bool {
-        self.milli == 0
+        self.milli == 0 && self.sub_milli == 0
     }
 
     /// Whether the amount is below zero.
     pub const fn is_negative(self) -> bool {
         self.milli < 0
     }
-}
 
-/// Go's `Quantity.Add`: the sum keeps the left operand's notation, except
-/// that a zero left operand takes the right one's (so a running total that
-/// starts at zero prints like the first amount added: `0 + 1Gi + 100Mi` is
-/// `1124Mi`).
-impl std::ops::Add for Quantity {
-    type Output = Quantity;
-    fn add(self, rhs: Quantity) -> Quantity {
-        Quantity {
-            milli: self.milli.saturating_add(rhs.milli),
-            format: if self.is_zero() { rhs.format } else { self.format },
+    /// The `int64Amount` value of the Go form (`None` for an `inf.Dec`).
+    fn int64_value(self) -> Option<i64> {
+        let GoForm::Int64 { scale } = self.form else {
+            return None;
+        };
+        let digits = u32::try_from(scale.checked_add(9)?).ok()?;
+        let divisor = 10_i128.checked_pow(digits)?;
+        let nano = self.exact_nano()?;
+        if nano % divisor != 0 {
+            return None;
+        }
+        i64::try_from(nano / divisor).ok()
+    }
+
+    /// The exact amount in billionths, `None` past `i128`.
+    fn exact_nano(self) -> Option<i128> {
+        self.milli
+            .checked_mul(NANO_PER_MILLI)?
+            .checked_add(i128::from(self.sub_milli))
+    }
+
+    /// Go's `Quantity.AsInt64()`: the amount as an `int64` when Go holds it
+    /// as an `int64Amount` of scale ≥ 0 that scales without overflow;
+    /// `None` otherwise (`1.5Gi`, `1073741824000m`, `0m`, 20-digit
+    /// numbers), whole or not.
+    pub fn as_int64(self) -> Option<i64> {
+        let value = self.int64_value()?;
+        match self.form {
+            GoForm::Int64 { scale: 0 } => Some(value),
+            GoForm::Int64 { scale } if scale > 0 => {
+                let (scaled, ok) = go_positive_scale(value, scale);
+                ok.then_some(scaled)
+            }
+            _ => None,
+        }
+    }
+
+    /// Go's `Quantity.Value()`, bit for bit (see the module docs).
+    pub fn go_value(self) -> i64 {
+        self.go_scaled_value(0)
+    }
+
+    /// Go's `Quantity.MilliValue()`, bit for bit (see the module docs).
+    pub fn go_milli_value(self) -> i64 {
+        self.go_scaled_value(-3)
+    }
+
+    /// Go's `Quantity.ScaledValue(scale)`: `ceil(amount / 10^scale)` as Go
+    /// computes it for each form.
+    fn go_scaled_value(self, scale: i32) -> i64 {
+        match self.form {
+            GoForm::Int64 { scale: own } => {
+                let Some(value) = self.int64_value() else { return 0 };
+                if own < scale {
+                    go_negative_scale(value, scale - own)
+                } else {
+                    go_positive_scale(value, own - scale).0
+                }
+            }
+            GoForm::Dec { scale: own } => {
+                // The unscaled integer: amount × 10^own.
+                let Some(nano) = self.exact_nano() else { return 0 };
+                let unscaled = if own >= 9 {
+                    10_i128
+                        .checked_pow(own.unsigned_abs() - 9)
+                        .and_then(|p| nano.checked_mul(p))
+                } else {
+                    10_i128.checked_pow((9 - own).unsigned_abs()).map(|p| nano / p)
+                };
+                let Some(unscaled) = unscaled else { return 0 };
+                go_scaled_big(unscaled, own, -scale)
+            }
         }
     }
 }
 
-/// Go's `Quantity.Sub`, with the same notation rule as [`Add`](std::ops::Add).
+/// Go's `positiveScaleInt64(base, scale)`: `base × 10^scale` and whether
+/// it did not overflow. Steps of 1, 2, 3, 6 and 9 return the wrapped
+/// product on overflow; other steps multiply by ten at a time and return
+/// 0 on overflow (`math.go`).
+fn go_positive_scale(base: i64, scale: i32) -> (i64, bool) {
+    let multiply = |a: i64, b: i64| -> (i64, bool) {
+        if a == 0 || a == 1 {
+            return (a.wrapping_mul(b), true);
+        }
+        if a == i64::MIN {
+            return (0, false);
+        }
+        let c = a.wrapping_mul(b);
+        (c, c / b == a)
+    };
+    match scale {
+        0 => (base, true),
+        1 => multiply(base, 10),
+        2 => multiply(base, 100),
+        3 => multiply(base, 1000),
+        6 => multiply(base, 1_000_000),
+        9 => multiply(base, 1_000_000_000),
+        _ => {
+            let mut value = base;
+            for _ in 0..scale.max(0) {
+                let (next, ok) = multiply(value, 10);
+                if !ok {
+                    return (0, false);
+                }
+                value = next;
+            }
+            (value, true)
+        }
+    }
+}
+
+/// Go's `negativeScaleInt64(base, scale)`: `base / 10^scale` rounded away
+/// from zero.
+fn go_negative_scale(base: i64, scale: i32) -> i64 {
+    let mut value = base;
+    let mut fraction = false;
+    for _ in 0..scale.max(0) {
+        fraction |= value % 10 != 0;
+        value /= 10;
+        if value == 0 {
+            return match (fraction, base > 0) {
+                (false, _) => 0,
+                (true, true) => 1,
+                (true, false) => -1,
+            };
+        }
+    }
+    match (fraction, base > 0) {
+        (false, _) => value,
+        (true, true) => value + 1,
+        (true, false) => value - 1,
+    }
+}
+
+/// `big.Int.Int64()`: the low 64 bits, two's complement.
+const fn wrap64(value: i128) -> i64 {
+    value as i64
+}
+
+/// Go's `scaledValue(unscaled, scale, newScale)` of an `inf.Dec`
+/// (`scale_int.go`).
+fn go_scaled_big(unscaled: i128, scale: i32, new_scale: i32) -> i64 {
+    let dif = i64::from(scale) - i64::from(new_scale);
+    if dif == 0 {
+        return wrap64(unscaled);
+    }
+    if dif < 0 {
+        // int64(math.Pow10(-dif)): exact up to 10^18.
+        let factor = 10_i64
+            .checked_pow(u32::try_from(-dif).unwrap_or(u32::MAX))
+            .unwrap_or(i64::MIN);
+        return wrap64(unscaled).wrapping_mul(factor);
+    }
+    let Some(divisor) = u32::try_from(dif).ok().and_then(|d| 10_i128.checked_pow(d)) else {
+        // 10^dif beyond i128: the quotient is 0 or -1, then rounded up.
+        return i64::from(unscaled != 0 && unscaled > 0);
+    };
+    if unscaled < i128::from(i64::MAX) && dif < 19 {
+        // The fast path: int64 truncating division, plus one when inexact
+        // (for a negative amount too, as Go does).
+        let value = unscaled as i64;
+        let divide = divisor as i64;
+        let result = value / divide;
+        return if value % divide != 0 { result + 1 } else { result };
+    }
+    // big.Int DivMod is Euclidean: floor for a positive divisor.
+    let result = unscaled.div_euclid(divisor);
+    let inexact = unscaled.rem_euclid(divisor) != 0;
+    wrap64(result).wrapping_add(i64::from(inexact))
+}
+
+/// Go's `int64Add`: the sum, or `None` on overflow.
+fn go_int64_add(a: i64, b: i64) -> Option<i64> {
+    a.checked_add(b)
+}
+
+/// Go's `int64Amount.Add`: the sum in `int64Amount` form, or `None` where
+/// Go falls back to `inf.Dec`.
+fn go_int64_amount_add(a: (i64, i32), b: (i64, i32)) -> Option<(i64, i32)> {
+    match (a, b) {
+        (_, (0, _)) => Some(a),
+        ((0, _), _) => Some(b),
+        ((av, ascale), (bv, bscale)) if ascale == bscale => Some((go_int64_add(av, bv)?, ascale)),
+        ((av, ascale), (bv, bscale)) if ascale > bscale => {
+            let (scaled, ok) = go_positive_scale(av, ascale - bscale);
+            ok.then_some(())?;
+            Some((go_int64_add(scaled, bv)?, bscale))
+        }
+        ((av, ascale), (bv, bscale)) => {
+            let (scaled, ok) = go_positive_scale(bv, bscale - ascale);
+            ok.then_some(())?;
+            Some((go_int64_add(av, scaled)?, ascale))
+        }
+    }
+}
+
+impl Quantity {
+    /// The `inf.Dec` scale Go gives this amount (`int64Amount.AsDec` has
+    /// scale `-scale`).
+    const fn dec_scale(self) -> i32 {
+        match self.form {
+            GoForm::Int64 { scale } => scale.saturating_neg(),
+            GoForm::Dec { scale } => scale,
+        }
+    }
+
+    /// The exact sum's thousandths and billionths, saturating.
+    fn sum_parts(self, rhs: Quantity) -> (i128, u32) {
+        let sub = self.sub_milli + rhs.sub_milli;
+        let carry = i128::from(sub >= NANO_PER_MILLI as u32);
+        let milli = self.milli.saturating_add(rhs.milli).saturating_add(carry);
+        (milli, sub % NANO_PER_MILLI as u32)
+    }
+
+    /// The negated amount in the same form (Go negates `int64Amount`
+    /// values with wrapping; `-(-2^63)` is itself).
+    fn negated(self) -> Quantity {
+        let nano_sub = (NANO_PER_MILLI as u32 - self.sub_milli) % NANO_PER_MILLI as u32;
+        let borrow = i128::from(self.sub_milli != 0);
+        Quantity {
+            milli: self.milli.saturating_neg().saturating_sub(borrow),
+            sub_milli: nano_sub,
+            ..self
+        }
+    }
+
+    /// Go's `Add` on the two forms: the form of the sum.
+    fn go_sum_form(self, rhs: Quantity) -> GoForm {
+        if let (GoForm::Int64 { scale: a }, GoForm::Int64 { scale: b }) = (self.form, rhs.form)
+            && let (Some(av), Some(bv)) = (self.int64_value(), rhs.int64_value())
+            && let Some((_, scale)) = go_int64_amount_add((av, a), (bv, b))
+        {
+            return GoForm::Int64 { scale };
+        }
+        GoForm::Dec {
+            scale: self.dec_scale().max(rhs.dec_scale()),
+        }
+    }
+}
+
+/// Go's `Quantity.Add`: the exact sum; the sum keeps the left operand's
+/// notation, except that a zero left operand takes the right one's (so a
+/// running total that starts at zero prints like the first amount added:
+/// `0 + 1Gi + 100Mi` is `1124Mi`), and Go's form follows `int64Amount.Add`
+/// (an `inf.Dec` when the `int64` sum overflows or either side is one).
+impl std::ops::Add for Quantity {
+    type Output = Quantity;
+    fn add(self, rhs: Quantity) -> Quantity {
+        let (milli, sub_milli) = self.sum_parts(rhs);
+        let form = self.go_sum_form(rhs);
+        let sum = Quantity {
+            milli,
+            sub_milli,
+            format: if self.is_zero() { rhs.format } else { self.format },
+            form,
+        };
+        // A form that cannot hold the saturated sum is a Dec.
+        match form {
+            GoForm::Int64 { .. } if sum.int64_value().is_none() => sum.with_form(GoForm::Dec { scale: 9 }),
+            _ => sum,
+        }
+    }
+}
+
+/// Go's `Quantity.Sub`, with the same notation and form rules as
+/// [`Add`](std::ops::Add).
 impl std::ops::Sub for Quantity {
     type Output = Quantity;
     fn sub(self, rhs: Quantity) -> Quantity {
+        // Go's `int64Amount.Sub` is `Add` of the negated amount.
+        let difference = std::ops::Add::add(self, rhs.negated());
         Quantity {
-            milli: self.milli.saturating_sub(rhs.milli),
             format: if self.is_zero() { rhs.format } else { self.format },
+            ..difference
         }
     }
 }
@@ -150,7 +515,7 @@ impl std::iter::Sum for Quantity {
 
 impl PartialEq for Quantity {
     fn eq(&self, other: &Self) -> bool {
-        self.milli == other.milli
+        self.milli == other.milli && self.sub_milli == other.sub_milli
     }
 }
 
@@ -164,13 +529,14 @@ impl PartialOrd for Quantity {
 
 impl Ord for Quantity {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.milli.cmp(&other.milli)
+        (self.milli, self.sub_milli).cmp(&(other.milli, other.sub_milli))
     }
 }
 
 impl Hash for Quantity {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.milli.hash(state);
+        self.sub_milli.hash(state);
     }
 }
 
@@ -182,7 +548,7 @@ impl fmt::Debug for Quantity {
 
 /// The Kubernetes canonical form (`Quantity.String()`): no fractional
 /// digits, the largest suffix that loses nothing, in the quantity's own
-/// notation — `1124Mi`, `1500m`, `1k`, `1e3`, `0`.
+/// notation — `1124Mi`, `1500m`, `1k`, `1e3`, `0`, `1999999999n`.
 ///
 /// Binary notation falls back to decimal SI for amounts below 1024 or with a
 /// fractional part, as Kubernetes does (`1000` bytes in binary prints `1k`).
@@ -190,16 +556,20 @@ impl fmt::Debug for Quantity {
 /// (`1e21`) or the amount kept in `Ei`, where v1.32 would drop the exponent.
 impl fmt::Display for Quantity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.milli == 0 {
+        if self.is_zero() {
             return f.write_str("0");
         }
         if self.format == QuantityFormat::BinarySI {
             let small = self.milli.unsigned_abs() < 1024 * 1000;
-            if !small && self.is_whole() {
+            if !small && self.sub_milli == 0 && self.milli % 1000 == 0 {
                 return write_binary(f, self.milli / 1000);
             }
         }
-        write_decimal(f, self.milli, self.format == QuantityFormat::DecimalExponent)
+        let exponent = self.format == QuantityFormat::DecimalExponent;
+        match self.exact_nano() {
+            Some(nano) if self.sub_milli != 0 => write_decimal(f, nano, -9, exponent),
+            _ => write_decimal(f, self.milli, -3, exponent),
+        }
     }
 }
 
@@ -215,17 +585,19 @@ fn write_binary(f: &mut fmt::Formatter<'_>, units: i128) -> fmt::Result {
     write!(f, "{mantissa}{}", SUFFIXES[power])
 }
 
-/// `milli` thousandths as mantissa and a power of ten that is a multiple of
-/// three, the mantissa as small as possible without fractional digits.
-fn write_decimal(f: &mut fmt::Formatter<'_>, milli: i128, exponent_notation: bool) -> fmt::Result {
-    let mut mantissa = milli;
-    let mut exponent: i32 = -3;
+/// `mantissa × 10^exponent` as a mantissa and a power of ten that is a
+/// multiple of three, the mantissa as small as possible without fractional
+/// digits.
+fn write_decimal(f: &mut fmt::Formatter<'_>, mantissa: i128, exponent: i32, exponent_notation: bool) -> fmt::Result {
+    let mut mantissa = mantissa;
+    let mut exponent = exponent;
     while mantissa % 10 == 0 {
         mantissa /= 10;
         exponent += 1;
     }
-    // Back down to a multiple of three; never below -3, so the mantissa stays
-    // at most |milli| and cannot overflow.
+    // Back down to a multiple of three; never below the starting exponent
+    // (a multiple of three), so the mantissa stays at most the amount given
+    // and cannot overflow.
     while exponent.rem_euclid(3) != 0 {
         mantissa *= 10;
         exponent -= 1;
@@ -238,6 +610,8 @@ fn write_decimal(f: &mut fmt::Formatter<'_>, milli: i128, exponent_notation: boo
         };
     }
     let suffix = match exponent {
+        -9 => "n",
+        -6 => "u",
         -3 => "m",
         0 => "",
         3 => "k",
