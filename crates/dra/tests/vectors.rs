@@ -53,8 +53,8 @@ fn same(ours: &PodOutcome, theirs: &PodOutcome) -> bool {
 
 /// A case file: a plain allocation case, or one with a pod.
 enum Case {
-    Plain(AllocationCase),
-    Pod(PodCase),
+    Plain(Box<AllocationCase>),
+    Pod(Box<PodCase>),
 }
 
 impl Case {

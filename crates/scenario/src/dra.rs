@@ -24,7 +24,8 @@ use k8s_openapi::api::resource::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
-use topoalign_dra::{AllocationCase, Outcome};
+use topoalign_dra::AllocationCase;
+use topoalign_dra::extended::{self, ExtendedResourceClaim, PodCase, PodOutcome};
 
 /// The `dra:` block.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
@@ -156,7 +157,8 @@ impl DraState {
             .as_ref()
             .and_then(|s| s.resource_claims.as_deref())
             .unwrap_or_default();
-        if references.is_empty() {
+        let extended = extended::pod_uses_classes(&self.release, pod, &self.spec.device_classes);
+        if references.is_empty() && !extended {
             return Ok(None);
         }
         let pod_key = key_of(&pod.metadata);
@@ -170,9 +172,23 @@ impl DraState {
             .filter(|(_, key, _)| !self.allocated.contains_key(key))
             .map(|(_, _, claim)| claim.clone())
             .collect();
-        let outcome = if pending.is_empty() {
-            Outcome::Allocated {
+        let outcome = if extended {
+            // The scheduler's DynamicResources plugin serves the pod's
+            // extended resources with a special claim, allocated after the
+            // pod's own.
+            topoalign_dra::allocate_pod(&PodCase {
+                release: self.release.clone(),
+                node: self.node(),
+                device_classes: self.spec.device_classes.clone(),
+                resource_slices: self.spec.resource_slices.clone(),
+                allocated_claims: self.allocated.values().map(|(claim, _)| claim.clone()).collect(),
+                claims: pending.clone(),
+                pod: pod.clone(),
+            })
+        } else if pending.is_empty() {
+            PodOutcome::Allocated {
                 allocations: Vec::new(),
+                extended_resource_claim: None,
             }
         } else {
             topoalign_dra::allocate(&AllocationCase {
@@ -183,7 +199,20 @@ impl DraState {
                 allocated_claims: self.allocated.values().map(|(claim, _)| claim.clone()).collect(),
                 claims: pending.clone(),
             })
+            .into()
         };
+        if references.is_empty()
+            && matches!(
+                outcome,
+                PodOutcome::Allocated {
+                    extended_resource_claim: None,
+                    ..
+                }
+            )
+        {
+            // Device plugins serve the pod's extended resources on this node.
+            return Ok(None);
+        }
         let mut result = PodDevices {
             pod: pod_key.clone(),
             outcome: String::new(),
@@ -191,7 +220,10 @@ impl DraState {
             claims: Vec::new(),
         };
         match outcome {
-            Outcome::Allocated { allocations } => {
+            PodOutcome::Allocated {
+                allocations,
+                extended_resource_claim,
+            } => {
                 result.outcome = "allocated".to_owned();
                 for (mut claim, allocation) in pending.into_iter().zip(allocations) {
                     claim.status = Some(ResourceClaimStatus {
@@ -212,8 +244,20 @@ impl DraState {
                         devices,
                     });
                 }
+                if let Some(special) = extended_resource_claim {
+                    let claim = special_claim(pod, special);
+                    let key = key_of(&claim.metadata);
+                    let devices = devices_of(&claim, &self.spec.resource_slices);
+                    self.allocated
+                        .insert(key.clone(), (claim, BTreeSet::from([pod_key.clone()])));
+                    result.claims.push(ClaimDevices {
+                        name: EXTENDED_RESOURCES.to_owned(),
+                        claim: key,
+                        devices,
+                    });
+                }
             }
-            Outcome::Unschedulable { message } => {
+            PodOutcome::Unschedulable { message } => {
                 result.outcome = "unschedulable".to_owned();
                 result.message = Some(if message.is_empty() {
                     "cannot allocate all claims on this node".to_owned()
@@ -221,7 +265,7 @@ impl DraState {
                     message
                 });
             }
-            Outcome::Error { message } => {
+            PodOutcome::Error { message } => {
                 result.outcome = "error".to_owned();
                 result.message = Some(message);
             }
@@ -365,13 +409,80 @@ impl DraState {
     }
 
     fn node(&self) -> Node {
-        self.spec.node.clone().unwrap_or_else(|| Node {
-            metadata: ObjectMeta {
-                name: Some("node".to_owned()),
-                ..ObjectMeta::default()
-            },
-            ..Node::default()
-        })
+        self.spec.node.clone().unwrap_or_else(default_node)
+    }
+}
+
+/// The name a pod's [`ClaimDevices`] gives the claim the scheduler made
+/// for its DRA-backed extended resources.
+pub const EXTENDED_RESOURCES: &str = "extended-resources";
+
+/// The special claim as the API server holds it once the scheduler's
+/// PreBind created it: `<pod>-extended-resources` (the real name has a
+/// random suffix) in the pod's namespace, owned by the pod, allocated.
+fn special_claim(pod: &k8s_openapi::api::core::v1::Pod, special: ExtendedResourceClaim) -> ResourceClaim {
+    let namespace = pod
+        .metadata
+        .namespace
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .unwrap_or("default");
+    ResourceClaim {
+        metadata: ObjectMeta {
+            name: Some(format!(
+                "{}-{EXTENDED_RESOURCES}",
+                pod.metadata.name.as_deref().unwrap_or_default()
+            )),
+            namespace: Some(namespace.to_owned()),
+            annotations: Some(BTreeMap::from([(
+                extended::SPECIAL_CLAIM_ANNOTATION.to_owned(),
+                "true".to_owned(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        spec: Some(k8s_openapi::api::resource::v1::ResourceClaimSpec {
+            devices: Some(k8s_openapi::api::resource::v1::DeviceClaim {
+                requests: Some(special.requests),
+                ..Default::default()
+            }),
+        }),
+        status: Some(ResourceClaimStatus {
+            allocation: Some(special.allocation),
+            ..Default::default()
+        }),
+    }
+}
+
+/// The scenario's node as the scheduler sees it, with the device-plugin
+/// resources of the machine in its allocatable (the kubelet advertises one
+/// per device) unless the block's node lists the resource itself: a
+/// resource a device plugin serves is not DRA's.
+pub fn with_device_plugin_allocatable(spec: &DraSpec, machine: &topoalign_model::Machine) -> DraSpec {
+    let mut spec = spec.clone();
+    if machine.devices().is_empty() {
+        return spec;
+    }
+    let node = spec.node.get_or_insert_with(default_node);
+    let allocatable = node
+        .status
+        .get_or_insert_with(Default::default)
+        .allocatable
+        .get_or_insert_with(Default::default);
+    for (resource, devices) in machine.devices() {
+        allocatable
+            .entry(resource.clone())
+            .or_insert_with(|| k8s_openapi::apimachinery::pkg::api::resource::Quantity(devices.len().to_string()));
+    }
+    spec
+}
+
+fn default_node() -> Node {
+    Node {
+        metadata: ObjectMeta {
+            name: Some("node".to_owned()),
+            ..ObjectMeta::default()
+        },
+        ..Node::default()
     }
 }
 
