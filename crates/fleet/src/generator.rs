@@ -360,8 +360,8 @@ mod tests {
             ),
             (&|s| s.sizes[1].cpu = "0".into(), "sizes[1].cpu: \"0\" is not positive"),
             (
-                &|s| s.sizes[1].cpu = "1e30".into(),
-                "sizes[1].cpu: \"1e30\" is too large",
+                &|s| s.sizes[1].cpu = "2000000".into(),
+                "sizes[1].cpu: \"2000000\" is too large",
             ),
             (
                 &|s| s.sizes[0].memory = "-4Gi".into(),
