@@ -279,8 +279,8 @@ fn bad_sizes_exit_2_naming_the_file_and_field() {
             "workload.yaml: generator.sizes[0].memory: \"0\" is not positive",
         ),
         (
-            "generator: {pods: 3, sizes: [{cpu: '1e30', memory: 1Gi}]}\n",
-            "workload.yaml: generator.sizes[0].cpu: \"1e30\" is too large",
+            "generator: {pods: 3, sizes: [{cpu: '2000000', memory: 1Gi}]}\n",
+            "workload.yaml: generator.sizes[0].cpu: \"2000000\" is too large",
         ),
         (
             "generator: {pods: -3, sizes: [{cpu: '1', memory: 1Gi}]}\n",
