@@ -1,12 +1,15 @@
 //! `difftest dra`: the scheduler's DRA allocator, topoalign's
 //! (`topoalign_dra::allocate`) against the real one (`oracle-dra batch`,
 //! `k8s.io/dynamic-resource-allocation/structured` of the release), on random
-//! allocation cases ([`generate`]), issue #30.
+//! allocation cases ([`generate`]), issue #30. A case with a pod (DRA-backed
+//! extended resources, KEP-5004) is the DynamicResources plugin's decision:
+//! ours is `topoalign_dra::allocate_pod`, the oracle runs the real plugin.
 //!
 //! Two answers are the same when both allocate and every claim's allocation
-//! result is equal (devices, requests, configs, node selector), or both
-//! refuse the same way (unschedulable on this node, or an error that stops
-//! scheduling). Messages are shown, not compared. A differing case is
+//! result is equal (devices, requests, configs, node selector) — and, with
+//! a pod, the special claim's requests, container mappings and allocation
+//! too — or both refuse the same way (unschedulable on this node, or an
+//! error that stops scheduling). Messages are shown, not compared. A differing case is
 //! asked again, several times: the 1.34/1.35 allocators visit pools in Go's
 //! map order, so a case can have several answers; when the oracle's answers
 //! vary and ours is one of them the case is unstable, not different. Every
@@ -23,7 +26,9 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use topoalign_dra::{AllocationCase, Outcome};
+use topoalign_dra::PodOutcome;
+
+use self::generate::DraCase;
 
 use crate::release::Release;
 
@@ -60,6 +65,11 @@ pub struct DraSummary {
     pub allocated: u64,
     pub unschedulable: u64,
     pub errors: u64,
+    /// Cases with a pod (DRA-backed extended resources) …
+    pub pods: u64,
+    /// … and of those, the ones where the oracle allocated the special
+    /// claim with at least one request.
+    pub extended: u64,
 }
 
 /// The oracle: one `oracle-dra batch` process, a case per line in, an
@@ -94,7 +104,7 @@ impl Oracle {
     /// The real allocator's answers for the cases, in order: each the
     /// outcome and the other outcomes the release can give (1.34/1.35: other
     /// orders of pools and slices).
-    fn ask(&mut self, cases: &[AllocationCase]) -> anyhow::Result<Vec<Answers>> {
+    fn ask(&mut self, cases: &[DraCase]) -> anyhow::Result<Vec<Answers>> {
         for case in cases {
             serde_json::to_writer(&mut self.input, case)?;
             self.input.write_all(b"\n")?;
@@ -118,25 +128,25 @@ impl Oracle {
 #[derive(serde::Deserialize)]
 struct OracleLine {
     #[serde(flatten)]
-    outcome: Outcome,
+    outcome: PodOutcome,
     #[serde(default)]
-    alternatives: Vec<Outcome>,
+    alternatives: Vec<PodOutcome>,
 }
 
 /// Every outcome the release can give for a case, the first the oracle's.
 #[derive(Clone, Debug)]
 pub struct Answers {
-    pub outcome: Outcome,
-    pub alternatives: Vec<Outcome>,
+    pub outcome: PodOutcome,
+    pub alternatives: Vec<PodOutcome>,
 }
 
 impl Answers {
-    fn all(&self) -> impl Iterator<Item = &Outcome> {
+    fn all(&self) -> impl Iterator<Item = &PodOutcome> {
         std::iter::once(&self.outcome).chain(&self.alternatives)
     }
 
     /// Is `ours` one of them?
-    fn admits(&self, ours: &Outcome) -> bool {
+    fn admits(&self, ours: &PodOutcome) -> bool {
         self.all().any(|o| same(ours, o))
     }
 }
@@ -148,15 +158,26 @@ impl Drop for Oracle {
     }
 }
 
-/// Same answer? (Messages aside.)
-pub fn same(ours: &Outcome, theirs: &Outcome) -> bool {
+/// Same answer? (Messages aside.) With a pod, the special claim (its
+/// requests, mappings and allocation) must be the same too, or absent from
+/// both.
+pub fn same(ours: &PodOutcome, theirs: &PodOutcome) -> bool {
     match (ours, theirs) {
-        (Outcome::Allocated { allocations: a }, Outcome::Allocated { allocations: b }) => {
+        (
+            PodOutcome::Allocated {
+                allocations: a,
+                extended_resource_claim: x,
+            },
+            PodOutcome::Allocated {
+                allocations: b,
+                extended_resource_claim: y,
+            },
+        ) => {
             // Through JSON: absent and empty lists are one thing to the API.
-            serde_json::to_value(a).ok() == serde_json::to_value(b).ok()
+            serde_json::to_value((a, x)).ok() == serde_json::to_value((b, y)).ok()
         }
-        (Outcome::Unschedulable { .. }, Outcome::Unschedulable { .. }) => true,
-        (Outcome::Error { .. }, Outcome::Error { .. }) => true,
+        (PodOutcome::Unschedulable { .. }, PodOutcome::Unschedulable { .. }) => true,
+        (PodOutcome::Error { .. }, PodOutcome::Error { .. }) => true,
         _ => false,
     }
 }
@@ -177,19 +198,30 @@ pub fn run(options: &DraOptions) -> anyhow::Result<DraSummary> {
     while next < end {
         let seeds: Vec<u64> = (next..end.min(next + CHUNK as u64)).collect();
         next += seeds.len() as u64;
-        let cases: Vec<AllocationCase> = seeds.iter().map(|&s| generate::case(options.release, s)).collect();
+        let cases: Vec<DraCase> = seeds.iter().map(|&s| generate::case(options.release, s)).collect();
         let theirs = oracle.ask(&cases)?;
         for ((seed, case), answers) in seeds.iter().zip(&cases).zip(theirs) {
-            let ours = topoalign_dra::allocate(case);
+            let ours = case.decide();
             summary.cases += 1;
             match &answers.outcome {
-                Outcome::Allocated { .. } => summary.allocated += 1,
-                Outcome::Unschedulable { .. } => summary.unschedulable += 1,
-                Outcome::Error { .. } => summary.errors += 1,
+                PodOutcome::Allocated {
+                    extended_resource_claim,
+                    ..
+                } => {
+                    summary.allocated += 1;
+                    if extended_resource_claim.as_ref().is_some_and(|c| !c.requests.is_empty()) {
+                        summary.extended += 1;
+                    }
+                }
+                PodOutcome::Unschedulable { .. } => summary.unschedulable += 1,
+                PodOutcome::Error { .. } => summary.errors += 1,
+            }
+            if case.has_pod() {
+                summary.pods += 1;
             }
             if answers.admits(&ours) {
                 summary.same += 1;
-                if !matches!(answers.outcome, Outcome::Allocated { .. }) {
+                if !matches!(answers.outcome, PodOutcome::Allocated { .. }) {
                     summary.same_refusals += 1;
                 }
                 continue;
@@ -238,9 +270,9 @@ pub fn run(options: &DraOptions) -> anyhow::Result<DraSummary> {
 fn write_difference(
     dir: &Path,
     seed: u64,
-    case: &AllocationCase,
-    ours: &Outcome,
-    theirs: &Outcome,
+    case: &DraCase,
+    ours: &PodOutcome,
+    theirs: &PodOutcome,
     unstable: bool,
 ) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -256,10 +288,12 @@ fn write_difference(
 /// Prints the summary; an error if any case differed.
 pub fn report(summary: &DraSummary, options: &DraOptions) -> anyhow::Result<()> {
     println!(
-        "dra {}: {} cases (oracle: {} allocated, {} unschedulable, {} errors): {} same ({} refusals), {} different, {} unstable, {} s",
+        "dra {}: {} cases, {} with a pod (oracle: {} allocated, {} with extended resources from DRA, {} unschedulable, {} errors): {} same ({} refusals), {} different, {} unstable, {} s",
         options.release.name(),
         summary.cases,
+        summary.pods,
         summary.allocated,
+        summary.extended,
         summary.unschedulable,
         summary.errors,
         summary.same,

@@ -618,8 +618,8 @@ fn try_main(cli: Cli) -> anyhow::Result<ExitCode> {
                         commit,
                         oracle: dra_oracle_key(&oracle),
                         options: format!(
-                            "dra allocated={} unschedulable={} errors={}",
-                            summary.allocated, summary.unschedulable, summary.errors
+                            "dra allocated={} unschedulable={} errors={} pods={} extended={}",
+                            summary.allocated, summary.unschedulable, summary.errors, summary.pods, summary.extended
                         ),
                     },
                 )?;

@@ -5,12 +5,18 @@
 //! other claims hold, and a pod's claims with counts, `All`, CEL selectors,
 //! `firstAvailable`, admin access and constraints on NUMA node and PCIe root.
 //!
+//! Some cases also carry a pod with DRA-backed extended resources
+//! ([`pod`]: its own step, on a stream of its own).
+//!
 //! A seed names one case; the case is built as the API's JSON and read into
-//! [`AllocationCase`], so what the oracle reads is exactly what the engine
-//! reads.
+//! [`AllocationCase`] (or [`PodCase`]), so what the oracle reads is exactly
+//! what the engine reads.
 
+mod pod;
+
+use serde::Serialize;
 use serde_json::{Value, json};
-use topoalign_dra::AllocationCase;
+use topoalign_dra::{AllocationCase, PodCase, PodOutcome};
 
 use crate::release::Release;
 use crate::rng::Rng;
@@ -21,8 +27,49 @@ const NODE: &str = "node-1";
 const OTHER_NODE: &str = "node-2";
 const STANDARD: &str = "resource.kubernetes.io";
 
+/// A generated case: slices, classes and claims, or those and a pod.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum DraCase {
+    Plain(Box<AllocationCase>),
+    /// With a pod whose extended resources DRA may serve.
+    Pod(Box<PodCase>),
+}
+
+impl DraCase {
+    /// Topoalign's answer: the allocator's, or the DynamicResources
+    /// plugin's for a case with a pod.
+    pub fn decide(&self) -> PodOutcome {
+        match self {
+            DraCase::Plain(case) => topoalign_dra::allocate(case).into(),
+            DraCase::Pod(case) => topoalign_dra::allocate_pod(case),
+        }
+    }
+
+    pub fn has_pod(&self) -> bool {
+        matches!(self, DraCase::Pod(_))
+    }
+}
+
 /// The case of a seed.
-pub fn case(release: Release, seed: u64) -> AllocationCase {
+pub fn case(release: Release, seed: u64) -> DraCase {
+    let (mut value, mut rng) = base(release, seed);
+    // After the base case, so that the pod step changes no base case.
+    let mut pod_rng = rng.fork(1);
+    if pod::add(&mut pod_rng, &mut value) {
+        DraCase::Pod(Box::new(
+            serde_json::from_value(value).expect("the generator writes valid cases"),
+        ))
+    } else {
+        DraCase::Plain(Box::new(
+            serde_json::from_value(value).expect("the generator writes valid cases"),
+        ))
+    }
+}
+
+/// The case before the pod step (the whole case before it existed), and the
+/// stream that made it.
+fn base(release: Release, seed: u64) -> (Value, Rng) {
     let mut rng = Rng::new(seed ^ 0x6472_615f_6361_7365);
     let value = Builder {
         rng: &mut rng,
@@ -30,7 +77,7 @@ pub fn case(release: Release, seed: u64) -> AllocationCase {
         counter_set: None,
     }
     .case();
-    serde_json::from_value(value).expect("the generator writes valid cases")
+    (value, rng)
 }
 
 struct Builder<'r> {
