@@ -950,7 +950,10 @@ impl Cluster {
             .zip(states)
             .map(|(name, state)| {
                 let trial = &answers?[&(*state)?.key];
-                trial.admitted.then(|| dra.judge(claims, name, &trial.pinned))
+                let machine = self.nodes.get(name).map(|known| known.node.machine());
+                trial
+                    .admitted
+                    .then(|| dra.judge_on(claims, name, machine, &trial.pinned))
             })
             .collect()
     }
@@ -1088,8 +1091,9 @@ impl Cluster {
                 .and_then(|state| self.trials.get(&shape)?.get(&state.key))
                 .map(|trial| trial.pinned.clone())
                 .unwrap_or_default();
+            let machine = self.nodes.get(node).map(|known| known.node.machine());
             if let Some(dra) = &mut self.dra {
-                dra.bound(uid, node, &pinned, now);
+                dra.bound(uid, node, machine, &pinned, now);
             }
         }
         Ok(())

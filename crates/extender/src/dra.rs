@@ -14,6 +14,19 @@
 //! ([`topoalign_scenario::dra::misaligned_devices`]); a node where they
 //! miss each other is refused with a line naming both.
 //!
+//! A pod's plain extended-resource request (`example.com/gpu: 1`) that a
+//! DeviceClass serves through `spec.extendedResourceName` (KEP-5004, on by
+//! default from 1.36) is judged the same way on a node whose allocatable,
+//! as the scheduler sees it, lacks the resource: the scheduler allocates it
+//! through a special claim after the pod's own
+//! ([`topoalign_dra::allocate_pod`]), reported as claim
+//! `extended-resources` and assumed as `<pod>-extended-resources` until the
+//! cluster shows the pod's real one allocated. The node's allocatable is
+//! its listed Node object's, plus one per device of each device-plugin
+//! resource the extender knows of the node's machine (from the NRT object
+//! or the fleet) that the object does not list — as `replay` counts them
+//! (`topoalign_scenario::dra::with_device_plugin_allocatable`).
+//!
 //! A claim made from a template has the name the resourceclaim controller
 //! gave it in `pod.status.resourceClaimStatuses`; until that entry exists,
 //! or until the extender has seen the claim, the pod is not yet decidable
@@ -28,12 +41,19 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Node as K8sNode, Pod as K8sPod};
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimStatus, ResourceSlice};
+use k8s_openapi::api::core::v1::{Container, Node as K8sNode, Pod as K8sPod, PodSpec};
+use k8s_openapi::api::resource::v1::{
+    DeviceClaim, DeviceClass, ResourceClaim, ResourceClaimSpec, ResourceClaimStatus, ResourceSlice,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use topoalign_dra::{AllocationCase, Outcome};
+use topoalign_dra::extended::{
+    ExtendedResourceClaim, SPECIAL_CLAIM_ANNOTATION, is_dra_extended_resource_name, pod_uses_classes,
+};
+use topoalign_dra::{AllocationCase, Outcome, PodCase, PodOutcome};
 use topoalign_fleet::dra::alignment_verdict;
-use topoalign_scenario::dra::{ClaimDevices, DraSpec, ManifestError, PodDevices, claim_devices};
+use topoalign_model::Machine;
+use topoalign_scenario::dra::{ClaimDevices, DraSpec, EXTENDED_RESOURCES, ManifestError, PodDevices, claim_devices};
 
 use crate::binder::ConnectError;
 use crate::server::StateError;
@@ -126,14 +146,19 @@ pub struct UnknownRelease {
     pub source: topoalign_dra::features::UnknownRelease,
 }
 
-/// What a pod asks of DRA: its claims, as the scheduler names them.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What a pod asks of DRA: its claims, as the scheduler names them, and
+/// its extended-resource requests a DeviceClass may serve.
+#[derive(Clone, Debug, PartialEq)]
 pub struct PodClaims {
     /// `namespace/name`.
     pub pod: String,
     pub uid: String,
     namespace: String,
     references: Vec<Reference>,
+    /// The pod's name, namespace and containers' resources, when it
+    /// requests an extended resource (`example.com/gpu`) a DeviceClass may
+    /// serve ([`is_dra_extended_resource_name`]).
+    extended: Option<Box<K8sPod>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -155,7 +180,8 @@ enum ClaimName {
 }
 
 impl PodClaims {
-    /// The claims of a pod manifest; `None` when it references none.
+    /// The claims of a pod manifest; `None` when it references none and
+    /// requests no extended resource a DeviceClass may serve.
     ///
     /// # Errors
     /// [`InvalidPod`]: the field that cannot be read.
@@ -164,7 +190,7 @@ impl PodClaims {
             .pointer("/spec/resourceClaims")
             .and_then(|c| c.as_array())
             .is_some_and(|c| !c.is_empty());
-        if !has_claims {
+        if !has_claims && !manifest_requests_extended(manifest) {
             return Ok(None);
         }
         let pod: K8sPod = serde_path_to_error::deserialize(manifest).map_err(|e| InvalidPod {
@@ -174,10 +200,12 @@ impl PodClaims {
         Ok(PodClaims::of_pod(&pod))
     }
 
-    /// The claims of a pod; `None` when it references none.
+    /// The claims of a pod; `None` when it references none and requests
+    /// no extended resource a DeviceClass may serve.
     pub fn of_pod(pod: &K8sPod) -> Option<PodClaims> {
         let references = pod.spec.as_ref()?.resource_claims.as_deref().unwrap_or_default();
-        if references.is_empty() {
+        let extended = extended_part(pod);
+        if references.is_empty() && extended.is_none() {
             return None;
         }
         let namespace = pod
@@ -216,8 +244,65 @@ impl PodClaims {
             uid: pod.metadata.uid.clone().unwrap_or_default(),
             namespace,
             references,
+            extended,
         })
     }
+}
+
+/// Whether a container's `resources` (requests or limits) or the pod's
+/// `overhead` in a manifest names an extended resource a DeviceClass may
+/// serve — read from the JSON, so that other pods are not decoded twice.
+fn manifest_requests_extended(manifest: &serde_json::Value) -> bool {
+    let names = |map: Option<&serde_json::Value>| {
+        map.and_then(serde_json::Value::as_object)
+            .is_some_and(|m| m.keys().any(|name| is_dra_extended_resource_name(name)))
+    };
+    let mut containers = ["/spec/containers", "/spec/initContainers"]
+        .into_iter()
+        .filter_map(|path| manifest.pointer(path)?.as_array())
+        .flatten();
+    names(manifest.pointer("/spec/overhead"))
+        || containers.any(|c| names(c.pointer("/resources/requests")) || names(c.pointer("/resources/limits")))
+}
+
+/// What the scheduler reads of a pod to serve its extended resources from
+/// DRA (its name and namespace, containers' and init containers' names,
+/// resources and restart policy, overhead); `None` when it requests no
+/// extended resource a DeviceClass may serve.
+fn extended_part(pod: &K8sPod) -> Option<Box<K8sPod>> {
+    let spec = pod.spec.as_ref()?;
+    let names_one = |resources: Option<&BTreeMap<String, Quantity>>| {
+        resources.is_some_and(|r| r.keys().any(|name| is_dra_extended_resource_name(name)))
+    };
+    let mut containers = spec.containers.iter().chain(spec.init_containers.iter().flatten());
+    let requests = containers.any(|c| {
+        let resources = c.resources.as_ref();
+        names_one(resources.and_then(|r| r.requests.as_ref())) || names_one(resources.and_then(|r| r.limits.as_ref()))
+    });
+    if !requests && !names_one(spec.overhead.as_ref()) {
+        return None;
+    }
+    let slim = |c: &Container| Container {
+        name: c.name.clone(),
+        resources: c.resources.clone(),
+        restart_policy: c.restart_policy.clone(),
+        ..Container::default()
+    };
+    Some(Box::new(K8sPod {
+        metadata: ObjectMeta {
+            name: pod.metadata.name.clone(),
+            namespace: pod.metadata.namespace.clone(),
+            uid: pod.metadata.uid.clone(),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodSpec {
+            containers: spec.containers.iter().map(slim).collect(),
+            init_containers: spec.init_containers.as_ref().map(|c| c.iter().map(slim).collect()),
+            overhead: spec.overhead.clone(),
+            ..PodSpec::default()
+        }),
+        status: None,
+    }))
 }
 
 /// An allocation this extender predicted for a pod it placed, held until
@@ -294,6 +379,51 @@ fn is_allocated(claim: &ResourceClaim) -> bool {
     claim.status.as_ref().is_some_and(|s| s.allocation.is_some())
 }
 
+/// A claim the scheduler made for a pod's DRA-backed extended resources.
+fn is_special(claim: &ResourceClaim) -> bool {
+    claim
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.get(SPECIAL_CLAIM_ANNOTATION).is_some_and(|v| v == "true"))
+}
+
+fn owned_by(claim: &ResourceClaim, uid: &str) -> bool {
+    claim
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|owner| owner.uid == uid)
+}
+
+/// The special claim as the extender assumes it: `<pod>-extended-resources`
+/// in the pod's namespace (the real one has a random suffix), allocated.
+fn special_claim(pod: &PodClaims, special: ExtendedResourceClaim) -> ResourceClaim {
+    let name = pod.pod.rsplit_once('/').map_or(pod.pod.as_str(), |(_, name)| name);
+    ResourceClaim {
+        metadata: ObjectMeta {
+            name: Some(format!("{name}-{EXTENDED_RESOURCES}")),
+            namespace: Some(pod.namespace.clone()),
+            annotations: Some(BTreeMap::from([(
+                SPECIAL_CLAIM_ANNOTATION.to_owned(),
+                "true".to_owned(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        spec: Some(ResourceClaimSpec {
+            devices: Some(DeviceClaim {
+                requests: Some(special.requests),
+                ..DeviceClaim::default()
+            }),
+        }),
+        status: Some(ResourceClaimStatus {
+            allocation: Some(special.allocation),
+            ..ResourceClaimStatus::default()
+        }),
+    }
+}
+
 impl Dra {
     /// No objects yet; `release` is the scheduler's ("1.34" … "1.37"),
     /// `timeout` how long an assumed allocation holds its devices.
@@ -337,8 +467,17 @@ impl Dra {
             .map(|c| (key_of(&c.metadata), c))
             .collect();
         let claims = &self.claims;
-        self.assumed
-            .retain(|key, _| claims.get(key).is_some_and(|claim| !is_allocated(claim)));
+        self.assumed.retain(|key, assumed| {
+            if is_special(&assumed.claim) {
+                // The scheduler names the pod's real one
+                // `<pod>-extended-resources-<random>`: found by its owner.
+                !claims
+                    .values()
+                    .any(|c| is_special(c) && is_allocated(c) && owned_by(c, &assumed.pod_uid))
+            } else {
+                claims.get(key).is_some_and(|claim| !is_allocated(claim))
+            }
+        });
     }
 
     /// Drops assumptions and seen pods older than the timeout.
@@ -366,7 +505,23 @@ impl Dra {
 
     /// Whether `pod`'s devices on `node` and the NUMA nodes the kubelet
     /// pins its CPUs and memory to (`pinned`; empty: nothing pinned) meet.
+    /// The node's device-plugin resources are its listed Node object's
+    /// alone ([`Dra::judge_on`] adds those of its machine).
     pub fn judge(&self, pod: &PodClaims, node: &str, pinned: &BTreeSet<usize>) -> Judgement {
+        self.judge_on(pod, node, None, pinned)
+    }
+
+    /// [`Dra::judge`] on a node whose machine (`machine`, as the extender
+    /// knows it from its NRT object or the fleet) has device-plugin
+    /// devices: the kubelet advertises one of its resource per device, so
+    /// DRA does not serve that resource there.
+    pub fn judge_on(
+        &self,
+        pod: &PodClaims,
+        node: &str,
+        machine: Option<&Machine>,
+        pinned: &BTreeSet<usize>,
+    ) -> Judgement {
         // The pod's claims: (pod's name for it, key, claim).
         let mut claims: Vec<(String, String, ResourceClaim)> = Vec::new();
         for reference in &pod.references {
@@ -389,7 +544,12 @@ impl Dra {
             };
             claims.push((reference.name.clone(), key, claim.clone()));
         }
-        if claims.is_empty() {
+        // The pod's extended resources, when a DeviceClass serves one.
+        let extended = pod
+            .extended
+            .as_deref()
+            .filter(|p| pod_uses_classes(&self.release, p, &self.device_classes));
+        if claims.is_empty() && extended.is_none() {
             return Judgement {
                 verdict: Ok(()),
                 devices: None,
@@ -403,11 +563,15 @@ impl Dra {
             .map(|(_, _, claim)| claim.clone())
             .collect();
         let mut allocated: Vec<ResourceClaim> = Vec::new();
-        if !pending.is_empty() {
+        let mut special: Option<ResourceClaim> = None;
+        if !pending.is_empty() || extended.is_some() {
             let in_use: Vec<ResourceClaim> = self
                 .claims
                 .iter()
-                .filter(|(key, claim)| is_allocated(claim) && !own.contains(key.as_str()))
+                // The pod's own allocated claims hold their devices against
+                // its pending ones and its special claim too, as the
+                // scheduler's allocated-devices tracker counts every claim.
+                .filter(|(_, claim)| is_allocated(claim))
                 .map(|(_, claim)| claim.clone())
                 .chain(
                     self.assumed
@@ -416,8 +580,15 @@ impl Dra {
                         .map(|(_, a)| a.claim.clone()),
                 )
                 .collect();
-            match self.allocate(node, in_use, pending.clone()) {
-                Outcome::Allocated { allocations } => {
+            let outcome = match extended {
+                Some(manifest) => self.allocate_pod(node, machine, in_use, pending.clone(), manifest),
+                None => self.allocate(node, in_use, pending.clone()).into(),
+            };
+            match outcome {
+                PodOutcome::Allocated {
+                    allocations,
+                    extended_resource_claim,
+                } => {
                     for (mut claim, allocation) in pending.into_iter().zip(allocations) {
                         claim.status = Some(ResourceClaimStatus {
                             allocation: Some(allocation),
@@ -425,8 +596,11 @@ impl Dra {
                         });
                         allocated.push(claim);
                     }
+                    special = extended_resource_claim
+                        .filter(|c| !c.requests.is_empty())
+                        .map(|c| special_claim(pod, c));
                 }
-                Outcome::Unschedulable { message } => {
+                PodOutcome::Unschedulable { message } => {
                     let why = if message.is_empty() {
                         "cannot allocate all claims".to_owned()
                     } else {
@@ -434,24 +608,33 @@ impl Dra {
                     };
                     return Judgement::refused(format!("DRA: the scheduler's allocator finds no devices here: {why}"));
                 }
-                Outcome::Error { message } => return Judgement::refused(format!("DRA: {message}")),
+                PodOutcome::Error { message } => return Judgement::refused(format!("DRA: {message}")),
             }
+        }
+        let mut listed: Vec<ClaimDevices> = claims
+            .iter()
+            .map(|(name, key, claim)| {
+                let claim = allocated.iter().find(|c| key_of(&c.metadata) == *key).unwrap_or(claim);
+                ClaimDevices {
+                    name: name.clone(),
+                    claim: key.clone(),
+                    devices: claim_devices(claim, &self.resource_slices),
+                }
+            })
+            .collect();
+        if let Some(claim) = special {
+            listed.push(ClaimDevices {
+                name: EXTENDED_RESOURCES.to_owned(),
+                claim: key_of(&claim.metadata),
+                devices: claim_devices(&claim, &self.resource_slices),
+            });
+            allocated.push(claim);
         }
         let devices = PodDevices {
             pod: pod.pod.clone(),
             outcome: "allocated".to_owned(),
             message: None,
-            claims: claims
-                .iter()
-                .map(|(name, key, claim)| {
-                    let claim = allocated.iter().find(|c| key_of(&c.metadata) == *key).unwrap_or(claim);
-                    ClaimDevices {
-                        name: name.clone(),
-                        claim: key.clone(),
-                        devices: claim_devices(claim, &self.resource_slices),
-                    }
-                })
-                .collect(),
+            claims: listed,
         };
         let verdict = alignment_verdict(&devices, pinned).map_or(Ok(()), |m| Err(m.to_string()));
         Judgement {
@@ -470,7 +653,60 @@ impl Dra {
                 message: "internal: the per-node cache lock is poisoned".to_owned(),
             };
         };
-        let case = cases.entry(node.to_owned()).or_insert_with(|| AllocationCase {
+        let case = cases.entry(node.to_owned()).or_insert_with(|| self.node_case(node));
+        case.allocated_claims = in_use;
+        case.claims = claims;
+        let outcome = topoalign_dra::allocate(case);
+        case.allocated_claims = Vec::new();
+        case.claims = Vec::new();
+        outcome
+    }
+
+    /// The scheduler's DynamicResources plugin on `node` for a pod whose
+    /// extended resources a DeviceClass serves (`pod`): its `claims`, then
+    /// the special claim, `in_use` holding their devices; the node's
+    /// allocatable counts `machine`'s device-plugin devices.
+    fn allocate_pod(
+        &self,
+        node: &str,
+        machine: Option<&Machine>,
+        in_use: Vec<ResourceClaim>,
+        claims: Vec<ResourceClaim>,
+        pod: &K8sPod,
+    ) -> PodOutcome {
+        let Ok(mut cases) = self.cases.lock() else {
+            return PodOutcome::Error {
+                message: "internal: the per-node cache lock is poisoned".to_owned(),
+            };
+        };
+        let case = cases.entry(node.to_owned()).or_insert_with(|| self.node_case(node));
+        let mut k8s_node = case.node.clone();
+        if let Some(machine) = machine.filter(|m| !m.devices().is_empty()) {
+            let allocatable = k8s_node
+                .status
+                .get_or_insert_with(Default::default)
+                .allocatable
+                .get_or_insert_with(Default::default);
+            for (resource, devices) in machine.devices() {
+                allocatable
+                    .entry(resource.clone())
+                    .or_insert_with(|| Quantity(devices.len().to_string()));
+            }
+        }
+        topoalign_dra::allocate_pod(&PodCase {
+            release: self.release.clone(),
+            node: k8s_node,
+            device_classes: case.device_classes.clone(),
+            resource_slices: case.resource_slices.clone(),
+            allocated_claims: in_use,
+            claims,
+            pod: pod.clone(),
+        })
+    }
+
+    /// The allocator's input on `node` without claims.
+    fn node_case(&self, node: &str) -> AllocationCase {
+        AllocationCase {
             release: self.release.clone(),
             node: self.node(node),
             device_classes: self.device_classes.clone(),
@@ -483,13 +719,7 @@ impl Dra {
                 .collect(),
             allocated_claims: Vec::new(),
             claims: Vec::new(),
-        });
-        case.allocated_claims = in_use;
-        case.claims = claims;
-        let outcome = topoalign_dra::allocate(case);
-        case.allocated_claims = Vec::new();
-        case.claims = Vec::new();
-        outcome
+        }
     }
 
     /// `pod` goes to `node` with `judgement`'s devices: they are in use
@@ -509,16 +739,17 @@ impl Dra {
         }
     }
 
-    /// The scheduler bound the pod `uid` to `node` (`pinned`: where the
-    /// kubelet pins it there): its predicted devices are assumed there.
-    pub fn bound(&mut self, uid: &str, node: &str, pinned: &BTreeSet<usize>, now: Instant) {
+    /// The scheduler bound the pod `uid` to `node` (`machine`: the node's,
+    /// as [`Dra::judge_on`] takes it; `pinned`: where the kubelet pins it
+    /// there): its predicted devices are assumed there.
+    pub fn bound(&mut self, uid: &str, node: &str, machine: Option<&Machine>, pinned: &BTreeSet<usize>, now: Instant) {
         let Some((pod, _)) = self.seen.get(uid).cloned() else {
             return;
         };
         if self.assumed.values().any(|a| a.pod_uid == uid && a.node == node) {
             return;
         }
-        let judgement = self.judge(&pod, node, pinned);
+        let judgement = self.judge_on(&pod, node, machine, pinned);
         self.assume(&pod, node, &judgement, now);
     }
 

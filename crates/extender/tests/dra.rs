@@ -238,3 +238,203 @@ fn judge_passes_when_nothing_is_pinned() {
     assert_eq!(devices.claims[0].devices[0].numa_node, Some(0));
     assert!(Dra::new("1.20", Duration::from_secs(1)).is_err());
 }
+
+/// DRA-backed extended resources (KEP-5004, on by default from 1.36): a
+/// pod's plain `example.com/gpu: 1`, served by the DeviceClass naming it in
+/// `extendedResourceName` on a node whose allocatable lacks it.
+///
+/// The nodes: 2 NUMA nodes of 4 cores × 2 threads (CPUs 0-3 and 8-11 on
+/// NUMA node 0, 4-7 and 12-15 on NUMA node 1), single-numa-node, static
+/// CPU manager, CPU 15 reserved; `ext-0` and `ext-1` have no device plugin,
+/// `plug-0` has one GPU per NUMA node from a device plugin. A driver
+/// publishes `gpu-0` (NUMA node 0) and `gpu-1` (NUMA node 1) on every
+/// node, in that order. A CPU-only 6-CPU pod sits on NUMA node 0 of
+/// `ext-0` and `plug-0` (both NUMA nodes fit it; the kubelet takes the
+/// lower), leaving 2 CPUs there, so a 6-CPU pod is pinned to NUMA node 1
+/// there and to NUMA node 0 on the empty `ext-1`. The scheduler's
+/// first-fit allocator gives the special claim `gpu-0` where nothing holds
+/// it.
+mod extended_resources {
+    use super::*;
+
+    const RESOURCE: &str = "example.com/gpu";
+
+    fn fleet() -> topoalign_fleet::Fleet {
+        let cpus: Vec<Value> = (0..16)
+            .map(|id| {
+                let core = id % 8;
+                json!({"id": id, "core": core, "socket": core / 4, "numa": core / 4})
+            })
+            .collect();
+        let numa: Vec<Value> = (0..2).map(|id| json!({"id": id, "memory": "16Gi"})).collect();
+        let kubelet = json!({"topologyManagerPolicy": "single-numa-node", "cpuManagerPolicy": "static",
+            "reservedSystemCPUs": "15"});
+        let gpus = json!({RESOURCE: [{"id": "dp-gpu0", "numa": [0]}, {"id": "dp-gpu1", "numa": [1]}]});
+        let text = json!({"nodes": [
+            {"name": "ext", "count": 2, "topology": {"numaNodes": numa, "cpus": cpus}, "kubelet": kubelet},
+            {"name": "plug", "count": 1, "topology": {"numaNodes": numa, "cpus": cpus, "devices": gpus},
+                "kubelet": kubelet}]});
+        topoalign_fleet::Fleet::parse(&text.to_string(), |_| Err("no files".into())).unwrap()
+    }
+
+    fn slice(node: &str) -> Value {
+        let devices: Vec<Value> = (0..2)
+            .map(|n| json!({"name": format!("gpu-{n}"), "attributes": {"resource.kubernetes.io/numaNode": {"int": n}}}))
+            .collect();
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": format!("{node}-gpus")},
+            "spec": {"driver": DRIVER, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                "devices": devices}})
+    }
+
+    /// The class serving `example.com/gpu`, the slices of `nodes`, and
+    /// `more` objects (a Node, claims).
+    fn objects(nodes: &[&str], more: Vec<Value>) -> DraObjects {
+        let mut items = vec![json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+            "metadata": {"name": "gpu.example.com"},
+            "spec": {"extendedResourceName": RESOURCE,
+                "selectors": [{"cel": {"expression": format!("device.driver == \"{DRIVER}\"")}}]}})];
+        items.extend(nodes.iter().map(|n| slice(n)));
+        items.extend(more);
+        let text = serde_json::to_string(&json!({"apiVersion": "v1", "kind": "List", "items": items})).unwrap();
+        DraObjects::from_manifests(&text).unwrap()
+    }
+
+    /// A Guaranteed 6-CPU pod in `ml` taking one `example.com/gpu`.
+    fn manifest(name: &str) -> Value {
+        json!({"metadata": {"name": name, "namespace": "ml", "uid": format!("uid-{name}")},
+            "spec": {"containers": [{"name": "app",
+                "resources": {"limits": {"cpu": "6", "memory": "1Gi", RESOURCE: "1"}}}]}})
+    }
+
+    fn cluster(release: &str, choose_in_filter: bool, more: Vec<Value>) -> (Cluster, Instant) {
+        let config = ExtenderConfig {
+            choose_in_filter,
+            assume_on_prioritize: false,
+            assume_timeout: Duration::from_secs(30),
+            ..ExtenderConfig::default()
+        };
+        let mut cluster = Cluster::from_fleet(&fleet(), config).unwrap();
+        let mut dra = Dra::new(release, Duration::from_secs(30)).unwrap();
+        dra.sync(objects(&["ext-0", "ext-1", "plug-0"], more));
+        cluster.enable_dra(dra);
+        let now = Instant::now();
+        let busy = Cluster::read_pod(&super::manifest("busy", None)).unwrap();
+        cluster.assume(&busy, "ext-0", now);
+        cluster.assume(&busy_on("plug"), "plug-0", now);
+        (cluster, now)
+    }
+
+    fn busy_on(node: &str) -> topoalign_model::Pod {
+        let mut manifest = super::manifest(&format!("busy-{node}"), None);
+        manifest["metadata"]["uid"] = json!(format!("uid-busy-{node}"));
+        Cluster::read_pod(&manifest).unwrap()
+    }
+
+    const CANDIDATES: [&str; 2] = ["ext-0", "ext-1"];
+
+    #[test]
+    fn the_node_passes_only_where_the_special_claims_device_meets_the_pinned_cpus() {
+        let (mut cluster, now) = cluster("1.37", false, Vec::new());
+        let outcome = filter(&mut cluster, &manifest("train"), &CANDIDATES, now);
+        assert_eq!(outcome.passed, names(&["ext-1"]), "{outcome:?}");
+        let reason = &outcome.failed["ext-0"];
+        // The special claim's one request: container 0's, the resource the
+        // second of its sorted request names (cpu, example.com/gpu, memory).
+        assert!(
+            reason.contains("extended-resources/container-0-request-1: gpu-0 on NUMA node 0"),
+            "{reason}"
+        );
+        assert!(
+            reason.ends_with("the kubelet pins the pod's CPUs and memory on NUMA node 1"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn prioritize_scores_the_misaligned_node_zero() {
+        let (mut cluster, now) = cluster("1.37", false, Vec::new());
+        let manifest = manifest("train");
+        let pod = Cluster::read_pod(&manifest).unwrap();
+        let claims = PodClaims::of_manifest(&manifest).unwrap();
+        assert!(claims.is_some(), "a pod with an extended resource is one DRA may serve");
+        let scores = cluster
+            .prioritize_with(&pod, claims.as_ref(), names(&CANDIDATES), now)
+            .unwrap();
+        assert_eq!(scores[0], ("ext-0".to_string(), 0));
+        assert!(scores[1].1 > 0, "{scores:?}");
+    }
+
+    #[test]
+    fn where_a_device_plugin_serves_the_resource_dra_does_not() {
+        // plug-0's machine has device-plugin GPUs: the kubelet advertises
+        // example.com/gpu there, so the scheduler leaves it to the device
+        // manager (which aligns it with the CPUs) and DRA allocates nothing.
+        let (mut machines, now) = cluster("1.37", false, Vec::new());
+        let outcome = filter(&mut machines, &manifest("train"), &["ext-0", "plug-0"], now);
+        assert_eq!(outcome.passed, names(&["plug-0"]), "{outcome:?}");
+        // The same from the Node object's allocatable, as the API server
+        // lists it.
+        let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "ext-0"},
+            "status": {"allocatable": {RESOURCE: "2"}}});
+        let (mut listed, now) = cluster("1.37", false, vec![node]);
+        let outcome = filter(&mut listed, &manifest("train"), &CANDIDATES, now);
+        assert_eq!(outcome.passed, names(&CANDIDATES), "{outcome:?}");
+    }
+
+    #[test]
+    fn release_1_35_leaves_extended_resources_to_device_plugins() {
+        let (mut cluster, now) = cluster("1.35", false, Vec::new());
+        let outcome = filter(&mut cluster, &manifest("train"), &CANDIDATES, now);
+        assert_eq!(outcome.passed, names(&CANDIDATES), "DRAExtendedResource is off in 1.35");
+    }
+
+    #[test]
+    fn choose_in_filter_assumes_the_special_claims_device() {
+        let (mut cluster, now) = cluster("1.37", true, Vec::new());
+        let first = filter(&mut cluster, &manifest("a"), &CANDIDATES, now);
+        assert_eq!(first.passed, names(&["ext-1"]), "{first:?}");
+        assert_eq!(
+            cluster
+                .dra_mut()
+                .unwrap()
+                .assumptions()
+                .get("ml/a-extended-resources")
+                .map(String::as_str),
+            Some("ext-1")
+        );
+        // On ext-1, a holds NUMA node 0's CPUs and (assumed) gpu-0: the next
+        // pod's CPUs go to NUMA node 1 and first-fit gives it gpu-1 there.
+        // Were the assumed GPU not counted, it would get gpu-0 and no node
+        // would pass.
+        let second = filter(&mut cluster, &manifest("b"), &CANDIDATES, now);
+        assert_eq!(second.passed, names(&["ext-1"]), "{second:?}");
+        // A listing without the pod's real claim keeps the assumption.
+        cluster
+            .dra_mut()
+            .unwrap()
+            .sync(objects(&["ext-0", "ext-1", "plug-0"], Vec::new()));
+        assert!(
+            cluster
+                .dra_mut()
+                .unwrap()
+                .assumptions()
+                .contains_key("ml/a-extended-resources")
+        );
+        // The scheduler's claim for the pod, allocated: the assumption goes.
+        let real = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": "a-extended-resources-x7k2p", "namespace": "ml",
+                "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"},
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "a", "uid": "uid-a", "controller": true}]},
+            "spec": {"devices": {"requests": [{"name": "container-0-request-1",
+                "exactly": {"deviceClassName": "gpu.example.com"}}]}},
+            "status": {"allocation": {"devices": {"results": [{"request": "container-0-request-1",
+                "driver": DRIVER, "pool": "ext-1", "device": "gpu-0"}]}}}});
+        cluster
+            .dra_mut()
+            .unwrap()
+            .sync(objects(&["ext-0", "ext-1", "plug-0"], vec![real]));
+        let left = cluster.dra_mut().unwrap().assumptions();
+        assert!(!left.contains_key("ml/a-extended-resources"), "{left:?}");
+    }
+}
