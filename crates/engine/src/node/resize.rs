@@ -207,6 +207,9 @@ impl Node {
             .ok_or_else(|| ResizeError::NotAdmitted(desired.uid.clone()))?;
         let version = self.config.kubelet_version;
         if !version.at_least(KubeletVersion::V1_34) || !self.config.feature_gates.in_place_resize(version) {
+            if !version.at_least(KubeletVersion::V1_33) && self.config.feature_gates.in_place_resize(version) {
+                self.adopt_init_sizes_unchecked(index, desired);
+            }
             let allocated = self.active[index].clone();
             let resized = with_sizes_of(&allocated, desired);
             let outcome = self.decide(index, resized)?;
@@ -387,6 +390,31 @@ impl Node {
     /// The kubelet's decision on resizing the admitted pod at `index` to
     /// `resized`, against the allocation of the moment; applied when it
     /// fits.
+    /// 1.32 keeps an allocation for app containers only
+    /// (`updatePodFromAllocation` walks `Spec.Containers`): an init
+    /// container's (a sidecar's) new sizes are never compared, checked or
+    /// reverted — the pod as the kubelet counts it has them at once, and a
+    /// resize of app containers is judged with them (v1.32.10
+    /// status_manager.go; 1.33 walks init containers too).
+    fn adopt_init_sizes_unchecked(&mut self, index: usize, desired: &Pod) {
+        let allocated = &self.active[index];
+        let mut adopted = allocated.clone();
+        for container in &mut adopted.init_containers {
+            if let Some(new) = desired.init_containers.iter().find(|c| c.name == container.name) {
+                replace_sizes(&mut container.requests, &new.requests);
+                replace_sizes(&mut container.limits, &new.limits);
+            }
+        }
+        if adopted == *allocated {
+            return;
+        }
+        let mut usage = self.fit_usage.clone();
+        usage.remove(allocated);
+        usage.add(&PodRequests::of(&adopted));
+        self.fit_usage = usage;
+        self.active[index] = adopted;
+    }
+
     fn decide(&mut self, index: usize, resized: Pod) -> Result<ResizeOutcome, ResizeError> {
         // A copy: the CPU manager is asked again below while it is read.
         let allocated = &self.active[index].clone();
