@@ -20,8 +20,8 @@ pub struct Args {
     fleet: PathBuf,
     #[command(flatten)]
     version: super::node_args::KubeletVersionArg,
-    /// A kubeconfig (default: in-cluster configuration, else $KUBECONFIG or
-    /// ~/.kube/config).
+    /// A kubeconfig (default: $KUBECONFIG, else ~/.kube/config, else the
+    /// in-cluster configuration).
     #[arg(long, value_name = "FILE")]
     kubeconfig: Option<PathBuf>,
     /// Seconds between two renewals of a node's Lease.
