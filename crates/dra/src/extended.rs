@@ -49,6 +49,27 @@ pub const SPECIAL_CLAIM_NAME: &str = "<extended-resources>";
 /// (`resourceapi.ExtendedResourceClaimAnnotation`).
 pub const SPECIAL_CLAIM_ANNOTATION: &str = "resource.kubernetes.io/extended-resource-claim";
 
+/// `node` as the scheduler sees it when a device plugin serves
+/// `resources` (name, device count) there: the kubelet advertises one unit
+/// per device in `status.allocatable`, and a resource the node lists already
+/// keeps its amount. A resource in the allocatable is not DRA's.
+pub fn advertise_device_plugins<'a>(node: &mut Node, resources: impl IntoIterator<Item = (&'a str, usize)>) {
+    let mut resources = resources.into_iter().peekable();
+    if resources.peek().is_none() {
+        return;
+    }
+    let allocatable = node
+        .status
+        .get_or_insert_with(Default::default)
+        .allocatable
+        .get_or_insert_with(Default::default);
+    for (resource, devices) in resources {
+        allocatable
+            .entry(resource.to_owned())
+            .or_insert_with(|| ApiQuantity(devices.to_string()));
+    }
+}
+
 /// Whether the release's kube-scheduler and kubelet serve extended resources
 /// through DRA by default (`DRAExtendedResource` in the release's
 /// `pkg/features/kube_features.go`: alpha and off in 1.34/1.35, beta and on

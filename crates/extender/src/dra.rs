@@ -681,17 +681,14 @@ impl Dra {
         };
         let case = cases.entry(node.to_owned()).or_insert_with(|| self.node_case(node));
         let mut k8s_node = case.node.clone();
-        if let Some(machine) = machine.filter(|m| !m.devices().is_empty()) {
-            let allocatable = k8s_node
-                .status
-                .get_or_insert_with(Default::default)
-                .allocatable
-                .get_or_insert_with(Default::default);
-            for (resource, devices) in machine.devices() {
-                allocatable
-                    .entry(resource.clone())
-                    .or_insert_with(|| Quantity(devices.len().to_string()));
-            }
+        if let Some(machine) = machine {
+            topoalign_dra::extended::advertise_device_plugins(
+                &mut k8s_node,
+                machine
+                    .devices()
+                    .iter()
+                    .map(|(resource, devices)| (resource.as_str(), devices.len())),
+            );
         }
         topoalign_dra::allocate_pod(&PodCase {
             release: self.release.clone(),

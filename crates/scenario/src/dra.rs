@@ -463,16 +463,13 @@ pub fn with_device_plugin_allocatable(spec: &DraSpec, machine: &topoalign_model:
         return spec;
     }
     let node = spec.node.get_or_insert_with(default_node);
-    let allocatable = node
-        .status
-        .get_or_insert_with(Default::default)
-        .allocatable
-        .get_or_insert_with(Default::default);
-    for (resource, devices) in machine.devices() {
-        allocatable
-            .entry(resource.clone())
-            .or_insert_with(|| k8s_openapi::apimachinery::pkg::api::resource::Quantity(devices.len().to_string()));
-    }
+    topoalign_dra::extended::advertise_device_plugins(
+        node,
+        machine
+            .devices()
+            .iter()
+            .map(|(resource, devices)| (resource.as_str(), devices.len())),
+    );
     spec
 }
 
