@@ -120,6 +120,8 @@ fn generate_with(seed: u64, release: Release, steps: LaterSteps, profile: Profil
     let mut pod_level_rng = root.fork(7);
     // And for the exclusive-CPU resize gate of 1.32/1.33.
     let mut exclusive_rng = root.fork(8);
+    // And for the sidecar resizes of 1.32/1.33.
+    let mut sidecar_rng = root.fork(9);
     let mut tags = Vec::new();
     let (topology, facts) = machine::machine(&mut machine_rng, profile, &mut tags);
     let (kubelet, kubelet_facts) = kubelet::kubelet(&mut kubelet_rng, release, profile, &facts, &mut tags);
@@ -141,7 +143,16 @@ fn generate_with(seed: u64, release: Release, steps: LaterSteps, profile: Profil
             pod_tags,
             &mut tags,
         );
+        resize::add_sidecar_resizes(
+            &mut sidecar_rng,
+            release,
+            &mut scenario,
+            &facts,
+            &kubelet_facts,
+            &mut tags,
+        );
         resize::add_exclusive_cpus_gate(&mut exclusive_rng, release, &mut scenario, &kubelet_facts, &mut tags);
+        resize::drop_init_memory_by_status(release, &mut scenario, &facts, &kubelet_facts, &mut tags);
     }
     if steps.respells() {
         spelling::respell(&mut spelling_rng, &mut scenario, &mut tags);

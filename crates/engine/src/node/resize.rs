@@ -146,7 +146,10 @@ pub enum ResizeError {
     /// `InPlacePodVerticalScalingExclusive*` gate on and a changed exclusive
     /// size; 1.32/1.33 with `InPlacePodVerticalScalingExclusiveCPUs` on, a
     /// Guaranteed pod under the static CPU policy, and a changed CPU
-    /// request under `restricted`/`single-numa-node` or `full-pcpus-only`.
+    /// request under `restricted`/`single-numa-node` or `full-pcpus-only`;
+    /// 1.32/1.33 under the `Static` memory policy and the pod scope, where
+    /// the memory of an init container that ran to completion is allocated
+    /// again on NUMA nodes the status decides (`Node::init_memory_by_status`).
     #[error("{0}")]
     NotReproduced(String),
 }
@@ -179,9 +182,9 @@ impl Node {
     /// resource-fit check decides.
     ///
     /// # Errors
-    /// [`ResizeError::NotAdmitted`]; [`ResizeError::NotReproduced`] when an
-    /// `InPlacePodVerticalScalingExclusive*` gate lets a 1.34 manager see a
-    /// changed exclusive size.
+    /// [`ResizeError::NotAdmitted`]; [`ResizeError::NotReproduced`] where
+    /// the answer depends on the container status a scenario does not carry
+    /// (see the variant).
     pub fn resize(&mut self, desired: &Pod) -> Result<ResizeDecision, ResizeError> {
         self.resize_with_priority(desired, 0)
     }
@@ -448,6 +451,9 @@ impl Node {
         {
             return Ok(infeasible(&message));
         }
+        if !version.at_least(KubeletVersion::V1_34) {
+            self.init_memory_by_status(allocated, &resized)?;
+        }
         // The other admit handlers: the topology manager admits the resized
         // pod again (see [`Node::resize`]; what it allocates stays, even
         // when a later handler defers), then the resource fit against the
@@ -591,6 +597,72 @@ impl Node {
             }
         }
         Ok(None)
+    }
+
+    /// 1.32/1.33, a Guaranteed pod's resize that reaches the admit handlers
+    /// under the `Static` memory policy and the pod scope of an aligning
+    /// topology policy, on a machine of more than one NUMA node: the memory
+    /// manager allocates again the memory of an init container that ran to
+    /// completion (it dropped the blocks when the next container started),
+    /// on the NUMA nodes of the pod's merged hint. The CPU and memory
+    /// managers count an app container (1.33: and a sidecar) by its
+    /// status's `allocatedResources` there (`guaranteedCPUs`,
+    /// `getRequestedResources` in policy_static.go of v1.32.10 and
+    /// v1.33.13; the pod scope's `podGuaranteedCPUs` and
+    /// `getPodRequestedResources` sum them, and `regenerateHints` gives the
+    /// held blocks' NUMA nodes only when that sum equals their size) — a
+    /// status a scenario does not carry. The spec's sizes count before the
+    /// kubelet writes the status; once it has, 1.32 without
+    /// `InPlacePodVerticalScalingAllocatedStatus` (alpha, off) counts
+    /// nothing, 1.33 (and 1.32 with it) the held sizes. Where the readings
+    /// can place (or fail to place) that memory differently topoalign
+    /// answers [`ResizeError::NotReproduced`]: on 1.32 always (nothing
+    /// against the spec's sizes), on 1.33 when an app container or a
+    /// sidecar changes its memory request, or its CPU request under the
+    /// static CPU policy. The container scope sizes an init container by its
+    /// own spec and the `none` policy asks for no hints: answered.
+    fn init_memory_by_status(&self, allocated: &Pod, resized: &Pod) -> Result<(), ResizeError> {
+        let version = self.config.kubelet_version;
+        let reallocated = allocated
+            .init_containers
+            .iter()
+            .find(|c| !c.restartable && self.memory.container_numa_nodes(&allocated.uid, &c.name).is_none());
+        let Some(init) = reallocated else {
+            return Ok(());
+        };
+        if allocated.qos != QosClass::Guaranteed
+            || self.config.memory_policy != MemoryPolicyName::Static
+            || self.topology.policy() == TopologyPolicyName::None
+            || self.topology.scope() != topoalign_topology_manager::TopologyScope::Pod
+            || self.machine.numa_nodes().len() < 2
+        {
+            return Ok(());
+        }
+        let static_cpu = self.config.cpu_policy == CpuPolicyName::Static;
+        let counted_changed = allocated
+            .all_containers()
+            .zip(resized.all_containers())
+            .filter(|((old, init), _)| !init || old.restartable)
+            .any(|((old, _), (new, _))| {
+                old.request("memory") != new.request("memory")
+                    || (static_cpu && old.request("cpu") != new.request("cpu"))
+            });
+        if version.at_least(KubeletVersion::V1_33) && !counted_changed {
+            return Ok(());
+        }
+        let reading = if version.at_least(KubeletVersion::V1_33) {
+            "the spec's sizes before the kubelet writes the status, the held sizes after"
+        } else {
+            "the spec's sizes before the kubelet writes the status, nothing after (without \
+             InPlacePodVerticalScalingAllocatedStatus) or the held sizes (with it)"
+        };
+        Err(ResizeError::NotReproduced(format!(
+            "not reproduced: kubelet {version} under the Static memory policy and the pod scope of the {} \
+             topology manager policy allocates the memory of init container {:?}, which ran to completion, again \
+             on the NUMA nodes of the pod's merged hint, which the CPU and memory managers work out from the \
+             container status's allocatedResources ({reading}); a scenario does not carry that status",
+            self.config.topology_policy, init.name
+        )))
     }
 
     /// 1.32–1.35: a pod asking for more CPU or memory than the node has
