@@ -3,8 +3,10 @@
 //! engine's decision in `topoalign-explain`'s words — then the cheapest
 //! fix, each one checked by running the engine again:
 //!
-//! 1. a node that admits the pod as it is (ready, schedulable and
-//!    untainted nodes first, then by name);
+//! 1. a node that admits the pod as it is (for a pod with ResourceClaims,
+//!    one where DRA can allocate them, nodes where their devices share the
+//!    kubelet's NUMA nodes first; then ready, schedulable and untainted
+//!    nodes first, then by name);
 //! 2. else the fewest evictions on one node: pods of the pod's priority or
 //!    lower only (a pod never displaces a more important one), the fewest
 //!    pods, then the lowest highest priority among them, then the lowest
@@ -18,14 +20,22 @@
 //! 3. else the pod change `explain` proposes (its first pod fix on the
 //!    first node that has one, verified by `explain` itself).
 //!
+//! A pod with ResourceClaims is also asked, on each node judged, which
+//! devices the scheduler's DRA allocator would give it there and whether
+//! they share the NUMA nodes the kubelet pins its CPUs and memory to:
+//! `topoalign_explain::dra::explain`, as `topoalign explain --dra` asks it,
+//! on the node's DRA view ([`crate::dra::node_state`]).
+//!
 //! Pure: works on a [`ClusterSnapshot`]. Must not touch: decisions (the
-//! engine's), words for a decision (`topoalign-explain`'s).
+//! engine's and the DRA allocator's), words for a decision
+//! (`topoalign-explain`'s).
 
 use std::collections::BTreeSet;
 
 use itertools::Itertools as _;
 use serde::Serialize;
 use topoalign_engine::{Decision, Node};
+use topoalign_explain::dra::DraExplanation;
 use topoalign_explain::{Change, Explanation, Fix, Situation};
 use topoalign_model::Pod;
 
@@ -68,6 +78,35 @@ pub struct NodeVerdict {
     pub cautions: Vec<String>,
     #[serde(flatten)]
     pub verdict: Verdict,
+    /// For a pod with ResourceClaims, on a node judged: the devices DRA
+    /// would allocate here beside the kubelet's NUMA nodes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dra: Option<DraVerdict>,
+}
+
+/// The DRA side of a pod on one node.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub enum DraVerdict {
+    /// `topoalign_explain::dra`'s explanation: per request the devices and
+    /// their NUMA nodes, the misaligned ones, fixes.
+    Explained(Box<DraExplanation>),
+    /// Why DRA is not asked here.
+    NotJudged { why: String },
+}
+
+impl DraVerdict {
+    /// DRA would allocate every claim here, each device with a NUMA node on
+    /// the kubelet's (or the kubelet pins nothing).
+    fn aligned(&self) -> bool {
+        matches!(self, DraVerdict::Explained(e) if e.outcome == "allocated" && e.misaligned.is_empty())
+    }
+
+    /// DRA cannot allocate the claims here: the scheduler would not place
+    /// the pod here.
+    fn unallocatable(&self) -> bool {
+        matches!(self, DraVerdict::Explained(e) if e.outcome != "allocated")
+    }
 }
 
 /// Would the node's kubelet admit the pod now.
@@ -166,25 +205,21 @@ pub fn explain_pod(snapshot: &ClusterSnapshot, pod: &ClusterPod) -> PodAnswer {
             return answer;
         }
     };
-    if pod
-        .manifest
-        .pointer("/spec/resourceClaims")
-        .and_then(|c| c.as_array())
-        .is_some_and(|c| !c.is_empty())
-    {
-        answer.notes.push(
-            "its resourceClaims (DRA devices) are not judged here: the kubelet's CPUs and memory are; see `topoalign \
-             explain --dra`"
-                .to_owned(),
-        );
-    }
-    let mut candidates: Vec<(&ClusterNode, Node)> = Vec::new();
+    let claims = crate::dra::has_claims(&pod.manifest);
+    let mut candidates: Vec<(&ClusterNode, Node, bool)> = Vec::new();
     let mut rejected: Vec<(&ClusterNode, Node, Explanation)> = Vec::new();
     for node in &snapshot.nodes {
         let (verdict, judged) = judge(node, pod, model);
+        let mut dra = None;
         if let Some((engine, decision, explanation)) = judged {
+            if claims {
+                dra = Some(dra_verdict(snapshot, node, &engine, &decision, pod, model));
+            }
             if decision.admitted() {
-                candidates.push((node, engine));
+                if !dra.as_ref().is_some_and(DraVerdict::unallocatable) {
+                    let aligned = dra.as_ref().is_none_or(DraVerdict::aligned);
+                    candidates.push((node, engine, aligned));
+                }
             } else if let Some(explanation) = explanation {
                 rejected.push((node, engine, explanation));
             }
@@ -194,11 +229,13 @@ pub fn explain_pod(snapshot: &ClusterSnapshot, pod: &ClusterPod) -> PodAnswer {
             state: node.source_words(),
             cautions: cautions(node),
             verdict,
+            dra,
         });
     }
-    // 1. A node as it is; ready, schedulable, untainted ones first.
-    candidates.sort_by_key(|(node, _)| (!cautions(node).is_empty(), node.name.clone()));
-    if let Some((node, _)) = candidates.first()
+    // 1. A node as it is; DRA-aligned, then ready, schedulable, untainted
+    // ones first.
+    candidates.sort_by_key(|(node, _, aligned)| (!aligned, !cautions(node).is_empty(), node.name.clone()));
+    if let Some((node, _, _)) = candidates.first()
         && let Some(NodeVerdict {
             verdict: Verdict::Admitted { line, .. },
             ..
@@ -249,6 +286,68 @@ pub fn explain_pod(snapshot: &ClusterSnapshot, pod: &ClusterPod) -> PodAnswer {
             })
     });
     answer
+}
+
+/// The DRA side of `pod` on `node`, the kubelet's `decision` for it on
+/// `engine` (the node without the pod).
+fn dra_verdict(
+    snapshot: &ClusterSnapshot,
+    node: &ClusterNode,
+    engine: &Node,
+    decision: &Decision,
+    pod: &ClusterPod,
+    model: &Pod,
+) -> DraVerdict {
+    let Some(exact) = node.exact() else {
+        return DraVerdict::NotJudged {
+            why: "the node's state is not known exactly".to_owned(),
+        };
+    };
+    let release = engine.config().kubelet_version.to_string();
+    if !topoalign_explain::dra::RELEASES.contains(&release.as_str()) {
+        return DraVerdict::NotJudged {
+            why: format!(
+                "its kubelet is {release}; the DRA allocator is reproduced for {}",
+                topoalign_explain::dra::RELEASES.join(", ")
+            ),
+        };
+    }
+    let kube_pod = match serde_json::from_value::<k8s_openapi::api::core::v1::Pod>(pod.manifest.clone()) {
+        Ok(kube_pod) => kube_pod,
+        Err(error) => {
+            return DraVerdict::NotJudged {
+                why: format!("the pod cannot be read as a Pod: {error}"),
+            };
+        }
+    };
+    let (state, kube_pod) = crate::dra::node_state(
+        &snapshot.dra,
+        &node.name,
+        &node.labels,
+        engine.machine(),
+        &release,
+        &kube_pod,
+    );
+    let situation = Situation {
+        node: engine,
+        kubelet: &exact.spec.kubelet,
+        manifest: &pod.manifest,
+        pod: model,
+    };
+    match topoalign_explain::dra::explain(&situation, decision, &state, &kube_pod) {
+        Ok(Some(explanation)) => DraVerdict::Explained(Box::new(explanation)),
+        Ok(None) => DraVerdict::NotJudged {
+            why: "the pod names no ResourceClaim".to_owned(),
+        },
+        // The scenario crate's words name its `dra:` block; here the
+        // objects are the cluster's.
+        Err(error) => DraVerdict::NotJudged {
+            why: format!(
+                "the pod's {}",
+                error.to_string().replace(" in the dra block", " in the cluster")
+            ),
+        },
+    }
 }
 
 /// (pods evicted, highest priority, sum of priorities, node name): smaller

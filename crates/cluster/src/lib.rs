@@ -9,17 +9,21 @@
 //!   places and flags ([`Connection`]);
 //! - [`answer`]: one pod across the cluster — per node the engine's
 //!   verdict in `explain`'s words, and the cheapest verified fix;
-//! - [`usage`]: per node and NUMA node, free, stranded and held by whom.
+//! - [`usage`]: per node and NUMA node, free, stranded and held by whom;
+//! - [`dra`]: a node's DRA devices (ResourceSlices, the claims holding
+//!   them) and the scheduler's DRA allocator asked on one node.
 //!
 //! Must not touch: decisions (every answer is an `engine::Node`'s, words
 //! are `topoalign-explain`'s), the NRT formats (`topoalign-nrt`'s).
 
 pub mod answer;
+pub mod dra;
 pub mod read;
 pub mod snapshot;
 pub mod usage;
 
-pub use answer::{ClusterFix, NodeVerdict, PodAnswer, Verdict, explain_pod};
+pub use answer::{ClusterFix, DraVerdict, NodeVerdict, PodAnswer, Verdict, explain_pod};
+pub use dra::{HeldDevice, NodeDevice, NodeDra};
 pub use read::{Client, Connection, ReadError, read, read_objects, read_pod};
 pub use snapshot::{
     ClusterNode, ClusterPod, ClusterSnapshot, ExactNode, Holding, NodeSource, Objects, PodState, TopologyObject,

@@ -1,8 +1,10 @@
 //! Reading a live cluster: the client from the places kubectl looks
 //! ([`Connection`]: `--kubeconfig`, else `$KUBECONFIG` / `~/.kube/config`,
 //! else the in-cluster service account; `--context`; `-n`), and one
-//! reading of the Nodes, NodeResourceTopology objects and pods
-//! ([`read`]) into a [`ClusterSnapshot`].
+//! reading of the Nodes, NodeResourceTopology objects, pods and DRA
+//! objects (`resource.k8s.io/v1` DeviceClasses, ResourceSlices,
+//! ResourceClaims, ResourceClaimTemplates) ([`read`]) into a
+//! [`ClusterSnapshot`].
 //!
 //! Owns: the API calls. Must not touch: what the objects mean
 //! ([`crate::snapshot`]).
@@ -10,10 +12,12 @@
 use std::path::PathBuf;
 
 use k8s_openapi::api::core::v1::{Node as K8sNode, Pod as K8sPod};
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use topoalign_nrt::NodeResourceTopology;
 use topoalign_nrt::object::{GROUP, KIND, PLURAL, VERSION};
+use topoalign_scenario::dra::DraSpec;
 
 use crate::snapshot::{ClusterSnapshot, Objects, TopologyObject, UnreadableObject, build};
 
@@ -47,6 +51,31 @@ pub enum ReadError {
     },
     #[error("pod {namespace}/{name} not found")]
     PodNotFound { namespace: String, name: String },
+}
+
+impl ReadError {
+    /// The error in a line for a page: the API server's refusal as its
+    /// HTTP code and Status message (the whole error, with kube's dump of
+    /// the Status, is [`std::fmt::Display`]'s, for the log).
+    pub fn brief(&self) -> String {
+        match self {
+            ReadError::Api {
+                what,
+                source: kube::Error::Api(status),
+            } => {
+                let message = if status.message.is_empty() {
+                    &status.reason
+                } else {
+                    &status.message
+                };
+                format!(
+                    "cannot read {what} from the API server: HTTP {}: {message}",
+                    status.code
+                )
+            }
+            other => other.to_string(),
+        }
+    }
 }
 
 /// A client and the namespace names default to.
@@ -147,6 +176,36 @@ pub async fn read_objects(client: &kube::Client) -> Result<Objects, ReadError> {
         nodes,
         topologies,
         pods,
+        dra: read_dra(client).await?,
+    })
+}
+
+/// The cluster's DRA objects; none where the API server does not serve
+/// `resource.k8s.io/v1` (404).
+///
+/// # Errors
+/// [`ReadError::Api`] naming the list that failed.
+async fn read_dra(client: &kube::Client) -> Result<DraSpec, ReadError> {
+    async fn list<K>(client: &kube::Client, what: &str) -> Result<Vec<K>, ReadError>
+    where
+        K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+        K::DynamicType: Default,
+    {
+        match Api::<K>::all(client.clone()).list(&ListParams::default()).await {
+            Ok(list) => Ok(list.items),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(Vec::new()),
+            Err(source) => Err(ReadError::Api {
+                what: what.to_owned(),
+                source,
+            }),
+        }
+    }
+    Ok(DraSpec {
+        node: None,
+        device_classes: list::<DeviceClass>(client, "DeviceClasses").await?,
+        resource_slices: list::<ResourceSlice>(client, "ResourceSlices").await?,
+        resource_claims: list::<ResourceClaim>(client, "ResourceClaims").await?,
+        resource_claim_templates: list::<ResourceClaimTemplate>(client, "ResourceClaimTemplates").await?,
     })
 }
 
@@ -186,4 +245,39 @@ fn topology_object(object: DynamicObject) -> TopologyObject {
         .and_then(serde_json::from_value::<NodeResourceTopology>)
         .map_err(|e| UnreadableObject::new(&name, e));
     TopologyObject { name, object, updated }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The page shows the refusal's code and message, the log the whole
+    /// error (kube's dump of the Status).
+    #[test]
+    fn a_refusal_in_brief() {
+        let status: kube::core::Status = serde_json::from_value(serde_json::json!({
+            "status": "Failure",
+            "code": 403,
+            "reason": "Forbidden",
+            "message": "nodes is forbidden: User \"system:serviceaccount:kube-system:x\" cannot list resource \"nodes\"",
+            "details": {"kind": "nodes"},
+        }))
+        .expect("status");
+        let error = ReadError::Api {
+            what: "Nodes".to_owned(),
+            source: kube::Error::Api(Box::new(status)),
+        };
+        assert_eq!(
+            error.brief(),
+            "cannot read Nodes from the API server: HTTP 403: nodes is forbidden: User \
+             \"system:serviceaccount:kube-system:x\" cannot list resource \"nodes\""
+        );
+        let full = error.to_string();
+        assert!(full.contains("Forbidden") && full.contains("details"), "{full}");
+        let other = ReadError::PodNotFound {
+            namespace: "ns".to_owned(),
+            name: "p".to_owned(),
+        };
+        assert_eq!(other.brief(), other.to_string());
+    }
 }

@@ -8,8 +8,9 @@
 //!
 //! Owns: how an object says it is exact, approximate or unknown
 //! ([`NodeSource`]), when it is stale ([`ClusterNode::stale`]), which pods
-//! wait ([`PodState`]). Must not touch: decisions (the engine's, asked
-//! through [`crate::answer`]), the NRT formats (`topoalign-nrt`'s).
+//! wait ([`PodState`]), which DRA devices are a node's ([`crate::dra`]).
+//! Must not touch: decisions (the engine's, asked through
+//! [`crate::answer`]), the NRT formats (`topoalign-nrt`'s).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -20,6 +21,9 @@ use topoalign_engine::{ContainerPlacement, Node};
 use topoalign_k8s::PodError;
 use topoalign_model::Pod;
 use topoalign_nrt::{NodeResourceTopology, NodeSpec, STATE_UNKNOWN_ATTRIBUTE};
+use topoalign_scenario::dra::DraSpec;
+
+use crate::dra::NodeDra;
 
 /// One NodeResourceTopology object as read, with when its writer last
 /// changed it (the latest `managedFields` time, else its creation).
@@ -59,6 +63,10 @@ pub struct Objects {
     pub nodes: Vec<K8sNode>,
     pub topologies: Vec<TopologyObject>,
     pub pods: Vec<K8sPod>,
+    /// DeviceClasses, ResourceSlices, ResourceClaims and
+    /// ResourceClaimTemplates (`node` unset); empty where the API server
+    /// serves no `resource.k8s.io/v1`.
+    pub dra: DraSpec,
 }
 
 /// The cluster at one moment.
@@ -70,6 +78,8 @@ pub struct ClusterSnapshot {
     pub nodes: Vec<ClusterNode>,
     /// Every pod read, by `namespace/name`.
     pub pods: Vec<ClusterPod>,
+    /// The cluster's DRA objects, as read.
+    pub dra: DraSpec,
 }
 
 /// One Node.
@@ -94,6 +104,9 @@ pub struct ClusterNode {
     /// The pods the node's state holds, in admission order (exact objects
     /// only).
     pub holdings: Vec<Holding>,
+    /// Its DRA devices: the slices published for it, the devices claims
+    /// hold there and by which pods.
+    pub dra: NodeDra,
 }
 
 /// How much a node's NodeResourceTopology object tells.
@@ -286,6 +299,7 @@ pub fn build(objects: Objects, now: Timestamp) -> ClusterSnapshot {
                     .flatten()
                     .any(|c| c.type_ == "Ready" && c.status == "True"),
                 unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
+                dra: NodeDra::of(&name, &objects.dra),
                 name,
                 source,
                 updated,
@@ -299,6 +313,7 @@ pub fn build(objects: Objects, now: Timestamp) -> ClusterSnapshot {
         taken_at: now,
         nodes,
         pods,
+        dra: objects.dra,
     }
 }
 

@@ -5,11 +5,15 @@
 //! (`topoalign_fleet::stranded`, which `defrag` uses too): free CPU and
 //! memory per NUMA node are the zones' `available`, capped by the node's
 //! allocatable minus its pods' requests and apportioned to the zones;
-//! devices are each zone's free devices. A node's free capacity is
+//! devices are each zone's free devices, and its DRA devices no claim
+//! holds (`node_free` + `NodeFree::add_dra(dra_free(..))`, counted under
+//! the driver's name; [`crate::dra`]). A node's free capacity is
 //! stranded when some pods wait (unscheduled, or rejected by a kubelet)
 //! that an empty node of its shape would admit, and the engine admits none
 //! of them on it now. Only exact nodes can be judged so; an approximate
-//! node shows its zones' `available`.
+//! node shows its zones' `available`. DRA devices are shown on every node
+//! that publishes them, whatever its NRT object: free ones per driver,
+//! held ones under the pod their claim is reserved for.
 //!
 //! Pure. Must not touch: decisions (the engine's).
 
@@ -74,7 +78,15 @@ pub struct Held {
     /// `resource id` of each of its devices here.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<String>,
+    /// `driver/pool/device (claim namespace/name)` of each DRA device its
+    /// claims hold here.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dra_devices: Vec<String>,
 }
+
+/// [`Held::pod`] of DRA devices an allocated claim reserved for no pod
+/// holds: `(no pod) namespace/claim`.
+pub const NO_POD: &str = "(no pod)";
 
 /// Every node of `snapshot`, by name.
 pub fn nodes_view(snapshot: &ClusterSnapshot) -> Vec<NodeView> {
@@ -115,7 +127,80 @@ fn node_view(snapshot: &ClusterSnapshot, node: &ClusterNode) -> NodeView {
         }
         NodeSource::Unknown { .. } | NodeSource::Missing | NodeSource::Unreadable { .. } => {}
     }
+    add_dra(snapshot, node, &mut view);
     view
+}
+
+/// The node's DRA devices on `view`'s NUMA nodes (made for NUMA nodes it
+/// lacks): the free ones (an exact node's are in already, by
+/// `NodeFree::add_dra`), and the held ones under their pods.
+fn add_dra(snapshot: &ClusterSnapshot, node: &ClusterNode, view: &mut NodeView) {
+    if node.dra.is_empty() {
+        return;
+    }
+    let exact = matches!(node.source, NodeSource::Exact(_));
+    let free = node.dra.free();
+    let numa_nodes: std::collections::BTreeSet<usize> = free
+        .keys()
+        .copied()
+        .chain(node.dra.held.iter().filter_map(|d| d.numa))
+        .collect();
+    for numa in numa_nodes {
+        if !view.numa.iter().any(|v| v.numa == numa) {
+            if exact {
+                // `add_dra` leaves out a NUMA node the machine lacks.
+                continue;
+            }
+            view.numa.push(NumaView {
+                numa,
+                free: BTreeMap::new(),
+                free_cpus: None,
+                stranded: false,
+                held: Vec::new(),
+            });
+        }
+    }
+    view.numa.sort_by_key(|v| v.numa);
+    let stranded = !view.stranded_for.is_empty();
+    for numa_view in &mut view.numa {
+        let numa = numa_view.numa;
+        if !exact {
+            for (driver, count) in free.get(&numa).into_iter().flatten() {
+                numa_view.free.insert(driver.clone(), count.to_string());
+            }
+        }
+        if stranded && free.get(&numa).is_some_and(|d| d.values().any(|&n| n > 0)) {
+            numa_view.stranded = true;
+        }
+        for device in node.dra.held.iter().filter(|d| d.numa == Some(numa)) {
+            let line = format!("{} (claim {})", device.address(), device.claim);
+            let holders: Vec<(String, i32)> = if device.pods.is_empty() {
+                vec![(format!("{NO_POD} {}", device.claim), 0)]
+            } else {
+                device
+                    .pods
+                    .iter()
+                    .map(|(key, uid)| {
+                        let priority = snapshot.pods.iter().find(|p| &p.uid == uid).map_or(0, |p| p.priority);
+                        (key.clone(), priority)
+                    })
+                    .collect()
+            };
+            for (pod, priority) in holders {
+                match numa_view.held.iter_mut().find(|h| h.pod == pod) {
+                    Some(held) => held.dra_devices.push(line.clone()),
+                    None => numa_view.held.push(Held {
+                        pod,
+                        priority,
+                        cpus: None,
+                        memory: false,
+                        devices: Vec::new(),
+                        dra_devices: vec![line.clone()],
+                    }),
+                }
+            }
+        }
+    }
 }
 
 /// The waiting pods an empty node of `node`'s shape admits, when `node`
@@ -150,7 +235,9 @@ fn cpus(milli: u64) -> String {
 
 fn exact_numa(node: &ClusterNode, engine: &Node, stranded: bool) -> Vec<NumaView> {
     let machine = engine.machine();
-    let zones = topoalign_fleet::stranded::node_free(engine).zones;
+    let mut node_free = topoalign_fleet::stranded::node_free(engine);
+    node_free.add_dra(&node.dra.free());
+    let zones = node_free.zones;
     engine
         .numa_usage()
         .into_iter()
@@ -200,6 +287,7 @@ fn exact_numa(node: &ClusterNode, engine: &Node, stranded: bool) -> Vec<NumaView
                             .iter()
                             .any(|c| c.memory_numa.as_ref().is_some_and(|n| n.contains(&usage.numa))),
                         devices,
+                        dra_devices: Vec::new(),
                     }
                 })
                 .collect();

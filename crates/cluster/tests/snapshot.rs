@@ -115,6 +115,7 @@ fn each_node_says_how_its_state_is_known() {
             },
         ],
         pods: Vec::new(),
+        ..Objects::default()
     };
     let snapshot = build(objects, now());
     let kinds: Vec<(&str, &str)> = snapshot
@@ -157,6 +158,7 @@ fn an_exact_state_behind_the_api_server_is_stale_and_holdings_carry_priorities()
         nodes: vec![k8s_node("n")],
         topologies: vec![exact_object("n", &spec, &node)],
         pods: vec![a.clone(), late],
+        ..Objects::default()
     };
     let snapshot = build(objects, now());
     let n = &snapshot.nodes[0];
@@ -191,6 +193,7 @@ fn a_pod_rejected_by_admission_is_sent_to_a_node_that_admits_it() {
         nodes: vec![k8s_node("one"), k8s_node("two")],
         topologies: vec![exact_object("one", &spec, &one), exact_object("two", &spec, &two)],
         pods: vec![fill_a, fill_b, want.clone()],
+        ..Objects::default()
     };
     let snapshot = build(objects, now());
     let asked = snapshot.pod("ns", "want").expect("pod");
@@ -245,6 +248,7 @@ fn with_every_node_full_the_fewest_evictions_of_lower_priority_pods() {
         nodes: vec![k8s_node("one"), k8s_node("two")],
         topologies: vec![exact_object("one", &spec, &one), exact_object("two", &spec, &two)],
         pods: vec![hi_a, hi_b, lo_a, lo_b, big],
+        ..Objects::default()
     };
     let snapshot = build(objects, now());
     let asked = snapshot.pod("ns", "big").expect("pod");
@@ -299,6 +303,7 @@ fn evictions_may_take_pods_of_the_same_priority_but_lower_ones_first() {
             nodes: vec![k8s_node("one")],
             topologies: vec![exact_object("one", &spec, &one)],
             pods: vec![a, b, big],
+            ..Objects::default()
         };
         let snapshot = build(objects, now());
         let asked = snapshot.pod("ns", "big").expect("pod");
@@ -333,6 +338,7 @@ fn free_capacity_no_waiting_pod_can_use_is_stranded() {
         nodes: vec![k8s_node("one"), k8s_node("two")],
         topologies: vec![exact_object("one", &spec, &one), exact_object("two", &spec, &two)],
         pods: vec![fill_a, fill_b, want],
+        ..Objects::default()
     };
     let snapshot = build(objects, now());
     let views = topoalign_cluster::nodes_view(&snapshot);
@@ -350,5 +356,197 @@ fn free_capacity_no_waiting_pod_can_use_is_stranded() {
     // them).
     for (view, usage) in views[0].numa.iter().zip(one.numa_usage()) {
         assert_eq!(view.free.get("cpu"), Some(&usage.available("cpu").to_string()));
+    }
+}
+
+/// The cluster's DRA objects as the API server lists them: a GPU DeviceClass
+/// and, per node named, a slice of two GPUs (`gpu-0` on NUMA 0, `gpu-1` on
+/// NUMA 1); `held` are `(claim, node, device, pod uid)` of allocated claims
+/// reserved for that pod, `pending` unallocated claims of one GPU.
+fn dra_objects(
+    nodes: &[&str],
+    held: &[(&str, &str, &str, &str)],
+    pending: &[&str],
+) -> topoalign_scenario::dra::DraSpec {
+    let class = json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+        "metadata": {"name": "gpu.example.com"},
+        "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]},
+    });
+    let slices = nodes.iter().map(|node| {
+        json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": format!("{node}-gpus")},
+            "spec": {
+                "driver": "gpu.example.com", "nodeName": node,
+                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                "devices": [
+                    {"name": "gpu-0", "attributes": {"resource.kubernetes.io/numaNode": {"int": 0}}},
+                    {"name": "gpu-1", "attributes": {"resource.kubernetes.io/numaNode": {"int": 1}}},
+                ],
+            },
+        })
+    });
+    let request =
+        json!({"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}});
+    let claims = held
+        .iter()
+        .map(|(name, node, device, uid)| {
+            json!({
+                "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": name, "namespace": "ns"},
+                "spec": request,
+                "status": {
+                    "allocation": {"devices": {"results": [
+                        {"request": "gpu", "driver": "gpu.example.com", "pool": node, "device": device},
+                    ]}},
+                    "reservedFor": [{"resource": "pods", "name": uid.trim_start_matches("uid-"), "uid": uid}],
+                },
+            })
+        })
+        .chain(pending.iter().map(|name| {
+            json!({
+                "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": name, "namespace": "ns"},
+                "spec": request,
+            })
+        }));
+    let list = json!({"kind": "List", "items": std::iter::once(class).chain(slices).chain(claims).collect::<Vec<_>>()});
+    let (spec, skipped) = topoalign_scenario::dra::DraSpec::from_manifests(&list.to_string()).expect("DRA objects");
+    assert!(skipped.is_empty(), "{skipped:?}");
+    spec
+}
+
+/// `pod` with `spec.resourceClaims` naming the claim `claim` (as `gpu`).
+fn with_claim(mut pod: K8sPod, claim: &str) -> K8sPod {
+    let mut value = serde_json::to_value(&pod).expect("pod");
+    value["spec"]["resourceClaims"] = json!([{"name": "gpu", "resourceClaimName": claim}]);
+    value["spec"]["containers"][0]["resources"]["claims"] = json!([{"name": "gpu"}]);
+    pod = serde_json::from_value(value).expect("pod with a claim");
+    pod
+}
+
+/// Per NUMA node: the free DRA devices (fleet::stranded's count, under the
+/// driver's name), the ones a claim holds under the pod it is reserved
+/// for, and on a stranded node the free ones stranded too.
+#[test]
+fn nodes_show_dra_devices_free_held_by_whom_and_stranded() {
+    let spec = spec();
+    let fill_a = pod("fill-a", 7, 0, Some("one"), "Running", None);
+    let fill_b = pod("fill-b", 7, 0, Some("one"), "Running", None);
+    let want = pod("want", 2, 0, None, "Pending", None);
+    let one = node_holding(&spec, &[&fill_a, &fill_b]);
+    let objects = Objects {
+        nodes: vec![k8s_node("one")],
+        topologies: vec![exact_object("one", &spec, &one)],
+        pods: vec![fill_a, fill_b, want],
+        dra: dra_objects(&["one"], &[("fill-a-gpu", "one", "gpu-0", "uid-fill-a")], &[]),
+    };
+    let snapshot = build(objects, now());
+    let node = snapshot.node("one").expect("one");
+    assert_eq!(node.dra.slices.len(), 1);
+    assert_eq!(node.dra.held.len(), 1);
+    assert_eq!(
+        node.dra.held[0].pods,
+        [("ns/fill-a".to_owned(), "uid-fill-a".to_owned())]
+    );
+    let views = topoalign_cluster::nodes_view(&snapshot);
+    let numa = |n: usize| views[0].numa.iter().find(|v| v.numa == n).expect("NUMA node");
+    // gpu-0 is held by fill-a's claim, gpu-1 is free.
+    assert_eq!(numa(0).free.get("gpu.example.com"), None);
+    assert_eq!(numa(1).free.get("gpu.example.com").map(String::as_str), Some("1"));
+    let holder = numa(0)
+        .held
+        .iter()
+        .find(|h| h.pod == "ns/fill-a")
+        .expect("fill-a on NUMA 0");
+    assert_eq!(holder.dra_devices, ["gpu.example.com/one/gpu-0 (claim ns/fill-a-gpu)"]);
+    assert!(numa(1).held.iter().all(|h| h.dra_devices.is_empty()));
+    // The node is stranded for `want`: its free GPU is stranded with it.
+    assert_eq!(views[0].stranded_for, ["ns/want"]);
+    assert!(numa(1).stranded);
+}
+
+/// A node without a NodeResourceTopology object still shows its DRA
+/// devices; a claim reserved for no pod shows as such.
+#[test]
+fn dra_devices_show_without_an_nrt_object() {
+    let objects = Objects {
+        nodes: vec![k8s_node("bare")],
+        dra: dra_objects(&["bare"], &[("loose", "bare", "gpu-1", "")], &[]),
+        ..Objects::default()
+    };
+    let mut objects = objects;
+    for claim in &mut objects.dra.resource_claims {
+        claim.status.as_mut().expect("status").reserved_for = None;
+    }
+    let snapshot = build(objects, now());
+    let views = topoalign_cluster::nodes_view(&snapshot);
+    let numa: Vec<(usize, Option<&str>, Vec<&str>)> = views[0]
+        .numa
+        .iter()
+        .map(|v| {
+            (
+                v.numa,
+                v.free.get("gpu.example.com").map(String::as_str),
+                v.held.iter().map(|h| h.pod.as_str()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(numa, [(0, Some("1"), vec![]), (1, None, vec!["(no pod) ns/loose"])]);
+}
+
+/// `explain pod/NAME` on a pod with a claim: per node, the devices the DRA
+/// allocator gives it there beside the kubelet's NUMA nodes; a node where
+/// they share a NUMA node is the fix before one where they do not.
+#[test]
+fn a_pod_with_a_claim_is_told_per_node_where_dra_puts_its_devices() {
+    let spec = spec();
+    let want = with_claim(pod("want", 2, 0, None, "Pending", None), "want-gpu");
+    let empty = topoalign_nrt::start_node(&spec).expect("start");
+    // On `a`, gpu-0 is held by another claim: DRA can only give gpu-1
+    // (NUMA 1). On `b` both are free.
+    let objects = Objects {
+        nodes: vec![k8s_node("a"), k8s_node("b")],
+        topologies: vec![exact_object("a", &spec, &empty), exact_object("b", &spec, &empty)],
+        pods: vec![want],
+        dra: dra_objects(&["a", "b"], &[("other", "a", "gpu-0", "uid-other")], &["want-gpu"]),
+    };
+    let snapshot = build(objects, now());
+    let asked = snapshot.pod("ns", "want").expect("pod");
+    let answer = topoalign_cluster::explain_pod(&snapshot, asked);
+    assert!(answer.notes.is_empty(), "{:?}", answer.notes);
+    let model = asked.pod.as_ref().expect("readable");
+    let pinned = topoalign_scenario::dra::pinned_numa_nodes(&empty.try_admit(model).decision.containers, |cpu| {
+        empty.machine().cpu(cpu).map(|c| c.numa)
+    });
+    let mut aligned_nodes = Vec::new();
+    for verdict in &answer.nodes {
+        let Some(topoalign_cluster::DraVerdict::Explained(dra)) = &verdict.dra else {
+            panic!("{}: {:?}", verdict.node, verdict.dra)
+        };
+        assert_eq!(dra.outcome, "allocated", "{}", verdict.node);
+        let devices: Vec<(&str, Option<i64>)> = dra
+            .requests
+            .iter()
+            .flat_map(|r| r.devices.iter().map(|d| (d.device.as_str(), d.numa_node)))
+            .collect();
+        if verdict.node == "a" {
+            assert_eq!(devices, [("gpu-1", Some(1))], "gpu-0 is taken on a");
+        }
+        assert_eq!(dra.kubelet_numa_nodes, pinned.iter().copied().collect::<Vec<_>>());
+        let off = devices
+            .iter()
+            .any(|(_, numa)| numa.is_some_and(|n| !pinned.contains(&usize::try_from(n).expect("NUMA id"))));
+        assert_eq!(!dra.misaligned.is_empty(), off, "{}", verdict.node);
+        if !off {
+            aligned_nodes.push(verdict.node.clone());
+        }
+    }
+    let Some(ClusterFix::Node { node, .. }) = &answer.fix else {
+        panic!("{:?}", answer.fix)
+    };
+    if !aligned_nodes.is_empty() {
+        assert!(aligned_nodes.contains(node), "{node} is not one of {aligned_nodes:?}");
     }
 }

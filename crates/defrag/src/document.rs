@@ -129,6 +129,7 @@ pub fn parse_document(
             name: name.clone(),
             node: empties[*g].clone(),
             empty: empties[*g].clone(),
+            dra: crate::input::DraCounts::default(),
         })
         .collect();
     for (i, (name, _)) in names.iter().enumerate() {

@@ -32,7 +32,7 @@ pub struct RunningPod {
 }
 
 /// One node: its exact state, an empty node of its shape (for the
-/// stranded rule) and its pods.
+/// stranded rule), its pods and its DRA devices.
 #[derive(Clone, Debug)]
 pub struct FleetNode {
     pub name: String,
@@ -40,6 +40,58 @@ pub struct FleetNode {
     pub empty: Node,
     /// One entry per pod of [`Node::pods`], in the same order.
     pub pods: Vec<RunningPod>,
+    pub dra: DraCounts,
+}
+
+/// DRA devices per NUMA node → driver → count.
+pub type DraDevices = BTreeMap<usize, BTreeMap<String, u64>>;
+
+/// A node's DRA devices as the stranded count needs them
+/// (`topoalign_fleet::stranded::dra_free`'s counts; a live cluster's, none
+/// in a fleet document).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DraCounts {
+    /// Free now.
+    pub free: DraDevices,
+    /// Per pod uid: the devices claims reserved for it alone hold here
+    /// (evicting it frees them).
+    pub held_by: BTreeMap<String, DraDevices>,
+    /// Per pending pod (`namespace/name`): the devices the scheduler's DRA
+    /// allocator would give it here now (placing it takes them).
+    pub wanted: BTreeMap<String, DraDevices>,
+}
+
+impl DraCounts {
+    /// The devices free once the pods of uids `evicted` are gone and the
+    /// pending pods `placed` (`namespace/name`) hold theirs.
+    pub fn free_after<'a>(
+        &self,
+        evicted: impl IntoIterator<Item = &'a str>,
+        placed: impl IntoIterator<Item = &'a str>,
+    ) -> DraDevices {
+        let mut free = self.free.clone();
+        for uid in evicted {
+            for (numa, drivers) in self.held_by.get(uid).into_iter().flatten() {
+                for (driver, n) in drivers {
+                    *free.entry(*numa).or_default().entry(driver.clone()).or_default() += n;
+                }
+            }
+        }
+        for key in placed {
+            for (numa, drivers) in self.wanted.get(key).into_iter().flatten() {
+                for (driver, n) in drivers {
+                    if let Some(left) = free.get_mut(numa).and_then(|d| d.get_mut(driver)) {
+                        *left = left.saturating_sub(*n);
+                    }
+                }
+            }
+        }
+        for drivers in free.values_mut() {
+            drivers.retain(|_, n| *n > 0);
+        }
+        free.retain(|_, drivers| !drivers.is_empty());
+        free
+    }
 }
 
 /// A disruption budget and the evictions it allows now.
@@ -72,12 +124,14 @@ pub struct InputError {
     pub message: String,
 }
 
-/// A node before [`assemble`]: its name, exact state and empty shape.
+/// A node before [`assemble`]: its name, exact state, empty shape and
+/// DRA devices.
 #[derive(Clone, Debug)]
 pub struct NodeInput {
     pub name: String,
     pub node: Node,
     pub empty: Node,
+    pub dra: DraCounts,
 }
 
 /// A Pod manifest with where it came from (for errors: `pods[3]`,
@@ -156,6 +210,7 @@ pub fn assemble(
             node: input.node,
             empty: input.empty,
             pods,
+            dra: input.dra,
         });
     }
     let mut pending_pods = Vec::with_capacity(pending.len());

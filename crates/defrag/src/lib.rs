@@ -32,5 +32,5 @@ pub mod plan;
 
 pub use budget::{BudgetError, BudgetSpec, Selector};
 pub use document::{DocumentError, parse_document};
-pub use input::{FleetNode, FleetState, InputError, PendingPod, RunningPod, assemble};
+pub use input::{DraCounts, DraDevices, FleetNode, FleetState, InputError, PendingPod, RunningPod, assemble};
 pub use plan::{Limits, Plan, plan};

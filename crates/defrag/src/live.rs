@@ -6,7 +6,11 @@
 //!   carries the exact state, are Ready, schedulable, without `NoSchedule`
 //!   or `NoExecute` taints, and agree with the API server's pods; each
 //!   other node is left out with the reason. Pending pods: the unscheduled
-//!   ones (of one namespace, when asked).
+//!   ones (of one namespace, when asked). Each node's DRA devices
+//!   ([`topoalign_cluster::dra`]): the free ones, those only one pod's
+//!   claims hold (freed by evicting it), and those the allocator would
+//!   give each pending pod with claims there (taken by placing it), for
+//!   the stranded count before and after the plan.
 //! - [`read_budgets`]: every `policy/v1` PodDisruptionBudget, with the
 //!   disruption controller's `status.disruptionsAllowed`.
 //! - [`evict`]: one `policy/v1` Eviction per planned eviction
@@ -15,7 +19,7 @@
 //!   server refuses (429) an eviction a budget does not allow at that
 //!   moment. [`wait_gone`] then waits until the evicted pods are gone,
 //!   [`wait_published`] until the freed nodes' NodeResourceTopology objects
-//!   no longer hold them, and [`nudge`] marks each pod the room was made
+//!   no longer hold them (both by one polling loop, `wait_until_none`), and [`nudge`] marks each pod the room was made
 //!   for (annotation [`NUDGE_ANNOTATION`]): the scheduler retried those
 //!   pods when the evicted pods were deleted, before the nodes' new state
 //!   was published, and refused them on the old one; a change to the pod
@@ -35,7 +39,7 @@ use topoalign_cluster::{ClusterSnapshot, NodeSource, PodState};
 pub use topoalign_cluster as cluster;
 
 use crate::budget::BudgetSpec;
-use crate::input::{FleetState, InputError, Manifest, NodeInput, PendingPod, assemble};
+use crate::input::{DraCounts, FleetState, InputError, Manifest, NodeInput, PendingPod, assemble};
 use crate::plan::Eviction;
 
 /// The planner's input from a snapshot, and the nodes left out (`name:
@@ -78,10 +82,26 @@ pub fn from_snapshot(
                 continue;
             }
         };
+        let dra = DraCounts {
+            free: node.dra.free(),
+            held_by: node
+                .holdings
+                .iter()
+                .map(|h| (h.uid.clone(), node.dra.held_only_by(&h.uid)))
+                .filter(|(_, held)| !held.is_empty())
+                .collect(),
+            wanted: snapshot
+                .pods
+                .iter()
+                .filter(|p| p.state == PodState::Unscheduled)
+                .filter_map(|p| Some((p.key(), topoalign_cluster::dra::wanted(snapshot, node, p)?)))
+                .collect(),
+        };
         nodes.push(NodeInput {
             name: node.name.clone(),
             node: exact.node.clone(),
             empty,
+            dra,
         });
     }
     let origins: Vec<String> = snapshot.pods.iter().map(|p| format!("pod {}", p.key())).collect();
@@ -207,6 +227,26 @@ pub async fn evict(client: &kube::Client, evictions: &[Eviction]) -> Vec<Evicted
     done
 }
 
+/// How often the waits ask again.
+const WAIT_POLL: Duration = Duration::from_millis(500);
+
+/// Asks `left` every [`WAIT_POLL`] until it answers nothing, or `timeout`
+/// passes; its last answer.
+async fn wait_until_none<F, Fut>(timeout: Duration, mut left: F) -> Result<Vec<String>, LiveError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<String>, LiveError>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let left = left().await?;
+        if left.is_empty() || tokio::time::Instant::now() >= deadline {
+            return Ok(left);
+        }
+        tokio::time::sleep(WAIT_POLL).await;
+    }
+}
+
 /// Waits until none of `evictions`' pods (by uid) is left, polling every
 /// half second, for at most `timeout`; the pods still there.
 ///
@@ -217,25 +257,24 @@ pub async fn wait_gone(
     evictions: &[Eviction],
     timeout: Duration,
 ) -> Result<Vec<String>, LiveError> {
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        let mut left = Vec::new();
-        for eviction in evictions {
-            let (namespace, name) = eviction.pod.split_once('/').unwrap_or(("default", &eviction.pod));
-            let api: Api<K8sPod> = Api::namespaced(client.clone(), namespace);
-            let pod = api.get_opt(name).await.map_err(|source| LiveError::ReadPod {
-                pod: eviction.pod.clone(),
-                source,
-            })?;
-            if pod.is_some_and(|p| p.metadata.uid.as_deref() == Some(eviction.uid.as_str())) {
-                left.push(eviction.pod.clone());
-            }
+    wait_until_none(timeout, || pods_left(client, evictions)).await
+}
+
+/// The pods of `evictions` still there (the same uid).
+async fn pods_left(client: &kube::Client, evictions: &[Eviction]) -> Result<Vec<String>, LiveError> {
+    let mut left = Vec::new();
+    for eviction in evictions {
+        let (namespace, name) = eviction.pod.split_once('/').unwrap_or(("default", &eviction.pod));
+        let api: Api<K8sPod> = Api::namespaced(client.clone(), namespace);
+        let pod = api.get_opt(name).await.map_err(|source| LiveError::ReadPod {
+            pod: eviction.pod.clone(),
+            source,
+        })?;
+        if pod.is_some_and(|p| p.metadata.uid.as_deref() == Some(eviction.uid.as_str())) {
+            left.push(eviction.pod.clone());
         }
-        if left.is_empty() || tokio::time::Instant::now() >= deadline {
-            return Ok(left);
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
     }
+    Ok(left)
 }
 
 /// Waits until no freed node's published exact state holds an evicted pod
@@ -250,15 +289,11 @@ pub async fn wait_published(
     evictions: &[Eviction],
     timeout: Duration,
 ) -> Result<Vec<String>, LiveError> {
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
+    wait_until_none(timeout, move || async move {
         let snapshot = topoalign_cluster::read(client).await.map_err(LiveError::ReadCluster)?;
-        let behind = nodes_behind(&snapshot, evictions);
-        if behind.is_empty() || tokio::time::Instant::now() >= deadline {
-            return Ok(behind);
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+        Ok(nodes_behind(&snapshot, evictions))
+    })
+    .await
 }
 
 /// The nodes of `evictions` whose exact published state still holds one

@@ -56,7 +56,7 @@ use topoalign_engine::Node;
 use topoalign_fleet::stranded::{is_stranded, node_free};
 use topoalign_model::Pod;
 
-use crate::input::{FleetState, PendingPod};
+use crate::input::{DraDevices, FleetState, PendingPod};
 
 /// How far the search goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,6 +168,8 @@ pub struct Search {
 pub struct Stranded {
     pub cpus: f64,
     pub memory_bytes: u64,
+    /// Device-plugin resource, or DRA driver (free DRA devices, counted
+    /// under the driver's name) → devices.
     pub devices: BTreeMap<String, u64>,
     /// The nodes whose free capacity is stranded, per NUMA node.
     pub nodes: Vec<StrandedNode>,
@@ -260,7 +262,8 @@ pub fn plan(state: &FleetState, pending: &[PendingPod], limits: &Limits) -> Plan
     // pods the plan leaves pending).
     let all: Vec<Pod> = pending.iter().map(|p| p.pod.clone()).collect();
     let before_nodes: Vec<Node> = state.nodes.iter().map(|n| n.node.clone()).collect();
-    let stranded_before = stranded(state, &before_nodes, &all);
+    let dra_before: Vec<DraDevices> = state.nodes.iter().map(|n| n.dra.free.clone()).collect();
+    let stranded_before = stranded(state, &before_nodes, &dra_before, &all);
     let left: Vec<Pod> = order
         .iter()
         .zip(&pods)
@@ -270,7 +273,17 @@ pub fn plan(state: &FleetState, pending: &[PendingPod], limits: &Limits) -> Plan
     let after_nodes: Vec<Node> = (0..state.nodes.len())
         .map(|n| planner.rebuild(n, &[]).unwrap_or_else(|| state.nodes[n].node.clone()))
         .collect();
-    let stranded_after = stranded(state, &after_nodes, &left);
+    let dra_after: Vec<DraDevices> = state
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(n, node)| {
+            let evicted = planner.victims[n].iter().map(|&v| node.pods[v].uid.as_str());
+            let placed: Vec<String> = planner.placed[n].iter().map(|&p| pending[p].pod.key()).collect();
+            node.dra.free_after(evicted, placed.iter().map(String::as_str))
+        })
+        .collect();
+    let stranded_after = stranded(state, &after_nodes, &dra_after, &left);
 
     let verification = verify(state, pending, &pods, &evictions);
     Plan {
@@ -569,16 +582,17 @@ pub fn verify(state: &FleetState, pending: &[PendingPod], pods: &[PodPlan], evic
     result
 }
 
-/// Stranded capacity of `nodes` (the states of `state`'s nodes) for
-/// `failed` pods.
-fn stranded(state: &FleetState, nodes: &[Node], failed: &[Pod]) -> Stranded {
+/// Stranded capacity of `nodes` (the states of `state`'s nodes, whose free
+/// DRA devices are `dra`) for `failed` pods.
+fn stranded(state: &FleetState, nodes: &[Node], dra: &[DraDevices], failed: &[Pod]) -> Stranded {
     let mut total = Stranded::default();
     let mut milli_total: u64 = 0;
-    for (input, node) in state.nodes.iter().zip(nodes) {
+    for ((input, node), dra) in state.nodes.iter().zip(nodes).zip(dra) {
         if !is_stranded(node, &input.empty, failed) {
             continue;
         }
-        let free = node_free(node);
+        let mut free = node_free(node);
+        free.add_dra(dra);
         milli_total += free.milli_cpu;
         total.memory_bytes += free.memory_bytes;
         let zones = free

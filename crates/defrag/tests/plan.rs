@@ -307,6 +307,52 @@ fn stranded_capacity_before_and_after() {
     assert!(plan.stranded_before.nodes.is_empty());
 }
 
+/// DRA devices (a live cluster's, `DraCounts`) join the stranded count:
+/// a (priority 1, NUMA 0) alone holds two GPUs on NUMA 0, one GPU is free
+/// on NUMA 1; pending p (2 CPUs) and q (3 CPUs), each wanting one GPU on
+/// NUMA 0. Evicting a makes room for one of them; the other stays pending
+/// (b, priority 100, is never evicted), so the node is stranded after
+/// too, with a's two GPUs freed less the one the placed pod takes.
+#[test]
+fn stranded_dra_devices_before_and_after() {
+    use std::collections::BTreeMap;
+    let text = fragmented(1, 100, &[pod("p", 2, 10, "", ""), pod("q", 3, 10, "", "")], "");
+    assert_eq!(free_cpus(&text), [[1, 1]]);
+    let (mut state, pending) = parse_document(&text, |_| Err("no files".into())).expect("document");
+    let gpus = |numa: usize, n: u64| BTreeMap::from([(numa, BTreeMap::from([("gpu.example.com".to_owned(), n)]))]);
+    let a = state.nodes[0]
+        .pods
+        .iter()
+        .find(|p| p.key == "ns/a")
+        .expect("a")
+        .uid
+        .clone();
+    state.nodes[0].dra = topoalign_defrag::DraCounts {
+        free: gpus(1, 1),
+        held_by: BTreeMap::from([(a, gpus(0, 2))]),
+        wanted: BTreeMap::from([("ns/p".to_owned(), gpus(0, 1)), ("ns/q".to_owned(), gpus(0, 1))]),
+    };
+    let plan = plan(&state, &pending, &Limits::default());
+    assert_eq!(evictions(&plan), ["ns/a"]);
+    let placed = plan
+        .pods
+        .iter()
+        .filter(|p| !matches!(p.outcome, Outcome::NoPlan { .. }))
+        .count();
+    assert_eq!(placed, 1, "{:?}", plan.pods);
+    let gpus_of = |stranded: &topoalign_defrag::plan::Stranded| {
+        let zones: Vec<(usize, u64)> = stranded
+            .nodes
+            .iter()
+            .flat_map(|n| &n.zones)
+            .map(|z| (z.numa, z.devices.get("gpu.example.com").copied().unwrap_or(0)))
+            .collect();
+        (stranded.devices.get("gpu.example.com").copied(), zones)
+    };
+    assert_eq!(gpus_of(&plan.stranded_before), (Some(1), vec![(0, 0), (1, 1)]));
+    assert_eq!(gpus_of(&plan.stranded_after), (Some(2), vec![(0, 1), (1, 1)]));
+}
+
 #[test]
 fn the_replay_refuses_a_plan_that_breaks_the_rules() {
     let text = fragmented(0, 20, &[pod("p", 2, 10, "", "")], "");

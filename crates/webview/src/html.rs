@@ -9,13 +9,14 @@
 //! `g#pci-RESOURCE/ID`) and the pods (`tr.pod[data-pod][data-colour]
 //! [data-cpus]`); `section.waiting[data-pod]` for waiting pods, with
 //! `li.verdict[data-node][data-admitted]`; `[data-stranded]` on stranded
-//! nodes and zones.
+//! nodes and zones; a node's DRA devices `tr.dra-device[data-device]
+//! [data-numa][data-pods][data-stranded]` (their chips `g#pci-DRIVER/POOL/DEVICE`).
 //!
 //! Pure: text from a [`Page`]. Must not touch: what is shown (the model's).
 
 use std::fmt::Write as _;
 
-use crate::model::{ExactView, NodeView, Page, PodView, WaitingView, ZoneView};
+use crate::model::{DraDeviceView, ExactView, NodeView, Page, PodView, WaitingView, ZoneView};
 
 /// Which fragment a page shows.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -259,14 +260,58 @@ fn node_section(out: &mut String, node: &NodeView) {
         }
         out.push_str("</table>");
     }
+    if !node.dra.is_empty() {
+        dra_table(out, &node.dra);
+    }
     out.push_str("</section>");
+}
+
+/// The node's DRA devices: NUMA node, held by which claim and pods, or
+/// free (red when stranded).
+fn dra_table(out: &mut String, devices: &[DraDeviceView]) {
+    out.push_str(
+        "<h3>DRA devices</h3><table class=\"dra\"><tr><th>device</th><th>NUMA</th><th>claim</th><th>pods</th></tr>",
+    );
+    for device in devices {
+        let numa = device.numa.map_or_else(|| "?".to_owned(), |n| n.to_string());
+        let (claim, pods) = match &device.claim {
+            Some(claim) => (
+                escape(claim),
+                if device.pods.is_empty() {
+                    "<span class=\"muted\">reserved for no pod</span>".to_owned()
+                } else {
+                    escape(&device.pods.join(", "))
+                },
+            ),
+            None if device.stranded => (
+                "<span class=\"stranded\">free (stranded)</span>".to_owned(),
+                String::new(),
+            ),
+            None => ("<span class=\"muted\">free</span>".to_owned(), String::new()),
+        };
+        let _ = write!(
+            out,
+            "<tr class=\"dra-device\" data-device=\"{address}\" data-numa=\"{numa}\" data-pods=\"{pod_list}\" data-stranded=\"{stranded}\">\
+             <td>{address}</td><td>{numa}</td><td>{claim}</td><td>{pods}</td></tr>",
+            address = escape(&device.address),
+            pod_list = escape(&device.pods.join(",")),
+            stranded = device.stranded,
+        );
+    }
+    out.push_str("</table>");
 }
 
 fn exact_section(out: &mut String, exact: &ExactView) {
     if !exact.stranded_for.is_empty() {
+        let dra: usize = exact.zones.iter().map(|z| z.free_dra.len()).sum();
+        let dra = if dra == 0 {
+            String::new()
+        } else {
+            format!(" and {dra} DRA device{}", if dra == 1 { "" } else { "s" })
+        };
         let _ = write!(
             out,
-            "<p class=\"stranded\">Stranded: {} CPU and {} free here, wanted by {} (an empty node of this shape admits them), and none fits now.</p>",
+            "<p class=\"stranded\">Stranded: {} CPU, {}{dra} free here, wanted by {} (an empty node of this shape admits them), and none fits now.</p>",
             cpus_text(exact.free_milli_cpu),
             bytes_text(exact.free_memory),
             escape(&exact.stranded_for.join(", "))
@@ -300,11 +345,14 @@ fn pod_row(out: &mut String, pod: &PodView) {
                 .map(move |(resource, bytes)| format!("NUMA {numa}: {resource} {}", bytes_text(*bytes)))
         })
         .collect();
-    let devices: Vec<String> = pod
+    let mut devices: Vec<String> = pod
         .devices
         .iter()
         .map(|(resource, ids)| format!("{resource}: {}", ids.join(", ")))
         .collect();
+    if !pod.dra_devices.is_empty() {
+        devices.push(format!("DRA: {}", pod.dra_devices.join(", ")));
+    }
     let numa: Vec<String> = pod.numa.iter().map(ToString::to_string).collect();
     let _ = write!(
         out,
@@ -326,7 +374,7 @@ fn pod_row(out: &mut String, pod: &PodView) {
 }
 
 fn zone_row(out: &mut String, zone: &ZoneView, pods: &[PodView]) {
-    let devices: Vec<String> = zone
+    let mut devices: Vec<String> = zone
         .free_devices
         .iter()
         .map(|(resource, ids)| {
@@ -340,6 +388,9 @@ fn zone_row(out: &mut String, zone: &ZoneView, pods: &[PodView]) {
             )
         })
         .collect();
+    if !zone.free_dra.is_empty() {
+        devices.push(format!("DRA: {}", zone.free_dra.join(", ")));
+    }
     let free_cpus = zone
         .free_cpus
         .as_ref()

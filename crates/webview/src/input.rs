@@ -1,6 +1,7 @@
 //! The page's offline input: Kubernetes manifests as `kubectl get -o yaml`
-//! writes them — Nodes, NodeResourceTopology objects, Pods, and `List`s of
-//! them, as YAML documents or JSON — read into the objects a live reading
+//! writes them — Nodes, NodeResourceTopology objects, Pods, the DRA objects
+//! (DeviceClasses, ResourceSlices, ResourceClaims, ResourceClaimTemplates),
+//! and `List`s of them, as YAML documents or JSON — read into the objects a live reading
 //! returns ([`Objects`]), so that a file and the API server give the page
 //! through the same `topoalign_cluster::build`.
 //!
@@ -126,7 +127,14 @@ fn add(objects: &mut Objects, value: Value, document: usize, at: &str) -> Result
     };
     let kind = value.get("kind").and_then(Value::as_str).unwrap_or_default().to_owned();
     match kind.as_str() {
-        "List" | "NodeList" | "PodList" | "NodeResourceTopologyList" => {
+        "List"
+        | "NodeList"
+        | "PodList"
+        | "NodeResourceTopologyList"
+        | "DeviceClassList"
+        | "ResourceSliceList"
+        | "ResourceClaimList"
+        | "ResourceClaimTemplateList" => {
             let items = match value.get("items") {
                 Some(Value::Array(items)) => items.clone(),
                 Some(Value::Null) | None => Vec::new(),
@@ -142,6 +150,22 @@ fn add(objects: &mut Objects, value: Value, document: usize, at: &str) -> Result
         "Pod" => objects
             .pods
             .push(serde_json::from_value::<K8sPod>(value).map_err(|e| error("", format!("Pod: {e}")))?),
+        "DeviceClass" => objects
+            .dra
+            .device_classes
+            .push(serde_json::from_value(value).map_err(|e| error("", format!("DeviceClass: {e}")))?),
+        "ResourceSlice" => objects
+            .dra
+            .resource_slices
+            .push(serde_json::from_value(value).map_err(|e| error("", format!("ResourceSlice: {e}")))?),
+        "ResourceClaim" => objects
+            .dra
+            .resource_claims
+            .push(serde_json::from_value(value).map_err(|e| error("", format!("ResourceClaim: {e}")))?),
+        "ResourceClaimTemplate" => objects
+            .dra
+            .resource_claim_templates
+            .push(serde_json::from_value(value).map_err(|e| error("", format!("ResourceClaimTemplate: {e}")))?),
         "NodeResourceTopology" => {
             let name = value
                 .pointer("/metadata/name")
@@ -159,7 +183,10 @@ fn add(objects: &mut Objects, value: Value, document: usize, at: &str) -> Result
         other => {
             return Err(error(
                 "kind",
-                format!("{other} is not read here (Node, NodeResourceTopology, Pod, or a List of them)"),
+                format!(
+                    "{other} is not read here (Node, NodeResourceTopology, Pod, DeviceClass, ResourceSlice, \
+                     ResourceClaim, ResourceClaimTemplate, or a List of them)"
+                ),
             ));
         }
     }
@@ -223,7 +250,8 @@ metadata: {name: node-b}
             .expect_err("a Deployment is not read");
         assert_eq!(
             error.to_string(),
-            "document 2: kind: Deployment is not read here (Node, NodeResourceTopology, Pod, or a List of them)"
+            "document 2: kind: Deployment is not read here (Node, NodeResourceTopology, Pod, DeviceClass, ResourceSlice, \
+             ResourceClaim, ResourceClaimTemplate, or a List of them)"
         );
         let error = objects_from_manifests("kind: List\nitems:\n  - {kind: NodeResourceTopology, metadata: {}}\n")
             .expect_err("no name");

@@ -7,7 +7,10 @@
 //!   pod's exclusive CPUs and devices in the pod's colour, the CPU
 //!   manager's reserved CPUs grey, and a stranded node's free CPUs and
 //!   devices red —, each pod's CPUs, memory per NUMA node and devices, and
-//!   per NUMA node what is free;
+//!   per NUMA node what is free; the node's DRA devices (from its
+//!   ResourceSlices, `topoalign_cluster::dra`) as chips of the picture too,
+//!   each in the colour of the pod its claim is reserved for, free ones red
+//!   on a stranded node, and listed with their claim and pod;
 //! - stranded capacity as the fleet report defines it
 //!   ([`topoalign_fleet::stranded`]: free on a node where no waiting pod
 //!   that an empty node of its shape would admit is admitted now);
@@ -78,6 +81,26 @@ pub struct NodeView {
     pub exact: Option<ExactView>,
     /// Approximate nodes: the zones the object lists.
     pub zones_only: Vec<ZoneCounts>,
+    /// Its DRA devices (any node that publishes ResourceSlices), by NUMA
+    /// node then address.
+    pub dra: Vec<DraDeviceView>,
+}
+
+/// One DRA device of a node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DraDeviceView {
+    /// `driver/pool/device` (its picture chip is `g#pci-<address>`).
+    pub address: String,
+    pub driver: String,
+    /// From its `numaNode` attribute; `None`: it says none.
+    pub numa: Option<usize>,
+    /// The allocated claim holding it (`namespace/name`), if any.
+    pub claim: Option<String>,
+    /// The pods that claim is reserved for (`namespace/name`).
+    pub pods: Vec<String>,
+    /// Free on a stranded node (exact nodes only: stranded is judged
+    /// there).
+    pub stranded: bool,
 }
 
 /// What an exact node shows.
@@ -111,6 +134,8 @@ pub struct PodView {
     pub memory: BTreeMap<usize, BTreeMap<String, u64>>,
     /// Devices: resource → ids.
     pub devices: BTreeMap<String, Vec<String>>,
+    /// DRA devices its claims hold here: `driver/pool/device`.
+    pub dra_devices: Vec<String>,
     /// The NUMA nodes it holds something on.
     pub numa: Vec<usize>,
 }
@@ -131,6 +156,8 @@ pub struct ZoneView {
     pub memory_allocatable: u64,
     /// Device resource → free ids here.
     pub free_devices: BTreeMap<String, Vec<String>>,
+    /// Free DRA devices here: `driver/pool/device`.
+    pub free_dra: Vec<String>,
     /// Free capacity here is stranded (the node is).
     pub stranded: bool,
 }
@@ -184,10 +211,11 @@ impl Page {
     pub fn build(snapshot: &ClusterSnapshot) -> Page {
         let waiting: Vec<&ClusterPod> = snapshot.waiting().collect();
         let waiting_pods: Vec<Pod> = waiting.iter().filter_map(|p| p.pod.as_ref().ok().cloned()).collect();
+        let priorities: BTreeMap<String, i32> = snapshot.pods.iter().map(|p| (p.key(), p.priority)).collect();
         let nodes = snapshot
             .nodes
             .iter()
-            .map(|n| node_view(n, &waiting, &waiting_pods))
+            .map(|n| node_view(n, &waiting, &waiting_pods, &priorities))
             .collect();
         let waiting = waiting.iter().map(|pod| waiting_view(pod, snapshot)).collect();
         Page {
@@ -203,7 +231,12 @@ impl Page {
     }
 }
 
-fn node_view(cluster: &ClusterNode, waiting: &[&ClusterPod], waiting_pods: &[Pod]) -> NodeView {
+fn node_view(
+    cluster: &ClusterNode,
+    waiting: &[&ClusterPod],
+    waiting_pods: &[Pod],
+    priorities: &BTreeMap<String, i32>,
+) -> NodeView {
     let mut view = NodeView {
         name: cluster.name.clone(),
         source: cluster.source_words(),
@@ -213,6 +246,7 @@ fn node_view(cluster: &ClusterNode, waiting: &[&ClusterPod], waiting_pods: &[Pod
         policy: None,
         exact: None,
         zones_only: Vec::new(),
+        dra: Vec::new(),
     };
     match &cluster.source {
         NodeSource::Exact(exact) => {
@@ -221,7 +255,7 @@ fn node_view(cluster: &ClusterNode, waiting: &[&ClusterPod], waiting_pods: &[Pod
                 config.topology_policy.as_str().to_owned(),
                 config.topology_scope.as_str().to_owned(),
             ));
-            view.exact = Some(exact_view(cluster, &exact.node, waiting, waiting_pods));
+            view.exact = Some(exact_view(cluster, &exact.node, waiting, waiting_pods, priorities));
         }
         NodeSource::Approximate(object) => {
             view.policy = object
@@ -250,13 +284,80 @@ fn node_view(cluster: &ClusterNode, waiting: &[&ClusterPod], waiting_pods: &[Pod
         }
         NodeSource::Unknown { .. } | NodeSource::Missing | NodeSource::Unreadable { .. } => {}
     }
+    let stranded = view.exact.as_ref().is_some_and(|e| !e.stranded_for.is_empty());
+    view.dra = dra_devices(cluster, stranded);
     view
 }
 
-fn exact_view(cluster: &ClusterNode, node: &Node, waiting: &[&ClusterPod], waiting_pods: &[Pod]) -> ExactView {
+/// The node's DRA devices (`NodeDra::devices`), with the claim holding
+/// each and whether it is free on a stranded node.
+fn dra_devices(cluster: &ClusterNode, stranded: bool) -> Vec<DraDeviceView> {
+    let mut out: Vec<DraDeviceView> = cluster
+        .dra
+        .devices()
+        .into_iter()
+        .map(|device| DraDeviceView {
+            address: device.address(),
+            // Free devices that say no NUMA node are counted nowhere
+            // (`fleet::stranded::dra_free`), so never stranded.
+            stranded: stranded && device.held.is_none() && device.numa.is_some(),
+            driver: device.driver,
+            numa: device.numa,
+            claim: device.held.as_ref().map(|h| h.claim.clone()),
+            pods: device
+                .held
+                .map(|h| h.pods.into_iter().map(|(key, _)| key).collect())
+                .unwrap_or_default(),
+        })
+        .collect();
+    out.sort_by(|a, b| (a.numa, &a.address).cmp(&(b.numa, &b.address)));
+    out
+}
+
+/// Each DRA device a claim holds on the node, on the pods the claim is
+/// reserved for (a pod the node's state does not hold — it pins nothing —
+/// is added, in the next colour).
+fn add_dra_holders(cluster: &ClusterNode, priorities: &BTreeMap<String, i32>, pods: &mut Vec<PodView>) {
+    for device in &cluster.dra.held {
+        for (key, _) in &device.pods {
+            let at = match pods.iter().position(|p| &p.key == key) {
+                Some(at) => at,
+                None => {
+                    pods.push(PodView {
+                        key: key.clone(),
+                        colour: POD_COLOURS[pods.len() % POD_COLOURS.len()],
+                        priority: priorities.get(key).copied().unwrap_or(0),
+                        cpus: CpuSet::new(),
+                        memory: BTreeMap::new(),
+                        devices: BTreeMap::new(),
+                        dra_devices: Vec::new(),
+                        numa: Vec::new(),
+                    });
+                    pods.len() - 1
+                }
+            };
+            let pod = &mut pods[at];
+            pod.dra_devices.push(device.address());
+            if let Some(numa) = device.numa
+                && !pod.numa.contains(&numa)
+            {
+                pod.numa.push(numa);
+                pod.numa.sort_unstable();
+            }
+        }
+    }
+}
+
+fn exact_view(
+    cluster: &ClusterNode,
+    node: &Node,
+    waiting: &[&ClusterPod],
+    waiting_pods: &[Pod],
+    priorities: &BTreeMap<String, i32>,
+) -> ExactView {
     let machine = node.machine();
     let snapshot = node.snapshot();
-    let pods: Vec<PodView> = cluster
+    let mut pods: Vec<PodView> = cluster
         .holdings
         .iter()
         .enumerate()
@@ -295,10 +396,12 @@ fn exact_view(cluster: &ClusterNode, node: &Node, waiting: &[&ClusterPod], waiti
                 cpus,
                 memory,
                 devices,
+                dra_devices: Vec::new(),
                 numa: holding.numa.iter().copied().collect(),
             }
         })
         .collect();
+    add_dra_holders(cluster, priorities, &mut pods);
     let free = topoalign_fleet::stranded::node_free(node);
     let stranded_for: Vec<String> = match Node::start(machine.clone(), node.config().clone()) {
         Ok(empty) if topoalign_fleet::stranded::is_stranded(node, &empty, waiting_pods) => waiting
@@ -325,11 +428,12 @@ fn exact_view(cluster: &ClusterNode, node: &Node, waiting: &[&ClusterPod], waiti
                     .get(resource_name::MEMORY)
                     .map_or(0, |m| u64::try_from(m.allocatable.value()).unwrap_or(0)),
                 free_devices: usage.free_devices.clone(),
+                free_dra: dra_free_here(cluster, usage.numa),
                 stranded,
             }
         })
         .collect();
-    let picture = picture(&cluster.name, node, &pods, &zones, stranded);
+    let picture = picture(&cluster.name, node, &cluster.dra, &pods, &zones, stranded);
     ExactView {
         picture,
         pods,
@@ -338,6 +442,17 @@ fn exact_view(cluster: &ClusterNode, node: &Node, waiting: &[&ClusterPod], waiti
         free_memory: free.memory_bytes,
         stranded_for,
     }
+}
+
+/// The addresses of the node's free DRA devices on NUMA node `numa`.
+fn dra_free_here(cluster: &ClusterNode, numa: usize) -> Vec<String> {
+    cluster
+        .dra
+        .devices()
+        .into_iter()
+        .filter(|d| d.held.is_none() && d.numa == Some(numa))
+        .map(|d| d.address())
+        .collect()
 }
 
 /// `amount` in `parts` shares that add up to it (the first ones one more).
@@ -353,8 +468,15 @@ fn split_evenly(amount: u64, parts: usize) -> Vec<u64> {
 
 /// The machine picture of `node` with its pods, reserved CPUs and (on a
 /// stranded node) its free CPUs and devices coloured.
-fn picture(name: &str, node: &Node, pods: &[PodView], zones: &[ZoneView], stranded: bool) -> String {
-    let topology = topology(name, node);
+fn picture(
+    name: &str,
+    node: &Node,
+    dra: &topoalign_cluster::NodeDra,
+    pods: &[PodView],
+    zones: &[ZoneView],
+    stranded: bool,
+) -> String {
+    let topology = topology(name, node, dra);
     let mut colouring = Colouring::default();
     for zone in zones {
         for cpu in zone.reserved_cpus.iter() {
@@ -369,6 +491,9 @@ fn picture(name: &str, node: &Node, pods: &[PodView], zones: &[ZoneView], strand
                     colouring.devices.insert(device_address(resource, id), STRANDED);
                 }
             }
+            for address in &zone.free_dra {
+                colouring.devices.insert(address.clone(), STRANDED);
+            }
         }
     }
     for pod in pods {
@@ -379,6 +504,9 @@ fn picture(name: &str, node: &Node, pods: &[PodView], zones: &[ZoneView], strand
             for id in ids {
                 colouring.devices.insert(device_address(resource, id), pod.colour);
             }
+        }
+        for address in &pod.dra_devices {
+            colouring.devices.insert(address.clone(), pod.colour);
         }
         colouring.legend.push((pod.colour, pod.key.clone()));
     }
@@ -395,8 +523,9 @@ fn picture(name: &str, node: &Node, pods: &[PodView], zones: &[ZoneView], strand
 
 /// The machine as `topoalign topology` draws it. A node's devices are
 /// device-plugin resources, not PCI devices: each becomes a chip named by
-/// its resource and id, whose element id is `pci-<resource>/<id>`.
-fn topology(name: &str, node: &Node) -> Topology {
+/// its resource and id, whose element id is `pci-<resource>/<id>`; each
+/// DRA device that names its NUMA node a chip `pci-<driver>/<pool>/<device>`.
+fn topology(name: &str, node: &Node, dra: &topoalign_cluster::NodeDra) -> Topology {
     let machine = node.machine();
     let mut topology = Topology::from_machine(machine, name);
     for (resource, devices) in machine.devices() {
@@ -408,6 +537,14 @@ fn topology(name: &str, node: &Node) -> Topology {
             topology.pci_devices.push(chip);
         }
     }
+    for device in dra.devices() {
+        let Some(numa) = device.numa else { continue };
+        let mut chip = PciDevice::new(device.address(), 0, None, None);
+        chip.kind = device_kind(&device.driver);
+        chip.numa = vec![numa];
+        chip.description = Some(format!("{} (DRA)", device.driver));
+        topology.pci_devices.push(chip);
+    }
     topology
 }
 
@@ -416,7 +553,8 @@ pub fn device_address(resource: &str, id: &str) -> String {
     format!("{resource}/{id}")
 }
 
-/// The chip kind of a device-plugin resource, by its name.
+/// The chip kind of a device-plugin resource (or a DRA driver), by its
+/// name.
 fn device_kind(resource: &str) -> DeviceKind {
     let name = resource.rsplit('/').next().unwrap_or(resource).to_ascii_lowercase();
     if name.contains("gpu") {

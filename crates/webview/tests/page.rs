@@ -153,6 +153,100 @@ fn a_waiting_pod_is_explained_and_strands_the_node() {
     assert!(html.contains(r#"data-node="node-a" data-stranded="true""#));
 }
 
+/// The fill of the chip `address` in a picture.
+fn chip_fill(svg: &str, address: &str) -> String {
+    let start = svg
+        .find(&format!(r#"<g id="pci-{address}">"#))
+        .unwrap_or_else(|| panic!("no chip {address}"));
+    let rest = &svg[start..];
+    let fill = rest.find("fill=\"").expect("a fill") + 6;
+    rest[fill..fill + 7].to_owned()
+}
+
+/// The node's DRA devices from its ResourceSlice: one held by a claim
+/// reserved for the first pod the object holds (its colour), one free on
+/// the node the waiting pod strands (red), listed with claim and pod.
+#[test]
+fn dra_devices_are_drawn_with_their_pods_and_stranded() {
+    let (object, _) = cluster("");
+    let restored = topoalign_nrt::restore(&object).expect("restorable");
+    let holder = &restored.pods[0];
+    let dra = format!(
+        r#"
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {{name: node-a-gpus}}
+spec:
+  driver: gpu.example.com
+  nodeName: node-a
+  pool: {{name: node-a, generation: 1, resourceSliceCount: 1}}
+  devices:
+    - name: gpu-0
+      attributes: {{resource.kubernetes.io/numaNode: {{int: 0}}}}
+    - name: gpu-1
+      attributes: {{resource.kubernetes.io/numaNode: {{int: 1}}}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {{name: held, namespace: {namespace}}}
+spec: {{devices: {{requests: [{{name: gpu, exactly: {{deviceClassName: gpu.example.com}}}}]}}}}
+status:
+  allocation: {{devices: {{results: [{{request: gpu, driver: gpu.example.com, pool: node-a, device: gpu-0}}]}}}}
+  reservedFor: [{{resource: pods, name: {name}, uid: {uid}}}]
+---
+"#,
+        namespace = holder.namespace,
+        name = holder.name,
+        uid = holder.uid,
+    );
+    let (_, text) = cluster(&(dra + &testdata("waiting.yaml")));
+    let page = page(&text);
+    let node = page.node("node-a").expect("node-a");
+    let exact = node.exact.as_ref().expect("exact");
+    assert_eq!(exact.stranded_for, ["ml/train-2"]);
+    let pod = exact
+        .pods
+        .iter()
+        .find(|p| p.key == holder.key())
+        .expect("holder on the page");
+    assert_eq!(pod.dra_devices, ["gpu.example.com/node-a/gpu-0"]);
+    assert_eq!(
+        chip_fill(&exact.picture, "gpu.example.com/node-a/gpu-0"),
+        pod.colour.hex()
+    );
+    assert_eq!(
+        chip_fill(&exact.picture, "gpu.example.com/node-a/gpu-1"),
+        STRANDED.hex()
+    );
+    let listed: Vec<(&str, Option<usize>, Option<&str>, bool)> = node
+        .dra
+        .iter()
+        .map(|d| (d.address.as_str(), d.numa, d.claim.as_deref(), d.stranded))
+        .collect();
+    let claim = format!("{}/held", holder.namespace);
+    assert_eq!(
+        listed,
+        [
+            ("gpu.example.com/node-a/gpu-0", Some(0), Some(claim.as_str()), false),
+            ("gpu.example.com/node-a/gpu-1", Some(1), None, true),
+        ]
+    );
+    let zone1 = exact.zones.iter().find(|z| z.numa == 1).expect("NUMA 1");
+    assert_eq!(zone1.free_dra, ["gpu.example.com/node-a/gpu-1"]);
+    let html = topoalign_webview::html::node_fragment(&page, "node-a", None).expect("node fragment");
+    assert!(html.contains(
+        r#"<tr class="dra-device" data-device="gpu.example.com/node-a/gpu-1" data-numa="1" data-pods="" data-stranded="true">"#
+    ));
+    assert!(html.contains(&format!(
+        r#"data-device="gpu.example.com/node-a/gpu-0" data-numa="0" data-pods="{}""#,
+        holder.key()
+    )));
+    assert!(
+        html.contains("and 1 DRA device free here"),
+        "the stranded notice counts it"
+    );
+}
+
 #[test]
 fn objects_alone_stand_for_their_nodes_and_pods() {
     let (_, with_pods) = cluster("");

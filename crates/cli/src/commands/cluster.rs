@@ -1,7 +1,9 @@
 //! The live cluster's commands: `topoalign explain pod/NAME` (per node,
 //! would its kubelet admit the pod, where, and if not why; then the
-//! cheapest verified fix across the cluster) and `topoalign nodes` (per
-//! node and NUMA node: free, stranded, held by whom), read through
+//! cheapest verified fix across the cluster; for a pod with
+//! ResourceClaims, per node where DRA puts its devices beside the kubelet's
+//! NUMA nodes) and `topoalign nodes` (per node and NUMA node: free,
+//! stranded, held by whom, DRA devices included), read through
 //! `topoalign-cluster` with kubectl's flags (`--kubeconfig`, `--context`,
 //! `-n`). Installed as `kubectl-topoalign` on the PATH (a link to this
 //! binary) they are `kubectl topoalign explain pod/NAME` and `kubectl
@@ -11,7 +13,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use topoalign_cluster::{ClusterSnapshot, Connection, NodeView, PodAnswer, Verdict};
+use topoalign_cluster::{ClusterSnapshot, Connection, DraVerdict, NodeView, PodAnswer, Verdict};
 
 use super::admit::DocumentFormat;
 use super::output::Output;
@@ -153,6 +155,11 @@ fn answer_text(answer: &PodAnswer, full: bool) -> String {
             }
             Verdict::NotJudged { why } => out.push_str(&render::wrap("  not judged: ", "    ", why)),
         }
+        match &node.dra {
+            Some(DraVerdict::Explained(explanation)) => out.push_str(&super::dra_input::dra_text(explanation)),
+            Some(DraVerdict::NotJudged { why }) => out.push_str(&render::wrap("  DRA not judged: ", "    ", why)),
+            None => {}
+        }
     }
     out.push('\n');
     match &answer.fix {
@@ -220,6 +227,7 @@ fn nodes_text(views: &[NodeView]) -> String {
                     parts.push("memory".to_owned());
                 }
                 parts.extend(held.devices.iter().cloned());
+                parts.extend(held.dra_devices.iter().map(|d| format!("DRA {d}")));
                 out.push_str(&render::wrap(
                     &format!("    {} (priority {}): ", held.pod, held.priority),
                     "        ",

@@ -3,7 +3,7 @@
 //! and devices, stranded capacity, the waiting pods explained — read from
 //! the API server every `--poll` seconds (kubeconfig or in-cluster
 //! configuration, `--kubeconfig`, `--context`), or from a manifests file
-//! (`--from FILE`: Nodes, NodeResourceTopology objects, Pods), read again
+//! (`--from FILE`: Nodes, NodeResourceTopology objects, Pods, DRA objects), read again
 //! whenever it changes. Served under the listener limits of every daemon
 //! (`topoalign-serve`).
 
@@ -116,7 +116,12 @@ async fn show(live: &Arc<Mutex<Live>>, objects: topoalign_cluster::Objects) -> R
 }
 
 fn fail(live: &Arc<Mutex<Live>>, notice: &str) {
-    eprintln!("topoalign serve: {notice}");
+    fail_logged(live, notice, notice);
+}
+
+/// `notice` on the page, `log` (the whole error) in the log.
+fn fail_logged(live: &Arc<Mutex<Live>>, notice: &str, log: &str) {
+    eprintln!("topoalign serve: {log}");
     if let Ok(mut live) = live.lock() {
         live.fail(notice);
     }
@@ -160,14 +165,15 @@ async fn follow_file(path: PathBuf, mut last: String, live: Arc<Mutex<Live>>, po
 }
 
 /// Reads the cluster every `poll`; a reading that fails keeps the last
-/// page, with the reason above it.
+/// page, with the reason above it (the API server's HTTP code and Status
+/// message; the whole error goes to the log).
 async fn follow_cluster(client: topoalign_cluster::Client, live: Arc<Mutex<Live>>, poll: Duration) {
     loop {
         match topoalign_cluster::read_objects(&client.client).await {
             Ok(objects) => {
                 let _ = show(&live, objects).await;
             }
-            Err(error) => fail(&live, &error.to_string()),
+            Err(error) => fail_logged(&live, &error.brief(), &error.to_string()),
         }
         tokio::time::sleep(poll).await;
     }
