@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"topoalign/e2e/controlplane"
@@ -251,4 +253,188 @@ func TestExplainPod(t *testing.T) {
 	podsUntil(t, ctx, c, ns, victim+" deleted", func(pods map[string]*corev1.Pod) bool { return pods[victim] == nil })
 	held(answer.Fix.Node, 1)
 	recreateOn("big", answer.Fix.Node, 7)
+}
+
+// explainDRAFleet: one node of two NUMA nodes (CPUs 0-3 and 4-7, CPU 7
+// reserved), single-numa-node, a GPU on each NUMA node published through
+// DRA by simulate-nodes (its dra: block, with the driver's DeviceClass).
+const explainDRAFleet = `nodes:
+  - name: e2e-explain-dra
+    count: 1
+    topology:
+      numaNodes:
+        - {id: 0, memory: 16Gi, distances: [10, 21]}
+        - {id: 1, memory: 16Gi, distances: [21, 10]}
+      cpus:
+        - {id: 0, core: 0, socket: 0, numa: 0}
+        - {id: 1, core: 1, socket: 0, numa: 0}
+        - {id: 2, core: 2, socket: 0, numa: 0}
+        - {id: 3, core: 3, socket: 0, numa: 0}
+        - {id: 4, core: 4, socket: 1, numa: 1}
+        - {id: 5, core: 5, socket: 1, numa: 1}
+        - {id: 6, core: 6, socket: 1, numa: 1}
+        - {id: 7, core: 7, socket: 1, numa: 1}
+      devices:
+        example.com/gpu:
+          - {id: gpu0, numa: [0]}
+          - {id: gpu1, numa: [1]}
+    kubelet:
+      topologyManagerPolicy: single-numa-node
+      cpuManagerPolicy: static
+      reservedSystemCPUs: "7"
+dra:
+  drivers: [example.com/gpu=gpu.explain.example.com]
+  deviceClasses:
+    - metadata: {name: gpu.explain.example.com}
+      spec:
+        selectors: [{cel: {expression: 'device.driver == "gpu.explain.example.com"'}}]
+`
+
+// The DRA side of `explain pod/NAME -o json` and `nodes -o json` (the
+// fields read here).
+type draPodAnswer struct {
+	Nodes []struct {
+		Node string `json:"node"`
+		Dra  *struct {
+			Kind             string `json:"kind"`
+			Why              string `json:"why"`
+			Outcome          string `json:"outcome"`
+			KubeletNumaNodes []int  `json:"kubeletNumaNodes"`
+			Requests         []struct {
+				Devices []struct {
+					Driver   string `json:"driver"`
+					NumaNode *int   `json:"numaNode"`
+				} `json:"devices"`
+			} `json:"requests"`
+			Misaligned []struct {
+				Device string `json:"device"`
+			} `json:"misaligned"`
+		} `json:"dra"`
+	} `json:"nodes"`
+}
+
+// A pod with a ResourceClaim on a node whose GPUs come from DRA (real
+// ResourceSlices and DeviceClass, published by simulate-nodes): `kubectl
+// topoalign explain pod/NAME` says which GPU the DRA allocator would give
+// it and its NUMA node beside the kubelet's, misaligned exactly when they
+// differ; `kubectl topoalign nodes` counts a free GPU per NUMA node.
+func TestExplainPodDRA(t *testing.T) {
+	ctx := testContext(t, 3*time.Minute)
+	c := admin(t)
+	const driver = "gpu.explain.example.com"
+	fleet := filepath.Join(t.TempDir(), "explain-dra-fleet.yaml")
+	if err := os.WriteFile(fleet, []byte(explainDRAFleet), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		background := context.Background()
+		slices, err := c.kube.ResourceV1().ResourceSlices().List(background, metav1.ListOptions{})
+		if err == nil {
+			for _, slice := range slices.Items {
+				if slice.Spec.Driver == driver {
+					_ = c.kube.ResourceV1().ResourceSlices().Delete(background, slice.Name, metav1.DeleteOptions{})
+				}
+			}
+		}
+		_ = c.kube.ResourceV1().DeviceClasses().Delete(background, driver, metav1.DeleteOptions{})
+	})
+	node := simulatedNodes(t, ctx, c, fleet, "e2e-explain-dra", 1)[0]
+	eventually(t, ctx, node+"'s GPU ResourceSlice and DeviceClass", func() (bool, string) {
+		slices, err := c.kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		devices := 0
+		for _, slice := range slices.Items {
+			if slice.Spec.Driver == driver && slice.Spec.NodeName != nil && *slice.Spec.NodeName == node {
+				devices += len(slice.Spec.Devices)
+			}
+		}
+		_, err = c.kube.ResourceV1().DeviceClasses().Get(ctx, driver, metav1.GetOptions{})
+		return devices == 2 && err == nil, fmt.Sprintf("%d devices, class: %v", devices, err)
+	})
+	kubeconfig := kubeconfigFor(t, "admin", cp.AdminToken)
+	ns := "e2e-explain-dra"
+	namespace(t, ctx, c, ns)
+	claim := &resourcev1.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "want-gpu"},
+		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{
+			{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: driver}},
+		}}},
+	}
+	if _, err := c.kube.ResourceV1().ResourceClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// No scheduler serves it: the pod stays unscheduled, its claim
+	// unallocated.
+	pod := guaranteedPod(ns, "want", 2, "1Gi")
+	pod.Spec.SchedulerName = "e2e-nobody"
+	name := "want-gpu"
+	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &name}}
+	pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+	if _, err := c.kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	r := kubectlPlugin(t, ctx, kubeconfig, "explain", "pod/want", "-n", ns, "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("kubectl topoalign explain pod/want: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var answer draPodAnswer
+	if err := json.Unmarshal([]byte(r.stdout), &answer); err != nil {
+		t.Fatalf("explain pod/want: %v\n%s", err, r.stdout)
+	}
+	found := false
+	for _, verdict := range answer.Nodes {
+		if verdict.Node != node {
+			continue
+		}
+		found = true
+		dra := verdict.Dra
+		if dra == nil || dra.Kind != "explained" || dra.Outcome != "allocated" {
+			t.Fatalf("%s: DRA %+v, want the allocator's devices\n%s", node, dra, r.stdout)
+		}
+		if len(dra.KubeletNumaNodes) != 1 {
+			t.Errorf("%s: kubelet NUMA nodes %v, want one (single-numa-node, 2 CPUs)", node, dra.KubeletNumaNodes)
+		}
+		if len(dra.Requests) != 1 || len(dra.Requests[0].Devices) != 1 {
+			t.Fatalf("%s: requests %+v, want one GPU", node, dra.Requests)
+		}
+		gpu := dra.Requests[0].Devices[0]
+		if gpu.Driver != driver || gpu.NumaNode == nil {
+			t.Fatalf("%s: GPU %+v, want one of %s with its NUMA node", node, gpu, driver)
+		}
+		aligned := len(dra.KubeletNumaNodes) == 1 && dra.KubeletNumaNodes[0] == *gpu.NumaNode
+		if aligned != (len(dra.Misaligned) == 0) {
+			t.Errorf("%s: GPU on NUMA %d, kubelet on %v, misaligned %+v", node, *gpu.NumaNode, dra.KubeletNumaNodes, dra.Misaligned)
+		}
+	}
+	if !found {
+		t.Fatalf("no verdict for %s:\n%s", node, r.stdout)
+	}
+	text := kubectlPlugin(t, ctx, kubeconfig, "explain", "pod/want", "-n", ns)
+	if text.code != 0 || !strings.Contains(text.stdout, "DRA (the kube-scheduler") {
+		t.Errorf("text answer (exit %d) without its DRA block:\n%s%s", text.code, text.stdout, text.stderr)
+	}
+
+	out := kubectlPlugin(t, ctx, kubeconfig, "nodes", "-o", "json")
+	if out.code != 0 {
+		t.Fatalf("kubectl topoalign nodes: exit %d\n%s%s", out.code, out.stdout, out.stderr)
+	}
+	var view nodesAnswer
+	if err := json.Unmarshal([]byte(out.stdout), &view); err != nil {
+		t.Fatalf("nodes: %v\n%s", err, out.stdout)
+	}
+	for _, n := range view.Nodes {
+		if n.Node != node {
+			continue
+		}
+		free := map[int]string{}
+		for _, numa := range n.Numa {
+			free[numa.Numa] = numa.Free[driver]
+		}
+		if free[0] != "1" || free[1] != "1" {
+			t.Errorf("%s: free %s per NUMA node %v, want 1 on each (no claim allocated)", node, driver, free)
+		}
+	}
 }
