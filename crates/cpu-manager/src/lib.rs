@@ -303,8 +303,13 @@ fn start_policy(machine: &Machine, config: &CpuManagerConfig) -> Result<Policy, 
             if reserved.is_zero() {
                 return Err(StartError::ZeroCpuReservation);
             }
-            // Fractional CPUs cannot be reserved exclusively: round up.
-            let num_reserved = i64::try_from(reserved.value()).unwrap_or(i64::MAX);
+            // Fractional CPUs cannot be reserved exclusively: round up, as
+            // Go does it: `int(math.Ceil(float64(MilliValue()) / 1000))`
+            // (MilliValue wrapped past int64; the quotient always fits).
+            #[allow(clippy::cast_precision_loss, reason = "Go's float64(int64) conversion rounds too")]
+            let reserved_cpus = reserved.go_milli_value() as f64 / 1000.0;
+            #[allow(clippy::cast_possible_truncation, reason = "at most 9.3e15: exact in i64")]
+            let num_reserved = reserved_cpus.ceil() as i64;
             let options = StaticPolicyOptions::parse(&config.options, &config.feature_gates, config.kubelet_version)
                 .map_err(StaticPolicyError::from)?;
             let policy = StaticPolicy::new(

@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use topoalign_model::{
-    Container, CpuSet, FeatureGates, FlatMap, KubeletVersion, NumaMask, Pod, ProviderHints, QosClass, ResourceHints,
+    Container, CpuSet, FeatureGates, FlatMap, KubeletVersion, NumaMask, Pod, ProviderHints, QosClass, Quantity,
+    ResourceHints,
 };
 
 use crate::assignment::{TakeError, take_by_topology};
@@ -399,11 +400,19 @@ pub(crate) fn guaranteed_cpus(pod: &Pod, container: &Container) -> i64 {
     if pod.qos != QosClass::Guaranteed {
         return 0;
     }
-    let cpu = container.request("cpu");
-    if !cpu.is_whole() {
+    integral_cpus(container.request("cpu"))
+}
+
+/// `isIntegralCPUAmount` and `int(cpuQuantity.Value())`: the whole CPUs of
+/// `cpu`, or 0 when `Value()*1000 != MilliValue()` — in Go's `int64`
+/// arithmetic, overflow included (`9Ei` is 2^63-1 CPUs: both sides wrap to
+/// -1000), as every release 1.32-1.37 computes it.
+pub(crate) fn integral_cpus(cpu: Quantity) -> i64 {
+    let value = cpu.go_value();
+    if value.wrapping_mul(1000) != cpu.go_milli_value() {
         return 0;
     }
-    i64::try_from(cpu.value()).unwrap_or(i64::MAX)
+    value
 }
 
 /// `podGuaranteedCPUs`: what the pod needs at its peak — the larger of the
@@ -413,13 +422,17 @@ pub(crate) fn pod_guaranteed_cpus(pod: &Pod) -> i64 {
     let mut by_init = 0;
     let mut by_sidecars = 0;
     for container in &pod.init_containers {
+        // Go's `int` sums wrap.
         let cpus = guaranteed_cpus(pod, container);
         if container.restartable {
-            by_sidecars += cpus;
-        } else if by_sidecars + cpus > by_init {
-            by_init = by_sidecars + cpus;
+            by_sidecars = i64::wrapping_add(by_sidecars, cpus);
+        } else if by_sidecars.wrapping_add(cpus) > by_init {
+            by_init = by_sidecars.wrapping_add(cpus);
         }
     }
-    let by_apps: i64 = pod.containers.iter().map(|c| guaranteed_cpus(pod, c)).sum();
-    by_init.max(by_apps + by_sidecars)
+    let by_apps = pod
+        .containers
+        .iter()
+        .fold(0_i64, |sum, c| sum.wrapping_add(guaranteed_cpus(pod, c)));
+    by_init.max(by_apps.wrapping_add(by_sidecars))
 }

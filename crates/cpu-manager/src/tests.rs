@@ -395,6 +395,76 @@ fn pod_cpus_count_sidecars_with_everything_after_them() {
     assert_eq!(policy_static::pod_guaranteed_cpus(&fractional), 0);
 }
 
+/// `isIntegralCPUAmount` and `int(Value())` in Go's wrapped `int64`
+/// (issue #29): each quantity built in the form Go's `ParseQuantity` gives
+/// the text beside it, the expected answers printed by a Go program with
+/// k8s.io/apimachinery v0.37.2 (`Value()*1000 == MilliValue()`, `Value()`).
+#[test]
+fn exclusive_cpus_of_huge_requests_wrap_as_go_counts_them() {
+    use topoalign_model::{GoForm, Quantity};
+    let dec = GoForm::Dec { scale: 9 };
+    let table: [(&str, Quantity, i64); 10] = [
+        // inf.Dec, capped at 2^63-1: both sides wrap to -1000.
+        (
+            "9Ei",
+            Quantity::from_nano(i128::from(i64::MAX) * 1_000_000_000, dec),
+            i64::MAX,
+        ),
+        (
+            "10000000000000000000",
+            Quantity::from_scaled_nano(1, 28, dec),
+            -8_446_744_073_709_551_616,
+        ),
+        (
+            "18446744073709551616",
+            Quantity::from_nano(18_446_744_073_709_551_616_000_000_000, dec),
+            0,
+        ),
+        (
+            "1e19",
+            Quantity::from_scaled_nano(1, 28, GoForm::Int64 { scale: 19 }),
+            0,
+        ),
+        (
+            "1e40",
+            Quantity::from_scaled_nano(1, 49, GoForm::Int64 { scale: 40 }),
+            0,
+        ),
+        (
+            "98765432109876543210987654321",
+            Quantity::from_scaled_nano(98_765_432_109_876_543_210_987_654_321, 9, dec),
+            -2_078_932_182_037_327,
+        ),
+        // MilliValue() 8, Value() 0: not integral.
+        (
+            "8e2147483647",
+            Quantity::from_scaled_nano(8, 2_147_483_656, GoForm::Int64 { scale: 2_147_483_647 }),
+            0,
+        ),
+        ("1500m", Quantity::from_milli(1500), 0),
+        ("2", Quantity::from_units(2), 2),
+        (
+            "0.9995",
+            Quantity::from_scaled_nano(9995, 5, GoForm::Int64 { scale: -4 }),
+            1,
+        ),
+    ];
+    for (text, quantity, expected) in table {
+        assert_eq!(policy_static::integral_cpus(quantity), expected, "{text}");
+    }
+    // Go's int sums wrap: two containers of 2^63-1 CPUs need -2, less
+    // than no init container's 0, so `podGuaranteedCPUs` says 0; with a
+    // third of 3 CPUs, 1.
+    let mut huge = container("a", 1000);
+    huge.requests.insert("cpu".to_owned(), table[0].1);
+    let mut other = huge.clone();
+    other.name = "b".to_owned();
+    let p = pod("p", vec![], vec![huge.clone(), other.clone()]);
+    assert_eq!(policy_static::pod_guaranteed_cpus(&p), 0);
+    let p = pod("p", vec![], vec![huge, other, container("c", 3000)]);
+    assert_eq!(policy_static::pod_guaranteed_cpus(&p), 1);
+}
+
 #[test]
 fn allocated_containers_get_hints_for_what_they_hold() {
     let mut manager = CpuManager::start(&two_node_ht(), &static_config()).unwrap();

@@ -1,7 +1,8 @@
 //! How many devices a container or a pod asks for, read the way the device
 //! manager reads it: from *limits* (for extended resources requests must
 //! equal limits, so the kubelet never looks at requests), counted with
-//! `Quantity.Value()` (rounded up to a whole device).
+//! `Quantity.Value()` (rounded up to a whole device; past `int64` wrapped
+//! as Go wraps it, [`Quantity::go_value`]).
 //!
 //! Owns only the reading of requests; resources that are not device-plugin
 //! resources are dropped here and never reach the device manager.
@@ -11,7 +12,7 @@ use topoalign_model::{Container, Pod, Quantity};
 use crate::registry::Registry;
 
 /// Devices asked for, per device-plugin resource in name order, the names
-/// borrowed from the pod. Counts are `i128` like [`Quantity::value`]; a
+/// borrowed from the pod. Counts are Go's `int64` `Value()`, held as `i128`; a
 /// count can be zero (a `0` limit still names the resource, and the kubelet
 /// still gives it hints).
 pub(crate) type DeviceRequests<'a> = Vec<(&'a str, i128)>;
@@ -39,7 +40,8 @@ pub(crate) fn pod_device_requests<'a>(registry: &Registry, pod: &'a Pod) -> Devi
 fn device_requests<'a>(registry: &Registry, limits: impl Iterator<Item = (&'a str, Quantity)>) -> DeviceRequests<'a> {
     limits
         .filter(|(resource, _)| registry.resource(resource).is_some())
-        .map(|(resource, quantity)| (resource, quantity.value()))
+        // `int(quantity.Value())`: Go's `Value()`, wrapped past `int64`.
+        .map(|(resource, quantity)| (resource, i128::from(quantity.go_value())))
         .collect()
 }
 
@@ -105,5 +107,32 @@ mod tests {
         assert_eq!(gpus(container_device_requests(&registry, &app)), Some(2));
         app.limits.insert("gpu".to_owned(), Quantity::ZERO);
         assert_eq!(gpus(container_device_requests(&registry, &app)), Some(0));
+    }
+
+    /// Counts past `int64` are Go's `int(Value())`, wrapped (issue #29;
+    /// the values a Go program printed with k8s.io/apimachinery v0.37.2):
+    /// `1e19` (int64Amount{1, 19}) asks for 0 devices,
+    /// `10000000000000000000` (inf.Dec) for -8446744073709551616.
+    #[test]
+    fn counts_past_int64_wrap_as_in_go() {
+        use topoalign_model::GoForm;
+        let registry = Registry::from_machine(&machine(1, &[("gpu", "gpu0@0")]));
+        let mut app = container("app", &[("cpu", 2)]);
+        let table = [
+            (Quantity::from_scaled_nano(1, 28, GoForm::Int64 { scale: 19 }), 0),
+            (
+                Quantity::from_scaled_nano(1, 28, GoForm::Dec { scale: 9 }),
+                -8_446_744_073_709_551_616,
+            ),
+            (Quantity::from_scaled_nano(1, 49, GoForm::Int64 { scale: 40 }), 0),
+        ];
+        for (limit, expected) in table {
+            app.limits.insert("gpu".to_owned(), limit);
+            assert_eq!(
+                gpus(container_device_requests(&registry, &app)),
+                Some(expected),
+                "{limit}"
+            );
+        }
     }
 }

@@ -218,8 +218,9 @@ impl FitAllocatable {
 /// What the admitted pods request together, as the fit check counts it:
 /// kept up to date as pods come and go (see [`FitUsage::add`]), so that an
 /// admission does not re-add every admitted pod's requests. Exact: the
-/// amounts are whole numbers (millicores, bytes, units), so adding a pod and
-/// subtracting it again leaves the sum as it was.
+/// amounts are whole `int64`s (millicores, bytes, units) added with Go's
+/// wrapping, so adding a pod and subtracting it again leaves the sum as it
+/// was.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct FitUsage {
     used: SchedulerResources,
@@ -305,11 +306,13 @@ pub(crate) fn check_fit_with(
     // `SetMaxResource` on an empty `Resource`: the named amounts here, the
     // scalar ones read in name order below; a negative amount counts as
     // zero.
-    let asked = |resource: &str| asked_list.get(resource).map_or(0, |amount| amount.value().max(0));
-    let asked_milli_cpu = asked_list.get("cpu").map_or(0, |amount| amount.milli().max(0));
+    // Go's `Value()` / `MilliValue()`, wrapped past `int64` as Go wraps
+    // them (`9Ei` of cpu is -1000 millicores: no cpu asked).
+    let asked = |resource: &str| asked_list.get(resource).map_or(0, |amount| amount.go_value().max(0));
+    let asked_milli_cpu = asked_list.get("cpu").map_or(0, |amount| amount.go_milli_value().max(0));
 
-    let pods_used = i128::try_from(usage.pods).unwrap_or(i128::MAX);
-    if pods_used + 1 > allocatable.pods {
+    let pods_used = i64::try_from(usage.pods).unwrap_or(i64::MAX);
+    if pods_used.wrapping_add(1) > allocatable.pods {
         return Err(shortfall("pods", 1, pods_used, allocatable.pods));
     }
     let named = [
@@ -322,8 +325,9 @@ pub(crate) fn check_fit_with(
             allocatable.ephemeral_storage,
         ),
     ];
+    // Go's int64 arithmetic: the difference wraps too.
     for (resource, requested, used, capacity) in named {
-        if requested > 0 && requested > capacity - used {
+        if requested > 0 && requested > capacity.wrapping_sub(used) {
             return Err(shortfall(resource, requested, used, capacity));
         }
     }
@@ -332,17 +336,17 @@ pub(crate) fn check_fit_with(
             && (allocatable.scalar.contains_key(resource) || is_scalar(resource))
     };
     for (resource, amount) in asked_list.iter().filter(|(resource, _)| scalar(resource)) {
-        let requested = amount.value().max(0);
+        let requested = amount.go_value().max(0);
         let used = used.scalar.get(*resource).copied().unwrap_or(0);
         let capacity = allocatable.scalar.get(*resource).copied().unwrap_or(0);
-        if requested > 0 && requested > capacity - used {
+        if requested > 0 && requested > capacity.wrapping_sub(used) {
             return Err(shortfall(resource, requested, used, capacity));
         }
     }
     Ok(())
 }
 
-fn shortfall(resource: &str, requested: i128, used: i128, capacity: i128) -> FitFailure {
+fn shortfall(resource: &str, requested: i64, used: i64, capacity: i64) -> FitFailure {
     FitFailure {
         reason: format!("OutOf{resource}"),
         message: format!(
@@ -353,14 +357,17 @@ fn shortfall(resource: &str, requested: i128, used: i128, capacity: i128) -> Fit
 
 /// The scheduler framework's `Resource`: the amounts the fit check
 /// compares — millicores, bytes, pod slots, and whole units of every other
-/// scalar resource (huge pages, extended resources).
+/// scalar resource (huge pages, extended resources) — as Go's `int64`s:
+/// read with `MilliValue()` / `Value()` ([`Quantity::go_milli_value`],
+/// [`Quantity::go_value`]) and summed with Go's wrapping addition, so an
+/// amount past `int64` counts as the kubelet counts it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 struct SchedulerResources {
-    milli_cpu: i128,
-    memory: i128,
-    ephemeral_storage: i128,
-    pods: i128,
-    scalar: BTreeMap<String, i128>,
+    milli_cpu: i64,
+    memory: i64,
+    ephemeral_storage: i64,
+    pods: i64,
+    scalar: BTreeMap<String, i64>,
 }
 
 impl SchedulerResources {
@@ -380,16 +387,16 @@ impl SchedulerResources {
     fn add<'a>(&mut self, list: impl Iterator<Item = (&'a str, &'a Quantity)>, known_scalar: impl Fn(&str) -> bool) {
         for (resource, amount) in list {
             match resource {
-                "cpu" => self.milli_cpu += amount.milli(),
-                "memory" => self.memory += amount.value(),
-                "pods" => self.pods += amount.value(),
-                "ephemeral-storage" => self.ephemeral_storage += amount.value(),
+                "cpu" => self.milli_cpu = self.milli_cpu.wrapping_add(amount.go_milli_value()),
+                "memory" => self.memory = self.memory.wrapping_add(amount.go_value()),
+                "pods" => self.pods = self.pods.wrapping_add(amount.go_value()),
+                "ephemeral-storage" => self.ephemeral_storage = self.ephemeral_storage.wrapping_add(amount.go_value()),
                 // A name already counted is a scalar resource: no need to
                 // read it again.
                 name => match self.scalar.get_mut(name) {
-                    Some(sum) => *sum += amount.value(),
+                    Some(sum) => *sum = sum.wrapping_add(amount.go_value()),
                     None if known_scalar(name) || is_scalar(name) => {
-                        self.scalar.insert(name.to_owned(), amount.value());
+                        self.scalar.insert(name.to_owned(), amount.go_value());
                     }
                     None => {}
                 },
@@ -401,14 +408,14 @@ impl SchedulerResources {
     fn subtract(&mut self, list: &BorrowedList<'_>) {
         for (&resource, amount) in list {
             match resource {
-                "cpu" => self.milli_cpu -= amount.milli(),
-                "memory" => self.memory -= amount.value(),
-                "pods" => self.pods -= amount.value(),
-                "ephemeral-storage" => self.ephemeral_storage -= amount.value(),
+                "cpu" => self.milli_cpu = self.milli_cpu.wrapping_sub(amount.go_milli_value()),
+                "memory" => self.memory = self.memory.wrapping_sub(amount.go_value()),
+                "pods" => self.pods = self.pods.wrapping_sub(amount.go_value()),
+                "ephemeral-storage" => self.ephemeral_storage = self.ephemeral_storage.wrapping_sub(amount.go_value()),
                 // Only scalar resources were counted.
                 name => {
                     if let Some(used) = self.scalar.get_mut(name) {
-                        *used -= amount.value();
+                        *used = used.wrapping_sub(amount.go_value());
                         if *used == 0 {
                             // As if never added: a missing entry reads as 0.
                             self.scalar.remove(name);
@@ -857,6 +864,55 @@ mod tests {
             )
         );
         assert_eq!(check_fit(&node, &app("c", &[]), &others[..1]), Ok(()));
+    }
+
+    /// Amounts past `int64` count as the kubelet counts them (issue #29):
+    /// Go's wrapped `MilliValue()` / `Value()` (the values a Go program
+    /// printed with k8s.io/apimachinery v0.37.2 for the texts named),
+    /// `SetMaxResource` from zero, and wrapping `int64` sums and
+    /// differences.
+    #[test]
+    fn amounts_past_int64_wrap_as_in_go() {
+        use topoalign_model::GoForm;
+        let dec = GoForm::Dec { scale: 9 };
+        let node = node_resources(&machine(1, 2, 4 * GI, 0, 0), &NodeConfig::default());
+        // `9Ei` (inf.Dec 2^63-1): MilliValue() -1000, so no cpu is asked.
+        let capped = Quantity::from_nano(i128::from(i64::MAX) * 1_000_000_000, dec);
+        assert_eq!(check_fit(&node, &app("a", &[("cpu", capped)]), &[]), Ok(()));
+        // `1e19` (int64Amount{1, 19}): Value() 0; `10000000000000000000`
+        // (inf.Dec): Value() -8446744073709551616, below zero: none asked.
+        let int64_amount = Quantity::from_scaled_nano(1, 28, GoForm::Int64 { scale: 19 });
+        let dec_amount = Quantity::from_scaled_nano(1, 28, dec);
+        assert_eq!(check_fit(&node, &app("b", &[("memory", int64_amount)]), &[]), Ok(()));
+        assert_eq!(check_fit(&node, &app("c", &[("memory", dec_amount)]), &[]), Ok(()));
+        // Its MilliValue() is 1864712049423024128: far too much cpu.
+        let wide = app("d", &[("cpu", dec_amount)]);
+        assert_eq!(
+            check_fit(&node, &wide, &[]),
+            failure(
+                "OutOfcpu",
+                "Node didn't have enough resource: cpu, requested: 1864712049423024128, used: 0, capacity: 2000"
+            )
+        );
+        // Two of them admitted (by a kubelet that counted otherwise): the
+        // usage is their sum; five wrap past int64 to a negative usage,
+        // and 2000 - used wraps back to room for a CPU.
+        let one = app("e", &[("cpu", cpus(1000))]);
+        let admitted: Vec<Pod> = (0..5).map(|i| app(&format!("w{i}"), &[("cpu", dec_amount)])).collect();
+        let two: Vec<&Pod> = admitted.iter().take(2).collect();
+        assert_eq!(
+            check_fit(&node, &one, &two),
+            failure(
+                "OutOfcpu",
+                "Node didn't have enough resource: cpu, requested: 1000, used: 3729424098846048256, capacity: 2000"
+            )
+        );
+        let five: Vec<&Pod> = admitted.iter().collect();
+        assert_eq!(check_fit(&node, &one, &five), Ok(()));
+        // Kept up to date as pods come and go, the usage is the same.
+        let mut usage = FitUsage::of(five.iter().copied());
+        usage.remove(&admitted[0]);
+        assert_eq!(usage, FitUsage::of(five[1..].iter().copied()));
     }
 
     #[test]

@@ -128,6 +128,7 @@ fn run(case: &Case<'_>) -> Result<Option<DraExplanation>, String> {
         &ManifestOptions {
             replicas: None,
             uid_prefix: "t-".to_owned(),
+            ..ManifestOptions::default()
         },
     )
     .map_err(|e| e.to_string())?;

@@ -3,7 +3,8 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use topoalign_k8s::{ManifestOptions, ManifestPod, read_manifests};
+use topoalign_k8s::{ManifestOptions, ManifestPod, PodLevelField, read_manifests};
+use topoalign_scenario::DROPPED_POD_LEVEL;
 
 use crate::{IntakeError, invalid, read_text};
 
@@ -14,16 +15,30 @@ pub struct Pods {
     pub pods: Vec<ManifestPod>,
     /// `file: document 3: Service default/web has no pod template`.
     pub skipped: Vec<String>,
+    /// A warning per pod-level `spec.resources` dropped as the node's
+    /// cluster drops it (`PodLevelResources` off: 1.32 and 1.33 by
+    /// default), as `replay` warns: `file: document 2: spec.resources:
+    /// ignored: ...`.
+    pub notes: Vec<String>,
 }
 
 /// Every pod of every file, in order: Pods, `v1 List`s and workloads by
 /// their template (`replicas` pods each, or as many as the workload says).
-/// Pods without a UID get `<uid_prefix>-<file index>-<n>`.
+/// Pods without a UID get `<uid_prefix>-<file index>-<n>`. `pod_level`:
+/// whether the node's cluster keeps pod-level `spec.resources`
+/// ([`PodLevelField::of_kubelet`] of the node's kubelet fields); dropped,
+/// the field is only decoded, left out, and noted ([`Pods::notes`]), as
+/// `replay` does.
 ///
 /// # Errors
 /// [`IntakeError`] naming the file: unreadable, malformed, without pods,
 /// or holding a `namespace/name` an earlier file (or document) holds too.
-pub fn read_pods(paths: &[PathBuf], replicas: Option<u32>, uid_prefix: &str) -> Result<Pods, IntakeError> {
+pub fn read_pods(
+    paths: &[PathBuf],
+    replicas: Option<u32>,
+    uid_prefix: &str,
+    pod_level: PodLevelField,
+) -> Result<Pods, IntakeError> {
     let mut read = Pods::default();
     let mut files_of: HashMap<String, usize> = HashMap::new();
     for (index, path) in paths.iter().enumerate() {
@@ -31,6 +46,7 @@ pub fn read_pods(paths: &[PathBuf], replicas: Option<u32>, uid_prefix: &str) -> 
         let options = ManifestOptions {
             replicas,
             uid_prefix: format!("{uid_prefix}-{index}-"),
+            pod_level,
         };
         let manifests = read_manifests(&text, &options).map_err(|e| invalid(path, e))?;
         read.skipped.extend(
@@ -38,6 +54,12 @@ pub fn read_pods(paths: &[PathBuf], replicas: Option<u32>, uid_prefix: &str) -> 
                 .skipped
                 .iter()
                 .map(|note| format!("{}: {note}", path.display())),
+        );
+        read.notes.extend(
+            manifests
+                .dropped_pod_level
+                .iter()
+                .map(|field| format!("{}: {field}: {DROPPED_POD_LEVEL}", path.display())),
         );
         if manifests.pods.is_empty() {
             return Err(invalid(path, "no pods in this file"));

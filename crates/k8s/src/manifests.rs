@@ -13,7 +13,7 @@
 use serde_json::{Map, Value, json};
 use topoalign_model::Pod;
 
-use crate::pod::pod_from_value;
+use crate::pod::{PodLevelField, pod_from_value_created};
 
 /// One pod read from a stream.
 #[derive(Clone, Debug, PartialEq)]
@@ -34,6 +34,10 @@ pub struct Manifests {
     /// Documents without pods (a Service, a ConfigMap, ...), in stream
     /// order.
     pub skipped: Vec<Skipped>,
+    /// Where a pod's `spec.resources` was dropped, as an API server with
+    /// `PodLevelResources` off drops it ([`ManifestOptions::pod_level`]):
+    /// `document 2: spec.resources` (the field's path), in stream order.
+    pub dropped_pod_level: Vec<String>,
 }
 
 /// A document without pods. Displayed for people: `document 3: Service
@@ -71,6 +75,13 @@ pub struct ManifestOptions {
     /// Pods without `metadata.uid` get `<uid_prefix><n>`, n counting every
     /// pod of the stream from 0.
     pub uid_prefix: String,
+    /// Whether the cluster keeps a pod's pod-level `spec.resources`
+    /// ([`PodLevelField::of_kubelet`] of the node's kubelet: its release
+    /// and `PodLevelResources` gate). Dropped, the field is only decoded,
+    /// then left out, as the API server creates the pod
+    /// ([`crate::pod_from_value_created`]); each drop is listed in
+    /// [`Manifests::dropped_pod_level`]. Default: kept.
+    pub pod_level: PodLevelField,
 }
 
 impl Default for ManifestOptions {
@@ -78,6 +89,7 @@ impl Default for ManifestOptions {
         ManifestOptions {
             replicas: None,
             uid_prefix: "topoalign-pod-".to_owned(),
+            pod_level: PodLevelField::Kept,
         }
     }
 }
@@ -113,7 +125,7 @@ const WORKLOADS: [(&str, &[&str]); 8] = [
 /// # Errors
 /// [`ManifestError`] for malformed YAML (with line and column), a document
 /// that is not a Kubernetes object, a workload without a pod template, or a
-/// pod [`pod_from_value`] refuses (no containers, negative or malformed
+/// pod [`crate::pod_from_value`] refuses (no containers, negative or malformed
 /// quantities, ...), naming the document and field.
 pub fn read_manifests(text: &str, options: &ManifestOptions) -> Result<Manifests, ManifestError> {
     if let Some(replicas) = options.replicas
@@ -330,7 +342,19 @@ impl Reader<'_> {
 
     fn pod(&mut self, manifest: Value, at: &str, origin: String) -> Result<(), Failure> {
         let uid = format!("{}{}", self.options.uid_prefix, self.manifests.pods.len());
-        let pod = pod_from_value(&manifest, &uid).map_err(|e| (join(at, e.path()), e.message()))?;
+        let (pod, dropped) = pod_from_value_created(&manifest, &uid, self.options.pod_level)
+            .map_err(|e| (join(at, e.path()), e.message()))?;
+        if dropped {
+            let field = join(at, "spec.resources");
+            let entry = match self.document {
+                Some(document) => format!("document {document}: {field}"),
+                None => field,
+            };
+            // A workload's replicas share one template: one entry.
+            if self.manifests.dropped_pod_level.last() != Some(&entry) {
+                self.manifests.dropped_pod_level.push(entry);
+            }
+        }
         if let Some(earlier) = self.names.insert(pod.key(), origin.clone()) {
             return Err((
                 join(at, "metadata.name"),

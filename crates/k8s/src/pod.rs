@@ -65,10 +65,14 @@ pub enum PodProblem {
     Negative(String),
     #[error("{0:?} is not a whole number: extended resources (devices) are counted in whole units")]
     Fractional(String),
-    /// An amount past 64 bits: the API server and the kubelet hold amounts
-    /// as `int64` (`Value()`, `MilliValue()` for cpu) and overflow beyond.
-    #[error("{text:?} is too large: Kubernetes holds resource amounts as 64-bit integers (at most {max})")]
-    TooLarge { text: String, max: &'static str },
+    /// An amount beyond ±1.7·10^29 units with more than 38 significant
+    /// digits in billionths: the API server would accept it, but
+    /// topoalign does not hold it exactly, so it cannot follow the
+    /// kubelet's arithmetic on it.
+    #[error(
+        "{text:?} is too large for topoalign: beyond 1.7e29 units an amount may have at most 38 significant digits (in billionths) to be held exactly; the API server takes it"
+    )]
+    TooLarge { text: String },
     /// The API server's `requests <= limits` rule (equal for huge pages and
     /// devices, which cannot be overcommitted); its text.
     #[error("Invalid value: {request:?}: must be {relation} {resource} limit of {limit}")]
@@ -413,23 +417,20 @@ fn convert_containers(list: &[k8s::Container], at: &str, init: bool) -> Result<V
     Ok(containers)
 }
 
-/// Parses a resource list, refusing what API validation refuses.
+/// Parses a resource list, refusing what API validation refuses
+/// (`ValidateResourceQuantityValue`: a negative amount; for an extended
+/// resource, `MilliValue() % 1000 != 0` in Go's wrapped `int64`). Amounts
+/// past `int64` are accepted, as the API server accepts them: the kubelet
+/// reads them with Go's wrapped `Value()` / `MilliValue()`, and so does
+/// the engine ([`topoalign_model::Quantity::go_value`]).
 fn resource_list(list: Option<&BTreeMap<String, K8sQuantity>>, at: &str) -> Result<ResourceList, PodError> {
     let mut parsed = ResourceList::new();
     for (resource, K8sQuantity(text)) in list.into_iter().flatten() {
         let path = || format!("{at}.{resource}");
-        let max = if resource == "cpu" {
-            "9223372036854775806m"
-        } else {
-            "9223372036854775806"
-        };
         let quantity = parse_quantity_field(text).map_err(|error| {
             let problem = match error {
-                // Beyond what a quantity holds (`1e30`): past 64 bits too.
-                QuantityError::TooLarge => PodProblem::TooLarge {
-                    text: text.clone(),
-                    max,
-                },
+                // Beyond what a quantity holds exactly (43 digits of units).
+                QuantityError::TooLarge => PodProblem::TooLarge { text: text.clone() },
                 error => PodProblem::InvalidQuantity {
                     text: text.clone(),
                     error,
@@ -440,24 +441,8 @@ fn resource_list(list: Option<&BTreeMap<String, K8sQuantity>>, at: &str) -> Resu
         if quantity.is_negative() {
             return Err(PodError::new(path(), PodProblem::Negative(text.clone())));
         }
-        if resource_name::is_extended(resource) && !quantity.is_whole() {
+        if resource_name::is_extended(resource) && quantity.go_milli_value() % 1000 != 0 {
             return Err(PodError::new(path(), PodProblem::Fractional(text.clone())));
-        }
-        // cpu is read in thousandths (`MilliValue()`), the rest in units.
-        let (amount, max) = if resource == "cpu" {
-            (quantity.milli(), "9223372036854775806m")
-        } else {
-            (quantity.value(), "9223372036854775806")
-        };
-        // `>=`: Kubernetes caps binary amounts (`8Ei`) at exactly 2^63-1.
-        if amount >= i128::from(i64::MAX) {
-            return Err(PodError::new(
-                path(),
-                PodProblem::TooLarge {
-                    text: text.clone(),
-                    max,
-                },
-            ));
         }
         parsed.insert(resource.clone(), quantity);
     }
@@ -881,7 +866,7 @@ mod tests {
         for resources in [
             json!({"requests": {"cpu": "4"}, "limits": {"cpu": "2"}}),
             json!({"requests": {"memory": "-1Gi"}, "limits": {"ephemeral-storage": "1Gi", "example.com/gpu": "0.5"}}),
-            json!({"limits": {"cpu": "1e17"}}),
+            json!({"limits": {"cpu": "-1"}}),
         ] {
             let manifest = with(resources);
             assert!(pod(manifest.clone()).is_err(), "validated when kept: {manifest}");

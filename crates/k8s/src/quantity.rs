@@ -21,8 +21,12 @@
 //!   the memory manager's `AsInt64()` depends on it;
 //! - binary amounts held as `inf.Dec` above 2^63-1 are capped there,
 //!   silently, as Kubernetes does (`8Ei` is 2^63-1);
-//! - amounts beyond ±1.7·10^29 units (`1e40`, `1e100`) are refused as too
-//!   large to hold ([`QuantityError::TooLarge`]): no node reaches them;
+//! - every amount the API server takes is read, however large (`1e40`,
+//!   `8e2147483647`, 29-digit numbers of `E`), except one beyond ±1.7·10^29
+//!   units with more than 38 significant digits in billionths, which a
+//!   [`Quantity`] cannot hold exactly ([`QuantityError::TooLarge`]), and a
+//!   binary-suffixed number of more than 1000 digits
+//!   ([`QuantityError::TooManyDigits`]; Kubernetes caps it at 2^63-1);
 //! - the notation is remembered for printing ([`QuantityFormat`]).
 //!
 //! A quantity without any digit (`"Gi"`, `"."`, `"-"`, `"m"`) is zero, as
@@ -45,13 +49,16 @@ pub enum QuantityError {
     FormatWrong,
     #[error("unable to parse quantity's suffix")]
     Suffix,
-    #[error("the amount is too large to be held exactly")]
+    #[error(
+        "beyond 1.7e29 units the amount has more than 38 significant digits (in billionths), which topoalign does not hold exactly"
+    )]
     TooLarge,
-    #[error("a quantity has at most {MAX_DIGITS} digits")]
+    #[error("a quantity with a binary suffix has at most {MAX_DIGITS} digits")]
     TooManyDigits,
 }
 
-/// More digits than any real quantity has; a bound on parsing work.
+/// More digits than any real binary quantity has (it is capped at 2^63-1
+/// from 20 digits on); a bound on parsing work.
 const MAX_DIGITS: usize = 1000;
 
 /// Parses a quantity string the way `resource.ParseQuantity` does.
@@ -65,40 +72,106 @@ pub fn parse_quantity(text: &str) -> Result<Quantity, QuantityError> {
 /// [`parse_quantity`] of any spelling, exactly (big-number arithmetic).
 fn parse_general(text: &str) -> Result<Quantity, QuantityError> {
     let parts = split(text)?;
-    if parts.integer.len() + parts.fraction.len() > MAX_DIGITS {
-        return Err(QuantityError::TooManyDigits);
-    }
     let (base, exponent, mut format) = interpret_suffix(parts.suffix)?;
     let form = go_form(&parts, base, exponent);
-    let magnitude = nano_magnitude(&parts, base, exponent);
-    let magnitude = if format == QuantityFormat::BinarySI && form.is_none() {
-        // Kubernetes caps binary amounts at 2^63-1 units (`inf.Dec` path).
-        let capped = magnitude.map_or(BINARY_CAP, |m| m.min(BINARY_CAP));
-        if capped > 0 && capped < 1_000_000_000 {
-            format = QuantityFormat::DecimalSI;
+    let (magnitude, exp) = if base == 2 {
+        if parts.integer.len() + parts.fraction.len() > MAX_DIGITS {
+            return Err(QuantityError::TooManyDigits);
         }
-        capped
+        let magnitude = nano_magnitude(&parts, base, exponent);
+        if form.is_none() {
+            // Kubernetes caps binary amounts at 2^63-1 units (`inf.Dec` path).
+            let capped = magnitude.map_or(BINARY_CAP, |m| m.min(BINARY_CAP));
+            if capped > 0 && capped < 1_000_000_000 {
+                format = QuantityFormat::DecimalSI;
+            }
+            (capped, 0)
+        } else {
+            (magnitude.ok_or(QuantityError::TooLarge)?, 0)
+        }
+    } else if let Some(GoForm::Int64 { scale }) = form {
+        int64_magnitude(&parts, scale)?
     } else {
-        magnitude.ok_or(QuantityError::TooLarge)?
+        decimal_magnitude(&parts, exponent)?
     };
-    let nano = i128::try_from(magnitude).map_err(|_| QuantityError::TooLarge)?;
-    let nano = if parts.negative { -nano } else { nano };
+    let mantissa = i128::try_from(magnitude).map_err(|_| QuantityError::TooLarge)?;
+    let mantissa = if parts.negative { -mantissa } else { mantissa };
     let form = form.unwrap_or(GoForm::Dec {
         // A non-zero amount is rounded to billionths (scale 9); zero keeps
         // the scale `inf.Dec.SetString` gave it.
-        scale: if nano == 0 {
+        scale: if mantissa == 0 {
             zero_dec_scale(&parts, base, exponent)
         } else {
             9
         },
     });
-    let quantity = Quantity::from_nano(nano, form).with_format(format);
+    let quantity = Quantity::from_scaled_nano(mantissa, exp, form).with_format(format);
     if matches!(form, GoForm::Int64 { .. }) && !matches!(quantity.go_form(), GoForm::Int64 { .. }) {
-        // The amount is too large for the int64 form Go gives it (`1e100`:
-        // value 1, scale 100): beyond what a quantity here holds.
+        // Go's int64 form always holds its amount; so does a quantity's.
         return Err(QuantityError::TooLarge);
     }
     Ok(quantity)
+}
+
+/// `ceil(|amount| × 10^9)` of a decimal amount (`base` 10) as `(mantissa,
+/// exp)`, `mantissa × 10^exp` billionths with the mantissa's trailing zeros
+/// moved into `exp` — in time linear in the digits, whatever the exponent
+/// (`1e2147483647`).
+///
+/// # Errors
+/// [`QuantityError::TooLarge`] for a mantissa of more than 38 digits.
+fn decimal_magnitude(parts: &Parts<'_>, exponent: i32) -> Result<(u128, u32), QuantityError> {
+    let digits: Vec<u8> = parts
+        .integer
+        .bytes()
+        .chain(parts.fraction.bytes())
+        .map(|b| b - b'0')
+        .skip_while(|&d| d == 0)
+        .collect();
+    if digits.is_empty() {
+        return Ok((0, 0));
+    }
+    let fraction_digits = i64::try_from(parts.fraction.len()).map_err(|_| QuantityError::TooLarge)?;
+    // The amount is `digits × 10^power` billionths.
+    let power = i64::from(exponent) + 9 - fraction_digits;
+    let (mut kept, power) = if power < 0 {
+        // Finer than a billionth: dropped, and rounded up when any dropped
+        // digit is not zero.
+        let dropped = usize::try_from(power.unsigned_abs()).unwrap_or(usize::MAX);
+        let (kept, rest) = digits.split_at(digits.len().saturating_sub(dropped));
+        let mut kept = kept.to_vec();
+        if rest.iter().any(|&d| d != 0) {
+            increment(&mut kept);
+        }
+        (kept, 0)
+    } else {
+        (digits, power)
+    };
+    let zeros = kept.iter().rev().take_while(|&&d| d == 0).count();
+    kept.truncate(kept.len() - zeros);
+    let power = power + i64::try_from(zeros).map_err(|_| QuantityError::TooLarge)?;
+    if kept.len() > 39 {
+        return Err(QuantityError::TooLarge);
+    }
+    let mantissa = kept.iter().try_fold(0_u128, |acc, &d| {
+        acc.checked_mul(10)
+            .and_then(|acc| acc.checked_add(u128::from(d)))
+            .ok_or(QuantityError::TooLarge)
+    })?;
+    Ok((mantissa, u32::try_from(power).map_err(|_| QuantityError::TooLarge)?))
+}
+
+/// Adds one to a number written as decimal digits (most significant first).
+fn increment(digits: &mut Vec<u8>) {
+    for digit in digits.iter_mut().rev() {
+        if *digit == 9 {
+            *digit = 0;
+        } else {
+            *digit += 1;
+            return;
+        }
+    }
+    digits.insert(0, 1);
 }
 
 /// Go's choice of form in `ParseQuantity`: `int64Amount` (`Some`, its
@@ -119,12 +192,25 @@ fn go_form(parts: &Parts<'_>, base: u32, exponent: i32) -> Option<GoForm> {
             (0, -1)
         }
     } else {
-        (i64::from(exponent), 18 - num - denom)
+        (exponent, 18 - num - denom)
     };
-    let scale = scale - denom;
-    (precision >= 0 && scale >= -9).then(|| GoForm::Int64 {
-        scale: i32::try_from(scale).unwrap_or(i32::MAX),
-    })
+    // Go's `scale -= int32(len(denom))` wraps in int32: `1.5e-2147483648`
+    // is `int64Amount{15, 2147483647}` to Go.
+    let scale = scale.wrapping_sub(i32::try_from(denom).unwrap_or(i32::MAX));
+    (precision >= 0 && scale >= -9).then_some(GoForm::Int64 { scale })
+}
+
+/// The amount of Go's fast path, `int64Amount{value, scale}`: `value ×
+/// 10^(scale + 9)` billionths, `value` the digits written (at most 18),
+/// `scale` as Go computed it (wrapped; see [`go_form`]).
+fn int64_magnitude(parts: &Parts<'_>, scale: i32) -> Result<(u128, u32), QuantityError> {
+    let value = parts
+        .integer
+        .bytes()
+        .chain(parts.fraction.bytes())
+        .fold(0_u128, |value, digit| value * 10 + u128::from(digit - b'0'));
+    let exp = u32::try_from(i64::from(scale) + 9).map_err(|_| QuantityError::TooLarge)?;
+    Ok((value, exp))
 }
 
 /// The scale `inf.Dec` gives a zero amount on Go's `inf.Dec` path:
@@ -309,7 +395,8 @@ fn interpret_suffix(suffix: &str) -> Result<(u32, i32, QuantityFormat), Quantity
 }
 
 /// `ceil(|amount| * 10^9)`, computed exactly (Go rounds up to billionths);
-/// `None` when it exceeds what a [`Quantity`] can hold.
+/// `None` when it exceeds `u128` (binary amounts, which are capped far
+/// below).
 fn nano_magnitude(parts: &Parts<'_>, base: u32, exponent: i32) -> Option<u128> {
     /// Enough limbs for any amount a quantity can hold, and then some.
     const MAX_LIMBS: usize = 5;
@@ -452,6 +539,7 @@ impl BigNat {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::cmp::Ordering;
 
     fn milli(text: &str) -> i128 {
         parse_quantity(text).unwrap_or_else(|e| panic!("{text}: {e}")).milli()
@@ -516,8 +604,11 @@ mod tests {
             ("1 ", FormatWrong),
             ("1K", Suffix),
             ("1e99999999999999999999", Suffix),
-            ("1e40", TooLarge),
-            (&"1".repeat(1001), TooManyDigits),
+            // Beyond 1.7e29 units, 43 significant digits (Go takes it),
+            // and 2^127, whose 39 digits are one too many for an i128.
+            ("1234567890123456789012345678901234567890123", TooLarge),
+            ("170141183460469231731687303715884105728", TooLarge),
+            (&format!("{}Ki", "1".repeat(1001)), TooManyDigits),
         ];
         for (text, expected) in table {
             assert_eq!(parse_quantity(text).as_ref(), Err(expected), "{text:?}");
@@ -721,8 +812,110 @@ mod tests {
             assert_eq!(quantity.go_milli_value(), milli, "{text} MilliValue");
         }
         // int64Amount{1e18, 18}.MilliValue(): positiveScaleInt64(1, 21)
-        // overflows in the loop: 0 (above). Beyond ~1.7e29 units: refused.
-        assert_eq!(parse_quantity("1e30"), Err(QuantityError::TooLarge));
+        // overflows in the loop: 0 (above).
+    }
+
+    /// Amounts past ±1.7e29 units, which the API server takes: read, and
+    /// Go's `AsInt64()`, `Value()`, `MilliValue()`, `ScaledValue(Micro)`
+    /// and `String()` of each, as a Go program printed them with
+    /// k8s.io/apimachinery v0.37.2 (`resource.ParseQuantity`, then those
+    /// methods). `AsInt64()` answers for none of them.
+    #[test]
+    fn huge_amounts_are_read_as_go_reads_them() {
+        let table: &[(&str, i64, i64, i64, &str)] = &[
+            // int64Amount{1, 30}: every scaled value overflows to 0.
+            ("1e30", 0, 0, 0, "1e30"),
+            ("1e40", 0, 0, 0, "10e39"),
+            ("1e100", 0, 0, 0, "10e99"),
+            ("-1e40", 0, 0, 0, "-10e39"),
+            ("1.5e35", 0, 0, 0, "150e33"),
+            // int64Amount{8, 2147483647}: Value() overflows to 0, but
+            // MilliValue() scales by 2147483647 - (-3), which wraps in
+            // int32 to a negative step: no scaling at all, 8.
+            ("8e2147483647", 0, 8, 8, "80e2147483646"),
+            // Go's `scale -= len(denom)` wraps: int64Amount{15, 2147483647}.
+            ("1.5e-2147483648", 0, 15, 15, "150e2147483646"),
+            // inf.Dec: the low 64 bits of the rounded-up result.
+            (
+                "123456789012345678901234567890",
+                -4_362_896_299_872_285_998,
+                8_982_045_596_877_734_992,
+                -1_518_767_018_816_644_992,
+                "123456789012345678901234567890",
+            ),
+            (
+                "1000000000000000000000000000000.0001",
+                5_076_944_270_305_263_617,
+                4_089_650_035_136_921_601,
+                -5_527_149_226_598_858_652,
+                "1000000000000000000000000000000000100u",
+            ),
+            (
+                "12345678901234567890123456789012345678e10",
+                -189_669_265_768_744_960,
+                -5_201_825_031_649_443_840,
+                156_797_136_649_715_712,
+                "123456789012345678901234567890123456780e9",
+            ),
+            (
+                "9223372036854775807e20",
+                -7_766_279_631_452_241_920,
+                -200_376_420_520_689_664,
+                2_537_764_290_115_403_776,
+                "922337203685477580700e18",
+            ),
+            (
+                "0.00000000000000000000000000000000000000000001e60",
+                10_000_000_000_000_000,
+                -8_446_744_073_709_551_616,
+                1_864_712_049_423_024_128,
+                "10e15",
+            ),
+        ];
+        for &(text, value, milli, micro, string) in table {
+            let quantity = parse_quantity(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(quantity.as_int64(), None, "{text} AsInt64");
+            assert_eq!(quantity.go_value(), value, "{text} Value");
+            assert_eq!(quantity.go_milli_value(), milli, "{text} MilliValue");
+            assert_eq!(quantity.go_scaled_value(-6), micro, "{text} ScaledValue(Micro)");
+            assert_eq!(quantity.to_string(), string, "{text} String");
+        }
+        // Decimal SI past `E`: Go drops the exponent (`100`); topoalign
+        // writes it out. The Go values still agree.
+        let q = parse_quantity("100000000000000000000000000000000000000E").expect("read");
+        assert_eq!(q.go_value(), 2_377_900_603_251_621_888);
+        assert_eq!(q.go_milli_value(), -1_729_382_256_910_270_464);
+        assert_eq!(q.to_string(), "100e54");
+        // Sums Go keeps exact, and so does a quantity (`Add`, then
+        // `Value()`, `MilliValue()` and `Cmp` with the left operand).
+        let q = |text: &str| parse_quantity(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let sums: &[(&str, &str, i64, i64, Ordering)] = &[
+            (
+                "1e30",
+                "500m",
+                5_076_944_270_305_263_617,
+                4_089_650_035_136_922_100,
+                Ordering::Greater,
+            ),
+            ("1e40", "1e40", 0, 0, Ordering::Greater),
+            (
+                "123456789012345678901234567890",
+                "1",
+                -4_362_896_299_872_285_997,
+                8_982_045_596_877_735_992,
+                Ordering::Greater,
+            ),
+            ("1e30", "-1e30", 0, 0, Ordering::Less),
+        ];
+        for &(a, b, value, milli, order) in sums {
+            let sum = q(a) + q(b);
+            assert_eq!(sum.go_value(), value, "{a} + {b} Value");
+            assert_eq!(sum.go_milli_value(), milli, "{a} + {b} MilliValue");
+            assert_eq!(sum.cmp(&q(a)), order, "{a} + {b} Cmp");
+        }
+        assert!(q("1e40") > q("99999999999999999999999999999999999999e1"));
+        assert_eq!(q("1e40"), q("10000000000000000000000000000000000000000"));
+        assert_eq!(q("1e40"), q("0.01e42"));
     }
 
     /// Go's `Quantity.Add` keeps the int64 form while the int64 sum fits
@@ -802,7 +995,9 @@ mod tests {
             // Binary amounts at the cap, and amounts too large to hold,
             // are the general path's.
             let capped = suffix.ends_with('i') && general.as_ref().is_ok_and(|g| g.0 == BINARY_CAP as i128);
-            let expected_plain = general.is_ok() && digits.len() <= 18 && !matches!(suffix, "E" | "Ei" | "n" | "e3") && !capped;
+            // Nor amounts past i128 billionths (`nano()` saturates there).
+            let huge = general.as_ref().is_ok_and(|g| g.0 == i128::MAX);
+            let expected_plain = general.is_ok() && digits.len() <= 18 && !matches!(suffix, "E" | "Ei" | "n" | "e3") && !capped && !huge;
             let plain = parse_plain(&text).map(amount);
             prop_assert_eq!(plain.is_some(), expected_plain, "{}", text);
             if let Some(plain) = plain {

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use topoalign_engine::{
     CpuPolicyName, MemoryPolicyName, Node, NodeConfig, ReservedMemory, TopologyPolicyName, TopologyScope,
 };
-use topoalign_model::{KubeletVersion, Machine, ResourceList};
+use topoalign_model::{KubeletVersion, Machine, Quantity, ResourceList};
 
 use crate::eviction::{hard_eviction_reservation, parse_hard_thresholds};
 use crate::go;
@@ -102,13 +102,15 @@ pub fn node_config(config: &KubeletConfiguration, machine: &Machine) -> Result<N
             .get_or_insert_with(BTreeMap::new)
             .insert("cpu".to_owned(), cpus.len().to_string());
     }
-    let kube_reserved = parse_resource_list(kube_reserved.as_ref()).map_err(KubeletConfigError::KubeReserved)?;
-    let system_reserved = parse_resource_list(system_reserved.as_ref()).map_err(KubeletConfigError::SystemReserved)?;
+    let kubelet_version = config.kubelet_version.unwrap_or_default();
+    let kube_reserved =
+        parse_resource_list(kube_reserved.as_ref(), kubelet_version).map_err(KubeletConfigError::KubeReserved)?;
+    let system_reserved =
+        parse_resource_list(system_reserved.as_ref(), kubelet_version).map_err(KubeletConfigError::SystemReserved)?;
 
     let thresholds = parse_hard_thresholds(&config.eviction_hard())?;
     parse_qos_reserved(config.qos_reserved.as_ref()).map_err(KubeletConfigError::QosReserved)?;
 
-    let kubelet_version = config.kubelet_version.unwrap_or_default();
     // From v1.33 `CPUManagerPolicyOptions` is GA (locked on) and
     // cmd/kubelet no longer checks it.
     let cpu_options = gated_options(
@@ -208,7 +210,10 @@ pub fn start_node(machine: Machine, kubelet: &serde_json::Value) -> Result<Node,
 
 /// The kubelet's `parseResourceList` (cmd/kubelet): `cpu`, `memory`,
 /// `ephemeral-storage` and `pid`, non-negative.
-fn parse_resource_list(map: Option<&BTreeMap<String, String>>) -> Result<ResourceList, String> {
+fn parse_resource_list(
+    map: Option<&BTreeMap<String, String>>,
+    version: KubeletVersion,
+) -> Result<ResourceList, String> {
     let mut list = ResourceList::new();
     for (name, text) in map.into_iter().flatten() {
         if !["cpu", "memory", "ephemeral-storage", "pid"].contains(&name.as_str()) {
@@ -230,9 +235,25 @@ fn parse_resource_list(map: Option<&BTreeMap<String, String>>) -> Result<Resourc
                 go::quote(name)
             ));
         }
-        list.insert(name.clone(), quantity);
+        list.insert(name.clone(), reserved_cpu_rounding(name, quantity, version));
     }
     Ok(list)
+}
+
+/// From v1.37 `parseResourceList` rounds a `cpu` reservation to whole
+/// millicores, half up, after Go's `ScaledValue(resource.Micro)` (rounded
+/// up to whole microcores, wrapped past `int64`):
+/// `q.SetMilli((q.ScaledValue(resource.Micro) + 500) / 1000)` — `1500u`
+/// reserves `2m`, `400u` nothing at all, `1499999n` `2m` (1500 microcores
+/// once rounded up). Up to v1.36 the amount is kept exact. `SetMilli`
+/// keeps the notation and gives Go's `int64Amount{value, -3}`.
+fn reserved_cpu_rounding(name: &str, quantity: Quantity, version: KubeletVersion) -> Quantity {
+    if name != "cpu" || !version.at_least(KubeletVersion::V1_37) {
+        return quantity;
+    }
+    // Go's int64 `+` wraps; `/` truncates towards zero, as Rust's does.
+    let milli = quantity.go_scaled_value(-6).wrapping_add(500) / 1000;
+    Quantity::from_milli(i128::from(milli)).with_format(quantity.format())
 }
 
 /// `cm.ParseQOSReserved`: only `memory`, as a whole percentage.
@@ -305,6 +326,48 @@ mod tests {
 
     fn texts(list: &ResourceList) -> BTreeMap<String, String> {
         list.iter().map(|(k, v)| (k.clone(), v.to_string())).collect()
+    }
+
+    /// v1.37's `parseResourceList` rounds a reserved cpu to millicores
+    /// (`(ScaledValue(Micro) + 500) / 1000`, then `SetMilli`); 1.32-1.36
+    /// keep it exact. The 1.37 column: `String()`, `IsZero()` and
+    /// `MilliValue()` of each, as a Go program printed them with
+    /// k8s.io/apimachinery v0.37.2 running that line of cmd/kubelet.
+    #[test]
+    fn reserved_cpu_is_rounded_to_millicores_from_1_37() {
+        let table: &[(&str, &str, bool, i64)] = &[
+            ("1500u", "2m", false, 2),
+            ("400u", "0", true, 0),
+            ("1499999n", "2m", false, 2),
+            ("1.4995m", "2m", false, 2),
+            ("0.0005", "1m", false, 1),
+            ("2", "2", false, 2000),
+            ("100m", "100m", false, 100),
+            // ScaledValue(Micro) overflows: 0, or the wrapped value.
+            ("1e19", "0", true, 0),
+            ("9Ei", "-999m", false, -999),
+            ("999999999999.9999995", "1T", false, 1_000_000_000_000_000),
+            ("1e30", "0", true, 0),
+        ];
+        for &(text, string, zero, milli) in table {
+            let config = |version: &str| json!({"kubeletVersion": version, "systemReserved": {"cpu": text}});
+            let reserved = |version: &str| {
+                let config = start(config(version)).unwrap_or_else(|e| panic!("{text} {version}: {e:?}"));
+                config.system_reserved.get("cpu").copied().expect("a cpu reservation")
+            };
+            let rounded = reserved("1.37");
+            assert_eq!(rounded.to_string(), string, "{text}");
+            assert_eq!(rounded.is_zero(), zero, "{text}");
+            assert_eq!(rounded.go_milli_value(), milli, "{text}");
+            assert_eq!(
+                rounded.go_form(),
+                topoalign_model::GoForm::Int64 { scale: -3 },
+                "{text}"
+            );
+            for version in ["1.32", "1.36"] {
+                assert_eq!(reserved(version), parse_quantity(text).unwrap(), "{text} {version}");
+            }
+        }
     }
 
     #[test]

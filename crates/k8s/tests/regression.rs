@@ -61,20 +61,30 @@ fn requests_above_limits_are_refused_like_the_api_server() {
 }
 
 /// Amounts past 64 bits used to be saturated silently (`1e30` CPUs,
-/// `8Ei` of memory capped at 2^63-1).
+/// `8Ei` of memory capped at 2^63-1), then refused ("too large") where the
+/// API server accepts them. The kubelet reads them with Go's wrapped
+/// `Value()` / `MilliValue()`, and so does topoalign now (issue #29; the
+/// values a Go program printed with k8s.io/apimachinery v0.37.2).
 #[test]
-fn quantities_past_64_bits_are_an_error() {
-    for (resources, field) in [
-        ("{limits: {cpu: '1e30'}}", "limits.cpu"),
-        ("{limits: {cpu: '9223372036854776'}}", "limits.cpu"),
-        ("{limits: {memory: '8Ei'}}", "limits.memory"),
-        ("{limits: {memory: '1e19'}}", "limits.memory"),
-        ("{limits: {example.com/nic: '1e20'}}", "limits.example.com/nic"),
+fn quantities_past_64_bits_are_read_as_go_reads_them() {
+    for (resources, name, value, milli) in [
+        ("{limits: {cpu: '1e30'}}", "cpu", 0, 0),
+        (
+            "{limits: {cpu: '9223372036854776'}}",
+            "cpu",
+            9_223_372_036_854_776,
+            -9_223_372_036_854_775_616,
+        ),
+        ("{limits: {memory: '8Ei'}}", "memory", i64::MAX, -1000),
+        ("{limits: {memory: '1e19'}}", "memory", 0, 0),
+        ("{limits: {example.com/nic: '1e20'}}", "example.com/nic", 0, 0),
     ] {
-        let e = pod_error(&container(resources));
-        assert!(
-            e.starts_with(&format!("spec.containers[0].resources.{field}: ")) && e.contains("64-bit"),
-            "{resources}: {e}"
+        let pod = pod_from_yaml(&container(resources), "u").unwrap_or_else(|e| panic!("{resources}: {e}"));
+        let quantity = pod.containers[0].limits.get(name).copied().expect("a limit");
+        assert_eq!(
+            (quantity.go_value(), quantity.go_milli_value()),
+            (value, milli),
+            "{resources}"
         );
     }
     pod_from_yaml(&container("{limits: {cpu: '64', memory: 7Ei}}"), "u").expect("large but representable");
@@ -216,6 +226,44 @@ fn kubelet_config_typo_warns_naming_the_close_field() {
 /// The problem kinds a caller can match on stay distinct.
 #[test]
 fn too_large_is_its_own_problem() {
-    let error = pod_from_yaml(&container("{limits: {cpu: '1e30'}}"), "u").expect_err("refused");
+    // 43 significant digits past 1.7e29 units: more than topoalign holds.
+    let error = pod_from_yaml(
+        &container("{limits: {cpu: '1234567890123456789012345678901234567890123'}}"),
+        "u",
+    )
+    .expect_err("refused");
     assert!(matches!(error.problem(), PodProblem::TooLarge { .. }));
+}
+
+/// The pod reader refused amounts past 64 bits ("too large") that the API
+/// server accepts and the kubelet admits (difftest seeds 121 and 180 of
+/// 1.32/1.37, issue #29): they are read, and counted with Go's wrapped
+/// `Value()` / `MilliValue()`.
+#[test]
+fn amounts_past_64_bits_are_pods_the_api_server_accepts() {
+    for amount in [
+        "'9223372036854775807 '",
+        "'9Ei'",
+        "'16Ei'",
+        "'18446744073709551616'",
+        "'1e40'",
+        "'98765432109876543210987654321000000000.n'",
+        "'8e2147483647'",
+    ] {
+        let pod = pod_from_yaml(
+            &container(&format!("{{limits: {{cpu: {amount}, memory: {amount}}}}}")),
+            "u",
+        )
+        .unwrap_or_else(|e| panic!("{amount}: {e}"));
+        assert_eq!(
+            pod.containers[0].requests.get("cpu"),
+            pod.containers[0].limits.get("cpu"),
+            "{amount}"
+        );
+    }
+    // Extended resources must be whole by Go's wrapped `MilliValue() %
+    // 1000`: `1e19` (MilliValue 0) is; `1.5` is not.
+    pod_from_yaml(&container("{limits: {example.com/gpu: '1e19'}}"), "u").expect("whole");
+    let error = pod_from_yaml(&container("{limits: {example.com/gpu: '1.5'}}"), "u").expect_err("fractional");
+    assert!(matches!(error.problem(), PodProblem::Fractional(_)), "{error}");
 }

@@ -25,9 +25,14 @@
 //!   `inf.Dec` the low 64 bits of the rounded-up result (`big.Int.Int64`:
 //!   2^64 has `Value()` 0).
 //!
-//! Amounts are held to ±1.7·10^29 units (the parser refuses larger ones;
-//! sums saturate there): far beyond any machine, and every spelling the
-//! API server's own validation lets through for a real node.
+//! Every amount the API server accepts is held (issue #29): exactly in
+//! billionths up to ±1.7·10^29 units, beyond as a mantissa of up to 38
+//! digits times a power of ten (`1e40`, `8e2147483647`, 29-digit numbers
+//! of `E`), so Go's `int64Amount{value, scale}` of any scale is held
+//! exactly and `Value()` / `MilliValue()` wrap as Go's do. What is not
+//! held exactly: an amount beyond ±1.7·10^29 units with more than 38
+//! significant digits in billionths (the parser refuses one; a sum that
+//! would need one is rounded to 38 digits, where Go keeps it exact).
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -61,20 +66,67 @@ pub enum GoForm {
 /// Billionths per thousandth.
 const NANO_PER_MILLI: i128 = 1_000_000;
 
+/// `low` from here up marks a huge amount (see [`Quantity`]).
+const HUGE: u32 = 1_000_000;
+
+/// The largest power of ten an `i128` holds.
+const MAX_POW10_I128: u32 = 38;
+
 /// An exact amount in billionths of a unit (nanocores for CPU), kept as
 /// thousandths (rounded down) and the billionths below them, plus the
 /// notation it prints in and Go's form of it ([`GoForm`]).
+///
+/// An amount whose billionths do not fit `i128` (beyond ±1.7·10^29 units)
+/// is held as `mantissa × 10^exp` billionths instead, the mantissa without
+/// trailing zeros (so each amount has one representation); the methods
+/// that answer in `i128` ([`Quantity::milli`], [`Quantity::value`],
+/// [`Quantity::nano`]) saturate for it, Go's own views
+/// ([`Quantity::go_value`], [`Quantity::go_milli_value`],
+/// [`Quantity::as_int64`]) and comparisons are exact.
 ///
 /// Equality, ordering and hashing look at the amount only: `1Gi` equals
 /// `1073741824` (Go's `Quantity.Cmp`).
 #[derive(Clone, Copy)]
 pub struct Quantity {
-    /// Thousandths, rounded down (towards minus infinity).
+    /// Thousandths, rounded down (towards minus infinity); for a huge
+    /// amount, its mantissa in billionths.
     milli: i128,
-    /// Billionths above `milli` thousandths: 0 to 999,999.
-    sub_milli: u32,
+    /// Below [`HUGE`]: billionths above `milli` thousandths (0 to
+    /// 999,999). From [`HUGE`] up: a huge amount of `milli` billionths
+    /// times ten to the power `low - HUGE + 1`. (Packed into one field to
+    /// keep a quantity at 32 bytes: it sits in every resource list.)
+    low: u32,
     format: QuantityFormat,
     form: GoForm,
+}
+
+/// `10^exp` when an `i128` holds it.
+const fn pow10(exp: u32) -> Option<i128> {
+    if exp > MAX_POW10_I128 {
+        return None;
+    }
+    Some(10_i128.pow(exp))
+}
+
+/// The fields `(milli, low)` of `mantissa × 10^exp` billionths, in the one
+/// representation the amount has (see [`Quantity`]).
+const fn canonical(mantissa: i128, exp: u32) -> (i128, u32) {
+    // Exact when the billionths fit.
+    let exact = match pow10(exp) {
+        Some(power) => mantissa.checked_mul(power),
+        None if mantissa == 0 => Some(0),
+        None => None,
+    };
+    if let Some(nano) = exact {
+        return (nano.div_euclid(NANO_PER_MILLI), nano.rem_euclid(NANO_PER_MILLI) as u32);
+    }
+    let mut mantissa = mantissa;
+    let mut exp = exp;
+    while mantissa % 10 == 0 {
+        mantissa /= 10;
+        exp = exp.saturating_add(1);
+    }
+    (mantissa, HUGE.saturating_add(exp - 1))
 }
 
 impl Default for Quantity {
@@ -87,7 +139,7 @@ impl Quantity {
     /// Zero (Go's zero `Quantity`: `int64Amount{0, 0}`).
     pub const ZERO: Quantity = Quantity {
         milli: 0,
-        sub_milli: 0,
+        low: 0,
         format: QuantityFormat::DecimalSI,
         form: GoForm::Int64 { scale: 0 },
     };
@@ -96,9 +148,10 @@ impl Quantity {
     /// `NewMilliQuantity`: `int64Amount{milli, -3}`).
     pub const fn from_milli(milli: i128) -> Self {
         let fits = milli >= i64::MIN as i128 && milli <= i64::MAX as i128;
+        let (milli, low) = canonical(milli, 6);
         Quantity {
             milli,
-            sub_milli: 0,
+            low,
             format: QuantityFormat::DecimalSI,
             form: if fits {
                 GoForm::Int64 { scale: -3 }
@@ -112,9 +165,10 @@ impl Quantity {
     /// `NewQuantity`: `int64Amount{units, 0}`).
     pub const fn from_units(units: i128) -> Self {
         let fits = units >= i64::MIN as i128 && units <= i64::MAX as i128;
+        let (milli, low) = canonical(units, 9);
         Quantity {
-            milli: units.saturating_mul(1000),
-            sub_milli: 0,
+            milli,
+            low,
             format: QuantityFormat::DecimalSI,
             form: if fits {
                 GoForm::Int64 { scale: 0 }
@@ -128,9 +182,18 @@ impl Quantity {
     /// constructor). A form that cannot hold the amount — an `int64Amount`
     /// whose value is not a whole `int64` — is taken as an `inf.Dec`.
     pub fn from_nano(nano: i128, form: GoForm) -> Self {
+        Quantity::from_scaled_nano(nano, 0, form)
+    }
+
+    /// An amount of `mantissa × 10^exp` billionths held in Go's `form`
+    /// (the parser's constructor for amounts of any size: `1e40` is `1 ×
+    /// 10^49` billionths in `int64Amount{1, 40}`). A form that cannot hold
+    /// the amount is taken as an `inf.Dec`, as in [`Quantity::from_nano`].
+    pub fn from_scaled_nano(mantissa: i128, exp: u32, form: GoForm) -> Self {
+        let (milli, low) = canonical(mantissa, exp);
         let quantity = Quantity {
-            milli: nano.div_euclid(NANO_PER_MILLI),
-            sub_milli: nano.rem_euclid(NANO_PER_MILLI) as u32,
+            milli,
+            low,
             format: QuantityFormat::DecimalSI,
             form,
         };
@@ -138,6 +201,30 @@ impl Quantity {
             GoForm::Int64 { .. } if quantity.int64_value().is_none() => quantity.with_form(GoForm::Dec { scale: 9 }),
             _ => quantity,
         }
+    }
+
+    /// `(mantissa, exp)` of a huge amount (`mantissa × 10^exp` billionths).
+    const fn huge(self) -> Option<(i128, u32)> {
+        if self.low >= HUGE {
+            Some((self.milli, self.low - HUGE + 1))
+        } else {
+            None
+        }
+    }
+
+    /// The amount as `(mantissa, exp)`: `mantissa × 10^exp` billionths
+    /// (`exp` 0 in the exact range).
+    fn scaled(self) -> (i128, u32) {
+        match self.huge() {
+            Some(huge) => huge,
+            // In the exact range the billionths fit by construction.
+            None => (self.exact_nano().unwrap_or(0), 0),
+        }
+    }
+
+    /// A saturated `i128` for a huge amount, by its sign.
+    const fn saturated(self) -> i128 {
+        if self.milli > 0 { i128::MAX } else { i128::MIN }
     }
 
     /// The same amount, printed in `format`.
@@ -162,8 +249,12 @@ impl Quantity {
 
     /// Thousandths of a unit, rounded up (kubelet `MilliValue()` of an
     /// amount that fits `int64`; see [`Quantity::go_milli_value`]).
+    /// Saturating past `i128` (a huge amount).
     pub const fn milli(self) -> i128 {
-        if self.sub_milli == 0 {
+        if self.huge().is_some() {
+            return self.saturated();
+        }
+        if self.low == 0 {
             self.milli
         } else {
             self.milli.saturating_add(1)
@@ -172,19 +263,29 @@ impl Quantity {
 
     /// Billionths of a unit, exactly (saturating past `i128`).
     pub const fn nano(self) -> i128 {
+        if self.huge().is_some() {
+            return self.saturated();
+        }
         self.milli
             .saturating_mul(NANO_PER_MILLI)
-            .saturating_add(self.sub_milli as i128)
+            .saturating_add(self.low as i128)
     }
 
     /// Whether the amount is a whole number of thousandths.
     pub const fn is_whole_milli(self) -> bool {
-        self.sub_milli == 0
+        match self.huge() {
+            // The mantissa has no trailing zero.
+            Some((_, exp)) => exp >= 6,
+            None => self.low == 0,
+        }
     }
 
     /// Whole units rounded up (kubelet `Value()` of an amount that fits
     /// `int64`; see [`Quantity::go_value`]).
     pub fn value(self) -> i128 {
+        if self.huge().is_some() {
+            return self.saturated();
+        }
         let milli = self.milli();
         // `i128` division is a library call; an amount that fits `i64` (any
         // real one) is divided natively, with the same result.
@@ -198,6 +299,18 @@ impl Quantity {
     /// thousandths, the kubelet's test for exclusive CPUs
     /// (`Value()*1000 == MilliValue()`: `0.9995` counts as one CPU).
     pub fn is_whole(self) -> bool {
+        if let Some((mantissa, exp)) = self.huge() {
+            return match exp {
+                9.. => true,
+                // Whole thousandths, but the mantissa has no trailing zero.
+                6..=8 => false,
+                _ => {
+                    let divisor = 10_i128.pow(6 - exp);
+                    let milli = mantissa.div_euclid(divisor) + i128::from(mantissa.rem_euclid(divisor) != 0);
+                    milli.rem_euclid(1000) == 0
+                }
+            };
+        }
         let milli = self.milli();
         // Natively where the amount fits `i64` (see `value`).
         match i64::try_from(milli) {
@@ -208,7 +321,7 @@ impl Quantity {
 
     /// Whether the amount is zero.
     pub const fn is_zero(self) -> bool {
-        self.milli == 0 && self.sub_milli == 0
+        self.milli == 0 && self.low == 0
     }
 
     /// Whether the amount is below zero.
@@ -221,9 +334,27 @@ impl Quantity {
         let GoForm::Int64 { scale } = self.form else {
             return None;
         };
+        if let Some((mantissa, exp)) = self.huge() {
+            // mantissa × 10^(exp - 9 - scale) units of 10^scale.
+            let shift = i64::from(exp) - 9 - i64::from(scale);
+            let value = if shift >= 0 {
+                mantissa.checked_mul(pow10(u32::try_from(shift).ok()?)?)?
+            } else {
+                let divisor = pow10(u32::try_from(-shift).ok()?)?;
+                if mantissa % divisor != 0 {
+                    return None;
+                }
+                mantissa / divisor
+            };
+            return i64::try_from(value).ok();
+        }
+        let nano = self.exact_nano()?;
+        if nano == 0 {
+            // int64Amount{0, scale} of any scale.
+            return Some(0);
+        }
         let digits = u32::try_from(scale.checked_add(9)?).ok()?;
         let divisor = 10_i128.checked_pow(digits)?;
-        let nano = self.exact_nano()?;
         if nano % divisor != 0 {
             return None;
         }
@@ -232,9 +363,12 @@ impl Quantity {
 
     /// The exact amount in billionths, `None` past `i128`.
     fn exact_nano(self) -> Option<i128> {
+        if self.huge().is_some() {
+            return None;
+        }
         self.milli
             .checked_mul(NANO_PER_MILLI)?
-            .checked_add(i128::from(self.sub_milli))
+            .checked_add(i128::from(self.low))
     }
 
     /// Go's `Quantity.AsInt64()`: the amount as an `int64` when Go holds it
@@ -264,18 +398,24 @@ impl Quantity {
     }
 
     /// Go's `Quantity.ScaledValue(scale)`: `ceil(amount / 10^scale)` as Go
-    /// computes it for each form.
-    fn go_scaled_value(self, scale: i32) -> i64 {
+    /// computes it for each form (`ScaledValue(resource.Micro)` is
+    /// `go_scaled_value(-6)`), overflow included (see the module docs).
+    pub fn go_scaled_value(self, scale: i32) -> i64 {
         match self.form {
             GoForm::Int64 { scale: own } => {
                 let Some(value) = self.int64_value() else { return 0 };
+                // Go subtracts scales in int32, wrapping: `8e2147483647`
+                // has `MilliValue()` 8.
                 if own < scale {
-                    go_negative_scale(value, scale - own)
+                    go_negative_scale(value, scale.wrapping_sub(own))
                 } else {
-                    go_positive_scale(value, own - scale).0
+                    go_positive_scale(value, own.wrapping_sub(scale)).0
                 }
             }
             GoForm::Dec { scale: own } => {
+                if let Some((mantissa, exp)) = self.huge() {
+                    return go_scaled_huge(mantissa, i64::from(exp) - 9 + i64::from(own), own, -scale);
+                }
                 // The unscaled integer: amount × 10^own.
                 let Some(nano) = self.exact_nano() else { return 0 };
                 let unscaled = if own >= 9 {
@@ -388,6 +528,73 @@ fn go_scaled_big(unscaled: i128, scale: i32, new_scale: i32) -> i64 {
     wrap64(result).wrapping_add(i64::from(inexact))
 }
 
+/// `10^exp` modulo 2^64, as wrapping `int64` (0 from 10^64 on: 2^64
+/// divides it).
+fn pow10_wrapped(exp: i64) -> i64 {
+    if exp >= 64 {
+        return 0;
+    }
+    (0..exp).fold(1_i64, |power, _| power.wrapping_mul(10))
+}
+
+/// `big.Int.Int64()` of `mantissa × 10^exp` (`exp` ≥ 0): its low 64 bits.
+fn wrap64_scaled(mantissa: i128, exp: i64) -> i64 {
+    wrap64(mantissa).wrapping_mul(pow10_wrapped(exp))
+}
+
+/// [`go_scaled_big`] of an `inf.Dec` whose unscaled integer is `mantissa ×
+/// 10^unscaled_exp`: the same steps, on the low 64 bits where Go's results
+/// wrap and on the mantissa where Go divides, when the unscaled integer is
+/// beyond `i128`.
+fn go_scaled_huge(mantissa: i128, unscaled_exp: i64, scale: i32, new_scale: i32) -> i64 {
+    if unscaled_exp < 0 {
+        // Not an integer at this scale (no quantity Go builds): read it at
+        // the scale where it is one.
+        let scale = i64::from(scale) - unscaled_exp;
+        return go_scaled_huge(mantissa, 0, i32::try_from(scale).unwrap_or(i32::MAX), new_scale);
+    }
+    let small = u32::try_from(unscaled_exp)
+        .ok()
+        .and_then(pow10)
+        .and_then(|power| mantissa.checked_mul(power));
+    if let Some(unscaled) = small {
+        return go_scaled_big(unscaled, scale, new_scale);
+    }
+    // The unscaled integer is beyond i128, so beyond int64 either way.
+    let dif = i64::from(scale) - i64::from(new_scale);
+    if dif == 0 {
+        return wrap64_scaled(mantissa, unscaled_exp);
+    }
+    if dif < 0 {
+        // int64(math.Pow10(-dif)): exact up to 10^18.
+        let factor = u32::try_from(-dif)
+            .ok()
+            .and_then(|d| 10_i64.checked_pow(d))
+            .unwrap_or(i64::MIN);
+        return wrap64_scaled(mantissa, unscaled_exp).wrapping_mul(factor);
+    }
+    if mantissa < 0 && dif < 19 {
+        // Go's fast path (`unscaled < MaxInt64`, true of any negative
+        // amount) on the wrapped value: truncating division, plus one when
+        // inexact.
+        let value = wrap64_scaled(mantissa, unscaled_exp);
+        let divide = 10_i64.pow(u32::try_from(dif).unwrap_or(0));
+        let result = value / divide;
+        return if value % divide != 0 { result + 1 } else { result };
+    }
+    // big.Int DivMod (Euclidean), then plus one when inexact.
+    if unscaled_exp >= dif {
+        return wrap64_scaled(mantissa, unscaled_exp - dif);
+    }
+    let Some(divisor) = u32::try_from(dif - unscaled_exp).ok().and_then(pow10) else {
+        // 10^(dif - exp) beyond i128: the quotient is 0 or -1, inexact.
+        return if mantissa > 0 { 1 } else { 0 };
+    };
+    let result = mantissa.div_euclid(divisor);
+    let inexact = mantissa.rem_euclid(divisor) != 0;
+    wrap64(result).wrapping_add(i64::from(inexact))
+}
+
 /// Go's `int64Add`: the sum, or `None` on overflow.
 fn go_int64_add(a: i64, b: i64) -> Option<i64> {
     a.checked_add(b)
@@ -401,12 +608,12 @@ fn go_int64_amount_add(a: (i64, i32), b: (i64, i32)) -> Option<(i64, i32)> {
         ((0, _), _) => Some(b),
         ((av, ascale), (bv, bscale)) if ascale == bscale => Some((go_int64_add(av, bv)?, ascale)),
         ((av, ascale), (bv, bscale)) if ascale > bscale => {
-            let (scaled, ok) = go_positive_scale(av, ascale - bscale);
+            let (scaled, ok) = go_positive_scale(av, ascale.wrapping_sub(bscale));
             ok.then_some(())?;
             Some((go_int64_add(scaled, bv)?, bscale))
         }
         ((av, ascale), (bv, bscale)) => {
-            let (scaled, ok) = go_positive_scale(bv, bscale - ascale);
+            let (scaled, ok) = go_positive_scale(bv, bscale.wrapping_sub(ascale));
             ok.then_some(())?;
             Some((go_int64_add(av, scaled)?, ascale))
         }
@@ -423,22 +630,37 @@ impl Quantity {
         }
     }
 
-    /// The exact sum's thousandths and billionths, saturating.
+    /// The exact sum's `(milli, low)` fields.
     fn sum_parts(self, rhs: Quantity) -> (i128, u32) {
-        let sub = self.sub_milli + rhs.sub_milli;
-        let carry = i128::from(sub >= NANO_PER_MILLI as u32);
-        let milli = self.milli.saturating_add(rhs.milli).saturating_add(carry);
-        (milli, sub % NANO_PER_MILLI as u32)
+        /// Thousandths whose billionths surely fit `i128`.
+        const EXACT_MILLI: i128 = i128::MAX / NANO_PER_MILLI - 1;
+        if self.huge().is_none() && rhs.huge().is_none() {
+            let sub = self.low + rhs.low;
+            let carry = i128::from(sub >= NANO_PER_MILLI as u32);
+            if let Some(milli) = self.milli.checked_add(rhs.milli).and_then(|m| m.checked_add(carry))
+                && (-EXACT_MILLI..=EXACT_MILLI).contains(&milli)
+            {
+                return (milli, sub % NANO_PER_MILLI as u32);
+            }
+        }
+        let (mantissa, exp) = scaled_sum(self.scaled(), rhs.scaled());
+        canonical(mantissa, exp)
     }
 
     /// The negated amount in the same form (Go negates `int64Amount`
     /// values with wrapping; `-(-2^63)` is itself).
     fn negated(self) -> Quantity {
-        let nano_sub = (NANO_PER_MILLI as u32 - self.sub_milli) % NANO_PER_MILLI as u32;
-        let borrow = i128::from(self.sub_milli != 0);
+        if self.huge().is_some() {
+            return Quantity {
+                milli: self.milli.saturating_neg(),
+                ..self
+            };
+        }
+        let nano_sub = (NANO_PER_MILLI as u32 - self.low) % NANO_PER_MILLI as u32;
+        let borrow = i128::from(self.low != 0);
         Quantity {
             milli: self.milli.saturating_neg().saturating_sub(borrow),
-            sub_milli: nano_sub,
+            low: nano_sub,
             ..self
         }
     }
@@ -457,6 +679,35 @@ impl Quantity {
     }
 }
 
+/// `a + b` of two `(mantissa, exp)` amounts, exact where the sum has at
+/// most 38 significant digits in billionths; beyond, rounded half away
+/// from zero to 38 (Go keeps it exact).
+fn scaled_sum(a: (i128, u32), b: (i128, u32)) -> (i128, u32) {
+    let exp = a.1.min(b.1);
+    // Each term at `exp`, or `None` when it overflows there.
+    let at = |(mantissa, own): (i128, u32), exp: u32| -> Option<i128> {
+        if own >= exp {
+            mantissa.checked_mul(pow10(own - exp)?)
+        } else {
+            // Coarser than the term: rounded half away from zero.
+            let divisor = pow10(exp - own).unwrap_or(i128::MAX);
+            let quotient = mantissa / divisor;
+            let rest = (mantissa % divisor).unsigned_abs();
+            let up = rest >= divisor.unsigned_abs().div_ceil(2) && rest != 0;
+            Some(quotient + if up { mantissa.signum() } else { 0 })
+        }
+    };
+    let mut exp = exp;
+    loop {
+        if let (Some(x), Some(y)) = (at(a, exp), at(b, exp))
+            && let Some(sum) = x.checked_add(y)
+        {
+            return (sum, exp);
+        }
+        exp += 1;
+    }
+}
+
 /// Go's `Quantity.Add`: the exact sum; the sum keeps the left operand's
 /// notation, except that a zero left operand takes the right one's (so a
 /// running total that starts at zero prints like the first amount added:
@@ -465,11 +716,22 @@ impl Quantity {
 impl std::ops::Add for Quantity {
     type Output = Quantity;
     fn add(self, rhs: Quantity) -> Quantity {
-        let (milli, sub_milli) = self.sum_parts(rhs);
+        let format = if self.is_zero() { rhs.format } else { self.format };
+        // Both `int64Amount`s and Go's int64 sum fits: Go's sum, amount
+        // and form (the exact sum, except where Go's int32 scale
+        // difference wraps: `8e2147483647 + 5m` is 13m to Go).
+        if let (GoForm::Int64 { scale: a }, GoForm::Int64 { scale: b }) = (self.form, rhs.form)
+            && let (Some(av), Some(bv)) = (self.int64_value(), rhs.int64_value())
+            && let Some((value, scale)) = go_int64_amount_add((av, a), (bv, b))
+            && let Ok(exp) = u32::try_from(i64::from(scale) + 9)
+        {
+            return Quantity::from_scaled_nano(i128::from(value), exp, GoForm::Int64 { scale }).with_format(format);
+        }
+        let (milli, low) = self.sum_parts(rhs);
         let form = self.go_sum_form(rhs);
         let sum = Quantity {
             milli,
-            sub_milli,
+            low,
             format: if self.is_zero() { rhs.format } else { self.format },
             form,
         };
@@ -513,9 +775,10 @@ impl std::iter::Sum for Quantity {
     }
 }
 
+/// Each amount has one representation: equal fields are equal amounts.
 impl PartialEq for Quantity {
     fn eq(&self, other: &Self) -> bool {
-        self.milli == other.milli && self.sub_milli == other.sub_milli
+        self.milli == other.milli && self.low == other.low
     }
 }
 
@@ -529,14 +792,34 @@ impl PartialOrd for Quantity {
 
 impl Ord for Quantity {
     fn cmp(&self, other: &Self) -> Ordering {
-        (self.milli, self.sub_milli).cmp(&(other.milli, other.sub_milli))
+        if self.huge().is_none() && other.huge().is_none() {
+            return (self.milli, self.low).cmp(&(other.milli, other.low));
+        }
+        compare_scaled(self.scaled(), other.scaled())
     }
+}
+
+/// The order of two `(mantissa, exp)` amounts.
+fn compare_scaled(a: (i128, u32), b: (i128, u32)) -> Ordering {
+    let sign = a.0.signum().cmp(&b.0.signum());
+    if sign != Ordering::Equal || a.0 == 0 {
+        return sign;
+    }
+    // The term with the larger exponent, brought down to the other's; when
+    // that overflows its magnitude is the larger.
+    let (larger_first, big, small) = if a.1 >= b.1 { (true, a, b) } else { (false, b, a) };
+    let magnitude = match pow10(big.1 - small.1).and_then(|p| big.0.checked_mul(p)) {
+        Some(big) => big.cmp(&small.0),
+        None if big.0 > 0 => Ordering::Greater,
+        None => Ordering::Less,
+    };
+    if larger_first { magnitude } else { magnitude.reverse() }
 }
 
 impl Hash for Quantity {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.milli.hash(state);
-        self.sub_milli.hash(state);
+        self.low.hash(state);
     }
 }
 
@@ -559,18 +842,53 @@ impl fmt::Display for Quantity {
         if self.is_zero() {
             return f.write_str("0");
         }
+        let exponent = self.format == QuantityFormat::DecimalExponent;
+        if let Some((mantissa, exp)) = self.huge() {
+            return write_huge(f, mantissa, i64::from(exp) - 9, exponent);
+        }
         if self.format == QuantityFormat::BinarySI {
             let small = self.milli.unsigned_abs() < 1024 * 1000;
-            if !small && self.sub_milli == 0 && self.milli % 1000 == 0 {
+            if !small && self.low == 0 && self.milli % 1000 == 0 {
                 return write_binary(f, self.milli / 1000);
             }
         }
-        let exponent = self.format == QuantityFormat::DecimalExponent;
         match self.exact_nano() {
-            Some(nano) if self.sub_milli != 0 => write_decimal(f, nano, -9, exponent),
+            Some(nano) if self.low != 0 => write_decimal(f, nano, -9, exponent),
             _ => write_decimal(f, self.milli, -3, exponent),
         }
     }
+}
+
+/// A huge amount, `mantissa × 10^exponent` units (the mantissa without
+/// trailing zeros), as [`write_decimal`] writes an amount: the exponent
+/// brought down to a multiple of three, then its suffix (binary notation
+/// has none this large).
+fn write_huge(f: &mut fmt::Formatter<'_>, mantissa: i128, exponent: i64, exponent_notation: bool) -> fmt::Result {
+    let zeros = usize::try_from(exponent.rem_euclid(3)).unwrap_or(0);
+    let exponent = exponent - exponent.rem_euclid(3);
+    let digits = format!("{mantissa}{}", "0".repeat(zeros));
+    match i32::try_from(exponent).ok().and_then(si_suffix) {
+        _ if exponent_notation && exponent == 0 => write!(f, "{digits}"),
+        Some(suffix) if !exponent_notation => write!(f, "{digits}{suffix}"),
+        _ => write!(f, "{digits}e{exponent}"),
+    }
+}
+
+/// The decimal SI suffix of a power of ten.
+fn si_suffix(exponent: i32) -> Option<&'static str> {
+    Some(match exponent {
+        -9 => "n",
+        -6 => "u",
+        -3 => "m",
+        0 => "",
+        3 => "k",
+        6 => "M",
+        9 => "G",
+        12 => "T",
+        15 => "P",
+        18 => "E",
+        _ => return None,
+    })
 }
 
 /// `units` as a multiple of the largest power of 1024 that divides it.
@@ -609,20 +927,10 @@ fn write_decimal(f: &mut fmt::Formatter<'_>, mantissa: i128, exponent: i32, expo
             write!(f, "{mantissa}e{exponent}")
         };
     }
-    let suffix = match exponent {
-        -9 => "n",
-        -6 => "u",
-        -3 => "m",
-        0 => "",
-        3 => "k",
-        6 => "M",
-        9 => "G",
-        12 => "T",
-        15 => "P",
-        18 => "E",
-        _ => return write!(f, "{mantissa}e{exponent}"),
-    };
-    write!(f, "{mantissa}{suffix}")
+    match si_suffix(exponent) {
+        Some(suffix) => write!(f, "{mantissa}{suffix}"),
+        None => write!(f, "{mantissa}e{exponent}"),
+    }
 }
 
 #[cfg(test)]
@@ -719,6 +1027,84 @@ mod tests {
             QuantityFormat::BinarySI
         );
         assert_eq!((gi - gi).to_string(), "0");
+    }
+
+    /// Amounts past the exact range (billionths beyond `i128`): one
+    /// representation each, exact comparisons and sums, saturating `i128`
+    /// views (issue #29).
+    #[test]
+    fn huge_amounts_compare_and_add_exactly() {
+        let units = Quantity::from_units;
+        let dec = GoForm::Dec { scale: 9 };
+        // 10^35 units is 10^44 billionths: beyond i128.
+        let big = units(10_i128.pow(35));
+        assert_eq!(big.huge(), Some((1, 44)));
+        assert_eq!(big, Quantity::from_milli(10_i128.pow(38)));
+        assert_eq!(big, Quantity::from_scaled_nano(1000, 41, dec));
+        let mut set = std::collections::HashSet::new();
+        set.insert(big);
+        assert!(set.contains(&Quantity::from_scaled_nano(10, 43, dec)));
+        // The edge: i128::MAX billionths is exact, ten times more is not.
+        let edge = Quantity::from_nano(i128::MAX, dec);
+        assert_eq!(edge.huge(), None);
+        assert_eq!(edge.nano(), i128::MAX);
+        let beyond = Quantity::from_scaled_nano(i128::MAX, 1, dec);
+        assert!(beyond.huge().is_some());
+        assert!(edge < beyond && units(1) < beyond && beyond < big);
+        assert!(Quantity::ZERO - big < Quantity::ZERO - beyond);
+        assert!(Quantity::ZERO - big < units(-1));
+        // Saturating views.
+        assert_eq!(big.milli(), i128::MAX);
+        assert_eq!(big.value(), i128::MAX);
+        assert_eq!((Quantity::ZERO - big).nano(), i128::MIN);
+        assert!(big.is_whole() && big.is_whole_milli() && !big.is_zero() && !big.is_negative());
+        // Sums: exact while the mantissa has at most 38 digits.
+        let sum = big + Quantity::from_milli(500);
+        assert!(sum > big);
+        assert_eq!(sum - big, Quantity::from_milli(500));
+        assert!(!sum.is_whole());
+        assert_eq!(big + big, units(2 * 10_i128.pow(35)));
+        assert_eq!(big - big, Quantity::ZERO);
+        assert_eq!((big - big).huge(), None);
+        // Past 38 digits a sum rounds (Go keeps it exact): 10^44 + 10^5
+        // billionths needs 40 digits.
+        assert_eq!(big + Quantity::from_nano(100_000, dec), big);
+        // Two amounts summing past i128 become huge instead of saturating.
+        let half = Quantity::from_nano(10_i128.pow(38), dec);
+        assert_eq!((half + half).huge(), Some((2, 38)));
+        assert_eq!((half + half).nano(), i128::MAX);
+        assert!(half + half > edge);
+    }
+
+    /// Go's `String()` of huge amounts: the mantissa, its exponent brought
+    /// to a multiple of three, a suffix where one exists, else `e<n>`
+    /// (where Go would print no exponent at all for decimal SI past `E`).
+    #[test]
+    fn huge_amounts_print_their_exponent() {
+        let dec = GoForm::Dec { scale: 9 };
+        let table = [
+            (Quantity::from_units(10_i128.pow(35)), "100e33"),
+            (
+                Quantity::from_units(10_i128.pow(35)).with_format(QuantityFormat::DecimalExponent),
+                "100e33",
+            ),
+            (
+                Quantity::from_scaled_nano(12345, 2_147_483_656, dec),
+                "123450e2147483646",
+            ),
+            (Quantity::from_scaled_nano(-7, 40, dec), "-70e30"),
+            (
+                Quantity::from_scaled_nano(10_000_000_000_000_000_000_000_000_000_000_000_001, 5, dec),
+                "1000000000000000000000000000000000000100u",
+            ),
+            (
+                Quantity::from_scaled_nano(1_000_000_000_000_000_000_000_000_000_000_001, 27, dec),
+                "1000000000000000000000000000000001E",
+            ),
+        ];
+        for (quantity, expected) in table {
+            assert_eq!(quantity.to_string(), expected);
+        }
     }
 
     #[test]

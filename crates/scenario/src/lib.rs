@@ -16,7 +16,7 @@ pub use document::{
     CpuSpec, DeviceSpec, EventSpec, NumaNodeSpec, ResizeContainerSpec, ResizeResources, ResizeSpec, RestartSpec,
     Scenario, TopologySpec, byte_quantity,
 };
-pub use replay::{EventOutcome, Replay, ReplayInput, play_events, replay, replay_with};
+pub use replay::{DROPPED_POD_LEVEL, EventOutcome, Replay, ReplayInput, play_events, replay, replay_with};
 pub use result::{EventResult, FinalState, Readmission, ResultDocument};
 pub use topoalign_engine::MergeStrategy;
 

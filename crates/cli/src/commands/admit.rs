@@ -158,6 +158,17 @@ pub fn pod_blocks(started: &StartedNode, pods: &[ManifestPod], reports: &[PodRep
     out
 }
 
+/// The warnings of pod-level `spec.resources` dropped while reading, among
+/// the node's notes (and on stderr when the output is not text).
+fn note_dropped(args: &Args, started: &mut StartedNode, pods: &topoalign_intake::Pods) {
+    for note in &pods.notes {
+        if args.output.format() != DocumentFormat::Text {
+            eprintln!("topoalign: note: {note}");
+        }
+        started.notes.push(note.clone());
+    }
+}
+
 /// The pods to admit, reading `--replicas N` at most `maxPods + 1` times
 /// per workload. A node holds at most `maxPods` pods (the kubelet rejects
 /// the next with `OutOfpods`), so among that many replicas one is
@@ -169,8 +180,13 @@ pub fn pod_blocks(started: &StartedNode, pods: &[ManifestPod], reports: &[PodRep
 /// are admitted onto the same node as if they had been made.
 fn read_replicas(args: &Args, started: &mut StartedNode) -> Result<topoalign_intake::Pods> {
     const UIDS: &str = "topoalign-admit";
+    // The node's release and gates decide whether pod-level resources are
+    // kept, as `replay` decides it.
+    let pod_level = topoalign_k8s::PodLevelField::of_kubelet(&started.kubelet);
     let Some(asked) = args.replicas else {
-        return Ok(read_pods(&args.pods, None, UIDS)?);
+        let pods = read_pods(&args.pods, None, UIDS, pod_level)?;
+        note_dropped(args, started, &pods);
+        return Ok(pods);
     };
     if !usize::try_from(asked).is_ok_and(|asked| asked <= topoalign_k8s::MAX_PODS) {
         return Err(super::Error::bad_input(format!(
@@ -180,7 +196,8 @@ fn read_replicas(args: &Args, started: &mut StartedNode) -> Result<topoalign_int
     }
     let max_pods = started.node.config().max_pods;
     let made = asked.min(max_pods.saturating_add(1));
-    let pods = read_pods(&args.pods, Some(made), UIDS)?;
+    let pods = read_pods(&args.pods, Some(made), UIDS, pod_level)?;
+    note_dropped(args, started, &pods);
     if made < asked {
         let note = format!(
             "replicas {made}-{} of each workload ({} pods each) are not made: this node holds at most {max_pods} \

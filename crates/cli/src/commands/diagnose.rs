@@ -68,7 +68,10 @@ pub fn run(args: &Args) -> Result {
     let explained = if args.explain.is_empty() {
         Vec::new()
     } else {
-        read_pods(&args.explain, Some(1), "topoalign-diagnose")?.pods
+        let pod_level = topoalign_k8s::PodLevelField::of_kubelet(&started.kubelet);
+        let read = read_pods(&args.explain, Some(1), "topoalign-diagnose", pod_level)?;
+        started.notes.extend(read.notes);
+        read.pods
     };
     let mut notes = std::mem::take(&mut started.notes);
     let pod_resources = if args.no_pod_resources {

@@ -26,10 +26,7 @@ pub(super) fn pod_cpus(pod: &Pod) -> i64 {
     let Some(cpu) = pod.pod_resources.as_ref().and_then(|r| r.requests.get("cpu")) else {
         return 0;
     };
-    if !cpu.is_whole() {
-        return 0;
-    }
-    i64::try_from(cpu.value()).unwrap_or(i64::MAX)
+    super::integral_cpus(*cpu)
 }
 
 impl StaticPolicy {

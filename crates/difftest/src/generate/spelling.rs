@@ -54,7 +54,10 @@
 //! - in a quarter of the scenarios the step changes, raised to a huge
 //!   amount: `9Ei`, `8Ei`, `16Ei`, `8192Pi` (all capped at
 //!   2^63−1), 2^63−1 in other spellings, `1e19`, 2^64, 26- to 29-digit
-//!   numbers — tag `quantity-huge`;
+//!   numbers, and (in pods, a quarter of the huge ones) amounts past
+//!   ±1.7·10^29 units written as they are ([`BEYOND`]: `1e30`, `2.5E+32`,
+//!   33- and 34-digit numbers, `1000000000000000000000000000000000m`) —
+//!   tag `quantity-huge`;
 //! - in the `kubelet:` block (where no API server checks anything: the
 //!   kubelet's start-up decides) lowered or raised the same ways.
 //!
@@ -118,6 +121,22 @@ const BINARY_SUFFIXES: [(&str, u32); 6] = [("Ki", 10), ("Mi", 20), ("Gi", 30), (
 /// Zeros, digit-less ones included.
 const ZEROS: [&str; 18] = [
     "m", "Gi", "Ki", "k", "E", ".", "-", "+", "e3", "-0", "+0", "00", "0.", ".0", "0e0", "0Mi", "0n", "-0.0",
+];
+
+/// Amounts past ±1.7·10^29 units (beyond `u128` billionths, so written as
+/// they are rather than respelled), up to 1.7·10^35 units, where sums of
+/// whole thousandths (every pod amount, after the API server's defaulting)
+/// stay exact in the engine: Go's `int64Amount` of a large scale, exponent
+/// forms, long `inf.Dec`s, a fraction of thousandths.
+const BEYOND: [&str; 8] = [
+    "1e30",
+    "2.5E+32",
+    "1E33",
+    "170141183460469231731687303715885",
+    "1000000000000000000000000000000000m",
+    "0.5e35",
+    "99999999999999999999999999999999k",
+    "123456789012345678901234567890123.456",
 ];
 
 /// Spellings of 2^63−1 units that Kubernetes reaches by capping.
@@ -359,6 +378,8 @@ fn respell_resources(rng: &mut Rng, resources: &mut Value, level: Level, resized
         {
             change = Change::Exact;
         }
+        // A huge amount past `u128` billionths, written as it is.
+        let mut beyond = None;
         // The fields whose amount changes, and the new amount: an equal
         // request and limit together, else the request when lowered, the
         // limit when raised, or the only one there is.
@@ -396,6 +417,9 @@ fn respell_resources(rng: &mut Rng, resources: &mut Value, level: Level, resized
                     (Some(_), None) => vec!["requests"],
                     (None, None) => continue,
                 };
+                if rng.chance(25) {
+                    beyond = Some(*rng.pick(&BEYOND));
+                }
                 (fields, Some(huge(rng)))
             }
         };
@@ -406,7 +430,10 @@ fn respell_resources(rng: &mut Rng, resources: &mut Value, level: Level, resized
             match new {
                 Some(amount) if fields.contains(&list) => {
                     seen.fractional_bytes |= name == "memory" && !amount.is_multiple_of(NANO);
-                    let mut text = spell_amount(rng, amount);
+                    let mut text = match beyond {
+                        Some(text) => text.to_owned(),
+                        None => spell_amount(rng, amount),
+                    };
                     if rng.chance(15) {
                         text = with_space(rng, &text);
                         seen.space = true;
@@ -790,6 +817,12 @@ mod tests {
         text.trim_matches(|c: char| SPACES.iter().any(|s| s.contains(c)))
     }
 
+    /// [`nanos`], and `u128::MAX` for an amount of [`BEYOND`] (past
+    /// `u128` billionths): larger than any other.
+    fn amount_of(text: &str) -> Option<u128> {
+        nanos(text).or_else(|| BEYOND.contains(&text).then_some(u128::MAX))
+    }
+
     /// Amounts from a billionth to 29 digits of units, each spelled many
     /// times: every spelling holds the same amount by our exact reading and
     /// the same thousandths (rounded up) by the engine's parser.
@@ -960,7 +993,7 @@ mod tests {
                 .flatten()
                 .map(|(name, v)| {
                     let text = v.as_str().expect("quantities are strings");
-                    let amount = nanos(untrimmed(text)).unwrap_or_else(|| panic!("{text:?} unread"));
+                    let amount = amount_of(untrimmed(text)).unwrap_or_else(|| panic!("{text:?} unread"));
                     (name.clone(), amount)
                 })
                 .collect()
@@ -982,11 +1015,13 @@ mod tests {
             let mut guaranteed = true;
             for (r, l) in pairs {
                 for (name, q) in r.iter().filter(|(n, q)| (*n == "cpu" || *n == "memory") && **q > 0) {
-                    *requests.entry(name.clone()).or_default() += q;
+                    let sum = requests.entry(name.clone()).or_default();
+                    *sum = sum.saturating_add(*q);
                 }
                 let mut found = BTreeSet::new();
                 for (name, q) in l.iter().filter(|(n, q)| (*n == "cpu" || *n == "memory") && **q > 0) {
-                    *limits.entry(name.clone()).or_default() += q;
+                    let sum = limits.entry(name.clone()).or_default();
+                    *sum = sum.saturating_add(*q);
                     found.insert(name.as_str());
                 }
                 guaranteed &= found.len() == 2;
@@ -1026,7 +1061,10 @@ mod tests {
         if let Some(pod) = spec.get("resources") {
             let (pod_requests, pod_limits) = amounts(Some(pod));
             for (name, pod_request) in &pod_requests {
-                let sum: u128 = containers.iter().filter_map(|(r, _)| r.get(name)).sum();
+                let sum = containers
+                    .iter()
+                    .filter_map(|(r, _)| r.get(name))
+                    .fold(0_u128, |sum, q| sum.saturating_add(*q));
                 assert!(
                     sum <= *pod_request,
                     "{what}: containers ask for more {name} than the pod"
@@ -1126,7 +1164,7 @@ mod tests {
                         topoalign_k8s::parse_quantity_field(text).unwrap_or_else(|e| panic!("{what}: {e}"));
                     }
                     let was = nanos(old.as_str().expect("a string")).expect("the generator's quantities read");
-                    let is = nanos(untrimmed(text)).unwrap_or_else(|| panic!("{what}: unread"));
+                    let is = amount_of(untrimmed(text)).unwrap_or_else(|| panic!("{what}: unread"));
                     let name = path.last().map(String::as_str).unwrap_or_default();
                     let resize = path[2] == "resize";
                     if is != was {
