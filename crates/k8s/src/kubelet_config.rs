@@ -130,7 +130,10 @@ pub struct KubeletConfiguration {
 pub struct MemoryReservation {
     #[serde(default, deserialize_with = "go_value")]
     pub numa_node: i32,
-    #[serde(default, deserialize_with = "quantity_map")]
+    /// As the kubelet holds them after loading its file: rounded up to
+    /// thousandths (`SetObjectDefaults_KubeletConfiguration` calls
+    /// `SetDefaults_ResourceList` on each; [`crate::defaulting`]).
+    #[serde(default, deserialize_with = "defaulted_quantity_map")]
     pub limits: BTreeMap<String, Quantity>,
 }
 
@@ -170,6 +173,16 @@ fn quantity_map<'de, D: Deserializer<'de>>(deserializer: D) -> Result<BTreeMap<S
         let quantity = parse_quantity_field(&text)
             .map_err(|e| serde::de::Error::custom(format_args!("{name}: invalid quantity {text:?}: {e}")))?;
         map.insert(name, quantity);
+    }
+    Ok(map)
+}
+
+/// [`quantity_map`], then the v1beta1 defaulting of a `v1.ResourceList`:
+/// every amount rounded up to a thousandth.
+fn defaulted_quantity_map<'de, D: Deserializer<'de>>(deserializer: D) -> Result<BTreeMap<String, Quantity>, D::Error> {
+    let mut map = quantity_map(deserializer)?;
+    for amount in map.values_mut() {
+        *amount = crate::defaulting::round_up_milli(*amount);
     }
     Ok(map)
 }

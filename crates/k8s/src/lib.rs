@@ -25,6 +25,7 @@
 
 pub mod checkpoint;
 mod cpu_list;
+pub mod defaulting;
 mod eviction;
 mod feature_gates;
 mod go;

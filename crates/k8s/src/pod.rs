@@ -444,7 +444,9 @@ fn resource_list(list: Option<&BTreeMap<String, K8sQuantity>>, at: &str) -> Resu
         if resource_name::is_extended(resource) && quantity.go_milli_value() % 1000 != 0 {
             return Err(PodError::new(path(), PodProblem::Fractional(text.clone())));
         }
-        parsed.insert(resource.clone(), quantity);
+        // The API server's defaulting rounds every amount up to a
+        // thousandth before validation and before the kubelet sees it.
+        parsed.insert(resource.clone(), crate::defaulting::round_up_milli(quantity));
     }
     Ok(parsed)
 }
