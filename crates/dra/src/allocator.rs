@@ -154,7 +154,7 @@ pub(crate) fn prefilter(case: &AllocationCase, features: &Features) -> Option<Ou
 
 /// A device by driver, pool and name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) struct DeviceId<'a> {
+pub struct DeviceId<'a> {
     pub driver: &'a str,
     pub pool: &'a str,
     pub device: &'a str,
@@ -173,7 +173,7 @@ impl<'a> InUse<'a> {
     /// Devices of allocated claims; admin access holds nothing. With
     /// consumable capacity on, a result with a share ID is a share of the
     /// device, whose consumed capacity adds up.
-    fn from_claims(claims: &'a [ResourceClaim], features: &Features) -> Self {
+    pub(crate) fn from_claims(claims: &'a [ResourceClaim], features: &Features) -> Self {
         let mut in_use = InUse::default();
         for claim in claims {
             let results = claim
@@ -206,7 +206,7 @@ impl<'a> InUse<'a> {
     }
 
     /// Held in any way (its counters are taken).
-    fn holds(&self, id: &DeviceId<'_>) -> bool {
+    pub(crate) fn holds(&self, id: &DeviceId<'_>) -> bool {
         self.dedicated.contains(id) || self.shared.contains(id) || self.consumed.contains_key(id)
     }
 }

@@ -494,6 +494,30 @@ fn served_on_node<'p>(
     Ok(Some(served))
 }
 
+/// The special claim's requests and the container → request mappings the
+/// plugin builds for `pod` on `node` by default in `release` (the
+/// requests [`allocate_pod`] allocates); `None` when it builds none, or
+/// one without requests: the release leaves extended resources to device
+/// plugins, no class serves one the pod requests, the node's allocatable
+/// lists them all, or one is neither allocatable nor served (the node does
+/// not fit).
+pub fn planned_requests(
+    release: &str,
+    pod: &Pod,
+    node: &Node,
+    classes: &[DeviceClass],
+) -> Option<(Vec<DeviceRequest>, Vec<ContainerExtendedResourceRequest>)> {
+    if !enabled_by_default(release).unwrap_or(false) {
+        return None;
+    }
+    let resolver = ClassResolver::new(classes);
+    let served = served_on_node(pod, node, &resolver).ok()??;
+    if served.is_empty() {
+        return None;
+    }
+    Some(special_requests(pod, &served, &resolver))
+}
+
 /// The DynamicResources plugin's decision for the pod on the case's node, as
 /// the case's release makes it by default.
 pub fn allocate_pod(case: &PodCase) -> PodOutcome {

@@ -12,7 +12,8 @@
 //! Owns: the allocation case format shared with the Go oracle ([`case`]),
 //! the release's DRA feature defaults ([`features`]), CEL device selectors
 //! ([`selector`]), the allocation search ([`allocator`]) and DRA-backed
-//! extended resources, the plugin's special claim ([`extended`]). Pure: no files,
+//! extended resources, the plugin's special claim ([`extended`]); the devices
+//! allocated claims hold, for callers counting free devices ([`held`]). Pure: no files,
 //! clocks or network; inputs are resource.k8s.io/v1 objects as k8s-openapi
 //! reads them.
 
@@ -21,6 +22,7 @@ mod capacity;
 pub mod case;
 pub mod extended;
 pub mod features;
+pub mod held;
 mod nodesel;
 mod pools;
 pub mod selector;
@@ -28,3 +30,4 @@ pub mod selector;
 pub use allocator::{allocate, allocate_with};
 pub use case::{AllocationCase, Outcome};
 pub use extended::{PodCase, PodOutcome, allocate_pod};
+pub use held::{DeviceId, held_devices};

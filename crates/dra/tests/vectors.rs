@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use topoalign_dra::extended::{PodCase, PodOutcome, allocate_pod};
+use topoalign_dra::extended::{PodCase, PodOutcome, allocate_pod, planned_requests};
 use topoalign_dra::features::RELEASES;
 use topoalign_dra::{AllocationCase, allocate};
 
@@ -120,4 +120,40 @@ fn every_case_gets_each_releases_real_outcome() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// [`planned_requests`] is the special claim the real plugin built:
+/// wherever it allocated one (the release's expected outcome), the same
+/// requests and container mappings (none for an empty one).
+#[test]
+fn planned_requests_are_the_real_special_claims() {
+    let mut compared = 0;
+    for release in RELEASES {
+        for entry in std::fs::read_dir(dra_dir().join("cases")).expect("testdata/dra/cases") {
+            let path = entry.expect("a directory entry").path();
+            let (Some("yaml"), Case::Pod(case)) = (path.extension().and_then(|e| e.to_str()), read_case(&path)) else {
+                continue;
+            };
+            let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+            let text = std::fs::read_to_string(dra_dir().join(release).join(format!("{name}.json"))).expect("expected");
+            let expected: Expected = serde_json::from_str(&text).expect("JSON");
+            let PodOutcome::Allocated {
+                extended_resource_claim: Some(theirs),
+                ..
+            } = expected.outcome
+            else {
+                continue;
+            };
+            // An empty special claim (the pod's own claims beside resources
+            // device plugins serve) is none planned.
+            let planned = planned_requests(release, &case.pod, &case.node, &case.device_classes).unwrap_or_default();
+            assert_eq!(
+                serde_json::to_value(&planned).ok(),
+                serde_json::to_value((&theirs.requests, &theirs.request_mappings)).ok(),
+                "{release}/{name}"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared >= 10, "only {compared} special claims compared");
 }

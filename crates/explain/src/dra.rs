@@ -4,9 +4,18 @@
 //! nodes the kubelet pins; every misalignment; why a request cannot be
 //! satisfied; what the claim's constraints do (and do not) imply about
 //! locality; and fixes — a `matchAttribute` constraint, CEL selectors naming
-//! the kubelet's NUMA node, running pods removed first — each checked by
-//! running the allocator (and, where the pod's node changes, the kubelet)
-//! again, offered only when it aligns.
+//! the kubelet's NUMA node, fewer CPUs for the pod, running pods removed
+//! first — each checked by running the allocator (and, where the pod or its
+//! node changes, the kubelet) again, offered only when it aligns.
+//!
+//! DRA-backed extended resources (a plain `example.com/gpu: 1` a
+//! DeviceClass serves, KEP-5004) come as the requests of the claim the
+//! scheduler writes for the pod (`extended-resources/container-<i>-request-<j>`,
+//! each naming the container and resource it serves). Nobody writes that
+//! claim, so no constraint or selector can be added to it: the fix is the
+//! pod asking for the devices with a ResourceClaimTemplate of its own
+//! instead — with a selector naming the kubelet's NUMA node, or a
+//! `matchAttribute` across its requests — checked like the others.
 //!
 //! Entry point: [`explain`]. The allocator is `topoalign_dra`'s, driven
 //! through `topoalign_scenario::dra::DraState` (the claims of the pods
@@ -20,20 +29,25 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::Pod as KubePod;
+use k8s_openapi::api::core::v1::{ContainerExtendedResourceRequest, Pod as KubePod};
 use k8s_openapi::api::resource::v1::{
-    CELDeviceSelector, Device, DeviceAttribute, DeviceClaim, DeviceConstraint, DeviceSelector, ResourceClaim,
-    ResourceSlice,
+    CELDeviceSelector, Device, DeviceAttribute, DeviceClaim, DeviceConstraint, DeviceRequest, DeviceSelector,
+    ResourceClaim, ResourceClaimSpec, ResourceClaimTemplate, ResourceSlice,
 };
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
+use topoalign_dra::extended;
 use topoalign_dra::selector::{DeviceView, Release, SelectorEnv};
-use topoalign_dra::{AllocationCase, Outcome};
+use topoalign_dra::{AllocationCase, DeviceId, Outcome, held_devices};
 use topoalign_engine::Decision;
-use topoalign_scenario::dra::{ClaimSource, DraError, DraState, PodDevices, ResolvedClaim, pinned_numa_nodes};
+use topoalign_model::Quantity;
+use topoalign_scenario::dra::{
+    ClaimDevices, ClaimSource, DraError, DraState, EXTENDED_RESOURCES, PodDevices, ResolvedClaim, pinned_numa_nodes,
+};
 
 use crate::Situation;
-use crate::fixes::{Change, apply};
+use crate::fixes::{Change, apply, with_largest_request};
 
 /// The standard locality attributes (KEP-4381 `pcieRoot`, KEP-6072
 /// `numaNode`), by their identifier; a driver's own attribute of the same
@@ -45,6 +59,8 @@ const STANDARD_DOMAIN: &str = "resource.kubernetes.io";
 const REMOVAL_ATTEMPTS: usize = 32;
 /// Removal fixes offered, at most.
 const REMOVAL_FIXES: usize = 2;
+/// Smaller CPU requests tried for the CPU fix, at most.
+const CPU_ATTEMPTS: usize = 64;
 
 /// The DRA side of one pod, beside the kubelet's.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -85,7 +101,20 @@ pub struct RequestDevices {
     pub resource_claim: String,
     /// The request (`devices.requests[].name`).
     pub request: String,
+    /// For a request of the scheduler's claim for DRA-backed extended
+    /// resources (claim `extended-resources`): the containers' resources
+    /// it serves.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub serves: Vec<ServedResource>,
     pub devices: Vec<PlacedDevice>,
+}
+
+/// An extended resource of a container that a request serves.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServedResource {
+    pub container: String,
+    pub resource: String,
 }
 
 /// One device and where it is.
@@ -149,6 +178,12 @@ pub enum DraFixKind {
     Selector,
     /// Running pods removed first (their CPUs, memory and claims freed).
     RemovePods,
+    /// DRA-backed extended resources asked for with a ResourceClaimTemplate
+    /// of the pod's own instead, which can carry a selector or constraint.
+    ExplicitClaim,
+    /// Fewer CPUs for the pod, so that the kubelet pins them where DRA's
+    /// devices are.
+    CpuRequest,
 }
 
 /// A change that puts every device on the kubelet's NUMA nodes, checked by
@@ -172,6 +207,9 @@ pub struct DraFix {
     /// The whole changed object (ResourceClaimTemplate or ResourceClaim).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub changed: Option<Value>,
+    /// The whole changed Pod manifest, for fixes that change the pod.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod: Option<Value>,
     /// `namespace/name` of the running pods to remove first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub remove: Vec<String>,
@@ -185,7 +223,7 @@ pub struct DraFix {
 /// `situation.pod`), given the kubelet's `decision` for it on
 /// `situation.node` and `state`, the claims as they are before the pod
 /// (the running pods' claims allocated). `None` when the pod references no
-/// claims.
+/// claims and DRA serves none of its extended resources.
 ///
 /// # Errors
 /// [`DraError`] when a claim or template the pod names is not known.
@@ -196,7 +234,8 @@ pub fn explain(
     pod: &KubePod,
 ) -> Result<Option<DraExplanation>, DraError> {
     let resolved = state.resolve(pod)?;
-    if resolved.is_empty() {
+    let uses_classes = extended::pod_uses_classes(state.release(), pod, &state.spec().device_classes);
+    if resolved.is_empty() && !uses_classes {
         return Ok(None);
     }
     let machine = situation.node.machine();
@@ -207,26 +246,46 @@ pub fn explain(
     } else {
         Vec::new()
     };
-    let devices = state.clone().admit(pod)?.unwrap_or_else(|| PodDevices {
-        pod: String::new(),
-        outcome: "allocated".to_owned(),
-        message: None,
-        claims: Vec::new(),
-    });
-    let requests = request_devices(&resolved, &devices, state, &kubelet);
+    let devices = match state.clone().admit(pod)? {
+        Some(devices) => devices,
+        // Device plugins serve the pod's extended resources on this node.
+        None if resolved.is_empty() => return Ok(None),
+        None => PodDevices {
+            pod: String::new(),
+            outcome: "allocated".to_owned(),
+            message: None,
+            claims: Vec::new(),
+        },
+    };
+    let special = special_claim(state, pod);
+    let requests = request_devices(&resolved, special.as_ref(), &devices, state, &kubelet);
     let misaligned = misalignments(&requests, &kubelet);
     let unsatisfiable = if devices.outcome == "allocated" {
         Vec::new()
     } else {
-        why_unsatisfiable(state, &resolved)
+        let mut problems = why_unsatisfiable(state, &resolved);
+        problems.extend(
+            special
+                .as_ref()
+                .map(|s| extended_unsatisfiable(state, s))
+                .unwrap_or_default(),
+        );
+        problems
     };
-    let lint = lint(state, &resolved, &kubelet);
+    let mut lint = lint(state, &resolved, &kubelet);
+    lint.extend(special.as_ref().and_then(|s| extended_lint(s, &kubelet)));
     let fixes = if misaligned.is_empty() {
         Vec::new()
     } else {
         let mut fixes = Vec::new();
         fixes.extend(constraint_fixes(state, pod, &resolved, &kubelet));
         fixes.extend(selector_fix(state, pod, &resolved, &kubelet));
+        if let Some(special) = &special
+            && misaligned.iter().any(|m| m.claim == EXTENDED_RESOURCES)
+        {
+            fixes.extend(explicit_claim_fixes(situation, state, pod, special, &kubelet));
+        }
+        fixes.extend(cpu_request_fix(situation, state, &requests));
         fixes.extend(removal_fixes(situation, state, pod));
         fixes
     };
@@ -264,46 +323,123 @@ fn device_claim(claim: &ResourceClaim) -> Option<&DeviceClaim> {
     claim.spec.as_ref().and_then(|s| s.devices.as_ref())
 }
 
-/// Per request of each claim, the devices `devices` gives it.
+/// Per request of each claim (the scheduler's claim for extended
+/// resources last), the devices `devices` gives it.
 fn request_devices(
     resolved: &[ResolvedClaim],
+    special: Option<&Special>,
     devices: &PodDevices,
     state: &DraState,
     kubelet: &[usize],
 ) -> Vec<RequestDevices> {
+    let placed = |given: Option<&ClaimDevices>, request: &str| -> Vec<PlacedDevice> {
+        given
+            .into_iter()
+            .flat_map(|c| c.devices.iter())
+            .filter(|d| d.request == request || d.request.starts_with(&format!("{request}/")))
+            .map(|d| {
+                let numa_node = d.numa_node.or_else(|| {
+                    find_device(state.spec().resource_slices.as_slice(), &d.driver, &d.pool, &d.device)
+                        .and_then(|device| numa_attribute(device, &d.driver))
+                        .and_then(|(_, value)| value.single())
+                });
+                PlacedDevice {
+                    driver: d.driver.clone(),
+                    pool: d.pool.clone(),
+                    device: d.device.clone(),
+                    subrequest: (d.request != request).then(|| d.request.clone()),
+                    numa_node,
+                    aligned: aligned(numa_node, kubelet),
+                }
+            })
+            .collect()
+    };
     let mut out = Vec::new();
     for claim in resolved {
-        let given = devices.claims.iter().find(|c| c.claim == claim.key);
+        let given = devices
+            .claims
+            .iter()
+            .find(|c| c.claim == claim.key && c.name == claim.name);
         for request in request_names(&claim.claim) {
-            let placed = given
-                .into_iter()
-                .flat_map(|c| c.devices.iter())
-                .filter(|d| d.request == request || d.request.starts_with(&format!("{request}/")))
-                .map(|d| {
-                    let numa_node = d.numa_node.or_else(|| {
-                        find_device(state.spec().resource_slices.as_slice(), &d.driver, &d.pool, &d.device)
-                            .and_then(|device| numa_attribute(device, &d.driver))
-                            .and_then(|(_, value)| value.single())
-                    });
-                    PlacedDevice {
-                        driver: d.driver.clone(),
-                        pool: d.pool.clone(),
-                        device: d.device.clone(),
-                        subrequest: (d.request != request).then(|| d.request.clone()),
-                        numa_node,
-                        aligned: aligned(numa_node, kubelet),
-                    }
-                })
-                .collect();
             out.push(RequestDevices {
                 claim: claim.name.clone(),
                 resource_claim: claim.key.clone(),
+                devices: placed(given, &request),
                 request,
-                devices: placed,
+                serves: Vec::new(),
+            });
+        }
+    }
+    if let Some(special) = special {
+        // The scheduler's claim comes after the pod's own.
+        let given = devices.claims.iter().rev().find(|c| c.name == EXTENDED_RESOURCES);
+        for request in &special.requests {
+            out.push(RequestDevices {
+                claim: EXTENDED_RESOURCES.to_owned(),
+                resource_claim: given.map_or_else(|| special.key.clone(), |g| g.claim.clone()),
+                request: request.name.clone(),
+                serves: special
+                    .mappings
+                    .iter()
+                    .filter(|m| m.request_name == request.name)
+                    .map(|m| ServedResource {
+                        container: m.container_name.clone(),
+                        resource: m.resource_name.clone(),
+                    })
+                    .collect(),
+                devices: placed(given, &request.name),
             });
         }
     }
     out
+}
+
+/// The claim the scheduler writes for the pod's DRA-backed extended
+/// resources on this node, as it plans it: its key, requests and the
+/// container resources each request serves.
+struct Special {
+    /// `namespace/<pod>-extended-resources`, as `replay` names it.
+    key: String,
+    requests: Vec<DeviceRequest>,
+    mappings: Vec<ContainerExtendedResourceRequest>,
+}
+
+fn special_claim(state: &DraState, pod: &KubePod) -> Option<Special> {
+    let (requests, mappings) = extended::planned_requests(
+        state.release(),
+        pod,
+        &state.scheduler_node(),
+        &state.spec().device_classes,
+    )?;
+    Some(Special {
+        key: format!(
+            "{}/{}-{EXTENDED_RESOURCES}",
+            namespace_of(pod),
+            pod.metadata.name.as_deref().unwrap_or_default()
+        ),
+        requests,
+        mappings,
+    })
+}
+
+fn namespace_of(pod: &KubePod) -> &str {
+    pod.metadata
+        .namespace
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .unwrap_or("default")
+}
+
+/// What a request of the scheduler's claim serves, in words:
+/// `example.com/gpu of container trainer`.
+fn served_text(special: &Special, request: &str) -> String {
+    let served: Vec<String> = special
+        .mappings
+        .iter()
+        .filter(|m| m.request_name == request)
+        .map(|m| format!("{} of container {}", m.resource_name, m.container_name))
+        .collect();
+    served.join(", ")
 }
 
 fn aligned(numa_node: Option<i64>, kubelet: &[usize]) -> Option<bool> {
@@ -446,26 +582,6 @@ fn visible_devices(state: &DraState) -> Vec<Visible<'_>> {
         .collect()
 }
 
-/// `driver/pool/device` of every device an allocated claim holds.
-fn taken(state: &DraState) -> BTreeSet<(String, String, String)> {
-    state
-        .allocated_claims()
-        .iter()
-        .filter_map(|c| {
-            c.status
-                .as_ref()?
-                .allocation
-                .as_ref()?
-                .devices
-                .as_ref()?
-                .results
-                .clone()
-        })
-        .flatten()
-        .map(|r| (r.driver, r.pool, r.device))
-        .collect()
-}
-
 /// What a request (or subrequest) asks for.
 struct Asked<'a> {
     class: &'a str,
@@ -535,7 +651,7 @@ fn judge<'a>(
     state: &'a DraState,
     env: &SelectorEnv,
     asked: &Asked<'_>,
-    taken: &BTreeSet<(String, String, String)>,
+    taken: &BTreeSet<DeviceId<'_>>,
 ) -> Result<Vec<(Visible<'a>, Fit)>, String> {
     let class = state
         .spec()
@@ -575,11 +691,11 @@ fn judge<'a>(
                     Ok(false) => Fit::FailsSelector,
                     Err(e) => Fit::SelectorError(e),
                     Ok(true)
-                        if taken.contains(&(
-                            visible.driver.to_owned(),
-                            visible.pool.to_owned(),
-                            visible.device.name.clone(),
-                        )) && visible.device.allow_multiple_allocations != Some(true) =>
+                        if taken.contains(&DeviceId {
+                            driver: visible.driver,
+                            pool: visible.pool,
+                            device: &visible.device.name,
+                        }) && visible.device.allow_multiple_allocations != Some(true) =>
                     {
                         Fit::Taken
                     }
@@ -623,7 +739,8 @@ fn outcome_text(outcome: &Outcome) -> Option<String> {
 fn why_unsatisfiable(state: &DraState, resolved: &[ResolvedClaim]) -> Vec<RequestProblem> {
     let pending: Vec<&ResolvedClaim> = resolved.iter().filter(|c| !state.is_allocated(&c.key)).collect();
     let env = selector_env(state);
-    let taken = taken(state);
+    let allocated = state.allocated_claims();
+    let taken = held_devices(&allocated);
     let mut problems = Vec::new();
     for claim in &pending {
         let Some(devices) = device_claim(&claim.claim) else {
@@ -694,6 +811,105 @@ fn why_unsatisfiable(state: &DraState, resolved: &[ResolvedClaim]) -> Vec<Reques
     problems
 }
 
+/// The scheduler's claim for extended resources with only `requests`,
+/// as the allocator gets it.
+fn special_claim_object(pod_namespace: Option<String>, requests: Vec<DeviceRequest>) -> ResourceClaim {
+    ResourceClaim {
+        metadata: ObjectMeta {
+            name: Some(extended::SPECIAL_CLAIM_NAME.to_owned()),
+            namespace: pod_namespace,
+            ..ObjectMeta::default()
+        },
+        spec: Some(ResourceClaimSpec {
+            devices: Some(DeviceClaim {
+                requests: Some(requests),
+                ..DeviceClaim::default()
+            }),
+        }),
+        status: None,
+    }
+}
+
+/// Per request of the scheduler's claim for extended resources, why it
+/// gets no devices: the allocator asked again for it alone, then for all
+/// of them.
+fn extended_unsatisfiable(state: &DraState, special: &Special) -> Vec<RequestProblem> {
+    let env = selector_env(state);
+    let allocated = state.allocated_claims();
+    let taken = held_devices(&allocated);
+    let namespace = special.key.split_once('/').map(|(ns, _)| ns.to_owned());
+    let mut problems = Vec::new();
+    for request in &special.requests {
+        let alone = special_claim_object(namespace.clone(), vec![request.clone()]);
+        let Some(text) = outcome_text(&allocate(state, vec![alone])) else {
+            continue;
+        };
+        let reasons: Vec<String> = alternatives(request)
+            .iter()
+            .map(|(name, asked)| match &env {
+                Some(env) => device_reasons(state, env, name, asked, &taken),
+                None => format!("{name}: {text}"),
+            })
+            .collect();
+        problems.push(RequestProblem {
+            claim: EXTENDED_RESOURCES.to_owned(),
+            request: request.name.clone(),
+            reason: format!(
+                "for {}: {} (the allocator: {text})",
+                served_text(special, &request.name),
+                reasons.join("; ")
+            ),
+        });
+    }
+    if problems.is_empty()
+        && special.requests.len() > 1
+        && let Some(text) = outcome_text(&allocate(
+            state,
+            vec![special_claim_object(namespace, special.requests.clone())],
+        ))
+    {
+        problems.push(RequestProblem {
+            claim: EXTENDED_RESOURCES.to_owned(),
+            request: String::new(),
+            reason: format!("each extended resource fits alone, but not all together: {text}"),
+        });
+    }
+    problems
+}
+
+/// The scheduler's claim for extended resources takes no constraint or
+/// selector of the user's: nothing ties its devices to the kubelet's NUMA
+/// nodes (or to each other).
+fn extended_lint(special: &Special, kubelet: &[usize]) -> Option<LintWarning> {
+    if special.requests.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = special.requests.iter().map(|r| r.name.clone()).collect();
+    let resources: BTreeSet<&str> = special.mappings.iter().map(|m| m.resource_name.as_str()).collect();
+    let resources: Vec<&str> = resources.into_iter().collect();
+    let pinned = if kubelet.is_empty() {
+        "a NUMA node".to_owned()
+    } else {
+        format!("the kubelet's NUMA {}", nodes_text(kubelet))
+    };
+    let tied = if names.len() == 1 {
+        format!("its device to {pinned}")
+    } else {
+        format!("its devices to each other or to {pinned}")
+    };
+    Some(LintWarning {
+        claim: EXTENDED_RESOURCES.to_owned(),
+        requests: names.clone(),
+        message: format!(
+            "{} {} served through DRA by the claim the scheduler writes for the pod (DRA-backed extended \
+             resources): it carries no constraint or selector, so nothing ties {tied}; the allocator takes \
+             the first free devices. A ResourceClaim of the pod's own can say where.",
+            resources.join(", "),
+            if resources.len() == 1 { "is" } else { "are" },
+        ),
+    })
+}
+
 /// The requests a constraint applies to (all of the claim's when it names
 /// none).
 fn constrained_requests(constraint: &DeviceConstraint, devices: &DeviceClaim) -> Vec<String> {
@@ -709,7 +925,7 @@ fn device_reasons(
     env: &SelectorEnv,
     name: &str,
     asked: &Asked<'_>,
-    taken: &BTreeSet<(String, String, String)>,
+    taken: &BTreeSet<DeviceId<'_>>,
 ) -> String {
     let judged = match judge(state, env, asked, taken) {
         Ok(judged) => judged,
@@ -754,7 +970,7 @@ fn device_reasons(
 fn constraint_reason(
     state: &DraState,
     env: Option<&SelectorEnv>,
-    taken: &BTreeSet<(String, String, String)>,
+    taken: &BTreeSet<DeviceId<'_>>,
     constraint: &DeviceConstraint,
     devices: &DeviceClaim,
 ) -> String {
@@ -1055,7 +1271,8 @@ fn aligned_devices(changed: &DraState, pod: &KubePod, kubelet: &[usize]) -> Opti
     if devices.outcome != "allocated" {
         return None;
     }
-    let requests = request_devices(&resolved, &devices, changed, kubelet);
+    let special = special_claim(changed, pod);
+    let requests = request_devices(&resolved, special.as_ref(), &devices, changed, kubelet);
     all_aligned(&requests).then_some(requests)
 }
 
@@ -1154,6 +1371,7 @@ fn constraint_fixes(state: &DraState, pod: &KubePod, resolved: &[ResolvedClaim],
                 names.join(", ")
             )),
             changed: Some(object),
+            pod: None,
             remove: Vec::new(),
             requests,
             kubelet_numa_nodes: kubelet.to_vec(),
@@ -1305,9 +1523,384 @@ fn selector_fix(state: &DraState, pod: &KubePod, resolved: &[ResolvedClaim], kub
                     .collect()
             }),
             changed: (objects.len() == 1).then(|| objects[0].1.clone()),
+            pod: None,
             remove: Vec::new(),
             requests,
             kubelet_numa_nodes: kubelet.to_vec(),
+        });
+    }
+    None
+}
+
+/// (d) For DRA-backed extended resources: the pod asks for the devices
+/// with a ResourceClaimTemplate of its own instead (the scheduler's claim
+/// takes no selector or constraint): one request per request of the
+/// scheduler's claim (same class and count), named after its resource,
+/// with a selector naming one of the kubelet's NUMA nodes — or, with
+/// several requests, a `matchAttribute` on the NUMA attribute across
+/// them; the containers reference the claim in place of the resource.
+/// Each is checked: the changed pod admitted again (its NUMA nodes), the
+/// template's claim allocated on the node.
+fn explicit_claim_fixes(
+    situation: &Situation<'_>,
+    state: &DraState,
+    pod: &KubePod,
+    special: &Special,
+    kubelet: &[usize],
+) -> Vec<DraFix> {
+    let Some(env) = selector_env(state) else {
+        return Vec::new();
+    };
+    let naming = ExplicitNames::new(state, pod, special);
+    // Per request: the NUMA attributes its class's devices publish.
+    let mut published: Vec<BTreeSet<String>> = Vec::new();
+    for request in &special.requests {
+        let mut names = BTreeSet::new();
+        for (_, asked) in alternatives(request) {
+            let Ok(judged) = judge(state, &env, &asked, &BTreeSet::new()) else {
+                continue;
+            };
+            for (visible, _) in judged.iter().filter(|(_, f)| *f == Fit::Free) {
+                if let Some((name, _)) = numa_attribute(visible.device, visible.driver) {
+                    names.insert(name);
+                }
+            }
+        }
+        published.push(names);
+    }
+    let standard = format!("{STANDARD_DOMAIN}/{NUMA_NODE}");
+    let pick = |names: &BTreeSet<String>| {
+        if names.contains(&standard) {
+            Some(standard.clone())
+        } else {
+            names.iter().next().cloned()
+        }
+    };
+    let mut fixes = Vec::new();
+    // A selector on each request naming one of the kubelet's NUMA nodes.
+    let attributes: Option<Vec<String>> = published.iter().map(pick).collect();
+    if let Some(attributes) = attributes {
+        for &node in kubelet {
+            let selectors: Vec<String> = attributes.iter().map(|a| numa_selector(a, node)).collect();
+            let what = format!("a selector naming NUMA node {node} on each request");
+            if let Some(fix) = explicit_fix(situation, state, special, &naming, Some(&selectors), None, &what) {
+                fixes.push(fix);
+                break;
+            }
+        }
+    }
+    // A matchAttribute across the requests, on an attribute they all publish.
+    if special.requests.len() > 1 {
+        let common = published
+            .iter()
+            .skip(1)
+            .fold(published.first().cloned().unwrap_or_default(), |all, names| {
+                all.intersection(names).cloned().collect()
+            });
+        if let Some(attribute) = pick(&common) {
+            let what = format!("matchAttribute {attribute} across its requests");
+            fixes.extend(explicit_fix(
+                situation,
+                state,
+                special,
+                &naming,
+                None,
+                Some(&attribute),
+                &what,
+            ));
+        }
+    }
+    fixes
+}
+
+/// The names an explicit claim for the extended resources gets: the pod's
+/// claim, the template, and each request (by the scheduler's request
+/// name), none taken already.
+struct ExplicitNames {
+    namespace: String,
+    pod: String,
+    claim: String,
+    template: String,
+    requests: BTreeMap<String, String>,
+}
+
+impl ExplicitNames {
+    fn new(state: &DraState, pod: &KubePod, special: &Special) -> ExplicitNames {
+        let namespace = namespace_of(pod).to_owned();
+        let pod_name = pod.metadata.name.clone().unwrap_or_default();
+        let free = |base: &str, taken: &dyn Fn(&str) -> bool| {
+            (1..)
+                .map(|n| if n == 1 { base.to_owned() } else { format!("{base}-{n}") })
+                .find(|name| !taken(name))
+                .unwrap_or_default()
+        };
+        let pod_claims: Vec<String> = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.resource_claims.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|c| c.name.clone())
+            .collect();
+        let claim = free("devices", &|name| pod_claims.iter().any(|c| c == name));
+        let template = free(&format!("{pod_name}-devices"), &|name| {
+            state
+                .spec()
+                .resource_claim_templates
+                .iter()
+                .any(|t| object_key(&t.metadata) == format!("{namespace}/{name}"))
+        });
+        let mut requests: BTreeMap<String, String> = BTreeMap::new();
+        for request in &special.requests {
+            let resource = special
+                .mappings
+                .iter()
+                .find(|m| m.request_name == request.name)
+                .map_or(request.name.as_str(), |m| m.resource_name.as_str());
+            let base = dns_label(resource.rsplit('/').next().unwrap_or(resource));
+            let name = free(&base, &|name| requests.values().any(|n| n == name));
+            requests.insert(request.name.clone(), name);
+        }
+        ExplicitNames {
+            namespace,
+            pod: pod_name,
+            claim,
+            template,
+            requests,
+        }
+    }
+}
+
+/// `text` as a DNS label (lower case, `-` for anything else).
+fn dns_label(text: &str) -> String {
+    let label: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let label = label.trim_matches('-');
+    if label.is_empty() {
+        "device".to_owned()
+    } else {
+        label.to_owned()
+    }
+}
+
+/// One explicit-claim fix: the template (each request with `selectors[i]`,
+/// or a `matchAttribute` on `attribute` across them), the pod changed to
+/// use it, both checked.
+fn explicit_fix(
+    situation: &Situation<'_>,
+    state: &DraState,
+    special: &Special,
+    naming: &ExplicitNames,
+    selectors: Option<&[String]>,
+    attribute: Option<&str>,
+    what: &str,
+) -> Option<DraFix> {
+    let mut requests = Vec::new();
+    for (i, request) in special.requests.iter().enumerate() {
+        let exact = request.exactly.as_ref()?;
+        let mut exactly = json!({"deviceClassName": exact.device_class_name});
+        if let Some(count) = exact.count.filter(|&c| c != 1) {
+            exactly["count"] = json!(count);
+        }
+        if let Some(selectors) = selectors {
+            exactly["selectors"] = json!([{"cel": {"expression": selectors.get(i)?}}]);
+        }
+        requests.push(json!({"name": naming.requests.get(&request.name)?, "exactly": exactly}));
+    }
+    let mut devices = json!({"requests": requests});
+    if let Some(attribute) = attribute {
+        devices["constraints"] = json!([{"matchAttribute": attribute}]);
+    }
+    let template_json = json!({
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": naming.template, "namespace": naming.namespace},
+        "spec": {"spec": {"devices": devices}},
+    });
+    let template: ResourceClaimTemplate = serde_json::from_value(template_json.clone()).ok()?;
+    let (manifest, pod_snippet) = manifest_with_claim(situation.manifest, special, naming);
+    // The kubelet on the changed pod (it no longer asks for the resource).
+    let decision = apply(situation, &Change::Pod(manifest.clone())).ok()?;
+    if !decision.admitted() {
+        return None;
+    }
+    let machine = situation.node.machine();
+    let kubelet: Vec<usize> = pinned_numa_nodes(&decision.containers, |cpu| machine.cpu(cpu).map(|c| c.numa))
+        .into_iter()
+        .collect();
+    if kubelet.is_empty() {
+        return None;
+    }
+    let mut changed = state.clone();
+    changed.spec_mut().resource_claim_templates.push(template);
+    let changed_pod: KubePod = serde_json::from_value(manifest.clone()).ok()?;
+    let placed = aligned_devices(&changed, &changed_pod, &kubelet)?;
+    let resources: BTreeSet<&str> = special.mappings.iter().map(|m| m.resource_name.as_str()).collect();
+    let resources: Vec<&str> = resources.into_iter().collect();
+    let target = format!(
+        "ResourceClaimTemplate {}/{} (new) and Pod {}/{}",
+        naming.namespace, naming.template, naming.namespace, naming.pod
+    );
+    let template_yaml = serde_yaml_ng::to_string(&template_json).ok()?;
+    let pod_yaml = serde_yaml_ng::to_string(&pod_snippet).ok()?;
+    Some(DraFix {
+        kind: DraFixKind::ExplicitClaim,
+        description: format!(
+            "ask for {} with a ResourceClaim instead (the scheduler's own claim for an extended resource takes no \
+             selector or constraint): a new ResourceClaimTemplate {}/{} with {what}, which the pod references in \
+             place of the resource: DRA then allocates {}, on the kubelet's NUMA {}.",
+            resources.join(", "),
+            naming.namespace,
+            naming.template,
+            devices_text(&placed),
+            nodes_text(&kubelet)
+        ),
+        target: Some(target),
+        path: None,
+        yaml: Some(format!(
+            "{template_yaml}---\n# Pod {}/{}: remove {} from the containers' resources, and add:\n{pod_yaml}",
+            naming.namespace,
+            naming.pod,
+            resources.join(", ")
+        )),
+        changed: Some(template_json),
+        pod: Some(manifest),
+        remove: Vec::new(),
+        requests: placed,
+        kubelet_numa_nodes: kubelet,
+    })
+}
+
+/// The pod manifest asking for the devices through the claim `naming`
+/// names instead of the extended resources, and what was added (the
+/// snippet a person adds).
+fn manifest_with_claim(manifest: &Value, special: &Special, naming: &ExplicitNames) -> (Value, Value) {
+    let mut changed = manifest.clone();
+    let mut snippet_containers: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+    if let Some(spec) = changed.get_mut("spec").and_then(Value::as_object_mut) {
+        for list in ["initContainers", "containers"] {
+            let Some(Value::Array(containers)) = spec.get_mut(list) else {
+                continue;
+            };
+            for container in containers.iter_mut() {
+                let name = container
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let served: Vec<&ContainerExtendedResourceRequest> =
+                    special.mappings.iter().filter(|m| m.container_name == name).collect();
+                let Some(object) = container.as_object_mut().filter(|_| !served.is_empty()) else {
+                    continue;
+                };
+                let Some(resources) = object.entry("resources").or_insert_with(|| json!({})).as_object_mut() else {
+                    continue;
+                };
+                for field in ["requests", "limits"] {
+                    if let Some(amounts) = resources.get_mut(field).and_then(Value::as_object_mut) {
+                        for m in &served {
+                            amounts.remove(&m.resource_name);
+                        }
+                    }
+                }
+                let mut added = Vec::new();
+                if let Some(claims) = resources.entry("claims").or_insert_with(|| json!([])).as_array_mut() {
+                    for m in &served {
+                        let Some(request) = naming.requests.get(&m.request_name) else {
+                            continue;
+                        };
+                        let entry = json!({"name": naming.claim, "request": request});
+                        if !claims.contains(&entry) {
+                            claims.push(entry.clone());
+                            added.push(entry);
+                        }
+                    }
+                }
+                snippet_containers.entry(list).or_default().push(json!({
+                    "name": name,
+                    "resources": {"claims": added},
+                }));
+            }
+        }
+        let reference = json!({"name": naming.claim, "resourceClaimTemplateName": naming.template});
+        if let Some(list) = spec.entry("resourceClaims").or_insert_with(|| json!([])).as_array_mut() {
+            list.push(reference.clone());
+        }
+        let mut snippet = serde_json::Map::new();
+        snippet.insert("resourceClaims".to_owned(), json!([reference]));
+        for (list, containers) in snippet_containers {
+            snippet.insert(list.to_owned(), Value::Array(containers));
+        }
+        return (changed, json!({"spec": snippet}));
+    }
+    (changed, json!({}))
+}
+
+/// (e) Fewer CPUs for the pod: when every device DRA gives it is on one
+/// NUMA node, the largest CPU request (whole CPUs, below the pod's, for
+/// the container asking the most) with which the kubelet pins the pod to
+/// that node — DRA's choice does not depend on the CPUs, and is checked
+/// again anyway.
+fn cpu_request_fix(situation: &Situation<'_>, state: &DraState, requests: &[RequestDevices]) -> Option<DraFix> {
+    let nodes: Option<BTreeSet<i64>> = requests.iter().flat_map(|r| &r.devices).map(|d| d.numa_node).collect();
+    let nodes: Vec<i64> = nodes?.into_iter().collect();
+    let [node] = nodes.as_slice() else {
+        return None;
+    };
+    let node = usize::try_from(*node).ok()?;
+    let current = situation
+        .pod
+        .all_containers()
+        .map(|(c, _)| c.request("cpu"))
+        .max()
+        .filter(|q| !q.is_zero() && q.milli() % 1000 == 0)?;
+    let cpus = current.milli() / 1000;
+    let machine = situation.node.machine();
+    for n in (1..cpus).rev().take(CPU_ATTEMPTS) {
+        let (manifest, container) =
+            with_largest_request(situation.manifest, situation.pod, "cpu", Quantity::from_units(n))?;
+        let Ok(decision) = apply(situation, &Change::Pod(manifest.clone())) else {
+            continue;
+        };
+        if !decision.admitted() {
+            continue;
+        }
+        let kubelet: Vec<usize> = pinned_numa_nodes(&decision.containers, |cpu| machine.cpu(cpu).map(|c| c.numa))
+            .into_iter()
+            .collect();
+        if kubelet != [node] {
+            continue;
+        }
+        let Ok(changed_pod) = serde_json::from_value::<KubePod>(manifest.clone()) else {
+            return None;
+        };
+        let Some(placed) = aligned_devices(state, &changed_pod, &kubelet) else {
+            continue;
+        };
+        return Some(DraFix {
+            kind: DraFixKind::CpuRequest,
+            description: format!(
+                "give container {container} {n} CPU{} instead of {cpus}: the kubelet then pins the pod's CPUs and \
+                 memory to NUMA {node}, where DRA allocates {}.",
+                if n == 1 { "" } else { "s" },
+                devices_text(&placed)
+            ),
+            target: None,
+            path: None,
+            yaml: None,
+            changed: None,
+            pod: Some(manifest),
+            remove: Vec::new(),
+            requests: placed,
+            kubelet_numa_nodes: kubelet,
         });
     }
     None
@@ -1357,6 +1950,7 @@ fn removal_fixes(situation: &Situation<'_>, state: &DraState, pod: &KubePod) -> 
             path: None,
             yaml: None,
             changed: None,
+            pod: None,
             remove: vec![key],
             requests,
             kubelet_numa_nodes: kubelet,
@@ -1424,7 +2018,20 @@ fn summary(
     }
     let split: Vec<String> = misaligned
         .iter()
-        .map(|m| format!("{}/{} {} on NUMA {}", m.claim, m.request, m.device, m.numa_node))
+        .map(|m| {
+            let served: Vec<String> = requests
+                .iter()
+                .filter(|r| r.claim == m.claim && r.request == m.request)
+                .flat_map(|r| &r.serves)
+                .map(|s| format!("{} of container {}", s.resource, s.container))
+                .collect();
+            let served = if served.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", served.join(", "))
+            };
+            format!("{}/{}{served} {} on NUMA {}", m.claim, m.request, m.device, m.numa_node)
+        })
         .collect();
     format!(
         "Misaligned: the kubelet pins the pod's CPUs and memory to NUMA {}, but DRA allocates {}.",

@@ -374,6 +374,22 @@ fn largest_requester(pod: &Pod, resource: &str) -> Option<Target> {
     best.map(|(t, _)| t)
 }
 
+/// The manifest with `resource` of the container asking for the most of it
+/// set to `amount` (requests and limits, where each is given), and that
+/// container's name; `None` when no container asks for it.
+pub(crate) fn with_largest_request(
+    manifest: &Value,
+    pod: &Pod,
+    resource: &str,
+    amount: Quantity,
+) -> Option<(Value, String)> {
+    let target = largest_requester(pod, resource)?;
+    Some((
+        with_amount(manifest, pod, target, resource, amount),
+        target.name(pod).to_owned(),
+    ))
+}
+
 /// The manifest with `resource` of one container set to `amount` in its
 /// requests and its limits (where each is given).
 fn with_amount(manifest: &Value, pod: &Pod, target: Target, resource: &str, amount: Quantity) -> Value {

@@ -273,18 +273,29 @@ impl FleetDra {
     /// gone) and as the scheduler's DRA allocator sees it: the DRA state of
     /// its first node (`<name>-0`; every node of the group publishes the
     /// same devices, in pools named after itself), for a kubelet and
-    /// scheduler of `release`.
+    /// scheduler of `release`. The scheduler's node advertises one unit
+    /// per device of the device-plugin resources left
+    /// ([`topoalign_dra::extended::advertise_device_plugins`]): an extended
+    /// resource listed there is not DRA's to serve.
     pub fn group(&self, group: &NodeGroup, release: &str) -> (NodeSpec, DraState) {
         let (spec, devices) = split_spec(&group.spec, &self.drivers);
         let node = group.node_name(0);
+        let mut scheduler_node = K8sNode {
+            metadata: ObjectMeta {
+                name: Some(node.clone()),
+                ..ObjectMeta::default()
+            },
+            ..K8sNode::default()
+        };
+        topoalign_dra::extended::advertise_device_plugins(
+            &mut scheduler_node,
+            spec.topology
+                .devices
+                .iter()
+                .map(|(resource, list)| (resource.as_str(), list.len())),
+        );
         let objects = DraSpec {
-            node: Some(K8sNode {
-                metadata: ObjectMeta {
-                    name: Some(node.clone()),
-                    ..ObjectMeta::default()
-                },
-                ..K8sNode::default()
-            }),
+            node: Some(scheduler_node),
             device_classes: self.objects.device_classes.clone(),
             resource_slices: resource_slices(&node, &devices),
             resource_claims: Vec::new(),

@@ -10,7 +10,7 @@
 //! `rejectedAtAdmission`.
 
 use crate::fleet::Fleet;
-use crate::sim::{RunKey, StartError, start_group};
+use crate::sim::{RunKey, StartError, start_group_with_dra};
 use crate::workload::{Event, Workload};
 
 /// Admissions counted by the replay.
@@ -47,10 +47,13 @@ pub fn replay_check(
             continue;
         }
         let group = &fleet.groups[names[n].1];
-        let mut node = start_group(group, key.policy, key.scope).map_err(|error| ReplayError {
-            node: names[n].0.clone(),
-            error,
-        })?;
+        // The node as the run started it: without the devices its DRA
+        // drivers publish (the device plugin no longer has them).
+        let (mut node, _) =
+            start_group_with_dra(group, fleet.dra.as_ref(), key.policy, key.scope).map_err(|error| ReplayError {
+                node: names[n].0.clone(),
+                error,
+            })?;
         for &event in log {
             match event {
                 Event::Add(p) => {

@@ -81,7 +81,8 @@ pub struct RunReport {
     /// for the others.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay_rejected_at_admission: Option<usize>,
-    /// Pods with DRA claims placed and admitted (absent when none).
+    /// Pods with DRA claims, or extended resources DRA serves (KEP-5004),
+    /// placed and admitted (absent when none).
     #[serde(skip_serializing_if = "is_zero")]
     pub dra_pods: usize,
     /// Of those, the pods some of whose DRA devices sit off the NUMA nodes

@@ -22,7 +22,7 @@
 //! Owns: those two definitions for one node. Must not touch: decisions
 //! (the engine's), the simulator's classes.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
 use topoalign_engine::{Node, NumaUsage};
@@ -119,26 +119,13 @@ pub(crate) fn zones_free(zones: &[NumaUsage], node_milli_cpu: u64, node_memory: 
 
 /// Free DRA devices per NUMA node → driver → count: the devices of
 /// `slices` (a node's; the newest generation of each pool) that no claim
-/// of `allocated` holds (`status.allocation`), each on the NUMA node its
+/// of `allocated` holds ([`topoalign_dra::held_devices`]: its
+/// `status.allocation` names it, not for admin access), each on the NUMA node its
 /// `resource.kubernetes.io/numaNode` (or driver `numaNode`) attribute
 /// names ([`topoalign_scenario::dra::numa_node`]). A device that names no
 /// NUMA node is on none and not counted.
 pub fn dra_free(slices: &[ResourceSlice], allocated: &[ResourceClaim]) -> BTreeMap<usize, BTreeMap<String, u64>> {
-    let held: BTreeSet<(&str, &str, &str)> = allocated
-        .iter()
-        .filter_map(|c| {
-            c.status
-                .as_ref()?
-                .allocation
-                .as_ref()?
-                .devices
-                .as_ref()?
-                .results
-                .as_deref()
-        })
-        .flatten()
-        .map(|r| (r.driver.as_str(), r.pool.as_str(), r.device.as_str()))
-        .collect();
+    let held = topoalign_dra::held_devices(allocated);
     let newest = |driver: &str, pool: &str| {
         slices
             .iter()
@@ -157,7 +144,12 @@ pub fn dra_free(slices: &[ResourceSlice], allocated: &[ResourceClaim]) -> BTreeM
             else {
                 continue;
             };
-            if !held.contains(&(driver, pool, device.name.as_str())) {
+            let id = topoalign_dra::DeviceId {
+                driver,
+                pool,
+                device: &device.name,
+            };
+            if !held.contains(&id) {
                 *free.entry(numa).or_default().entry(driver.to_owned()).or_default() += 1;
             }
         }

@@ -58,6 +58,9 @@ pub fn dra_state(node: Option<&Path>, dra: Option<&Path>, started: &StartedNode)
         )));
     }
     let origin = node.map_or_else(String::new, |p| p.display().to_string());
+    // The scheduler's node advertises the machine's device-plugin resources:
+    // an extended resource listed there is not DRA's to serve.
+    let spec = topoalign_scenario::dra::with_device_plugin_allocatable(&spec, started.node.machine());
     running(spec, &release, &events)
         .map(Some)
         .map_err(|(event, error)| Error::bad_input(format!("{origin}: events[{event}].add.{error}")))
@@ -79,7 +82,16 @@ pub fn dra_text(explanation: &DraExplanation) -> String {
     };
     let _ = writeln!(out, "    kubelet CPUs and memory: {kubelet}");
     for request in &explanation.requests {
-        let name = format!("{}/{}", request.claim, request.request);
+        let mut name = format!("{}/{}", request.claim, request.request);
+        if !request.serves.is_empty() {
+            // A request of the scheduler's claim for extended resources.
+            let served: Vec<String> = request
+                .serves
+                .iter()
+                .map(|s| format!("{} of container {}", s.resource, s.container))
+                .collect();
+            name.push_str(&format!(" ({})", served.join(", ")));
+        }
         if request.devices.is_empty() {
             let _ = writeln!(out, "    {name}: no device");
         }

@@ -272,7 +272,8 @@ impl ClassTable {
         let sets = &mut self.fitting[row.group as usize];
         for (q, request) in self.requirements.iter().enumerate() {
             let fits = request.iter().all(|&(r, amount)| {
-                class.used.get(r).copied().unwrap_or(0) + amount <= allocatable.get(r).copied().unwrap_or(0)
+                class.used.get(r).copied().unwrap_or(0).saturating_add(amount)
+                    <= allocatable.get(r).copied().unwrap_or(0)
             });
             if fits {
                 if insert {
@@ -419,7 +420,7 @@ impl ClassTable {
                 match &decision.rejection {
                     None => {
                         let added = match (&mut dra, &shapes.shapes[shape as usize].dra) {
-                            (Some(state), Some(wants)) => Some(dra_admit(state, wants, &name, &node, &decision)),
+                            (Some(state), Some(wants)) => dra_admit(state, wants, &name, &node, &decision),
                             _ => None,
                         };
                         Ok((node, dra, added))
@@ -466,7 +467,12 @@ impl ClassTable {
         let uid = self.next_uid.get() + 1;
         self.next_uid.set(uid);
         let name = format!("c{uid:012}");
-        matches!(state.admit(&wants.k8s_pod(&name)), Ok(Some(devices)) if devices.outcome == "allocated")
+        match state.admit(&wants.k8s_pod(&name)) {
+            Ok(Some(devices)) => devices.outcome == "allocated",
+            // Device plugins serve the pod's extended resources here.
+            Ok(None) => true,
+            Err(_) => false,
+        }
     }
 
     /// Moves node `member` from class `from` to class `to`.
@@ -511,34 +517,30 @@ fn canonical_pod(n: u64, shape: u32, shapes: &Shapes) -> topoalign_model::Pod {
     pod
 }
 
-/// Allocates the claims of the pod just admitted as `name` on `node`, and
-/// judges its devices against the NUMA nodes the kubelet pinned.
+/// Allocates the claims (and the special claim of DRA-backed extended
+/// resources) of the pod just admitted as `name` on `node`, and judges its
+/// devices against the NUMA nodes the kubelet pinned. `None` when DRA has
+/// nothing to allocate (device plugins serve the pod's extended resources
+/// on this node, or its release leaves them to them).
 fn dra_admit(
     state: &mut DraState,
     wants: &super::shapes::DraPod,
     name: &str,
     node: &Node,
     decision: &topoalign_engine::Decision,
-) -> DraAdded {
+) -> Option<DraAdded> {
     let pinned =
         topoalign_scenario::dra::pinned_numa_nodes(&decision.containers, |cpu| node.machine().cpu(cpu).map(|c| c.numa));
     let devices = match state.admit(&wants.k8s_pod(name)) {
         Ok(Some(devices)) => devices,
-        Ok(None) => {
-            return DraAdded {
-                allocated: true,
-                kubelet_numa_nodes: pinned.into_iter().collect(),
-                misaligned: Vec::new(),
-                refusal: None,
-            };
-        }
+        Ok(None) => return None,
         Err(error) => {
-            return DraAdded {
+            return Some(DraAdded {
                 allocated: false,
                 kubelet_numa_nodes: pinned.into_iter().collect(),
                 misaligned: Vec::new(),
                 refusal: Some(format!("DRA: {error}")),
-            };
+            });
         }
     };
     let allocated = devices.outcome == "allocated";
@@ -551,10 +553,10 @@ fn dra_admit(
             devices.message.unwrap_or_default()
         ))
     };
-    DraAdded {
+    Some(DraAdded {
         allocated,
         kubelet_numa_nodes: pinned.into_iter().collect(),
         misaligned,
         refusal,
-    }
+    })
 }

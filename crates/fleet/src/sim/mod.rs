@@ -118,7 +118,12 @@ pub fn simulate(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Simulation, SimulateError> {
     let mut resources = ResourceTable::new();
-    let shapes = Shapes::intern(&workload.pods, |i| workload.claims_of(i), &mut resources);
+    let classes = fleet
+        .dra
+        .as_ref()
+        .map(|dra| dra.objects.device_classes.as_slice())
+        .unwrap_or_default();
+    let shapes = Shapes::intern(&workload.pods, |i| workload.claims_of(i), classes, &mut resources);
     let names = fleet.node_names();
     let node_groups: Vec<u32> = names
         .iter()
@@ -236,13 +241,34 @@ fn start_error(
 
 /// Each node shape's kubelet configuration with the run's policy (and
 /// scope) laid over it, started.
+///
+/// A resource DRA serves on a group's nodes (its release serves extended
+/// resources through DRA, a DeviceClass of the fleet names it, and the
+/// node's allocatable has none of it) gets [`DRA_SERVED`] as its
+/// allocatable: the scheduler's `NodeResourcesFit` leaves it to the
+/// DynamicResources plugin (`shouldDelegateResourceToDRA`), which finds
+/// the devices or refuses the node.
 fn setup_groups(fleet: &Fleet, key: &RunKey, resources: &mut ResourceTable) -> Result<Vec<GroupSetup>, SimulateError> {
     let mut groups = Vec::new();
     for (entry, group) in fleet.groups.iter().enumerate() {
         let (node, dra) = start_group_with_dra(group, fleet.dra.as_ref(), key.policy, key.scope)
             .map_err(|error| start_error(entry, group, key.policy, key.scope, error))?;
         let allocatable_list = node.resources().allocatable.clone();
-        let allocatable = resources.dense(&allocatable_list);
+        let mut allocatable = resources.dense(&allocatable_list);
+        if let (Some(state), Some(block)) = (&dra, &fleet.dra)
+            && topoalign_dra::extended::enabled_by_default(state.release()).unwrap_or(false)
+        {
+            let classes = topoalign_dra::extended::ClassResolver::new(&block.objects.device_classes);
+            for (index, name) in resources.names().iter().enumerate() {
+                let served = classes.get(name).is_some() && allocatable.get(index).copied().unwrap_or(0) <= 0;
+                if served {
+                    if allocatable.len() <= index {
+                        allocatable.resize(index + 1, 0);
+                    }
+                    allocatable[index] = DRA_SERVED;
+                }
+            }
+        }
         groups.push(GroupSetup {
             policy: node.config().topology_policy,
             scope: node.config().topology_scope,
@@ -254,6 +280,10 @@ fn setup_groups(fleet: &Fleet, key: &RunKey, resources: &mut ResourceTable) -> R
     }
     Ok(groups)
 }
+
+/// The allocatable the scheduler's resource fit gives a resource DRA
+/// serves on a node: it never checks one ([`setup_groups`]).
+pub(crate) const DRA_SERVED: i64 = i64::MAX;
 
 /// Starts one node of `group` under `policy` (and `scope`, when given).
 ///

@@ -231,7 +231,7 @@ impl Run<'_> {
         self.input.shapes.shapes[shape as usize]
             .request
             .iter()
-            .all(|&(r, amount)| class.used[r] + amount <= allocatable.get(r).copied().unwrap_or(0))
+            .all(|&(r, amount)| class.used[r].saturating_add(amount) <= allocatable.get(r).copied().unwrap_or(0))
     }
 
     /// The scheduler's filter beyond the resource fit, cached per class.
@@ -253,10 +253,16 @@ impl Run<'_> {
                 .table
                 .transition(c, ClassEvent::Add(shape), self.input.shapes, false)
             {
-                Outcome::Moved(to) => self.table.classes[to as usize]
-                    .dra_added
-                    .as_ref()
-                    .is_some_and(|added| added.allocated && added.refusal.is_none()),
+                Outcome::Moved(to) => {
+                    let to = &self.table.classes[to as usize];
+                    match &to.dra_added {
+                        Some(added) => added.allocated && added.refusal.is_none(),
+                        // Nothing for DRA to allocate here (device plugins
+                        // serve the pod's extended resources): the node
+                        // needs a DRA side only for claims.
+                        None => to.dra.is_some(),
+                    }
+                }
                 Outcome::Rejected(_) => false,
             },
             Scheduler::Nrt => {

@@ -12,6 +12,8 @@
 use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::PodResourceClaim;
+use k8s_openapi::api::resource::v1::DeviceClass;
+use topoalign_dra::extended::{ClassResolver, is_dra_extended_resource_name};
 use topoalign_model::{Pod, PodShape, ResourceList};
 
 /// Index of a resource in the fleet's resource vector.
@@ -58,6 +60,11 @@ impl ResourceTable {
         self.names.len()
     }
 
+    /// The resources' names, by index.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
     /// A resource list as a dense vector (cpu in millicores, everything
     /// else in whole units); unknown names are interned.
     pub fn dense(&mut self, list: &ResourceList) -> Vec<i64> {
@@ -93,17 +100,88 @@ pub(crate) struct Shape {
     pub dra: Option<DraPod>,
 }
 
-/// What a pod asks of DRA: its namespace (where its templates are) and its
-/// `spec.resourceClaims`.
+/// What a pod asks of DRA: its namespace (where its templates are), its
+/// `spec.resourceClaims`, and — when it requests an extended resource some
+/// DeviceClass of the fleet serves (`extendedResourceName`, or the class's
+/// implicit `deviceclass.resource.kubernetes.io/<class>`) — its containers'
+/// requests, from which the scheduler builds the special claim on nodes
+/// whose allocatable lacks the resource (KEP-5004,
+/// `topoalign_dra::extended`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct DraPod {
     pub namespace: String,
     pub claims: Vec<(String, Option<String>, Option<String>)>,
+    pub extended: Option<ContainerRequests>,
+}
+
+/// Resource names and amounts as the API writes them (`"2"`, `"1Gi"`).
+pub(crate) type Amounts = Vec<(String, String)>;
+
+/// A pod's containers' requests (init containers, then containers) and its
+/// overhead, as the API server stores them: what the DynamicResources
+/// plugin reads to build the special claim.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct ContainerRequests {
+    /// Per init container: its name, its requests (name, amount as the API
+    /// writes it) and whether it keeps running (`restartPolicy: Always`).
+    pub init_containers: Vec<(String, Amounts, bool)>,
+    /// Per container: its name and requests.
+    pub containers: Vec<(String, Amounts)>,
+    pub overhead: Amounts,
+}
+
+impl ContainerRequests {
+    /// The requests of `pod` when one of them is a DRA extended resource
+    /// name that a class of `classes` serves; `None` otherwise.
+    fn of(pod: &Pod, classes: &ClassResolver<'_>) -> Option<ContainerRequests> {
+        let served = |name: &str| is_dra_extended_resource_name(name) && classes.get(name).is_some();
+        let asks = pod
+            .all_containers()
+            .flat_map(|(c, _)| c.requests.iter())
+            .chain(pod.overhead.iter())
+            .any(|(name, amount)| !amount.is_zero() && served(name));
+        if !asks {
+            return None;
+        }
+        let list = |l: &ResourceList| l.iter().map(|(n, q)| (n.clone(), q.to_string())).collect::<Vec<_>>();
+        Some(ContainerRequests {
+            init_containers: pod
+                .init_containers
+                .iter()
+                .map(|c| (c.name.clone(), list(&c.requests), c.restartable))
+                .collect(),
+            containers: pod
+                .containers
+                .iter()
+                .map(|c| (c.name.clone(), list(&c.requests)))
+                .collect(),
+            overhead: list(&pod.overhead),
+        })
+    }
+
+    fn k8s_container(
+        name: &str,
+        requests: &[(String, String)],
+        restartable: bool,
+    ) -> k8s_openapi::api::core::v1::Container {
+        use k8s_openapi::api::core::v1::{Container, ResourceRequirements};
+        use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+        Container {
+            name: name.to_owned(),
+            restart_policy: restartable.then(|| "Always".to_owned()),
+            resources: Some(ResourceRequirements {
+                requests: Some(requests.iter().map(|(n, q)| (n.clone(), Quantity(q.clone()))).collect()),
+                ..ResourceRequirements::default()
+            }),
+            ..Container::default()
+        }
+    }
 }
 
 impl DraPod {
-    fn of(pod: &Pod, claims: &[PodResourceClaim]) -> Option<DraPod> {
-        (!claims.is_empty()).then(|| DraPod {
+    fn of(pod: &Pod, claims: &[PodResourceClaim], classes: &ClassResolver<'_>) -> Option<DraPod> {
+        let extended = ContainerRequests::of(pod, classes);
+        (!claims.is_empty() || extended.is_some()).then(|| DraPod {
             namespace: pod.namespace.clone(),
             claims: claims
                 .iter()
@@ -115,32 +193,57 @@ impl DraPod {
                     )
                 })
                 .collect(),
+            extended,
         })
     }
 
-    /// The pod as the scheduler's DRA side reads it, named `name`.
+    /// The pod as the scheduler's DRA side reads it, named `name`: its
+    /// claims, and its containers' requests when DRA may serve one.
     pub fn k8s_pod(&self, name: &str) -> k8s_openapi::api::core::v1::Pod {
         use k8s_openapi::api::core::v1::{Pod as K8sPod, PodSpec};
+        use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
         use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+        let mut spec = PodSpec {
+            resource_claims: Some(
+                self.claims
+                    .iter()
+                    .map(|(name, claim, template)| PodResourceClaim {
+                        name: name.clone(),
+                        resource_claim_name: claim.clone(),
+                        resource_claim_template_name: template.clone(),
+                    })
+                    .collect(),
+            ),
+            ..PodSpec::default()
+        };
+        if let Some(extended) = &self.extended {
+            spec.init_containers = Some(
+                extended
+                    .init_containers
+                    .iter()
+                    .map(|(name, requests, restartable)| ContainerRequests::k8s_container(name, requests, *restartable))
+                    .collect(),
+            );
+            spec.containers = extended
+                .containers
+                .iter()
+                .map(|(name, requests)| ContainerRequests::k8s_container(name, requests, false))
+                .collect();
+            spec.overhead = (!extended.overhead.is_empty()).then(|| {
+                extended
+                    .overhead
+                    .iter()
+                    .map(|(n, q)| (n.clone(), Quantity(q.clone())))
+                    .collect()
+            });
+        }
         K8sPod {
             metadata: ObjectMeta {
                 name: Some(name.to_owned()),
                 namespace: Some(self.namespace.clone()),
                 ..ObjectMeta::default()
             },
-            spec: Some(PodSpec {
-                resource_claims: Some(
-                    self.claims
-                        .iter()
-                        .map(|(name, claim, template)| PodResourceClaim {
-                            name: name.clone(),
-                            resource_claim_name: claim.clone(),
-                            resource_claim_template_name: template.clone(),
-                        })
-                        .collect(),
-                ),
-                ..PodSpec::default()
-            }),
+            spec: Some(spec),
             status: None,
         }
     }
@@ -169,17 +272,20 @@ pub(crate) struct Shapes {
 const SHAPES_WITH_OWN_REQUIREMENT: usize = 32;
 
 impl Shapes {
-    /// `claims(i)`: the DRA claims of pod `i`.
+    /// `claims(i)`: the DRA claims of pod `i`; `classes`: the fleet's
+    /// DeviceClasses (which extended resources DRA may serve).
     pub fn intern<'p>(
         pods: &'p [Pod],
         claims: impl Fn(usize) -> &'p [PodResourceClaim],
+        classes: &[DeviceClass],
         resources: &mut ResourceTable,
     ) -> Shapes {
+        let classes = ClassResolver::new(classes);
         let mut by_key: HashMap<(PodShape<'_>, Option<DraPod>), u32> = HashMap::new();
         let mut shapes = Vec::new();
         let mut of_pod = Vec::with_capacity(pods.len());
         for (i, pod) in pods.iter().enumerate() {
-            let dra = DraPod::of(pod, claims(i));
+            let dra = DraPod::of(pod, claims(i), &classes);
             let id = *by_key.entry((pod.shape(), dra.clone())).or_insert_with(|| {
                 let mut shape = shape_of(pod, resources);
                 shape.dra = dra;
