@@ -66,10 +66,84 @@ type draResult struct {
 func TestDRAAlignment(t *testing.T) {
 	ctx := testContext(t, 8*time.Minute)
 	c := admin(t)
+	draFleetUp(t, ctx, c, filepath.Join(repo, draFleet),
+		"--dra", "example.com/gpu="+draGPUDriver, "--dra", "example.com/nic="+draNICDriver)
+	for _, driver := range []string{draGPUDriver, draNICDriver} {
+		class := &resourcev1.DeviceClass{
+			ObjectMeta: metav1.ObjectMeta{Name: driver},
+			Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{
+				CEL: &resourcev1.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)},
+			}}},
+		}
+		if _, err := c.kube.ResourceV1().DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	stock, aligned := draCompare(t, ctx, c, "dra", draFromClaims)
+	draReport(t, fmt.Sprintf("DRA workload (%d pods of a GPU + a NIC from DRA and %d exclusive CPUs)", draGPUPods, draPodCPUs), draFleet, stock, aligned)
+}
+
+// draExtendedBlock turns the DRA fleet into one whose GPUs serve the
+// extended resource nvidia.com/gpu (KEP-5004): simulate-nodes publishes
+// the drivers' devices as ResourceSlices and applies the DeviceClasses,
+// the GPUs' naming the resource in extendedResourceName.
+const draExtendedBlock = `
+dra:
+  drivers: [example.com/gpu=gpu.example.com, example.com/nic=nic.example.com]
+  deviceClasses:
+    - metadata: {name: gpu.example.com}
+      spec:
+        extendedResourceName: nvidia.com/gpu
+        selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]
+    - metadata: {name: nic.example.com}
+      spec:
+        selectors: [{cel: {expression: 'device.driver == "nic.example.com"'}}]
+`
+
+// draExtendedResource is the extended resource the GPU class serves.
+const draExtendedResource = "nvidia.com/gpu"
+
+// DRA-backed extended resources (KEP-5004, GA and locked on in 1.37) and
+// the kubelet's CPUs on one NUMA node, stock scheduler vs topoalign: the
+// workload of TestDRAAlignment, but each GPU pod asks a plain
+// `nvidia.com/gpu: 1`, which no node's allocatable has. The DeviceClass
+// naming it in extendedResourceName serves it: the scheduler's
+// DynamicResources plugin makes the pod a special ResourceClaim, allocates
+// it first-fit (the first GPU, on NUMA node 0 of a dra-a node, while the
+// kubelet pins the CPUs on NUMA node 1) and records it in
+// status.extendedResourceClaimStatus, where the simulated kubelet finds it
+// (DRAAligned) and the kubelet's device manager leaves the resource to
+// DRA. The fleet is simulate-nodes' with a dra: block (draExtendedBlock).
+func TestDRAExtendedResource(t *testing.T) {
+	ctx := testContext(t, 8*time.Minute)
+	c := admin(t)
+	text, err := os.ReadFile(filepath.Join(repo, draFleet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleet := filepath.Join(t.TempDir(), "dra-extended-fleet.yaml")
+	if err := os.WriteFile(fleet, append(text, draExtendedBlock...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	draFleetUp(t, ctx, c, fleet)
+	class, err := c.kube.ResourceV1().DeviceClasses().Get(ctx, draGPUDriver, metav1.GetOptions{})
+	if err != nil || class.Spec.ExtendedResourceName == nil || *class.Spec.ExtendedResourceName != draExtendedResource {
+		t.Fatalf("simulate-nodes should have applied the DeviceClass %s serving %s: %+v, %v", draGPUDriver, draExtendedResource, class, err)
+	}
+	stock, aligned := draCompare(t, ctx, c, "dra-ext", draFromExtendedResource)
+	draReport(t, fmt.Sprintf("DRA-backed extended resource workload (%d pods of %s: 1 served by the DeviceClass %s, and %d exclusive CPUs)",
+		draGPUPods, draExtendedResource, draGPUDriver, draPodCPUs), draFleet+" with a dra: block", stock, aligned)
+}
+
+// draFleetUp simulates the DRA fleet of the file fleet (simulate-nodes
+// given extra) and waits until its 5 nodes are Ready with their GPU and
+// NIC ResourceSlices; at the end the nodes, their slices and the drivers'
+// DeviceClasses are deleted. The extender may read what --dra-align reads.
+func draFleetUp(t *testing.T, ctx context.Context, c *clients, fleet string, extra ...string) {
+	t.Helper()
 	c.applyFile(t, ctx, "topoalign-rbac.yaml")
 	grantExtenderDRA(t, ctx, c)
-	simulatedNodes(t, ctx, c, draFleet, "dra-a", 3,
-		"--dra", "example.com/gpu="+draGPUDriver, "--dra", "example.com/nic="+draNICDriver)
+	simulatedNodes(t, ctx, c, fleet, "dra-a", 3, extra...)
 	t.Cleanup(func() {
 		background := context.Background()
 		for _, name := range draNodes[3:] {
@@ -89,17 +163,6 @@ func TestDRAAlignment(t *testing.T) {
 			_ = c.kube.ResourceV1().DeviceClasses().Delete(background, class, metav1.DeleteOptions{})
 		}
 	})
-	for _, driver := range []string{draGPUDriver, draNICDriver} {
-		class := &resourcev1.DeviceClass{
-			ObjectMeta: metav1.ObjectMeta{Name: driver},
-			Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{
-				CEL: &resourcev1.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)},
-			}}},
-		}
-		if _, err := c.kube.ResourceV1().DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
 	eventually(t, ctx, "the 5 DRA nodes Ready with their GPU and NIC ResourceSlices", func() (bool, string) {
 		for _, name := range draNodes {
 			node, err := c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
@@ -119,30 +182,50 @@ func TestDRAAlignment(t *testing.T) {
 		}
 		return count == 2*len(draNodes), fmt.Sprintf("%d slices", count)
 	})
+}
 
+// draCompare runs the DRA workload whose GPU pods ask as ask says, first
+// through the stock kube-scheduler (profile e2e-<name>-stock), then
+// through kube-scheduler with `topoalign extender --dra-align
+// --choose-in-filter --create-bindings` (namespace e2e-<name>-topoalign),
+// the extender started once the CPU-only pods are in the NRT objects: its
+// first listing has them.
+func draCompare(t *testing.T, ctx context.Context, c *clients, name string, ask draAsk) (stock, aligned draResult) {
+	t.Helper()
+	stockName := "e2e-" + name + "-stock"
 	defaultConfig := filepath.Join(t.TempDir(), "stock.yaml")
-	text := fmt.Sprintf("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection: {leaderElect: false}\nclientConnection: {kubeconfig: %q}\nprofiles:\n  - schedulerName: e2e-dra-stock\n",
-		cp.SchedulerKubeconfig("kube-scheduler-dra-stock"))
+	text := fmt.Sprintf("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection: {leaderElect: false}\nclientConnection: {kubeconfig: %q}\nprofiles:\n  - schedulerName: %s\n",
+		cp.SchedulerKubeconfig("kube-scheduler-"+name+"-stock"), stockName)
 	if err := os.WriteFile(defaultConfig, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	scheduler, err := cp.StartScheduler(ctx, "kube-scheduler-dra-stock", bins.Scheduler, defaultConfig)
+	scheduler, err := cp.StartScheduler(ctx, "kube-scheduler-"+name+"-stock", bins.Scheduler, defaultConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stock := draRun(t, ctx, c, "e2e-dra-stock", "e2e-dra-stock", "")
+	stock = draRun(t, ctx, c, stockName, stockName, ask, func() string { return "" })
 	stop(t, scheduler)
 
-	url, _ := startExtenderBinary(t, ctx, c, topoalign, len(draNodes), "--create-bindings", "--choose-in-filter", "--dra-align")
-	config := adaptSchedulerConfig(t, filepath.Join(repo, "deploy", "kube-scheduler-extender.yaml"), "kube-scheduler-dra", url, true)
-	scheduler, err = cp.StartScheduler(ctx, "kube-scheduler-dra", bins.Scheduler, config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopAtEnd(t, scheduler)
-	aligned := draRun(t, ctx, c, "e2e-dra-topoalign", "default-scheduler", url)
+	aligned = draRun(t, ctx, c, "e2e-"+name+"-topoalign", "default-scheduler", ask, func() string {
+		url, _ := startExtenderBinary(t, ctx, c, topoalign, len(draNodes), "--create-bindings", "--choose-in-filter", "--dra-align")
+		config := adaptSchedulerConfig(t, filepath.Join(repo, "deploy", "kube-scheduler-extender.yaml"), "kube-scheduler-"+name, url, true)
+		scheduler, err := cp.StartScheduler(ctx, "kube-scheduler-"+name, bins.Scheduler, config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stopAtEnd(t, scheduler)
+		return url
+	})
+	return stock, aligned
+}
 
-	fmt.Fprintf(os.Stderr, "\nDRA workload (%d pods of a GPU + a NIC from DRA and %d exclusive CPUs), %d simulated 4-NUMA nodes (%s):\n", draGPUPods, draPodCPUs, len(draNodes), draFleet)
+// draReport prints the table of the workload and checks it: topoalign 0
+// misaligned and 0 admission failures; the stock scheduler, by
+// construction (see TestDRAAlignment), one GPU pod on each dra-a node,
+// where first-fit must miss the kubelet's NUMA node.
+func draReport(t *testing.T, workload, fleet string, stock, aligned draResult) {
+	t.Helper()
+	fmt.Fprintf(os.Stderr, "\n%s, %d simulated 4-NUMA nodes (%s):\n", workload, len(draNodes), fleet)
 	fmt.Fprintf(os.Stderr, "  %-38s %8s %11s %18s %14s   %s\n", "scheduler", "running", "misaligned", "failed admission", "unschedulable", "nodes")
 	for _, row := range []struct {
 		name string
@@ -158,8 +241,6 @@ func TestDRAAlignment(t *testing.T) {
 	if aligned.misaligned != 0 || aligned.failed != 0 || aligned.running != draGPUPods {
 		t.Errorf("topoalign --dra-align: %d running, %d misaligned, %d failed admission; want %d, 0, 0", aligned.running, aligned.misaligned, aligned.failed, draGPUPods)
 	}
-	// By construction (see above) the stock scheduler puts one GPU pod on
-	// each dra-a node, where first-fit must miss the kubelet's NUMA node.
 	if stock.misaligned != draGPUPods || stock.failed != 0 {
 		t.Errorf("stock: %d misaligned, %d failed admission; the workload is built for %d and 0", stock.misaligned, stock.failed, draGPUPods)
 	}
@@ -189,10 +270,27 @@ func grantExtenderDRA(t *testing.T, ctx context.Context, c *clients) {
 	}
 }
 
-func draPod(namespace, name, schedulerName string, claims bool) *corev1.Pod {
+// draAsk is how a pod of the DRA workload asks for devices.
+type draAsk int
+
+const (
+	// draCPUOnly: none.
+	draCPUOnly draAsk = iota
+	// draFromClaims: a GPU and a NIC from the ResourceClaimTemplate, the
+	// pod gated until the test made its claim.
+	draFromClaims
+	// draFromExtendedResource: nvidia.com/gpu: 1, which the GPUs'
+	// DeviceClass serves.
+	draFromExtendedResource
+)
+
+func draPod(namespace, name, schedulerName string, ask draAsk) *corev1.Pod {
 	resources := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse(strconv.Itoa(draPodCPUs)),
 		corev1.ResourceMemory: resource.MustParse("1Gi"),
+	}
+	if ask == draFromExtendedResource {
+		resources[draExtendedResource] = resource.MustParse("1")
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
@@ -204,7 +302,7 @@ func draPod(namespace, name, schedulerName string, claims bool) *corev1.Pod {
 			}},
 		},
 	}
-	if claims {
+	if ask == draFromClaims {
 		template := draTemplate
 		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: draTemplate, ResourceClaimTemplateName: &template}}
 		pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: draTemplate}}
@@ -213,9 +311,11 @@ func draPod(namespace, name, schedulerName string, claims bool) *corev1.Pod {
 	return pod
 }
 
-// draRun runs the workload in namespace for schedulerName (with the
-// extender at extenderURL, if any), counts, and cleans up.
-func draRun(t *testing.T, ctx context.Context, c *clients, namespace, schedulerName, extenderURL string) draResult {
+// draRun runs the workload in namespace for schedulerName, its GPU pods
+// asking as ask says, counts, and cleans up. Once the CPU-only pods are
+// in the NRT objects, start is called: it returns the URL of the extender
+// it started, if any.
+func draRun(t *testing.T, ctx context.Context, c *clients, namespace, schedulerName string, ask draAsk, start func() string) draResult {
 	t.Helper()
 	createNamespace(t, ctx, c, namespace)
 	template := &resourcev1.ResourceClaimTemplate{
@@ -237,7 +337,7 @@ func draRun(t *testing.T, ctx context.Context, c *clients, namespace, schedulerN
 	total := 0
 	for _, node := range draNodes {
 		for i := range cpuOnly[node] {
-			pod := draPod(namespace, fmt.Sprintf("cpu-%s-%d", node, i), schedulerName, false)
+			pod := draPod(namespace, fmt.Sprintf("cpu-%s-%d", node, i), schedulerName, draCPUOnly)
 			pod.Spec.NodeName = node
 			if _, err := c.kube.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
@@ -258,52 +358,20 @@ func draRun(t *testing.T, ctx context.Context, c *clients, namespace, schedulerN
 		return true, ""
 	})
 
-	// GPU pods, gated until their claims exist (no controller manager
-	// runs: the test makes each claim from the template as the
-	// resourceclaim controller would, and names it in the pod's status).
-	for i := range draGPUPods {
-		pod, err := c.kube.CoreV1().Pods(namespace).Create(ctx, draPod(namespace, fmt.Sprintf("gpu-%d", i), schedulerName, true), metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
+	extenderURL := start()
+	switch ask {
+	case draFromClaims:
+		draClaimPods(t, ctx, c, namespace, schedulerName, extenderURL, template)
+	case draFromExtendedResource:
+		if extenderURL != "" {
+			// Created before the extender started, the classes are in its
+			// first listing.
+			extenderSays(t, ctx, extenderURL, "the extender lists the DeviceClasses", func(_, _, _, classes int) bool { return classes >= 2 })
 		}
-		yes := true
-		claim := &resourcev1.ResourceClaim{
-			ObjectMeta: metav1.ObjectMeta{
-				Namespace: namespace, Name: pod.Name + "-" + draTemplate,
-				Annotations: map[string]string{"resource.kubernetes.io/pod-claim-name": draTemplate},
-				OwnerReferences: []metav1.OwnerReference{{
-					APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID, Controller: &yes, BlockOwnerDeletion: &yes,
-				}},
-			},
-			Spec: template.Spec.Spec,
-		}
-		if _, err := c.kube.ResourceV1().ResourceClaims(namespace).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		status, _ := json.Marshal(map[string]any{"status": map[string]any{"resourceClaimStatuses": []any{
-			map[string]any{"name": draTemplate, "resourceClaimName": claim.Name},
-		}}})
-		if _, err := c.kube.CoreV1().Pods(namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, status, metav1.PatchOptions{}, "status"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if extenderURL != "" {
-		eventually(t, ctx, "the extender sees the GPU pods' claims", func() (bool, string) {
-			resp, err := http.Get(extenderURL + "/healthz")
-			if err != nil {
-				return false, err.Error()
+		for i := range draGPUPods {
+			if _, err := c.kube.CoreV1().Pods(namespace).Create(ctx, draPod(namespace, fmt.Sprintf("gpu-%d", i), schedulerName, ask), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
 			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
-			var nodes, assumed, claims int
-			_, err = fmt.Sscanf(string(body), "ok: %d nodes, %d assumed pods, %d ResourceClaims", &nodes, &assumed, &claims)
-			return err == nil && claims >= draGPUPods, string(body)
-		})
-	}
-	ungate := []byte(`[{"op":"remove","path":"/spec/schedulingGates"}]`)
-	for i := range draGPUPods {
-		if _, err := c.kube.CoreV1().Pods(namespace).Patch(ctx, fmt.Sprintf("gpu-%d", i), types.JSONPatchType, ungate, metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
 		}
 	}
 	total += draGPUPods
@@ -378,6 +446,67 @@ func draRun(t *testing.T, ctx context.Context, c *clients, namespace, schedulerN
 	return result
 }
 
+// draClaimPods creates the GPU pods of draFromClaims, gated until their
+// claims exist, then ungates them.
+func draClaimPods(t *testing.T, ctx context.Context, c *clients, namespace, schedulerName, extenderURL string, template *resourcev1.ResourceClaimTemplate) {
+	t.Helper()
+	// GPU pods, gated until their claims exist (no controller manager
+	// runs: the test makes each claim from the template as the
+	// resourceclaim controller would, and names it in the pod's status).
+	for i := range draGPUPods {
+		pod, err := c.kube.CoreV1().Pods(namespace).Create(ctx, draPod(namespace, fmt.Sprintf("gpu-%d", i), schedulerName, draFromClaims), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		yes := true
+		claim := &resourcev1.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: namespace, Name: pod.Name + "-" + draTemplate,
+				Annotations: map[string]string{"resource.kubernetes.io/pod-claim-name": draTemplate},
+				OwnerReferences: []metav1.OwnerReference{{
+					APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID, Controller: &yes, BlockOwnerDeletion: &yes,
+				}},
+			},
+			Spec: template.Spec.Spec,
+		}
+		if _, err := c.kube.ResourceV1().ResourceClaims(namespace).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		status, _ := json.Marshal(map[string]any{"status": map[string]any{"resourceClaimStatuses": []any{
+			map[string]any{"name": draTemplate, "resourceClaimName": claim.Name},
+		}}})
+		if _, err := c.kube.CoreV1().Pods(namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, status, metav1.PatchOptions{}, "status"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if extenderURL != "" {
+		extenderSays(t, ctx, extenderURL, "the extender sees the GPU pods' claims", func(_, _, claims, _ int) bool { return claims >= draGPUPods })
+	}
+	ungate := []byte(`[{"op":"remove","path":"/spec/schedulingGates"}]`)
+	for i := range draGPUPods {
+		if _, err := c.kube.CoreV1().Pods(namespace).Patch(ctx, fmt.Sprintf("gpu-%d", i), types.JSONPatchType, ungate, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// extenderSays waits until the extender's /healthz counts (nodes, assumed
+// pods, ResourceClaims, DeviceClasses) satisfy done.
+func extenderSays(t *testing.T, ctx context.Context, url, what string, done func(nodes, assumed, claims, classes int) bool) {
+	t.Helper()
+	eventually(t, ctx, what, func() (bool, string) {
+		resp, err := http.Get(url + "/healthz")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		var nodes, assumed, claims, classes int
+		_, err = fmt.Sscanf(string(body), "ok: %d nodes, %d assumed pods, %d ResourceClaims, %d DeviceClasses", &nodes, &assumed, &claims, &classes)
+		return err == nil && done(nodes, assumed, claims, classes), string(body)
+	})
+}
+
 func draCondition(pod *corev1.Pod) *corev1.PodCondition {
 	for i := range pod.Status.Conditions {
 		if pod.Status.Conditions[i].Type == "topoalign.io/DRAAligned" {
@@ -390,7 +519,8 @@ func draCondition(pod *corev1.Pod) *corev1.PodCondition {
 // draMisaligned: a device of the pod's claim (its allocation, the
 // device's numaNode attribute in its ResourceSlice) is on a NUMA node
 // none of the pod's exclusive CPUs (the simulated kubelet's annotation)
-// is on.
+// is on. The claim must be allocated (the special claim of an extended
+// resource too, and annotated so).
 func draMisaligned(t *testing.T, ctx context.Context, c *clients, pod *corev1.Pod) bool {
 	t.Helper()
 	var containers []struct {
@@ -405,15 +535,30 @@ func draMisaligned(t *testing.T, ctx context.Context, c *clients, pod *corev1.Po
 			cpuNUMA[draNUMA(cpu)] = true
 		}
 	}
-	if len(pod.Status.ResourceClaimStatuses) == 0 || pod.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
+	// The claim made from the template, or the special claim the
+	// scheduler made for the extended resource.
+	var name string
+	switch status := pod.Status; {
+	case len(status.ResourceClaimStatuses) > 0 && status.ResourceClaimStatuses[0].ResourceClaimName != nil:
+		name = *status.ResourceClaimStatuses[0].ResourceClaimName
+	case status.ExtendedResourceClaimStatus != nil:
+		name = status.ExtendedResourceClaimStatus.ResourceClaimName
+		mappings := status.ExtendedResourceClaimStatus.RequestMappings
+		if len(mappings) != 1 || mappings[0].ContainerName != "app" || mappings[0].ResourceName != draExtendedResource {
+			t.Errorf("%s: extendedResourceClaimStatus maps %+v, want app's %s", pod.Name, mappings, draExtendedResource)
+		}
+	default:
 		t.Fatalf("%s: no claim in its status", pod.Name)
 	}
-	claim, err := c.kube.ResourceV1().ResourceClaims(pod.Namespace).Get(ctx, *pod.Status.ResourceClaimStatuses[0].ResourceClaimName, metav1.GetOptions{})
+	claim, err := c.kube.ResourceV1().ResourceClaims(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if claim.Status.Allocation == nil {
 		t.Fatalf("%s: claim %s not allocated", pod.Name, claim.Name)
+	}
+	if pod.Status.ExtendedResourceClaimStatus != nil && claim.Annotations[resourcev1.ExtendedResourceClaimAnnotation] != "true" {
+		t.Errorf("%s: claim %s is not annotated %s", pod.Name, claim.Name, resourcev1.ExtendedResourceClaimAnnotation)
 	}
 	slices, err := c.kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
 	if err != nil {

@@ -1,11 +1,8 @@
 package suite
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -182,46 +179,18 @@ func TestFollowerEvents(t *testing.T) {
 	const ns = "e2e-follower-events"
 	const node = "e2e-events-node"
 	namespace(t, ctx, c, ns)
-	c.deleteNRT(t, ctx, node)
-	t.Cleanup(func() { c.deleteNRT(t, context.Background(), node) })
 
 	dir := t.TempDir()
-	scenario := filepath.Join(repo, "testdata/kubelet-state/layouts/1.32/scenario.json")
-	gpuNUMA := scenarioDeviceNUMA(t, scenario, "nvidia.com/gpu")
+	gpuNUMA := scenarioDeviceNUMA(t, followerScenario(), "nvidia.com/gpu")
 	if len(gpuNUMA) != 2 || gpuNUMA["gpu0"] == gpuNUMA["gpu1"] {
 		t.Fatalf("the scenario's machine should have gpu0 and gpu1 on two NUMA nodes: %v", gpuNUMA)
 	}
 	host := newHostTree(t, filepath.Join(dir, "host"))
-	kubelet, ready := startStandIn(t, dir, scenario)
-	socket := filepath.Join(dir, "follower.sock")
-	follower, err := controlplane.StartProcess("topoalign-follower "+node, topoalign, []string{
-		"agent", "--follow-kubelet",
-		"--node", scenario,
-		"--kubelet-dir", filepath.Join(dir, "kubelet"),
-		"--pod-resources", filepath.Join(dir, "kubelet/pod-resources/kubelet.sock"),
-		"--socket", socket,
-		"--state-dir", filepath.Join(dir, "state"),
-		"--nrt-publish", "--nrt-node-name", node, "--nrt-interval", "100",
-		"--resync-interval", "1",
+	f := followNodeIn(t, ctx, c, kubeconfig, node, ns, dir,
 		"--verify-interval", "1",
 		"--verify-root", host.root,
 		"--events",
-	}, []string{"KUBECONFIG=" + kubeconfig, "RUST_LOG=info"}, filepath.Join(dir, "follower.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopAtEnd(t, follower)
-	f := &followed{
-		t: t, ctx: ctx, c: c, name: node, ns: ns, kubelet: kubelet, follower: follower,
-		api: &http.Client{
-			Timeout: 40 * time.Second,
-			Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				return (&net.Dialer{}).DialContext(ctx, "unix", socket)
-			}},
-		},
-	}
-	f.record(ready["state"])
-	f.published("the empty node published")
+	)
 
 	gpu := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
 	aligned := f.add(f.pod("aligned", 2, "1Gi", nil))
@@ -321,7 +290,7 @@ func TestFollowerEvents(t *testing.T) {
 			t.Errorf("the Event's message %q does not say %q", e.Message, want)
 		}
 	}
-	if log, err := os.ReadFile(follower.Log); err == nil && strings.Contains(string(log), "cannot post the event") {
-		t.Errorf("the follower could not post an event:\n%s", controlplane.Tail(follower.Log, 20))
+	if log, err := os.ReadFile(f.follower.Log); err == nil && strings.Contains(string(log), "cannot post the event") {
+		t.Errorf("the follower could not post an event:\n%s", controlplane.Tail(f.follower.Log, 20))
 	}
 }

@@ -211,17 +211,29 @@ func followerKubeconfig(t *testing.T, ctx context.Context, c *clients) string {
 	return kubeconfigFor(t, "topoalign-follower", c.serviceAccountToken(t, ctx, "kube-system", "topoalign-follower"))
 }
 
+// followerScenario is the machine and kubelet the followed nodes'
+// stand-in runs.
+func followerScenario() string {
+	return filepath.Join(repo, "testdata/kubelet-state/layouts/1.32/scenario.json")
+}
+
 // followNode starts the stand-in and the follower of node (pods in
 // namespace ns) and waits until the empty node is published.
 func followNode(t *testing.T, ctx context.Context, c *clients, kubeconfig, node, ns string) *followed {
 	t.Helper()
+	return followNodeIn(t, ctx, c, kubeconfig, node, ns, t.TempDir())
+}
+
+// followNodeIn is followNode with the stand-in's and the follower's files
+// in dir, the follower given extra arguments.
+func followNodeIn(t *testing.T, ctx context.Context, c *clients, kubeconfig, node, ns, dir string, extra ...string) *followed {
+	t.Helper()
 	c.deleteNRT(t, ctx, node)
 	t.Cleanup(func() { c.deleteNRT(t, context.Background(), node) })
-	dir := t.TempDir()
-	scenario := filepath.Join(repo, "testdata/kubelet-state/layouts/1.32/scenario.json")
+	scenario := followerScenario()
 	kubelet, ready := startStandIn(t, dir, scenario)
 	socket := filepath.Join(dir, "follower.sock")
-	follower, err := controlplane.StartProcess("topoalign-follower "+node, topoalign, []string{
+	args := append([]string{
 		"agent", "--follow-kubelet",
 		"--node", scenario,
 		"--kubelet-dir", filepath.Join(dir, "kubelet"),
@@ -230,7 +242,9 @@ func followNode(t *testing.T, ctx context.Context, c *clients, kubeconfig, node,
 		"--state-dir", filepath.Join(dir, "state"),
 		"--nrt-publish", "--nrt-node-name", node, "--nrt-interval", "100",
 		"--resync-interval", "1",
-	}, []string{"KUBECONFIG=" + kubeconfig, "RUST_LOG=info"}, filepath.Join(dir, "follower.log"))
+	}, extra...)
+	follower, err := controlplane.StartProcess("topoalign-follower "+node, topoalign, args,
+		[]string{"KUBECONFIG=" + kubeconfig, "RUST_LOG=info"}, filepath.Join(dir, "follower.log"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,11 +21,17 @@
 //! through a special claim after the pod's own
 //! ([`topoalign_dra::allocate_pod`]), reported as claim
 //! `extended-resources` and assumed as `<pod>-extended-resources` until the
-//! cluster shows the pod's real one allocated. The node's allocatable is
-//! its listed Node object's, plus one per device of each device-plugin
-//! resource the extender knows of the node's machine (from the NRT object
-//! or the fleet) that the object does not list — as `replay` counts them
-//! (`topoalign_scenario::dra::with_device_plugin_allocatable`).
+//! cluster shows the pod's real one allocated. A pod the scheduler tries
+//! again may still have its special claim of an earlier cycle (named in
+//! `status.extendedResourceClaimStatus`, controlled by the pod): the
+//! scheduler deletes it before it places the pod again, so its devices do
+//! not count against the pod, and it does not confirm the new assumption.
+//!
+//! The node's allocatable is its listed Node object's, plus one per device
+//! of each device-plugin resource the extender knows of the node's machine
+//! (from the NRT object or the fleet) that the object does not list — as
+//! `replay` counts them
+//! (`topoalign_dra::extended::advertise_device_plugins`).
 //!
 //! A claim made from a template has the name the resourceclaim controller
 //! gave it in `pod.status.resourceClaimStatuses`; until that entry exists,
@@ -56,7 +62,7 @@ use topoalign_model::Machine;
 use topoalign_scenario::dra::{ClaimDevices, DraSpec, EXTENDED_RESOURCES, ManifestError, PodDevices, claim_devices};
 
 use crate::binder::ConnectError;
-use crate::server::StateError;
+use crate::error::StateError;
 
 /// The cluster's DRA objects, as one listing gives them.
 #[derive(Clone, Debug, Default)]
@@ -159,6 +165,10 @@ pub struct PodClaims {
     /// requests an extended resource (`example.com/gpu`) a DeviceClass may
     /// serve ([`is_dra_extended_resource_name`]).
     extended: Option<Box<K8sPod>>,
+    /// The special claim the scheduler made for the pod's extended
+    /// resources in an earlier scheduling cycle, as the pod's
+    /// `status.extendedResourceClaimStatus.resourceClaimName` names it.
+    extended_claim: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -245,7 +255,29 @@ impl PodClaims {
             namespace,
             references,
             extended,
+            extended_claim: pod
+                .status
+                .as_ref()
+                .and_then(|s| s.extended_resource_claim_status.as_ref())
+                .map(|s| s.resource_claim_name.clone())
+                .filter(|name| !name.is_empty()),
         })
+    }
+
+    /// Whether `claim` (`key`: `namespace/name`) is the special claim the
+    /// scheduler made for this pod's extended resources in an earlier
+    /// cycle: annotated so, and controlled by the pod or named in its
+    /// `status.extendedResourceClaimStatus`. The scheduler deletes it
+    /// before it places the pod again (PreFilter finds it, Filter refuses
+    /// every node, PostFilter deletes it), so it holds nothing against the
+    /// pod; only a listing older than the deletion still shows it.
+    fn is_own_special_claim(&self, key: &str, claim: &ResourceClaim) -> bool {
+        is_special(claim)
+            && ((!self.uid.is_empty() && owned_by(claim, &self.uid))
+                || self
+                    .extended_claim
+                    .as_ref()
+                    .is_some_and(|name| key == format!("{}/{name}", self.namespace)))
     }
 }
 
@@ -314,6 +346,10 @@ struct Assumed {
     node: String,
     claim: ResourceClaim,
     since: Instant,
+    /// For an assumed special claim: the pod's special claims of earlier
+    /// cycles listed when it was assumed (`namespace/name`). They do not
+    /// confirm it; only a new one does.
+    earlier: BTreeSet<String>,
 }
 
 /// [`Dra::judge`]'s answer for one node.
@@ -470,10 +506,11 @@ impl Dra {
         self.assumed.retain(|key, assumed| {
             if is_special(&assumed.claim) {
                 // The scheduler names the pod's real one
-                // `<pod>-extended-resources-<random>`: found by its owner.
-                !claims
-                    .values()
-                    .any(|c| is_special(c) && is_allocated(c) && owned_by(c, &assumed.pod_uid))
+                // `<pod>-extended-resources-<random>`: found by its owner,
+                // not one of an earlier cycle.
+                !claims.iter().any(|(key, c)| {
+                    is_special(c) && is_allocated(c) && owned_by(c, &assumed.pod_uid) && !assumed.earlier.contains(key)
+                })
             } else {
                 claims.get(key).is_some_and(|claim| !is_allocated(claim))
             }
@@ -496,6 +533,11 @@ impl Dra {
     /// The ResourceClaims of the last listing.
     pub fn claims_known(&self) -> usize {
         self.claims.len()
+    }
+
+    /// The DeviceClasses of the last listing.
+    pub fn device_classes_known(&self) -> usize {
+        self.device_classes.len()
     }
 
     /// The claims assumed allocated (`namespace/name` → node).
@@ -570,8 +612,10 @@ impl Dra {
                 .iter()
                 // The pod's own allocated claims hold their devices against
                 // its pending ones and its special claim too, as the
-                // scheduler's allocated-devices tracker counts every claim.
-                .filter(|(_, claim)| is_allocated(claim))
+                // scheduler's allocated-devices tracker counts every claim
+                // — but for its special claim of an earlier cycle, which
+                // the scheduler deletes before it places the pod again.
+                .filter(|(key, claim)| is_allocated(claim) && !pod.is_own_special_claim(key, claim))
                 .map(|(_, claim)| claim.clone())
                 .chain(
                     self.assumed
@@ -723,6 +767,12 @@ impl Dra {
     /// until the claims show the scheduler's allocation.
     pub fn assume(&mut self, pod: &PodClaims, node: &str, judgement: &Judgement, now: Instant) {
         self.assumed.retain(|_, a| a.pod_uid != pod.uid);
+        let earlier: BTreeSet<String> = self
+            .claims
+            .iter()
+            .filter(|(key, claim)| pod.is_own_special_claim(key, claim))
+            .map(|(key, _)| key.clone())
+            .collect();
         for claim in &judgement.allocated {
             self.assumed.insert(
                 key_of(&claim.metadata),
@@ -731,6 +781,11 @@ impl Dra {
                     node: node.to_owned(),
                     claim: claim.clone(),
                     since: now,
+                    earlier: if is_special(claim) {
+                        earlier.clone()
+                    } else {
+                        BTreeSet::new()
+                    },
                 },
             );
         }

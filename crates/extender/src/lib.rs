@@ -9,6 +9,8 @@
 //! - [`cluster`]: node states (fleet file or NRT objects), assumed pods,
 //!   `filter` / `prioritize` / `bind`, the answer cache;
 //! - [`scoring`]: the four NUMA-zone-level scoring strategies;
+//! - [`error`]: [`StateError`], the shared cluster's lock poisoned or its
+//!   work panicked;
 //! - [`server`]: the HTTP routes (axum), the engine work on blocking
 //!   threads;
 //! - [`dra`]: `--dra-align`, DRA devices on the NUMA node of the pod's
@@ -20,6 +22,7 @@ pub mod api;
 pub mod binder;
 pub mod cluster;
 pub mod dra;
+pub mod error;
 pub mod poll;
 pub mod scoring;
 pub mod server;
@@ -28,4 +31,5 @@ pub use cluster::{
     Cluster, ClusterError, ExtenderConfig, FilterOutcome, FleetStartError, Rebuilt, Starts, SyncReport, UnseenPod,
     WorkerPanic,
 };
+pub use error::StateError;
 pub use scoring::Strategy;

@@ -48,6 +48,7 @@ use crate::api::{
 };
 use crate::binder::Binder;
 use crate::cluster::Cluster;
+use crate::error::StateError;
 
 /// The node states the handlers share.
 pub type Shared = Arc<Mutex<Cluster>>;
@@ -332,18 +333,6 @@ async fn read_request(
     Ok((view, body, permits))
 }
 
-/// Why the shared cluster gave no answer: a bug, reported to the caller
-/// (the scheduler, the log) instead of an answer.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum StateError {
-    /// An earlier panic left the cluster's lock poisoned.
-    #[error("internal: state lock poisoned")]
-    Poisoned,
-    /// The work panicked, with this message.
-    #[error("internal: {0}")]
-    Panicked(String),
-}
-
 /// Runs `work` on the locked cluster, on the request's own thread. The
 /// scheduler waits for the answer, so the work is the request's whole
 /// path: handing it to a blocking thread and the answer back (two thread
@@ -547,7 +536,13 @@ async fn healthz(State(state): State<AppState>) -> String {
     with_cluster(&state.cluster, |cluster| {
         let dra = cluster
             .dra_mut()
-            .map(|dra| format!(", {} ResourceClaims", dra.claims_known()))
+            .map(|dra| {
+                format!(
+                    ", {} ResourceClaims, {} DeviceClasses",
+                    dra.claims_known(),
+                    dra.device_classes_known()
+                )
+            })
             .unwrap_or_default();
         format!(
             "ok: {} nodes, {} assumed pods{dra}\n",

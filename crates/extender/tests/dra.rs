@@ -16,30 +16,72 @@ use serde_json::{Value, json};
 use topoalign_extender::dra::{Dra, DraObjects, PodClaims};
 use topoalign_extender::{Cluster, ExtenderConfig};
 
-fn fleet(count: u32) -> topoalign_fleet::Fleet {
-    let cpus: Vec<Value> = (0..32)
+/// A node group of `numa` NUMA nodes of 4 cores × 2 threads (core c's
+/// threads are c and c + 4·`numa`; NUMA node = core / 4; two sockets),
+/// 16Gi each, single-numa-node, static CPU manager, the last CPU
+/// reserved; `devices`: its device-plugin devices.
+fn group(name: &str, count: u32, numa: usize, devices: Option<Value>) -> Value {
+    let cores = 4 * numa;
+    let cpus: Vec<Value> = (0..2 * cores)
         .map(|id| {
-            let core = id % 16;
-            json!({"id": id, "core": core, "socket": core / 8, "numa": core / 4})
+            let core = id % cores;
+            json!({"id": id, "core": core, "socket": core / (cores / 2), "numa": core / 4})
         })
         .collect();
-    let numa: Vec<Value> = (0..4).map(|id| json!({"id": id, "memory": "16Gi"})).collect();
-    let text = json!({"nodes": [{"name": "gpu", "count": count,
-        "topology": {"numaNodes": numa, "cpus": cpus},
-        "kubelet": {"topologyManagerPolicy": "single-numa-node", "cpuManagerPolicy": "static", "reservedSystemCPUs": "31"}}]});
+    let numa_nodes: Vec<Value> = (0..numa).map(|id| json!({"id": id, "memory": "16Gi"})).collect();
+    let mut topology = json!({"numaNodes": numa_nodes, "cpus": cpus});
+    if let Some(devices) = devices {
+        topology["devices"] = devices;
+    }
+    json!({"name": name, "count": count, "topology": topology,
+        "kubelet": {"topologyManagerPolicy": "single-numa-node", "cpuManagerPolicy": "static",
+            "reservedSystemCPUs": (2 * cores - 1).to_string()}})
+}
+
+fn fleet_of(groups: Vec<Value>) -> topoalign_fleet::Fleet {
+    let text = json!({ "nodes": groups });
     topoalign_fleet::Fleet::parse(&text.to_string(), |_| Err("no files".into())).unwrap()
+}
+
+/// `count` 4-NUMA nodes `gpu-<i>`.
+fn fleet(count: u32) -> topoalign_fleet::Fleet {
+    fleet_of(vec![group("gpu", count, 4, None)])
 }
 
 const DRIVER: &str = "gpu.example.com";
 
-fn slice(node: &str) -> Value {
-    let devices: Vec<Value> = (0..4)
+/// The driver's slice on `node`: `gpu-<n>` on NUMA node n, for n below
+/// `gpus`, in that order.
+fn slice(node: &str, gpus: i64) -> Value {
+    let devices: Vec<Value> = (0..gpus)
         .map(|n| json!({"name": format!("gpu-{n}"), "attributes": {"resource.kubernetes.io/numaNode": {"int": n}}}))
         .collect();
     json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
         "metadata": {"name": format!("{node}-gpus")},
         "spec": {"driver": DRIVER, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
             "devices": devices}})
+}
+
+/// The DeviceClass `name` of the driver's devices; with `extended`, it
+/// serves that extended resource too.
+fn device_class(name: &str, extended: Option<&str>) -> Value {
+    let mut class = json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": {"selectors": [{"cel": {"expression": format!("device.driver == \"{DRIVER}\"")}}]}});
+    if let Some(resource) = extended {
+        class["spec"]["extendedResourceName"] = json!(resource);
+    }
+    class
+}
+
+/// `class`, the slices of `nodes` (`gpus` each) and `more` objects, as a
+/// listing gives them.
+fn listing(class: Value, nodes: &[&str], gpus: i64, more: Vec<Value>) -> DraObjects {
+    let mut items = vec![class];
+    items.extend(nodes.iter().map(|n| slice(n, gpus)));
+    items.extend(more);
+    let text = serde_json::to_string(&json!({"apiVersion": "v1", "kind": "List", "items": items})).unwrap();
+    DraObjects::from_manifests(&text).unwrap()
 }
 
 fn claim(name: &str) -> Value {
@@ -49,13 +91,12 @@ fn claim(name: &str) -> Value {
 }
 
 fn objects(nodes: &[&str], claims: &[&str]) -> DraObjects {
-    let mut items = vec![json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-        "metadata": {"name": "gpu"},
-        "spec": {"selectors": [{"cel": {"expression": format!("device.driver == \"{DRIVER}\"")}}]}})];
-    items.extend(nodes.iter().map(|n| slice(n)));
-    items.extend(claims.iter().map(|c| claim(c)));
-    let text = serde_json::to_string(&json!({"apiVersion": "v1", "kind": "List", "items": items})).unwrap();
-    DraObjects::from_manifests(&text).unwrap()
+    listing(
+        device_class("gpu", None),
+        nodes,
+        4,
+        claims.iter().map(|c| claim(c)).collect(),
+    )
 }
 
 /// A Guaranteed 6-CPU pod in `ml`; with `claim`, it takes the GPU of that
@@ -74,22 +115,41 @@ fn names(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
 }
 
-/// Two nodes, `gpu-0`'s NUMA node 0 taken by a CPU-only pod.
-fn cluster(choose_in_filter: bool, claims: &[&str]) -> (Cluster, Instant) {
+/// The extender on `fleet` with the DRA objects `objects` (the allocator
+/// of `release`), each of `busy` (a pod's manifest, its node) assumed.
+fn extender(
+    fleet: &topoalign_fleet::Fleet,
+    release: &str,
+    choose_in_filter: bool,
+    objects: DraObjects,
+    busy: &[(Value, &str)],
+) -> (Cluster, Instant) {
     let config = ExtenderConfig {
         choose_in_filter,
         assume_on_prioritize: false,
         assume_timeout: Duration::from_secs(30),
         ..ExtenderConfig::default()
     };
-    let mut cluster = Cluster::from_fleet(&fleet(2), config).unwrap();
-    let mut dra = Dra::new("1.37", Duration::from_secs(30)).unwrap();
-    dra.sync(objects(&["gpu-0", "gpu-1"], claims));
+    let mut cluster = Cluster::from_fleet(fleet, config).unwrap();
+    let mut dra = Dra::new(release, Duration::from_secs(30)).unwrap();
+    dra.sync(objects);
     cluster.enable_dra(dra);
     let now = Instant::now();
-    let busy = Cluster::read_pod(&manifest("busy", None)).unwrap();
-    cluster.assume(&busy, "gpu-0", now);
+    for (manifest, node) in busy {
+        cluster.assume(&Cluster::read_pod(manifest).unwrap(), node, now);
+    }
     (cluster, now)
+}
+
+/// Two nodes, `gpu-0`'s NUMA node 0 taken by a CPU-only pod.
+fn cluster(choose_in_filter: bool, claims: &[&str]) -> (Cluster, Instant) {
+    extender(
+        &fleet(2),
+        "1.37",
+        choose_in_filter,
+        objects(&["gpu-0", "gpu-1"], claims),
+        &[(manifest("busy", None), "gpu-0")],
+    )
 }
 
 fn filter(
@@ -260,44 +320,14 @@ mod extended_resources {
     const RESOURCE: &str = "example.com/gpu";
 
     fn fleet() -> topoalign_fleet::Fleet {
-        let cpus: Vec<Value> = (0..16)
-            .map(|id| {
-                let core = id % 8;
-                json!({"id": id, "core": core, "socket": core / 4, "numa": core / 4})
-            })
-            .collect();
-        let numa: Vec<Value> = (0..2).map(|id| json!({"id": id, "memory": "16Gi"})).collect();
-        let kubelet = json!({"topologyManagerPolicy": "single-numa-node", "cpuManagerPolicy": "static",
-            "reservedSystemCPUs": "15"});
         let gpus = json!({RESOURCE: [{"id": "dp-gpu0", "numa": [0]}, {"id": "dp-gpu1", "numa": [1]}]});
-        let text = json!({"nodes": [
-            {"name": "ext", "count": 2, "topology": {"numaNodes": numa, "cpus": cpus}, "kubelet": kubelet},
-            {"name": "plug", "count": 1, "topology": {"numaNodes": numa, "cpus": cpus, "devices": gpus},
-                "kubelet": kubelet}]});
-        topoalign_fleet::Fleet::parse(&text.to_string(), |_| Err("no files".into())).unwrap()
-    }
-
-    fn slice(node: &str) -> Value {
-        let devices: Vec<Value> = (0..2)
-            .map(|n| json!({"name": format!("gpu-{n}"), "attributes": {"resource.kubernetes.io/numaNode": {"int": n}}}))
-            .collect();
-        json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-            "metadata": {"name": format!("{node}-gpus")},
-            "spec": {"driver": DRIVER, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-                "devices": devices}})
+        fleet_of(vec![group("ext", 2, 2, None), group("plug", 1, 2, Some(gpus))])
     }
 
     /// The class serving `example.com/gpu`, the slices of `nodes`, and
     /// `more` objects (a Node, claims).
     fn objects(nodes: &[&str], more: Vec<Value>) -> DraObjects {
-        let mut items = vec![json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-            "metadata": {"name": "gpu.example.com"},
-            "spec": {"extendedResourceName": RESOURCE,
-                "selectors": [{"cel": {"expression": format!("device.driver == \"{DRIVER}\"")}}]}})];
-        items.extend(nodes.iter().map(|n| slice(n)));
-        items.extend(more);
-        let text = serde_json::to_string(&json!({"apiVersion": "v1", "kind": "List", "items": items})).unwrap();
-        DraObjects::from_manifests(&text).unwrap()
+        listing(device_class(DRIVER, Some(RESOURCE)), nodes, 2, more)
     }
 
     /// A Guaranteed 6-CPU pod in `ml` taking one `example.com/gpu`.
@@ -308,27 +338,16 @@ mod extended_resources {
     }
 
     fn cluster(release: &str, choose_in_filter: bool, more: Vec<Value>) -> (Cluster, Instant) {
-        let config = ExtenderConfig {
+        extender(
+            &fleet(),
+            release,
             choose_in_filter,
-            assume_on_prioritize: false,
-            assume_timeout: Duration::from_secs(30),
-            ..ExtenderConfig::default()
-        };
-        let mut cluster = Cluster::from_fleet(&fleet(), config).unwrap();
-        let mut dra = Dra::new(release, Duration::from_secs(30)).unwrap();
-        dra.sync(objects(&["ext-0", "ext-1", "plug-0"], more));
-        cluster.enable_dra(dra);
-        let now = Instant::now();
-        let busy = Cluster::read_pod(&super::manifest("busy", None)).unwrap();
-        cluster.assume(&busy, "ext-0", now);
-        cluster.assume(&busy_on("plug"), "plug-0", now);
-        (cluster, now)
-    }
-
-    fn busy_on(node: &str) -> topoalign_model::Pod {
-        let mut manifest = super::manifest(&format!("busy-{node}"), None);
-        manifest["metadata"]["uid"] = json!(format!("uid-busy-{node}"));
-        Cluster::read_pod(&manifest).unwrap()
+            objects(&["ext-0", "ext-1", "plug-0"], more),
+            &[
+                (super::manifest("busy", None), "ext-0"),
+                (super::manifest("busy-plug", None), "plug-0"),
+            ],
+        )
     }
 
     const CANDIDATES: [&str; 2] = ["ext-0", "ext-1"];
@@ -436,5 +455,92 @@ mod extended_resources {
             .sync(objects(&["ext-0", "ext-1", "plug-0"], vec![real]));
         let left = cluster.dra_mut().unwrap().assumptions();
         assert!(!left.contains_key("ml/a-extended-resources"), "{left:?}");
+    }
+
+    /// The special claim `name` the scheduler made for pod `pod` (uid
+    /// `uid-<pod>`; `owned`: with the pod as its controller), allocated
+    /// `gpu-0` of `node`.
+    fn special(name: &str, pod: &str, owned: bool, node: &str) -> Value {
+        let mut claim = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": "ml",
+                "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"}},
+            "spec": {"devices": {"requests": [{"name": "container-0-request-1",
+                "exactly": {"deviceClassName": DRIVER}}]}},
+            "status": {"allocation": {"devices": {"results": [{"request": "container-0-request-1",
+                "driver": DRIVER, "pool": node, "device": "gpu-0"}]}}}});
+        if owned {
+            claim["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": format!("uid-{pod}"), "controller": true}]);
+        }
+        claim
+    }
+
+    /// `manifest(name)` as the scheduler left it after a cycle whose
+    /// binding failed: its special claim `claim` named in
+    /// `status.extendedResourceClaimStatus`.
+    fn retried(name: &str, claim: &str) -> Value {
+        let mut pod = manifest(name);
+        pod["status"] = json!({"extendedResourceClaimStatus": {"resourceClaimName": claim,
+            "requestMappings": [{"containerName": "app", "resourceName": RESOURCE,
+                "requestName": "container-0-request-1"}]}});
+        pod
+    }
+
+    #[test]
+    fn a_retried_pods_own_special_claim_holds_nothing_against_it() {
+        // An earlier cycle gave a's special claim gpu-0 of ext-1, then the
+        // binding failed. The scheduler deletes that claim before it
+        // places a again (PreFilter finds it, Filter refuses every node,
+        // PostFilter deletes it); the extender's listing may still show
+        // it. On the empty ext-1 the kubelet pins NUMA node 0 and
+        // first-fit gives gpu-0 again: aligned. Were the claim counted,
+        // first-fit would give gpu-1 (NUMA node 1) and no node would pass.
+        let earlier = "a-extended-resources-x7k2p";
+        for (pod, owned) in [
+            (retried("a", earlier), false), // named in the pod's status alone
+            (manifest("a"), true),          // controlled by the pod alone
+            (retried("a", earlier), true),  // both, as the scheduler leaves it
+        ] {
+            let (mut cluster, now) = cluster("1.37", false, vec![special(earlier, "a", owned, "ext-1")]);
+            let outcome = filter(&mut cluster, &pod, &CANDIDATES, now);
+            assert_eq!(outcome.passed, names(&["ext-1"]), "owned: {owned}, {outcome:?}");
+        }
+        // Another pod's special claim does hold gpu-0 of ext-1.
+        let (mut cluster, now) = cluster(
+            "1.37",
+            false,
+            vec![special("b-extended-resources-m4n5b", "b", true, "ext-1")],
+        );
+        let outcome = filter(&mut cluster, &retried("a", earlier), &CANDIDATES, now);
+        assert!(outcome.passed.is_empty(), "{outcome:?}");
+        assert!(
+            outcome.failed["ext-1"].contains("gpu-1 on NUMA node 1"),
+            "{:?}",
+            outcome.failed
+        );
+    }
+
+    #[test]
+    fn a_retried_pods_earlier_special_claim_does_not_confirm_the_new_assumption() {
+        let earlier = "a-extended-resources-x7k2p";
+        let (mut cluster, now) = cluster("1.37", true, vec![special(earlier, "a", true, "ext-1")]);
+        let outcome = filter(&mut cluster, &retried("a", earlier), &CANDIDATES, now);
+        assert_eq!(outcome.passed, names(&["ext-1"]), "{outcome:?}");
+        let assumed = |cluster: &mut Cluster| {
+            cluster
+                .dra_mut()
+                .unwrap()
+                .assumptions()
+                .contains_key("ml/a-extended-resources")
+        };
+        assert!(assumed(&mut cluster));
+        // A listing from before the scheduler deleted the earlier claim.
+        let nodes = ["ext-0", "ext-1", "plug-0"];
+        let stale = objects(&nodes, vec![special(earlier, "a", true, "ext-1")]);
+        cluster.dra_mut().unwrap().sync(stale);
+        assert!(assumed(&mut cluster), "the earlier claim confirmed the new assumption");
+        // The scheduler's new claim for the pod, allocated.
+        let new = objects(&nodes, vec![special("a-extended-resources-q9z8r", "a", true, "ext-1")]);
+        cluster.dra_mut().unwrap().sync(new);
+        assert!(!assumed(&mut cluster));
     }
 }

@@ -7,9 +7,11 @@
 //! name), each device carrying its NUMA node as the standard
 //! `resource.kubernetes.io/numaNode` attribute.
 //!
-//! The scheduler allocates the claims (it writes `status.allocation`); the
-//! kubelet's part is to prepare them after admission, which a simulated
-//! node has nothing to do for. What it adds is the check the real kubelet
+//! The scheduler allocates the claims (it writes `status.allocation`),
+//! among them the special claim it makes for a pod's DRA-backed extended
+//! resources (`status.extendedResourceClaimStatus`); the kubelet's part is
+//! to prepare them after admission, which a simulated node has nothing to
+//! do for. What it adds is the check the real kubelet
 //! never makes: whether the devices a pod got share a NUMA node with the
 //! CPUs and memory the engine pinned, by the one alignment rule
 //! ([`topoalign_scenario::dra::misaligned_devices`]), written as the pod
@@ -24,7 +26,7 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::core::v1::Pod as K8sPod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
 use serde_json::{Value, json};
-use topoalign_scenario::dra::{ClaimDevices, PodDevices, claim_devices, misaligned_devices};
+use topoalign_scenario::dra::{ClaimDevices, EXTENDED_RESOURCES, PodDevices, claim_devices, misaligned_devices};
 
 /// The pod condition a simulated kubelet writes for a pod with claims:
 /// `True` when its DRA devices share a NUMA node with its pinned CPUs and
@@ -39,12 +41,18 @@ pub use topoalign_fleet::dra::{DraDevices, DraResource, resource_slices, split_s
 /// The ResourceClaims a pod uses, as `(its name for the claim, the
 /// claim's name)`; a claim made from a template is named in
 /// `status.resourceClaimStatuses` (`None` until the controller made it).
+/// Last, the special claim the scheduler made for the pod's DRA-backed
+/// extended resources (KEP-5004), named in
+/// `status.extendedResourceClaimStatus`, as
+/// [`EXTENDED_RESOURCES`]: the kubelet prepares it like the others.
 pub fn claim_names(pod: &K8sPod) -> Vec<(String, Option<String>)> {
-    let statuses = pod
-        .status
-        .as_ref()
+    let status = pod.status.as_ref();
+    let statuses = status
         .and_then(|s| s.resource_claim_statuses.as_deref())
         .unwrap_or_default();
+    let special = status
+        .and_then(|s| s.extended_resource_claim_status.as_ref())
+        .map(|s| (EXTENDED_RESOURCES.to_owned(), Some(s.resource_claim_name.clone())));
     pod.spec
         .as_ref()
         .and_then(|s| s.resource_claims.as_deref())
@@ -59,6 +67,7 @@ pub fn claim_names(pod: &K8sPod) -> Vec<(String, Option<String>)> {
             });
             (reference.name.clone(), name)
         })
+        .chain(special)
         .collect()
 }
 
@@ -184,6 +193,38 @@ mod tests {
         assert_eq!(
             condition_patch(&misaligned, "t")["status"]["conditions"][0]["status"],
             "False"
+        );
+    }
+
+    #[test]
+    fn the_special_claim_of_extended_resources_is_prepared_like_the_others() {
+        let pod: K8sPod = serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "ml"},
+            "spec": {"containers": [{"name": "app"}],
+                "resourceClaims": [{"name": "nic", "resourceClaimTemplateName": "one-nic"}]},
+            "status": {
+                "resourceClaimStatuses": [{"name": "nic", "resourceClaimName": "p-nic-x7k2p"}],
+                "extendedResourceClaimStatus": {"resourceClaimName": "p-extended-resources-q9z8r",
+                    "requestMappings": [{"containerName": "app", "resourceName": "example.com/gpu",
+                        "requestName": "container-0-request-0"}]}}}))
+        .expect("pod");
+        assert_eq!(
+            claim_names(&pod),
+            vec![
+                ("nic".to_owned(), Some("p-nic-x7k2p".to_owned())),
+                (
+                    EXTENDED_RESOURCES.to_owned(),
+                    Some("p-extended-resources-q9z8r".to_owned())
+                ),
+            ]
+        );
+        let slices = resource_slices("n-0", &devices());
+        let claims = [(EXTENDED_RESOURCES.to_owned(), Some(claim("gpu-0")))];
+        let verdict = alignment("ml/p", &claims, &slices, &BTreeSet::from([1]));
+        assert_eq!(verdict.aligned, Some(false));
+        assert!(
+            verdict.message.contains("extended-resources/gpu: gpu-0 on NUMA node 0"),
+            "{}",
+            verdict.message
         );
     }
 }
