@@ -397,6 +397,29 @@ impl Quantity {
         self.go_scaled_value(-3)
     }
 
+    /// Go's `Quantity.RoundUp(-3)` for an `inf.Dec` amount too large for
+    /// billionths in `i128` (`None` for any other: [`Quantity::nano`] holds
+    /// those exactly): rounded away from zero to a thousandth, held as an
+    /// `inf.Dec` of scale 3, notation kept. (`nano()` saturates for these
+    /// amounts, so a rounding done on it would lose them.)
+    pub fn huge_dec_rounded_up_to_milli(self) -> Option<Quantity> {
+        let (mantissa, exp) = self.huge()?;
+        if !matches!(self.form, GoForm::Dec { .. }) {
+            return None;
+        }
+        let form = GoForm::Dec { scale: 3 };
+        let rounded = if exp >= 6 {
+            Quantity { form, ..self }
+        } else {
+            // mantissa × 10^exp billionths, up to whole thousandths.
+            let divisor = 10_i128.pow(6 - exp);
+            let quotient = mantissa / divisor;
+            let up = if mantissa % divisor != 0 { mantissa.signum() } else { 0 };
+            Quantity::from_scaled_nano(quotient + up, 6, form).with_format(self.format)
+        };
+        Some(rounded)
+    }
+
     /// Go's `Quantity.ScaledValue(scale)`: `ceil(amount / 10^scale)` as Go
     /// computes it for each form (`ScaledValue(resource.Micro)` is
     /// `go_scaled_value(-6)`), overflow included (see the module docs).
@@ -1074,6 +1097,32 @@ mod tests {
         assert_eq!((half + half).huge(), Some((2, 38)));
         assert_eq!((half + half).nano(), i128::MAX);
         assert!(half + half > edge);
+    }
+
+    /// `RoundUp(-3)` of huge `inf.Dec`s: the same amount when whole in
+    /// thousandths (the form's scale 3), else rounded away from zero; the
+    /// amounts of `1000000000000000000000000000000.0001` (Go:
+    /// `1000000000000000000000000000000001m`, apimachinery v0.37.2) and
+    /// its negation.
+    #[test]
+    fn huge_decs_round_up_to_thousandths() {
+        let dec = GoForm::Dec { scale: 9 };
+        let whole = Quantity::from_scaled_nano(1, 44, dec);
+        let rounded = whole.huge_dec_rounded_up_to_milli().expect("huge");
+        assert_eq!(rounded, whole);
+        assert_eq!(rounded.go_form(), GoForm::Dec { scale: 3 });
+        let fine = Quantity::from_scaled_nano(10_i128.pow(34) + 1, 5, dec);
+        let rounded = fine.huge_dec_rounded_up_to_milli().expect("huge");
+        assert_eq!(rounded.to_string(), "1000000000000000000000000000000001m");
+        assert_eq!(
+            (Quantity::ZERO - fine)
+                .huge_dec_rounded_up_to_milli()
+                .map(|q| q.to_string()),
+            Some("-1000000000000000000000000000000001m".to_owned())
+        );
+        assert_eq!(Quantity::from_units(5).huge_dec_rounded_up_to_milli(), None);
+        let int64 = Quantity::from_scaled_nano(1, 39, GoForm::Int64 { scale: 30 });
+        assert_eq!(int64.huge_dec_rounded_up_to_milli(), None);
     }
 
     /// Go's `String()` of huge amounts: the mantissa, its exponent brought
