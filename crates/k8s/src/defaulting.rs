@@ -35,6 +35,11 @@ const NANO_PER_MILLI: i128 = 1_000_000;
 ///   whole or not, so `AsInt64()` still fails on it;
 /// - the notation (`Format`) is kept.
 pub fn round_up_milli(quantity: Quantity) -> Quantity {
+    // An `inf.Dec` past billionths in `i128`: `nano()` saturates there, so
+    // it is rounded on its own mantissa.
+    if let Some(rounded) = quantity.huge_dec_rounded_up_to_milli() {
+        return rounded;
+    }
     let form = match quantity.go_form() {
         GoForm::Int64 { scale } if scale >= -3 => return quantity,
         GoForm::Int64 { .. } => GoForm::Int64 { scale: -3 },
@@ -102,6 +107,22 @@ mod tests {
             ("-5368709119.999700068", "-5368709120", None),
             // The notation is kept.
             ("1.0005e0", "1001e-3", None),
+            // inf.Dec past billionths in i128: rounded on its mantissa.
+            (
+                "1000000000000000000000000000000000.0001",
+                "1000000000000000000000000000000000001m",
+                None,
+            ),
+            (
+                "-1000000000000000000000000000000000.0001",
+                "-1000000000000000000000000000000000001m",
+                None,
+            ),
+            (
+                "98765432109876543210987654321000000000n",
+                "98765432109876543210987654321",
+                None,
+            ),
         ];
         for &(text, string, as_int64) in table {
             let rounded = round_up_milli(parse_quantity(text).unwrap());
