@@ -52,7 +52,8 @@ fn the_text_names_the_resource_its_gpu_and_both_numa_nodes() {
         ),
         "{stdout}"
     );
-    assert!(stdout.contains("ResourceClaimTemplate ml/train-devices"), "{stdout}");
+    assert!(stdout.contains("kind: ResourceClaimTemplate\n"), "{stdout}");
+    assert!(stdout.contains("resourceClaimTemplateName: train-devices"), "{stdout}");
     assert!(
         stdout.contains(r#"device.attributes["resource.kubernetes.io"].numaNode == 1"#),
         "{stdout}"
