@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use topoalign_model::{CpuSet, ProviderHints, QosClass, TopologyHint};
+use topoalign_model::{CpuSet, KubeletVersion, ProviderHints, QosClass, TopologyHint};
 use topoalign_topology_manager::{TopologyPolicyName, TopologyScope};
 
 /// The engine's answer to one pod admission.
@@ -18,6 +18,52 @@ pub struct Decision {
     /// One entry per container (init containers first), only when admitted.
     pub containers: Vec<ContainerPlacement>,
     pub trace: MergeTrace,
+    /// The kubelet does not answer: it crashes admitting the pod. `rejection`
+    /// then holds the same text (reason `KubeletPanic`), for readers that
+    /// look no further; a replay stops there.
+    pub kubelet_panic: Option<KubeletPanic>,
+}
+
+/// The kubelet crashes (a Go panic in its code) where the engine would
+/// decide: NUMA node ids of 64 or more, which the kubelet's 64-bit NUMA
+/// masks cannot hold (`bitmask.NewBitMask` fails with "bit number must be
+/// in range 0-63"; its callers discard the error and use the nil mask).
+/// Display is the explanation.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the v{release} kubelet panics admitting this pod: NUMA node id {numa_id} does not fit its 64-bit NUMA masks \
+     (bitmask.NewBitMask: \"bit number must be in range 0-63\", the error discarded), and {site}"
+)]
+pub struct KubeletPanic {
+    pub release: KubeletVersion,
+    /// The machine's smallest NUMA id of 64 or more.
+    pub numa_id: usize,
+    pub site: PanicSite,
+}
+
+/// Where the kubelet meets the mask it could not build.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PanicSite {
+    /// Every admission under a topology manager policy other than `none`:
+    /// the providers' hints and the hint merge (`bitmask.And`) use masks of
+    /// every NUMA node.
+    #[error(
+        "topology manager policy {0} builds masks of every NUMA node for every pod (a hint provider or the hint \
+         merge dereferences the nil one); only policy none runs on this machine"
+    )]
+    TopologyManager(TopologyPolicyName),
+    /// Under policy `none`, the Static memory manager's default hint for a
+    /// container of a Guaranteed pod (`getDefaultHint`, `calculateHints`).
+    #[error(
+        "with topology manager policy none the Static memory manager computes a default hint for container \
+         {container:?} over masks of every NUMA node (getDefaultHint, calculateHints) and dereferences the nil one"
+    )]
+    MemoryDefaultHint { container: String },
+}
+
+impl KubeletPanic {
+    /// The `reason` of the [`Rejection`] a crashing admission carries.
+    pub const REASON: &'static str = "KubeletPanic";
 }
 
 impl Decision {

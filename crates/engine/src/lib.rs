@@ -16,7 +16,9 @@ mod pod_level;
 mod reservation;
 
 pub use config::{CpuPolicyName, MemoryPolicyName, NodeConfig, ReservedMemory, TopologyPolicyName, TopologyScope};
-pub use decision::{ContainerPlacement, Decision, MergeRecord, MergeTrace, Provider, Rejection, RejectionStage};
+pub use decision::{
+    ContainerPlacement, Decision, KubeletPanic, MergeRecord, MergeTrace, PanicSite, Provider, Rejection, RejectionStage,
+};
 pub use node::{
     Deletion, Node, NodeSnapshot, NodeState, NumaUsage, PendingReason, ResizeDecision, ResizeError, ResizeOutcome,
     ResourceUsage, RestoreError, SnapshotView, TrialAdmission, UsageReader,

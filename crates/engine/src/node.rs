@@ -12,14 +12,16 @@ use std::sync::Arc;
 
 use topoalign_cpu_manager::{CpuAllocateError, CpuManager, CpuManagerConfig};
 use topoalign_device_manager::DeviceManager;
-use topoalign_memory_manager::{MemoryManager, MemoryManagerConfig, MemoryPodAllocateError};
+use topoalign_memory_manager::{MemoryAllocateFailure, MemoryManager, MemoryManagerConfig, MemoryPodAllocateError};
 use topoalign_model::{CpuSet, Machine, Pod, ProviderHints, ResourceList, TopologyHint};
 use topoalign_topology_manager::{MergeStrategy, TopologyManager, TopologyPolicyName, TopologyScope};
 
-use crate::decision::{ContainerPlacement, Decision, MergeRecord, MergeTrace, Provider, Rejection, RejectionStage};
+use crate::decision::{
+    ContainerPlacement, Decision, KubeletPanic, MergeRecord, MergeTrace, PanicSite, Provider, Rejection, RejectionStage,
+};
 use crate::fit::{self, FitAllocatable, FitUsage, NodeResources, PodRequests};
 use crate::reservation::node_allocatable_reservation;
-use crate::{NodeConfig, StartHazard, StartupError};
+use crate::{NodeConfig, ReservationOverrun, StartHazard, StartupError};
 
 mod resize;
 mod restart;
@@ -54,6 +56,9 @@ pub struct Node {
     fit_usage: FitUsage,
     /// Desired sizes, conditions and the queue of pending resizes (1.34+).
     resizes: resize::PendingResizes,
+    /// Set by the admission under way when the kubelet would crash in it
+    /// (see [`KubeletPanic`]); taken into its decision.
+    kubelet_panic: Option<KubeletPanic>,
 }
 
 /// The node's allocation state, as the kubelet's checkpoint files hold it.
@@ -117,6 +122,7 @@ impl Node {
             active: Vec::new(),
             fit_usage: FitUsage::default(),
             resizes: resize::PendingResizes::default(),
+            kubelet_panic: None,
         })
     }
 
@@ -128,6 +134,10 @@ impl Node {
         let reservation = node_allocatable_reservation(&self.resources.capacity, &self.config);
         topoalign_memory_manager::reservation_overruns(&self.machine, &memory_manager_config(&self.config, reservation))
             .into_iter()
+            .map(|overrun| ReservationOverrun {
+                node: self.machine.numa_label(overrun.node),
+                ..overrun
+            })
             .map(StartHazard::from)
             .collect()
     }
@@ -178,6 +188,7 @@ impl Node {
             fit_usage: self.fit_usage.clone(),
             // Resizes pending on the node's pods: a trial keeps no pods.
             resizes: Default::default(),
+            kubelet_panic: None,
         }
     }
 
@@ -197,18 +208,42 @@ impl Node {
             scope: self.topology.scope(),
             merges: Vec::new(),
         };
+        // A NUMA id past 63: any policy but `none` merges masks the kubelet
+        // could not build, and it crashes before deciding anything.
+        let policy = self.topology.policy();
+        self.kubelet_panic = self
+            .machine
+            .numa_id_past_masks()
+            .filter(|_| policy != TopologyPolicyName::None)
+            .map(|numa_id| KubeletPanic {
+                release: self.config.kubelet_version,
+                numa_id,
+                site: PanicSite::TopologyManager(policy),
+            });
         // The kubelet adds the pod to its pod manager before admitting it,
         // so it already counts as active (and may reuse its own resources).
-        let requests = match self.align(&pod, &mut trace).and_then(|()| self.check_fit(&pod)) {
+        let outcome = match self.kubelet_panic {
+            Some(_) => Err(panic_rejection(RejectionStage::TopologyPolicy)),
+            None => self.align(&pod, &mut trace).and_then(|()| self.check_fit(&pod)),
+        };
+        let requests = match outcome {
             Ok(requests) => requests,
             Err(rejection) => {
                 self.release(&pod.uid);
+                let kubelet_panic = self.kubelet_panic.take();
                 return Decision {
                     pod: pod.key(),
                     qos: pod.qos,
-                    rejection: Some(rejection),
+                    rejection: Some(match &kubelet_panic {
+                        Some(panic) => Rejection {
+                            message: panic.to_string(),
+                            ..rejection
+                        },
+                        None => rejection,
+                    }),
                     containers: Vec::new(),
                     trace,
+                    kubelet_panic,
                 };
             }
         };
@@ -219,6 +254,7 @@ impl Node {
             rejection: None,
             containers,
             trace,
+            kubelet_panic: None,
         };
         self.fit_usage.add_on(&requests, &self.fit_allocatable);
         self.active.push(pod);
@@ -432,10 +468,20 @@ impl Node {
             .allocate(pod, container, hint)
             .map_err(|e| unexpected(Provider::Device, e.to_string()))?;
         self.cpus.allocate(pod, container, hint).map_err(cpu_rejection)?;
-        self.memory
-            .allocate(pod, container, hint)
-            .map_err(|e| unexpected(Provider::Memory, e.to_string()))?;
-        Ok(())
+        match self.memory.allocate(pod, container, hint) {
+            Ok(()) => Ok(()),
+            Err(MemoryAllocateFailure::Error(error)) => Err(unexpected(Provider::Memory, error.to_string())),
+            Err(MemoryAllocateFailure::KubeletPanic { numa_id }) => {
+                self.kubelet_panic = Some(KubeletPanic {
+                    release: self.config.kubelet_version,
+                    numa_id,
+                    site: PanicSite::MemoryDefaultHint {
+                        container: container.name.clone(),
+                    },
+                });
+                Err(panic_rejection(RejectionStage::Allocation(Provider::Memory)))
+            }
+        }
     }
 
     /// The predicate admit handler's resource-fit check against the other
@@ -484,6 +530,16 @@ impl Node {
         self.devices.remove_pod(uid);
         self.cpus.remove_pod(uid);
         self.memory.remove_pod(uid);
+    }
+}
+
+/// The rejection a crashing admission carries (its message is the
+/// [`KubeletPanic`]'s, set when the decision is made).
+fn panic_rejection(stage: RejectionStage) -> Rejection {
+    Rejection {
+        reason: KubeletPanic::REASON.to_string(),
+        message: String::new(),
+        stage,
     }
 }
 

@@ -119,6 +119,24 @@ pub struct ReservationOverrun {
 #[error("{0}")]
 pub struct MemoryAllocateError(pub String);
 
+/// What a container's `Allocate` does instead of pinning its memory.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MemoryAllocateFailure {
+    /// It fails with the kubelet's error.
+    #[error(transparent)]
+    Error(#[from] MemoryAllocateError),
+    /// The kubelet crashes: with no topology affinity (policy `none`) the
+    /// Static policy computes a default hint over masks of every NUMA node
+    /// (`calculateHints`, `bitmask.IterateBitMasks`), `bitmask.NewBitMask`
+    /// fails for NUMA id `numa_id` (64 or more; the error is discarded)
+    /// and the nil mask is dereferenced.
+    #[error(
+        "the memory manager's default hint dereferences a nil NUMA mask: NUMA node id {numa_id} does not fit the \
+         kubelet's 64-bit masks"
+    )]
+    KubeletPanic { numa_id: usize },
+}
+
 /// Why `AllocatePod` failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MemoryPodAllocateError {
@@ -188,18 +206,21 @@ impl MemoryManager {
     /// Pins the container's memory if the pod qualifies.
     ///
     /// # Errors
-    /// [`MemoryAllocateError`] as the kubelet's `Allocate` fails.
+    /// [`MemoryAllocateFailure`] as the kubelet's `Allocate` fails (or crashes).
     pub fn allocate(
         &mut self,
         pod: &Pod,
         container: &Container,
         affinity: TopologyHint,
-    ) -> Result<(), MemoryAllocateError> {
+    ) -> Result<(), MemoryAllocateFailure> {
         match &mut self.policy {
             Policy::None => Ok(()),
-            Policy::Static(policy) => policy
-                .allocate(pod, container, affinity)
-                .map_err(|e| MemoryAllocateError(e.to_string())),
+            Policy::Static(policy) => policy.allocate(pod, container, affinity).map_err(|e| match e {
+                policy_static::AllocateError::NumaIdPastMasks(numa_id) => {
+                    MemoryAllocateFailure::KubeletPanic { numa_id }
+                }
+                e => MemoryAllocateError(e.to_string()).into(),
+            }),
         }
     }
 

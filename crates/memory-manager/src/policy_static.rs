@@ -37,6 +37,10 @@ pub(crate) enum AllocateError {
     ExtendedNotPreferred,
     #[error("[memorymanager] preferred hint violates NUMA node allocation")]
     ViolatesNumaAllocation,
+    /// Not an error the kubelet returns: it panics (see
+    /// [`crate::MemoryAllocateFailure::KubeletPanic`]).
+    #[error("the kubelet panics computing the default hint: NUMA node id {0} does not fit its NUMA masks")]
+    NumaIdPastMasks(usize),
 }
 
 /// One pod's containers with memory blocks, in the order they were
@@ -210,6 +214,10 @@ pub(crate) struct StaticPolicy {
     /// Pod-level assignments (`podEntries`): pod uid → the blocks reserved
     /// for the whole pod.
     pod_blocks: BTreeMap<String, Vec<Block>>,
+    /// The machine's smallest NUMA id past 63 ([`Machine::numa_id_past_masks`]):
+    /// the kubelet's default hint enumerates a mask of every NUMA node and
+    /// crashes on it.
+    numa_id_past_masks: Option<usize>,
 }
 
 impl StaticPolicy {
@@ -228,6 +236,7 @@ impl StaticPolicy {
             pod_level_managers,
             skips_containers_without_requests: version.at_least(KubeletVersion::V1_37),
             pod_blocks: BTreeMap::new(),
+            numa_id_past_masks: machine.numa_id_past_masks(),
         }
     }
 
@@ -403,6 +412,12 @@ impl StaticPolicy {
     /// The hint used when the topology manager gave no affinity (kubelet
     /// `getDefaultHint`): the best memory hint of the current state.
     fn default_hint(&self, pod_uid: &str, requested: &Requested) -> Result<TopologyHint, AllocateError> {
+        // `calculateHints` walks `IterateBitMasks` over every NUMA id; the
+        // mask of an id past 63 is nil (`NewBitMask`'s error discarded) and
+        // its first use panics, whatever was requested.
+        if let Some(id) = self.numa_id_past_masks {
+            return Err(AllocateError::NumaIdPastMasks(id));
+        }
         // Nothing requested gives no hints at all, so no default either: a
         // container without memory of a pod that is Guaranteed by its
         // pod-level resources (1.32 and 1.33 with `PodLevelResources` on).
@@ -567,6 +582,7 @@ mod tests {
                 pod_level_managers: false,
                 skips_containers_without_requests: false,
                 pod_blocks: BTreeMap::new(),
+                numa_id_past_masks: None,
             };
             for (pod_uid, container, container_blocks) in blocks {
                 policy.set_blocks(pod_uid, container, container_blocks);

@@ -125,7 +125,9 @@ fn kubelet_error(text: impl Into<String>) -> MemoryManagerStartError {
 fn reserved_totals(machine: &Machine, config: &MemoryManagerConfig) -> Result<ResourceList, MemoryManagerStartError> {
     let mut totals = ResourceList::new();
     for reservation in &config.reserved_memory {
-        if machine.numa_node(reservation.numa_node).is_none() {
+        // `numa_node` is the configuration's id: on a machine numbered anew
+        // (NUMA ids past 63) its original id.
+        if machine.numa_id_of_label(reservation.numa_node).is_none() {
             return Err(kubelet_error(format!(
                 "the reserved memory configuration references a NUMA node {} that does not exist on this machine",
                 reservation.numa_node
@@ -187,10 +189,10 @@ fn per_node_bytes(machine: &Machine, config: &MemoryManagerConfig) -> Result<Sys
         for (resource, &amount) in &reservation.limits {
             let bytes = quantity_as_u64(amount)
                 .ok_or_else(|| kubelet_error("could not covert a variable of type Quantity to int64"))?;
-            reserved
-                .entry(reservation.numa_node)
-                .or_default()
-                .insert(resource.clone(), bytes);
+            let node = machine
+                .numa_id_of_label(reservation.numa_node)
+                .unwrap_or(reservation.numa_node);
+            reserved.entry(node).or_default().insert(resource.clone(), bytes);
         }
     }
     Ok(reserved)

@@ -29,7 +29,7 @@ pub use hint::{
     upward_closed_has_hint_between,
 };
 pub use kubelet_version::{KubeletVersion, KubeletVersionError};
-pub use machine::{Cpu, Device, Machine, MachineError, NumaNode};
+pub use machine::{Cpu, Device, MAX_NUMA_NODE_ID, Machine, MachineError, NumaNode};
 pub use names::UnknownName;
 pub use numa_mask::{MAX_NUMA_NODES, NumaMask};
 pub use option_maturity::{OptionMaturity, OptionsOf, go_parse_bool};

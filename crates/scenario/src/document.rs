@@ -218,13 +218,34 @@ impl Scenario {
     }
 }
 
+/// `Machine::new` or `Machine::with_numa_labels`.
+type MachineBuilder = fn(Vec<NumaNode>, Vec<Cpu>, BTreeMap<String, Vec<Device>>) -> Result<Machine, MachineError>;
+
 impl TopologySpec {
-    /// Builds the machine this block describes.
+    /// Builds the machine this block describes. NUMA ids must be below 64:
+    /// this is the machine of readers that print the machine's own ids
+    /// ([`TopologySpec::to_machine_with_numa_labels`] takes larger ones).
     ///
     /// # Errors
     /// [`ScenarioError::Field`] naming the bad field (quantities, huge page
     /// keys) or the broken machine invariant.
     pub fn to_machine(&self) -> Result<Machine, ScenarioError> {
+        self.build_machine(Machine::new)
+    }
+
+    /// [`TopologySpec::to_machine`], taking NUMA ids up to 1023 as the
+    /// kubelet does: with an id past 63 the machine is numbered anew and
+    /// keeps the scenario's ids as labels ([`Machine::with_numa_labels`]);
+    /// whoever prints its NUMA ids maps them through
+    /// [`Machine::numa_label`]. What a replay runs on.
+    ///
+    /// # Errors
+    /// As [`TopologySpec::to_machine`].
+    pub fn to_machine_with_numa_labels(&self) -> Result<Machine, ScenarioError> {
+        self.build_machine(Machine::with_numa_labels)
+    }
+
+    fn build_machine(&self, build: MachineBuilder) -> Result<Machine, ScenarioError> {
         let field = |path: String, message: String| ScenarioError::Field { path, message };
         let mut numa_nodes = Vec::new();
         for (i, spec) in self.numa_nodes.iter().enumerate() {
@@ -291,7 +312,7 @@ impl TopologySpec {
             .iter()
             .map(|(resource, list)| (resource.clone(), list.iter().map(Device::from).collect()))
             .collect();
-        Machine::new(numa_nodes, cpus, devices).map_err(|e| field("topology".into(), e.to_string()))
+        build(numa_nodes, cpus, devices).map_err(|e| field("topology".into(), e.to_string()))
     }
 
     /// Distance rows are indexed by NUMA id. With sparse ids (`0, 2`) a row
@@ -304,8 +325,8 @@ impl TopologySpec {
         let Some(&max_id) = ids.last() else {
             return Ok(());
         };
-        // Ids past the model's limit are refused by `Machine::new`, naming
-        // the id; rows are not spread that far.
+        // Ids past the mask's limit: `Machine::new` refuses them, naming the
+        // id, and `Machine::with_numa_labels` reads both row forms itself.
         if max_id >= topoalign_model::MAX_NUMA_NODES {
             return Ok(());
         }
@@ -345,11 +366,14 @@ impl TopologySpec {
     /// that divides them exactly (`64Gi`, `1536Mi`, plain bytes otherwise);
     /// every huge page pool is written, empty ones as `"0"`.
     pub fn from_machine(machine: &Machine) -> TopologySpec {
+        // A machine numbered anew is written with its own ids (rows then
+        // list one distance per node, in id order).
+        let label = |id: usize| machine.numa_label(id);
         let numa_nodes = machine
             .numa_nodes()
             .iter()
             .map(|node| NumaNodeSpec {
-                id: node.id,
+                id: label(node.id),
                 memory: byte_quantity(node.memory),
                 distances: node.distances.clone(),
                 other: node
@@ -366,11 +390,27 @@ impl TopologySpec {
             .collect();
         TopologySpec {
             numa_nodes,
-            cpus: machine.cpus().iter().map(CpuSpec::from).collect(),
+            cpus: machine
+                .cpus()
+                .iter()
+                .map(|cpu| CpuSpec {
+                    numa: label(cpu.numa),
+                    ..CpuSpec::from(cpu)
+                })
+                .collect(),
             devices: machine
                 .devices()
                 .iter()
-                .map(|(name, list)| (name.clone(), list.iter().map(DeviceSpec::from).collect()))
+                .map(|(name, list)| {
+                    let list = list
+                        .iter()
+                        .map(|device| DeviceSpec {
+                            numa: device.numa.iter().map(|&n| label(n)).collect(),
+                            ..DeviceSpec::from(device)
+                        })
+                        .collect();
+                    (name.clone(), list)
+                })
                 .collect(),
         }
     }

@@ -188,7 +188,7 @@ fn run(
     strategy: MergeStrategy,
     dra: Option<(&DraSpec, Vec<DraEvent>)>,
 ) -> Result<Replay, ScenarioError> {
-    let machine = topology.to_machine()?;
+    let machine = topology.to_machine_with_numa_labels()?;
     // The DRA walk maps the pinned CPUs to NUMA nodes.
     let dra_machine = dra.as_ref().map(|_| machine.clone());
     let mut notes = Vec::new();
@@ -205,7 +205,7 @@ fn run(
     };
     node.set_merge_strategy(strategy);
 
-    let results: Vec<EventResult> = apply_events(&mut node, kubelet, events)?
+    let mut results: Vec<EventResult> = apply_events(&mut node, kubelet, events)?
         .into_iter()
         .enumerate()
         .map(|(index, outcome)| match outcome {
@@ -242,13 +242,18 @@ fn run(
             },
         })
         .collect();
+    // A machine numbered anew (NUMA ids past 63) answers with its own ids.
+    let mut final_state = final_state(&node.state());
+    if node.machine().numa_labels().is_some() {
+        label_numa_ids(node.machine(), &mut results, &mut final_state);
+    }
     let dra = match (dra, dra_machine) {
         (Some((spec, dra_events)), Some(machine)) => dra_results(spec, kubelet, &machine, &dra_events, &results)?,
         _ => Vec::new(),
     };
     Ok(Replay::Completed(ResultDocument {
         results,
-        final_state: final_state(&node.state()),
+        final_state,
         dra,
         warnings: node
             .start_hazards()
@@ -295,7 +300,10 @@ fn dra_results(
         _ => DraEventInput::Other,
     });
     let spec = crate::dra::with_device_plugin_allocatable(spec, machine);
-    crate::dra::walk(&spec, &release, inputs, |cpu| machine.cpu(cpu).map(|c| c.numa)).map_err(
+    crate::dra::walk(&spec, &release, inputs, |cpu| {
+        machine.cpu(cpu).map(|c| machine.numa_label(c.numa))
+    })
+    .map_err(
         |(event, crate::dra::DraError::Claim { index, message })| ScenarioError::Field {
             path: format!("events[{event}].add.spec.resourceClaims[{index}]"),
             message,
@@ -366,7 +374,11 @@ fn apply_events(
         let outcome = match event {
             Event::Add(pod) => {
                 added.push((pod.key(), pod.uid.clone()));
-                EventOutcome::Admission(node.admit(pod))
+                let decision = node.admit(pod);
+                if let Some(panic) = &decision.kubelet_panic {
+                    return Err(kubelet_crash(&format!("events[{index}].add"), panic));
+                }
+                EventOutcome::Admission(decision)
             }
             Event::Delete { key } => match added.iter().rposition(|(k, _)| *k == key) {
                 Some(position) => {
@@ -396,6 +408,14 @@ fn apply_events(
             Event::Restart { kubelet: fields } => {
                 match topoalign_k8s::restart_node(node, &laid_over(kubelet, &fields)) {
                     Ok((restarted, decisions)) => {
+                        if let Some((decision, panic)) =
+                            decisions.iter().find_map(|d| d.kubelet_panic.as_ref().map(|p| (d, p)))
+                        {
+                            return Err(ScenarioError::Field {
+                                path: format!("events[{index}].restart"),
+                                message: format!("admitting {} again after the restart: {panic}", decision.pod),
+                            });
+                        }
                         *node = restarted;
                         // A pod refused now is Failed: a later delete
                         // still names it, as the API server keeps it.
@@ -417,6 +437,17 @@ fn apply_events(
         outcomes.push(outcome);
     }
     Ok(outcomes)
+}
+
+/// The answer for an event at which the kubelet crashes: no result
+/// document (the kubelet has none to give; it dies, and after its restart
+/// dies again re-admitting the same pod), an error naming the event and
+/// why.
+fn kubelet_crash(path: &str, panic: &topoalign_engine::KubeletPanic) -> ScenarioError {
+    ScenarioError::Field {
+        path: path.to_owned(),
+        message: panic.to_string(),
+    }
 }
 
 /// `base` (a `kubelet:` block) with `fields` laid over it: each replaces
@@ -810,6 +841,32 @@ fn resize_result(index: usize, decision: ResizeDecision) -> EventResult {
             message: Some(message),
             ..result(decision.pod)
         },
+    }
+}
+
+/// The NUMA ids of a result on a machine numbered anew, written as the
+/// scenario's own ids.
+fn label_numa_ids(machine: &topoalign_model::Machine, results: &mut [EventResult], state: &mut FinalState) {
+    let relabel = |nodes: &mut Vec<usize>| nodes.iter_mut().for_each(|n| *n = machine.numa_label(*n));
+    for result in results {
+        let containers = result.containers.iter_mut().flatten().chain(
+            result
+                .pods
+                .iter_mut()
+                .flatten()
+                .flat_map(|pod| pod.containers.iter_mut().flatten()),
+        );
+        for container in containers {
+            container.memory_numa.iter_mut().for_each(relabel);
+        }
+    }
+    for nodes in state
+        .memory_assignments
+        .values_mut()
+        .flat_map(|containers| containers.values_mut())
+        .chain(state.pod_memory_assignments.values_mut())
+    {
+        relabel(nodes);
     }
 }
 
