@@ -684,13 +684,15 @@ impl Node {
             }
             if left.is_negative() { Quantity::ZERO } else { left }
         };
+        // `GetResourceRequest` and the allocatable's `MilliValue()` /
+        // `Value()`: Go's int64 views, wrapped as Go wraps them.
         let cpu = (
-            request_for_capacity(pod, "cpu", version).milli(),
-            allocatable("cpu").milli(),
+            request_for_capacity(pod, "cpu", version).go_milli_value(),
+            allocatable("cpu").go_milli_value(),
         );
         let memory = (
-            request_for_capacity(pod, "memory", version).value(),
-            allocatable("memory").value(),
+            request_for_capacity(pod, "memory", version).go_value(),
+            allocatable("memory").go_value(),
         );
         let detail = if memory.0 > memory.1 {
             format!("memory, requested: {}, capacity: {}", memory.0, memory.1)
