@@ -19,8 +19,9 @@ use super::{Error, Outcome, Result};
 #[derive(clap::Args)]
 pub struct Args {
     /// Read the cluster from this manifests file (YAML documents or JSON:
-    /// Nodes, NodeResourceTopology objects, Pods, Lists of them) instead
-    /// of the API server; read again when it changes.
+    /// Nodes, NodeResourceTopology objects, Pods, DeviceClasses,
+    /// ResourceSlices, ResourceClaims, ResourceClaimTemplates, Lists of
+    /// them) instead of the API server; read again when it changes.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["kubeconfig", "context"])]
     from: Option<PathBuf>,
     /// The kubeconfig (default: $KUBECONFIG, ~/.kube/config, else the
