@@ -135,6 +135,19 @@ impl NodeDra {
             if here.is_empty() {
                 continue;
             }
+            // Shown as held only what the allocator counts as held (an
+            // admin-access result holds nothing and stays free).
+            let holds = topoalign_dra::held_devices(std::slice::from_ref(claim));
+            let here: Vec<_> = here
+                .into_iter()
+                .filter(|d| {
+                    holds.contains(&topoalign_dra::DeviceId {
+                        driver: &d.driver,
+                        pool: &d.pool,
+                        device: &d.device,
+                    })
+                })
+                .collect();
             let key = key_of(&claim.metadata);
             let namespace = key.split_once('/').map_or("default", |(ns, _)| ns);
             let pods: Vec<(String, String)> = claim

@@ -496,6 +496,42 @@ fn dra_devices_show_without_an_nrt_object() {
     assert_eq!(numa, [(0, Some("1"), vec![]), (1, None, vec!["(no pod) ns/loose"])]);
 }
 
+/// An admin-access claim's device is not held (the allocator's rule): it
+/// shows free, never also under the admin pod.
+#[test]
+fn an_admin_access_claim_holds_nothing() {
+    let mut objects = Objects {
+        nodes: vec![k8s_node("one")],
+        dra: dra_objects(&["one"], &[("watcher", "one", "gpu-1", "uid-watcher")], &[]),
+        ..Objects::default()
+    };
+    for claim in &mut objects.dra.resource_claims {
+        let allocation = claim
+            .status
+            .as_mut()
+            .and_then(|s| s.allocation.as_mut())
+            .expect("allocated");
+        for result in allocation
+            .devices
+            .as_mut()
+            .and_then(|d| d.results.as_mut())
+            .expect("results")
+        {
+            result.admin_access = Some(true);
+        }
+    }
+    let snapshot = build(objects, now());
+    assert!(snapshot.node("one").expect("one").dra.held.is_empty());
+    let views = topoalign_cluster::nodes_view(&snapshot);
+    let gpu_1 = views[0].numa.iter().find(|v| v.numa == 1).expect("NUMA 1");
+    assert_eq!(gpu_1.free.get("gpu.example.com").map(String::as_str), Some("1"));
+    assert!(
+        gpu_1.held.is_empty(),
+        "{:?}",
+        gpu_1.held.iter().map(|h| &h.pod).collect::<Vec<_>>()
+    );
+}
+
 /// `explain pod/NAME` on a pod with a claim: per node, the devices the DRA
 /// allocator gives it there beside the kubelet's NUMA nodes; a node where
 /// they share a NUMA node is the fix before one where they do not.
