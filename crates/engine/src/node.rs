@@ -507,7 +507,12 @@ impl Node {
             placements.push(ContainerPlacement {
                 name: container.name.clone(),
                 init,
-                cpus: self.cpus.container_cpus(&pod.uid, &container.name),
+                // An empty assignment (a CPU amount whose Go int64 views
+                // wrap to no whole CPUs) is reported as no exclusive CPUs.
+                cpus: self
+                    .cpus
+                    .container_cpus(&pod.uid, &container.name)
+                    .filter(|cpus| !cpus.is_empty()),
                 memory_numa: self.memory.container_numa_nodes(&pod.uid, &container.name),
                 devices: self.devices.container_devices(&pod.uid, &container.name),
             });
