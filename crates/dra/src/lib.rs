@@ -23,6 +23,7 @@ pub mod case;
 pub mod extended;
 pub mod features;
 pub mod held;
+pub mod names;
 mod nodesel;
 mod pools;
 pub mod selector;

@@ -1657,7 +1657,7 @@ impl ExplicitNames {
                 .iter()
                 .find(|m| m.request_name == request.name)
                 .map_or(request.name.as_str(), |m| m.resource_name.as_str());
-            let base = dns_label(resource.rsplit('/').next().unwrap_or(resource));
+            let base = topoalign_dra::names::dns_label(resource.rsplit('/').next().unwrap_or(resource));
             let name = free(&base, &|name| requests.values().any(|n| n == name));
             requests.insert(request.name.clone(), name);
         }
@@ -1668,26 +1668,6 @@ impl ExplicitNames {
             template,
             requests,
         }
-    }
-}
-
-/// `text` as a DNS label (lower case, `-` for anything else).
-fn dns_label(text: &str) -> String {
-    let label: String = text
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let label = label.trim_matches('-');
-    if label.is_empty() {
-        "device".to_owned()
-    } else {
-        label.to_owned()
     }
 }
 

@@ -78,27 +78,6 @@ pub fn split_spec(spec: &NodeSpec, resources: &[DraResource]) -> (NodeSpec, DraD
     (spec, devices)
 }
 
-/// A device id as a DRA device name (a DNS label: lower case, `-` for
-/// anything else).
-fn device_name(id: &str) -> String {
-    let name: String = id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let name = name.trim_matches('-');
-    if name.is_empty() {
-        "device".to_owned()
-    } else {
-        name.to_owned()
-    }
-}
-
 /// The ResourceSlices of node `node`: one per driver, the pool named after
 /// the node; a device on exactly one NUMA node says which.
 pub fn resource_slices(node: &str, devices: &DraDevices) -> Vec<ResourceSlice> {
@@ -106,7 +85,7 @@ pub fn resource_slices(node: &str, devices: &DraDevices) -> Vec<ResourceSlice> {
         .iter()
         .map(|(driver, list)| ResourceSlice {
             metadata: ObjectMeta {
-                name: Some(format!("{node}-{}", device_name(driver))),
+                name: Some(format!("{node}-{}", topoalign_dra::names::dns_label(driver))),
                 ..ObjectMeta::default()
             },
             spec: ResourceSliceSpec {
@@ -120,7 +99,7 @@ pub fn resource_slices(node: &str, devices: &DraDevices) -> Vec<ResourceSlice> {
                 devices: Some(
                     list.iter()
                         .map(|device| Device {
-                            name: device_name(&device.id),
+                            name: topoalign_dra::names::dns_label(&device.id),
                             attributes: match device.numa.as_slice() {
                                 [numa] => Some(
                                     [(
