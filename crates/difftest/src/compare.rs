@@ -2,6 +2,8 @@
 //! test does (the same result document, field for field), and naming the
 //! kind of a difference so that shrinking keeps the same one.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use crate::answer::Answer;
@@ -43,10 +45,84 @@ pub fn judge(oracle: &Answer, engine: &Answer) -> Verdict {
         (Answer::Invalid(_), Answer::Invalid(_)) => Verdict::Same,
         (Answer::Invalid(_), _) => Verdict::Differs(Difference::OracleInvalid),
         (_, Answer::Invalid(_)) => Verdict::Differs(Difference::EngineInvalid),
-        (Answer::Document(o), Answer::Document(e)) if o == e || same_refusal_in_map_order(o, e) => Verdict::Same,
-        (Answer::Document(o), Answer::Document(e)) => Verdict::Differs(document_difference(o, e)),
+        (Answer::Document(o), Answer::Document(e)) => {
+            let (o, e) = (without_dec_addresses(o), without_dec_addresses(e));
+            if o == e || same_refusal_in_map_order(&o, &e) {
+                Verdict::Same
+            } else {
+                Verdict::Differs(document_difference(&o, &e))
+            }
+        }
         (_, Answer::Timeout | Answer::Failed(_)) => Verdict::Unjudged,
     }
+}
+
+/// Where the kubelet's text holds a pointer: `validateNodeAllocatable`
+/// prints each over-reserved amount with `%v` of the `resource.Quantity`
+/// value (`Resource %q has a reservation of %v but capacity of %v. ...`),
+/// i.e. Go's internal struct `{i int64Amount; d infDecAmount; s string;
+/// Format}`. A reservation summed past `int64` is held as an `inf.Dec`
+/// (`i` zeroed, `s` empty after `Add`), and `d`, a struct around a
+/// `*inf.Dec`, prints as the pointer's address:
+/// `{{0 0} {0x1c928f773620}  DecimalSI}` — a heap address no one can
+/// reproduce. This fragment, and
+/// nothing else, has its address replaced by `0x…` on both sides, so the
+/// rest (the zero `int64Amount`, the format, every other word) is still
+/// compared. (The capacity is always an `int64Amount`: cAdvisor's
+/// numbers.)
+const DEC_RESERVATION: &str = "has a reservation of {{0 0} {0x";
+const DEC_ADDRESS_TEXT: &str = "0x\u{2026}";
+
+/// `doc` with the address of every [`DEC_RESERVATION`] fragment of its
+/// start-up refusal replaced by `0x…` (borrowed when there is none).
+fn without_dec_addresses(doc: &Value) -> Cow<'_, Value> {
+    let Some(text) = doc.get("error").and_then(Value::as_str) else {
+        return Cow::Borrowed(doc);
+    };
+    match dec_addresses_replaced(text) {
+        Some(replaced) => {
+            let mut doc = doc.clone();
+            doc["error"] = Value::String(replaced);
+            Cow::Owned(doc)
+        }
+        None => Cow::Borrowed(doc),
+    }
+}
+
+/// `text` with the address in each whole fragment `has a reservation of
+/// {{0 0} {0x<hex>}  <Format>} but capacity of ` replaced by `0x…`; `None`
+/// when there is no such fragment.
+fn dec_addresses_replaced(text: &str) -> Option<String> {
+    const FORMATS: [&str; 3] = ["DecimalSI", "BinarySI", "DecimalExponent"];
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let mut replaced = false;
+    while let Some(at) = rest.find(DEC_RESERVATION) {
+        let hex_start = at + DEC_RESERVATION.len();
+        let hex_len = rest[hex_start..]
+            .bytes()
+            .take_while(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+            .count();
+        let after = &rest[hex_start + hex_len..];
+        let whole = hex_len > 0
+            && after.strip_prefix("}  ").is_some_and(|tail| {
+                FORMATS.iter().any(|format| {
+                    tail.strip_prefix(format)
+                        .is_some_and(|t| t.starts_with("} but capacity of "))
+                })
+            });
+        let end = if whole { hex_start + hex_len } else { hex_start };
+        out.push_str(&rest[..hex_start - "0x".len()]);
+        if whole {
+            out.push_str(DEC_ADDRESS_TEXT);
+            replaced = true;
+        } else {
+            out.push_str("0x");
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    replaced.then_some(out)
 }
 
 /// Two start-up refusals listing the same feature gate dependency errors in
@@ -235,6 +311,97 @@ mod tests {
         assert_eq!(
             judge(&refused(&format!("{a}, {a}")), &refused(&format!("{b}, {a}"))),
             Verdict::Differs(Difference::RefusalText)
+        );
+    }
+
+    /// The kubelet's own texts (difftest 1.32 seeds 516 and 974, 1.37 seed
+    /// 1306: reservations summed past `int64`, held as `inf.Dec`).
+    const KUBELET_DEC_REFUSALS: [&str; 3] = [
+        "invalid Node Allocatable configuration. Resource \"memory\" has a reservation of \
+         {{0 0} {0x1c928f773620}  DecimalSI} but capacity of {{68719476736 0} {<nil>}  BinarySI}. \
+         Expected capacity >= reservation.",
+        "invalid Node Allocatable configuration. Resource \"memory\" has a reservation of \
+         {{0 0} {0xa24769cd200}  DecimalExponent} but capacity of {{34359738368 0} {<nil>}  BinarySI}. \
+         Expected capacity >= reservation.",
+        "invalid Node Allocatable configuration. Resource \"memory\" has a reservation of \
+         {{0 0} {0xe91848bda0}  DecimalSI} but capacity of {{68719476736 0} {<nil>}  BinarySI}. \
+         Expected capacity >= reservation.",
+    ];
+
+    #[test]
+    fn the_address_of_an_inf_dec_reservation_is_not_compared() {
+        let refused = |text: &str| doc(json!({ "error": text }));
+        let at = |text: &str, address: &str| text.replacen("{0x", &format!("{{0x{address}"), 1);
+        for kubelet in KUBELET_DEC_REFUSALS {
+            let address = kubelet.split("{0x").nth(1).and_then(|s| s.split('}').next()).unwrap();
+            // Any other address: the same refusal.
+            let other = kubelet.replacen(address, "c000012345", 1);
+            assert_eq!(judge(&refused(kubelet), &refused(&other)), Verdict::Same, "{kubelet}");
+            assert_eq!(judge(&refused(&other), &refused(kubelet)), Verdict::Same);
+            // Everything else is still compared: the zero int64 part, the
+            // format, the capacity, the words.
+            let differs = |engine: String| {
+                assert_eq!(
+                    judge(&refused(kubelet), &refused(&engine)),
+                    Verdict::Differs(Difference::RefusalText),
+                    "{engine}"
+                );
+            };
+            differs(other.replacen("{{0 0} {0x", "{{1 0} {0x", 1));
+            let reformatted = other.replacen("  DecimalSI} but", "  BinarySI} but", 1).replacen(
+                "  DecimalExponent} but",
+                "  DecimalSI} but",
+                1,
+            );
+            assert_ne!(reformatted, other);
+            differs(reformatted);
+            differs(
+                other
+                    .replace("68719476736", "68719476737")
+                    .replace("34359738368", "34359738369"),
+            );
+            differs(other.replace("Expected capacity", "expected capacity"));
+            differs(other.replace("{0xc000012345}", "{<nil>}"));
+            // The int64 text the engine printed before: a difference.
+            differs(kubelet.replacen(
+                &format!("{{{{0 0}} {{0x{address}}}"),
+                "{{18446744073709551616 0} {<nil>}",
+                1,
+            ));
+            // Not hexadecimal, or not the whole fragment: not normalised.
+            differs(at(kubelet, "g"));
+        }
+        // A pointer anywhere else is not normalised.
+        let capacity = |address: &str| {
+            format!(
+                "invalid Node Allocatable configuration. Resource \"cpu\" has a reservation of \
+                 {{{{10 0}} {{<nil>}}  DecimalSI}} but capacity of {{{{0 0}} {{0x{address}}}  DecimalSI}}. \
+                 Expected capacity >= reservation."
+            )
+        };
+        assert_eq!(
+            judge(&refused(&capacity("c000000001")), &refused(&capacity("c000000002"))),
+            Verdict::Differs(Difference::RefusalText)
+        );
+        // Several over-reserved resources: each address.
+        let two = |a: &str, b: &str| {
+            format!(
+                "invalid Node Allocatable configuration. \
+                 Resource \"cpu\" has a reservation of {{{{0 0}} {{0x{a}}}  DecimalSI}} but capacity of \
+                 {{{{8000 -3}} {{<nil>}}  DecimalSI}}. Expected capacity >= reservation. \
+                 Resource \"memory\" has a reservation of {{{{0 0}} {{0x{b}}}  BinarySI}} but capacity of \
+                 {{{{1024 0}} {{<nil>}}  BinarySI}}. Expected capacity >= reservation."
+            )
+        };
+        assert_eq!(
+            judge(&refused(&two("c1", "c2")), &refused(&two("ab", "cd"))),
+            Verdict::Same
+        );
+        // Documents that run events are compared whole.
+        let run = |m: &str| doc(json!({"results": [{"event": 0, "message": m}]}));
+        assert_eq!(
+            judge(&run(KUBELET_DEC_REFUSALS[0]), &run(&at(KUBELET_DEC_REFUSALS[0], "1"))),
+            Verdict::Differs(Difference::Event)
         );
     }
 

@@ -39,7 +39,7 @@ use std::collections::BTreeMap;
 
 use topoalign_model::resource_name::{is_extended, is_hugepages, is_scalar};
 use topoalign_model::{
-    FlatMap, Machine, Pod, Quantity, QuantityFormat, ResourceList, add_resources, hugepage_resource_name,
+    FlatMap, GoForm, Machine, Pod, Quantity, QuantityFormat, ResourceList, add_resources, hugepage_resource_name,
 };
 
 use crate::NodeConfig;
@@ -479,12 +479,25 @@ fn clamp_at_zero(amount: Quantity) -> Quantity {
 /// millis (`500m` → scale -3). Amounts written with a decimal fraction or a
 /// decimal SI suffix above one (`1.5`, `1G`) print with another split in the
 /// kubelet.
+///
+/// A reservation Go holds as an `inf.Dec` (summed past `int64`, or an
+/// amount its parser could not take as `int64Amount`) prints as
+/// `{{0 0} {0x…}  Format}`: the `int64Amount` zeroed and the `inf.Dec`
+/// pointer's address, which no one can reproduce; the engine prints
+/// [`DEC_ADDRESS_STAND_IN`] there (the differential test compares all but
+/// the address).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct GoQuantity {
     value: i128,
     scale: i32,
     format: QuantityFormat,
+    /// Go holds it as an `inf.Dec`.
+    dec: bool,
 }
+
+/// The address printed for an `inf.Dec` reservation (see [`GoQuantity`]):
+/// a Go heap address of the usual shape, fixed.
+const DEC_ADDRESS_STAND_IN: &str = "0xc000012000";
 
 impl GoQuantity {
     /// A reserved amount.
@@ -498,6 +511,7 @@ impl GoQuantity {
             value,
             scale,
             format: amount.format(),
+            dec: matches!(amount.go_form(), GoForm::Dec { .. }),
         }
     }
 
@@ -509,6 +523,7 @@ impl GoQuantity {
                 value: 0,
                 scale: 0,
                 format: QuantityFormat::DecimalSI,
+                dec: false,
             };
         };
         if resource == "cpu" {
@@ -516,6 +531,7 @@ impl GoQuantity {
                 value: amount.milli(),
                 scale: -3,
                 format: amount.format(),
+                dec: false,
             }
         } else {
             GoQuantity::of_reservation(amount)
@@ -531,8 +547,7 @@ impl GoQuantity {
         if self.value == 0 {
             return GoQuantity {
                 value: -other.value,
-                scale: other.scale,
-                format: other.format,
+                ..other
             };
         }
         let scale = self.scale.min(other.scale);
@@ -541,6 +556,7 @@ impl GoQuantity {
             value: at_scale(self) - at_scale(other),
             scale,
             format: self.format,
+            dec: self.dec || other.dec,
         }
     }
 
@@ -556,6 +572,9 @@ impl std::fmt::Display for GoQuantity {
             QuantityFormat::BinarySI => "BinarySI",
             QuantityFormat::DecimalExponent => "DecimalExponent",
         };
+        if self.dec {
+            return write!(f, "{{{{0 0}} {{{DEC_ADDRESS_STAND_IN}}}  {format}}}");
+        }
         write!(f, "{{{{{} {}}} {{<nil>}}  {format}}}", self.value, self.scale)
     }
 }
@@ -1052,5 +1071,55 @@ mod tests {
         let config = reserving(&[("cpu", cpus(8000))], &[], 0);
         let reservation = node_allocatable_reservation(&node.capacity, &config);
         assert_eq!(validate_node_allocatable(&node, &reservation), Ok(()));
+    }
+
+    #[test]
+    fn an_inf_dec_reservation_prints_as_go_prints_its_pointer() {
+        // The kubelet's text (difftest 1.32 seed 516: 2^64 bytes reserved,
+        // an inf.Dec) is `{{0 0} {0x1c928f773620}  DecimalSI}`: the
+        // int64Amount zeroed, then the *inf.Dec's address, which the engine
+        // prints as a fixed stand-in.
+        let machine = machine(1, 1, 64 * GI, 0, 0);
+        let dec_text = |reserved: Quantity| {
+            let config = reserving(&[("memory", reserved)], &[], 0);
+            let node = node_resources(&machine, &config);
+            let reservation = node_allocatable_reservation(&node.capacity, &config);
+            validate_node_allocatable(&node, &reservation).unwrap_err().to_string()
+        };
+        let expected = |format: &str| {
+            format!(
+                "invalid Node Allocatable configuration. Resource \"memory\" has a reservation of \
+                 {{{{0 0}} {{{DEC_ADDRESS_STAND_IN}}}  {format}}} but capacity of {{{{{} 0}} {{<nil>}}  BinarySI}}. \
+                 Expected capacity >= reservation.",
+                64 * GI
+            )
+        };
+        let two_to_64 = Quantity::from_units(1 << 64);
+        assert_eq!(two_to_64.go_form(), GoForm::Dec { scale: 9 });
+        assert_eq!(dec_text(two_to_64), expected("DecimalSI"));
+        assert_eq!(
+            dec_text(two_to_64.with_format(QuantityFormat::DecimalExponent)),
+            expected("DecimalExponent")
+        );
+        // Two int64Amounts whose int64 sum overflows: Go's Add turns to
+        // inf.Dec.
+        let max = Quantity::from_units(i128::from(i64::MAX));
+        let config = reserving(&[("memory", max)], &[("memory", Quantity::from_units(1))], 0);
+        let node = node_resources(&machine, &config);
+        let reservation = node_allocatable_reservation(&node.capacity, &config);
+        assert_eq!(
+            validate_node_allocatable(&node, &reservation).unwrap_err().to_string(),
+            expected("DecimalSI")
+        );
+        // i64::MAX alone is an int64Amount.
+        let config = reserving(&[("memory", max)], &[], 0);
+        let node = node_resources(&machine, &config);
+        let reservation = node_allocatable_reservation(&node.capacity, &config);
+        assert!(
+            validate_node_allocatable(&node, &reservation)
+                .unwrap_err()
+                .to_string()
+                .contains(&format!("{{{{{} 0}} {{<nil>}}  DecimalSI}}", i64::MAX))
+        );
     }
 }
