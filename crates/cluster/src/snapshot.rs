@@ -299,7 +299,7 @@ pub fn build(objects: Objects, now: Timestamp) -> ClusterSnapshot {
                     .flatten()
                     .any(|c| c.type_ == "Ready" && c.status == "True"),
                 unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
-                dra: NodeDra::of(&name, &objects.dra),
+                dra: NodeDra::of(object, &objects.dra),
                 name,
                 source,
                 updated,

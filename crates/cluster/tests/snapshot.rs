@@ -586,3 +586,70 @@ fn a_pod_with_a_claim_is_told_per_node_where_dra_puts_its_devices() {
         assert!(aligned_nodes.contains(node), "{node} is not one of {aligned_nodes:?}");
     }
 }
+
+/// A device a driver offers to every node (`allNodes: true`: a
+/// network-attached one, on no NUMA node) is listed on each node, and a pod
+/// claiming it is told on each node that DRA allocates it there, aligned
+/// (a device on no NUMA node is never misaligned).
+#[test]
+fn a_device_offered_to_all_nodes_serves_every_node() {
+    let spec = spec();
+    let empty = topoalign_nrt::start_node(&spec).expect("start");
+    let mut dra = dra_objects(&["a", "b"], &[], &[]);
+    let fabric = json!({"kind": "List", "items": [
+        {
+            "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+            "metadata": {"name": "fabric.example.com"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == \"net.example.com\""}}]},
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": "fabric"},
+            "spec": {
+                "driver": "net.example.com", "allNodes": true,
+                "pool": {"name": "fabric", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "vf-0"}],
+            },
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": "want-vf", "namespace": "ns"},
+            "spec": {"devices": {"requests": [{"name": "vf", "exactly": {"deviceClassName": "fabric.example.com"}}]}},
+        },
+    ]});
+    let (more, skipped) = topoalign_scenario::dra::DraSpec::from_manifests(&fabric.to_string()).expect("objects");
+    assert!(skipped.is_empty(), "{skipped:?}");
+    dra.device_classes.extend(more.device_classes);
+    dra.resource_slices.extend(more.resource_slices);
+    dra.resource_claims.extend(more.resource_claims);
+    let objects = Objects {
+        nodes: vec![k8s_node("a"), k8s_node("b")],
+        topologies: vec![exact_object("a", &spec, &empty), exact_object("b", &spec, &empty)],
+        pods: vec![with_claim(pod("want", 2, 0, None, "Pending", None), "want-vf")],
+        dra,
+    };
+    let snapshot = build(objects, now());
+    for name in ["a", "b"] {
+        let devices = snapshot.node(name).expect("node").dra.devices();
+        let vf = devices
+            .iter()
+            .find(|d| d.address() == "net.example.com/fabric/vf-0")
+            .unwrap_or_else(|| panic!("{name} lists the fabric's device"));
+        assert_eq!(vf.numa, None);
+    }
+    let answer = topoalign_cluster::explain_pod(&snapshot, snapshot.pod("ns", "want").expect("pod"));
+    assert_eq!(answer.nodes.len(), 2);
+    for verdict in &answer.nodes {
+        let Some(topoalign_cluster::DraVerdict::Explained(dra)) = &verdict.dra else {
+            panic!("{}: {:?}", verdict.node, verdict.dra)
+        };
+        assert_eq!(dra.outcome, "allocated", "{}", verdict.node);
+        let devices: Vec<(&str, Option<i64>)> = dra
+            .requests
+            .iter()
+            .flat_map(|r| r.devices.iter().map(|d| (d.device.as_str(), d.numa_node)))
+            .collect();
+        assert_eq!(devices, [("vf-0", None)], "{}", verdict.node);
+        assert!(dra.misaligned.is_empty(), "{}: {:?}", verdict.node, dra.misaligned);
+    }
+}

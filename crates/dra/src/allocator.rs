@@ -833,14 +833,8 @@ impl<'a, 'c> Search<'a, 'c> {
         if ok {
             ok = self.selectors_match(candidate, data.view.selectors, &format!("claim {claim}"))?;
         }
-        if ok && candidate.slice.spec.per_device_node_selection == Some(true) {
-            ok = crate::nodesel::node_matches(
-                self.node,
-                device.node_name.as_deref(),
-                device.all_nodes.unwrap_or(false),
-                device.node_selector.as_ref(),
-            )
-            .map_err(Stop::Fatal)?;
+        if ok {
+            ok = crate::nodesel::device_serves(candidate.slice, device, self.node).map_err(Stop::Fatal)?;
         }
         self.matches.insert((candidate.id, key), ok);
         Ok(ok)

@@ -12,7 +12,8 @@
 //! Owns: the allocation case format shared with the Go oracle ([`case`]),
 //! the release's DRA feature defaults ([`features`]), CEL device selectors
 //! ([`selector`]), the allocation search ([`allocator`]) and DRA-backed
-//! extended resources, the plugin's special claim ([`extended`]); the devices
+//! extended resources, the plugin's special claim ([`extended`]), which nodes
+//! a ResourceSlice and its devices serve ([`nodesel`]); the devices
 //! allocated claims hold, for callers counting free devices ([`held`]). Pure: no files,
 //! clocks or network; inputs are resource.k8s.io/v1 objects as k8s-openapi
 //! reads them.
@@ -24,7 +25,7 @@ pub mod extended;
 pub mod features;
 pub mod held;
 pub mod names;
-mod nodesel;
+pub mod nodesel;
 mod pools;
 pub mod selector;
 

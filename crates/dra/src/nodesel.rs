@@ -1,13 +1,74 @@
 //! Which nodes a ResourceSlice (or one of its devices) serves: its
 //! `nodeName`, `allNodes` or `nodeSelector`, matched against the node the way
-//! the scheduler's node-affinity helper matches a `NodeSelector`.
+//! the scheduler's node-affinity helper matches a `NodeSelector`. The one
+//! rule: the allocator gathers a node's pools by [`slice_serves`] and
+//! admits a device by [`device_serves`]; callers listing a node's devices
+//! (the cluster's views) ask the same two.
 
 use k8s_openapi::api::core::v1::{Node, NodeSelector, NodeSelectorRequirement};
+use k8s_openapi::api::resource::v1::{Device, ResourceSlice};
+
+/// Whether `slice` has devices for `node`, as the scheduler gathers the
+/// pools a node allocates from: by the slice's `nodeName`, `allNodes` or
+/// `nodeSelector`, or — with `perDeviceNodeSelection` — by any of its
+/// devices' own ([`device_serves`]). `None`: the slice selects nodes in no
+/// way known here (the scheduler skips it). An invalid selector (an
+/// unknown operator, a `Gt` value that is no integer) is an error, in the
+/// scheduler's words.
+pub fn slice_serves(slice: &ResourceSlice, node: &Node) -> Result<Option<bool>, String> {
+    let spec = &slice.spec;
+    let name = slice.metadata.name.as_deref().unwrap_or_default();
+    let node_name = spec.node_name.as_deref().filter(|n| !n.is_empty());
+    let all_nodes = spec.all_nodes.unwrap_or(false);
+    if node_name.is_some() || all_nodes || spec.node_selector.is_some() {
+        return node_matches(node, node_name, all_nodes, spec.node_selector.as_ref())
+            .map(Some)
+            .map_err(|e| format!("failed to perform node selection for slice {name}: {e}"));
+    }
+    if spec.per_device_node_selection != Some(true) {
+        return Ok(None);
+    }
+    for device in spec.devices.as_deref().unwrap_or_default() {
+        let matched = node_matches(
+            node,
+            device.node_name.as_deref(),
+            device.all_nodes.unwrap_or(false),
+            device.node_selector.as_ref(),
+        )
+        .map_err(|e| {
+            format!(
+                "failed to perform node selection for device {} in slice {name}: {e}",
+                device.name
+            )
+        })?;
+        if matched {
+            return Ok(Some(true));
+        }
+    }
+    Ok(Some(false))
+}
+
+/// Whether `device` of `slice` (a slice that serves `node`) is for `node`:
+/// with `perDeviceNodeSelection`, by the device's own `nodeName`,
+/// `allNodes` or `nodeSelector`; otherwise the slice decided for all its
+/// devices. An invalid selector is an error (the requirement's key and
+/// what is wrong).
+pub fn device_serves(slice: &ResourceSlice, device: &Device, node: &Node) -> Result<bool, String> {
+    if slice.spec.per_device_node_selection != Some(true) {
+        return Ok(true);
+    }
+    node_matches(
+        node,
+        device.node_name.as_deref(),
+        device.all_nodes.unwrap_or(false),
+        device.node_selector.as_ref(),
+    )
+}
 
 /// Does the node match the slice's (or device's) node selection? A node name
 /// decides alone, then `allNodes`, then the selector; none of them set
 /// matches no node.
-pub(crate) fn node_matches(
+fn node_matches(
     node: &Node,
     node_name: Option<&str>,
     all_nodes: bool,

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{CounterSet, ResourceSlice};
 
 use crate::features::Features;
-use crate::nodesel::node_matches;
+use crate::nodesel::slice_serves;
 
 /// A pool's identity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -102,34 +102,7 @@ pub(crate) fn gather<'a>(
         if !features.partitionable_devices && (per_device.is_some() || (counters && minor >= 35)) {
             continue;
         }
-        let name = slice.metadata.name.as_deref().unwrap_or_default();
-        let node_name = spec.node_name.as_deref().filter(|n| !n.is_empty());
-        let all_nodes = spec.all_nodes.unwrap_or(false);
-        let relevant = if node_name.is_some() || all_nodes || spec.node_selector.is_some() {
-            node_matches(node, node_name, all_nodes, spec.node_selector.as_ref())
-                .map_err(|e| format!("failed to perform node selection for slice {name}: {e}"))?
-        } else if per_device == Some(true) {
-            let mut any = false;
-            for device in spec.devices.as_deref().unwrap_or_default() {
-                let matched = node_matches(
-                    node,
-                    device.node_name.as_deref(),
-                    device.all_nodes.unwrap_or(false),
-                    device.node_selector.as_ref(),
-                )
-                .map_err(|e| {
-                    format!(
-                        "failed to perform node selection for device {} in slice {name}: {e}",
-                        device.name
-                    )
-                })?;
-                if matched {
-                    any = true;
-                    break;
-                }
-            }
-            any
-        } else {
+        let Some(relevant) = slice_serves(slice, node)? else {
             // Some future way of selecting nodes: not understood, skipped.
             continue;
         };
