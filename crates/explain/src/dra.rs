@@ -240,9 +240,7 @@ pub fn explain(
     }
     let machine = situation.node.machine();
     let kubelet: Vec<usize> = if decision.admitted() {
-        pinned_numa_nodes(&decision.containers, |cpu| machine.cpu(cpu).map(|c| c.numa))
-            .into_iter()
-            .collect()
+        kubelet_numa_nodes(machine, decision)
     } else {
         Vec::new()
     };
@@ -309,6 +307,17 @@ pub fn explain(
         summary,
         fixes,
     }))
+}
+
+/// The NUMA nodes of an admitted pod's exclusive CPUs and pinned memory,
+/// as the machine names them ([`topoalign_model::Machine::numa_label`]):
+/// the ids devices publish in their NUMA attribute, which every
+/// comparison and selector here uses.
+fn kubelet_numa_nodes(machine: &topoalign_model::Machine, decision: &Decision) -> Vec<usize> {
+    pinned_numa_nodes(&decision.containers, |cpu| machine.cpu(cpu).map(|c| c.numa))
+        .into_iter()
+        .map(|node| machine.numa_label(node))
+        .collect()
 }
 
 /// The claim requests' names, in order.
@@ -758,17 +767,13 @@ fn why_unsatisfiable(state: &DraState, resolved: &[ResolvedClaim]) -> Vec<Reques
                 continue;
             };
             alone_fail = true;
-            let reasons: Vec<String> = alternatives(request)
-                .iter()
-                .map(|(name, asked)| match &env {
-                    Some(env) => device_reasons(state, env, name, asked, &taken),
-                    None => format!("{name}: {text}"),
-                })
-                .collect();
             problems.push(RequestProblem {
                 claim: claim.name.clone(),
                 request: request.name.clone(),
-                reason: format!("{} (the allocator: {text})", reasons.join("; ")),
+                reason: format!(
+                    "{} (the allocator: {text})",
+                    request_reasons(state, env.as_ref(), request, &text, &taken)
+                ),
             });
         }
         if alone_fail {
@@ -844,20 +849,13 @@ fn extended_unsatisfiable(state: &DraState, special: &Special) -> Vec<RequestPro
         let Some(text) = outcome_text(&allocate(state, vec![alone])) else {
             continue;
         };
-        let reasons: Vec<String> = alternatives(request)
-            .iter()
-            .map(|(name, asked)| match &env {
-                Some(env) => device_reasons(state, env, name, asked, &taken),
-                None => format!("{name}: {text}"),
-            })
-            .collect();
         problems.push(RequestProblem {
             claim: EXTENDED_RESOURCES.to_owned(),
             request: request.name.clone(),
             reason: format!(
                 "for {}: {} (the allocator: {text})",
                 served_text(special, &request.name),
-                reasons.join("; ")
+                request_reasons(state, env.as_ref(), request, &text, &taken)
             ),
         });
     }
@@ -917,6 +915,29 @@ fn constrained_requests(constraint: &DeviceConstraint, devices: &DeviceClaim) ->
         Some(names) if !names.is_empty() => names.to_vec(),
         _ => devices.requests.iter().flatten().map(|r| r.name.clone()).collect(),
     }
+}
+
+/// Why one request the allocator refused (`text`, its own words) gets
+/// no devices: for each of its alternatives (the request itself, or each
+/// subrequest) its devices counted by how they fare, `; `-separated; the
+/// allocator's words alone when the selectors cannot be evaluated. The
+/// one wording of a pod's claims and of the scheduler's claim for
+/// extended resources.
+fn request_reasons(
+    state: &DraState,
+    env: Option<&SelectorEnv>,
+    request: &DeviceRequest,
+    text: &str,
+    taken: &BTreeSet<DeviceId<'_>>,
+) -> String {
+    let reasons: Vec<String> = alternatives(request)
+        .iter()
+        .map(|(name, asked)| match env {
+            Some(env) => device_reasons(state, env, name, asked, taken),
+            None => format!("{name}: {text}"),
+        })
+        .collect();
+    reasons.join("; ")
 }
 
 /// A request's devices counted by how they fare.
@@ -1628,11 +1649,9 @@ impl ExplicitNames {
     fn new(state: &DraState, pod: &KubePod, special: &Special) -> ExplicitNames {
         let namespace = namespace_of(pod).to_owned();
         let pod_name = pod.metadata.name.clone().unwrap_or_default();
-        let free = |base: &str, taken: &dyn Fn(&str) -> bool| {
-            (1..)
-                .map(|n| if n == 1 { base.to_owned() } else { format!("{base}-{n}") })
-                .find(|name| !taken(name))
-                .unwrap_or_default()
+        // The first of `name(1)`, `name(2)`, … not taken.
+        let free = |name: &dyn Fn(usize) -> String, taken: &dyn Fn(&str) -> bool| {
+            (1..).map(name).find(|name| !taken(name)).unwrap_or_default()
         };
         let pod_claims: Vec<String> = pod
             .spec
@@ -1642,8 +1661,10 @@ impl ExplicitNames {
             .flatten()
             .map(|c| c.name.clone())
             .collect();
-        let claim = free("devices", &|name| pod_claims.iter().any(|c| c == name));
-        let template = free(&format!("{pod_name}-devices"), &|name| {
+        let claim = free(&|n| label_name("devices", "", n), &|name| {
+            pod_claims.iter().any(|c| c == name)
+        });
+        let template = free(&|n| label_name(&pod_name, "-devices", n), &|name| {
             state
                 .spec()
                 .resource_claim_templates
@@ -1657,8 +1678,10 @@ impl ExplicitNames {
                 .iter()
                 .find(|m| m.request_name == request.name)
                 .map_or(request.name.as_str(), |m| m.resource_name.as_str());
-            let base = topoalign_dra::names::dns_label(resource.rsplit('/').next().unwrap_or(resource));
-            let name = free(&base, &|name| requests.values().any(|n| n == name));
+            let base = resource.rsplit('/').next().unwrap_or(resource);
+            let name = free(&|n| label_name(base, "", n), &|name| {
+                requests.values().any(|n| n == name)
+            });
             requests.insert(request.name.clone(), name);
         }
         ExplicitNames {
@@ -1669,6 +1692,24 @@ impl ExplicitNames {
             requests,
         }
     }
+}
+
+/// The longest DNS label (RFC 1123), as Kubernetes validates the names of
+/// a pod's claims and of claim requests.
+const DNS_LABEL_MAX: usize = 63;
+
+/// `stem` then `tail` as a DNS label (`-{n}` after it from the second
+/// candidate on): `stem` made a label ([`topoalign_dra::names::dns_label`])
+/// and cut short so that the whole is at most [`DNS_LABEL_MAX`] long —
+/// a long pod name still names its template (`<pod>-devices`), whose
+/// tail is kept.
+fn label_name(stem: &str, tail: &str, n: usize) -> String {
+    let tail = if n == 1 { tail.to_owned() } else { format!("{tail}-{n}") };
+    let stem = topoalign_dra::names::dns_label(stem);
+    let room = DNS_LABEL_MAX.saturating_sub(tail.len());
+    // `dns_label` leaves ASCII only: any byte is a character boundary.
+    let cut = stem[..stem.len().min(room)].trim_end_matches('-');
+    format!("{cut}{tail}")
 }
 
 /// One explicit-claim fix: the template (each request with `selectors[i]`,
@@ -1713,9 +1754,7 @@ fn explicit_fix(
         return None;
     }
     let machine = situation.node.machine();
-    let kubelet: Vec<usize> = pinned_numa_nodes(&decision.containers, |cpu| machine.cpu(cpu).map(|c| c.numa))
-        .into_iter()
-        .collect();
+    let kubelet = kubelet_numa_nodes(machine, &decision);
     if kubelet.is_empty() {
         return None;
     }
@@ -1853,9 +1892,7 @@ fn cpu_request_fix(situation: &Situation<'_>, state: &DraState, requests: &[Requ
         if !decision.admitted() {
             continue;
         }
-        let kubelet: Vec<usize> = pinned_numa_nodes(&decision.containers, |cpu| machine.cpu(cpu).map(|c| c.numa))
-            .into_iter()
-            .collect();
+        let kubelet = kubelet_numa_nodes(machine, &decision);
         if kubelet != [node] {
             continue;
         }
@@ -1908,9 +1945,7 @@ fn removal_fixes(situation: &Situation<'_>, state: &DraState, pod: &KubePod) -> 
         if !decision.admitted() {
             continue;
         }
-        let kubelet: Vec<usize> = pinned_numa_nodes(&decision.containers, |cpu| machine.cpu(cpu).map(|c| c.numa))
-            .into_iter()
-            .collect();
+        let kubelet = kubelet_numa_nodes(machine, &decision);
         if kubelet.is_empty() {
             continue;
         }
@@ -2087,3 +2122,47 @@ pub fn explain_all(
 
 /// The releases whose scheduler allocator `topoalign_dra` reproduces.
 pub const RELEASES: [&str; 4] = topoalign_dra::features::RELEASES;
+
+#[cfg(test)]
+mod tests {
+    use super::{DNS_LABEL_MAX, label_name};
+
+    /// Whether `name` is an RFC 1123 DNS label, as Kubernetes validates
+    /// the names of a pod's claims and of claim requests.
+    fn is_dns_label(name: &str) -> bool {
+        !name.is_empty()
+            && name.len() <= DNS_LABEL_MAX
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            && !name.starts_with('-')
+            && !name.ends_with('-')
+    }
+
+    #[test]
+    fn names_for_an_explicit_claim_are_dns_labels_for_any_pod_name() {
+        assert_eq!(label_name("web-0", "-devices", 1), "web-0-devices");
+        assert_eq!(label_name("web-0", "-devices", 2), "web-0-devices-2");
+        assert_eq!(label_name("devices", "", 3), "devices-3");
+        assert_eq!(label_name("gpu", "", 1), "gpu");
+        // A pod name may be a 253-character DNS subdomain with dots.
+        let long = format!("{}.{}", "a".repeat(200), "b".repeat(52));
+        for stem in [long.as_str(), "x".repeat(63).as_str(), "web.example-", "A_B"] {
+            for n in [1, 2, 10, 1000] {
+                let name = label_name(stem, "-devices", n);
+                assert!(is_dns_label(&name), "{name:?}");
+                assert!(name.ends_with(&if n == 1 {
+                    "-devices".to_owned()
+                } else {
+                    format!("-devices-{n}")
+                }));
+            }
+        }
+        // Cut where a `-` falls at the end: the `-` goes too.
+        let dashed = format!("{}-{}", "a".repeat(54), "b".repeat(10));
+        assert_eq!(
+            label_name(&dashed, "-devices", 1),
+            format!("{}-devices", "a".repeat(54))
+        );
+    }
+}

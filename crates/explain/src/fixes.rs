@@ -27,15 +27,15 @@
 use itertools::Itertools as _;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
-use topoalign_engine::{Decision, Node, TopologyPolicyName, TopologyScope};
+use topoalign_engine::{Decision, KubeletPanic, MemoryPolicyName, Node, PanicSite, TopologyPolicyName, TopologyScope};
 use topoalign_k8s::{KubeletConfiguration, PodError, node_config, pod_from_value};
 use topoalign_model::{Machine, Pod, Quantity, QuantityFormat, go_parse_bool, resource_name};
 
 use crate::hints::nodes_text;
-use crate::report::affinity;
+use crate::report::numa_affinity;
 use crate::requests::{largest_container_requests, pod_requests};
 use crate::table::free_amount;
-use crate::{EmptyNode, Situation};
+use crate::{EmptyNode, Situation, empty_node};
 
 /// At most this many removal sets are tried (they grow combinatorially).
 const REMOVAL_ATTEMPTS: usize = 2000;
@@ -58,9 +58,10 @@ pub struct Fix {
 }
 
 impl Fix {
-    /// The fix `what` (the change in words) with the outcome `decision`.
-    fn new(what: String, change: Change, decision: &Decision) -> Fix {
-        let outcome = outcome(decision);
+    /// The fix `what` (the change in words) with the outcome `decision`
+    /// (NUMA nodes named by the situation's machine).
+    fn new(situation: &Situation<'_>, what: String, change: Change, decision: &Decision) -> Fix {
+        let outcome = outcome(situation.node.machine(), decision);
         Fix {
             description: format!("{what}: {outcome}."),
             change,
@@ -151,7 +152,10 @@ pub fn apply(situation: &Situation<'_>, change: &Change) -> Result<Decision, Fix
 
 /// `machine` with each NUMA node `factor` times as large: its CPUs
 /// repeated as new cores (ids after the last), its memory and huge pages
-/// multiplied, each device repeated (`<id>-<copy>`).
+/// multiplied, each device repeated (`<id>-<copy>`). NUMA ids past 63
+/// stay what they are (the machine is built again from its original ids,
+/// [`Machine::with_numa_labels`]), so the larger node crashes the kubelet
+/// where this one does.
 ///
 /// # Errors
 /// The machine's own error when the larger one would be no machine (CPU
@@ -167,13 +171,19 @@ fn larger_machine(machine: &Machine, factor: u32) -> Result<Machine, String> {
             let (Some(id), Some(core)) = (shift(cpu.id, next_id), shift(cpu.core, next_core)) else {
                 return Err(format!("a node {copies} times as large has too many CPUs"));
             };
-            cpus.push(topoalign_model::Cpu { id, core, ..*cpu });
+            cpus.push(topoalign_model::Cpu {
+                id,
+                core,
+                numa: machine.numa_label(cpu.numa),
+                ..*cpu
+            });
         }
     }
     let numa_nodes = machine
         .numa_nodes()
         .iter()
         .map(|numa| topoalign_model::NumaNode {
+            id: machine.numa_label(numa.id),
             memory: numa.memory.saturating_mul(u64::from(copies)),
             hugepages: numa
                 .hugepages
@@ -195,14 +205,14 @@ fn larger_machine(machine: &Machine, factor: u32) -> Result<Machine, String> {
                         } else {
                             format!("{}-{copy}", d.id)
                         },
-                        numa: d.numa.clone(),
+                        numa: d.numa.iter().map(|&n| machine.numa_label(n)).collect(),
                     })
                 })
                 .collect();
             (resource.clone(), repeated)
         })
         .collect();
-    Machine::new(numa_nodes, cpus, devices).map_err(|e| e.to_string())
+    Machine::with_numa_labels(numa_nodes, cpus, devices).map_err(|e| e.to_string())
 }
 
 /// A copy of `node` without the running pods `keys` (`namespace/name`).
@@ -225,15 +235,24 @@ fn admits(situation: &Situation<'_>, change: &Change) -> Option<Decision> {
     apply(situation, change).ok().filter(Decision::admitted)
 }
 
-fn outcome(decision: &Decision) -> String {
-    match affinity(decision) {
+fn outcome(machine: &Machine, decision: &Decision) -> String {
+    match numa_affinity(machine, decision) {
         Some(nodes) => format!("admitted, aligned to NUMA {}", nodes_text(&nodes)),
         None => "admitted, without NUMA alignment".to_owned(),
     }
 }
 
-/// Every fix for a rejected pod, in the order of the module docs.
+/// Every fix for a rejected pod, in the order of the module docs. Where
+/// the kubelet would crash on the pod once it reached the memory manager
+/// ([`crashes_on_guaranteed`]), every change that keeps it Guaranteed
+/// crashes it too: the fixes are those of [`not_guaranteed_fixes`] and
+/// memoryManagerPolicy None.
 pub(crate) fn find(situation: &Situation<'_>, empty_node: &EmptyNode) -> Vec<Fix> {
+    if crashes_on_guaranteed(situation) {
+        let mut fixes: Vec<Fix> = memory_policy_none(situation).into_iter().collect();
+        fixes.extend(not_guaranteed_fixes(situation));
+        return fixes;
+    }
     let mut fixes = shrink_each(situation);
     if fixes.is_empty() {
         fixes.extend(shrink_to_a_node(situation));
@@ -255,6 +274,178 @@ pub(crate) fn find(situation: &Situation<'_>, empty_node: &EmptyNode) -> Vec<Fix
         fixes.extend(larger_node(situation));
     }
     fixes
+}
+
+/// Whether the kubelet crashes on this Guaranteed pod whenever it reaches
+/// the memory manager: a NUMA id past 63, topology policy `none` and the
+/// Static memory manager, whose default hint builds masks of every NUMA
+/// node (`KubeletPanic`, `PanicSite::MemoryDefaultHint`).
+fn crashes_on_guaranteed(situation: &Situation<'_>) -> bool {
+    let config = situation.node.config();
+    situation.node.machine().numa_id_past_masks().is_some()
+        && config.topology_policy == TopologyPolicyName::None
+        && config.memory_policy == MemoryPolicyName::Static
+        && situation.pod.qos == topoalign_model::QosClass::Guaranteed
+}
+
+/// The fixes for a pod the kubelet crashes admitting ([`KubeletPanic`]):
+/// the settings under which this kubelet runs at all. Under any topology
+/// policy but `none` that is policy `none` (with memoryManagerPolicy None
+/// where the Static memory manager would crash it next); under `none`,
+/// memoryManagerPolicy None or the pod made not Guaranteed. Each is
+/// replayed ([`apply`]) and offered only when the pod is then admitted.
+pub fn panic_fixes(situation: &Situation<'_>, panic: &KubeletPanic) -> Vec<Fix> {
+    match &panic.site {
+        PanicSite::TopologyManager(_) => {
+            let mut none = Map::new();
+            none.insert("topologyManagerPolicy".into(), json!(TopologyPolicyName::None.as_str()));
+            let mut with_memory_none = none.clone();
+            with_memory_none.insert("memoryManagerPolicy".into(), json!(MemoryPolicyName::None.as_str()));
+            [none, with_memory_none]
+                .into_iter()
+                .find_map(|fields| past_masks_kubelet_fix(situation, panic.numa_id, fields))
+                .into_iter()
+                .collect()
+        }
+        PanicSite::MemoryDefaultHint { .. } => {
+            let mut fixes: Vec<Fix> = memory_policy_none(situation).into_iter().collect();
+            fixes.extend(not_guaranteed_fixes(situation));
+            fixes
+        }
+    }
+}
+
+/// memoryManagerPolicy None, when it alone admits the pod.
+fn memory_policy_none(situation: &Situation<'_>) -> Option<Fix> {
+    let numa_id = situation.node.machine().numa_id_past_masks()?;
+    let mut fields = Map::new();
+    fields.insert("memoryManagerPolicy".into(), json!(MemoryPolicyName::None.as_str()));
+    past_masks_kubelet_fix(situation, numa_id, fields)
+}
+
+/// The kubelet configuration `fields`, when they admit the pod.
+fn past_masks_kubelet_fix(situation: &Situation<'_>, numa_id: usize, fields: Map<String, Value>) -> Option<Fix> {
+    let settings: Vec<String> = fields
+        .iter()
+        .map(|(field, value)| format!("{field}: {}", value.as_str().unwrap_or_default()))
+        .collect();
+    let change = Change::Kubelet(fields);
+    let decision = admits(situation, &change)?;
+    let what = format!(
+        "Set {} in the kubelet configuration, the settings this kubelet runs with on a machine with NUMA node id \
+         {numa_id} (applies at a kubelet restart)",
+        settings.join(" and ")
+    );
+    Some(Fix::new(situation, what, change, &decision))
+}
+
+/// The pod made not Guaranteed — no memory limit in its first container
+/// that has one (its request kept, or set to that limit), or none at the
+/// pod level — so that the Static memory manager leaves it alone; with the
+/// fixes that admit that pod when it alone does not (pod changes, pods
+/// removed first, a larger node, each carrying the changed pod). Every
+/// fix is replayed on the situation itself.
+fn not_guaranteed_fixes(situation: &Situation<'_>) -> Vec<Fix> {
+    let Some((manifest, place)) = not_guaranteed_manifest(situation) else {
+        return Vec::new();
+    };
+    let Ok(pod) = pod_from_value(&manifest, &situation.pod.uid) else {
+        return Vec::new();
+    };
+    if pod.qos == topoalign_model::QosClass::Guaranteed {
+        return Vec::new();
+    }
+    let numa_id = situation.node.machine().numa_id_past_masks().unwrap_or_default();
+    let made = format!(
+        "Make it Burstable: no memory limit {place} (the Static memory manager crashes this kubelet admitting a \
+         Guaranteed pod: NUMA node id {numa_id} does not fit its masks)"
+    );
+    let direct = Change::Pod(manifest.clone());
+    if let Some(decision) = admits(situation, &direct) {
+        return vec![Fix::new(situation, made, direct, &decision)];
+    }
+    let burstable = Situation {
+        node: situation.node,
+        kubelet: situation.kubelet,
+        manifest: &manifest,
+        pod: &pod,
+    };
+    let empty = empty_node(&burstable);
+    find(&burstable, &empty)
+        .into_iter()
+        .filter_map(|fix| {
+            let change = match fix.change {
+                change @ (Change::Pod(_) | Change::RemoveThenPod { .. }) => change,
+                Change::Remove(remove) => Change::RemoveThenPod {
+                    remove,
+                    pod: manifest.clone(),
+                },
+                Change::LargerNode { factor, pod } => Change::LargerNode {
+                    factor,
+                    pod: Some(pod.unwrap_or_else(|| manifest.clone())),
+                },
+                // A kubelet change was checked with the Burstable pod only.
+                Change::Kubelet(_) => return None,
+            };
+            let decision = admits(situation, &change)?;
+            let then = fix
+                .description
+                .strip_suffix(&format!(": {}.", fix.outcome))
+                .unwrap_or(&fix.description)
+                .to_owned();
+            Some(Fix::new(
+                situation,
+                format!("{made}, and then: {then}"),
+                change,
+                &decision,
+            ))
+        })
+        .collect()
+}
+
+/// The manifest without the memory limit that makes the pod Guaranteed:
+/// the first container's (init containers first) that has one — its
+/// request set to the limit when it had none, since a request defaults to
+/// its limit — or else the pod level's (`spec.resources`); and where, in
+/// words.
+fn not_guaranteed_manifest(situation: &Situation<'_>) -> Option<(Value, String)> {
+    let mut manifest = situation.manifest.clone();
+    let mut places: Vec<(String, String)> = Vec::new();
+    for list in ["initContainers", "containers"] {
+        let containers = manifest.pointer(&format!("/spec/{list}")).and_then(Value::as_array);
+        for (index, container) in containers.into_iter().flatten().enumerate() {
+            let name = container.get("name").and_then(Value::as_str).unwrap_or_default();
+            places.push((
+                format!("/spec/{list}/{index}/resources"),
+                format!("in container {name}"),
+            ));
+        }
+    }
+    places.push(("/spec/resources".to_owned(), "in spec.resources".to_owned()));
+    for (pointer, place) in places {
+        if manifest.pointer_mut(&pointer).is_some_and(without_memory_limit) {
+            return Some((manifest, place));
+        }
+    }
+    None
+}
+
+/// `resources` without its memory limit, the request kept (or set to the
+/// limit); whether there was one.
+fn without_memory_limit(resources: &mut Value) -> bool {
+    let Some(limit) = resources.pointer("/limits/memory").cloned() else {
+        return false;
+    };
+    if let Some(limits) = resources.get_mut("limits").and_then(Value::as_object_mut) {
+        limits.remove("memory");
+    }
+    if resources.pointer("/requests/memory").is_none()
+        && let Some(resources) = resources.as_object_mut()
+        && let Some(requests) = resources.entry("requests").or_insert_with(|| json!({})).as_object_mut()
+    {
+        requests.insert("memory".into(), limit);
+    }
+    true
 }
 
 /// How many steps above the pod-level amount [`larger_pod_level`] tries.
@@ -281,7 +472,7 @@ fn larger_pod_level(situation: &Situation<'_>) -> Option<Fix> {
                     "Ask for {resource}: {amount} instead of {current} at the pod level (spec.resources), so the \
                      containers that share the pod's {resource} keep some"
                 );
-                return Some(Fix::new(what, change, &decision));
+                return Some(Fix::new(situation, what, change, &decision));
             }
         }
     }
@@ -331,7 +522,7 @@ fn larger_node(situation: &Situation<'_>) -> Option<Fix> {
                 "Run it on an empty node {factor} times this one's size (each NUMA node with {factor}× the CPUs, \
                  memory, huge pages and devices; the same kubelet configuration){also}: this node is too small for it"
             );
-            return Some(Fix::new(what, change, &decision));
+            return Some(Fix::new(situation, what, change, &decision));
         }
         factor *= 2;
     }
@@ -524,7 +715,7 @@ fn shrink_each(situation: &Situation<'_>) -> Vec<Fix> {
                 "Ask for {resource}: {amount} instead of {current} in container {} (the largest that fits now)",
                 target.name(pod)
             );
-            fixes.push(Fix::new(what, change, &decision));
+            fixes.push(Fix::new(situation, what, change, &decision));
         }
         if resource == "cpu" {
             fixes.extend(whole_cores(situation));
@@ -559,7 +750,7 @@ fn leave_out(situation: &Situation<'_>, resource: &str) -> Option<Fix> {
     let change = Change::Pod(manifest);
     let decision = admits(situation, &change)?;
     let what = format!("Leave out {resource} (this node has none of it)");
-    Some(Fix::new(what, change, &decision))
+    Some(Fix::new(situation, what, change, &decision))
 }
 
 /// With `full-pcpus-only` a CPU count must be a multiple of the CPUs per
@@ -574,7 +765,7 @@ fn whole_cores(situation: &Situation<'_>) -> Option<Fix> {
         "Ask for {} (full-pcpus-only hands out whole cores of {per_core} CPUs)",
         changed.join(", ")
     );
-    Some(Fix::new(what, change, &decision))
+    Some(Fix::new(situation, what, change, &decision))
 }
 
 /// The manifest with every whole, exclusive CPU count that is not a
@@ -621,7 +812,7 @@ fn shrink_fractional_cpu(situation: &Situation<'_>, target: Target, current: Qua
         "Ask for cpu: {amount} instead of {current} in container {} (the largest that fits now)",
         target.name(situation.pod)
     );
-    Some(Fix::new(what, change, &decision))
+    Some(Fix::new(situation, what, change, &decision))
 }
 
 /// The largest `steps` in `1..=max` that admits, assuming that admitting
@@ -718,8 +909,12 @@ fn shrink_to_a_node(situation: &Situation<'_>) -> Option<Fix> {
         .iter()
         .map(|(resource, amount, current)| format!("{resource}: {amount} instead of {current}"))
         .collect();
-    let what = format!("Shrink it to what NUMA {numa} has free ({})", listed.join(", "));
-    Some(Fix::new(what, change, &decision))
+    let what = format!(
+        "Shrink it to what NUMA {} has free ({})",
+        node.machine().numa_label(numa),
+        listed.join(", ")
+    );
+    Some(Fix::new(situation, what, change, &decision))
 }
 
 /// A pod shrunk to fit one NUMA node: (resource, new, old) amounts.
@@ -851,7 +1046,7 @@ fn shrink_together(situation: &Situation<'_>, remove: &[String]) -> Option<Fix> 
             listed.join(", ")
         )
     };
-    Some(Fix::new(what, change, &decision))
+    Some(Fix::new(situation, what, change, &decision))
 }
 
 /// The manifest with each of `resources` scaled by its factor (`k /
@@ -989,6 +1184,7 @@ fn remove_then_shrink(situation: &Situation<'_>) -> Option<Fix> {
     let unchanged = Change::Remove(remove.clone());
     if let Some(decision) = admits(situation, &unchanged) {
         return Some(Fix::new(
+            situation,
             format!("Remove {} first", listed_pods(&remove)),
             unchanged,
             &decision,
@@ -1050,7 +1246,7 @@ fn kubelet_fixes(situation: &Situation<'_>) -> Vec<Fix> {
             let what = format!(
                 "Set {setting} in the kubelet configuration (applies at a kubelet restart; running pods keep their CPUs and memory)"
             );
-            fixes.push(Fix::new(what, change, &decision));
+            fixes.push(Fix::new(situation, what, change, &decision));
         }
     }
     fixes.extend(without_cpu_option(situation, "full-pcpus-only"));
@@ -1082,7 +1278,7 @@ fn fewer_reserved_cpus(situation: &Situation<'_>) -> Option<Fix> {
             "Reserve fewer CPUs for the system: reservedSystemCPUs: \"{kept}\" instead of \"{reserved}\" in the kubelet \
              configuration (applies at a kubelet restart; running pods keep their CPUs)"
         );
-        return Some(Fix::new(what, change, &decision));
+        return Some(Fix::new(situation, what, change, &decision));
     }
     let reserved_milli = |list: &topoalign_model::ResourceList| list.get("cpu").map_or(0, |q| q.milli().max(0));
     let (system, kube) = (
@@ -1143,7 +1339,7 @@ fn fewer_reserved_cpus(situation: &Situation<'_>) -> Option<Fix> {
          pods keep their CPUs)",
         listed.join(", ")
     );
-    Some(Fix::new(what, change, &decision))
+    Some(Fix::new(situation, what, change, &decision))
 }
 
 /// The node without one CPU manager policy option it has on.
@@ -1164,7 +1360,7 @@ fn without_cpu_option(situation: &Situation<'_>, option: &str) -> Option<Fix> {
     let what = format!(
         "Turn off the CPU manager option {option} in the kubelet configuration (applies at a kubelet restart; running pods keep their CPUs)"
     );
-    Some(Fix::new(what, change, &decision))
+    Some(Fix::new(situation, what, change, &decision))
 }
 
 /// 3. The fewest running pods whose removal makes room.
@@ -1182,6 +1378,7 @@ fn removal_fixes(situation: &Situation<'_>) -> Vec<Fix> {
             let change = Change::Remove(keys.clone());
             if let Some(decision) = admits(situation, &change) {
                 fixes.push(Fix::new(
+                    situation,
                     format!("Remove {} first", keys.join(" and ")),
                     change,
                     &decision,

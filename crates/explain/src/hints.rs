@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 use topoalign_engine::{MergeRecord, MergeTrace, Provider, TopologyPolicyName};
-use topoalign_model::{NumaMask, ResourceHints, TopologyHint};
+use topoalign_model::{Machine, NumaMask, ResourceHints, TopologyHint};
 
 /// Lists longer than this are cut, with a count of what was left out.
 const SHOWN_MASKS: usize = 6;
@@ -42,10 +42,12 @@ pub struct ProviderInWords {
     pub text: String,
 }
 
-/// `0`, `0+1`: NUMA ids as people write a set.
+/// `0`, `0+1`: NUMA ids as people write a set. The ids are the machine's
+/// own ([`labels`] maps a mask's indices to them).
 pub fn nodes_text(nodes: &[usize]) -> String {
-    // Runs of three or more consecutive ids as ranges: a 64-node mask is
-    // `0-63`, not 64 numbers.
+    // Runs of three or more consecutive ids as ranges: 64 nodes numbered
+    // 0 to 63 are `0-63`, not 64 numbers; ids numbered anew keep their
+    // own runs (`0+1+128-130`).
     let mut parts: Vec<String> = Vec::new();
     let mut index = 0;
     while index < nodes.len() {
@@ -64,13 +66,20 @@ pub fn nodes_text(nodes: &[usize]) -> String {
     parts.join("+")
 }
 
-fn mask_text(mask: NumaMask) -> String {
-    nodes_text(&mask.nodes().collect::<Vec<_>>())
+/// The NUMA ids of node indices (a mask's, a placement's) as the machine
+/// names them ([`Machine::numa_label`]: a machine read with NUMA ids past
+/// 63 is numbered anew; every id shown is its original one).
+pub fn labels(machine: &Machine, nodes: impl IntoIterator<Item = usize>) -> Vec<usize> {
+    nodes.into_iter().map(|n| machine.numa_label(n)).collect()
 }
 
-fn hint_text(hint: TopologyHint) -> String {
+fn mask_text(machine: &Machine, mask: NumaMask) -> String {
+    nodes_text(&labels(machine, mask.nodes()))
+}
+
+fn hint_text(machine: &Machine, hint: TopologyHint) -> String {
     match hint.affinity {
-        Some(mask) => format!("NUMA {}", mask_text(mask)),
+        Some(mask) => format!("NUMA {}", mask_text(machine, mask)),
         None => "any NUMA node".to_owned(),
     }
 }
@@ -92,15 +101,23 @@ fn listed(masks: &[String]) -> String {
     }
 }
 
-/// A resource's hints in words.
-pub fn resource_hints_text(hints: &ResourceHints) -> String {
+/// A resource's hints in words, NUMA nodes named by `machine`'s ids.
+pub fn resource_hints_text(machine: &Machine, hints: &ResourceHints) -> String {
     match hints {
         ResourceHints::NoPreference => "no preference".to_owned(),
         ResourceHints::Impossible => "cannot be placed on any set of NUMA nodes".to_owned(),
         ResourceHints::Hints(_) | ResourceHints::Rule(_) => {
             if let Some(list) = small_list(hints) {
-                let preferred: Vec<String> = list.iter().filter(|h| h.preferred).map(|&h| hint_text(h)).collect();
-                let other: Vec<String> = list.iter().filter(|h| !h.preferred).map(|&h| hint_text(h)).collect();
+                let preferred: Vec<String> = list
+                    .iter()
+                    .filter(|h| h.preferred)
+                    .map(|&h| hint_text(machine, h))
+                    .collect();
+                let other: Vec<String> = list
+                    .iter()
+                    .filter(|h| !h.preferred)
+                    .map(|&h| hint_text(machine, h))
+                    .collect();
                 let mut text = if preferred.is_empty() {
                     "no preferred placement".to_owned()
                 } else {
@@ -119,7 +136,7 @@ pub fn resource_hints_text(hints: &ResourceHints) -> String {
                 .universe()
                 .nodes()
                 .filter(|&n| rule.classify(NumaMask::single(n)) == Some(true))
-                .map(|n| format!("NUMA {n}"))
+                .map(|n| format!("NUMA {}", machine.numa_label(n)))
                 .collect();
             if singles.is_empty() {
                 format!("needs at least {narrowest} NUMA nodes")
@@ -146,16 +163,16 @@ fn prefers(hints: &ResourceHints, merged: Option<NumaMask>) -> bool {
     }
 }
 
-/// Every merge of a decision in words.
-pub fn merges_in_words(trace: &MergeTrace) -> Vec<MergeInWords> {
+/// Every merge of a decision on `machine` in words.
+pub fn merges_in_words(machine: &Machine, trace: &MergeTrace) -> Vec<MergeInWords> {
     trace
         .merges
         .iter()
-        .map(|merge| merge_in_words(trace.policy, merge))
+        .map(|merge| merge_in_words(machine, trace.policy, merge))
         .collect()
 }
 
-fn merge_in_words(policy: TopologyPolicyName, merge: &MergeRecord) -> MergeInWords {
+fn merge_in_words(machine: &Machine, policy: TopologyPolicyName, merge: &MergeRecord) -> MergeInWords {
     let mut providers = Vec::new();
     for (provider, hints) in &merge.hints {
         if hints.is_empty() {
@@ -169,35 +186,39 @@ fn merge_in_words(policy: TopologyPolicyName, merge: &MergeRecord) -> MergeInWor
             providers.push(ProviderInWords {
                 provider: provider.as_str().to_owned(),
                 resource: Some(resource.clone()),
-                text: resource_hints_text(resource_hints),
+                text: resource_hints_text(machine, resource_hints),
             });
         }
     }
     MergeInWords {
         container: merge.container.clone(),
         providers,
-        merged: merge.best.affinity.map(|m| m.nodes().collect()),
+        merged: merge.best.affinity.map(|m| labels(machine, m.nodes())),
         preferred: merge.best.preferred,
         admitted: merge.admitted,
-        rule: rule_text(policy, merge),
+        rule: rule_text(machine, policy, merge),
     }
 }
 
 /// Who does not prefer the merged hint, in words.
-fn dissenters(merge: &MergeRecord) -> Vec<String> {
+fn dissenters(machine: &Machine, merge: &MergeRecord) -> Vec<String> {
     merge
         .hints
         .iter()
         .flat_map(|(provider, hints)| hints.by_resource.iter().map(move |(r, h)| (*provider, r, h)))
         .filter(|(_, _, hints)| !prefers(hints, merge.best.affinity))
         .map(|(provider, resource, hints): (Provider, &String, &ResourceHints)| {
-            format!("the {} ({resource}: {})", provider.as_str(), resource_hints_text(hints))
+            format!(
+                "the {} ({resource}: {})",
+                provider.as_str(),
+                resource_hints_text(machine, hints)
+            )
         })
         .collect()
 }
 
-fn rule_text(policy: TopologyPolicyName, merge: &MergeRecord) -> String {
-    let merged = hint_text(merge.best);
+fn rule_text(machine: &Machine, policy: TopologyPolicyName, merge: &MergeRecord) -> String {
+    let merged = hint_text(machine, merge.best);
     let preferred = if merge.best.preferred {
         "preferred"
     } else {
@@ -219,7 +240,7 @@ fn rule_text(policy: TopologyPolicyName, merge: &MergeRecord) -> String {
         }
         TopologyPolicyName::Restricted => format!(
             "restricted admits only a merged hint every provider prefers; the best one, {merged}, is not preferred by {}.",
-            or_nobody(&dissenters(merge))
+            or_nobody(&dissenters(machine, merge))
         ),
         TopologyPolicyName::SingleNumaNode if merge.admitted => {
             format!("single-numa-node admits a preferred hint on one NUMA node: {merged}.")
@@ -229,7 +250,7 @@ fn rule_text(policy: TopologyPolicyName, merge: &MergeRecord) -> String {
                 Some(mask) if mask.count() == 1 => {
                     format!(
                         "the best one, {merged}, is not preferred by {}",
-                        or_nobody(&dissenters(merge))
+                        or_nobody(&dissenters(machine, merge))
                     )
                 }
                 _ => "no NUMA node is preferred by every provider".to_owned(),

@@ -83,18 +83,22 @@ pub struct EmptyNode {
 }
 
 /// Explains `decision`, the engine's answer for `situation.pod` on
-/// `situation.node`. Fixes are searched for rejected pods only.
+/// `situation.node`. Fixes are searched for rejected pods only; for a pod
+/// the kubelet crashes admitting ([`Decision::kubelet_panic`]) the only
+/// fixes are the settings under which it runs ([`fixes::panic_fixes`]).
+/// Every NUMA id is the machine's own ([`topoalign_model::Machine::numa_label`]).
 pub fn explain(situation: &Situation<'_>, decision: &Decision) -> Explanation {
+    let machine = situation.node.machine();
     let resources = table::resource_table(situation.node, situation.pod, decision);
-    let merges = hints::merges_in_words(&decision.trace);
+    let merges = hints::merges_in_words(machine, &decision.trace);
     let empty_node = empty_node(situation);
-    let fixes = if decision.admitted() {
-        Vec::new()
-    } else {
-        fixes::find(situation, &empty_node)
+    let fixes = match &decision.kubelet_panic {
+        Some(panic) => fixes::panic_fixes(situation, panic),
+        None if decision.admitted() => Vec::new(),
+        None => fixes::find(situation, &empty_node),
     };
     Explanation {
-        summary: summary(decision, &resources, &merges, &empty_node),
+        summary: summary(situation, decision, &resources, &merges, &empty_node),
         policy: decision.trace.policy.as_str().to_owned(),
         scope: decision.trace.scope.as_str().to_owned(),
         resources,
@@ -104,14 +108,14 @@ pub fn explain(situation: &Situation<'_>, decision: &Decision) -> Explanation {
     }
 }
 
-fn empty_node(situation: &Situation<'_>) -> EmptyNode {
+pub(crate) fn empty_node(situation: &Situation<'_>) -> EmptyNode {
     let node = situation.node;
     match Node::start(node.machine().clone(), node.config().clone()) {
         Ok(mut empty) => {
             let decision = empty.admit(situation.pod.clone());
             EmptyNode {
                 admitted: decision.admitted(),
-                affinity: report::affinity(&decision),
+                affinity: report::numa_affinity(node.machine(), &decision),
                 reason: decision.rejection.map(|r| r.reason),
             }
         }
@@ -125,9 +129,19 @@ fn empty_node(situation: &Situation<'_>) -> EmptyNode {
     }
 }
 
-fn summary(decision: &Decision, resources: &ResourceTable, merges: &[MergeInWords], empty_node: &EmptyNode) -> String {
+fn summary(
+    situation: &Situation<'_>,
+    decision: &Decision,
+    resources: &ResourceTable,
+    merges: &[MergeInWords],
+    empty_node: &EmptyNode,
+) -> String {
+    if let Some(panic) = &decision.kubelet_panic {
+        // Neither an admission nor a rejection: no reason of the pod's own.
+        return format!("The kubelet crashes instead of deciding: {panic}.");
+    }
     let Some(rejection) = &decision.rejection else {
-        return match report::affinity(decision) {
+        return match report::numa_affinity(situation.node.machine(), decision) {
             Some(nodes) => format!("Admitted, aligned to NUMA {}.", hints::nodes_text(&nodes)),
             None => "Admitted; nothing was aligned to a NUMA node.".to_owned(),
         };

@@ -7,7 +7,9 @@ use serde::Serialize;
 use serde_json::Value;
 use topoalign_engine::{ContainerPlacement, Decision, Node};
 use topoalign_k8s::ManifestPod;
+use topoalign_model::Machine;
 
+use crate::hints::labels;
 use crate::{Explanation, Situation, explain, warnings};
 
 /// One pod's outcome.
@@ -23,13 +25,19 @@ pub struct PodReport {
     pub reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The kubelet does not answer: it crashes admitting the pod (a Go
+    /// panic; `reason` is then `KubeletPanic` and `message` this text).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kubelet_panic: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub containers: Option<Vec<ContainerPlacement>>,
     /// `Guaranteed`, `Burstable`, `BestEffort`.
     pub qos_class: String,
     /// The NUMA nodes the topology manager aligned the admitted pod to (the
     /// union over its containers under the container scope); `null` when
-    /// nothing was aligned or the pod was rejected.
+    /// nothing was aligned or the pod was rejected. Every NUMA id of the
+    /// report is the machine's own (its original id on a machine numbered
+    /// anew, [`Machine::numa_label`]).
     pub affinity: Option<Vec<usize>>,
     pub warnings: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -37,7 +45,9 @@ pub struct PodReport {
 }
 
 /// The NUMA nodes a decision aligned the pod to: the union of the merged
-/// hints' affinities (`None` when no merge chose any).
+/// hints' affinities (`None` when no merge chose any), as the engine's
+/// node indices — the machine's ids unless it was read with NUMA ids past
+/// 63 ([`numa_affinity`] names them as the machine does).
 pub fn affinity(decision: &Decision) -> Option<Vec<usize>> {
     let union = decision
         .trace
@@ -50,19 +60,43 @@ pub fn affinity(decision: &Decision) -> Option<Vec<usize>> {
     Some(union.nodes().collect())
 }
 
+/// [`affinity`] with the machine's own NUMA ids ([`Machine::numa_label`]).
+pub fn numa_affinity(machine: &Machine, decision: &Decision) -> Option<Vec<usize>> {
+    affinity(decision).map(|nodes| labels(machine, nodes))
+}
+
+/// The placements of a decision on `machine` with the machine's own NUMA
+/// ids (the memory's NUMA nodes; CPUs and devices carry no NUMA id).
+pub fn numa_placements(machine: &Machine, containers: &[ContainerPlacement]) -> Vec<ContainerPlacement> {
+    containers
+        .iter()
+        .map(|placement| ContainerPlacement {
+            memory_numa: placement
+                .memory_numa
+                .as_ref()
+                .map(|nodes| labels(machine, nodes.iter().copied())),
+            ..placement.clone()
+        })
+        .collect()
+}
+
 /// The report for `decision` on `situation`; the explanation is included
 /// for a rejected pod, and for an admitted one when `always_explain`.
 pub fn pod_report(event: usize, situation: &Situation<'_>, decision: &Decision, always_explain: bool) -> PodReport {
     let explanation = (always_explain || !decision.admitted()).then(|| explain(situation, decision));
+    let machine = situation.node.machine();
     PodReport {
         event,
         pod: decision.pod.clone(),
         admitted: decision.admitted(),
         reason: decision.rejection.as_ref().map(|r| r.reason.clone()),
         message: decision.rejection.as_ref().map(|r| r.message.clone()),
-        containers: decision.admitted().then(|| decision.containers.clone()),
+        kubelet_panic: decision.kubelet_panic.as_ref().map(ToString::to_string),
+        containers: decision
+            .admitted()
+            .then(|| numa_placements(machine, &decision.containers)),
         qos_class: decision.qos.as_str().to_owned(),
-        affinity: decision.admitted().then(|| affinity(decision)).flatten(),
+        affinity: decision.admitted().then(|| numa_affinity(machine, decision)).flatten(),
         warnings: warnings::warnings(situation.node, situation.pod),
         explanation,
     }

@@ -35,6 +35,8 @@ pub struct ResourceTable {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NumaRow {
+    /// The NUMA node's id as the machine names it (its original id on a
+    /// machine numbered anew, `Machine::numa_label`).
     pub node: usize,
     pub resources: BTreeMap<String, ResourceCell>,
 }
@@ -60,10 +62,11 @@ pub struct ResourceCell {
 /// them together); under the container scope each container is aligned on
 /// its own, so the table compares the container whose alignment failed, or
 /// — when none failed — the largest request of each resource among the
-/// containers. An admitted pod is never marked short.
+/// containers. An admitted pod is never marked short, nor one the kubelet
+/// crashes admitting (nothing fell short).
 pub fn resource_table(node: &Node, pod: &Pod, decision: &Decision) -> ResourceTable {
     let (requested_by, requested) = requested(node, pod, decision);
-    let judge = !decision.admitted();
+    let judge = !decision.admitted() && decision.kubelet_panic.is_none();
     let numa = node
         .numa_usage()
         .into_iter()
@@ -86,7 +89,7 @@ pub fn resource_table(node: &Node, pod: &Pod, decision: &Decision) -> ResourceTa
                 })
                 .collect();
             NumaRow {
-                node: usage.numa,
+                node: node.machine().numa_label(usage.numa),
                 resources,
             }
         })

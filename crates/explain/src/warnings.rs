@@ -2,7 +2,9 @@
 //! the kubelet admits a pod but aligns less than they think — a pod that is
 //! not Guaranteed, a fractional CPU request, a CPU manager left at `none`
 //! under a topology policy, a memory manager at `None`, a device resource
-//! the node does not have, a topology policy of `none`.
+//! the node does not have, a topology policy of `none` — and the
+//! configurations that crash the kubelet on a machine with NUMA ids past
+//! 63 ([`past_masks`]).
 
 use topoalign_engine::{CpuPolicyName, MemoryPolicyName, Node, TopologyPolicyName};
 use topoalign_model::{Pod, QosClass};
@@ -10,7 +12,7 @@ use topoalign_model::{Pod, QosClass};
 /// The warnings for `pod` on `node`, in a fixed order.
 pub fn warnings(node: &Node, pod: &Pod) -> Vec<String> {
     let config = node.config();
-    let mut warnings = Vec::new();
+    let mut warnings = past_masks(node, pod);
     let asks = |resource: &str| pod.all_containers().any(|(c, _)| !c.request(resource).is_zero());
     let pins_cpus = config.cpu_policy == CpuPolicyName::Static;
     let pins_memory = config.memory_policy == MemoryPolicyName::Static;
@@ -67,6 +69,44 @@ pub fn warnings(node: &Node, pod: &Pod) -> Vec<String> {
         warnings.push(format!(
             "{resource} is not a device resource of this node: the kubelet ignores the request, and no device is \
              allocated"
+        ));
+    }
+    warnings
+}
+
+/// The dangerous configurations of a machine with a NUMA id of 64 or more
+/// (`Machine::numa_id_past_masks`; the kubelet's NUMA masks are 64-bit):
+/// under topology manager policy `none` the kubelet runs — and any other
+/// policy crashes it at every admission and restart; under `none` the
+/// Static memory manager crashes it on every container of a Guaranteed
+/// pod. Empty for every other machine.
+pub fn past_masks(node: &Node, pod: &Pod) -> Vec<String> {
+    let Some(numa_id) = node.machine().numa_id_past_masks() else {
+        return Vec::new();
+    };
+    let config = node.config();
+    let mut warnings = Vec::new();
+    let policy = config.topology_policy;
+    warnings.push(if policy == TopologyPolicyName::None {
+        format!(
+            "NUMA node id {numa_id} does not fit the kubelet's 64-bit NUMA masks: topologyManagerPolicy none is the \
+             only policy this kubelet runs with; any other crashes it at every admission and every restart with pods"
+        )
+    } else {
+        format!(
+            "NUMA node id {numa_id} does not fit the kubelet's 64-bit NUMA masks: topologyManagerPolicy {} crashes \
+             this kubelet at every admission; only policy none runs on this machine",
+            policy.as_str()
+        )
+    });
+    if policy == TopologyPolicyName::None
+        && config.memory_policy == MemoryPolicyName::Static
+        && pod.qos == QosClass::Guaranteed
+    {
+        warnings.push(format!(
+            "memoryManagerPolicy Static with NUMA node id {numa_id}: the kubelet crashes admitting a container of a \
+             Guaranteed pod (the memory manager's default hint builds masks of every NUMA node); memoryManagerPolicy \
+             None, or a pod that is not Guaranteed, runs"
         ));
     }
     warnings

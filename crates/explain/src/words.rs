@@ -8,11 +8,17 @@
 use std::fmt::Write as _;
 
 use topoalign_engine::{Decision, Node, RejectionStage};
+use topoalign_model::Machine;
 
 /// A refusal in one line: the kubelet's reason and message, and for a
 /// topology refusal the policy and scope that made it; `admitted` for an
-/// admitted pod.
+/// admitted pod. A pod the kubelet crashes admitting
+/// ([`Decision::kubelet_panic`]) is no refusal: the line says the kubelet
+/// crashes, and why.
 pub fn refusal(decision: &Decision) -> String {
+    if let Some(panic) = &decision.kubelet_panic {
+        return format!("no verdict, the kubelet crashes: {panic}");
+    }
     let Some(rejection) = &decision.rejection else {
         return "admitted".to_owned();
     };
@@ -30,8 +36,25 @@ pub fn refusal(decision: &Decision) -> String {
 
 /// The decision in one sentence: `ns/name is admitted under topology
 /// policy P, aligned on NUMA [0]: c gets CPUs 2-3 (exclusive), memory on
-/// NUMA [0].`, or `ns/name is rejected: <refusal>.`
+/// NUMA [0].`, or `ns/name is rejected: <refusal>.`, or for a pod the
+/// kubelet crashes admitting `ns/name crashes the kubelet: <why>.` NUMA
+/// ids are the engine's node indices, the machine's own ids unless it was
+/// read with NUMA ids past 63: [`decision_line_on`] names them for any
+/// machine.
 pub fn decision_line(decision: &Decision) -> String {
+    line(decision, &|n| n)
+}
+
+/// [`decision_line`] for a decision on `machine`, every NUMA id as the
+/// machine names it ([`Machine::numa_label`]).
+pub fn decision_line_on(machine: &Machine, decision: &Decision) -> String {
+    line(decision, &|n| machine.numa_label(n))
+}
+
+fn line(decision: &Decision, label: &dyn Fn(usize) -> usize) -> String {
+    if let Some(panic) = &decision.kubelet_panic {
+        return format!("{} crashes the kubelet: {panic}.", decision.pod);
+    }
     if !decision.admitted() {
         return format!("{} is rejected: {}.", decision.pod, refusal(decision));
     }
@@ -47,7 +70,7 @@ pub fn decision_line(decision: &Decision) -> String {
         .filter_map(|m| {
             m.best
                 .affinity
-                .map(|mask| format!("{:?}", mask.nodes().collect::<Vec<_>>()))
+                .map(|mask| format!("{:?}", mask.nodes().map(label).collect::<Vec<_>>()))
         })
         .collect();
     if !affinities.is_empty() {
@@ -63,6 +86,7 @@ pub fn decision_line(decision: &Decision) -> String {
             None => text.push_str("the shared CPU pool"),
         }
         if let Some(nodes) = &placement.memory_numa {
+            let nodes: Vec<usize> = nodes.iter().map(|&n| label(n)).collect();
             let _ = write!(text, ", memory on NUMA {nodes:?}");
         }
         for (resource, ids) in &placement.devices {
@@ -98,7 +122,7 @@ pub fn free_now(node: &Node) -> String {
             } else {
                 parts.join(", ")
             };
-            format!("NUMA {}: {parts}", usage.numa)
+            format!("NUMA {}: {parts}", node.machine().numa_label(usage.numa))
         })
         .collect();
     nodes.join("; ")

@@ -263,10 +263,13 @@ pub fn diagnose(inputs: Inputs<'_>) -> Result<Diagnosis, DiagnoseError> {
             entry.insert(name.clone(), cpus.to_string());
         }
     }
+    // The states' NUMA ids are the engine's indices; shown, the machine's.
+    let machine = node.machine().clone();
+    let label = |id: &usize| machine.numa_label(*id);
     let mut memory_assignments = BTreeMap::new();
     for (uid, containers) in memory_state.iter().flat_map(|s| &s.assignments) {
         for (name, blocks) in containers {
-            let nodes: BTreeSet<usize> = blocks.iter().flat_map(|b| b.numa_affinity.iter().copied()).collect();
+            let nodes: BTreeSet<usize> = blocks.iter().flat_map(|b| b.numa_affinity.iter().map(label)).collect();
             if nodes.is_empty() {
                 continue;
             }
@@ -282,7 +285,7 @@ pub fn diagnose(inputs: Inputs<'_>) -> Result<Diagnosis, DiagnoseError> {
     }
     let mut pod_memory_assignments = BTreeMap::new();
     for (uid, blocks) in memory_state.iter().flat_map(|s| &s.pod_assignments) {
-        let nodes: BTreeSet<usize> = blocks.iter().flat_map(|b| b.numa_affinity.iter().copied()).collect();
+        let nodes: BTreeSet<usize> = blocks.iter().flat_map(|b| b.numa_affinity.iter().map(label)).collect();
         if !nodes.is_empty() {
             state_uids.insert(uid.clone());
             pod_memory_assignments.insert(key_of(uid), nodes.into_iter().collect());
@@ -294,6 +297,7 @@ pub fn diagnose(inputs: Inputs<'_>) -> Result<Diagnosis, DiagnoseError> {
         .cloned()
         .collect();
     notes.extend(observed.notes.iter().cloned());
+    notes.extend(past_masks_warning(node));
 
     let mut disagreements = Vec::new();
     if let Some(answer) = &inputs.pod_resources {
@@ -391,6 +395,36 @@ pub fn diagnose(inputs: Inputs<'_>) -> Result<Diagnosis, DiagnoseError> {
                     .collect(),
             })
             .collect(),
+    })
+}
+
+/// The dangerous configuration of a machine with a NUMA id of 64 or more
+/// (the kubelet's NUMA masks are 64-bit), as a warning: which topology
+/// manager policy crashes the kubelet, and under `none` the Static memory
+/// manager on Guaranteed pods.
+fn past_masks_warning(node: &Node) -> Option<String> {
+    let numa_id = node.machine().numa_id_past_masks()?;
+    let config = node.config();
+    let policy = config.topology_policy;
+    let memory = if config.memory_policy == topoalign_engine::MemoryPolicyName::Static {
+        "; and with memoryManagerPolicy Static it crashes admitting any Guaranteed pod whose memory the Static \
+         memory manager pins (its default hint builds masks of every NUMA node)"
+    } else {
+        ""
+    };
+    Some(if policy == topoalign_engine::TopologyPolicyName::None {
+        format!(
+            "warning: NUMA node id {numa_id} does not fit the kubelet's 64-bit NUMA masks: it runs with \
+             topologyManagerPolicy none only; any other policy crashes it at every admission and at a restart with \
+             pods{memory}"
+        )
+    } else {
+        format!(
+            "warning: NUMA node id {numa_id} does not fit the kubelet's 64-bit NUMA masks: topologyManagerPolicy {} \
+             crashes this kubelet at every admission and at a restart with pods; only policy none runs on this \
+             machine",
+            policy.as_str()
+        )
     })
 }
 

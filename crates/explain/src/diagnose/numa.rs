@@ -11,6 +11,8 @@ use topoalign_model::{Quantity, QuantityFormat};
 #[serde(rename_all = "camelCase")]
 /// One NUMA node's allocations.
 pub struct NumaAllocation {
+    /// The NUMA node's id as the machine (and the kubelet) names it: its
+    /// original id on a machine numbered anew (`Machine::numa_label`).
     pub node: usize,
     pub cpus: String,
     /// The shared pool's CPUs on this node.
@@ -46,7 +48,9 @@ fn bytes(n: u64) -> String {
 }
 
 /// The map of every NUMA node of `node`'s machine, from the checkpoints'
-/// states; devices and reserved CPUs only when the state was `restored`.
+/// states (NUMA ids as the engine indexes them: `topoalign-observe` reads
+/// the kubelet's ids so); devices and reserved CPUs only when the state
+/// was `restored`. Every NUMA id shown is the machine's own.
 pub(super) fn numa_map(
     node: &Node,
     cpu: Option<&CpuManagerState>,
@@ -97,7 +101,11 @@ pub(super) fn numa_map(
                     for (name, blocks) in containers {
                         for block in blocks.iter().filter(|b| b.numa_affinity.contains(&numa.id)) {
                             let group = if block.numa_affinity.len() > 1 {
-                                let ids: Vec<String> = block.numa_affinity.iter().map(ToString::to_string).collect();
+                                let ids: Vec<String> = block
+                                    .numa_affinity
+                                    .iter()
+                                    .map(|&id| machine.numa_label(id).to_string())
+                                    .collect();
                                 format!(" (shared by NUMA {})", ids.join("+"))
                             } else {
                                 String::new()
@@ -140,7 +148,7 @@ pub(super) fn numa_map(
                 .map(|u| pool.intersection(&u.reserved_cpus).to_string())
                 .unwrap_or_default();
             NumaAllocation {
-                node: numa.id,
+                node: machine.numa_label(numa.id),
                 cpus: on_node.to_string(),
                 shared_pool: pool.to_string(),
                 reserved,

@@ -477,3 +477,121 @@ fn allocatable_resources_that_are_not_the_nodes_are_reported() {
         }]
     );
 }
+
+/// Two NUMA nodes with ids `ids` (CPUs 0-3 and 4-7, 4Gi each), read as
+/// the node files are: ids past 63 kept as labels.
+fn two_node_machine(ids: [usize; 2]) -> topoalign_model::Machine {
+    let cpus: Vec<Value> = (0..8)
+        .map(|cpu| serde_json::json!({"id": cpu, "core": cpu, "socket": cpu / 4, "numa": ids[cpu / 4]}))
+        .collect();
+    let scenario = serde_json::json!({
+        "topology": {"numaNodes": [{"id": ids[0], "memory": "4Gi"}, {"id": ids[1], "memory": "4Gi"}], "cpus": cpus},
+        "kubelet": {},
+        "events": [],
+    });
+    topoalign_scenario::Scenario::parse(&scenario.to_string())
+        .unwrap()
+        .topology
+        .to_machine_with_numa_labels()
+        .unwrap()
+}
+
+/// The kubelet's `memory_manager_state` keys NUMA nodes by their ids (64,
+/// not the engine's index 1): diagnose reads it on a machine with NUMA
+/// ids past 63 as on the machine renumbered, shows the machine's ids, and
+/// warns that only topology policy none runs. A checkpoint naming NUMA
+/// nodes the machine does not have is refused, as the kubelet refuses it.
+#[test]
+fn numa_ids_past_63_are_read_from_the_checkpoints_and_shown_as_the_machines() {
+    use topoalign_k8s::checkpoint::{CpuCheckpoint, MemoryCheckpoint};
+    let kubelet = |ids: [usize; 2]| {
+        serde_json::json!({
+            "kubeletVersion": "1.32",
+            "cpuManagerPolicy": "static",
+            "reservedSystemCPUs": "0",
+            "memoryManagerPolicy": "Static",
+            "reservedMemory": ids.map(|id| serde_json::json!({"numaNode": id, "limits": {"memory": "50Mi"}})),
+            "topologyManagerPolicy": "none",
+        })
+    };
+    let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: default, uid: uid-b}\nspec:\n  containers:\n  \
+                - name: app\n    image: pause\n    resources: {requests: {cpu: 500m, memory: 1Gi}}\n";
+    let pods = read_manifests(text, &ManifestOptions::default()).unwrap().pods;
+    let explained = read_manifests(
+        &text.replace(" b,", " c,").replace("uid-b", "uid-c"),
+        &ManifestOptions::default(),
+    )
+    .unwrap()
+    .pods;
+    // The state a kubelet of the renumbered machine writes, and the same
+    // state with the machine's ids, as the kubelet of {0, 64} writes it.
+    let mut renumbered = topoalign_k8s::start_node(two_node_machine([0, 1]), &kubelet([0, 1])).unwrap();
+    assert!(renumbered.admit(pods[0].pod.clone()).admitted());
+    let snapshot = renumbered.snapshot();
+    let state = snapshot.memory.clone().unwrap();
+    assert_eq!(state.machine_state.keys().copied().collect::<Vec<_>>(), [0, 1]);
+    let mut labelled_state = state.clone();
+    labelled_state.machine_state = state
+        .machine_state
+        .iter()
+        .map(|(&id, numa)| {
+            let mut numa = numa.clone();
+            numa.cells = numa.cells.iter().map(|&c| [0, 64][c]).collect();
+            ([0, 64][id], numa)
+        })
+        .collect();
+    let bytes = |name: &str, content: Vec<u8>| CheckpointFile {
+        path: format!("/var/lib/kubelet/{name}"),
+        content: FileContent::Bytes(content),
+    };
+    let cpu = CpuCheckpoint::of_state("static", &snapshot.cpu, 1).to_bytes().unwrap();
+    let run = |ids: [usize; 2], memory: &topoalign_engine::MemoryManagerState| {
+        let kubelet = kubelet(ids);
+        let mut node = topoalign_k8s::start_node(two_node_machine(ids), &kubelet).unwrap();
+        let memory = MemoryCheckpoint::of_state("Static", memory, 1).to_bytes().unwrap();
+        diagnose(Inputs {
+            node: &mut node,
+            kubelet: &kubelet,
+            cpu_checkpoint: bytes("cpu_manager_state", cpu.clone()),
+            memory_checkpoint: bytes("memory_manager_state", memory),
+            device_checkpoint: absent(),
+            pod_resources: None,
+            pods: Some(&pods),
+            explain: &explained,
+        })
+    };
+    let expected = run([0, 1], &state).unwrap();
+    let got = run([0, 64], &labelled_state).unwrap();
+    assert_eq!(expected.restart, Restart::Starts);
+    assert_eq!(got.restart, Restart::Starts);
+    assert_eq!(got.numa.iter().map(|n| n.node).collect::<Vec<_>>(), [0, 64]);
+    for (got, expected) in got.numa.iter().zip(&expected.numa) {
+        assert!(!got.memory.is_empty());
+        assert_eq!(
+            NumaAllocation {
+                node: expected.node,
+                ..got.clone()
+            },
+            *expected
+        );
+    }
+    let warning = got.notes.iter().find(|n| n.contains("NUMA node id 64")).unwrap();
+    assert!(warning.contains("topologyManagerPolicy none only") && warning.contains("Guaranteed"));
+    assert_eq!(
+        got.notes
+            .iter()
+            .filter(|n| !n.contains("NUMA node id 64"))
+            .collect::<Vec<_>>(),
+        expected.notes.iter().collect::<Vec<_>>()
+    );
+    assert_eq!(got.results.len(), 1);
+    assert_eq!(got.results[0].admitted, expected.results[0].admitted);
+    // The renumbered ids are not the machine's: the kubelet's machine
+    // state differs from the one it computes, and it does not start.
+    match run([0, 64], &state) {
+        Err(DiagnoseError::CannotExplain(error)) => {
+            assert!(error.contains("the expected machine state is different"), "{error}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
