@@ -602,7 +602,10 @@ impl Ledger {
                 };
                 let view = <topoalign_nrt::StateView<'_> as serde::Deserialize>::deserialize(&state)
                     .map_err(|e| damaged(e.to_string()))?;
-                let snapshot = view.to_snapshot().map_err(|e| damaged(e.to_string()))?;
+                // NUMA ids as `StateRecord` wrote them: the machine's own.
+                let snapshot = view
+                    .to_snapshot_on(self.genesis.machine())
+                    .map_err(|e| damaged(e.to_string()))?;
                 let mut node = self.genesis.clone();
                 node.restore(snapshot).map_err(|e| damaged(e.to_string()))?;
                 let mut restored = Vec::with_capacity(held.len());

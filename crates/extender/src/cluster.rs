@@ -10,7 +10,10 @@
 //!   kubelet would (the engine on a copy of its state); a refusal is
 //!   reported with its one-line summary, under `FailedAndUnresolvableNodes`
 //!   when even an empty node of that shape would refuse (preempting pods
-//!   cannot help). Nodes the extender does not know pass through.
+//!   cannot help). Where the kubelet would crash admitting the pod (a
+//!   machine with NUMA ids past 63: `Decision::kubelet_panic`), the node
+//!   fails with a reason saying so ([`crash_reason`]), never passes. Nodes
+//!   the extender does not know pass through.
 //! - `prioritize`: the [`Strategy`] score of the placement the engine made.
 //!   With `assume_on_prioritize`, the pod is assumed on the best-scored node
 //!   (the scheduler's own choice is not sent to extenders that do not
@@ -212,18 +215,20 @@ pub struct Rebuilt {
 }
 
 impl Rebuilt {
-    /// The start hazards of the node spec this rebuild started, when the
-    /// cluster (`started`: its nodes by spec key) has not started it before.
+    /// The warnings of the node spec this rebuild started
+    /// ([`topoalign_nrt::warnings::warnings`]: start hazards, a kubelet
+    /// that crashes on NUMA ids past 63), when the cluster (`started`: its
+    /// nodes by spec key) has not started it before.
     fn new_spec_hazards(&self, started: &HashMap<u64, Node>) -> impl Iterator<Item = String> {
-        let hazards = match &self.result {
+        match &self.result {
             Ok(RebuiltNode {
                 known,
                 empty: Some(node),
                 ..
-            }) if !started.contains_key(&known.spec_key) => node.start_hazards(),
+            }) if !started.contains_key(&known.spec_key) => topoalign_nrt::warnings::warnings(node),
             _ => Vec::new(),
-        };
-        hazards.into_iter().map(|hazard| hazard.to_string())
+        }
+        .into_iter()
     }
 }
 
@@ -295,6 +300,34 @@ pub struct FilterOutcome {
     pub passed: Vec<String>,
     pub failed: BTreeMap<String, String>,
     pub unresolvable: BTreeMap<String, String>,
+}
+
+/// Nodes of one node spec whose kubelet configuration is dangerous, and
+/// the warning ([`Cluster::warnings`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeWarning {
+    /// The nodes, by name.
+    pub nodes: Vec<String>,
+    pub warning: String,
+}
+
+impl std::fmt::Display for NodeWarning {
+    /// `node a: warning: …`, or `nodes a, b and 3 more (5 of one kubelet
+    /// configuration): warning: …` (ten names at most).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const NAMED: usize = 10;
+        match self.nodes.as_slice() {
+            [one] => write!(f, "node {one}")?,
+            nodes => {
+                write!(f, "nodes {}", nodes[..nodes.len().min(NAMED)].join(", "))?;
+                if nodes.len() > NAMED {
+                    write!(f, " and {} more", nodes.len() - NAMED)?;
+                }
+                write!(f, " ({} of one kubelet configuration)", nodes.len())?;
+            }
+        }
+        write!(f, ": warning: {}", self.warning)
+    }
 }
 
 /// Why a pod cannot be evaluated.
@@ -453,6 +486,34 @@ impl Cluster {
     /// The DRA side, when `--dra-align` is on (to sync its objects).
     pub fn dra_mut(&mut self) -> Option<&mut Dra> {
         self.dra.as_mut()
+    }
+
+    /// The warnings of the known nodes' kubelet configurations
+    /// ([`topoalign_nrt::warnings::warnings`]: a NUMA node reserving more
+    /// memory than it has; a machine with NUMA ids past 63 whose kubelet
+    /// crashes admitting pods), each once, with its nodes (sorted by name),
+    /// in the order of their first node. The nodes are judged as their
+    /// kubelets would judge them all the same.
+    pub fn warnings(&self) -> Vec<NodeWarning> {
+        let mut by_spec: HashMap<u64, Vec<String>> = HashMap::new();
+        for (name, known) in self.nodes.iter() {
+            by_spec.entry(known.spec_key).or_default().push(name.clone());
+        }
+        let mut warnings: Vec<NodeWarning> = Vec::new();
+        for (spec_key, mut nodes) in by_spec {
+            let Some(node) = self.empty.get(&spec_key) else {
+                continue;
+            };
+            nodes.sort();
+            for warning in topoalign_nrt::warnings::warnings(node) {
+                warnings.push(NodeWarning {
+                    nodes: nodes.clone(),
+                    warning,
+                });
+            }
+        }
+        warnings.sort_by(|a, b| (&a.nodes, &a.warning).cmp(&(&b.nodes, &b.warning)));
+        warnings
     }
 
     /// Number of known nodes.
@@ -1369,22 +1430,56 @@ fn admit_into(known: &mut KnownNode, pod: Pod, held: &mut Held) -> bool {
 /// pod's request totals, see [`score_trial`]).
 fn trial(node: &Node, pod: &Pod, requested: &ResourceList) -> Trial {
     let trial = node.try_admit(pod);
-    match &trial.decision.rejection {
-        Some(_) => Trial {
-            admitted: false,
-            summary: topoalign_explain::words::refusal(&trial.decision),
-            scores: Scores::default(),
-            pinned: BTreeSet::new(),
-        },
-        None => Trial {
-            admitted: true,
-            summary: String::new(),
-            scores: score_trial(&trial, requested),
-            pinned: topoalign_scenario::dra::pinned_numa_nodes(&trial.decision.containers, |cpu| {
-                node.machine().cpu(cpu).map(|c| c.numa)
-            }),
-        },
+    let refused = |summary: String| Trial {
+        admitted: false,
+        summary,
+        scores: Scores::default(),
+        pinned: BTreeSet::new(),
+    };
+    if let Some(panic) = &trial.decision.kubelet_panic {
+        return refused(crash_reason(panic));
     }
+    match &trial.decision.rejection {
+        Some(_) => refused(topoalign_explain::words::refusal(&trial.decision)),
+        None => {
+            let machine = node.machine();
+            Trial {
+                admitted: true,
+                summary: String::new(),
+                scores: score_trial(&trial, requested),
+                // By the machine's own NUMA ids, as DRA devices name them.
+                pinned: topoalign_scenario::dra::pinned_numa_nodes(&trial.decision.containers, |cpu| {
+                    machine.cpu(cpu).map(|c| c.numa)
+                })
+                .into_iter()
+                .map(|numa| machine.numa_label(numa))
+                .collect(),
+            }
+        }
+    }
+}
+
+/// The filter's reason for a node whose kubelet would crash admitting the
+/// pod: not a rejection (the kubelet never answers), the pod must not go
+/// there. The panic's explanation, shortened to one line.
+pub fn crash_reason(panic: &topoalign_engine::KubeletPanic) -> String {
+    let site = match &panic.site {
+        topoalign_engine::PanicSite::TopologyManager(policy) => format!(
+            "topology manager policy {} builds NUMA masks for every pod; only policy none runs on this machine",
+            policy.as_str()
+        ),
+        topoalign_engine::PanicSite::MemoryDefaultHint { container } => format!(
+            "under topology manager policy none the Static memory manager's default hint for container {container:?} \
+             builds NUMA masks"
+        ),
+    };
+    format!(
+        "{}: the v{} kubelet would crash admitting this pod (a Go panic, not a rejection): NUMA node id {} does not \
+         fit its 64-bit NUMA masks, and {site}",
+        topoalign_engine::KubeletPanic::REASON,
+        panic.release,
+        panic.numa_id
+    )
 }
 
 /// The key of the state `record` restores on the node of `spec_key`: same

@@ -28,8 +28,8 @@ pub mod scoring;
 pub mod server;
 
 pub use cluster::{
-    Cluster, ClusterError, ExtenderConfig, FilterOutcome, FleetStartError, Rebuilt, Starts, SyncReport, UnseenPod,
-    WorkerPanic,
+    Cluster, ClusterError, ExtenderConfig, FilterOutcome, FleetStartError, NodeWarning, Rebuilt, Starts, SyncReport,
+    UnseenPod, WorkerPanic, crash_reason,
 };
 pub use error::StateError;
 pub use scoring::Strategy;

@@ -544,8 +544,15 @@ async fn healthz(State(state): State<AppState>) -> String {
                 )
             })
             .unwrap_or_default();
+        // Dangerous kubelet configurations (the nodes are judged as their
+        // kubelets would judge them all the same): a line each.
+        let warnings: String = cluster
+            .warnings()
+            .iter()
+            .map(|warning| format!("{warning}\n"))
+            .collect();
         format!(
-            "ok: {} nodes, {} assumed pods{dra}\n",
+            "ok: {} nodes, {} assumed pods{dra}\n{warnings}",
             cluster.len(),
             cluster.assumptions().len()
         )

@@ -1,6 +1,8 @@
 //! [`build`]: the NodeResourceTopology object of one node — zones from
 //! the engine's [`Node::numa_usage`] (capacity, allocatable and available
-//! per NUMA node and resource, as documented on `NumaUsage`), costs from
+//! per NUMA node and resource, as documented on `NumaUsage`; each zone
+//! named by the machine's own NUMA id, `node-64` on a machine numbered
+//! anew, as the resource-topology-exporter names the cell), costs from
 //! the machine's distance matrix, the topology manager's policy and scope
 //! as attributes (the names NodeResourceTopologyMatch reads), and, when
 //! asked, topoalign's exact-state attributes (see [`crate::exact`]).
@@ -43,7 +45,7 @@ pub fn build(name: &str, node: &Node, options: BuildOptions<'_>) -> NodeResource
                         .filter_map(|other| {
                             let value = i64::try_from(*row.get(other.id)?).ok()?;
                             Some(CostInfo {
-                                name: zone_name(other.id),
+                                name: zone_name(machine.numa_label(other.id)),
                                 value,
                             })
                         })
@@ -51,7 +53,7 @@ pub fn build(name: &str, node: &Node, options: BuildOptions<'_>) -> NodeResource
                 })
                 .unwrap_or_default();
             Zone {
-                name: zone_name(zone.numa),
+                name: zone_name(machine.numa_label(zone.numa)),
                 zone_type: "Node".to_string(),
                 parent: None,
                 costs,

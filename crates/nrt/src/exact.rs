@@ -31,6 +31,14 @@
 //! one writer, borrowing from the node what it writes; [`state_json`] is
 //! its text. The reading side is [`StateView`] (`exact/view.rs`).
 //!
+//! NUMA ids are the machine's own everywhere — in the node spec, in the
+//! state (as the kubelet's checkpoints key them) and in the zone names
+//! ([`crate::build`]): a machine with NUMA ids of 64 and more (sparse ids,
+//! CXL memory nodes) runs in the engine numbered anew
+//! ([`topoalign_model::Machine::with_numa_labels`]), writes its original
+//! ids through [`topoalign_model::Machine::numa_label`] and reads them back
+//! through [`topoalign_model::Machine::numa_id_of_label`].
+//!
 //! Owns: the attribute formats and the rebuild. Must not touch: decisions.
 
 mod view;
@@ -111,15 +119,18 @@ impl From<&MemoryTableState> for TableRecord {
     }
 }
 
-/// The scenario `topology:` block describing `machine`.
+/// The scenario `topology:` block describing `machine`, with its own NUMA
+/// ids ([`topoalign_model::Machine::numa_label`]; distance rows then list
+/// one distance per node, in id order).
 pub fn topology_spec(machine: &topoalign_model::Machine) -> TopologySpec {
     let bytes = |n: u64| n.to_string();
+    let label = |numa: usize| machine.numa_label(numa);
     TopologySpec {
         numa_nodes: machine
             .numa_nodes()
             .iter()
             .map(|n| NumaNodeSpec {
-                id: n.id,
+                id: label(n.id),
                 memory: bytes(n.memory),
                 distances: n.distances.clone(),
                 other: n
@@ -141,7 +152,7 @@ pub fn topology_spec(machine: &topoalign_model::Machine) -> TopologySpec {
                 id: c.id,
                 core: c.core,
                 socket: c.socket,
-                numa: c.numa,
+                numa: label(c.numa),
                 uncore_cache: c.uncore_cache,
             })
             .collect(),
@@ -153,7 +164,7 @@ pub fn topology_spec(machine: &topoalign_model::Machine) -> TopologySpec {
                     .iter()
                     .map(|d| DeviceSpec {
                         id: d.id.clone(),
-                        numa: d.numa.clone(),
+                        numa: d.numa.iter().map(|&numa| label(numa)).collect(),
                     })
                     .collect();
                 (resource.clone(), list)
@@ -162,7 +173,9 @@ pub fn topology_spec(machine: &topoalign_model::Machine) -> TopologySpec {
     }
 }
 
-/// Starts the node a spec describes.
+/// Starts the node a spec describes, NUMA ids up to 1023 taken as the
+/// kubelet takes them ([`TopologySpec::to_machine_with_numa_labels`]: with
+/// an id past 63 the machine is numbered anew, its ids kept as labels).
 ///
 /// # Errors
 /// [`RestoreError::Malformed`] for a bad topology or kubelet block,
@@ -172,7 +185,10 @@ pub fn start_node(spec: &NodeSpec) -> Result<Node, RestoreError> {
         attribute: NODE_SPEC_ATTRIBUTE,
         message,
     };
-    let machine = spec.topology.to_machine().map_err(|e| malformed(e.to_string()))?;
+    let machine = spec
+        .topology
+        .to_machine_with_numa_labels()
+        .map_err(|e| malformed(e.to_string()))?;
     topoalign_k8s::start_node(machine, &spec.kubelet).map_err(|error| match error {
         topoalign_k8s::ConfigError::Refused(text) => RestoreError::Refused(text),
         topoalign_k8s::ConfigError::Invalid { path, message } => malformed(format!("kubelet.{path}: {message}")),
@@ -231,10 +247,12 @@ pub fn read_state(object: &crate::NodeResourceTopology) -> Result<StateView<'_>,
 /// [`RestoreError::Malformed`] or [`RestoreError::Unrestorable`], as
 /// [`restore`].
 pub fn restore_onto(node: Node, state: &StateView<'_>) -> Result<Node, RestoreError> {
-    let snapshot = state.to_snapshot().map_err(|error| RestoreError::Malformed {
-        attribute: STATE_ATTRIBUTE,
-        message: error.to_string(),
-    })?;
+    let snapshot = state
+        .to_snapshot_on(node.machine())
+        .map_err(|error| RestoreError::Malformed {
+            attribute: STATE_ATTRIBUTE,
+            message: error.to_string(),
+        })?;
     node.restored(snapshot)
         .map_err(|e| RestoreError::Unrestorable(e.to_string()))
 }

@@ -12,6 +12,7 @@ mod build;
 pub mod exact;
 pub mod object;
 pub mod schema;
+pub mod warnings;
 
 pub use build::{
     BuildOptions, POLICY_ATTRIBUTE, SCOPE_ATTRIBUTE, STATE_UNKNOWN_ATTRIBUTE, build, legacy_policy, unknown,
@@ -22,5 +23,5 @@ pub use exact::{
 };
 pub use object::{
     AttributeInfo, CostInfo, NodeResourceTopology, ObjectMeta, ObjectsError, ResourceInfo, Zone, numa_of_zone,
-    zone_name,
+    zone_name, zone_numa_index,
 };

@@ -96,14 +96,29 @@ impl NodeResourceTopology {
     }
 }
 
-/// The zone name of NUMA node `id`.
+/// The zone name of the NUMA node whose id is `numa`: the machine's own
+/// id (the Linux NUMA cell id, as the resource-topology-exporter names it
+/// through noderesourcetopology-api's `numanode.IDToName`), so on a
+/// machine numbered anew for ids past 63 the id
+/// [`Machine::numa_label`](topoalign_model::Machine::numa_label) gives.
 pub fn zone_name(numa: usize) -> String {
     format!("node-{numa}")
 }
 
-/// The NUMA id of a zone name written by [`zone_name`].
+/// The NUMA id a zone name written by [`zone_name`] carries (as
+/// `numanode.NameToID` reads it): the machine's own id; a reader holding
+/// the machine maps it to the node's index with
+/// [`Machine::numa_id_of_label`](topoalign_model::Machine::numa_id_of_label)
+/// ([`zone_numa_index`]).
 pub fn numa_of_zone(name: &str) -> Option<usize> {
     name.strip_prefix("node-")?.parse().ok()
+}
+
+/// The index on `machine` of the NUMA node a zone name written by
+/// [`zone_name`] names: `None` for a name of another form or an id the
+/// machine lacks.
+pub fn zone_numa_index(machine: &topoalign_model::Machine, name: &str) -> Option<usize> {
+    machine.numa_id_of_label(numa_of_zone(name)?)
 }
 
 /// Why text holds no NodeResourceTopology objects.

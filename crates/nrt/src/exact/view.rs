@@ -19,7 +19,7 @@ use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use topoalign_engine::{
     CpuManagerState, MemoryBlock, MemoryManagerState, MemoryTableState, NodeSnapshot, NumaMemoryState,
 };
-use topoalign_model::{Container, CpuSet, Pod, PodResources, ResourceList, fold_amounts};
+use topoalign_model::{Container, CpuSet, Machine, Pod, PodResources, ResourceList, fold_amounts};
 
 use super::TableRecord;
 
@@ -290,13 +290,72 @@ impl StateError {
     }
 }
 
+/// How the NUMA ids a state was written with ([`Machine::numa_label`])
+/// read as the machine's own: through [`Machine::numa_id_of_label`] on a
+/// machine numbered anew (NUMA ids past 63), as written otherwise (a NUMA
+/// node the machine lacks is then the restore's to refuse, in the
+/// kubelet's words).
+#[derive(Clone, Copy)]
+struct NumaIds<'m>(Option<&'m Machine>);
+
+impl NumaIds<'_> {
+    /// The machine's index of NUMA id `id` read at `at`.
+    fn index(self, id: usize, at: &dyn Fn() -> String) -> Result<usize, StateError> {
+        let Some(machine) = self.0 else {
+            return Ok(id);
+        };
+        machine.numa_id_of_label(id).ok_or_else(|| {
+            let ids: Vec<String> = machine
+                .numa_labels()
+                .unwrap_or_default()
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            StateError::new(
+                at(),
+                format!(
+                    "NUMA node {id} is not on this machine (its NUMA nodes: {})",
+                    ids.join(", ")
+                ),
+            )
+        })
+    }
+
+    /// [`NumaIds::index`] of each id.
+    fn indices(self, ids: &[usize], at: &dyn Fn() -> String) -> Result<Vec<usize>, StateError> {
+        match self.0 {
+            None => Ok(ids.to_vec()),
+            Some(_) => exact_vec(ids.len(), ids.iter().map(|&id| self.index(id, at))),
+        }
+    }
+}
+
 impl StateView<'_> {
-    /// The engine's snapshot this state describes.
+    /// The engine's snapshot this state describes, its NUMA ids read as
+    /// written: for a machine whose NUMA ids are all below 64 (not numbered
+    /// anew). [`StateView::to_snapshot_on`] reads them for any machine.
     ///
     /// # Errors
     /// [`StateError`] naming the malformed part (a bad quantity or CPU
     /// list).
     pub fn to_snapshot(&self) -> Result<NodeSnapshot, StateError> {
+        self.snapshot(NumaIds(None))
+    }
+
+    /// The engine's snapshot this state describes on `machine`: the NUMA
+    /// ids [`StateRecord`](super::StateRecord) wrote (the machine's own,
+    /// [`Machine::numa_label`]) read back as the machine's indices
+    /// ([`Machine::numa_id_of_label`]). On a machine whose ids are all
+    /// below 64, [`StateView::to_snapshot`].
+    ///
+    /// # Errors
+    /// [`StateError`] naming the malformed part (a bad quantity or CPU
+    /// list; on a machine numbered anew, a NUMA id it lacks).
+    pub fn to_snapshot_on(&self, machine: &Machine) -> Result<NodeSnapshot, StateError> {
+        self.snapshot(NumaIds(machine.numa_labels().map(|_| machine)))
+    }
+
+    fn snapshot(&self, numa_ids: NumaIds<'_>) -> Result<NodeSnapshot, StateError> {
         let pods = exact_vec(
             self.pods.len(),
             self.pods.iter().map(|view| {
@@ -337,7 +396,11 @@ impl StateView<'_> {
                 assignments,
                 pod_assignments,
             },
-            memory: self.memory.as_ref().map(MemoryView::to_state),
+            memory: self
+                .memory
+                .as_ref()
+                .map(|memory| memory.to_state(numa_ids))
+                .transpose()?,
             devices: per_container(&self.devices, |devices| {
                 let mut resources = BTreeMap::new();
                 for (resource, ids) in devices.iter() {
@@ -378,9 +441,11 @@ fn per_container<'a, T, U>(
 }
 
 impl MemoryView<'_> {
-    fn to_state(&self) -> MemoryManagerState {
+    fn to_state(&self, numa_ids: NumaIds<'_>) -> Result<MemoryManagerState, StateError> {
         let mut machine_state = BTreeMap::new();
         for (numa, view) in self.machine_state.iter() {
+            let at = || format!("memory.machineState.{numa}");
+            let index = numa_ids.index(*numa, &at)?;
             let mut memory = BTreeMap::new();
             for (resource, table) in view.memory_map.iter() {
                 memory.insert(resource.as_str().to_owned(), table.into());
@@ -388,20 +453,36 @@ impl MemoryView<'_> {
             let node = NumaMemoryState {
                 number_of_assignments: view.number_of_assignments,
                 memory,
-                cells: view.cells.clone(),
+                cells: numa_ids.indices(&view.cells, &|| format!("{}.cells", at()))?,
             };
-            machine_state.insert(*numa, node);
+            machine_state.insert(index, node);
         }
+        // As `per_container` builds them, each block's NUMA ids read.
+        let assignments = self
+            .entries
+            .iter()
+            .map(|(uid, containers)| {
+                let mut converted = BTreeMap::new();
+                for (container, blocks) in containers.iter() {
+                    let at = || format!("memory.entries.{}.{}", uid.as_str(), container.as_str());
+                    converted.insert(container.as_str().to_owned(), blocks_of(blocks, numa_ids, &at)?);
+                }
+                Ok((uid.as_str().to_owned(), converted))
+            })
+            .collect::<Result<_, StateError>>()?;
         let pod_assignments = self
             .pod_entries
             .iter()
-            .map(|(uid, blocks)| (uid.as_str().to_owned(), blocks_of(blocks)))
-            .collect();
-        MemoryManagerState {
+            .map(|(uid, blocks)| {
+                let at = || format!("memory.podEntries.{}", uid.as_str());
+                Ok((uid.as_str().to_owned(), blocks_of(blocks, numa_ids, &at)?))
+            })
+            .collect::<Result<_, StateError>>()?;
+        Ok(MemoryManagerState {
             machine_state,
-            assignments: per_container(&self.entries, |blocks| blocks_of(blocks)),
+            assignments,
             pod_assignments,
-        }
+        })
     }
 }
 
@@ -417,16 +498,22 @@ impl From<&TableRecord> for MemoryTableState {
     }
 }
 
-/// The engine's memory blocks of `blocks`.
-fn blocks_of(blocks: &[BlockView<'_>]) -> Vec<MemoryBlock> {
-    blocks
-        .iter()
-        .map(|b| MemoryBlock {
-            numa_affinity: b.numa_affinity.to_vec(),
-            resource: b.resource.as_str().to_owned(),
-            size: b.size,
-        })
-        .collect()
+/// The engine's memory blocks of `blocks` (read at `at`).
+fn blocks_of(
+    blocks: &[BlockView<'_>],
+    numa_ids: NumaIds<'_>,
+    at: &dyn Fn() -> String,
+) -> Result<Vec<MemoryBlock>, StateError> {
+    exact_vec(
+        blocks.len(),
+        blocks.iter().enumerate().map(|(i, b)| {
+            Ok(MemoryBlock {
+                numa_affinity: numa_ids.indices(&b.numa_affinity, &|| format!("{}[{i}].numaAffinity", at()))?,
+                resource: b.resource.as_str().to_owned(),
+                size: b.size,
+            })
+        }),
+    )
 }
 
 impl PodView<'_> {

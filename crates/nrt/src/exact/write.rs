@@ -14,7 +14,7 @@ use topoalign_engine::{
     BlocksView, ContainerDevicesView, CpuStateView, DeviceIdsView, DevicesView, MemoryBlockView, MemoryStateView, Node,
     NumaMemoryView, PodDevicesView, SnapshotView,
 };
-use topoalign_model::{Container, CpuSet, FlatMap, NumaMask, Pod, ResourceList};
+use topoalign_model::{Container, CpuSet, FlatMap, Machine, NumaMask, Pod, ResourceList};
 
 use super::TableRecord;
 
@@ -32,27 +32,37 @@ pub fn state_json(node: &Node) -> String {
 /// - `pods`: the admitted pods, in admission order;
 /// - `cpu`: `cpu_manager_state` without its checksum;
 /// - `memory`: `memory_manager_state` without its checksum; absent under
-///   the `None` memory policy;
+///   the `None` memory policy. Its NUMA ids (the machine state's keys,
+///   `cells`, the blocks' `numaAffinity`) are the machine's own
+///   ([`Machine::numa_label`]: on a machine numbered anew for NUMA ids past
+///   63, the original ids, as the kubelet's checkpoint keys them);
 /// - `devices`: device ids per pod uid, container and resource; absent
 ///   when none is held.
 #[derive(Clone, Copy)]
-pub struct StateRecord<'a>(SnapshotView<'a>);
+pub struct StateRecord<'a> {
+    state: SnapshotView<'a>,
+    /// Whose NUMA ids are written ([`Machine::numa_label`]).
+    machine: &'a Machine,
+}
 
 impl StateRecord<'_> {
     /// The state `node` holds now.
     pub fn of(node: &Node) -> StateRecord<'_> {
-        StateRecord(node.snapshot_view())
+        StateRecord {
+            state: node.snapshot_view(),
+            machine: node.machine(),
+        }
     }
 }
 
 impl Serialize for StateRecord<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let state = &self.0;
+        let state = &self.state;
         let mut out = serializer.serialize_struct("StateRecord", 4)?;
         out.serialize_field("pods", &Each(state.pods, PodRecord))?;
         out.serialize_field("cpu", &CpuRecord(state.cpu))?;
         if let Some(memory) = state.memory {
-            out.serialize_field("memory", &MemoryRecord(memory))?;
+            out.serialize_field("memory", &MemoryRecord(memory, self.machine))?;
         }
         if !state.devices.is_empty() {
             out.serialize_field("devices", &Devices(state.devices))?;
@@ -227,33 +237,34 @@ where
 /// `machineState` (per NUMA node, [`NumaMemoryRecord`]), `entries` (pod
 /// uid → container → [`BlockRecord`]s) and `podEntries` (pod uid → the
 /// pod's blocks, `PodLevelResourceManagers`), each map of blocks absent
-/// when empty.
+/// when empty. NUMA ids are the machine's own ([`Machine::numa_label`]).
 #[derive(Clone, Copy)]
-pub struct MemoryRecord<'a>(MemoryStateView<'a>);
+pub struct MemoryRecord<'a>(MemoryStateView<'a>, &'a Machine);
 
 impl Serialize for MemoryRecord<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let memory = self.0;
+        let MemoryRecord(memory, machine) = *self;
         let mut out = serializer.serialize_struct("MemoryRecord", 3)?;
-        out.serialize_field("machineState", &MachineState(memory))?;
+        out.serialize_field("machineState", &MachineState(memory, machine))?;
         if memory.assignments().next().is_some() {
-            out.serialize_field("entries", &MemoryEntries(memory))?;
+            out.serialize_field("entries", &MemoryEntries(memory, machine))?;
         }
         if memory.pod_assignments().next().is_some() {
-            out.serialize_field("podEntries", &PodBlocks(memory))?;
+            out.serialize_field("podEntries", &PodBlocks(memory, machine))?;
         }
         out.end()
     }
 }
 
-struct MachineState<'a>(MemoryStateView<'a>);
+struct MachineState<'a>(MemoryStateView<'a>, &'a Machine);
 
 impl Serialize for MachineState<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let machine = self.1;
         serializer.collect_map(
             self.0
                 .machine_state()
-                .map(|(numa, node)| (numa, NumaMemoryRecord(node))),
+                .map(|(numa, node)| (machine.numa_label(numa), NumaMemoryRecord(node, machine))),
         )
     }
 }
@@ -261,27 +272,28 @@ impl Serialize for MachineState<'_> {
 /// One NUMA node of the memory manager's machine state:
 /// `numberOfAssignments`, `memoryMap` (per resource, `memory` and
 /// `hugepages-<size>`, a [`TableRecord`] in bytes) and `cells` (the node's
-/// group).
+/// group, the machine's own NUMA ids).
 #[derive(Clone, Copy)]
-pub struct NumaMemoryRecord<'a>(NumaMemoryView<'a>);
+pub struct NumaMemoryRecord<'a>(NumaMemoryView<'a>, &'a Machine);
 
 impl Serialize for NumaMemoryRecord<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let node = self.0;
+        let NumaMemoryRecord(node, machine) = *self;
         let mut out = serializer.serialize_struct("NumaMemoryRecord", 3)?;
         out.serialize_field("numberOfAssignments", &node.number_of_assignments)?;
         out.serialize_field("memoryMap", &Tables(node.memory))?;
-        out.serialize_field("cells", &Nodes(node.cells))?;
+        out.serialize_field("cells", &Nodes(node.cells, machine))?;
         out.end()
     }
 }
 
-/// The NUMA nodes of a mask, ascending.
-struct Nodes(NumaMask);
+/// The NUMA nodes of a mask, ascending, by the machine's own ids
+/// ([`Machine::numa_label`], which keeps their order).
+struct Nodes<'a>(NumaMask, &'a Machine);
 
-impl Serialize for Nodes {
+impl Serialize for Nodes<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.nodes())
+        serializer.collect_seq(self.0.nodes().map(|numa| self.1.numa_label(numa)))
     }
 }
 
@@ -297,53 +309,57 @@ impl Serialize for Tables<'_> {
     }
 }
 
-struct MemoryEntries<'a>(MemoryStateView<'a>);
+struct MemoryEntries<'a>(MemoryStateView<'a>, &'a Machine);
 
 impl Serialize for MemoryEntries<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut out = serializer.serialize_map(None)?;
         for (uid, containers) in self.0.assignments() {
-            out.serialize_entry(uid, &ContainerBlocks(&containers))?;
+            out.serialize_entry(uid, &ContainerBlocks(&containers, self.1))?;
         }
         out.end()
     }
 }
 
 /// Container name → memory blocks.
-struct ContainerBlocks<'a, 'b>(&'b [(&'a str, BlocksView<'a>)]);
+struct ContainerBlocks<'a, 'b>(&'b [(&'a str, BlocksView<'a>)], &'a Machine);
 
 impl Serialize for ContainerBlocks<'_, '_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.0.iter().map(|&(name, blocks)| (name, Blocks(blocks))))
+        serializer.collect_map(self.0.iter().map(|&(name, blocks)| (name, Blocks(blocks, self.1))))
     }
 }
 
-struct PodBlocks<'a>(MemoryStateView<'a>);
+struct PodBlocks<'a>(MemoryStateView<'a>, &'a Machine);
 
 impl Serialize for PodBlocks<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.0.pod_assignments().map(|(uid, blocks)| (uid, Blocks(blocks))))
+        serializer.collect_map(
+            self.0
+                .pod_assignments()
+                .map(|(uid, blocks)| (uid, Blocks(blocks, self.1))),
+        )
     }
 }
 
-struct Blocks<'a>(BlocksView<'a>);
+struct Blocks<'a>(BlocksView<'a>, &'a Machine);
 
 impl Serialize for Blocks<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(BlockRecord))
+        serializer.collect_seq(self.0.iter().map(|block| BlockRecord(block, self.1)))
     }
 }
 
-/// One memory block of a container: `numaAffinity`, `type` (`memory` or
-/// `hugepages-<size>`) and `size` in bytes.
+/// One memory block of a container: `numaAffinity` (the machine's own
+/// NUMA ids), `type` (`memory` or `hugepages-<size>`) and `size` in bytes.
 #[derive(Clone, Copy)]
-pub struct BlockRecord<'a>(MemoryBlockView<'a>);
+pub struct BlockRecord<'a>(MemoryBlockView<'a>, &'a Machine);
 
 impl Serialize for BlockRecord<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let b = self.0;
+        let BlockRecord(b, machine) = *self;
         let mut out = serializer.serialize_struct("BlockRecord", 3)?;
-        out.serialize_field("numaAffinity", &Nodes(b.numa_affinity))?;
+        out.serialize_field("numaAffinity", &Nodes(b.numa_affinity, machine))?;
         out.serialize_field("type", b.resource)?;
         out.serialize_field("size", &b.size)?;
         out.end()
