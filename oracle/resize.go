@@ -15,6 +15,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/pkg/kubelet/cm"
 )
 
@@ -79,8 +80,19 @@ func resizableContainer(pod *v1.Pod, name string) *v1.Container {
 	return nil
 }
 
-// applyResize writes the event's sizes into the desired pod.
+// applyResize writes the event's sizes into the desired pod, and defaults
+// it as the API server does. A resize is a PATCH (1.33+: of the pod's
+// resize subresource; 1.32: of the pod): the API server's patch handler
+// decodes the patched object with defaulting (apiserver's
+// handlers/patch.go: applyPatchToObject calls defaulter.Default, the JSON
+// and merge patchers decode through the codec, which defaults), so the new
+// sizes pass core/v1 SetDefaults_Pod (a limit without a request is also
+// the request) and SetDefaults_ResourceList (every amount rounded up to a
+// thousandth, RoundUp(-3)) before validation and before the kubelet sees
+// them. The rest of the pod was defaulted when it was created: defaulting
+// it again changes nothing there.
 func applyResize(desired *v1.Pod, r *resizeEvent) {
+	defer legacyscheme.Scheme.Default(desired)
 	for _, c := range r.Containers {
 		target := resizableContainer(desired, c.Name)
 		for name, q := range c.Resources.Requests {

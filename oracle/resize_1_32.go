@@ -31,6 +31,7 @@ package main
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"time"
 	"unsafe"
 
@@ -63,7 +64,10 @@ type resizeState struct {
 	kl     *kubelet.Kubelet
 	events *resizeEvents
 	// err is the failure setting up the kubelet value, if any.
-	err           error
+	err error
+	// refusal is initMemoryGuard's message for the resize being decided:
+	// the harness answers nothing for it (resize_init_memory.go).
+	refusal       string
 	resizeRelease // resize_kubelet_<v>.go
 }
 
@@ -83,8 +87,12 @@ func (n *node) setupResize(kc *kubeletconfig.KubeletConfiguration) {
 		"podWorkers":       kubelet.PodWorkers(livePodWorkers{}),
 		"containerManager": cm.ContainerManager(resizeContainerManager{config: resizeNodeConfig(kc)}),
 		"containerRuntime": resizeRuntime,
-		"admitHandlers":    lifecycle.PodAdmitHandlers(n.admitHandlers),
-		"recorder":         record.EventRecorder(n.resize.events),
+		// The guard first (resize_init_memory.go): it refuses, before the
+		// topology manager allocates anything, the resizes whose answer the
+		// container status decides.
+		"admitHandlers": lifecycle.PodAdmitHandlers(append([]lifecycle.PodAdmitHandler{initMemoryGuard{n}},
+			n.admitHandlers...)),
+		"recorder": record.EventRecorder(n.resize.events),
 		// The container back-off handlePodResourcesResize resets for a
 		// resized container (its periods as NewMainKubelet's; nothing here
 		// waits on it).
@@ -205,8 +213,12 @@ func (n *node) resizeUpdate(i int, e *podEntry, old *v1.Pod) (map[string]any, er
 		// the kubelet allocates counts as actuated).
 		status := &kubecontainer.PodStatus{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 		delete(n.resize.events.message, pod.UID)
+		n.resize.refusal = ""
 		if _, err := handlePodResourcesResize(n.resize.kl, pod, status); err != nil {
 			return nil, fmt.Errorf("events[%d].resize: %v", i, err)
+		}
+		if n.resize.refusal != "" {
+			return nil, fmt.Errorf("events[%d].resize: %s", i, n.resize.refusal)
 		}
 		if !n.allocationDiffers(pod) {
 			n.allocated(e)
@@ -245,12 +257,24 @@ func (n *node) retryAfterRemoval() []string { return nil }
 // the memory manager's hints for held blocks of another size are no
 // preference (regenerateHints), the kubelet's the held blocks' NUMA nodes,
 // which the pod's other held resources were aligned with when it was
-// admitted; Allocate keeps the held blocks either way.
+// admitted; Allocate keeps the held blocks either way. With the
+// full-pcpus-only option the static policy's SMT checks run on that size
+// too: any resize of such a pod is refused, as topoalign refuses it. (The
+// init container's memory allocated again under the pod scope is refused
+// where canResizePod lets the resize reach the admit handlers:
+// resize_init_memory.go.)
 func (n *node) resizeModelled(i int, pod *v1.Pod) error {
 	policy := n.config.TopologyManagerPolicy
 	if v1qos.GetPodQOS(pod) != v1.PodQOSGuaranteed || n.config.CPUManagerPolicy != "static" ||
-		(policy != "restricted" && policy != "single-numa-node") ||
 		!utilfeature.DefaultFeatureGate.Enabled(features.InPlacePodVerticalScalingExclusiveCPUs) {
+		return nil
+	}
+	if full, err := strconv.ParseBool(n.config.CPUManagerPolicyOptions["full-pcpus-only"]); err == nil && full &&
+		n.allocationDiffers(pod) {
+		return fmt.Errorf("events[%d].resize: not modelled: the v%s kubelet sizes the CPUs a Guaranteed pod's container holds by its status's allocatedResources, which the harness's pods do not carry (CPU manager policy option full-pcpus-only)",
+			i, kubeletMinor)
+	}
+	if policy != "restricted" && policy != "single-numa-node" {
 		return nil
 	}
 	for _, c := range append(append([]v1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {

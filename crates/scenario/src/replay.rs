@@ -719,6 +719,11 @@ fn resized_pod(pod: &Pod, spec: &ResizeSpec, path: &str) -> Result<Pod, Scenario
                 );
             }
         }
+        // core/v1 `SetDefaults_Pod`, as the API server defaults the
+        // patched pod: a limit without a request is also the request.
+        for (resource, limit) in &container.limits {
+            container.requests.entry(resource.clone()).or_insert(*limit);
+        }
         for resource in ["cpu", "memory"] {
             if let (Some(request), Some(limit)) = (container.requests.get(resource), container.limits.get(resource))
                 && request > limit
@@ -745,7 +750,15 @@ fn resized_pod(pod: &Pod, spec: &ResizeSpec, path: &str) -> Result<Pod, Scenario
     Ok(desired)
 }
 
-/// A quantity of a `resize` event: a string or a number, positive.
+/// A quantity of a `resize` event: a string or a number, positive, as
+/// the kubelet gets it. A resize is a PATCH of the pod (1.33+: of its
+/// `resize` subresource), and the API server's patch handler decodes the
+/// patched pod with defaulting (apiserver `handlers/patch.go`:
+/// `applyPatchToObject` calls `defaulter.Default`; the JSON and merge
+/// patchers decode through the codec, which defaults): core/v1
+/// `SetDefaults_ResourceList` rounds every amount up to a thousandth
+/// ([`topoalign_k8s::defaulting::round_up_milli`]) before validation and
+/// before the kubelet sees it (`1.0005` is `1001m`).
 fn resize_quantity(value: &serde_json::Value) -> Result<Quantity, String> {
     let text = match value {
         serde_json::Value::String(s) => s.clone(),
@@ -758,7 +771,7 @@ fn resize_quantity(value: &serde_json::Value) -> Result<Quantity, String> {
     if quantity.is_negative() {
         return Err(format!("{text:?} must be greater than or equal to 0"));
     }
-    Ok(quantity)
+    Ok(topoalign_k8s::defaulting::round_up_milli(quantity))
 }
 
 /// `parent.child`, or `parent` when the error is about the whole value.
