@@ -221,16 +221,18 @@ fn unreadable_input_exits_2_naming_the_path() {
 }
 
 #[test]
-fn gpu_memory_numa_nodes_are_left_out_of_the_scenario_with_a_warning() {
-    // POWER9: the GPUs' memory is NUMA nodes 250-255, without CPUs; left
-    // out of the machine as hwloc does (they would not fit the kubelet's
-    // 64-bit masks either).
+fn gpu_memory_numa_nodes_are_in_the_scenario_with_their_ids_and_a_warning() {
+    // POWER9: the GPUs' memory is NUMA nodes 250-255, without CPUs. The
+    // kubelet counts them (cAdvisor lists every node directory), so the
+    // scenario keeps them with their ids, and a warning says the kubelet's
+    // 64-bit NUMA masks cannot hold them.
     let output = topoalign()
         .args(["topology", "-o", "scenario", "--sysfs"])
         .arg(topologies().join("sysfs/hwloc-nvidiagpunumanodes.tar.bz2"))
         .assert()
         .success()
-        .stderr(predicate::str::contains("left out of the machine model"))
+        .stderr(predicate::str::contains("hold device memory"))
+        .stderr(predicate::str::contains("64-bit NUMA masks"))
         .get_output()
         .stdout
         .clone();
@@ -241,5 +243,31 @@ fn gpu_memory_numa_nodes_are_left_out_of_the_scenario_with_a_warning() {
         .iter()
         .filter_map(|n| n["id"].as_u64())
         .collect();
-    assert_eq!(ids, vec![0, 8]);
+    assert_eq!(ids, vec![0, 8, 250, 251, 252, 253, 254, 255]);
+    let cpu_nodes: std::collections::BTreeSet<u64> = scenario["topology"]["cpus"]
+        .as_array()
+        .expect("cpus")
+        .iter()
+        .filter_map(|c| c["numa"].as_u64())
+        .collect();
+    assert_eq!(cpu_nodes, [0, 8].into());
+    // The scenario reads back as the same machine: `topology --scenario`
+    // shows the same ids.
+    let file = std::env::temp_dir().join(format!("topoalign-power9-scenario-{}.json", std::process::id()));
+    std::fs::write(&file, &output).expect("write");
+    let again = topoalign()
+        .args(["topology", "-o", "json", "--scenario"])
+        .arg(&file)
+        .output()
+        .expect("runs");
+    std::fs::remove_file(&file).ok();
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    let topology: serde_json::Value = serde_json::from_slice(&again.stdout).expect("JSON");
+    let ids: Vec<u64> = topology["numaNodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .filter_map(|n| n["id"].as_u64())
+        .collect();
+    assert_eq!(ids, vec![0, 8, 250, 251, 252, 253, 254, 255]);
 }

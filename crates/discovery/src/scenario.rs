@@ -38,7 +38,7 @@ pub fn read_scenario(path: &Path) -> Result<Topology, DiscoveryError> {
 /// for a malformed document or block.
 pub fn parse_scenario_topology(text: &str, source: &str) -> Result<Topology, topoalign_scenario::ScenarioError> {
     let scenario = Scenario::parse(text)?;
-    let machine = scenario.topology.to_machine()?;
+    let machine = scenario.topology.to_machine_with_numa_labels()?;
     Ok(Topology::from_machine(&machine, source))
 }
 

@@ -102,18 +102,18 @@ pub struct NumaNode {
 }
 
 impl NumaNode {
-    /// Whether the engine's machine leaves this node out: a node without
-    /// CPUs that holds device memory — hwloc's `GPUMemory` subtype, or an id
-    /// of 64 and more, where POWER9 firmware puts the NVIDIA GPUs' memory
-    /// (nodes 250-255).
+    /// Whether it is a CPU-less node that holds device memory: hwloc's
+    /// `GPUMemory` subtype, or an id of 64 and more, where POWER9 firmware
+    /// puts the NVIDIA GPUs' memory (nodes 250-255).
     ///
-    /// Why leave them out rather than model sparse ids: such memory is the
-    /// GPU's, allocated by its driver, not by the kubelet's memory manager
-    /// for pods, and no pod can be given CPUs there; hwloc hides these nodes
-    /// by default for the same reason (`HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES`).
-    /// The kubelet's own NUMA masks stop at 64 ids too. A node *with* CPUs
-    /// past id 63 is still refused: leaving it out would lose CPUs.
-    pub fn left_out_of_machine(&self) -> bool {
+    /// The machine keeps such nodes: the kubelet counts every
+    /// `/sys/devices/system/node/node<N>` directory as a NUMA node
+    /// (cAdvisor's `GetNodesInfo` lists CPU-less nodes too, only logging
+    /// "Found node without any CPU"; the topology manager's `NewNUMAInfo`
+    /// takes every id it lists), so its answers on such a machine are
+    /// answers about them. hwloc hides them by default
+    /// (`HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES`); the kubelet does not.
+    pub fn is_device_memory(&self) -> bool {
         self.cpus.is_empty()
             && (self.id >= topoalign_model::MAX_NUMA_NODES || self.subtype.as_deref() == Some("GPUMemory"))
     }
@@ -457,8 +457,12 @@ pub enum Warning {
     /// CPUs whose `online` file is empty (some kernels write nothing for a
     /// CPU that cannot be taken offline); they are taken as online.
     EmptyOnlineFile { cpus: CpuSet },
-    /// CPU-less device-memory nodes the machine model leaves out.
-    DeviceMemoryNodesLeftOut { nodes: Vec<usize> },
+    /// CPU-less device-memory nodes (see [`NumaNode::is_device_memory`]):
+    /// in the machine, as the kubelet counts them.
+    DeviceMemoryNodes { nodes: Vec<usize> },
+    /// NUMA node ids of 64 and more: the kubelet's 64-bit NUMA masks
+    /// cannot hold them, so it crashes where it builds one.
+    NumaIdsPastMasks { nodes: Vec<usize> },
 }
 
 impl fmt::Display for Warning {
@@ -504,16 +508,26 @@ impl fmt::Display for Warning {
                 f,
                 "CPU(s) {cpus} have an empty `online` file (the kernel writes none for a CPU that cannot go offline); taken as online"
             ),
-            Warning::DeviceMemoryNodesLeftOut { nodes } => {
-                let ids: Vec<String> = nodes.iter().map(ToString::to_string).collect();
-                write!(
-                    f,
-                    "NUMA node(s) {} have no CPUs and hold device memory (e.g. POWER9 GPU memory); left out of the machine model, as hwloc does by default",
-                    ids.join(", ")
-                )
-            }
+            Warning::DeviceMemoryNodes { nodes } => write!(
+                f,
+                "NUMA node(s) {} have no CPUs and hold device memory (e.g. POWER9 GPU memory); they are in the \
+                 machine model because the kubelet counts them as NUMA nodes (cAdvisor lists every node directory), \
+                 although hwloc hides them by default",
+                id_list(nodes)
+            ),
+            Warning::NumaIdsPastMasks { nodes } => write!(
+                f,
+                "NUMA node id(s) {} are 64 or more, past the kubelet's 64-bit NUMA masks: the kubelet crashes \
+                 admitting any pod under a topology manager policy other than none, and under none the Static \
+                 memory manager crashes on Guaranteed pods; answers show the ids as the machine has them",
+                id_list(nodes)
+            ),
         }
     }
+}
+
+fn id_list(ids: &[usize]) -> String {
+    ids.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
 /// Why a discovered machine cannot become the engine's [`Machine`].
@@ -522,7 +536,7 @@ pub enum ToMachineError {
     /// Online CPUs without a home NUMA node on a multi-node machine.
     #[error("CPU(s) {0} have no NUMA node, so the machine cannot be modelled")]
     CpusWithoutNumaNode(String),
-    /// An invariant of the engine's model (e.g. NUMA ids above 63).
+    /// An invariant of the engine's model (e.g. NUMA ids above 1023).
     #[error("{0}")]
     Model(#[from] MachineError),
 }
@@ -584,16 +598,21 @@ impl Topology {
     /// (rows indexed by NUMA id, 0 for ids that do not exist), CPUs with
     /// their core, socket, node and L3 group, and the device-plugin
     /// resources. A CPU without a NUMA node goes to the only node when there
-    /// is one. CPU-less device-memory nodes are left out (see
-    /// [`NumaNode::left_out_of_machine`]; the readers warn about them).
+    /// is one. Every NUMA node is kept, CPU-less device-memory nodes too
+    /// (the kubelet counts them; see [`NumaNode::is_device_memory`]). With
+    /// an id of 64 or more the machine is read with labels
+    /// ([`Machine::with_numa_labels`]): its nodes are numbered `0..n` in id
+    /// order and [`Machine::numa_label`] gives the ids back, so whoever
+    /// prints a NUMA id of it prints the label.
     ///
     /// # Errors
     /// [`ToMachineError`] when a CPU has no node on a multi-node machine or
-    /// the model refuses the machine (e.g. NUMA ids of 64 and more).
+    /// the model refuses the machine (ids past 1023, more than 64 nodes).
     pub fn to_machine(&self) -> Result<Machine, ToMachineError> {
-        let kept: Vec<&NumaNode> = self.numa_nodes.iter().filter(|n| !n.left_out_of_machine()).collect();
+        let kept: Vec<&NumaNode> = self.numa_nodes.iter().collect();
         let kept_ids: BTreeSet<usize> = kept.iter().map(|n| n.id).collect();
         let max_id = kept_ids.last().copied().unwrap_or(0);
+        let labelled = max_id >= topoalign_model::MAX_NUMA_NODES;
         let nodes: Vec<ModelNumaNode> = kept
             .iter()
             .map(|node| {
@@ -602,10 +621,19 @@ impl Topology {
                     .iter()
                     .map(|(&size, pool)| (size, size.saturating_mul(pool.total)))
                     .collect();
-                let distances = (!node.distances.is_empty() && max_id < topoalign_model::MAX_NUMA_NODES).then(|| {
-                    (0..=max_id)
-                        .map(|to| node.distances.get(&to).copied().unwrap_or(0))
-                        .collect()
+                // Rows by id up to 63; past that one entry per node in id
+                // order, as `Machine::with_numa_labels` takes them.
+                let distances = (!node.distances.is_empty()).then(|| {
+                    if labelled {
+                        kept_ids
+                            .iter()
+                            .map(|to| node.distances.get(to).copied().unwrap_or(0))
+                            .collect()
+                    } else {
+                        (0..=max_id)
+                            .map(|to| node.distances.get(&to).copied().unwrap_or(0))
+                            .collect()
+                    }
                 });
                 ModelNumaNode {
                     id: node.id,
@@ -649,19 +677,22 @@ impl Topology {
                     .iter()
                     .map(|d| Device {
                         id: d.id.clone(),
-                        // Memory attached to a left-out node is no affinity.
+                        // A node the machine does not list is no affinity.
                         numa: d.numa.iter().copied().filter(|n| kept_ids.contains(n)).collect(),
                     })
                     .collect();
                 (name.clone(), devices)
             })
             .collect();
-        Ok(Machine::new(nodes, cpus, devices)?)
+        Ok(Machine::with_numa_labels(nodes, cpus, devices)?)
     }
 
     /// A topology holding exactly what a [`Machine`] knows (e.g. from a
     /// scenario's `topology:` block): no PCI devices, free memory or names.
+    /// NUMA ids are the machine's labels ([`Machine::numa_label`]), so a
+    /// machine read with ids past 63 shows its own ids.
     pub fn from_machine(machine: &Machine, source: impl Into<String>) -> Topology {
+        let label = |id: usize| machine.numa_label(id);
         let mut topology = Topology::empty(source);
         let mut packages: BTreeMap<u32, CpuSet> = BTreeMap::new();
         let mut caches: BTreeMap<u32, CpuSet> = BTreeMap::new();
@@ -675,7 +706,7 @@ impl Topology {
                 core: cpu.core,
                 package: cpu.socket,
                 die: None,
-                numa: Some(cpu.numa),
+                numa: Some(label(cpu.numa)),
                 l3: cpu.uncore_cache,
             });
         }
@@ -699,7 +730,7 @@ impl Topology {
             .map(|node| {
                 let cpus = machine.numa_cpus(node.id);
                 NumaNode {
-                    id: node.id,
+                    id: label(node.id),
                     local_cpus: cpus.clone(),
                     cpus,
                     memory: Some(node.memory),
@@ -721,7 +752,7 @@ impl Topology {
                     distances: node
                         .distances
                         .as_ref()
-                        .map(|row| ids.iter().filter_map(|&to| Some((to, *row.get(to)?))).collect())
+                        .map(|row| ids.iter().filter_map(|&to| Some((label(to), *row.get(to)?))).collect())
                         .unwrap_or_default(),
                     subtype: None,
                 }
@@ -735,13 +766,23 @@ impl Topology {
                     .iter()
                     .map(|d| ResourceDevice {
                         id: d.id.clone(),
-                        numa: d.numa.clone(),
+                        numa: d.numa.iter().map(|&n| label(n)).collect(),
                         pci: None,
                     })
                     .collect();
                 (name.clone(), list)
             })
             .collect();
+        let past_masks: Vec<usize> = machine
+            .numa_labels()
+            .unwrap_or_default()
+            .iter()
+            .copied()
+            .filter(|&id| id >= topoalign_model::MAX_NUMA_NODES)
+            .collect();
+        if !past_masks.is_empty() {
+            topology.warnings.push(Warning::NumaIdsPastMasks { nodes: past_masks });
+        }
         topology
     }
 
@@ -766,15 +807,23 @@ impl Topology {
                 _ => {}
             }
         }
-        let left_out: Vec<usize> = self
+        let device_memory: Vec<usize> = self
             .numa_nodes
             .iter()
-            .filter(|n| n.left_out_of_machine())
+            .filter(|n| n.is_device_memory())
             .map(|n| n.id)
             .collect();
-        if !left_out.is_empty() {
-            self.warnings
-                .push(Warning::DeviceMemoryNodesLeftOut { nodes: left_out });
+        if !device_memory.is_empty() {
+            self.warnings.push(Warning::DeviceMemoryNodes { nodes: device_memory });
+        }
+        let past_masks: Vec<usize> = self
+            .numa_nodes
+            .iter()
+            .map(|n| n.id)
+            .filter(|&id| id >= topoalign_model::MAX_NUMA_NODES)
+            .collect();
+        if !past_masks.is_empty() {
+            self.warnings.push(Warning::NumaIdsPastMasks { nodes: past_masks });
         }
         let plain_nodes = self.numa_nodes.iter().filter(|n| !n.cpus.is_empty()).count();
         if plain_nodes > 1 {

@@ -54,42 +54,153 @@ fn ia64_empty_cpu_online_file_means_online_with_a_warning() {
 }
 
 /// POWER9 with NVIDIA V100s: the GPUs' memory is NUMA nodes 250-255, with
-/// no CPUs. They are left out of the machine with a warning, as hwloc does.
+/// no CPUs. The kubelet counts them (cAdvisor lists every node directory),
+/// so the machine keeps them, numbered anew with their ids as labels, and
+/// warnings say what they are and that the kubelet's masks stop at 63.
 #[test]
-fn power9_gpu_memory_numa_nodes_are_left_out_with_a_warning() {
+fn power9_gpu_memory_numa_nodes_are_kept_with_their_ids_and_warnings() {
     let t = read_sysfs(&topologies().join("sysfs/hwloc-nvidiagpunumanodes.tar.bz2")).expect("reads");
-    assert!(
-        t.numa_nodes.iter().any(|n| n.id == 252),
-        "the topology still shows them"
-    );
-    let left_out = t
+    let gpu_nodes = vec![250, 251, 252, 253, 254, 255];
+    let device_memory = t
         .warnings
         .iter()
         .find_map(|w| match w {
-            Warning::DeviceMemoryNodesLeftOut { nodes } => Some(nodes.clone()),
+            Warning::DeviceMemoryNodes { nodes } => Some(nodes.clone()),
             _ => None,
         })
-        .expect("a warning names the nodes");
-    assert_eq!(left_out, vec![250, 251, 252, 253, 254, 255]);
+        .expect("a warning names the device-memory nodes");
+    assert_eq!(device_memory, gpu_nodes);
+    let past_masks = t
+        .warnings
+        .iter()
+        .find_map(|w| match w {
+            Warning::NumaIdsPastMasks { nodes } => Some(nodes.clone()),
+            _ => None,
+        })
+        .expect("a warning names the ids past the kubelet's masks");
+    assert_eq!(past_masks, gpu_nodes);
+    assert!(
+        t.warnings.iter().any(|w| w.to_string().contains("crashes")),
+        "{:?}",
+        t.warnings
+    );
     let machine = t.to_machine().expect("becomes a machine");
-    let ids: Vec<usize> = machine.numa_nodes().iter().map(|n| n.id).collect();
-    assert_eq!(ids, vec![0, 8]);
+    assert_eq!(machine.numa_nodes().len(), 8, "every node the kubelet sees");
+    assert_eq!(machine.numa_labels(), Some(&[0, 8, 250, 251, 252, 253, 254, 255][..]));
+    assert_eq!(machine.numa_id_past_masks(), Some(250));
+    for (index, node) in machine.numa_nodes().iter().enumerate() {
+        let label = machine.numa_label(index);
+        assert_eq!(machine.numa_id_of_label(label), Some(index));
+        let discovered = t.numa_node(label).expect("the discovered node");
+        assert_eq!(Some(node.memory), discovered.memory, "node {label}");
+        assert_eq!(machine.numa_cpus(index).len(), discovered.cpus.len(), "node {label}");
+        // Distance rows follow the nodes in id order.
+        if let Some(row) = &node.distances {
+            for (to, distance) in row.iter().enumerate() {
+                assert_eq!(
+                    discovered.distances.get(&machine.numa_label(to)),
+                    Some(distance),
+                    "{label} to {to}"
+                );
+            }
+        }
+    }
     assert_eq!(machine.cpus().len(), t.cpus.len(), "no CPU is lost");
-    // And a scenario of it replays.
-    let spec = topoalign_scenario::TopologySpec::from_machine(&machine);
-    assert_eq!(spec.to_machine().expect("replays"), machine);
+    // The topology made back from the machine shows the machine's own ids.
+    let again = Topology::from_machine(&machine, "again");
+    let ids: Vec<usize> = again.numa_nodes.iter().map(|n| n.id).collect();
+    assert_eq!(ids, vec![0, 8, 250, 251, 252, 253, 254, 255]);
+    assert_eq!(again.to_machine().expect("again a machine"), machine);
 }
 
-/// A CPU-less node past id 63 is left out, but a node with CPUs is not:
-/// leaving it out would lose CPUs.
+/// A node past id 63 with CPUs is read too (ids up to 1023, as the
+/// kubelet reads them): numbered anew, the id kept as its label.
 #[test]
-fn numa_node_with_cpus_past_63_is_still_refused() {
+fn numa_node_with_cpus_past_63_is_read_with_its_id() {
     let (_dir, root) = machine();
     let node_dir = root.join("sys/devices/system/node");
     fs::rename(node_dir.join("node3"), node_dir.join("node300")).expect("rename");
     let t = read_sysfs(&root).expect("reads");
-    let e = t.to_machine().expect_err("refused");
-    assert!(e.to_string().contains("NUMA node id 300"), "{e}");
+    let read = t.to_machine().expect("a machine");
+    assert_eq!(read.numa_labels(), Some(&[0, 1, 2, 300][..]));
+    let cpus_300 = t.numa_node(300).expect("node 300").cpus.clone();
+    assert!(!cpus_300.is_empty());
+    assert_eq!(read.numa_cpus(3), cpus_300);
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| matches!(w, Warning::NumaIdsPastMasks { nodes } if nodes == &[300]))
+    );
+    // Past 1023 (Linux's largest) it is refused, naming the id.
+    let (_dir, root) = machine();
+    let node_dir = root.join("sys/devices/system/node");
+    fs::rename(node_dir.join("node3"), node_dir.join("node1024")).expect("rename");
+    let e = read_sysfs(&root).expect("reads").to_machine().expect_err("refused");
+    assert!(e.to_string().contains("NUMA node id 1024"), "{e}");
+}
+
+/// A CPU-less memory node past id 63 (a CXL or GPU memory node) in a
+/// sysfs tree: in the machine, as the kubelet counts it, with its memory,
+/// huge pages and distances, and warned about.
+#[test]
+fn cpu_less_numa_node_252_is_in_the_machine() {
+    let (_dir, root) = machine();
+    let node_dir = root.join("sys/devices/system/node");
+    // Four nodes with CPUs (0-3) and node 252 with memory only.
+    let ids = [0usize, 1, 2, 3, 252];
+    fs::write(node_dir.join("online"), "0-3,252\n").expect("online");
+    let node = node_dir.join("node252");
+    fs::create_dir_all(node.join("hugepages/hugepages-2048kB")).expect("mkdir");
+    fs::write(node.join("cpulist"), "\n").expect("cpulist");
+    let kb = 16 * 1024 * 1024;
+    fs::write(
+        node.join("meminfo"),
+        format!("Node 252 MemTotal:       {kb} kB\nNode 252 MemFree:        {kb} kB\n"),
+    )
+    .expect("meminfo");
+    fs::write(node.join("hugepages/hugepages-2048kB/nr_hugepages"), "0\n").expect("pool");
+    fs::write(node.join("hugepages/hugepages-2048kB/free_hugepages"), "0\n").expect("pool");
+    for &from in &ids {
+        let row: Vec<String> = ids
+            .iter()
+            .map(|&to| match (from == to, from == 252 || to == 252) {
+                (true, _) => "10".to_owned(),
+                (false, true) => "80".to_owned(),
+                (false, false) => "20".to_owned(),
+            })
+            .collect();
+        fs::write(node_dir.join(format!("node{from}/distance")), row.join(" ") + "\n").expect("distance");
+    }
+    let t = read_sysfs(&root).expect("reads");
+    let discovered: Vec<usize> = t.numa_nodes.iter().map(|n| n.id).collect();
+    assert_eq!(discovered, ids);
+    assert!(t.numa_node(252).expect("node 252").is_device_memory());
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| matches!(w, Warning::DeviceMemoryNodes { nodes } if nodes == &[252])),
+        "{:?}",
+        t.warnings
+    );
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| matches!(w, Warning::NumaIdsPastMasks { nodes } if nodes == &[252]))
+    );
+    let machine = t.to_machine().expect("a machine");
+    assert_eq!(machine.numa_labels(), Some(&ids[..]));
+    assert_eq!(machine.numa_label(4), 252);
+    assert_eq!(machine.numa_id_of_label(252), Some(4));
+    assert_eq!(machine.numa_id_of_label(4), None, "4 is no id of this machine");
+    let memory_node = machine.numa_node(4).expect("index 4");
+    assert_eq!(memory_node.memory, 16 << 30);
+    assert!(machine.numa_cpus(4).is_empty());
+    assert_eq!(memory_node.distances.as_deref(), Some(&[80, 80, 80, 80, 10][..]));
+    assert_eq!(
+        machine.numa_node(0).expect("node 0").distances.as_deref(),
+        Some(&[10, 20, 20, 20, 80][..])
+    );
+    assert_eq!(machine.cpus().len(), t.cpus.len());
 }
 
 /// A sysfs file that is a link to `/dev/zero` would be read forever.

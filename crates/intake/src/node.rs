@@ -88,7 +88,12 @@ fn read(path: Option<&Path>, kind: NodeFileKind) -> Result<Read, IntakeError> {
         return Ok(Read::Discovered(topoalign_discovery::parse_hwloc_file(&text, path)?));
     }
     let scenario = Scenario::parse(&text).map_err(|e| invalid(path, e))?;
-    let machine = scenario.topology.to_machine().map_err(|e| invalid(path, e))?;
+    // NUMA ids up to 1023, as the kubelet takes them: past 63 the machine
+    // is numbered anew and keeps the ids as labels (`Machine::numa_label`).
+    let machine = scenario
+        .topology
+        .to_machine_with_numa_labels()
+        .map_err(|e| invalid(path, e))?;
     Ok(Read::Scenario {
         scenario,
         machine,
@@ -111,11 +116,25 @@ pub fn read_node_file(path: Option<&Path>) -> Result<NodeFile, IntakeError> {
             machine,
             path,
         } => {
+            // What discovery warns about a machine read from a node, said
+            // of a scenario's too.
+            let past_masks: Vec<usize> = machine
+                .numa_labels()
+                .unwrap_or_default()
+                .iter()
+                .copied()
+                .filter(|&id| id >= topoalign_model::MAX_NUMA_NODES)
+                .collect();
+            let notes = if past_masks.is_empty() {
+                Vec::new()
+            } else {
+                vec![topoalign_discovery::Warning::NumaIdsPastMasks { nodes: past_masks }.to_string()]
+            };
             return Ok(NodeFile {
                 machine,
                 scenario: Some(scenario),
                 source: path.display().to_string(),
-                notes: Vec::new(),
+                notes,
             });
         }
     };

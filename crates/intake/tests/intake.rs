@@ -279,3 +279,50 @@ fn a_fleet_names_its_kubelet_releases() {
     let error = versions(&bad_default, None).unwrap_err().to_string();
     assert!(error.contains("kubeletVersion: "), "{error}");
 }
+
+/// NUMA ids up to 1023 are read as the kubelet reads them: the machine is
+/// numbered anew and keeps the ids as labels, with a note on what the
+/// kubelet does with ids past its 64-bit masks; past 1023 the file and the
+/// id are named.
+#[test]
+fn numa_ids_past_63_are_read_with_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = |ids: [usize; 2]| {
+        format!(
+            "topology:\n  numaNodes:\n    - {{id: {a}, memory: 4Gi}}\n    - {{id: {b}, memory: 4Gi}}\n  cpus:\n    \
+             - {{id: 0, core: 0, socket: 0, numa: {a}}}\n    - {{id: 1, core: 1, socket: 1, numa: {b}}}\n  devices:\n    \
+             example.com/dev:\n      - {{id: d1, numa: [{b}]}}\n",
+            a = ids[0],
+            b = ids[1]
+        )
+    };
+    let path = write(dir.path(), "sparse.yaml", &scenario([0, 64]));
+    let node = read_node_file(Some(&path)).unwrap();
+    let machine = &node.machine;
+    assert_eq!(machine.numa_labels(), Some(&[0, 64][..]));
+    assert_eq!(machine.numa_id_of_label(64), Some(1));
+    assert_eq!(machine.cpus()[1].numa, 1);
+    assert_eq!(machine.devices()["example.com/dev"][0].numa, vec![1]);
+    assert!(
+        node.notes
+            .iter()
+            .any(|n| n.contains("64") && n.contains("64-bit NUMA masks")),
+        "{:?}",
+        node.notes
+    );
+
+    // The same machine with ids 0 and 1 is the renumbered one, without notes.
+    let dense = read_node_file(Some(&write(dir.path(), "dense.yaml", &scenario([0, 1])))).unwrap();
+    assert!(dense.notes.is_empty(), "{:?}", dense.notes);
+    assert_eq!(dense.machine.numa_nodes(), machine.numa_nodes());
+    assert_eq!(dense.machine.cpus(), machine.cpus());
+
+    // A node started on it runs under the kubelet's defaults (policy none).
+    let overrides = Overrides::default();
+    let started = start(&NodeInputs::new(Some(&path), None, &overrides)).unwrap();
+    assert_eq!(started.node.machine().numa_label(1), 64);
+
+    let past = write(dir.path(), "past.yaml", &scenario([0, 1024]));
+    let error = read_node_file(Some(&past)).unwrap_err().to_string();
+    assert!(error.contains("past.yaml") && error.contains("1024"), "{error}");
+}

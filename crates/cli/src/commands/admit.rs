@@ -5,8 +5,17 @@
 //! no-ops; for a rejected pod (or every pod with `--explain`) the
 //! explanation with fixes. `-o json|yaml` prints `{"results": [...]}`.
 //!
-//! Exit status: 0 when every pod is admitted, 3 when any is rejected (the
-//! report is printed either way), 2 for input that cannot be read.
+//! Exit status: 0 when every pod is admitted, 3 when any is not admitted —
+//! rejected, or a pod the kubelet crashes on (the report is printed either
+//! way), 2 for input that cannot be read.
+//!
+//! NUMA ids are the machine's own, 64 and more too (a machine read with
+//! labels; the reports' ids are labelled by explain, the machine's by
+//! `render`). Where the kubelet crashes (a `KubeletPanic`: such an id under
+//! a topology policy other than `none`, or the Static memory manager's
+//! default hint under `none`) the pod's verdict says so with the panic's
+//! text, and the pods after it are not reached, as the kubelet stops there;
+//! explain's warnings say which policies crash such a machine.
 
 use std::path::PathBuf;
 
@@ -75,7 +84,8 @@ pub fn run_with(args: &Args, always_explain: bool) -> Result {
     }
     let dra_state = super::dra_input::dra_state(args.node.node.as_deref(), args.dra.as_deref(), &started)?;
     let before = dra_state.as_ref().map(|_| started.node.clone());
-    let reports = admit_all(&mut started.node, &started.kubelet, &pods.pods, always_explain);
+    let mut reports = admit_all(&mut started.node, &started.kubelet, &pods.pods, always_explain);
+    let not_reached = stop_at_crash(&mut reports);
     let dra = match (dra_state, before) {
         (Some(mut state), Some(before)) => {
             topoalign_explain::dra::explain_all(&before, &started.kubelet, &pods.pods, &mut state)
@@ -101,14 +111,42 @@ pub fn run_with(args: &Args, always_explain: bool) -> Result {
     let text = match args.output.format() {
         DocumentFormat::Json => serde_json::to_string_pretty(&json!({ "results": documents(&reports, &dra)? }))? + "\n",
         DocumentFormat::Yaml => serde_yaml_ng::to_string(&json!({ "results": documents(&reports, &dra)? }))?,
-        DocumentFormat::Text => text(&started, &pods.pods, &reports, &dra),
+        DocumentFormat::Text => {
+            let mut text = text(&started, &pods.pods, &reports, &dra);
+            if let Some(note) = &not_reached {
+                text.push('\n');
+                text.push_str(&render::wrap("not reached: ", "    ", note));
+            }
+            text
+        }
     };
+    if let (Some(note), false) = (&not_reached, args.output.format() == DocumentFormat::Text) {
+        eprintln!("topoalign: not reached: {note}");
+    }
     args.output.write(text.as_bytes())?;
     if reports.iter().all(|report| report.admitted) {
         Ok(Outcome::Success)
     } else {
         Ok(Outcome::Rejected)
     }
+}
+
+/// Cuts the reports after the first pod the kubelet crashes on: the
+/// kubelet stops there (and, restarted, admits that pod again and crashes
+/// again while it is bound to the node), so the pods after it are never
+/// answered. Returns what to tell people about them.
+fn stop_at_crash(reports: &mut Vec<PodReport>) -> Option<String> {
+    let crash = reports.iter().position(render::kubelet_crashes)?;
+    let later: Vec<String> = reports[crash + 1..].iter().map(|r| r.pod.clone()).collect();
+    reports.truncate(crash + 1);
+    (!later.is_empty()).then(|| {
+        format!(
+            "{} (the kubelet crashed admitting {}; it stops there, and once restarted it admits that pod again \
+             and crashes again while the pod is bound to this node)",
+            later.join(", "),
+            reports[crash].pod
+        )
+    })
 }
 
 /// The reports as documents, each with its pod's DRA explanation (`dra`)

@@ -127,8 +127,13 @@ pub fn describe(started: &StartedNode) -> String {
     let machine = node.machine();
     let config = node.config();
     let gib = machine.total_memory() as f64 / f64::from(1u32 << 30);
+    // A machine numbered anew (ids past 63) names its own ids.
+    let ids = machine.numa_labels().map_or_else(String::new, |labels| {
+        let ids: Vec<String> = labels.iter().map(ToString::to_string).collect();
+        format!(" (ids {})", ids.join(", "))
+    });
     format!(
-        "{}: {} NUMA node{}, {} CPUs, {gib:.0}Gi; topologyManagerPolicy {} (scope {}), cpuManagerPolicy {}, memoryManagerPolicy {}",
+        "{}: {} NUMA node{}{ids}, {} CPUs, {gib:.0}Gi; topologyManagerPolicy {} (scope {}), cpuManagerPolicy {}, memoryManagerPolicy {}",
         started.machine_source,
         machine.numa_nodes().len(),
         if machine.numa_nodes().len() == 1 { "" } else { "s" },

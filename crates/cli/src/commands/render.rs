@@ -3,11 +3,18 @@
 //! node, memory and huge pages per NUMA node, devices), warnings, and the
 //! explanation (free vs requested per NUMA node, hints in words, the
 //! policy's rule, fixes).
+//!
+//! Every NUMA id printed is the machine's own: a report's fields already
+//! are (explain labels them, `Machine::numa_label`), and what is read off
+//! the machine here (cores per NUMA node, devices' NUMA nodes) goes through
+//! `numa_label`, since a machine read with NUMA ids past 63 is numbered
+//! anew. A pod the kubelet crashes on (`KubeletPanic`) is shown as that
+//! crash, never as a rejection.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use topoalign_engine::ContainerPlacement;
+use topoalign_engine::{ContainerPlacement, KubeletPanic};
 use topoalign_explain::{Explanation, PodReport, ResourceTable};
 use topoalign_model::{CpuSet, Machine, Pod};
 
@@ -48,10 +55,11 @@ pub fn cores_per_numa(machine: &Machine, cpus: &CpuSet) -> String {
     }
     let parts: Vec<String> = by_numa
         .iter()
-        .map(|(numa, (count, cores))| {
+        .map(|(&numa, (count, cores))| {
             let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
             format!(
-                "NUMA {numa}: {} on {}",
+                "NUMA {}: {} on {}",
+                machine.numa_label(numa),
                 plural(*count, "CPU"),
                 plural(cores.len(), "core")
             )
@@ -62,6 +70,12 @@ pub fn cores_per_numa(machine: &Machine, cpus: &CpuSet) -> String {
 
 fn numa_list(nodes: &[usize]) -> String {
     nodes.iter().map(ToString::to_string).collect::<Vec<_>>().join("+")
+}
+
+/// Whether the kubelet crashes admitting the pod of `report` (a
+/// [`KubeletPanic`]): it neither admits nor rejects it.
+pub fn kubelet_crashes(report: &PodReport) -> bool {
+    !report.admitted && report.reason.as_deref() == Some(KubeletPanic::REASON)
 }
 
 fn container_line(machine: &Machine, pod: &Pod, container: &ContainerPlacement) -> String {
@@ -104,7 +118,7 @@ fn container_line(machine: &Machine, pod: &Pod, container: &ContainerPlacement) 
             .into_iter()
             .flatten()
             .filter(|d| ids.contains(&d.id))
-            .flat_map(|d| d.numa.iter().copied())
+            .flat_map(|d| d.numa.iter().map(|&n| machine.numa_label(n)))
             .collect();
         let at = if numa.is_empty() {
             String::new()
@@ -124,7 +138,14 @@ fn container_line(machine: &Machine, pod: &Pod, container: &ContainerPlacement) 
 /// One pod's block.
 pub fn pod_text(machine: &Machine, pod: &Pod, origin: &str, report: &PodReport) -> String {
     let mut out = String::new();
-    let headline = if report.admitted {
+    let headline = if kubelet_crashes(report) {
+        format!(
+            "{}: THE KUBELET CRASHES admitting it (a Go panic; not admitted): {} ({})",
+            report.pod,
+            report.message.as_deref().unwrap_or(""),
+            report.qos_class
+        )
+    } else if report.admitted {
         let aligned = match &report.affinity {
             Some(nodes) => format!(", NUMA {}", numa_list(nodes)),
             None => String::new(),

@@ -118,7 +118,7 @@ pub fn run(args: &Args) -> Result {
             let machine = topology
                 .to_machine()
                 .map_err(|error| Error::bad_input(format!("this machine cannot be written as a scenario: {error}")))?;
-            (serde_json::to_string_pretty(&Scenario::for_machine(&machine))? + "\n").into_bytes()
+            (serde_json::to_string_pretty(&scenario_of(&machine))? + "\n").into_bytes()
         }
         TopologyFormat::Svg => render_svg(&topology, None).into_bytes(),
         TopologyFormat::Png => render_png(&render_svg(&topology, None), 2.0).map_err(anyhow::Error::from)?,
@@ -132,6 +132,27 @@ pub fn run(args: &Args) -> Result {
     };
     args.output.write(&bytes)?;
     Ok(Outcome::Success)
+}
+
+/// The scenario of `machine`, with the machine's own NUMA ids: a machine
+/// read with ids past 63 is numbered anew (`Machine::numa_label` gives the
+/// ids back); its distance rows list one entry per node in id order, as a
+/// replay reads them.
+fn scenario_of(machine: &topoalign_model::Machine) -> Scenario {
+    let mut scenario = Scenario::for_machine(machine);
+    if machine.numa_labels().is_some() {
+        let topology = &mut scenario.topology;
+        for node in &mut topology.numa_nodes {
+            node.id = machine.numa_label(node.id);
+        }
+        for cpu in &mut topology.cpus {
+            cpu.numa = machine.numa_label(cpu.numa);
+        }
+        for device in topology.devices.values_mut().flatten() {
+            device.numa.iter_mut().for_each(|n| *n = machine.numa_label(*n));
+        }
+    }
+    scenario
 }
 
 /// The node file and its kind: `--node` is detected like every command's,
