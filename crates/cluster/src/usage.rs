@@ -48,6 +48,8 @@ pub struct NodeView {
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NumaView {
+    /// The machine's own NUMA id (as its zone `node-<id>` names it; on a
+    /// machine with ids past 63 not the engine's index).
     pub numa: usize,
     /// Resource → amount free: `cpu` (CPUs, `500m` for a part), `memory`
     /// (bytes, `2Gi`), each device resource (devices).
@@ -292,7 +294,8 @@ fn exact_numa(node: &ClusterNode, engine: &Node, stranded: bool) -> Vec<NumaView
                 })
                 .collect();
             NumaView {
-                numa: usage.numa,
+                // The machine's own id (its zone's name), past 63 too.
+                numa: machine.numa_label(usage.numa),
                 free,
                 free_cpus: usage.free_cpus.as_ref().map(CpuSet::to_string),
                 stranded: stranded && has_free,

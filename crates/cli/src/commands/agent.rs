@@ -212,6 +212,7 @@ pub fn run(args: &Args) -> Result {
     for note in &started.notes {
         tracing::warn!(%note, "node");
     }
+    warn_kubelet_crashes(&started);
     tracing::info!(machine = %started.machine_source, enforce, "starting");
     let node = &started.node;
     let (mut agent, _lock) = topoalign_agent::open(
@@ -290,6 +291,7 @@ fn follow(args: &Args) -> Result {
     for note in &started.notes {
         tracing::warn!(%note, "node");
     }
+    warn_kubelet_crashes(&started);
     let node_name = match &args.nrt_node_name {
         Some(name) => name.clone(),
         None => pipeline::hostname().map_err(Error::bad_input)?,
@@ -333,6 +335,16 @@ fn follow(args: &Args) -> Result {
             Err(error) => Err(anyhow::Error::new(error).context("following the kubelet failed").into()),
         }
     })
+}
+
+/// The start-up log's warning for a machine whose kubelet crashes
+/// admitting pods (NUMA ids past 63 under a topology manager policy other
+/// than none, or under none with the Static memory manager): the node is
+/// served and published all the same, as the kubelet runs.
+fn warn_kubelet_crashes(started: &StartedNode) {
+    if let Some(warning) = topoalign_nrt::warnings::crash_warning(&started.node) {
+        tracing::warn!(%warning, "node");
+    }
 }
 
 /// The daemons' runtime: two workers (the agent's work is small; the

@@ -116,6 +116,12 @@ pub fn run(args: &Args) -> Result {
     };
     let cluster = load(args, config)?;
     let nodes = cluster.len();
+    // Dangerous kubelet configurations among the nodes loaded (those the
+    // poller finds later are told as it finds them): judged as their
+    // kubelets would judge them, with a warning once.
+    for warning in cluster.warnings() {
+        eprintln!("topoalign extender: {warning}");
+    }
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
         // The kernel's largest backlog (topoalign-serve's).

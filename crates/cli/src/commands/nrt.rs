@@ -106,8 +106,8 @@ fn objects(args: &Args) -> Result<Vec<NodeResourceTopology>> {
         for group in &fleet.groups {
             let node = topoalign_nrt::start_node(&group.spec)
                 .map_err(|e| Error::bad_input(format!("{}: {}: {e}", path.display(), group.name)))?;
-            for hazard in node.start_hazards() {
-                eprintln!("topoalign: {}: {}: warning: {hazard}", path.display(), group.name);
+            for warning in topoalign_nrt::warnings::warnings(&node) {
+                eprintln!("topoalign: {}: {}: warning: {warning}", path.display(), group.name);
             }
             let exact = (!args.no_exact_state).then_some(&group.spec);
             for i in 0..group.count {
@@ -127,6 +127,10 @@ fn objects(args: &Args) -> Result<Vec<NodeResourceTopology>> {
     let started = topoalign_intake::start(&inputs)?;
     for note in &started.notes {
         eprintln!("topoalign: {note}");
+    }
+    // Published all the same: the kubelet runs (and crashes on pods).
+    if let Some(warning) = topoalign_nrt::warnings::crash_warning(&started.node) {
+        eprintln!("topoalign: {}: warning: {warning}", started.machine_source);
     }
     let spec = NodeSpec {
         topology: topoalign_nrt::topology_spec(started.node.machine()),
