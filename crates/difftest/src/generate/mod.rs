@@ -122,6 +122,8 @@ fn generate_with(seed: u64, release: Release, steps: LaterSteps, profile: Profil
     let mut exclusive_rng = root.fork(8);
     // And for the sidecar resizes of 1.32/1.33.
     let mut sidecar_rng = root.fork(9);
+    // And for the resize amounts written finer than a thousandth.
+    let mut sub_milli_rng = root.fork(10);
     let mut tags = Vec::new();
     let (topology, facts) = machine::machine(&mut machine_rng, profile, &mut tags);
     let (kubelet, kubelet_facts) = kubelet::kubelet(&mut kubelet_rng, release, profile, &facts, &mut tags);
@@ -153,6 +155,7 @@ fn generate_with(seed: u64, release: Release, steps: LaterSteps, profile: Profil
         );
         resize::add_exclusive_cpus_gate(&mut exclusive_rng, release, &mut scenario, &kubelet_facts, &mut tags);
         resize::drop_init_memory_by_status(release, &mut scenario, &facts, &kubelet_facts, &mut tags);
+        resize::sub_milli_amounts(&mut sub_milli_rng, &mut scenario, &mut tags);
     }
     if steps.respells() {
         spelling::respell(&mut spelling_rng, &mut scenario, &mut tags);

@@ -334,6 +334,74 @@ pub(super) fn drop_init_memory_by_status(
     tags.push("resize-init-memory-by-status-dropped".into());
 }
 
+/// Now and then (a fifth of the scenarios with resizes, every release)
+/// the amounts of resize events written finer than a thousandth (tag
+/// `resize-sub-milli`): each `cpu` or `memory` amount of a resize, with
+/// probability one half, lowered by 1 to 999,999 billionths and spelled
+/// with the suffix `n` (`2` as `1999999500n`), as a decimal (`1.9999995`)
+/// or with the suffix `u` (`1999999.5u`). A resize is a PATCH, and the API
+/// server defaults the patched pod: `SetDefaults_ResourceList` rounds each
+/// amount up to a thousandth (`RoundUp(-3)`), the amount it was, so the
+/// kubelet decides the resize the scenario had — but an equal request and
+/// limit lowered by different amounts are unequal until then (a Guaranteed
+/// pod stays one only through the defaulting), and the amount's Go form
+/// changes (an `int64Amount` of scale −9 becomes one of scale −3; past
+/// `int64` billionths an `inf.Dec`). Amounts that are no whole number of
+/// thousandths, or below one, are left. From a random stream of its own
+/// (fork 10): a seed's other events stay.
+pub(super) fn sub_milli_amounts(rng: &mut Rng, scenario: &mut Scenario, tags: &mut Vec<String>) {
+    if !scenario.events.iter().any(|e| e.resize.is_some()) || !rng.chance(20) {
+        return;
+    }
+    let mut changed = false;
+    for resize in scenario.events.iter_mut().filter_map(|e| e.resize.as_mut()) {
+        for container in &mut resize.containers {
+            for list in [&mut container.resources.requests, &mut container.resources.limits] {
+                for value in list.values_mut() {
+                    if rng.chance(50)
+                        && let Some(text) = sub_milli(rng, value)
+                    {
+                        *value = json!(text);
+                        changed = true;
+                    }
+                }
+            }
+        }
+    }
+    if changed {
+        tags.push("resize-sub-milli".into());
+    }
+}
+
+/// `value`, a whole number of thousandths (at least one), lowered by less
+/// than a thousandth and spelled finer (see [`sub_milli_amounts`]).
+fn sub_milli(rng: &mut Rng, value: &Value) -> Option<String> {
+    let text = match value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => return None,
+    };
+    let quantity = topoalign_k8s::parse_quantity(&text).ok()?;
+    if !quantity.is_whole_milli() || quantity.milli() < 1 {
+        return None;
+    }
+    let nano = quantity.nano() - i128::from(rng.range(1, 999_999));
+    let decimal = |units: i128, fraction: i128, digits: usize, suffix: &str| {
+        let fraction = format!("{fraction:0digits$}");
+        let fraction = fraction.trim_end_matches('0');
+        if fraction.is_empty() {
+            format!("{units}{suffix}")
+        } else {
+            format!("{units}.{fraction}{suffix}")
+        }
+    };
+    Some(match rng.below(3) {
+        0 => format!("{nano}n"),
+        1 => decimal(nano / 1_000_000_000, nano % 1_000_000_000, 9, ""),
+        _ => decimal(nano / 1000, nano % 1000, 3, "u"),
+    })
+}
+
 /// `namespace/name` of a pod manifest (the pod stream names every pod).
 fn pod_key(pod: &Value) -> String {
     let meta = pod.get("metadata");
