@@ -2,30 +2,17 @@
 //! files, workloads, stdin, overrides, and clear errors naming the file and
 //! field for input that cannot be read.
 
-use std::path::{Path, PathBuf};
+mod agent_support;
+mod common;
 
-use assert_cmd::Command;
+use std::path::PathBuf;
+
+use common::{TWO_NUMA as NODE, topoalign};
 use predicates::prelude::*;
 use serde_json::Value;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn topoalign() -> Command {
-    let mut command = Command::cargo_bin("topoalign").expect("binary");
-    command.current_dir(repo());
-    command
-}
-
-const NODE: &str = "examples/nodes/two-numa.yaml";
-
 fn temp_file(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join("topoalign-admit-tests");
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join(name);
-    std::fs::write(&path, text).expect("write");
-    path
+    common::temp_file("admit-tests", name, text)
 }
 
 fn json_of(output: &std::process::Output) -> Value {

@@ -9,8 +9,10 @@
 //! document and field.
 
 mod agent_support;
+mod common;
 
-use agent_support::{repo, run_in_repo as run};
+use agent_support::run_in_repo as run;
+use common::{replay_text, yaml_file};
 use serde_json::Value;
 
 const NODE: &str = "examples/dra/node.yaml";
@@ -18,11 +20,6 @@ const POD: &str = "examples/dra/train.yaml";
 
 fn temp_dir() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
-}
-
-fn yaml_file(path: &str) -> Value {
-    let text = std::fs::read_to_string(repo().join(path)).expect("example");
-    serde_yaml_ng::from_str(&text).expect("YAML")
 }
 
 /// The example's explanation document (`-o json`) for the pod.
@@ -58,13 +55,7 @@ fn replay_with(changed: Option<&Value>) -> String {
         .as_array_mut()
         .expect("events")
         .push(serde_json::json!({ "add": pod }));
-    let dir = temp_dir();
-    let path = dir.path().join("scenario.json");
-    std::fs::write(&path, serde_json::to_string(&scenario).expect("JSON")).expect("write");
-    let (status, stdout, stderr) = run(&["replay", path.to_str().expect("path"), "-o", "text"]);
-    assert_eq!(status, 0, "{stderr}");
-    assert!(stdout.contains("Dynamic Resource Allocation"), "{stdout}");
-    stdout
+    replay_text(&scenario)
 }
 
 #[test]

@@ -8,17 +8,14 @@
 //! independently of the code that found it: no MISALIGNED line.
 
 mod agent_support;
+mod common;
 
-use agent_support::{repo, run_in_repo as run};
+use agent_support::run_in_repo as run;
+use common::{replay_text, yaml_file};
 use serde_json::{Value, json};
 
 const NODE: &str = "examples/dra/extended-node.yaml";
 const POD: &str = "examples/dra/extended-train.yaml";
-
-fn yaml_file(path: &str) -> Value {
-    let text = std::fs::read_to_string(repo().join(path)).expect("example");
-    serde_yaml_ng::from_str(&text).expect("YAML")
-}
 
 /// `topoalign replay -o text` of the example node with `templates` added
 /// and `pod` added last.
@@ -31,13 +28,7 @@ fn replay_with(templates: &[Value], pod: &Value) -> String {
         .as_array_mut()
         .expect("events")
         .push(json!({ "add": pod }));
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("scenario.json");
-    std::fs::write(&path, serde_json::to_string(&scenario).expect("JSON")).expect("write");
-    let (status, stdout, stderr) = run(&["replay", path.to_str().expect("path"), "-o", "text"]);
-    assert_eq!(status, 0, "{stderr}");
-    assert!(stdout.contains("Dynamic Resource Allocation"), "{stdout}");
-    stdout
+    replay_text(&scenario)
 }
 
 #[test]

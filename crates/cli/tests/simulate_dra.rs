@@ -11,41 +11,26 @@
 //! places two, both on `straight-0`, misaligns none, and leaves two
 //! unplaced.
 
-use std::path::{Path, PathBuf};
+mod agent_support;
+mod common;
 
-use assert_cmd::Command;
+use common::{fleet_example, run_of as run, topoalign};
 use serde_json::Value;
 
-fn examples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/fleet")
-}
+const FLEET: &str = "dra-fleet.yaml";
+const WORKLOAD: &str = "dra-workload.yaml";
 
 fn simulate(extra: &[&str]) -> std::process::Output {
-    Command::cargo_bin("topoalign")
-        .expect("binary is built")
-        .arg("simulate")
-        .arg(examples().join("dra-fleet.yaml"))
-        .arg(examples().join("dra-workload.yaml"))
-        .args(["--policy", "single-numa-node", "--threads", "1"])
-        .args(extra)
-        .output()
-        .expect("runs")
+    common::simulate(&fleet_example(FLEET), WORKLOAD, extra)
 }
 
-fn run<'a>(doc: &'a Value, scheduler: &str) -> &'a Value {
-    doc["runs"]
-        .as_array()
-        .expect("runs")
-        .iter()
-        .find(|r| r["scheduler"] == scheduler)
-        .unwrap_or_else(|| panic!("no {scheduler} run in {doc}"))
+fn simulate_json(extra: &[&str]) -> Value {
+    common::simulate_json(&fleet_example(FLEET), WORKLOAD, extra)
 }
 
 #[test]
 fn stock_placement_misaligns_the_pods_on_the_swapped_node_and_topoalign_none() {
-    let output = simulate(&["-o", "json", "--verify"]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let doc: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let doc = simulate_json(&["--verify"]);
     assert_eq!(doc["nodes"], 2);
     assert_eq!(doc["pods"], 4);
 
@@ -98,7 +83,7 @@ fn the_table_counts_misaligned_pods_and_names_them() {
     assert!(text.contains("2 of 4"), "{text}");
     assert!(text.contains("0 of 2"), "{text}");
     assert!(
-        text.contains("single-numa-node / as-configured / unaware: 2 of 4 pods with claims"),
+        text.contains("single-numa-node / as-configured / unaware: 2 of 4 DRA pods"),
         "{text}"
     );
     assert_eq!(text.matches(" on swapped-0: gpu/gpu: gpu").count(), 4, "{text}");
@@ -116,11 +101,10 @@ fn the_chart_gains_a_dra_panel() {
 
 #[test]
 fn claims_without_a_dra_block_are_refused_naming_the_pod() {
-    let output = Command::cargo_bin("topoalign")
-        .expect("binary is built")
+    let output = topoalign()
         .arg("simulate")
-        .arg(examples().join("fleet.yaml"))
-        .arg(examples().join("dra-workload.yaml"))
+        .arg(fleet_example("fleet.yaml"))
+        .arg(fleet_example(WORKLOAD))
         .output()
         .expect("runs");
     assert_eq!(output.status.code(), Some(2));
@@ -132,8 +116,6 @@ fn claims_without_a_dra_block_are_refused_naming_the_pod() {
 #[test]
 fn drivers_can_come_from_the_command_line() {
     // The fleet's drivers given again with --dra change nothing.
-    let output = simulate(&["-o", "json", "--dra", "example.com/gpu=gpu.example.com"]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let doc: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let doc = simulate_json(&["--dra", "example.com/gpu=gpu.example.com"]);
     assert_eq!(run(&doc, "unaware")["draMisaligned"], 2);
 }

@@ -23,49 +23,25 @@
 //! - without the fleet's `dra:` block the device plugin serves the GPUs:
 //!   nothing is DRA's.
 
+mod agent_support;
+mod common;
+
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
+use common::{fleet_example, run_of as run};
 use serde_json::Value;
 
-fn examples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/fleet")
-}
+const FLEET: &str = "dra-extended-fleet.yaml";
+const WORKLOAD: &str = "dra-extended-workload.yaml";
 
-fn simulate(fleet: &Path, extra: &[&str]) -> Value {
-    let output = Command::cargo_bin("topoalign")
-        .expect("binary is built")
-        .arg("simulate")
-        .arg(fleet)
-        .arg(examples().join("dra-extended-workload.yaml"))
-        .args([
-            "--policy",
-            "single-numa-node",
-            "--threads",
-            "1",
-            "-o",
-            "json",
-            "--verify",
-        ])
-        .args(extra)
-        .output()
-        .expect("runs");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout).expect("JSON")
-}
-
-fn run<'a>(doc: &'a Value, scheduler: &str) -> &'a Value {
-    doc["runs"]
-        .as_array()
-        .expect("runs")
-        .iter()
-        .find(|r| r["scheduler"] == scheduler)
-        .unwrap_or_else(|| panic!("no {scheduler} run in {doc}"))
+/// `simulate -o json --verify` of `fleet` and the example workload.
+fn simulate(fleet: &Path) -> Value {
+    common::simulate_json(fleet, WORKLOAD, &["--verify"])
 }
 
 /// The example fleet file with `edit` applied, in `dir`.
 fn edited_fleet(dir: &Path, edit: impl Fn(&str) -> String) -> PathBuf {
-    let text = std::fs::read_to_string(examples().join("dra-extended-fleet.yaml")).expect("the example fleet");
+    let text = std::fs::read_to_string(fleet_example(FLEET)).expect("the example fleet");
     let edited = edit(&text);
     assert_ne!(edited, text, "the edit changes the fleet");
     let path = dir.join("fleet.yaml");
@@ -75,7 +51,7 @@ fn edited_fleet(dir: &Path, edit: impl Fn(&str) -> String) -> PathBuf {
 
 #[test]
 fn stock_placement_misaligns_the_special_claims_on_the_swapped_node_and_topoalign_none() {
-    let doc = simulate(&examples().join("dra-extended-fleet.yaml"), &[]);
+    let doc = simulate(&fleet_example(FLEET));
     assert_eq!(doc["nodes"], 2);
     assert_eq!(doc["pods"], 4);
 
@@ -134,7 +110,7 @@ fn with_the_feature_off_no_node_has_room_for_the_resource() {
     let fleet = edited_fleet(dir.path(), |text| {
         text.replace("kubeletVersion: \"1.37\"", "kubeletVersion: \"1.35\"")
     });
-    let doc = simulate(&fleet, &[]);
+    let doc = simulate(&fleet);
     for scheduler in ["unaware", "nrt", "exact"] {
         let run = run(&doc, scheduler);
         assert_eq!(run["scheduled"], 0, "{run}");
@@ -152,7 +128,7 @@ fn a_device_plugin_serving_the_resource_leaves_dra_nothing() {
     let fleet = edited_fleet(dir.path(), |text| {
         text.replace("  drivers: [example.com/gpu=gpu.example.com]\n", "")
     });
-    let doc = simulate(&fleet, &[]);
+    let doc = simulate(&fleet);
     let stock = run(&doc, "unaware");
     assert_eq!(stock["scheduled"], 4, "{stock}");
     assert!(stock.get("draPods").is_none(), "{stock}");
@@ -162,4 +138,16 @@ fn a_device_plugin_serving_the_resource_leaves_dra_nothing() {
     let exact = run(&doc, "exact");
     assert_eq!(exact["scheduled"], 4, "{exact}");
     assert!(exact.get("draPods").is_none(), "{exact}");
+}
+
+#[test]
+fn the_table_counts_them_among_the_dra_pods() {
+    let output = common::simulate(&fleet_example(FLEET), WORKLOAD, &[]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8(output.stdout).expect("UTF-8");
+    assert!(text.contains("DRA misaligned"), "{text}");
+    assert!(
+        text.contains("single-numa-node / as-configured / unaware: 2 of 4 DRA pods"),
+        "{text}"
+    );
 }

@@ -5,37 +5,10 @@
 //! expectations follow from the allocator being first-fit in slice order
 //! and the kubelet preferring the lowest NUMA node that fits.
 
-use serde_json::json;
-use topoalign_explain::dra::{DraExplanation, DraFixKind, explain_all, running};
-use topoalign_k8s::{ManifestOptions, read_manifests, start_node};
-use topoalign_model::UniformMachine;
-use topoalign_scenario::{Scenario, TopologySpec, play_events};
+mod common;
 
-/// The node: 2 NUMA nodes (= sockets) of 4 cores × 2 threads (CPUs n and
-/// n+8 are siblings), 64Gi each; single-numa-node, static CPU and memory
-/// managers, CPUs 0 and 8 reserved.
-fn node() -> String {
-    let machine = UniformMachine::new(2, 4)
-        .threads_per_core(2)
-        .sockets(2)
-        .memory_per_numa(64 << 30)
-        .remote_distance(21)
-        .build()
-        .expect("a valid machine");
-    let node = json!({
-        "topology": TopologySpec::from_machine(&machine),
-        "kubelet": {
-            "kubeletVersion": "1.37",
-            "topologyManagerPolicy": "single-numa-node",
-            "cpuManagerPolicy": "static",
-            "memoryManagerPolicy": "Static",
-            "reservedSystemCPUs": "0,8",
-            "systemReserved": {"memory": "1Gi"},
-            "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1124Mi"}}]
-        }
-    });
-    serde_yaml_ng::to_string(&node).expect("a YAML document")
-}
+use topoalign_explain::dra::{DraExplanation, DraFixKind};
+use topoalign_scenario::Scenario;
 
 /// Classes and slices: gpu-0/nic-0 on NUMA 0, gpu-1/nic-1 on NUMA 1
 /// (`NUMA_VALUE_n` replaced by each device's attribute).
@@ -116,24 +89,9 @@ fn run(case: &Case<'_>) -> Result<Option<DraExplanation>, String> {
         .replace("NIC_0", case.attributes[2])
         .replace("NIC_1", case.attributes[3]);
     let events = if case.events.is_empty() { " []" } else { &case.events };
-    let text = format!("{}dra:\n{devices}{}\nevents:{events}\n", node(), case.claims);
+    let text = format!("{}dra:\n{devices}{}\nevents:{events}\n", common::node(), case.claims);
     let scenario = Scenario::parse(&text).map_err(|e| format!("scenario: {e}"))?;
-    let machine = scenario.topology.to_machine().map_err(|e| e.to_string())?;
-    let mut node = start_node(machine, &scenario.kubelet).map_err(|e| e.to_string())?;
-    play_events(&mut node, &scenario.kubelet, &scenario).map_err(|e| e.to_string())?;
-    let mut state = running(*scenario.dra.clone().expect("a dra block"), "1.37", &scenario.events)
-        .map_err(|(i, e)| format!("event {i}: {e}"))?;
-    let pods = read_manifests(
-        &case.pod,
-        &ManifestOptions {
-            replicas: None,
-            uid_prefix: "t-".to_owned(),
-            ..ManifestOptions::default()
-        },
-    )
-    .map_err(|e| e.to_string())?;
-    let mut all = explain_all(&node, &scenario.kubelet, &pods.pods, &mut state).map_err(|(_, e)| e.to_string())?;
-    Ok(all.remove(0))
+    common::explain_first(&scenario, "1.37", &case.pod)
 }
 
 const GPU_AND_NIC: &str = r#"

@@ -12,35 +12,11 @@
 //! is replayed here again through `topoalign_scenario::replay` (the
 //! `replay` command's path, not explain's), with the fix's objects.
 
-use serde_json::{Value, json};
-use topoalign_explain::dra::{DraExplanation, DraFixKind, explain_all, running};
-use topoalign_k8s::{ManifestOptions, read_manifests, start_node};
-use topoalign_model::UniformMachine;
-use topoalign_scenario::dra::with_device_plugin_allocatable;
-use topoalign_scenario::{Replay, Scenario, TopologySpec, play_events, replay};
+mod common;
 
-fn node() -> String {
-    let machine = UniformMachine::new(2, 4)
-        .threads_per_core(2)
-        .sockets(2)
-        .memory_per_numa(64 << 30)
-        .remote_distance(21)
-        .build()
-        .expect("a valid machine");
-    let node = json!({
-        "topology": TopologySpec::from_machine(&machine),
-        "kubelet": {
-            "kubeletVersion": "1.37",
-            "topologyManagerPolicy": "single-numa-node",
-            "cpuManagerPolicy": "static",
-            "memoryManagerPolicy": "Static",
-            "reservedSystemCPUs": "0,8",
-            "systemReserved": {"memory": "1Gi"},
-            "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1124Mi"}}]
-        }
-    });
-    serde_yaml_ng::to_string(&node).expect("a YAML document")
-}
+use serde_json::{Value, json};
+use topoalign_explain::dra::{DraExplanation, DraFixKind};
+use topoalign_scenario::{Replay, Scenario, replay};
 
 /// Classes serving example.com/gpu and example.com/nic; the slices.
 const DEVICES: &str = r#"
@@ -121,7 +97,7 @@ fn scenario_with(release: &str, extra_templates: &[Value], events: &[Value], edi
     edit(&mut dra);
     let text = format!(
         "{}dra: {}\nevents: {}\n",
-        node().replace("\"1.37\"", &format!("\"{release}\"")),
+        common::node().replace("\"1.37\"", &format!("\"{release}\"")),
         serde_json::to_string(&dra).expect("JSON"),
         serde_json::to_string(&events.iter().map(|pod| json!({"add": pod})).collect::<Vec<_>>()).expect("JSON"),
     );
@@ -141,22 +117,8 @@ fn explain(release: &str, events: &[Value], pod: &Value) -> Option<DraExplanatio
 /// [`explain`] with the DRA block changed by `edit`.
 fn explain_with(release: &str, events: &[Value], pod: &Value, edit: &dyn Fn(&mut Value)) -> Option<DraExplanation> {
     let scenario = scenario_with(release, &[], events, edit);
-    let machine = scenario.topology.to_machine().expect("machine");
-    let mut node = start_node(machine.clone(), &scenario.kubelet).expect("node");
-    play_events(&mut node, &scenario.kubelet, &scenario).expect("events");
-    let spec = with_device_plugin_allocatable(scenario.dra.as_deref().expect("a dra block"), &machine);
-    let mut state = running(spec, release, &scenario.events).expect("running claims");
-    let pods = read_manifests(
-        &serde_json::to_string(pod).expect("JSON"),
-        &ManifestOptions {
-            replicas: None,
-            uid_prefix: "t-".to_owned(),
-            ..ManifestOptions::default()
-        },
-    )
-    .expect("the pod");
-    let mut all = explain_all(&node, &scenario.kubelet, &pods.pods, &mut state).expect("explained");
-    all.remove(0)
+    common::explain_first(&scenario, release, &serde_json::to_string(pod).expect("JSON"))
+        .unwrap_or_else(|e| panic!("explained: {e}"))
 }
 
 /// `replay` of `events` then `pod`, with `templates` added: the pod's

@@ -255,12 +255,12 @@ fn dra_misaligned(report: &Report) -> String {
     for run in report.runs.iter().filter(|r| r.dra_misaligned > 0) {
         if out.is_empty() {
             out.push_str(
-                "DRA devices off the NUMA nodes the kubelet pinned the pod's CPUs and memory to \
-                 (-o json names each pod):\n",
+                "DRA devices off the NUMA nodes the kubelet pinned the pod's CPUs and memory to, of \
+                 the DRA pods (with claims, or extended resources DRA serves; -o json names each pod):\n",
             );
         }
         out.push_str(&format!(
-            "  {} / {} / {}: {} of {} pods with claims\n",
+            "  {} / {} / {}: {} of {} DRA pods\n",
             run.policy, run.scope, run.scheduler, run.dra_misaligned, run.dra_pods
         ));
         for pod in run.dra_misaligned_pods.iter().take(SHOWN) {
