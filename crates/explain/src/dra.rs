@@ -2125,7 +2125,45 @@ pub const RELEASES: [&str; 4] = topoalign_dra::features::RELEASES;
 
 #[cfg(test)]
 mod tests {
-    use super::{DNS_LABEL_MAX, label_name};
+    use serde_json::json;
+
+    use super::{DNS_LABEL_MAX, kubelet_numa_nodes, label_name};
+
+    /// The kubelet's NUMA nodes, which DRA's device attributes and
+    /// selectors are compared with, are the machine's ids: 64 on a machine
+    /// numbered anew, as devices publish it.
+    #[test]
+    fn the_kubelets_numa_nodes_are_the_machines_ids() {
+        let cpus: Vec<serde_json::Value> = (0..8)
+            .map(|cpu| {
+                let numa = [0, 64][cpu / 4];
+                json!({"id": cpu, "core": cpu, "socket": cpu / 4, "numa": numa})
+            })
+            .collect();
+        let scenario = json!({
+            "topology": {"numaNodes": [{"id": 0, "memory": "4Gi"}, {"id": 64, "memory": "4Gi"}], "cpus": cpus},
+            "kubelet": {},
+            "events": [],
+        });
+        let machine = topoalign_scenario::Scenario::parse(&scenario.to_string())
+            .and_then(|s| s.topology.to_machine_with_numa_labels())
+            .expect("machine");
+        let kubelet = json!({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0", "topologyManagerPolicy": "none"});
+        let mut node = topoalign_k8s::start_node(machine, &kubelet).expect("node");
+        let pod = |name: &str, cpu: &str| {
+            let amounts = json!({"cpu": cpu, "memory": "1Gi"});
+            let manifest = json!({
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": amounts, "limits": amounts}}]},
+            });
+            topoalign_k8s::pod_from_value(&manifest, name).expect("pod")
+        };
+        // CPUs 1-3 on NUMA 0, then CPUs on NUMA 64.
+        let first = node.admit(pod("a", "3"));
+        assert_eq!(kubelet_numa_nodes(node.machine(), &first), [0]);
+        let second = node.admit(pod("b", "2"));
+        assert_eq!(kubelet_numa_nodes(node.machine(), &second), [64]);
+    }
 
     /// Whether `name` is an RFC 1123 DNS label, as Kubernetes validates
     /// the names of a pod's claims and of claim requests.
