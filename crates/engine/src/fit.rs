@@ -165,10 +165,10 @@ pub struct NodeAllocatableError {
 /// [`NodeAllocatableError`], whose message is the kubelet's text, e.g.
 /// `invalid Node Allocatable configuration.
 /// Resource "cpu" has a reservation of {{9400 -3} {<nil>}  DecimalSI} but
-/// capacity of {{8 0} {<nil>} 8 DecimalSI}. Expected capacity >=
+/// capacity of {{8000 -3} {<nil>}  DecimalSI}. Expected capacity >=
 /// reservation.` — the kubelet formats the
 /// quantities with `%v`, which prints Go's internal struct (see
-/// `GoQuantity` for how closely that is reproduced).
+/// `GoQuantity`).
 pub fn validate_node_allocatable(
     resources: &NodeResources,
     reservation: &ResourceList,
@@ -176,14 +176,13 @@ pub fn validate_node_allocatable(
     let over: Vec<OverReserved> = reservation
         .iter()
         .filter_map(|(resource, reserved)| {
-            let capacity = resources.capacity.get(resource).copied();
-            let capacity = GoQuantity::of_capacity(resource, capacity);
-            let reserved = GoQuantity::of_reservation(*reserved);
-            let left = capacity.sub(reserved);
-            left.is_negative().then(|| OverReserved {
+            // The reservation's resources are the capacity's.
+            let capacity = go_capacity(resource, resources.capacity.get(resource).copied()?);
+            // Go: `value := capacity.DeepCopy(); value.Sub(v); value.Sign() < 0`.
+            (capacity - *reserved).is_negative().then(|| OverReserved {
                 resource: resource.clone(),
-                reserved: reserved.to_string(),
-                capacity: capacity.to_string(),
+                reserved: GoQuantity::of(*reserved).to_string(),
+                capacity: GoQuantity::of(capacity).to_string(),
             })
         })
         .collect();
@@ -473,12 +472,13 @@ fn clamp_at_zero(amount: Quantity) -> Quantity {
 /// has a pointer receiver, so `fmt` does not call it; the cached string is
 /// empty after arithmetic).
 ///
-/// The internal `value × 10^scale` split depends on how each amount was
-/// written, which [`Quantity`] does not keep: a whole amount is taken as
-/// written without fraction (`2`, `1Gi` → scale 0) and any other as
-/// millis (`500m` → scale -3). Amounts written with a decimal fraction or a
-/// decimal SI suffix above one (`1.5`, `1G`) print with another split in the
-/// kubelet.
+/// The `value × 10^scale` split is Go's own `int64Amount`, which
+/// [`Quantity::go_form`] keeps from the parser through `Add`: `1G` is
+/// `{1 9}`, `1500M` `{1500 6}`, `2.5` `{25 -1}`, `1e9` `{1 9}`, `500m`
+/// `{500 -3}`, and a sum takes the finer scale of its terms (`1G` +
+/// `1500M` is `{2500 6}`; adding `100Mi`, `{104857600 0}`, makes it
+/// `{2604857600 0}`); v1.37 holds every reserved CPU amount in millicores
+/// (`SetMilli`: `3` is `{3000 -3}`).
 ///
 /// A reservation Go holds as an `inf.Dec` (summed past `int64`, or an
 /// amount its parser could not take as `int64Amount`) prints as
@@ -488,7 +488,7 @@ fn clamp_at_zero(amount: Quantity) -> Quantity {
 /// the address).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct GoQuantity {
-    value: i128,
+    value: i64,
     scale: i32,
     format: QuantityFormat,
     /// Go holds it as an `inf.Dec`.
@@ -500,68 +500,35 @@ struct GoQuantity {
 const DEC_ADDRESS_STAND_IN: &str = "0xc000012000";
 
 impl GoQuantity {
-    /// A reserved amount.
-    fn of_reservation(amount: Quantity) -> Self {
-        let (value, scale) = if amount.is_whole() {
-            (amount.milli() / 1000, 0)
-        } else {
-            (amount.milli(), -3)
-        };
-        GoQuantity {
-            value,
-            scale,
-            format: amount.format(),
-            dec: matches!(amount.go_form(), GoForm::Dec { .. }),
-        }
-    }
-
-    /// The container manager's capacity: CPUs are built in millicores
-    /// (`NewMilliQuantity`), everything else in whole units.
-    fn of_capacity(resource: &str, amount: Option<Quantity>) -> Self {
-        let Some(amount) = amount else {
-            return GoQuantity {
+    /// An amount in Go's form.
+    fn of(amount: Quantity) -> Self {
+        let format = amount.format();
+        match amount.go_form() {
+            // `ScaledValue` at its own scale is the `int64Amount`'s value.
+            GoForm::Int64 { scale } => GoQuantity {
+                value: amount.go_scaled_value(scale),
+                scale,
+                format,
+                dec: false,
+            },
+            GoForm::Dec { .. } => GoQuantity {
                 value: 0,
                 scale: 0,
-                format: QuantityFormat::DecimalSI,
-                dec: false,
-            };
-        };
-        if resource == "cpu" {
-            GoQuantity {
-                value: amount.milli(),
-                scale: -3,
-                format: amount.format(),
-                dec: false,
-            }
-        } else {
-            GoQuantity::of_reservation(amount)
+                format,
+                dec: true,
+            },
         }
     }
+}
 
-    /// Go's `Quantity.Sub` on the int64 form: a zero minuend takes the
-    /// subtrahend's scale and format; otherwise the finer scale wins.
-    fn sub(self, other: GoQuantity) -> GoQuantity {
-        if other.value == 0 {
-            return self;
-        }
-        if self.value == 0 {
-            return GoQuantity {
-                value: -other.value,
-                ..other
-            };
-        }
-        let scale = self.scale.min(other.scale);
-        let at_scale = |q: GoQuantity| q.value * 10i128.pow(u32::try_from(q.scale - scale).unwrap_or(0));
-        GoQuantity {
-            value: at_scale(self) - at_scale(other),
-            scale,
-            format: self.format,
-            dec: self.dec || other.dec,
-        }
-    }
-
-    fn is_negative(self) -> bool {
-        self.value < 0
+/// The container manager's capacity as Go builds it from cAdvisor's
+/// numbers: CPUs in millicores (`NewMilliQuantity`), everything else in
+/// whole units (`NewQuantity`), in the capacity's notation.
+fn go_capacity(resource: &str, amount: Quantity) -> Quantity {
+    if resource == "cpu" {
+        Quantity::from_milli(amount.milli()).with_format(amount.format())
+    } else {
+        Quantity::from_units(amount.value()).with_format(amount.format())
     }
 }
 
@@ -1051,8 +1018,13 @@ mod tests {
                  Expected capacity >= reservation."
         );
 
-        // Memory and CPU over: both, in name order; whole CPUs have scale 0.
-        let config = reserving(&[("cpu", cpus(10_000)), ("memory", binary(70 * GI))], &[], 100 * MI);
+        // Memory and CPU over: both, in name order; `10` CPUs as written
+        // (`int64Amount{10, 0}`).
+        let config = reserving(
+            &[("cpu", Quantity::from_units(10)), ("memory", binary(70 * GI))],
+            &[],
+            100 * MI,
+        );
         let reservation = node_allocatable_reservation(&node.capacity, &config);
         assert_eq!(
             validate_node_allocatable(&node, &reservation).unwrap_err().to_string(),
@@ -1071,6 +1043,98 @@ mod tests {
         let config = reserving(&[("cpu", cpus(8000))], &[], 0);
         let reservation = node_allocatable_reservation(&node.capacity, &config);
         assert_eq!(validate_node_allocatable(&node, &reservation), Ok(()));
+    }
+
+    /// An amount as Go's parser holds it: `int64Amount{value, scale}`.
+    fn int64_amount(value: i64, scale: i32) -> Quantity {
+        let exp = u32::try_from(scale + 9).expect("scale at least -9");
+        Quantity::from_scaled_nano(i128::from(value), exp, GoForm::Int64 { scale })
+    }
+
+    /// Over-reserved amounts print Go's own `int64Amount{value, scale}`,
+    /// as parsed and as `Add` summed them. The texts are the real
+    /// kubelet's (`oracle replay`, v1.32.10 and v1.37.2, on a node of 2
+    /// CPUs and 2Gi; vectors `hand-reserved-over-capacity-*`).
+    #[test]
+    fn over_reserved_amounts_print_go_value_and_scale() {
+        let machine = machine(1, 2, 2 * GI, 0, 0);
+        let text = |system: &[(&str, Quantity)], kube: &[(&str, Quantity)], eviction: Option<Quantity>| {
+            let mut config = reserving(system, kube, 0);
+            if let Some(eviction) = eviction {
+                config.hard_eviction.insert("memory".to_owned(), eviction);
+            }
+            let node = node_resources(&machine, &config);
+            let reservation = node_allocatable_reservation(&node.capacity, &config);
+            validate_node_allocatable(&node, &reservation).unwrap_err().to_string()
+        };
+        let memory = |reserved: &str| {
+            format!(
+                "invalid Node Allocatable configuration. Resource \"memory\" has a reservation of {reserved} \
+                 but capacity of {{{{2147483648 0}} {{<nil>}}  BinarySI}}. Expected capacity >= reservation."
+            )
+        };
+        let cpu = |reserved: &str| {
+            format!(
+                "invalid Node Allocatable configuration. Resource \"cpu\" has a reservation of {reserved} \
+                 but capacity of {{{{2000 -3}} {{<nil>}}  DecimalSI}}. Expected capacity >= reservation."
+            )
+        };
+        let mi100 = Some(binary(100 * MI));
+        // `1G` + `1500M` + `100Mi`: {1 9} + {1500 6} = {2500 6}, then
+        // scale 0 with the eviction threshold.
+        assert_eq!(
+            text(
+                &[("memory", int64_amount(1, 9))],
+                &[("memory", int64_amount(1500, 6))],
+                mi100
+            ),
+            memory("{{2604857600 0} {<nil>}  DecimalSI}")
+        );
+        // `3G` alone (evictionHard `memory.available: 0%`, a zero
+        // `NewQuantity(0, BinarySI)` that changes nothing).
+        assert_eq!(
+            text(&[("memory", int64_amount(3, 9))], &[], Some(binary(0))),
+            memory("{{3 9} {<nil>}  DecimalSI}")
+        );
+        // `0` then `3000M`: the zero sum takes the next amount's value,
+        // scale and notation.
+        assert_eq!(
+            text(
+                &[("memory", Quantity::from_units(0))],
+                &[("memory", int64_amount(3000, 6))],
+                None
+            ),
+            memory("{{3000 6} {<nil>}  DecimalSI}")
+        );
+        // `1.5G` + a `1G` threshold: {15 8} + {1 9} = {25 8}.
+        assert_eq!(
+            text(&[], &[("memory", int64_amount(15, 8))], Some(int64_amount(1, 9))),
+            memory("{{25 8} {<nil>}  DecimalSI}")
+        );
+        // `1e9` + `2Gi` + `100Mi`: scale 0, in the first amount's notation.
+        let exponent = int64_amount(1, 9).with_format(QuantityFormat::DecimalExponent);
+        assert_eq!(
+            text(&[("memory", exponent)], &[("memory", binary(2 * GI))], mi100),
+            memory("{{3252341248 0} {<nil>}  DecimalExponent}")
+        );
+        // CPUs as v1.32 keeps them: `2.5`, `2k`, `1500m` + `1`.
+        assert_eq!(
+            text(&[("cpu", int64_amount(25, -1))], &[], None),
+            cpu("{{25 -1} {<nil>}  DecimalSI}")
+        );
+        assert_eq!(
+            text(&[], &[("cpu", int64_amount(2, 3))], None),
+            cpu("{{2 3} {<nil>}  DecimalSI}")
+        );
+        assert_eq!(
+            text(&[("cpu", cpus(1500))], &[("cpu", Quantity::from_units(1))], None),
+            cpu("{{2500 -3} {<nil>}  DecimalSI}")
+        );
+        // v1.37 holds them in millicores (`SetMilli`): `2k` is {2000000 -3}.
+        assert_eq!(
+            text(&[("cpu", cpus(2_000_000))], &[], None),
+            cpu("{{2000000 -3} {<nil>}  DecimalSI}")
+        );
     }
 
     #[test]
