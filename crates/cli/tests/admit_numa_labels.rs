@@ -321,6 +321,11 @@ fn single_numa_node_on_id_64_is_the_kubelets_crash() {
         "{text}"
     );
     assert!(words.contains("not reached: default/shared, default/pair"), "{text}");
+    let explained = text_of(&admit(&labelled, &["--explain"]));
+    assert!(
+        explained.contains("on an empty node of this shape: the kubelet crashes there too"),
+        "{explained}"
+    );
 
     let output = admit(&labelled, &["-o", "json", "--explain"]);
     assert_eq!(output.status.code(), Some(3));

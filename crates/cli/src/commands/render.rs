@@ -271,6 +271,8 @@ pub fn explanation_text(explanation: &Explanation) -> String {
             Some(nodes) => format!("admitted, aligned to NUMA {}", numa_list(nodes)),
             None => "admitted".to_owned(),
         }
+    } else if empty.reason.as_deref() == Some("KubeletPanic") {
+        "the kubelet crashes there too".to_owned()
     } else {
         format!("rejected too ({})", empty.reason.as_deref().unwrap_or("?"))
     };
