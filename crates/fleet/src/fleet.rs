@@ -185,8 +185,10 @@ impl Fleet {
             };
             let mut kubelet = kubelet;
             node_kubelet_version(&mut kubelet, default_version).map_err(|e| field(at("kubelet"), e))?;
+            // NUMA ids up to 1023 as the kubelet takes them (issue #29): the
+            // machine keeps them as labels; every NUMA id printed is one.
             let machine = topology
-                .to_machine()
+                .to_machine_with_numa_labels()
                 .map_err(|e| field(at("topology"), e.to_string()))?;
             groups.push(NodeGroup {
                 name: entry.name,

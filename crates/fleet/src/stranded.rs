@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
 use topoalign_engine::{Node, NumaUsage};
-use topoalign_model::{Pod, resource_name};
+use topoalign_model::{Machine, Pod, resource_name};
 
 use crate::sim::capacity::Free;
 
@@ -161,9 +161,24 @@ impl NodeFree {
     /// Adds the node's free DRA devices ([`dra_free`]) to its zones'
     /// devices, under each driver's name; a NUMA node the node has no zone
     /// for is left out.
+    ///
+    /// `free` is keyed by the NUMA ids the devices' attributes name (the
+    /// machine's own), the zones by the engine's indices: on a machine
+    /// numbered anew (an id past 63) use [`NodeFree::add_dra_on`].
     pub fn add_dra(&mut self, free: &BTreeMap<usize, BTreeMap<String, u64>>) {
+        self.add_dra_by(free, |numa| numa);
+    }
+
+    /// [`NodeFree::add_dra`] on the zones of `machine` (the machine these
+    /// zones are of): each zone takes the devices on its own NUMA id
+    /// ([`Machine::numa_label`]), as ResourceSlices name it.
+    pub fn add_dra_on(&mut self, free: &BTreeMap<usize, BTreeMap<String, u64>>, machine: &Machine) {
+        self.add_dra_by(free, |numa| machine.numa_label(numa));
+    }
+
+    fn add_dra_by(&mut self, free: &BTreeMap<usize, BTreeMap<String, u64>>, label: impl Fn(usize) -> usize) {
         for zone in &mut self.zones {
-            for (driver, count) in free.get(&zone.numa).into_iter().flatten() {
+            for (driver, count) in free.get(&label(zone.numa)).into_iter().flatten() {
                 *zone.devices.entry(driver.clone()).or_default() += count;
             }
         }
@@ -240,5 +255,56 @@ mod tests {
             free.zones[1].devices,
             BTreeMap::from([("example.com/nic".to_owned(), 1)])
         );
+    }
+
+    #[test]
+    fn dra_devices_join_the_zone_of_their_own_numa_id_on_a_labelled_machine() {
+        use topoalign_model::{Cpu, NumaNode};
+        // NUMA ids {0, 64}: the engine's zones are 0 and 1, the slices name 0 and 64.
+        let node = |id| NumaNode {
+            id,
+            memory: 1 << 30,
+            hugepages: BTreeMap::new(),
+            distances: None,
+        };
+        let cpu = |id, numa| Cpu {
+            id,
+            core: id,
+            socket: 0,
+            numa,
+            uncore_cache: None,
+        };
+        let machine = Machine::with_numa_labels(vec![node(0), node(64)], vec![cpu(0, 0), cpu(1, 64)], BTreeMap::new())
+            .expect("machine");
+        assert_eq!(machine.numa_label(1), 64);
+        let mut slices = crate::dra::resource_slices("n-0", &two_gpus());
+        for device in slices[0].spec.devices.iter_mut().flatten() {
+            for attribute in device.attributes.iter_mut().flat_map(|a| a.values_mut()) {
+                if attribute.int == Some(1) {
+                    attribute.int = Some(64);
+                }
+            }
+        }
+        let devices = dra_free(&slices, &[claim(&["gpu-0"])]);
+        let gpus = BTreeMap::from([("gpu.example.com".to_owned(), 1)]);
+        assert_eq!(devices, BTreeMap::from([(64, gpus.clone())]));
+        let zones = || NodeFree {
+            milli_cpu: 0,
+            memory_bytes: 0,
+            zones: (0..2)
+                .map(|numa| ZoneFree {
+                    numa,
+                    ..ZoneFree::default()
+                })
+                .collect(),
+        };
+        let mut free = zones();
+        free.add_dra_on(&devices, &machine);
+        assert_eq!(free.zones[0].devices, BTreeMap::new());
+        assert_eq!(free.zones[1].devices, gpus);
+        // By index, NUMA id 64 matches no zone.
+        let mut by_index = zones();
+        by_index.add_dra(&devices);
+        assert!(by_index.zones.iter().all(|z| z.devices.is_empty()));
     }
 }

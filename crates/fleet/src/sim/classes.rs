@@ -430,7 +430,14 @@ impl ClassTable {
                             class.node = Some(Box::new(node));
                             class.dra = dra;
                         }
-                        Err(rejection.reason.clone())
+                        // A kubelet that would crash admitting the pod
+                        // (NUMA ids past its 64-bit masks) admits nothing:
+                        // a failed admission whose reason says the crash
+                        // and why, never a made-up kubelet reason.
+                        Err(match &decision.kubelet_panic {
+                            Some(panic) => format!("{}: {panic}", topoalign_engine::KubeletPanic::REASON),
+                            None => rejection.reason.clone(),
+                        })
                     }
                 }
             }
@@ -529,8 +536,14 @@ fn dra_admit(
     node: &Node,
     decision: &topoalign_engine::Decision,
 ) -> Option<DraAdded> {
-    let pinned =
-        topoalign_scenario::dra::pinned_numa_nodes(&decision.containers, |cpu| node.machine().cpu(cpu).map(|c| c.numa));
+    // By the machine's own NUMA ids, as the DRA devices' attributes name
+    // them (the same on a machine whose ids are all below 64).
+    let machine = node.machine();
+    let pinned: std::collections::BTreeSet<usize> =
+        topoalign_scenario::dra::pinned_numa_nodes(&decision.containers, |cpu| machine.cpu(cpu).map(|c| c.numa))
+            .into_iter()
+            .map(|numa| machine.numa_label(numa))
+            .collect();
     let devices = match state.admit(&wants.k8s_pod(name)) {
         Ok(Some(devices)) => devices,
         Ok(None) => return None,

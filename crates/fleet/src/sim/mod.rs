@@ -214,9 +214,6 @@ pub fn simulate(
         run.policy = key.policy.as_str().to_string();
         run.scope = key.scope.map_or("as-configured", TopologyScope::as_str).to_string();
         run.scheduler = key.scheduler.as_str().to_string();
-        for (i, zone) in run.stranded_by_zone.iter_mut().enumerate() {
-            zone.zone = topoalign_nrt::zone_name(i);
-        }
         report.runs.push(run);
         logs.push(log);
     }

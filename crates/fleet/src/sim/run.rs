@@ -415,7 +415,7 @@ impl Run<'_> {
             // its pods hold (every member publishes the same devices).
             if let Some(dra) = self.table.classes[c as usize].dra.as_deref() {
                 let devices = crate::stranded::dra_free(&dra.spec().resource_slices, &dra.allocated_claims());
-                free.free.add_dra(&devices);
+                free.free.add_dra_on(&devices, self.input.groups[group].root.machine());
             }
             let (cpu, memory) = (&free.cpu, &free.memory);
             sums.free_milli_cpu += u128::from(cpu.total) * u128::from(members);
@@ -427,12 +427,21 @@ impl Run<'_> {
             }
             sums.stranded_milli_cpu += u128::from(cpu.total) * u128::from(members);
             sums.stranded_memory += u128::from(memory.total) * u128::from(members);
+            let machine = self.input.groups[group].root.machine();
             for zone in &free.free.zones {
-                let numa = zone.numa;
-                if sums.zones.len() <= numa {
-                    sums.zones.resize_with(numa + 1, ZoneSums::default);
-                }
-                let entry = &mut sums.zones[numa];
+                // Zones are named by the machine's own NUMA ids (the NRT
+                // side's `node-<id>`), summed over nodes by that id: ids
+                // below 64 in one dense list as always, larger ones (a
+                // machine numbered anew) after them, only where present.
+                let numa = machine.numa_label(zone.numa);
+                let entry = if numa < topoalign_model::MAX_NUMA_NODES {
+                    if sums.zones.len() <= numa {
+                        sums.zones.resize_with(numa + 1, ZoneSums::default);
+                    }
+                    &mut sums.zones[numa]
+                } else {
+                    sums.zones_past_masks.entry(numa).or_default()
+                };
                 entry.milli_cpu += u128::from(zone.milli_cpu) * u128::from(members);
                 entry.memory += u128::from(zone.memory_bytes) * u128::from(members);
                 for (resource, &count) in &zone.devices {
@@ -452,6 +461,7 @@ impl Run<'_> {
             .zones
             .into_iter()
             .enumerate()
+            .chain(sums.zones_past_masks)
             .map(|(numa, zone)| ZoneCapacity {
                 zone: topoalign_nrt::zone_name(numa),
                 cpus: cpus(zone.milli_cpu),
@@ -498,7 +508,10 @@ struct Sums {
     stranded_milli_cpu: u128,
     stranded_memory: u128,
     stranded_devices: BTreeMap<String, u128>,
+    /// By NUMA id below 64 (dense, as before labels existed).
     zones: Vec<ZoneSums>,
+    /// By NUMA id of 64 or more (machines numbered anew).
+    zones_past_masks: BTreeMap<usize, ZoneSums>,
 }
 
 #[derive(Default)]
