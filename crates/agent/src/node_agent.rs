@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 use topoalign_enforce::Procfs;
-use topoalign_engine::{Node, NodeConfig, TopologyPolicyName};
+use topoalign_engine::{ContainerPlacement, Node, NodeConfig, TopologyPolicyName};
 use topoalign_explain::{Change, Situation, words};
 use topoalign_model::CpuSet;
 
@@ -344,7 +344,7 @@ impl NodeAgent {
         AdmitExplanation {
             policy: decision.trace.policy.as_str().to_string(),
             scope: decision.trace.scope.as_str().to_string(),
-            summary: words::decision_line(decision),
+            summary: words::decision_line(node.machine(), decision),
             notes: topoalign_explain::warnings::warnings(node, &admission.pod),
             merges: decision
                 .trace
@@ -527,12 +527,24 @@ impl NodeAgent {
     fn view(&self, held: &Held) -> Allocation {
         let (cpus, _, exclusive) = effective(self.ledger.node(), held);
         let placements = &held.record.placements;
+        // Every NUMA id shown is the machine's own (issue #29), as the
+        // ledger's placements hold the engine's indices.
+        let machine = self.ledger.node().machine();
+        let label = |nodes: &Vec<usize>| nodes.iter().map(|&n| machine.numa_label(n)).collect::<Vec<_>>();
         let memory_numa = union_numa(
             placements
                 .iter()
                 .filter(|p| !p.init)
                 .filter_map(|p| p.memory_numa.as_ref()),
-        );
+        )
+        .map(|nodes| label(&nodes));
+        let containers = placements
+            .iter()
+            .map(|p| ContainerPlacement {
+                memory_numa: p.memory_numa.as_ref().map(label),
+                ..p.clone()
+            })
+            .collect();
         let mut devices: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for placement in placements {
             for (resource, ids) in &placement.devices {
@@ -553,7 +565,7 @@ impl NodeAgent {
             policy: held.record.policy.map(|policy| policy.as_str().to_owned()),
             enforcement: self.enforcement.mode().to_string(),
             cgroup: self.enforcement.cgroup_path(held.id()).map(|p| p.display().to_string()),
-            containers: placements.to_vec(),
+            containers,
         }
     }
 }

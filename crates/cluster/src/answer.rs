@@ -265,7 +265,7 @@ pub fn explain_pod(snapshot: &ClusterSnapshot, pod: &ClusterPod) -> PodAnswer {
                 ClusterFix::Evict {
                     node: node.name.clone(),
                     evict,
-                    line: topoalign_explain::words::decision_line(&decision),
+                    line: topoalign_explain::words::decision_line(engine.machine(), &decision),
                 },
             ));
         }
@@ -458,8 +458,8 @@ fn judge(
     let decision = engine.try_admit(model).decision;
     if decision.admitted() {
         let verdict = Verdict::Admitted {
-            line: topoalign_explain::words::decision_line(&decision),
-            affinity: topoalign_explain::report::affinity(&decision),
+            line: topoalign_explain::words::decision_line(engine.machine(), &decision),
+            affinity: topoalign_explain::report::numa_affinity(engine.machine(), &decision),
         };
         return (verdict, Some((engine, decision, None)));
     }

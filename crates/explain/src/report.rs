@@ -48,7 +48,7 @@ pub struct PodReport {
 /// hints' affinities (`None` when no merge chose any), as the engine's
 /// node indices — the machine's ids unless it was read with NUMA ids past
 /// 63 ([`numa_affinity`] names them as the machine does).
-pub fn affinity(decision: &Decision) -> Option<Vec<usize>> {
+fn index_affinity(decision: &Decision) -> Option<Vec<usize>> {
     let union = decision
         .trace
         .merges
@@ -60,9 +60,9 @@ pub fn affinity(decision: &Decision) -> Option<Vec<usize>> {
     Some(union.nodes().collect())
 }
 
-/// [`affinity`] with the machine's own NUMA ids ([`Machine::numa_label`]).
+/// [`index_affinity`] with the machine's own NUMA ids ([`Machine::numa_label`]).
 pub fn numa_affinity(machine: &Machine, decision: &Decision) -> Option<Vec<usize>> {
-    affinity(decision).map(|nodes| labels(machine, nodes))
+    index_affinity(decision).map(|nodes| labels(machine, nodes))
 }
 
 /// The placements of a decision on `machine` with the machine's own NUMA

@@ -34,20 +34,12 @@ pub fn refusal(decision: &Decision) -> String {
     }
 }
 
-/// The decision in one sentence: `ns/name is admitted under topology
-/// policy P, aligned on NUMA [0]: c gets CPUs 2-3 (exclusive), memory on
-/// NUMA [0].`, or `ns/name is rejected: <refusal>.`, or for a pod the
-/// kubelet crashes admitting `ns/name crashes the kubelet: <why>.` NUMA
-/// ids are the engine's node indices, the machine's own ids unless it was
-/// read with NUMA ids past 63: [`decision_line_on`] names them for any
-/// machine.
-pub fn decision_line(decision: &Decision) -> String {
-    line(decision, &|n| n)
-}
-
-/// [`decision_line`] for a decision on `machine`, every NUMA id as the
-/// machine names it ([`Machine::numa_label`]).
-pub fn decision_line_on(machine: &Machine, decision: &Decision) -> String {
+/// The decision on `machine` in one sentence: `ns/name is admitted under
+/// topology policy P, aligned on NUMA [0]: c gets CPUs 2-3 (exclusive),
+/// memory on NUMA [0].`, or `ns/name is rejected: <refusal>.`, or for a pod
+/// the kubelet crashes admitting `ns/name crashes the kubelet: <why>.` NUMA
+/// ids are the machine's own ([`Machine::numa_label`]).
+pub fn decision_line(machine: &Machine, decision: &Decision) -> String {
     line(decision, &|n| machine.numa_label(n))
 }
 

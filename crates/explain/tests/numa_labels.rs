@@ -192,7 +192,7 @@ fn reports(node: &mut Node, kubelet: &Value, pods: &[(Value, Pod)]) -> Vec<(Valu
                 fix.description
             );
         }
-        let line = words::decision_line_on(before.machine(), &decision);
+        let line = words::decision_line(before.machine(), &decision);
         reports.push((serde_json::to_value(&report).unwrap(), line));
     }
     reports
@@ -296,7 +296,7 @@ fn under_another_policy_the_kubelet_crashes_and_only_policy_none_is_offered() {
             format!("no verdict, the kubelet crashes: {panic}")
         );
         assert_eq!(
-            words::decision_line_on(node.machine(), &decision),
+            words::decision_line(node.machine(), &decision),
             format!("default/g1 crashes the kubelet: {panic}.")
         );
         let situation = Situation {
@@ -362,8 +362,8 @@ fn hints_in_words_name_the_machines_ids() {
         assert_eq!(got, expected);
         assert!(got.to_string().contains("NUMA 64"), "{got}");
         assert_eq!(
-            words::decision_line_on(&labelled, &decision),
-            words::decision_line(&decision).replace("[1]", "[64]")
+            words::decision_line(&labelled, &decision),
+            words::decision_line(&plain, &decision).replace("[1]", "[64]")
         );
     }
 }

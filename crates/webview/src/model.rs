@@ -193,7 +193,7 @@ pub struct WaitingView {
 pub struct Verdict {
     pub node: String,
     pub admitted: bool,
-    /// `explain::words::decision_line`.
+    /// `explain::words::decision_line` (the machine's own NUMA ids).
     pub words: String,
 }
 
@@ -596,7 +596,7 @@ fn waiting_view(pod: &ClusterPod, snapshot: &ClusterSnapshot) -> WaitingView {
         view.verdicts.push(Verdict {
             node: node.name.clone(),
             admitted,
-            words: topoalign_explain::words::decision_line(&decision),
+            words: topoalign_explain::words::decision_line(exact.node.machine(), &decision),
         });
         if !admitted {
             refused.push((node, &exact.spec, &exact.node, decision));
