@@ -59,7 +59,11 @@
 //!   33- and 34-digit numbers, `1000000000000000000000000000000000m`) —
 //!   tag `quantity-huge`;
 //! - in the `kubelet:` block (where no API server checks anything: the
-//!   kubelet's start-up decides) lowered or raised the same ways.
+//!   kubelet's start-up decides) lowered or raised the same ways;
+//! - in 8 % of the scenarios the step changes, `systemReserved` +
+//!   `kubeReserved` of `cpu` or `memory` raised past the node's capacity,
+//!   spelled `2.5G`, `2500M`, `3e9`, `1500m`, `25e-1` (the kubelet's refusal
+//!   prints Go's `int64Amount` of the sum) — tag `quantity-over-capacity`.
 //!
 //! Zero: a quantity that is zero (`evictionHard` `"0"`) is respelled as
 //! another zero, digit-less ones included — `m`, `Gi`, `Ki`, `k`, `E`,
@@ -90,7 +94,7 @@
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
-use topoalign_scenario::Scenario;
+use topoalign_scenario::{Scenario, TopologySpec};
 
 use crate::rng::Rng;
 
@@ -166,6 +170,7 @@ struct Seen {
     reserved_memory: bool,
     lowered_in_kubelet: bool,
     fractional_bytes: bool,
+    over_capacity: bool,
 }
 
 impl Seen {
@@ -187,6 +192,7 @@ impl Seen {
             (self.reserved_memory, "quantity-spelling:reserved-memory"),
             (self.lowered_in_kubelet, "quantity-lowered:kubelet"),
             (self.fractional_bytes, "quantity-fractional-bytes"),
+            (self.over_capacity, "quantity-over-capacity"),
         ] {
             if on {
                 tags.push(tag.into());
@@ -237,6 +243,10 @@ pub fn respell(rng: &mut Rng, scenario: &mut Scenario, tags: &mut Vec<String>) {
         }
     }
     respell_kubelet(rng, &mut scenario.kubelet, &mut seen);
+    // Last, so that it moves no draw above.
+    if rng.chance(8) {
+        over_capacity(rng, &mut scenario.kubelet, &scenario.topology, &mut seen);
+    }
     seen.tags(tags);
 }
 
@@ -518,6 +528,88 @@ fn respell_kubelet(rng: &mut Rng, kubelet: &mut Value, seen: &mut Seen) {
         }
     }
     seen.kubelet |= changed;
+}
+
+/// `systemReserved` + `kubeReserved` of `cpu` or `memory` past the node's
+/// capacity, each amount written with a decimal suffix, a fraction or an
+/// exponent (`1.5G`, `2500M`, `3e9`, `2.5`, `1500m`, `25e-1`): the kubelet
+/// refuses to start, printing Go's `int64Amount{value, scale}` of the sum
+/// (`validateNodeAllocatable`), which depends on the spelling — tag
+/// `quantity-over-capacity`. Not `cpu` where `reservedSystemCPUs` replaces
+/// it, nor `memory` under the Static memory policy (whose reservedMemory
+/// check would refuse first).
+fn over_capacity(rng: &mut Rng, kubelet: &mut Value, topology: &TopologySpec, seen: &mut Seen) {
+    let Some(k) = kubelet.as_object_mut() else { return };
+    let mut names = Vec::new();
+    if !k.contains_key("reservedSystemCPUs") {
+        names.push("cpu");
+    }
+    if k.get("memoryManagerPolicy").and_then(Value::as_str) != Some("Static") {
+        names.push("memory");
+    }
+    if names.is_empty() {
+        return;
+    }
+    let name = *rng.pick(&names);
+    // The total in thousandths of a CPU or in megabytes (10^6 bytes).
+    let (total, spell): (u128, fn(&mut Rng, u128) -> String) = if name == "cpu" {
+        let capacity = topology.cpus.len() as u128 * 1000;
+        (capacity + *rng.pick(&[100, 500, 1000, 1500, 2500]), spell_milli_over)
+    } else {
+        let bytes: u128 = topology
+            .numa_nodes
+            .iter()
+            .filter_map(|n| nanos(&n.memory))
+            .sum::<u128>()
+            / NANO;
+        (
+            bytes.div_ceil(1_000_000) + *rng.pick(&[1, 500, 1000, 2500]),
+            spell_mega_over,
+        )
+    };
+    let system = total * u128::from(rng.range(1, 9)) / 10;
+    let kube = total - system;
+    for (field, amount) in [("systemReserved", system), ("kubeReserved", kube)] {
+        let text = spell(rng, amount);
+        let map = k.entry(field).or_insert_with(|| Value::Object(Map::new()));
+        if let Some(map) = map.as_object_mut() {
+            map.insert(name.into(), json!(text));
+        }
+    }
+    seen.kubelet = true;
+    seen.over_capacity = true;
+}
+
+/// `milli` thousandths of a CPU as a decimal amount: `2500m`, `2.5`,
+/// `2.500`, `2500e-3`, `25e-1`, `3` or `3e0`.
+fn spell_milli_over(rng: &mut Rng, milli: u128) -> String {
+    let (units, fraction) = (milli / 1000, milli % 1000);
+    let short = format!("{fraction:03}").trim_end_matches('0').to_owned();
+    let tenths = milli.is_multiple_of(100);
+    match rng.below(5) {
+        0 => format!("{milli}m"),
+        1 if fraction == 0 => format!("{units}"),
+        1 => format!("{units}.{short}"),
+        2 => format!("{units}.{fraction:03}"),
+        3 if fraction == 0 => format!("{units}e0"),
+        3 if tenths => format!("{}e-1", milli / 100),
+        _ => format!("{milli}e-3"),
+    }
+}
+
+/// `mega` megabytes as a decimal amount: `2500M`, `2.5G`, `2.500G`,
+/// `2500e6`, `2500000k`, `3G`.
+fn spell_mega_over(rng: &mut Rng, mega: u128) -> String {
+    let (giga, fraction) = (mega / 1000, mega % 1000);
+    let short = format!("{fraction:03}").trim_end_matches('0').to_owned();
+    match rng.below(5) {
+        0 => format!("{mega}M"),
+        1 if fraction == 0 => format!("{giga}G"),
+        1 => format!("{giga}.{short}G"),
+        2 => format!("{giga}.{fraction:03}G"),
+        3 => format!("{mega}e6"),
+        _ => format!("{mega}000k"),
+    }
 }
 
 /// One quantity of the `kubelet:` block: another spelling, now and then a
@@ -1134,7 +1226,8 @@ mod tests {
                         // below).
                         let split =
                             g.tags.iter().any(|t| t == "quantity-split") && path.len() >= 8 && path[7] == "requests";
-                        assert!(only_zeros(new) || split, "{what}");
+                        let over = g.tags.iter().any(|t| t == "quantity-over-capacity") && in_kubelet;
+                        assert!(only_zeros(new) || split || over, "{what}");
                         let p: Vec<&str> = path.iter().map(String::as_str).collect();
                         assert!(
                             matches!(
@@ -1173,7 +1266,11 @@ mod tests {
                             "{what}: the amount of {name} changed"
                         );
                         assert!(!resize, "{what}: a resize's amount changed");
-                        assert!((0 < is && is < was) || is >= 1_000_000_000_000_000_000 * NANO, "{what}");
+                        let over = in_kubelet && g.tags.iter().any(|t| t == "quantity-over-capacity");
+                        assert!(
+                            (0 < is && is < was) || is >= 1_000_000_000_000_000_000 * NANO || over,
+                            "{what}"
+                        );
                     }
                 }
                 for (i, event) in g.scenario.events.iter().enumerate() {
@@ -1210,6 +1307,7 @@ mod tests {
             "quantity-spelling:reserved-memory",
             "quantity-lowered:kubelet",
             "quantity-fractional-bytes",
+            "quantity-over-capacity",
         ] {
             assert!(
                 seen.get(tag).copied().unwrap_or(0) >= 5,
