@@ -28,7 +28,14 @@ pub fn fingerprint(node: &Node) -> String {
     format!("{:08x}", crc32(text.as_bytes()))
 }
 
+// Every NUMA id is the machine's own (`Machine::numa_label`), not the
+// engine's index: a journal written on NUMA ids {0, 1} is not the journal
+// of a machine with ids {0, 64}, and on a machine whose ids are all below
+// 64 (no labels) the text is what it always was. The distance rows are as
+// the machine holds them (by index, one per node in id order once
+// numbered anew), and `reservedMemory` is the configuration's own id.
 fn write_machine(out: &mut String, machine: &Machine) {
+    let label = |numa: usize| machine.numa_label(numa);
     for numa in machine.numa_nodes() {
         let NumaNode {
             id,
@@ -36,6 +43,7 @@ fn write_machine(out: &mut String, machine: &Machine) {
             hugepages,
             distances,
         } = numa;
+        let id = label(*id);
         let _ = writeln!(
             out,
             "numa {id} memory {memory} hugepages {hugepages:?} distances {distances:?}"
@@ -49,6 +57,7 @@ fn write_machine(out: &mut String, machine: &Machine) {
             numa,
             uncore_cache,
         } = cpu;
+        let numa = label(*numa);
         let _ = writeln!(
             out,
             "cpu {id} core {core} socket {socket} numa {numa} uncore {uncore_cache:?}"
@@ -57,6 +66,7 @@ fn write_machine(out: &mut String, machine: &Machine) {
     for (resource, devices) in machine.devices() {
         for device in devices {
             let Device { id, numa } = device;
+            let numa: Vec<usize> = numa.iter().map(|&n| label(n)).collect();
             let _ = writeln!(out, "device {resource} {id:?} numa {numa:?}");
         }
     }
@@ -189,5 +199,73 @@ mod tests {
         );
         assert_eq!(print(&decimal), print(&binary));
         assert_ne!(print(&decimal), same);
+    }
+
+    /// A machine of two NUMA nodes with ids `ids`, two CPUs and a device
+    /// on each; built by `Machine::with_numa_labels` when `labelled`.
+    fn two_nodes(ids: [usize; 2], labelled: bool) -> Machine {
+        let nodes = ids
+            .iter()
+            .map(|&id| NumaNode {
+                id,
+                memory: 4 << 30,
+                hugepages: Default::default(),
+                distances: Some(if id == ids[0] { vec![10, 21] } else { vec![21, 10] }),
+            })
+            .collect();
+        let cpus = (0..4)
+            .map(|id| Cpu {
+                id,
+                core: id,
+                socket: id / 2,
+                numa: ids[id as usize / 2],
+                uncore_cache: None,
+            })
+            .collect();
+        let devices = [(
+            "example.com/gpu".to_owned(),
+            ids.iter()
+                .map(|&n| Device {
+                    id: format!("gpu{n}"),
+                    numa: vec![n],
+                })
+                .collect(),
+        )]
+        .into();
+        if labelled {
+            Machine::with_numa_labels(nodes, cpus, devices).expect("machine")
+        } else {
+            Machine::new(nodes, cpus, devices).expect("machine")
+        }
+    }
+
+    #[test]
+    fn numa_ids_are_the_machines_own() {
+        let print = |machine: Machine| fingerprint(&Node::start(machine, NodeConfig::default()).unwrap());
+        let plain = two_nodes([0, 1], false);
+        // Ids below 64 read with labels are the same machine, byte for byte:
+        // journals written before labels existed keep their fingerprint.
+        let mut text = String::new();
+        write_machine(&mut text, &plain);
+        let mut labelled_text = String::new();
+        write_machine(&mut labelled_text, &two_nodes([0, 1], true));
+        assert_eq!(labelled_text, text);
+        assert!(
+            text.contains("numa 1 memory") && text.contains("cpu 3 core 3 socket 1 numa 1 "),
+            "{text}"
+        );
+        // Ids {0, 64}: the engine's indices are those of {0, 1}, the
+        // fingerprint is not.
+        let wide = two_nodes([0, 64], true);
+        assert_eq!(wide.numa_label(1), 64);
+        let mut wide_text = String::new();
+        write_machine(&mut wide_text, &wide);
+        assert_eq!(
+            wide_text,
+            text.replace("numa 1 memory", "numa 64 memory")
+                .replace("numa 1 uncore", "numa 64 uncore")
+                .replace("\"gpu1\" numa [1]", "\"gpu64\" numa [64]")
+        );
+        assert_ne!(print(wide), print(plain));
     }
 }

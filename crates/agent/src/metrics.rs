@@ -786,6 +786,65 @@ mod tests {
         assert!(text.contains(r#"topoalign_cpu_manager_allocation_per_numa{numa_node="0"} 1"#));
     }
 
+    /// The usage gauges of a node on NUMA ids `ids` (two nodes of 4 CPUs,
+    /// CPU 0 reserved) after admitting a pod of 6 exclusive CPUs (both
+    /// NUMA nodes, topology policy none).
+    fn usage_text(ids: [usize; 2]) -> String {
+        let cpus = (0..8u32)
+            .map(|id| Cpu {
+                id,
+                core: id,
+                socket: 0,
+                numa: ids[id as usize / 4],
+                uncore_cache: None,
+            })
+            .collect();
+        let numa = ids
+            .iter()
+            .map(|&id| NumaNode {
+                id,
+                memory: 8 << 30,
+                hugepages: BTreeMap::default(),
+                distances: None,
+            })
+            .collect();
+        let machine = Machine::with_numa_labels(numa, cpus, BTreeMap::default()).expect("valid machine");
+        let mut config = NodeConfig {
+            cpu_policy: CpuPolicyName::Static,
+            kubelet_version: KubeletVersion::V1_36,
+            reserved_system_cpus: Some(CpuSet::from_iter([0])),
+            ..NodeConfig::default()
+        };
+        config.system_reserved.insert("cpu".into(), Quantity::from_units(1));
+        let mut node = Node::start(machine, config).expect("starts");
+        let metrics = Metrics::new(node.config());
+        assert!(admit(&metrics, &mut node, pod("g", &[6])).admitted());
+        metrics.set_usage(&topoalign_usage::node_topology(&node, "none"), 1, 1);
+        metrics.encode()
+    }
+
+    #[test]
+    fn numa_labels_are_the_machines_own_ids() {
+        // Topology policy none: the kubelet runs on ids {0, 64} and decides
+        // as on {0, 1}; the gauges are those of {0, 1} with node 1 named 64.
+        let plain = usage_text([0, 1]);
+        let wide = usage_text([0, 64]);
+        // (Label sets print in hash order: compare the sorted lines.)
+        let lines = |text: &str| {
+            let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+            lines.sort();
+            lines
+        };
+        assert!(
+            plain.contains(r#"topoalign_cpu_manager_allocation_per_numa{numa_node="1"}"#),
+            "{plain}"
+        );
+        assert_eq!(
+            lines(&wide),
+            lines(&plain.replace(r#"numa_node="1""#, r#"numa_node="64""#))
+        );
+    }
+
     #[test]
     fn v1_37_counts_admitted_pods_by_configuration_mode_and_qos() {
         let mut node = node(

@@ -45,6 +45,7 @@ pub struct Topology {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NumaNodeUsage {
+    /// The machine's own NUMA id ([`topoalign_model::Machine::numa_label`]).
     pub id: usize,
     /// All of the node's CPUs (list syntax on the wire).
     pub cpus: CpuSet,
@@ -88,7 +89,9 @@ pub fn node_topology(node: &Node, enforcement: &str) -> Topology {
                 .collect();
             let unpaired = unpaired(&resources, config.cpu_policy == CpuPolicyName::Static);
             NumaNodeUsage {
-                id: usage.numa,
+                // The machine's own NUMA id (issue #29: past 63 not the
+                // engine's index; the same below 64).
+                id: machine.numa_label(usage.numa),
                 cpus: usage.cpus.clone(),
                 resources,
                 unpaired,
