@@ -576,18 +576,31 @@ impl NodeAgent {
 fn effective(node: &Node, held: &Held) -> (CpuSet, Vec<usize>, bool) {
     let app = held.record.placements.iter().filter(|p| !p.init);
     let exclusive = app
-        .clone()
         .filter_map(|p| p.cpus.as_ref())
         .fold(CpuSet::new(), |all, cpus| all.union(cpus));
     let machine = node.machine();
-    let mems = union_numa(app.filter_map(|p| p.memory_numa.as_ref()))
-        .unwrap_or_else(|| machine.numa_nodes().iter().map(|n| n.id).collect());
+    let mems = cpuset_mems(machine, &held.record.placements);
     if !exclusive.is_empty() {
         return (exclusive, mems, true);
     }
     let shared = node.state().default_cpu_set;
     let cpus = if shared.is_empty() { machine.cpu_set() } else { shared };
     (cpus, mems, false)
+}
+
+/// The memory nodes for an allocation's `cpuset.mems`: those its app
+/// containers' memory is pinned to, else every NUMA node — as the kernel
+/// names them, the machine's own ids (the ledger's placements hold the
+/// engine's indices, which differ on a machine with NUMA ids past 63).
+fn cpuset_mems(machine: &topoalign_model::Machine, placements: &[ContainerPlacement]) -> Vec<usize> {
+    let pinned = union_numa(
+        placements
+            .iter()
+            .filter(|p| !p.init)
+            .filter_map(|p| p.memory_numa.as_ref()),
+    );
+    let indices = pinned.unwrap_or_else(|| machine.numa_nodes().iter().map(|n| n.id).collect());
+    indices.into_iter().map(|n| machine.numa_label(n)).collect()
 }
 
 fn union_numa<'a>(lists: impl Iterator<Item = &'a Vec<usize>>) -> Option<Vec<usize>> {
@@ -666,5 +679,59 @@ impl Unexplained {
             })
             .collect();
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use topoalign_engine::ContainerPlacement;
+    use topoalign_model::{Cpu, Machine, NumaNode};
+
+    use super::cpuset_mems;
+
+    fn machine(ids: [usize; 2]) -> Machine {
+        let nodes = ids
+            .iter()
+            .map(|&id| NumaNode {
+                id,
+                memory: 1 << 30,
+                hugepages: BTreeMap::new(),
+                distances: None,
+            })
+            .collect();
+        let cpus = (0..4u32)
+            .map(|id| Cpu {
+                id,
+                core: id,
+                socket: 0,
+                numa: ids[id as usize / 2],
+                uncore_cache: None,
+            })
+            .collect();
+        Machine::with_numa_labels(nodes, cpus, BTreeMap::new()).expect("a valid machine")
+    }
+
+    fn placement(init: bool, memory_numa: Option<Vec<usize>>) -> ContainerPlacement {
+        ContainerPlacement {
+            name: if init { "init" } else { "app" }.to_owned(),
+            init,
+            cpus: None,
+            memory_numa,
+            devices: BTreeMap::new(),
+        }
+    }
+
+    /// `cpuset.mems` names NUMA nodes as the kernel does: on {0, 64} the
+    /// engine's node 1 is written 64, never 1 (a node that may not exist).
+    #[test]
+    fn cpuset_mems_are_the_machines_own_ids() {
+        let pinned = [placement(true, Some(vec![0])), placement(false, Some(vec![1]))];
+        let unpinned = [placement(false, None)];
+        assert_eq!(cpuset_mems(&machine([0, 1]), &pinned), vec![1]);
+        assert_eq!(cpuset_mems(&machine([0, 64]), &pinned), vec![64]);
+        assert_eq!(cpuset_mems(&machine([0, 1]), &unpinned), vec![0, 1]);
+        assert_eq!(cpuset_mems(&machine([0, 64]), &unpinned), vec![0, 64]);
     }
 }
