@@ -6,7 +6,7 @@
 //! memory per NUMA node are the zones' `available`, capped by the node's
 //! allocatable minus its pods' requests and apportioned to the zones;
 //! devices are each zone's free devices, and its DRA devices no claim
-//! holds (`node_free` + `NodeFree::add_dra(dra_free(..))`, counted under
+//! holds (`node_free` + `NodeFree::add_dra(dra_free(..), machine)`, counted under
 //! the driver's name; [`crate::dra`]). A node's free capacity is
 //! stranded when some pods wait (unscheduled, or rejected by a kubelet)
 //! that an empty node of its shape would admit, and the engine admits none
@@ -238,7 +238,7 @@ fn cpus(milli: u64) -> String {
 fn exact_numa(node: &ClusterNode, engine: &Node, stranded: bool) -> Vec<NumaView> {
     let machine = engine.machine();
     let mut node_free = topoalign_fleet::stranded::node_free(engine);
-    node_free.add_dra(&node.dra.free());
+    node_free.add_dra(&node.dra.free(), machine);
     let zones = node_free.zones;
     engine
         .numa_usage()

@@ -592,7 +592,7 @@ fn stranded(state: &FleetState, nodes: &[Node], dra: &[DraDevices], failed: &[Po
             continue;
         }
         let mut free = node_free(node);
-        free.add_dra(dra);
+        free.add_dra(dra, node.machine());
         milli_total += free.milli_cpu;
         total.memory_bytes += free.memory_bytes;
         let zones = free

@@ -160,25 +160,14 @@ pub fn dra_free(slices: &[ResourceSlice], allocated: &[ResourceClaim]) -> BTreeM
 impl NodeFree {
     /// Adds the node's free DRA devices ([`dra_free`]) to its zones'
     /// devices, under each driver's name; a NUMA node the node has no zone
-    /// for is left out.
-    ///
-    /// `free` is keyed by the NUMA ids the devices' attributes name (the
-    /// machine's own), the zones by the engine's indices: on a machine
-    /// numbered anew (an id past 63) use [`NodeFree::add_dra_on`].
-    pub fn add_dra(&mut self, free: &BTreeMap<usize, BTreeMap<String, u64>>) {
-        self.add_dra_by(free, |numa| numa);
-    }
-
-    /// [`NodeFree::add_dra`] on the zones of `machine` (the machine these
-    /// zones are of): each zone takes the devices on its own NUMA id
-    /// ([`Machine::numa_label`]), as ResourceSlices name it.
-    pub fn add_dra_on(&mut self, free: &BTreeMap<usize, BTreeMap<String, u64>>, machine: &Machine) {
-        self.add_dra_by(free, |numa| machine.numa_label(numa));
-    }
-
-    fn add_dra_by(&mut self, free: &BTreeMap<usize, BTreeMap<String, u64>>, label: impl Fn(usize) -> usize) {
+    /// for is left out. `machine` is the machine these zones are of: `free`
+    /// is keyed by the NUMA ids the devices' attributes name (the machine's
+    /// own), the zones by the engine's indices, so each zone takes the
+    /// devices on its own id ([`Machine::numa_label`]; the same number
+    /// unless the machine has NUMA ids past 63).
+    pub fn add_dra(&mut self, free: &BTreeMap<usize, BTreeMap<String, u64>>, machine: &Machine) {
         for zone in &mut self.zones {
-            for (driver, count) in free.get(&label(zone.numa)).into_iter().flatten() {
+            for (driver, count) in free.get(&machine.numa_label(zone.numa)).into_iter().flatten() {
                 *zone.devices.entry(driver.clone()).or_default() += count;
             }
         }
@@ -246,7 +235,8 @@ mod tests {
                 .collect(),
         };
         let slices = crate::dra::resource_slices("n-0", &two_gpus());
-        free.add_dra(&dra_free(&slices, &[claim(&["gpu-1"])]));
+        let machine = topoalign_model::UniformMachine::new(2, 1).build().expect("a machine");
+        free.add_dra(&dra_free(&slices, &[claim(&["gpu-1"])]), &machine);
         assert_eq!(
             free.zones[0].devices,
             BTreeMap::from([("example.com/nic".to_owned(), 1), ("gpu.example.com".to_owned(), 1)])
@@ -299,12 +289,8 @@ mod tests {
                 .collect(),
         };
         let mut free = zones();
-        free.add_dra_on(&devices, &machine);
+        free.add_dra(&devices, &machine);
         assert_eq!(free.zones[0].devices, BTreeMap::new());
         assert_eq!(free.zones[1].devices, gpus);
-        // By index, NUMA id 64 matches no zone.
-        let mut by_index = zones();
-        by_index.add_dra(&devices);
-        assert!(by_index.zones.iter().all(|z| z.devices.is_empty()));
     }
 }

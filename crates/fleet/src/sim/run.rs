@@ -415,7 +415,7 @@ impl Run<'_> {
             // its pods hold (every member publishes the same devices).
             if let Some(dra) = self.table.classes[c as usize].dra.as_deref() {
                 let devices = crate::stranded::dra_free(&dra.spec().resource_slices, &dra.allocated_claims());
-                free.free.add_dra_on(&devices, self.input.groups[group].root.machine());
+                free.free.add_dra(&devices, self.input.groups[group].root.machine());
             }
             let (cpu, memory) = (&free.cpu, &free.memory);
             sums.free_milli_cpu += u128::from(cpu.total) * u128::from(members);
