@@ -340,7 +340,6 @@ impl NodeAgent {
     fn explanation(&self, admission: &Admission) -> AdmitExplanation {
         let decision = &admission.decision;
         let node = self.ledger.node();
-        let numa_count = node.machine().numa_nodes().len();
         AdmitExplanation {
             policy: decision.trace.policy.as_str().to_string(),
             scope: decision.trace.scope.as_str().to_string(),
@@ -350,7 +349,7 @@ impl NodeAgent {
                 .trace
                 .merges
                 .iter()
-                .map(|merge| Merge::of(merge, numa_count))
+                .map(|merge| Merge::of(merge, node.machine()))
                 .collect(),
             fixes: Vec::new(),
         }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use topoalign_engine::{ContainerPlacement, MergeRecord};
-use topoalign_model::{CpuSet, ResourceHints, TopologyHint};
+use topoalign_model::{CpuSet, Machine, ResourceHints, TopologyHint};
 
 /// One allocation, as `GET /v1/allocations` lists it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -103,22 +103,22 @@ pub struct Merge {
 const LIST_HINTS_UP_TO_NODES: usize = 8;
 
 impl Merge {
-    /// The document of one of the engine's merges on a machine of
-    /// `numa_count` NUMA nodes.
-    pub fn of(merge: &MergeRecord, numa_count: usize) -> Merge {
+    /// The document of one of the engine's merges on `machine`, every
+    /// NUMA id the machine's own ([`Machine::numa_label`]).
+    pub fn of(merge: &MergeRecord, machine: &Machine) -> Merge {
         let mut hints: BTreeMap<String, BTreeMap<String, Hints>> = BTreeMap::new();
         for (provider, provider_hints) in &merge.hints {
             let by_resource = provider_hints
                 .by_resource
                 .iter()
-                .map(|(resource, h)| (resource.clone(), Hints::of(h, numa_count)))
+                .map(|(resource, h)| (resource.clone(), Hints::of(h, machine)))
                 .collect();
             hints.insert(provider.as_str().to_string(), by_resource);
         }
         Merge {
             container: merge.container.clone(),
             hints,
-            best: Hint::from(&merge.best),
+            best: Hint::on(&merge.best, machine),
             admitted: merge.admitted,
         }
     }
@@ -140,15 +140,16 @@ pub enum Hints {
 }
 
 impl Hints {
-    fn of(hints: &ResourceHints, numa_count: usize) -> Hints {
+    fn of(hints: &ResourceHints, machine: &Machine) -> Hints {
+        let numa_count = machine.numa_nodes().len();
         match hints {
             ResourceHints::NoPreference => Hints::NoPreference,
             ResourceHints::Impossible => Hints::Impossible,
             ResourceHints::Hints(list) => Hints::List {
-                hints: list.iter().map(Hint::from).collect(),
+                hints: list.iter().map(|h| Hint::on(h, machine)).collect(),
             },
             ResourceHints::Rule(rule) if numa_count <= LIST_HINTS_UP_TO_NODES => Hints::List {
-                hints: rule.to_list().iter().map(Hint::from).collect(),
+                hints: rule.to_list().iter().map(|h| Hint::on(h, machine)).collect(),
             },
             ResourceHints::Rule(rule) => Hints::Rule {
                 narrowest: rule.narrowest_count(),
@@ -165,10 +166,13 @@ pub struct Hint {
     pub preferred: bool,
 }
 
-impl From<&TopologyHint> for Hint {
-    fn from(hint: &TopologyHint) -> Hint {
+impl Hint {
+    /// `hint` on `machine`, its NUMA nodes by the machine's own ids.
+    fn on(hint: &TopologyHint, machine: &Machine) -> Hint {
         Hint {
-            numa: hint.affinity.map(|mask| mask.nodes().collect()),
+            numa: hint
+                .affinity
+                .map(|mask| mask.nodes().map(|n| machine.numa_label(n)).collect()),
             preferred: hint.preferred,
         }
     }
@@ -201,4 +205,57 @@ pub struct Released {
     pub id: String,
     pub name: String,
     pub reason: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use topoalign_model::{Cpu, Machine, NumaMask, NumaNode, ResourceHints, TopologyHint};
+
+    use super::{Hint, Hints};
+
+    fn machine(ids: [usize; 2]) -> Machine {
+        let node = |id| NumaNode {
+            id,
+            memory: 1 << 30,
+            hugepages: BTreeMap::new(),
+            distances: None,
+        };
+        let cpu = |id: u32| Cpu {
+            id,
+            core: id,
+            socket: 0,
+            numa: ids[id as usize],
+            uncore_cache: None,
+        };
+        Machine::with_numa_labels(vec![node(ids[0]), node(ids[1])], vec![cpu(0), cpu(1)], BTreeMap::new())
+            .expect("a valid machine")
+    }
+
+    /// A hint's NUMA nodes are the machine's own ids: the engine's node 1
+    /// is NUMA node 64 on {0, 64}.
+    #[test]
+    fn hints_name_numa_nodes_by_the_machines_own_ids() {
+        let second = TopologyHint::new(NumaMask::single(1), true);
+        let both = TopologyHint::new(NumaMask::single(0) | NumaMask::single(1), false);
+        assert_eq!(Hint::on(&second, &machine([0, 1])).numa, Some(vec![1]));
+        assert_eq!(Hint::on(&second, &machine([0, 64])).numa, Some(vec![64]));
+        let list = ResourceHints::Hints(vec![second, both]);
+        assert_eq!(
+            Hints::of(&list, &machine([0, 64])),
+            Hints::List {
+                hints: vec![
+                    Hint {
+                        numa: Some(vec![64]),
+                        preferred: true
+                    },
+                    Hint {
+                        numa: Some(vec![0, 64]),
+                        preferred: false
+                    },
+                ]
+            }
+        );
+    }
 }
