@@ -557,12 +557,20 @@ struct Visible<'a> {
     device: &'a Device,
 }
 
-/// The devices of the slices serving the node (by name, to all nodes, or
-/// by a node selector — taken as serving it), newest generation per pool.
+/// The devices of the slices serving the node, by the allocator's own rule
+/// (`topoalign_dra::nodesel`: the slice's `nodeName`, `allNodes` or
+/// `nodeSelector` matched against the node's name and labels, or with
+/// `perDeviceNodeSelection` each device's own), newest generation per pool.
+/// The node is the block's `node` (its name and labels); without one, a
+/// node named `node` with no labels, which no label selector matches. A
+/// slice or device whose selector is invalid is not visible (the
+/// allocator fails on it).
 fn visible_devices(state: &DraState) -> Vec<Visible<'_>> {
-    let node = state.scheduler_node();
-    let node_name = node.metadata.name.as_deref().unwrap_or_default();
-    let slices = &state.spec().resource_slices;
+    visible_on(&state.spec().resource_slices, &state.scheduler_node())
+}
+
+/// [`visible_devices`] of `slices` for `node`.
+fn visible_on<'a>(slices: &'a [ResourceSlice], node: &k8s_openapi::api::core::v1::Node) -> Vec<Visible<'a>> {
     let mut newest: BTreeMap<(&str, &str), i64> = BTreeMap::new();
     for slice in slices {
         let entry = newest
@@ -570,24 +578,22 @@ fn visible_devices(state: &DraState) -> Vec<Visible<'_>> {
             .or_insert(slice.spec.pool.generation);
         *entry = (*entry).max(slice.spec.pool.generation);
     }
-    let serves = |slice: &ResourceSlice| {
-        slice.spec.node_name.as_deref() == Some(node_name)
-            || slice.spec.all_nodes == Some(true)
-            || slice.spec.node_selector.is_some()
-            || slice.spec.per_device_node_selection == Some(true)
-    };
     slices
         .iter()
-        .filter(|s| serves(s))
+        .filter(|s| topoalign_dra::nodesel::slice_serves(s, node) == Ok(Some(true)))
         .filter(|s| newest.get(&(s.spec.driver.as_str(), s.spec.pool.name.as_str())) == Some(&s.spec.pool.generation))
         .flat_map(|s| {
-            s.spec.devices.iter().flatten().map(move |device| Visible {
-                driver: &s.spec.driver,
-                pool: &s.spec.pool.name,
-                device,
-            })
+            s.spec
+                .devices
+                .iter()
+                .flatten()
+                .filter(move |device| topoalign_dra::nodesel::device_serves(s, device, node) == Ok(true))
+                .map(move |device| Visible {
+                    driver: &s.spec.driver,
+                    pool: &s.spec.pool.name,
+                    device,
+                })
         })
-        .filter(|v| v.device.node_name.as_deref().is_none_or(|n| n == node_name))
         .collect()
 }
 
@@ -2127,7 +2133,53 @@ pub const RELEASES: [&str; 4] = topoalign_dra::features::RELEASES;
 mod tests {
     use serde_json::json;
 
-    use super::{DNS_LABEL_MAX, kubelet_numa_nodes, label_name};
+    use super::{DNS_LABEL_MAX, kubelet_numa_nodes, label_name, visible_on};
+
+    /// A slice offered by a nodeSelector is visible on a node whose labels
+    /// match it and not on one whose labels do not (the allocator's rule);
+    /// a perDeviceNodeSelection device likewise, one by one.
+    #[test]
+    fn a_node_sees_the_slices_its_labels_select() {
+        let slice = |name: &str, spec: serde_json::Value| -> k8s_openapi::api::resource::v1::ResourceSlice {
+            let mut spec = spec;
+            spec["driver"] = json!("gpu.example.com");
+            spec["pool"] = json!({"name": name, "generation": 1, "resourceSliceCount": 1});
+            serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).expect("slice")
+        };
+        let selector = |value: &str| {
+            json!({"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "rack", "operator": "In", "values": [value]}]}]})
+        };
+        let slices = vec![
+            slice(
+                "a",
+                json!({"nodeSelector": selector("a"), "devices": [{"name": "gpu-a"}]}),
+            ),
+            slice(
+                "b",
+                json!({"nodeSelector": selector("b"), "devices": [{"name": "gpu-b"}]}),
+            ),
+            slice(
+                "p",
+                json!({"perDeviceNodeSelection": true, "devices": [
+                    {"name": "gpu-pa", "nodeSelector": selector("a")},
+                    {"name": "gpu-pb", "nodeSelector": selector("b")},
+                    {"name": "gpu-all", "allNodes": true}]}),
+            ),
+        ];
+        let node = |labels: serde_json::Value| -> k8s_openapi::api::core::v1::Node {
+            serde_json::from_value(json!({"metadata": {"name": "node", "labels": labels}})).expect("node")
+        };
+        let seen = |node: &k8s_openapi::api::core::v1::Node| -> Vec<String> {
+            visible_on(&slices, node)
+                .iter()
+                .map(|v| v.device.name.clone())
+                .collect()
+        };
+        assert_eq!(seen(&node(json!({"rack": "a"}))), ["gpu-a", "gpu-pa", "gpu-all"]);
+        assert_eq!(seen(&node(json!({"rack": "b"}))), ["gpu-b", "gpu-pb", "gpu-all"]);
+        assert_eq!(seen(&node(json!({}))), ["gpu-all"]);
+    }
 
     /// The kubelet's NUMA nodes, which DRA's device attributes and
     /// selectors are compared with, are the machine's ids: 64 on a machine
