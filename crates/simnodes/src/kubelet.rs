@@ -9,11 +9,12 @@
 //! kubelet writes. Must not touch: the API server (see [`crate::run`]), or
 //! any decision (every answer is `engine::Node::admit`'s).
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 use k8s_openapi::api::core::v1::Pod as K8sPod;
 use serde_json::{Value, json};
 use topoalign_engine::{ContainerPlacement, Decision, Node};
+use topoalign_model::Machine;
 use topoalign_nrt::{BuildOptions, NodeResourceTopology, NodeSpec, RestoreError};
 
 /// The pod annotation with the admitted containers' exclusive CPUs, the
@@ -111,10 +112,10 @@ impl SimNode {
     }
 
     /// The NUMA nodes of the exclusive CPUs and pinned memory of
-    /// `containers` (an admitted pod's).
-    pub fn pinned_numa_nodes(&self, containers: &[ContainerPlacement]) -> std::collections::BTreeSet<usize> {
-        let machine = self.node.machine();
-        topoalign_scenario::dra::pinned_numa_nodes(containers, |cpu| machine.cpu(cpu).map(|c| c.numa))
+    /// `containers` (an admitted pod's), by the machine's own ids
+    /// ([`pinned_numa_labels`]).
+    pub fn pinned_numa_nodes(&self, containers: &[ContainerPlacement]) -> BTreeSet<usize> {
+        pinned_numa_labels(self.node.machine(), containers)
     }
 
     /// A copy of this node, named `name` (an empty node's copy is the
@@ -229,6 +230,19 @@ impl SimNode {
             },
         )
     }
+}
+
+/// The NUMA nodes of the exclusive CPUs and pinned memory of `containers`
+/// (placed on `machine`) as the machine names them
+/// ([`Machine::numa_label`]): the ids ResourceSlices publish in
+/// `resource.kubernetes.io/numaNode`, which [`crate::dra::alignment`]
+/// compares them with and writes into the pod's condition. On a machine
+/// whose NUMA ids are all below 64 they are the engine's indices.
+pub fn pinned_numa_labels(machine: &Machine, containers: &[ContainerPlacement]) -> BTreeSet<usize> {
+    topoalign_scenario::dra::pinned_numa_nodes(containers, |cpu| machine.cpu(cpu).map(|c| c.numa))
+        .into_iter()
+        .map(|node| machine.numa_label(node))
+        .collect()
 }
 
 /// `namespace/name` of a pod.
@@ -375,6 +389,108 @@ mod tests {
                 .map(|c| topoalign_model::CpuSet::parse(c).map(|s| s.len())),
             Some(Ok(2))
         );
+    }
+
+    /// Two NUMA nodes of four CPUs, the second with id `second`, where the
+    /// kubelet runs a machine with ids past 63 (topology policy `none`, no
+    /// memory pinning); one GPU on each NUMA node.
+    fn spec_with_second_numa_id(second: usize) -> NodeSpec {
+        let cpus: Vec<String> = (0..8)
+            .map(|cpu| {
+                let numa = if cpu < 4 { 0 } else { second };
+                format!("    - {{id: {cpu}, core: {cpu}, socket: {}, numa: {numa}}}", cpu / 4)
+            })
+            .collect();
+        let text = format!(
+            "topology:\n  numaNodes:\n    - {{id: 0, memory: 4Gi}}\n    - {{id: {second}, memory: 4Gi}}\n  cpus:\n{}\n  devices:\n    example.com/gpu:\n      - {{id: gpu-a, numa: [0]}}\n      - {{id: gpu-b, numa: [{second}]}}\nkubelet:\n  topologyManagerPolicy: none\n  cpuManagerPolicy: static\n  memoryManagerPolicy: None\n  reservedSystemCPUs: \"0\"\n",
+            cpus.join("\n")
+        );
+        let scenario = topoalign_scenario::Scenario::parse(&text).expect("scenario");
+        NodeSpec {
+            topology: scenario.topology,
+            kubelet: scenario.kubelet,
+        }
+    }
+
+    /// What a simulated node with DRA GPUs says of a 6-CPU pod holding the
+    /// GPU `device`: the NUMA nodes it pinned and the alignment condition.
+    fn pinned_and_alignment(second: usize, device: &str) -> (BTreeSet<usize>, crate::dra::Alignment) {
+        let resources = [crate::dra::DraResource {
+            resource: "example.com/gpu".to_owned(),
+            driver: "gpu.example.com".to_owned(),
+        }];
+        let mut node =
+            SimNode::start_with_dra("n-0", "n", &spec_with_second_numa_id(second), &resources).expect("starts");
+        let admission = node.admit(&pod("a", "6", "1Gi")).expect("new").expect("readable");
+        let Admission::Admitted(containers) = admission else {
+            panic!("refused: {admission:?}")
+        };
+        let pinned = node.pinned_numa_nodes(&containers);
+        let claim: k8s_openapi::api::resource::v1::ResourceClaim = serde_json::from_value(json!({
+            "metadata": {"name": "a-gpu", "namespace": "ns"},
+            "status": {"allocation": {"devices": {"results": [
+                {"request": "gpu", "driver": "gpu.example.com", "pool": "n-0", "device": device}]}}}}))
+        .expect("claim");
+        let alignment = crate::dra::alignment(
+            "ns/a",
+            &[("gpu".to_owned(), Some(claim))],
+            &node.resource_slices(),
+            &pinned,
+        );
+        (pinned, alignment)
+    }
+
+    #[test]
+    fn pinned_numa_nodes_are_the_machines_own_ids() {
+        let renumbered = spec_with_second_numa_id(1)
+            .topology
+            .to_machine_with_numa_labels()
+            .expect("machine");
+        let labelled = spec_with_second_numa_id(64)
+            .topology
+            .to_machine_with_numa_labels()
+            .expect("machine");
+        assert_eq!(labelled.numa_labels(), Some(&[0, 64][..]));
+        let placement = |cpus: &str, memory: Option<Vec<usize>>| ContainerPlacement {
+            name: "app".to_owned(),
+            init: false,
+            cpus: Some(topoalign_model::CpuSet::parse(cpus).expect("cpus")),
+            memory_numa: memory,
+            devices: std::collections::BTreeMap::new(),
+        };
+        for containers in [
+            vec![placement("1-2", None)],
+            vec![placement("5", None)],
+            vec![placement("1", Some(vec![1]))],
+            vec![placement("1-2", None), placement("6-7", Some(vec![0, 1]))],
+        ] {
+            let expected: BTreeSet<usize> = pinned_numa_labels(&renumbered, &containers)
+                .into_iter()
+                .map(|node| labelled.numa_label(node))
+                .collect();
+            assert_eq!(pinned_numa_labels(&labelled, &containers), expected, "{containers:?}");
+        }
+    }
+
+    #[test]
+    fn dra_alignment_on_numa_id_64_is_the_renumbered_machines_with_ids_mapped() {
+        // Mapping the renumbered machine's answer: its NUMA node 1 is 64.
+        let mapped = |text: &str| {
+            text.replace("NUMA node 0,1", "NUMA node 0,64")
+                .replace("NUMA node 1", "NUMA node 64")
+        };
+        for device in ["gpu-a", "gpu-b"] {
+            let (pinned, alignment) = pinned_and_alignment(1, device);
+            assert!(
+                pinned.contains(&1),
+                "6 of 7 free CPUs reach the second NUMA node: {pinned:?}"
+            );
+            let (pinned_64, alignment_64) = pinned_and_alignment(64, device);
+            let expected: BTreeSet<usize> = pinned.iter().map(|&n| if n == 1 { 64 } else { n }).collect();
+            assert_eq!(pinned_64, expected);
+            assert_eq!(alignment_64.aligned, alignment.aligned, "{device}");
+            assert_eq!(alignment_64.message, mapped(&alignment.message), "{device}");
+        }
     }
 
     #[test]
