@@ -21,6 +21,8 @@ use crate::{Allocatable, DeviceGroup, Field, MemoryBlock};
 
 /// The answer a kubelet running `node`'s machine and configuration gives
 /// to `GetAllocatableResources` (the pods `node` holds do not change it).
+/// NUMA nodes are the machine's own ids, as the kubelet reports them
+/// (`Machine::numa_label`: 64 on a machine {0, 64}, not the engine's 1).
 pub fn allocatable_of(node: &Node) -> Allocatable {
     let machine = node.machine();
     let cpus = match node.config().cpu_policy {
@@ -41,7 +43,7 @@ pub fn allocatable_of(node: &Node) -> Allocatable {
                         .map(move |(resource, table)| MemoryBlock {
                             resource: resource.clone(),
                             size: table.allocatable,
-                            numa: vec![numa],
+                            numa: vec![machine.numa_label(numa)],
                         })
                 })
                 .collect()
@@ -55,7 +57,7 @@ pub fn allocatable_of(node: &Node) -> Allocatable {
                 .iter()
                 .map(|d| DeviceGroup {
                     ids: vec![d.id.clone()],
-                    numa: d.numa.clone(),
+                    numa: d.numa.iter().map(|&n| machine.numa_label(n)).collect(),
                 })
                 .collect();
             (resource.clone(), groups)

@@ -15,14 +15,15 @@ use crate::{ContainerAllocation, DeviceGroup, MemoryBlock, PodAllocation};
 /// snapshot, or the kubelet's checkpoints read back): each pod's app
 /// containers and sidecars (restartable init containers) with their
 /// exclusive CPUs, pinned memory and device ids (each device its own group
-/// with the device's NUMA nodes on `machine`).
+/// with the device's NUMA nodes on `machine`). NUMA nodes are the
+/// machine's own ids, as the kubelet reports them (`Machine::numa_label`).
 pub fn pod_allocations(state: &NodeSnapshot, machine: &Machine) -> Vec<PodAllocation> {
     let numa_of = |resource: &str, id: &str| {
         machine
             .devices()
             .get(resource)
             .and_then(|list| list.iter().find(|d| d.id == id))
-            .map(|d| d.numa.clone())
+            .map(|d| d.numa.iter().map(|&n| machine.numa_label(n)).collect())
             .unwrap_or_default()
     };
     state
@@ -55,7 +56,7 @@ pub fn pod_allocations(state: &NodeSnapshot, machine: &Machine) -> Vec<PodAlloca
                         .map(|b| MemoryBlock {
                             resource: b.resource.clone(),
                             size: b.size,
-                            numa: b.numa_affinity.clone(),
+                            numa: b.numa_affinity.iter().map(|&n| machine.numa_label(n)).collect(),
                         })
                         .collect(),
                     devices: state

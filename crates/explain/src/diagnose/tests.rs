@@ -595,3 +595,58 @@ fn numa_ids_past_63_are_read_from_the_checkpoints_and_shown_as_the_machines() {
         other => panic!("{other:?}"),
     }
 }
+
+/// The PodResources API names NUMA nodes by the machine's ids (64, not the
+/// engine's index 1): on a machine {0, 64} the kubelet's allocatable
+/// memory on NUMA 64 is the engine's node 1 and agrees, as the renumbered
+/// machine {0, 1}'s answer agrees there; an answer naming NUMA 1 does not.
+#[test]
+fn allocatable_memory_on_numa_64_is_the_engines_node_1() {
+    let kubelet = |ids: [usize; 2]| {
+        serde_json::json!({
+            "kubeletVersion": "1.32",
+            "cpuManagerPolicy": "static",
+            "reservedSystemCPUs": "0",
+            "memoryManagerPolicy": "Static",
+            "reservedMemory": ids.map(|id| serde_json::json!({"numaNode": id, "limits": {"memory": "50Mi"}})),
+            "topologyManagerPolicy": "none",
+        })
+    };
+    let run = |ids: [usize; 2], allocatable: Allocatable| {
+        let kubelet = kubelet(ids);
+        let mut node = topoalign_k8s::start_node(two_node_machine(ids), &kubelet).unwrap();
+        diagnose(Inputs {
+            node: &mut node,
+            kubelet: &kubelet,
+            cpu_checkpoint: absent(),
+            memory_checkpoint: absent(),
+            device_checkpoint: absent(),
+            pod_resources: Some(PodResourcesAnswer {
+                socket: "/var/lib/kubelet/pod-resources/kubelet.sock".to_owned(),
+                pods: Vec::new(),
+                allocatable: Some(allocatable),
+            }),
+            pods: None,
+            explain: &[],
+        })
+        .unwrap()
+        .allocatable_disagreements
+    };
+    // The renumbered machine's answer, and the same with the machine's
+    // ids, as the kubelet of {0, 64} serves it.
+    let renumbered = allocatable_of(&topoalign_k8s::start_node(two_node_machine([0, 1]), &kubelet([0, 1])).unwrap());
+    assert!(renumbered.memory.iter().any(|b| b.numa == [1]));
+    let mut labelled = renumbered.clone();
+    for block in &mut labelled.memory {
+        block.numa = block.numa.iter().map(|&n| [0, 64][n]).collect();
+    }
+    assert_eq!(run([0, 1], renumbered.clone()), []);
+    assert_eq!(run([0, 64], labelled), run([0, 1], renumbered.clone()));
+    // The engine's index served as the kubelet's id is a disagreement
+    // naming both.
+    let found = run([0, 64], renumbered);
+    assert!(!found.is_empty());
+    assert!(found.iter().all(|d| d.field == "memory"), "{found:?}");
+    assert!(found.iter().any(|d| d.what.contains("on NUMA 1:")), "{found:?}");
+    assert!(found.iter().any(|d| d.what.contains("on NUMA 64:")), "{found:?}");
+}
