@@ -11,30 +11,16 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use assert_cmd::Command;
 use serde_json::Value;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod agent_support;
+mod common;
 
-fn topoalign() -> Command {
-    let mut command = Command::cargo_bin("topoalign").expect("binary");
-    command.current_dir(repo());
-    command
-}
-
-/// A scratch directory of this test process.
-fn scratch() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("topoalign-admit-numa-labels-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
+use agent_support::repo;
+use common::topoalign;
 
 fn write(name: &str, text: &str) -> PathBuf {
-    let path = scratch().join(name);
-    std::fs::write(&path, text).expect("write");
-    path
+    common::temp_file("admit-numa-labels", name, text)
 }
 
 /// A node scenario whose NUMA nodes have the ids `ids` (in this order),
