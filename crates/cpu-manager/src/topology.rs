@@ -147,7 +147,7 @@ impl CpuTopology {
         for (&id, info) in &cpus {
             by_id[id as usize] = Some(*info);
         }
-        let numa_mask = NumaMask::from_nodes(cpus.values().map(|i| i.numa));
+        let numa_mask = NumaMask::from_maskable_nodes(cpus.values().map(|i| i.numa));
         let mut numa_sizes_descending: Vec<u64> = groups[Level::Numa as usize]
             .iter()
             .map(|(_, members)| members.len() as u64)

@@ -86,10 +86,11 @@ impl Registry {
                 let devices = devices
                     .iter()
                     .map(|device| {
-                        // Machine::new checked that every NUMA id exists, so
-                        // NumaMask::from_nodes cannot see an id >= 64.
-                        let affinity =
-                            (!device.numa.is_empty()).then(|| NumaMask::from_nodes(device.numa.iter().copied()));
+                        // A device on a node past 63 (a machine wider than
+                        // masks, which never computes hints) keeps `Some`:
+                        // it has topology, which orders allocation.
+                        let affinity = (!device.numa.is_empty())
+                            .then(|| NumaMask::from_maskable_nodes(device.numa.iter().copied()));
                         (Arc::from(device.id.as_str()), affinity)
                     })
                     .collect();

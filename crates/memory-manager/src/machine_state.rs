@@ -61,8 +61,39 @@ pub(crate) struct NumaNodeState {
     /// Blocks (one per container and resource) currently placed on the node.
     pub assignments: i64,
     /// The nodes this node's allocations span (kubelet `Cells`): just the
-    /// node itself, or the multi-NUMA group it belongs to.
+    /// node itself, or the multi-NUMA group it belongs to. Empty for a
+    /// node past 63 on a machine wider than masks
+    /// (`Machine::fits_numa_masks`): such a node stays alone in its group,
+    /// as every allocation there crashes the kubelet first. Read it as ids
+    /// with [`NumaNodeState::cell_ids`].
     pub cells: NumaMask,
+}
+
+impl NumaNodeState {
+    /// The group of node `id` when it is alone (see `cells`).
+    pub fn alone(id: usize) -> NumaMask {
+        NumaMask::from_maskable_nodes([id])
+    }
+
+    /// The group of this node, `id`, as NUMA ids (ascending).
+    pub fn cell_ids(&self, id: usize) -> Vec<usize> {
+        if self.cells.is_empty() {
+            vec![id]
+        } else {
+            self.cells.nodes().collect()
+        }
+    }
+
+    /// The `cells` of node `id` for a group read as ids; `None` for a group
+    /// a mask cannot hold (a node past 63 sharing its group).
+    pub fn cells_of_ids(id: usize, ids: &[usize]) -> Option<NumaMask> {
+        if ids == [id] {
+            return Some(NumaNodeState::alone(id));
+        }
+        ids.iter()
+            .all(|&n| n < topoalign_model::MAX_NUMA_NODES)
+            .then(|| NumaMask::from_nodes(ids.iter().copied()))
+    }
 }
 
 /// One piece of a container's pinned memory (kubelet `state.Block`).
@@ -129,7 +160,7 @@ impl MachineState {
                 let state = NumaNodeState {
                     memory,
                     assignments: 0,
-                    cells: NumaMask::single(node.id),
+                    cells: NumaNodeState::alone(node.id),
                 };
                 (node.id, state)
             })
@@ -236,7 +267,7 @@ impl MachineState {
             };
             state.assignments -= 1;
             if state.assignments == 0 {
-                state.cells = NumaMask::single(node);
+                state.cells = NumaNodeState::alone(node);
             }
             if size == 0 {
                 continue;

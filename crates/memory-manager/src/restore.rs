@@ -84,7 +84,17 @@ pub struct MemoryStateView<'a>(&'a StaticPolicy);
 pub struct NumaMemoryView<'a> {
     pub number_of_assignments: i64,
     pub memory: &'a BTreeMap<String, MemoryTableState>,
-    pub cells: NumaMask,
+    /// The node's group (see [`NumaMemoryView::cell_ids`]).
+    node: &'a NumaNodeState,
+    id: usize,
+}
+
+impl NumaMemoryView<'_> {
+    /// The node's group as NUMA ids, ascending: itself, or the nodes a
+    /// multi-node block spans.
+    pub fn cell_ids(&self) -> Vec<usize> {
+        self.node.cell_ids(self.id)
+    }
 }
 
 /// A container's or pod's memory blocks, borrowed.
@@ -116,7 +126,8 @@ impl<'a> MemoryStateView<'a> {
             let view = NumaMemoryView {
                 number_of_assignments: node.assignments,
                 memory: &node.memory,
-                cells: node.cells,
+                node,
+                id,
             };
             (id, view)
         })
@@ -168,7 +179,7 @@ impl MemoryManager {
                 let state = NumaMemoryState {
                     number_of_assignments: node.assignments,
                     memory: node.memory.clone(),
-                    cells: node.cells.nodes().collect(),
+                    cells: node.cell_ids(id),
                 };
                 (id, state)
             })
@@ -285,7 +296,7 @@ fn to_machine_state(nodes: BTreeMap<usize, NumaMemoryState>) -> Option<MachineSt
             let state = NumaNodeState {
                 memory: node.memory,
                 assignments: node.number_of_assignments,
-                cells: mask(&node.cells)?,
+                cells: NumaNodeState::cells_of_ids(id, &node.cells)?,
             };
             Some((id, state))
         })

@@ -79,8 +79,6 @@ pub enum MachineError {
     NumaIdTooLarge { id: usize },
     #[error("NUMA node id {id} is larger than {max}, the largest Linux numbers", max = MAX_NUMA_NODE_ID)]
     NumaIdPastLinux { id: usize },
-    #[error("{count} NUMA nodes: at most {max} are modelled (the kubelet's none topology policy runs such a machine; topoalign does not reproduce it)", max = MAX_NUMA_NODES)]
-    TooManyNumaNodes { count: usize },
     #[error("NUMA node {node}: distances has {got} entries, expected one per NUMA node ({expected})")]
     DistanceRowLength { node: usize, got: usize, expected: usize },
     #[error("CPU id {0} appears twice")]
@@ -102,6 +100,23 @@ impl Machine {
     /// # Errors
     /// [`MachineError`] for the first broken invariant.
     pub fn new(
+        numa_nodes: Vec<NumaNode>,
+        cpus: Vec<Cpu>,
+        devices: BTreeMap<String, Vec<Device>>,
+    ) -> Result<Machine, MachineError> {
+        if let Some(node) = numa_nodes
+            .iter()
+            .filter(|n| n.id >= MAX_NUMA_NODES)
+            .min_by_key(|n| n.id)
+        {
+            return Err(MachineError::NumaIdTooLarge { id: node.id });
+        }
+        Machine::checked(numa_nodes, cpus, devices)
+    }
+
+    /// [`Machine::new`] without the bound on NUMA ids (the ids are checked
+    /// by the caller).
+    fn checked(
         mut numa_nodes: Vec<NumaNode>,
         mut cpus: Vec<Cpu>,
         devices: BTreeMap<String, Vec<Device>>,
@@ -112,9 +127,6 @@ impl Machine {
         numa_nodes.sort_by_key(|n| n.id);
         let mut ids = BTreeSet::new();
         for node in &numa_nodes {
-            if node.id >= MAX_NUMA_NODES {
-                return Err(MachineError::NumaIdTooLarge { id: node.id });
-            }
             if !ids.insert(node.id) {
                 return Err(MachineError::DuplicateNumaNode(node.id));
             }
@@ -176,7 +188,7 @@ impl Machine {
     }
 
     /// Builds a machine as [`Machine::new`] does, taking NUMA ids up to
-    /// [`MAX_NUMA_NODE_ID`] (at most [`MAX_NUMA_NODES`] nodes). With every
+    /// [`MAX_NUMA_NODE_ID`] (so up to 1,024 nodes). With every
     /// id below 64 it is [`Machine::new`]'s machine. Otherwise the nodes
     /// are numbered `0..n` in the order of their ids — `NumaNode::id`,
     /// `Cpu::numa`, `Device::numa` and the distance rows all use these
@@ -203,11 +215,6 @@ impl Machine {
         }
         if let Some(pair) = numa_nodes.windows(2).find(|pair| pair[0].id == pair[1].id) {
             return Err(MachineError::DuplicateNumaNode(pair[0].id));
-        }
-        if numa_nodes.len() > MAX_NUMA_NODES {
-            return Err(MachineError::TooManyNumaNodes {
-                count: numa_nodes.len(),
-            });
         }
         let labels: Vec<usize> = numa_nodes.iter().map(|n| n.id).collect();
         let index_of = |label: usize| labels.binary_search(&label).ok();
@@ -248,7 +255,7 @@ impl Machine {
         for (index, node) in numa_nodes.iter_mut().enumerate() {
             node.id = index;
         }
-        let mut machine = Machine::new(numa_nodes, cpus, devices)?;
+        let mut machine = Machine::checked(numa_nodes, cpus, devices)?;
         machine.numa_labels = Some(labels);
         Ok(machine)
     }
@@ -296,9 +303,20 @@ impl Machine {
         self.numa_nodes.iter().find(|n| n.id == id)
     }
 
-    /// Every NUMA node id as a mask.
+    /// Whether every NUMA node fits a [`NumaMask`]: at most 64 nodes.
+    /// A wider machine (only [`Machine::with_numa_labels`] builds one) has
+    /// an id past 63, so the kubelet builds no mask on it without crashing
+    /// ([`Machine::numa_id_past_masks`]): nothing that merges or compares
+    /// NUMA masks may run on it.
+    pub fn fits_numa_masks(&self) -> bool {
+        self.numa_nodes.len() <= MAX_NUMA_NODES
+    }
+
+    /// Every NUMA node id as a mask; on a machine that does not
+    /// [fit masks](Machine::fits_numa_masks), the first 64 (the managers
+    /// keep it for hints, which such a machine never reaches).
     pub fn numa_mask(&self) -> NumaMask {
-        NumaMask::from_nodes(self.numa_nodes.iter().map(|n| n.id))
+        NumaMask::from_maskable_nodes(self.numa_nodes.iter().map(|n| n.id))
     }
 
     /// Logical CPUs, ascending by id.
@@ -457,11 +475,6 @@ mod tests {
         assert_eq!(
             error(vec![node(0, None), node(64, Some(vec![10, 20, 30]))], vec![]),
             "NUMA node 64: distances has 3 entries, expected one per NUMA node (65)"
-        );
-        assert_eq!(
-            error((0..65).map(|i| node(i * 10, None)).collect(), vec![]),
-            "65 NUMA nodes: at most 64 are modelled (the kubelet's none topology policy runs such a machine; \
-             topoalign does not reproduce it)"
         );
         // The plain constructor still refuses them.
         assert!(

@@ -44,6 +44,14 @@ impl NumaMask {
         nodes.into_iter().fold(NumaMask::EMPTY, |m, n| m | NumaMask::single(n))
     }
 
+    /// A mask of the given node ids that fit one (below 64), the others
+    /// dropped. Only for what a machine that does not
+    /// [fit masks](crate::Machine::fits_numa_masks) keeps at start for
+    /// hints it never computes.
+    pub fn from_maskable_nodes<I: IntoIterator<Item = usize>>(nodes: I) -> Self {
+        NumaMask::from_nodes(nodes.into_iter().filter(|&n| n < MAX_NUMA_NODES))
+    }
+
     /// Number of nodes in the mask.
     pub const fn count(self) -> u32 {
         self.0.count_ones()

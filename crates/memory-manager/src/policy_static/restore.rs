@@ -9,10 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use topoalign_model::NumaMask;
-
 use super::{PodBlocks, StaticPolicy};
-use crate::machine_state::{Block, MachineState, MemoryTable};
+use crate::machine_state::{Block, MachineState, MemoryTable, NumaNodeState};
 use crate::restore::MemoryRestoreError;
 
 impl StaticPolicy {
@@ -22,7 +20,7 @@ impl StaticPolicy {
         let mut machine = self.machine.clone();
         for (&id, node) in &mut machine.nodes {
             node.assignments = 0;
-            node.cells = NumaMask::single(id);
+            node.cells = NumaNodeState::alone(id);
             for table in node.memory.values_mut() {
                 *table = MemoryTable {
                     reserved: 0,
@@ -155,10 +153,12 @@ fn machine_states_equal(stored: &MachineState, expected: &MachineState) -> bool 
                 return false;
             }
             let group_sums = |state: &MachineState| {
-                node.cells.nodes().fold((0u64, 0u64), |(free, reserved), member| {
-                    let t = state.table(member, resource);
-                    (free.wrapping_add(t.free), reserved.wrapping_add(t.reserved))
-                })
+                node.cell_ids(*id)
+                    .into_iter()
+                    .fold((0u64, 0u64), |(free, reserved), member| {
+                        let t = state.table(member, resource);
+                        (free.wrapping_add(t.free), reserved.wrapping_add(t.reserved))
+                    })
             };
             if group_sums(stored) != group_sums(expected) {
                 return false;

@@ -14,7 +14,7 @@ use topoalign_engine::{
     BlocksView, ContainerDevicesView, CpuStateView, DeviceIdsView, DevicesView, MemoryBlockView, MemoryStateView, Node,
     NumaMemoryView, PodDevicesView, SnapshotView,
 };
-use topoalign_model::{Container, CpuSet, FlatMap, Machine, NumaMask, Pod, ResourceList};
+use topoalign_model::{Container, CpuSet, FlatMap, Machine, Pod, ResourceList};
 
 use super::TableRecord;
 
@@ -282,18 +282,18 @@ impl Serialize for NumaMemoryRecord<'_> {
         let mut out = serializer.serialize_struct("NumaMemoryRecord", 3)?;
         out.serialize_field("numberOfAssignments", &node.number_of_assignments)?;
         out.serialize_field("memoryMap", &Tables(node.memory))?;
-        out.serialize_field("cells", &Nodes(node.cells, machine))?;
+        out.serialize_field("cells", &Nodes(node.cell_ids(), machine))?;
         out.end()
     }
 }
 
 /// The NUMA nodes of a mask, ascending, by the machine's own ids
 /// ([`Machine::numa_label`], which keeps their order).
-struct Nodes<'a>(NumaMask, &'a Machine);
+struct Nodes<'a>(Vec<usize>, &'a Machine);
 
 impl Serialize for Nodes<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.nodes().map(|numa| self.1.numa_label(numa)))
+        serializer.collect_seq(self.0.iter().map(|&numa| self.1.numa_label(numa)))
     }
 }
 
@@ -359,7 +359,7 @@ impl Serialize for BlockRecord<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let BlockRecord(b, machine) = *self;
         let mut out = serializer.serialize_struct("BlockRecord", 3)?;
-        out.serialize_field("numaAffinity", &Nodes(b.numa_affinity, machine))?;
+        out.serialize_field("numaAffinity", &Nodes(b.numa_affinity.nodes().collect(), machine))?;
         out.serialize_field("type", b.resource)?;
         out.serialize_field("size", &b.size)?;
         out.end()
