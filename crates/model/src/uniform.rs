@@ -42,6 +42,9 @@ pub struct UniformMachine {
     /// Huge page pools of single NUMA nodes, beside
     /// [`UniformMachine::hugepages_per_numa`]'s: node to page size to bytes.
     pub hugepages_on: BTreeMap<usize, BTreeMap<u64, u64>>,
+    /// The NUMA nodes' own ids, in increasing order (node `i` of this
+    /// builder is the one of the `i`-th id); `None`: `0..numa_nodes`.
+    pub numa_ids: Option<Vec<usize>>,
 }
 
 impl UniformMachine {
@@ -61,6 +64,7 @@ impl UniformMachine {
             distance_rows: None,
             memory_on: BTreeMap::new(),
             hugepages_on: BTreeMap::new(),
+            numa_ids: None,
         }
     }
 
@@ -137,16 +141,54 @@ impl UniformMachine {
         self
     }
 
+    /// NUMA nodes with the ids `ids` (any order; Linux numbers them up to
+    /// [`MAX_NUMA_NODE_ID`](crate::MAX_NUMA_NODE_ID)), as many as there
+    /// are ids — the count given to [`UniformMachine::new`] is replaced.
+    /// The machine is built by [`Machine::with_numa_labels`]: with an id
+    /// past 63 its nodes are numbered `0..n` in id order and keep the ids
+    /// as labels ([`Machine::numa_label`]), otherwise the ids are its own.
+    ///
+    /// Everything else this builder takes names NUMA nodes by their place
+    /// in id order (`0..n`): [`UniformMachine::device`],
+    /// [`UniformMachine::memory_on`], [`UniformMachine::hugepages_on`] and
+    /// the rows of [`UniformMachine::distances`] (whose entries are as
+    /// [`Machine::with_numa_labels`] reads them: one per id up to the
+    /// largest, or with an id past 63 one per node). Cores are laid out
+    /// node by node in id order; [`UniformMachine::remote_distance`]'s
+    /// rows have one entry per id up to the largest (the remote distance
+    /// where no node has the id).
+    pub fn numa_ids(self, ids: impl IntoIterator<Item = usize>) -> Self {
+        let mut ids: Vec<usize> = ids.into_iter().collect();
+        ids.sort_unstable();
+        UniformMachine {
+            numa_nodes: ids.len(),
+            numa_ids: Some(ids),
+            ..self
+        }
+    }
+
+    /// The id of the builder's NUMA node `index` (its place in id order).
+    fn numa_id(&self, index: usize) -> usize {
+        match &self.numa_ids {
+            Some(ids) => ids[index],
+            None => index,
+        }
+    }
+
     /// The machine.
     ///
     /// # Errors
     /// [`MachineError`] where the shape makes no machine (no NUMA nodes,
-    /// more than the engine supports).
+    /// more than the engine supports; with [`UniformMachine::numa_ids`],
+    /// an id past [`MAX_NUMA_NODE_ID`](crate::MAX_NUMA_NODE_ID) or given
+    /// twice, a placed device on a node past the last).
     pub fn build(&self) -> Result<Machine, MachineError> {
         let numa_per_socket = self.numa_nodes.div_ceil(self.sockets.max(1)).max(1);
+        // Distances by id: one entry per id up to the largest.
+        let row_length = (0..self.numa_nodes).map(|i| self.numa_id(i) + 1).max().unwrap_or(0);
         let numa_nodes = (0..self.numa_nodes)
             .map(|id| NumaNode {
-                id,
+                id: self.numa_id(id),
                 memory: self.memory_on.get(&id).copied().unwrap_or(self.memory_per_numa),
                 hugepages: self
                     .hugepages_per_numa
@@ -157,8 +199,8 @@ impl UniformMachine {
                 distances: match &self.distance_rows {
                     Some(rows) => rows.get(id).cloned(),
                     None => self.remote_distance.map(|remote| {
-                        (0..self.numa_nodes)
-                            .map(|other| if other == id { 10 } else { remote })
+                        (0..row_length)
+                            .map(|other| if other == self.numa_id(id) { 10 } else { remote })
                             .collect()
                     }),
                 },
@@ -173,7 +215,7 @@ impl UniformMachine {
                     id,
                     core,
                     socket: (numa / numa_per_socket) as u32,
-                    numa,
+                    numa: self.numa_id(numa),
                     uncore_cache: None,
                 }
             })
@@ -185,20 +227,37 @@ impl UniformMachine {
                 .or_default()
                 .extend((0..self.numa_nodes * per_numa).map(|n| Device {
                     id: format!("{prefix}{n}"),
-                    numa: vec![n / per_numa],
+                    numa: vec![self.numa_id(n / per_numa)],
                 }));
         }
         for (resource, device) in &self.placed_devices {
-            devices.entry(resource.clone()).or_default().push(device.clone());
+            let mut device = device.clone();
+            if self.numa_ids.is_some() {
+                if let Some(&numa) = device.numa.iter().find(|&&n| n >= self.numa_nodes) {
+                    return Err(MachineError::DeviceOnUnknownNumaNode {
+                        resource: resource.clone(),
+                        id: device.id,
+                        numa,
+                    });
+                }
+                device.numa = device.numa.iter().map(|&n| self.numa_id(n)).collect();
+            }
+            devices.entry(resource.clone()).or_default().push(device);
         }
-        Machine::new(numa_nodes, cpus, devices)
+        match self.numa_ids {
+            Some(_) => Machine::with_numa_labels(numa_nodes, cpus, devices),
+            None => Machine::new(numa_nodes, cpus, devices),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::UniformMachine;
     use crate::CpuSet;
+    use crate::machine::{Cpu, Device, Machine, MachineError, NumaNode};
 
     #[test]
     fn siblings_are_numbered_as_linux_numbers_them() {
@@ -282,5 +341,143 @@ mod tests {
     #[test]
     fn a_shape_without_numa_nodes_is_no_machine() {
         assert!(UniformMachine::new(0, 4).build().is_err());
+    }
+
+    #[test]
+    fn numa_ids_past_63_label_the_nodes_numbered_in_id_order() {
+        let machine = UniformMachine::new(2, 2)
+            .remote_distance(21)
+            .devices("example.com/gpu", "gpu", 1)
+            .device("example.com/nic", "nic0", &[1])
+            .memory_on(1, 2 << 30)
+            .numa_ids([64, 0])
+            .build()
+            .expect("a machine");
+        // The same machine written out by hand, with the ids themselves.
+        let node = |id, memory, distances: &[u64]| NumaNode {
+            id,
+            memory,
+            hugepages: BTreeMap::new(),
+            distances: Some(distances.to_vec()),
+        };
+        let cpu = |id: u32, numa| Cpu {
+            id,
+            core: id,
+            socket: 0,
+            numa,
+            uncore_cache: None,
+        };
+        let device = |id: &str, numa| Device {
+            id: id.to_owned(),
+            numa: vec![numa],
+        };
+        let by_hand = Machine::with_numa_labels(
+            vec![node(0, 1 << 30, &[10, 21]), node(64, 2 << 30, &[21, 10])],
+            vec![cpu(0, 0), cpu(1, 0), cpu(2, 64), cpu(3, 64)],
+            BTreeMap::from([
+                (
+                    "example.com/gpu".to_owned(),
+                    vec![device("gpu0", 0), device("gpu1", 64)],
+                ),
+                ("example.com/nic".to_owned(), vec![device("nic0", 64)]),
+            ]),
+        )
+        .expect("a machine");
+        assert_eq!(machine, by_hand);
+        assert_eq!(machine.numa_labels(), Some(&[0, 64][..]));
+        assert_eq!((machine.numa_label(1), machine.numa_id_of_label(64)), (64, Some(1)));
+        let nodes = machine.numa_nodes();
+        assert_eq!(nodes.iter().map(|n| n.id).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(nodes[1].distances.as_deref(), Some(&[21, 10][..]));
+        assert_eq!(nodes[1].memory, 2 << 30);
+        assert_eq!(machine.numa_cpus(1), CpuSet::parse("2-3").expect("a CPU list"));
+        let gpus: Vec<(&str, &[usize])> = machine.devices()["example.com/gpu"]
+            .iter()
+            .map(|d| (d.id.as_str(), &d.numa[..]))
+            .collect();
+        assert_eq!(gpus, [("gpu0", &[0][..]), ("gpu1", &[1])]);
+        assert_eq!(machine.devices()["example.com/nic"][0].numa, [1]);
+        // Distance rows given one per node, in id order.
+        let rows = UniformMachine::new(2, 1)
+            .distances(vec![vec![10, 32], vec![32, 10]])
+            .numa_ids([0, 64])
+            .build()
+            .expect("a machine");
+        assert_eq!(rows.numa_nodes()[1].distances.as_deref(), Some(&[32, 10][..]));
+    }
+
+    #[test]
+    fn numa_ids_below_64_are_the_machines_own() {
+        let plain = UniformMachine::new(2, 2)
+            .remote_distance(21)
+            .build()
+            .expect("a machine");
+        let same = UniformMachine::new(2, 2).remote_distance(21).numa_ids([0, 1]).build();
+        assert_eq!(same.as_ref(), Ok(&plain));
+        // Sparse ids below 64 are kept, distance rows indexed by id.
+        let sparse = UniformMachine::new(2, 1)
+            .remote_distance(21)
+            .device("example.com/nic", "nic0", &[1])
+            .numa_ids([0, 5])
+            .build()
+            .expect("a machine");
+        assert_eq!(sparse.numa_labels(), None);
+        assert_eq!(sparse.numa_nodes().iter().map(|n| n.id).collect::<Vec<_>>(), [0, 5]);
+        assert_eq!(
+            sparse.numa_nodes()[1].distances.as_deref(),
+            Some(&[21, 21, 21, 21, 21, 10][..])
+        );
+        assert_eq!(sparse.cpus()[1].numa, 5);
+        assert_eq!(sparse.devices()["example.com/nic"][0].numa, [5]);
+    }
+
+    #[test]
+    fn more_than_64_nodes_with_ids_up_to_1023() {
+        let ids: Vec<usize> = (0..72).map(|n| n * 14 + 15).collect();
+        let machine = UniformMachine::new(1, 2)
+            .sockets(2)
+            .remote_distance(32)
+            .device("example.com/cxl", "mem0", &[71])
+            .numa_ids(ids.iter().rev().copied())
+            .build()
+            .expect("a machine");
+        assert_eq!(machine.numa_nodes().len(), 72);
+        assert_eq!(machine.numa_labels(), Some(&ids[..]));
+        assert_eq!(machine.numa_label(71), 1009);
+        let row = machine.numa_nodes()[70].distances.clone().expect("distances");
+        assert_eq!((row.len(), row[70], row[71]), (72, 10, 32));
+        // Cores node by node in id order; the second half on socket 1.
+        let cpu = &machine.cpus()[143];
+        assert_eq!((cpu.core, cpu.numa, cpu.socket), (143, 71, 1));
+        assert_eq!(machine.devices()["example.com/cxl"][0].numa, [71]);
+
+        let every: Vec<usize> = (0..=crate::MAX_NUMA_NODE_ID).collect();
+        let all = UniformMachine::new(1, 1)
+            .numa_ids(every.clone())
+            .build()
+            .expect("a machine");
+        assert_eq!(all.numa_nodes().len(), 1024);
+        assert_eq!(all.numa_labels(), Some(&every[..]));
+        assert_eq!(all.cpus()[1023].numa, 1023);
+    }
+
+    #[test]
+    fn numa_ids_the_machine_cannot_have_are_errors() {
+        let past = UniformMachine::new(1, 1).numa_ids([0, 1024]).build();
+        assert_eq!(past, Err(MachineError::NumaIdPastLinux { id: 1024 }));
+        let twice = UniformMachine::new(1, 1).numa_ids([0, 64, 64]).build();
+        assert_eq!(twice, Err(MachineError::DuplicateNumaNode(64)));
+        let past_the_last = UniformMachine::new(1, 1)
+            .device("example.com/nic", "nic0", &[2])
+            .numa_ids([0, 64])
+            .build();
+        assert_eq!(
+            past_the_last,
+            Err(MachineError::DeviceOnUnknownNumaNode {
+                resource: "example.com/nic".to_owned(),
+                id: "nic0".to_owned(),
+                numa: 2
+            })
+        );
     }
 }
