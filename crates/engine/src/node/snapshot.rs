@@ -12,6 +12,7 @@ use topoalign_cpu_manager::{CpuManagerState, CpuRestoreError, CpuStateView};
 use topoalign_device_manager::{DeviceAssignments, DeviceRestoreError, DevicesView};
 use topoalign_memory_manager::{MemoryManagerState, MemoryRestoreError, MemoryStateView};
 use topoalign_model::Pod;
+use topoalign_topology_manager::TopologyPolicyName;
 
 use super::Node;
 
@@ -143,7 +144,8 @@ impl Node {
     /// (the kubelet's `kubelet_internal_checkpoint` was not read): each
     /// container, in admission order, gets what the device manager would
     /// allocate for it aligned to the NUMA nodes of its exclusive CPUs and
-    /// pinned memory. Returns a note per container whose devices could not
+    /// pinned memory (under topology policy `none`, unaligned, as the
+    /// kubelet allocates there). Returns a note per container whose devices could not
     /// be allocated. An inference, not the kubelet's record: the caller
     /// should say so.
     pub fn infer_device_assignments(&mut self) -> Vec<String> {
@@ -164,7 +166,10 @@ impl Node {
                         .container_numa_nodes(&pod.uid, &container.name)
                         .unwrap_or_default(),
                 );
-                let hint = if nodes.is_empty() {
+                // Under topology policy none the kubelet hands the device
+                // manager no affinity (and a machine wider than masks runs
+                // only under none).
+                let hint = if nodes.is_empty() || self.topology.policy() == TopologyPolicyName::None {
                     topoalign_model::TopologyHint::any(false)
                 } else {
                     topoalign_model::TopologyHint::new(topoalign_model::NumaMask::from_nodes(nodes), true)
