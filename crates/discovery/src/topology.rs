@@ -461,7 +461,9 @@ pub enum Warning {
     /// in the machine, as the kubelet counts them.
     DeviceMemoryNodes { nodes: Vec<usize> },
     /// NUMA node ids of 64 and more: the kubelet's 64-bit NUMA masks
-    /// cannot hold them, so it crashes where it builds one.
+    /// cannot hold them, so it crashes where it builds one. The machine's
+    /// fact; where a given kubelet configuration crashes is its start
+    /// hazard (`topoalign_engine::KubeletCrash`).
     NumaIdsPastMasks { nodes: Vec<usize> },
 }
 
@@ -517,9 +519,10 @@ impl fmt::Display for Warning {
             ),
             Warning::NumaIdsPastMasks { nodes } => write!(
                 f,
-                "NUMA node id(s) {} are 64 or more, past the kubelet's 64-bit NUMA masks: the kubelet crashes \
-                 admitting any pod under a topology manager policy other than none, and under none the Static \
-                 memory manager crashes on Guaranteed pods; answers show the ids as the machine has them",
+                "NUMA node id(s) {} are 64 or more, past the kubelet's 64-bit NUMA masks: a kubelet runs this \
+                 machine only under topology manager policy none, with the Static memory manager only while no \
+                 Guaranteed pod comes (a configuration's own warning says where it crashes); answers show the ids \
+                 as the machine has them",
                 id_list(nodes)
             ),
         }

@@ -11,6 +11,7 @@
 mod config;
 mod decision;
 pub mod fit;
+mod hazard;
 mod node;
 mod pod_level;
 mod reservation;
@@ -19,6 +20,7 @@ pub use config::{CpuPolicyName, MemoryPolicyName, NodeConfig, ReservedMemory, To
 pub use decision::{
     ContainerPlacement, Decision, KubeletPanic, MergeRecord, MergeTrace, PanicSite, Provider, Rejection, RejectionStage,
 };
+pub use hazard::{CrashPoint, KubeletCrash, StartHazard};
 pub use node::{
     Deletion, Node, NodeSnapshot, NodeState, NumaUsage, PendingReason, ResizeDecision, ResizeError, ResizeOutcome,
     ResourceUsage, RestoreError, SnapshotView, TrialAdmission, UsageReader,
@@ -38,18 +40,6 @@ pub use topoalign_topology_manager::MergeStrategy;
 use topoalign_cpu_manager::CpuManagerStartError;
 use topoalign_memory_manager::MemoryManagerStartError;
 use topoalign_topology_manager::TopologyManagerStartError;
-
-/// A configuration the kubelet starts with although its answers on it are
-/// dangerous. The engine starts and decides as the kubelet does; a hazard
-/// is a warning every front end shows beside those answers
-/// ([`Node::start_hazards`]), never a different verdict. Display is the
-/// warning.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum StartHazard {
-    /// A NUMA node reserves more memory or huge pages than it has.
-    #[error(transparent)]
-    ReservationOverrun(#[from] ReservationOverrun),
-}
 
 /// Why a node would not start: the kubelet would refuse this configuration
 /// on this machine. Display is the kubelet's error text.

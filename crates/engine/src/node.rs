@@ -21,7 +21,7 @@ use crate::decision::{
 };
 use crate::fit::{self, FitAllocatable, FitUsage, NodeResources, PodRequests};
 use crate::reservation::node_allocatable_reservation;
-use crate::{NodeConfig, ReservationOverrun, StartHazard, StartupError};
+use crate::{KubeletCrash, NodeConfig, ReservationOverrun, StartHazard, StartupError};
 
 mod resize;
 mod restart;
@@ -127,7 +127,8 @@ impl Node {
     }
 
     /// What the kubelet starts with on this node although its answers are
-    /// dangerous (a NUMA node reserving more memory than it has): the
+    /// dangerous (a NUMA node reserving more memory than it has, NUMA ids
+    /// past 63 that crash it later: [`StartHazard`]): the
     /// warnings to show beside every answer. The node decides as the
     /// kubelet does all the same.
     pub fn start_hazards(&self) -> Vec<StartHazard> {
@@ -139,6 +140,7 @@ impl Node {
                 ..overrun
             })
             .map(StartHazard::from)
+            .chain(KubeletCrash::of(&self.machine, &self.config).map(StartHazard::from))
             .collect()
     }
 

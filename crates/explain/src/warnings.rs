@@ -2,9 +2,9 @@
 //! the kubelet admits a pod but aligns less than they think — a pod that is
 //! not Guaranteed, a fractional CPU request, a CPU manager left at `none`
 //! under a topology policy, a memory manager at `None`, a device resource
-//! the node does not have, a topology policy of `none` — and the
-//! configurations that crash the kubelet on a machine with NUMA ids past
-//! 63 ([`past_masks`]).
+//! the node does not have, a topology policy of `none` — and, on a machine
+//! with NUMA ids past 63, why a pod escapes the crash the node's start
+//! hazard warns of ([`past_masks`]).
 
 use topoalign_engine::{CpuPolicyName, MemoryPolicyName, Node, TopologyPolicyName};
 use topoalign_model::{Pod, QosClass};
@@ -74,40 +74,35 @@ pub fn warnings(node: &Node, pod: &Pod) -> Vec<String> {
     warnings
 }
 
-/// The dangerous configurations of a machine with a NUMA id of 64 or more
-/// (`Machine::numa_id_past_masks`; the kubelet's NUMA masks are 64-bit):
-/// under topology manager policy `none` the kubelet runs — and any other
-/// policy crashes it at every admission and restart; under `none` the
-/// Static memory manager crashes it on every container of a Guaranteed
-/// pod. Empty for every other machine.
+/// Beside the verdict of a pod the kubelet does not crash on, on a
+/// machine with a NUMA id of 64 or more (`Machine::numa_id_past_masks`;
+/// the kubelet's NUMA masks are 64-bit): why this pod escapes the crash.
+/// Where the kubelet crashes admitting the pod (any topology manager
+/// policy but `none`; under `none` the Static memory manager and a
+/// Guaranteed pod) the decision says so (`Decision::kubelet_panic`), and
+/// the configuration's hazard (`topoalign_engine::KubeletCrash`, shown
+/// with the node) says where it crashes: nothing to add. Empty for every
+/// other machine.
 pub fn past_masks(node: &Node, pod: &Pod) -> Vec<String> {
     let Some(numa_id) = node.machine().numa_id_past_masks() else {
         return Vec::new();
     };
     let config = node.config();
-    let mut warnings = Vec::new();
-    let policy = config.topology_policy;
-    warnings.push(if policy == TopologyPolicyName::None {
-        format!(
-            "NUMA node id {numa_id} does not fit the kubelet's 64-bit NUMA masks: topologyManagerPolicy none is the \
-             only policy this kubelet runs with; any other crashes it at every admission and every restart with pods"
-        )
-    } else {
-        format!(
-            "NUMA node id {numa_id} does not fit the kubelet's 64-bit NUMA masks: topologyManagerPolicy {} crashes \
-             this kubelet at every admission; only policy none runs on this machine",
-            policy.as_str()
-        )
-    });
-    if policy == TopologyPolicyName::None
-        && config.memory_policy == MemoryPolicyName::Static
-        && pod.qos == QosClass::Guaranteed
-    {
-        warnings.push(format!(
-            "memoryManagerPolicy Static with NUMA node id {numa_id}: the kubelet crashes admitting a container of a \
-             Guaranteed pod (the memory manager's default hint builds masks of every NUMA node); memoryManagerPolicy \
-             None, or a pod that is not Guaranteed, runs"
-        ));
+    if config.topology_policy != TopologyPolicyName::None {
+        return Vec::new();
     }
-    warnings
+    let masks = format!("NUMA node id {numa_id} does not fit the kubelet's 64-bit NUMA masks");
+    match config.memory_policy {
+        MemoryPolicyName::None => vec![format!(
+            "{masks}; this pod does not crash the kubelet because topologyManagerPolicy none and memoryManagerPolicy \
+             None build no mask of every NUMA node (any other topology policy crashes it at every admission)"
+        )],
+        MemoryPolicyName::Static if pod.qos != QosClass::Guaranteed => vec![format!(
+            "{masks}; under topologyManagerPolicy none this pod does not crash the kubelet because it is not \
+             Guaranteed (QoS {}): the Static memory manager computes no hint for it (for a Guaranteed pod it does, \
+             and crashes)",
+            pod.qos.as_str()
+        )],
+        MemoryPolicyName::Static => Vec::new(),
+    }
 }

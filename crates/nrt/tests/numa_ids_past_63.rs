@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used)] // a panic is how a test reports failure
 
 use serde_json::{Value, json};
+use topoalign_engine::{KubeletCrash, StartHazard};
 use topoalign_model::UniformMachine;
 use topoalign_nrt::exact::{NODE_SPEC_ATTRIBUTE, STATE_ATTRIBUTE};
 use topoalign_nrt::{BuildOptions, NodeResourceTopology, NodeSpec, RestoreError, build, restore, start_node};
@@ -365,21 +366,32 @@ fn the_crash_warning_is_given_where_the_kubelet_crashes() {
             crashes_on_guaranteed,
             "{at}"
         );
-        let warning = topoalign_nrt::warnings::crash_warning(&node);
-        assert_eq!(warning.is_some(), crashes_on_guaranteed, "{at}");
-        if let Some(warning) = warning {
-            assert!(warning.contains("NUMA node id 64"), "{warning}");
+        let crashes: Vec<KubeletCrash> = node
+            .start_hazards()
+            .into_iter()
+            .filter_map(|hazard| match hazard {
+                StartHazard::KubeletCrash(crash) => Some(crash),
+                StartHazard::ReservationOverrun(_) => None,
+            })
+            .collect();
+        assert_eq!(crashes.len(), usize::from(crashes_on_guaranteed), "{at}");
+        if let Some(crash) = crashes.first() {
+            assert_eq!(crash.numa_ids, [64], "{at}");
+            let warning = crash.to_string();
+            assert!(warning.starts_with("NUMA node id(s) 64 do not fit"), "{warning}");
             let says = if crashes_on_burstable {
-                "any pod"
+                "at its first pod admission"
             } else {
-                "any Guaranteed pod"
+                "at the first container of a Guaranteed pod"
             };
             assert!(warning.contains(says), "{warning}");
             assert!(warning.contains(&format!("policy {policy}")), "{warning}");
-            assert!(topoalign_nrt::warnings::warnings(&node).contains(&warning), "{at}");
+            assert_eq!(topoalign_nrt::warnings::warnings(&node), [warning], "{at}");
+        } else {
+            assert_eq!(topoalign_nrt::warnings::warnings(&node), Vec::<String>::new(), "{at}");
         }
         // The same configuration on {0, 1}: no warning.
         let dense = start_node(&spec(1, policy, memory)).unwrap();
-        assert_eq!(topoalign_nrt::warnings::crash_warning(&dense), None, "{at}");
+        assert_eq!(topoalign_nrt::warnings::warnings(&dense), Vec::<String>::new(), "{at}");
     }
 }

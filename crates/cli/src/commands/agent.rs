@@ -209,10 +209,11 @@ pub fn run(args: &Args) -> Result {
     let token = args.token_file.as_deref().map(read_token).transpose()?;
     let nrt = nrt_plan(args, &started)?;
     let enforce = args.enforce || (!args.no_enforce && args.node.is_none());
+    // The notes carry the node's start hazards (a kubelet that crashes
+    // on pods, NUMA ids past 63): served and published all the same.
     for note in &started.notes {
         tracing::warn!(%note, "node");
     }
-    warn_kubelet_crashes(&started);
     tracing::info!(machine = %started.machine_source, enforce, "starting");
     let node = &started.node;
     let (mut agent, _lock) = topoalign_agent::open(
@@ -288,10 +289,11 @@ fn follow(args: &Args) -> Result {
             .map_err(|e| Error::bad_input(format!("--kubelet-dir {e}")))?,
     };
     let started = start_node(args.node.as_deref(), kubelet_config.as_deref(), args.version)?;
+    // The notes carry the node's start hazards (a kubelet that crashes
+    // on pods, NUMA ids past 63): served and published all the same.
     for note in &started.notes {
         tracing::warn!(%note, "node");
     }
-    warn_kubelet_crashes(&started);
     let node_name = match &args.nrt_node_name {
         Some(name) => name.clone(),
         None => pipeline::hostname().map_err(Error::bad_input)?,
@@ -335,16 +337,6 @@ fn follow(args: &Args) -> Result {
             Err(error) => Err(anyhow::Error::new(error).context("following the kubelet failed").into()),
         }
     })
-}
-
-/// The start-up log's warning for a machine whose kubelet crashes
-/// admitting pods (NUMA ids past 63 under a topology manager policy other
-/// than none, or under none with the Static memory manager): the node is
-/// served and published all the same, as the kubelet runs.
-fn warn_kubelet_crashes(started: &StartedNode) {
-    if let Some(warning) = topoalign_nrt::warnings::crash_warning(&started.node) {
-        tracing::warn!(%warning, "node");
-    }
 }
 
 /// The daemons' runtime: two workers (the agent's work is small; the

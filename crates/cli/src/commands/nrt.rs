@@ -125,12 +125,10 @@ fn objects(args: &Args) -> Result<Vec<NodeResourceTopology>> {
         ..NodeInputs::new(args.node.as_deref(), args.kubelet_config.as_deref(), &overrides)
     };
     let started = topoalign_intake::start(&inputs)?;
+    // The notes carry the node's start hazards (a kubelet that crashes
+    // on pods, NUMA ids past 63): published all the same, as it runs.
     for note in &started.notes {
         eprintln!("topoalign: {note}");
-    }
-    // Published all the same: the kubelet runs (and crashes on pods).
-    if let Some(warning) = topoalign_nrt::warnings::crash_warning(&started.node) {
-        eprintln!("topoalign: {}: warning: {warning}", started.machine_source);
     }
     let spec = NodeSpec {
         topology: topoalign_nrt::topology_spec(started.node.machine()),
