@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use topoalign_model::{CpuSet, KubeletVersion, ProviderHints, QosClass, TopologyHint};
+use topoalign_model::{CpuSet, KubeletVersion, Machine, ProviderHints, QosClass, TopologyHint};
 use topoalign_topology_manager::{TopologyPolicyName, TopologyScope};
 
 /// The engine's answer to one pod admission.
@@ -137,6 +137,21 @@ pub struct ContainerPlacement {
     /// Device ids per resource.
     #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "BTreeMap::is_empty"))]
     pub devices: BTreeMap<String, Vec<String>>,
+}
+
+impl ContainerPlacement {
+    /// This placement with its memory NUMA nodes named by the machine's own
+    /// ids ([`Machine::numa_label`]; the engine's are indices): what a
+    /// reader prints or sends.
+    pub fn with_numa_labels(&self, machine: &Machine) -> ContainerPlacement {
+        ContainerPlacement {
+            memory_numa: self
+                .memory_numa
+                .as_ref()
+                .map(|nodes| nodes.iter().map(|&node| machine.numa_label(node)).collect()),
+            ..self.clone()
+        }
+    }
 }
 
 /// How a decision was reached: the policy in force and every merge made.

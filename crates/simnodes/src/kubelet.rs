@@ -258,8 +258,9 @@ pub fn pod_key(pod: &K8sPod) -> String {
 /// manager would send after `admission`, at `now` (RFC 3339): Running, its
 /// containers started and ready, with [`CONTAINERS_ANNOTATION`]; or Failed
 /// with the kubelet's reason and `Pod was rejected: <message>`
-/// (`kubelet.rejectPod`).
-pub fn status_patch(pod: &K8sPod, admission: &Admission, now: &str) -> Value {
+/// (`kubelet.rejectPod`). The annotation names NUMA nodes by `machine`'s
+/// own ids, as `topoalign replay` does.
+pub fn status_patch(pod: &K8sPod, admission: &Admission, machine: &Machine, now: &str) -> Value {
     match admission {
         Admission::Rejected { reason, message } => json!({
             "status": {"phase": "Failed", "reason": reason, "message": format!("Pod was rejected: {message}")},
@@ -290,7 +291,8 @@ pub fn status_patch(pod: &K8sPod, admission: &Admission, now: &str) -> Value {
                 .collect();
             let statuses: Vec<Value> = spec.into_iter().flat_map(|s| &s.containers).map(running).collect();
             let condition = |kind: &str| json!({"type": kind, "status": "True", "lastTransitionTime": now});
-            let annotation = serde_json::to_string(containers).unwrap_or_default();
+            let labelled: Vec<ContainerPlacement> = containers.iter().map(|c| c.with_numa_labels(machine)).collect();
+            let annotation = serde_json::to_string(&labelled).unwrap_or_default();
             let mut status = json!({
                 "phase": "Running",
                 "startTime": now,
@@ -362,7 +364,12 @@ mod tests {
             reason: "TopologyAffinityError".into(),
             message: "Resources cannot be allocated with Topology locality".into(),
         };
-        let patch = status_patch(&pod("a", "1", "1Gi"), &admission, "2026-01-01T00:00:00Z");
+        let patch = status_patch(
+            &pod("a", "1", "1Gi"),
+            &admission,
+            &spec().topology.to_machine_with_numa_labels().expect("machine"),
+            "2026-01-01T00:00:00Z",
+        );
         assert_eq!(
             patch,
             json!({"status": {"phase": "Failed", "reason": "TopologyAffinityError",
@@ -375,7 +382,7 @@ mod tests {
         let mut node = SimNode::start("n-0", "n", &spec()).expect("starts");
         let pod = pod("a", "2", "1Gi");
         let admission = node.admit(&pod).expect("new").expect("readable");
-        let patch = status_patch(&pod, &admission, "2026-01-01T00:00:00Z");
+        let patch = status_patch(&pod, &admission, node.node().machine(), "2026-01-01T00:00:00Z");
         assert_eq!(patch["status"]["phase"], "Running");
         assert_eq!(patch["status"]["containerStatuses"][0]["name"], "app");
         let annotation = patch["metadata"]["annotations"][CONTAINERS_ANNOTATION]
@@ -389,6 +396,27 @@ mod tests {
                 .map(|c| topoalign_model::CpuSet::parse(c).map(|s| s.len())),
             Some(Ok(2))
         );
+    }
+
+    #[test]
+    fn the_annotation_names_numa_nodes_by_the_machine_s_own_ids() {
+        let machine = spec_with_second_numa_id(64)
+            .topology
+            .to_machine_with_numa_labels()
+            .expect("machine");
+        let admission = Admission::Admitted(vec![ContainerPlacement {
+            name: "app".to_owned(),
+            init: false,
+            cpus: None,
+            memory_numa: Some(vec![0, 1]),
+            devices: std::collections::BTreeMap::new(),
+        }]);
+        let patch = status_patch(&pod("a", "1", "1Gi"), &admission, &machine, "2026-01-01T00:00:00Z");
+        let annotation = patch["metadata"]["annotations"][CONTAINERS_ANNOTATION]
+            .as_str()
+            .expect("annotation");
+        let containers: Value = serde_json::from_str(annotation).expect("JSON");
+        assert_eq!(containers[0]["memoryNuma"], json!([0, 64]));
     }
 
     /// Two NUMA nodes of four CPUs, the second with id `second`, where the

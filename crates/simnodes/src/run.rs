@@ -588,7 +588,12 @@ fn apply(state: &mut State, pod: &K8sPod, report: &impl Fn(Report)) -> Vec<Actio
     if matches!(admission, Admission::Admitted(_)) {
         state.dirty.insert(node_name.to_owned());
     }
-    let patch = status_patch(pod, &admission, now().as_str().unwrap_or_default());
+    let patch = status_patch(
+        pod,
+        &admission,
+        node.node().machine(),
+        now().as_str().unwrap_or_default(),
+    );
     let claims = crate::dra::claim_names(pod);
     let dra = match &admission {
         Admission::Admitted(containers) if !claims.is_empty() => Some(Action::Dra {
