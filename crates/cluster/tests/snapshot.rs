@@ -412,6 +412,11 @@ fn dra_objects(
             })
         }));
     let list = json!({"kind": "List", "items": std::iter::once(class).chain(slices).chain(claims).collect::<Vec<_>>()});
+    dra_spec(&list)
+}
+
+/// The DRA objects of a `List` manifest, every one of them read.
+fn dra_spec(list: &serde_json::Value) -> topoalign_scenario::dra::DraSpec {
     let (spec, skipped) = topoalign_scenario::dra::DraSpec::from_manifests(&list.to_string()).expect("DRA objects");
     assert!(skipped.is_empty(), "{skipped:?}");
     spec
@@ -617,8 +622,7 @@ fn a_device_offered_to_all_nodes_serves_every_node() {
             "spec": {"devices": {"requests": [{"name": "vf", "exactly": {"deviceClassName": "fabric.example.com"}}]}},
         },
     ]});
-    let (more, skipped) = topoalign_scenario::dra::DraSpec::from_manifests(&fabric.to_string()).expect("objects");
-    assert!(skipped.is_empty(), "{skipped:?}");
+    let more = dra_spec(&fabric);
     dra.device_classes.extend(more.device_classes);
     dra.resource_slices.extend(more.resource_slices);
     dra.resource_claims.extend(more.resource_claims);
