@@ -202,41 +202,17 @@ mod tests {
     }
 
     /// A machine of two NUMA nodes with ids `ids`, two CPUs and a device
-    /// on each; built by `Machine::with_numa_labels` when `labelled`.
+    /// on each; built by `Machine::with_numa_labels` when `labelled`
+    /// (otherwise by `Machine::new`, on ids 0 and 1).
     fn two_nodes(ids: [usize; 2], labelled: bool) -> Machine {
-        let nodes = ids
-            .iter()
-            .map(|&id| NumaNode {
-                id,
-                memory: 4 << 30,
-                hugepages: Default::default(),
-                distances: Some(if id == ids[0] { vec![10, 21] } else { vec![21, 10] }),
-            })
-            .collect();
-        let cpus = (0..4)
-            .map(|id| Cpu {
-                id,
-                core: id,
-                socket: id / 2,
-                numa: ids[id as usize / 2],
-                uncore_cache: None,
-            })
-            .collect();
-        let devices = [(
-            "example.com/gpu".to_owned(),
-            ids.iter()
-                .map(|&n| Device {
-                    id: format!("gpu{n}"),
-                    numa: vec![n],
-                })
-                .collect(),
-        )]
-        .into();
-        if labelled {
-            Machine::with_numa_labels(nodes, cpus, devices).expect("machine")
-        } else {
-            Machine::new(nodes, cpus, devices).expect("machine")
-        }
+        let machine = UniformMachine::new(2, 2)
+            .sockets(2)
+            .memory_per_numa(4 << 30)
+            .remote_distance(21)
+            .device("example.com/gpu", &format!("gpu{}", ids[0]), &[0])
+            .device("example.com/gpu", &format!("gpu{}", ids[1]), &[1]);
+        let machine = if labelled { machine.numa_ids(ids) } else { machine };
+        machine.build().expect("machine")
     }
 
     #[test]

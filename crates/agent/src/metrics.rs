@@ -484,7 +484,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use topoalign_engine::Node;
-    use topoalign_model::{Cpu, CpuSet, NumaNode, Quantity};
+    use topoalign_model::{Cpu, CpuSet, NumaNode, Quantity, UniformMachine};
 
     use super::*;
     use crate::wire::{NumaNodeUsage, Usage};
@@ -790,25 +790,11 @@ mod tests {
     /// CPU 0 reserved) after admitting a pod of 6 exclusive CPUs (both
     /// NUMA nodes, topology policy none).
     fn usage_text(ids: [usize; 2]) -> String {
-        let cpus = (0..8u32)
-            .map(|id| Cpu {
-                id,
-                core: id,
-                socket: 0,
-                numa: ids[id as usize / 4],
-                uncore_cache: None,
-            })
-            .collect();
-        let numa = ids
-            .iter()
-            .map(|&id| NumaNode {
-                id,
-                memory: 8 << 30,
-                hugepages: BTreeMap::default(),
-                distances: None,
-            })
-            .collect();
-        let machine = Machine::with_numa_labels(numa, cpus, BTreeMap::default()).expect("valid machine");
+        let machine = UniformMachine::new(2, 4)
+            .memory_per_numa(8 << 30)
+            .numa_ids(ids)
+            .build()
+            .expect("valid machine");
         let mut config = NodeConfig {
             cpu_policy: CpuPolicyName::Static,
             kubelet_version: KubeletVersion::V1_36,

@@ -686,30 +686,15 @@ mod tests {
     use std::collections::BTreeMap;
 
     use topoalign_engine::ContainerPlacement;
-    use topoalign_model::{Cpu, Machine, NumaNode};
+    use topoalign_model::{Machine, UniformMachine};
 
     use super::cpuset_mems;
 
     fn machine(ids: [usize; 2]) -> Machine {
-        let nodes = ids
-            .iter()
-            .map(|&id| NumaNode {
-                id,
-                memory: 1 << 30,
-                hugepages: BTreeMap::new(),
-                distances: None,
-            })
-            .collect();
-        let cpus = (0..4u32)
-            .map(|id| Cpu {
-                id,
-                core: id,
-                socket: 0,
-                numa: ids[id as usize / 2],
-                uncore_cache: None,
-            })
-            .collect();
-        Machine::with_numa_labels(nodes, cpus, BTreeMap::new()).expect("a valid machine")
+        UniformMachine::new(2, 2)
+            .numa_ids(ids)
+            .build()
+            .expect("a valid machine")
     }
 
     fn placement(init: bool, memory_numa: Option<Vec<usize>>) -> ContainerPlacement {

@@ -209,27 +209,14 @@ pub struct Released {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
-    use topoalign_model::{Cpu, Machine, NumaMask, NumaNode, ResourceHints, TopologyHint};
+    use topoalign_model::{Machine, NumaMask, ResourceHints, TopologyHint, UniformMachine};
 
     use super::{Hint, Hints};
 
     fn machine(ids: [usize; 2]) -> Machine {
-        let node = |id| NumaNode {
-            id,
-            memory: 1 << 30,
-            hugepages: BTreeMap::new(),
-            distances: None,
-        };
-        let cpu = |id: u32| Cpu {
-            id,
-            core: id,
-            socket: 0,
-            numa: ids[id as usize],
-            uncore_cache: None,
-        };
-        Machine::with_numa_labels(vec![node(ids[0]), node(ids[1])], vec![cpu(0), cpu(1)], BTreeMap::new())
+        UniformMachine::new(2, 1)
+            .numa_ids(ids)
+            .build()
             .expect("a valid machine")
     }
 

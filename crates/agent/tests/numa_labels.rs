@@ -9,29 +9,16 @@ use serde_json::{Value, json};
 use topoalign_agent::request::{AdmitOptions, read_body};
 use topoalign_agent::{Enforcement, Ledger, NodeAgent};
 use topoalign_enforce::Procfs;
-use topoalign_model::{Cpu, Machine, NumaNode};
+use topoalign_model::{Machine, UniformMachine};
 
 /// Two NUMA nodes with ids `ids`, 4 CPUs and 8Gi each, one GPU each.
 fn machine(ids: [usize; 2]) -> Machine {
-    let nodes = ids
-        .iter()
-        .map(|&id| NumaNode {
-            id,
-            memory: 8 << 30,
-            hugepages: Default::default(),
-            distances: None,
-        })
-        .collect();
-    let cpus = (0..8u32)
-        .map(|id| Cpu {
-            id,
-            core: id,
-            socket: id / 4,
-            numa: ids[id as usize / 4],
-            uncore_cache: None,
-        })
-        .collect();
-    Machine::with_numa_labels(nodes, cpus, Default::default()).expect("a valid machine")
+    UniformMachine::new(2, 4)
+        .sockets(2)
+        .memory_per_numa(8 << 30)
+        .numa_ids(ids)
+        .build()
+        .expect("a valid machine")
 }
 
 /// Admits 6 exclusive CPUs (both NUMA nodes) on `ids`; the topology
