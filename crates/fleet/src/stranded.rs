@@ -249,22 +249,10 @@ mod tests {
 
     #[test]
     fn dra_devices_join_the_zone_of_their_own_numa_id_on_a_labelled_machine() {
-        use topoalign_model::{Cpu, NumaNode};
         // NUMA ids {0, 64}: the engine's zones are 0 and 1, the slices name 0 and 64.
-        let node = |id| NumaNode {
-            id,
-            memory: 1 << 30,
-            hugepages: BTreeMap::new(),
-            distances: None,
-        };
-        let cpu = |id, numa| Cpu {
-            id,
-            core: id,
-            socket: 0,
-            numa,
-            uncore_cache: None,
-        };
-        let machine = Machine::with_numa_labels(vec![node(0), node(64)], vec![cpu(0, 0), cpu(1, 64)], BTreeMap::new())
+        let machine = topoalign_model::UniformMachine::new(2, 1)
+            .numa_ids([0, 64])
+            .build()
             .expect("machine");
         assert_eq!(machine.numa_label(1), 64);
         let mut slices = crate::dra::resource_slices("n-0", &two_gpus());
