@@ -650,3 +650,233 @@ fn allocatable_memory_on_numa_64_is_the_engines_node_1() {
     assert!(found.iter().any(|d| d.what.contains("on NUMA 1:")), "{found:?}");
     assert!(found.iter().any(|d| d.what.contains("on NUMA 64:")), "{found:?}");
 }
+
+/// A layout folder of a machine of 72 NUMA nodes
+/// (`testdata/kubelet-state/layouts/<release>-numa-nodes-72-<name>`): its
+/// scenario, the oracle's result, its pod list and a file of it (or of its
+/// `at-restart/`), absent when the kubelet wrote none.
+struct Wide {
+    dir: PathBuf,
+    scenario: topoalign_scenario::Scenario,
+    result: Value,
+    pods: Vec<ManifestPod>,
+}
+
+impl Wide {
+    fn new(release: &str, name: &str) -> Wide {
+        let dir = testdata().join(format!("kubelet-state/layouts/{release}-numa-nodes-72-{name}"));
+        let scenario =
+            topoalign_scenario::Scenario::parse(&std::fs::read_to_string(dir.join("scenario.json")).unwrap()).unwrap();
+        let result = serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).unwrap()).unwrap();
+        let text = std::fs::read_to_string(dir.join("pods.yaml")).unwrap();
+        let pods = read_manifests(&text, &ManifestOptions::default()).unwrap().pods;
+        Wide {
+            dir,
+            scenario,
+            result,
+            pods,
+        }
+    }
+
+    fn file(&self, name: &str) -> CheckpointFile {
+        let content = match std::fs::read(self.dir.join(name)) {
+            Ok(bytes) => FileContent::Bytes(bytes),
+            Err(_) => FileContent::Absent,
+        };
+        CheckpointFile {
+            path: format!("/var/lib/kubelet/{}", name.trim_start_matches("at-restart/")),
+            content,
+        }
+    }
+
+    fn node(&self) -> Node {
+        let machine = self.scenario.topology.to_machine_with_numa_labels().unwrap();
+        assert!(!machine.fits_numa_masks());
+        topoalign_k8s::start_node(machine, &self.scenario.kubelet).unwrap()
+    }
+
+    /// The scenario's pods, as pods to explain (their own names).
+    fn added(&self) -> Vec<ManifestPod> {
+        let mut pods = Vec::new();
+        for event in &self.scenario.events {
+            if let Some(manifest) = &event.add {
+                let mut read = read_manifests(&manifest.to_string(), &ManifestOptions::default()).unwrap();
+                pods.append(&mut read.pods);
+            }
+        }
+        pods
+    }
+
+    fn diagnose(&self, node: &mut Node, folder: &str, pods: &[ManifestPod], explain: &[ManifestPod]) -> Diagnosis {
+        diagnose(Inputs {
+            node,
+            kubelet: &self.scenario.kubelet,
+            cpu_checkpoint: self.file(&format!("{folder}cpu_manager_state")),
+            memory_checkpoint: self.file(&format!("{folder}memory_manager_state")),
+            device_checkpoint: self.file(&format!("{folder}device-plugins/kubelet_internal_checkpoint")),
+            pod_resources: None,
+            pods: Some(pods),
+            explain,
+        })
+        .unwrap()
+    }
+}
+
+/// The files v1.32.10 and v1.37.2 wrote on a machine of 72 NUMA nodes
+/// (ids 0-71, more than the kubelet's masks hold; topology policy `none`):
+/// diagnose restarts on them as the kubelet did, its map is the kubelet's
+/// final state (the oracle's `result.json`), every node is shown by its own
+/// id with its memory table and devices (holders from the device
+/// checkpoint, on nodes past 63 too), the warning says only policy `none`
+/// runs, and the scenario's pods are explained without a panic — a
+/// Guaranteed pod reaching the Static memory manager is the kubelet's
+/// crash.
+#[test]
+fn a_machine_of_72_numa_nodes_diagnoses_as_its_kubelet_restarts() {
+    use topoalign_k8s::checkpoint::DeviceCheckpoint;
+    for release in ["1.32", "1.37"] {
+        for name in ["memory-none", "static-memory"] {
+            let what = format!("{release} {name}");
+            let wide = Wide::new(release, name);
+            // The scenario's pods, and a Guaranteed pod with exclusive CPUs
+            // and memory that the CPU manager can place.
+            let mut explain = wide.added();
+            let guaranteed = "apiVersion: v1\nkind: Pod\nmetadata: {name: g-small, namespace: default}\nspec:\n  \
+                              containers:\n  - name: app\n    image: pause\n    resources: {limits: {cpu: '1', memory: \
+                              1Gi}}\n";
+            explain.extend(read_manifests(guaranteed, &ManifestOptions::default()).unwrap().pods);
+            let mut node = wide.node();
+            let diagnosis = wide.diagnose(&mut node, "", &wide.pods, &explain);
+            assert_eq!(diagnosis.restart, Restart::Starts, "{what}");
+            assert!(diagnosis.checkpoints.iter().all(|c| c.status.usable()), "{what}");
+            let last = &wide.result["final"];
+            assert_eq!(diagnosis.default_cpu_set, last["defaultCpuSet"], "{what}");
+            assert_eq!(
+                serde_json::to_value(&diagnosis.cpu_assignments).unwrap(),
+                last["cpuAssignments"],
+                "{what}"
+            );
+            assert_eq!(
+                serde_json::to_value(&diagnosis.memory_assignments).unwrap(),
+                last["memoryAssignments"],
+                "{what}"
+            );
+            assert!(
+                diagnosis.unknown_uids.is_empty() && diagnosis.stale.is_empty(),
+                "{what}"
+            );
+            assert_eq!(
+                diagnosis.numa.iter().map(|n| n.node).collect::<Vec<_>>(),
+                (0..72).collect::<Vec<_>>(),
+                "{what}"
+            );
+            let static_memory = name == "static-memory";
+            for numa in &diagnosis.numa {
+                assert_eq!(
+                    numa.memory.contains_key("memory"),
+                    static_memory,
+                    "{what}: NUMA {}",
+                    numa.node
+                );
+            }
+            // Every device the kubelet recorded is shown held, on its node.
+            let recorded = DeviceCheckpoint::parse(
+                &std::fs::read(wide.dir.join("device-plugins/kubelet_internal_checkpoint")).unwrap(),
+            )
+            .unwrap();
+            let keys: BTreeMap<&str, String> = wide.pods.iter().map(|p| (p.pod.uid.as_str(), p.pod.key())).collect();
+            let mut held = 0;
+            for entry in recorded.entries.iter().flatten() {
+                for (numa, ids) in entry.device_ids.iter().flatten() {
+                    for id in ids.iter().flatten() {
+                        let Ok(numa) = usize::try_from(*numa) else {
+                            continue;
+                        };
+                        let holder = &diagnosis.numa[numa].devices[&entry.resource][id];
+                        let expected = format!("{} {}", keys[entry.pod_uid.as_str()], entry.container);
+                        assert_eq!(holder.as_deref(), Some(expected.as_str()), "{what}: {id}");
+                        held += 1;
+                    }
+                }
+            }
+            assert!(held > 0, "{what}");
+            let gpu70 = &diagnosis.numa[70].devices["example.com/gpu"]["gpu70"];
+            assert!(gpu70.is_none(), "{what}: gpu70 is free");
+            assert!(
+                diagnosis
+                    .notes
+                    .iter()
+                    .any(|n| n.contains("NUMA node id 64") && n.contains("topologyManagerPolicy none only")),
+                "{what}: {:?}",
+                diagnosis.notes
+            );
+            // The scenario's pods explained on the node as it stands: the
+            // kubelet's crash for a Guaranteed pod the Static memory
+            // manager pins, never a made-up answer.
+            // (A pod the CPU or device manager refuses, as the kubelet
+            // refused it at its event, never reaches the memory manager.)
+            assert_eq!(diagnosis.results.len(), explain.len(), "{what}");
+            let results = wide.result["results"].as_array().unwrap();
+            for (report, pod) in diagnosis.results.iter().zip(&explain) {
+                let refused_before = results
+                    .iter()
+                    .find(|r| r["pod"] == pod.pod.key().as_str() && r["admitted"] == false)
+                    .map(|r| r["reason"].clone());
+                let pinned = static_memory && pod.pod.qos == topoalign_model::QosClass::Guaranteed;
+                match refused_before {
+                    Some(reason) => {
+                        assert!(
+                            !report.admitted && report.kubelet_panic.is_none(),
+                            "{what}: {}",
+                            report.pod
+                        );
+                        assert_eq!(report.reason.as_deref(), reason.as_str(), "{what}: {}", report.pod);
+                    }
+                    None if pinned => {
+                        assert!(
+                            !report.admitted && report.kubelet_panic.is_some(),
+                            "{what}: {}",
+                            report.pod
+                        );
+                    }
+                    None => assert!(report.kubelet_panic.is_none(), "{what}: {}", report.pod),
+                }
+            }
+            assert!(
+                !static_memory || diagnosis.results.iter().any(|r| r.kubelet_panic.is_some()),
+                "{what}: a Guaranteed pod pinned by the Static memory manager"
+            );
+
+            // The files the restarting kubelet read, with the pods running
+            // then: a restart too.
+            let restart = wide.scenario.events.iter().position(|e| e.restart.is_some()).unwrap();
+            let running: Vec<&str> = wide.result["results"][restart]["pods"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["pod"].as_str().unwrap())
+                .collect();
+            let mut at_restart: Vec<ManifestPod> = Vec::new();
+            let mut k = 0;
+            for (i, event) in wide.scenario.events[..restart].iter().enumerate() {
+                let Some(manifest) = &event.add else { continue };
+                k += 1;
+                let key = format!("default/{}", manifest["metadata"]["name"].as_str().unwrap());
+                if running.contains(&key.as_str()) && wide.result["results"][i]["admitted"] == true {
+                    let mut manifest = manifest.clone();
+                    manifest["metadata"]["uid"] = format!("00000000-0000-0000-0000-{k:012}").into();
+                    let read = read_manifests(&manifest.to_string(), &ManifestOptions::default()).unwrap();
+                    at_restart.extend(read.pods);
+                }
+            }
+            assert_eq!(at_restart.len(), running.len(), "{what}");
+            let mut node = wide.node();
+            let diagnosis = wide.diagnose(&mut node, "at-restart/", &at_restart, &[]);
+            assert_eq!(diagnosis.restart, Restart::Starts, "{what} at the restart");
+            assert!(
+                diagnosis.unknown_uids.is_empty() && diagnosis.stale.is_empty(),
+                "{what}"
+            );
+        }
+    }
+}
