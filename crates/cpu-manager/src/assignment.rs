@@ -26,7 +26,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use topoalign_model::{CpuSet, NumaMask};
+use topoalign_model::CpuSet;
 
 use crate::options::StaticPolicyOptions;
 use crate::topology::{CpuTopology, Level};
@@ -686,12 +686,11 @@ fn best_distribution(
                 });
             }
         }
-        let in_one_socket = by_socket
-            && acc
-                .topology
-                .sockets_in_numa_nodes(NumaMask::from_nodes(nodes.iter().map(|&n| n as usize)))
-                .len()
-                <= 1;
+        // The kubelet's AreNUMANodesInSameSocket takes the combination as
+        // ids (no mask): on a machine of more than 64 NUMA nodes (policy
+        // none) combinations hold nodes past 63.
+        let ids: Vec<usize> = nodes.iter().map(|&n| n as usize).collect();
+        let in_one_socket = by_socket && acc.topology.sockets_in_numa_ids(&ids).len() <= 1;
         let better = if by_socket && in_one_socket != best_in_one_socket {
             in_one_socket
         } else {

@@ -272,6 +272,17 @@ impl CpuTopology {
             .collect()
     }
 
+    /// The sockets of the CPUs of the NUMA nodes `ids` (the kubelet's
+    /// `SocketsInNUMANodes`, plain ids: any node, also one past 63 on a
+    /// machine wider than masks, `Machine::fits_numa_masks`).
+    pub fn sockets_in_numa_ids(&self, ids: &[usize]) -> BTreeSet<u32> {
+        self.cpus
+            .values()
+            .filter(|i| ids.contains(&i.numa))
+            .map(|i| i.socket)
+            .collect()
+    }
+
     /// The CPUs of `socket`.
     pub fn cpus_in_socket(&self, socket: u32) -> &CpuSet {
         self.group(Level::Socket, socket)
