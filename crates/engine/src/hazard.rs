@@ -56,8 +56,9 @@ pub struct KubeletCrash {
 pub enum CrashPoint {
     /// Any admission under this topology manager policy (not `none`).
     FirstAdmission(TopologyPolicyName),
-    /// The first container of a Guaranteed pod, under topology manager
-    /// policy `none` with the Static memory manager.
+    /// The first container of a Guaranteed pod that reaches the memory
+    /// manager (one the device or CPU manager refuses does not), under
+    /// topology manager policy `none` with the Static memory manager.
     FirstGuaranteedContainer,
 }
 
@@ -68,10 +69,11 @@ impl fmt::Display for CrashPoint {
                 write!(f, "at its first pod admission: {}", PanicSite::TopologyManager(*policy))
             }
             CrashPoint::FirstGuaranteedContainer => f.write_str(
-                "at the first container of a Guaranteed pod: with topology manager policy none the Static memory \
-                 manager computes that container's default hint over masks of every NUMA node (getDefaultHint, \
-                 calculateHints) and dereferences the nil one; pods that are not Guaranteed run, and memory manager \
-                 policy None runs every pod",
+                "at the first container of a Guaranteed pod that reaches the memory manager (the device and CPU \
+                 managers allocate before it): with topology manager policy none the Static memory manager computes \
+                 that container's default hint over masks of every NUMA node (getDefaultHint, calculateHints) and \
+                 dereferences the nil one; pods that are not Guaranteed run, and memory manager policy None runs \
+                 every pod",
             ),
         }
     }

@@ -161,7 +161,7 @@ fn under_single_numa_node_the_node_fails_with_the_kubelets_crash() {
     let (first, warning) = &warnings[0];
     assert_eq!(first, "w-1");
     assert!(
-        warning.contains("NUMA node id 64") && warning.contains("any pod"),
+        warning.starts_with("NUMA node id(s) 64 do not fit") && warning.contains("at its first pod admission"),
         "{warning}"
     );
     let listed = sparse.warnings();
@@ -206,7 +206,10 @@ fn under_none_with_static_memory_a_guaranteed_pod_meets_the_crash() {
     let (mut sparse, warnings) = cluster(&spec(64, "none", "Static"), &[], now);
     let (mut dense, _) = cluster(&spec(1, "none", "Static"), &[], now);
     assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(warnings[0].1.contains("any Guaranteed pod"), "{warnings:?}");
+    assert!(
+        warnings[0].1.contains("at the first container of a Guaranteed pod"),
+        "{warnings:?}"
+    );
 
     // A Burstable pod first: as on {0, 1} (then assumed on both alike).
     let pod = burstable("b", "2");
@@ -245,4 +248,190 @@ fn a_fleet_of_crashing_nodes_is_warned_about() {
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert_eq!(warnings[0].nodes.len(), 3);
     assert!(warnings[0].warning.contains("policy restricted"), "{warnings:?}");
+}
+
+/// A `hand-numa-nodes-72-*` vector of release 1.37 (72 NUMA nodes, ids
+/// 0-71): the scenario and the oracle's (the real kubelet's) answer.
+fn wide_vector(name: &str) -> (topoalign_scenario::Scenario, serde_json::Value) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/conformance/1.37");
+    let read = |kind: &str| std::fs::read_to_string(root.join(kind).join(format!("hand-numa-nodes-72-{name}.json")));
+    let scenario = topoalign_scenario::Scenario::parse(&read("scenarios").unwrap()).unwrap();
+    let expected = serde_json::from_str(&read("expected").unwrap()).unwrap();
+    (scenario, expected)
+}
+
+/// The object of node `w-1` of `spec` after the first `events` events
+/// of `scenario`, through JSON as it travels.
+fn wide_object(
+    spec: &NodeSpec,
+    scenario: &topoalign_scenario::Scenario,
+    events: usize,
+) -> topoalign_nrt::NodeResourceTopology {
+    let mut node = topoalign_nrt::start_node(spec).unwrap();
+    let prefix = topoalign_scenario::Scenario {
+        events: scenario.events[..events].to_vec(),
+        ..scenario.clone()
+    };
+    topoalign_scenario::play_events(&mut node, &spec.kubelet, &prefix).unwrap();
+    let object = topoalign_nrt::build(
+        "w-1",
+        &node,
+        topoalign_nrt::BuildOptions {
+            exact_state: Some(spec),
+        },
+    );
+    serde_json::from_value(serde_json::to_value(object).unwrap()).unwrap()
+}
+
+/// A new cluster synced from `object`; the sync's hazards.
+fn synced(object: topoalign_nrt::NodeResourceTopology, now: Instant) -> (Cluster, Vec<(String, String)>) {
+    let mut cluster = Cluster::new(ExtenderConfig::default());
+    let report = cluster.sync_nrt(&[object], now);
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert!(report.passed.is_empty(), "{:?}", report.passed);
+    (cluster, report.hazards)
+}
+
+/// The reason `filtered` gives node `w-1`, if it failed there.
+fn failure(filtered: &FilterOutcome) -> Option<&String> {
+    filtered.failed.get("w-1").or_else(|| filtered.unresolvable.get("w-1"))
+}
+
+/// A machine of 72 NUMA nodes (ids 0-71) under topology policy none,
+/// which its kubelet runs: before every pod of the vectors, the node as
+/// the earlier events left it (a restart among them) is published and
+/// synced, and the extender passes the pod exactly where the real
+/// kubelet admitted it and fails it with the kubelet's reason and
+/// message where it did not (the oracle's answers). With the Static
+/// memory manager a Guaranteed pod that reaches the memory manager fails
+/// with the kubelet's crash (reason KubeletPanic), as on {0, 64}.
+#[test]
+fn a_machine_of_72_numa_nodes_under_none_is_filtered_as_its_kubelet_runs_it() {
+    let now = Instant::now();
+    for name in ["memory-none", "static-memory", "cpu-none"] {
+        let (scenario, expected) = wide_vector(name);
+        let spec = NodeSpec {
+            topology: scenario.topology.clone(),
+            kubelet: scenario.kubelet.clone(),
+        };
+        let results = expected["results"].as_array().unwrap();
+        let (mut passed, mut refused) = (0, 0);
+        for (index, event) in scenario.events.iter().enumerate() {
+            let Some(manifest) = &event.add else { continue };
+            let at = format!("{name}: event {index}");
+            let (mut cluster, hazards) = synced(wide_object(&spec, &scenario, index), now);
+            assert_eq!(hazards.len(), usize::from(name == "static-memory"), "{at}: {hazards:?}");
+            let pod = Cluster::read_pod(manifest).unwrap();
+            let filtered = cluster.filter(&pod, candidates(), now).unwrap();
+            // Scored too (a node that fails scores 0).
+            let scores = cluster.prioritize(&pod, candidates(), now).unwrap();
+            let oracle = &results[index];
+            if oracle["admitted"] != true {
+                assert!(
+                    scores.iter().any(|(node, score)| node == "w-1" && *score == 0),
+                    "{at}: {scores:?}"
+                );
+            }
+            assert_eq!(oracle["event"], index, "{at}");
+            if oracle["admitted"] == true {
+                assert_eq!(failure(&filtered), None, "{at}");
+                assert!(filtered.passed.contains(&"w-1".to_owned()), "{at}: {filtered:?}");
+                passed += 1;
+            } else {
+                let reason = failure(&filtered).unwrap_or_else(|| panic!("{at}: {filtered:?}"));
+                // The kubelet's reason and message (the extender may add
+                // whether preemption could help).
+                let kubelet = format!(
+                    "{}: {}",
+                    oracle["reason"].as_str().unwrap(),
+                    oracle["message"].as_str().unwrap()
+                );
+                assert!(reason.starts_with(&kubelet), "{at}: {reason} / oracle: {kubelet}");
+                refused += 1;
+            }
+        }
+        assert!(passed > 0, "{name}");
+        assert!(refused > 0 || name == "cpu-none", "{name}");
+
+        let (mut cluster, hazards) = synced(wide_object(&spec, &scenario, 0), now);
+        if name == "static-memory" {
+            let (node, warning) = &hazards[0];
+            assert_eq!(node, "w-1");
+            assert!(
+                warning.starts_with("NUMA node id(s) 64, 65, 66, 67, 68, 69, 70, 71 do not fit")
+                    && warning.contains("at the first container of a Guaranteed pod"),
+                "{warning}"
+            );
+            assert_eq!(cluster.warnings().len(), 1);
+            // A Guaranteed pod every manager before the memory manager
+            // admits meets the crash.
+            let filtered = cluster.filter(&guaranteed("g", "2", 0), candidates(), now).unwrap();
+            let reason = &filtered.unresolvable["w-1"];
+            assert!(
+                reason.starts_with("KubeletPanic:") && reason.contains("Static memory manager"),
+                "{reason}"
+            );
+            assert!(!filtered.passed.contains(&"w-1".to_owned()), "{filtered:?}");
+        } else {
+            assert!(cluster.warnings().is_empty(), "{name}");
+        }
+    }
+}
+
+/// Under another topology policy the kubelet refuses to start on 72 NUMA
+/// nodes (`max-allowable-numa-nodes`, 8 by default: the oracle's answer
+/// for the best-effort vector): an object saying such a node runs is not
+/// taken, with that refusal. With the option raised the kubelet starts
+/// and crashes at its first admission: the node fails every pod with
+/// reason KubeletPanic and is warned about.
+#[test]
+fn under_another_policy_a_machine_of_72_numa_nodes_is_refused_or_crashes() {
+    let now = Instant::now();
+    let (scenario, expected) = wide_vector("best-effort");
+    let mut spec = NodeSpec {
+        topology: scenario.topology.clone(),
+        kubelet: scenario.kubelet.clone(),
+    };
+    spec.kubelet["topologyManagerPolicyOptions"] = json!({"max-allowable-numa-nodes": "72"});
+    let object = wide_object(&spec, &scenario, 0);
+
+    // The same object with the option taken out of its spec.
+    let mut refused = object.clone();
+    for attribute in &mut refused.attributes {
+        if attribute.name == topoalign_nrt::exact::NODE_SPEC_ATTRIBUTE {
+            let mut inner: NodeSpec = serde_json::from_str(&attribute.value).unwrap();
+            inner.kubelet = scenario.kubelet.clone();
+            attribute.value = serde_json::to_string(&inner).unwrap();
+        }
+    }
+    let mut cluster = Cluster::new(ExtenderConfig::default());
+    let report = cluster.sync_nrt(&[refused], now);
+    assert_eq!(report.errors.len(), 1, "{report:?}");
+    let error = report.errors[0].to_string();
+    let refusal = expected["error"].as_str().unwrap();
+    assert!(
+        error.contains("w-1") && error.contains(refusal),
+        "{error} / oracle: {refusal}"
+    );
+    assert_eq!(cluster.len(), 0);
+
+    let (mut cluster, hazards) = synced(object, now);
+    assert_eq!(hazards.len(), 1, "{hazards:?}");
+    assert!(
+        hazards[0].1.contains("at its first pod admission") && hazards[0].1.contains("policy best-effort"),
+        "{hazards:?}"
+    );
+    for pod in [guaranteed("a", "2", 0), burstable("b", "1")] {
+        let filtered = cluster.filter(&pod, candidates(), now).unwrap();
+        assert!(
+            !filtered.passed.contains(&"w-1".to_owned()),
+            "{}: {filtered:?}",
+            pod.name
+        );
+        let reason = &filtered.unresolvable["w-1"];
+        assert!(
+            reason.starts_with("KubeletPanic: the v") && reason.contains("best-effort"),
+            "{reason}"
+        );
+    }
 }

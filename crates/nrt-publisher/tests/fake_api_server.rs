@@ -288,3 +288,47 @@ async fn a_refusal_after_a_delivery_is_retried() {
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(errors[0].0.contains("forbids") && !errors[0].1, "{errors:?}");
 }
+
+/// A machine of 72 NUMA nodes (ids 0-71, past the kubelet's 64-bit masks;
+/// the `hand-numa-nodes-72-*` vectors' machine) under topology policy
+/// none, which its kubelet runs — with the Static memory manager too,
+/// which crashes only at a Guaranteed pod: published like any node, the
+/// body valid against the CRD, a zone `node-<id>` for each of the 72 NUMA
+/// ids of the scenario, and it lists back and rebuilds the node.
+#[tokio::test]
+async fn a_machine_of_72_numa_nodes_is_published_with_a_zone_per_node() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/conformance/1.37/scenarios");
+    for name in ["memory-none", "static-memory"] {
+        let text = std::fs::read_to_string(root.join(format!("hand-numa-nodes-72-{name}.json"))).unwrap();
+        let scenario: Value = serde_json::from_str(&text).unwrap();
+        let spec: NodeSpec =
+            serde_json::from_value(json!({"topology": scenario["topology"], "kubelet": scenario["kubelet"]})).unwrap();
+        let node = start_node(&spec).unwrap();
+        let object = build(
+            "wide-1",
+            &node,
+            BuildOptions {
+                exact_state: Some(&spec),
+            },
+        );
+        let (server, client) = start().await;
+        let publisher = Publisher::new(client);
+        publisher.apply(&object).await.unwrap();
+        let seen = server.lock().unwrap().requests.clone();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].problems, Vec::<String>::new(), "{name}");
+        let listed = publisher.list().await.unwrap();
+        assert_eq!(listed.len(), 1);
+        let zones: Vec<&str> = listed[0].zones.iter().map(|z| z.name.as_str()).collect();
+        let own: Vec<String> = scenario["topology"]["numaNodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| format!("node-{}", n["id"]))
+            .collect();
+        assert_eq!(own.len(), 72);
+        assert_eq!(zones, own, "{name}");
+        let rebuilt = topoalign_nrt::restore(&listed[0]).unwrap();
+        assert_eq!(rebuilt.node.machine().numa_nodes().len(), 72, "{name}");
+    }
+}

@@ -395,3 +395,207 @@ fn the_crash_warning_is_given_where_the_kubelet_crashes() {
         assert_eq!(topoalign_nrt::warnings::warnings(&dense), Vec::<String>::new(), "{at}");
     }
 }
+
+/// A `hand-numa-nodes-72-*` vector of release 1.37 (72 NUMA nodes, ids
+/// 0-71): the scenario and the oracle's (the real kubelet's) answer.
+fn wide_vector(name: &str) -> (topoalign_scenario::Scenario, Value) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/conformance/1.37");
+    let read = |kind: &str| std::fs::read_to_string(root.join(kind).join(format!("hand-numa-nodes-72-{name}.json")));
+    let scenario = topoalign_scenario::Scenario::parse(&read("scenarios").unwrap()).unwrap();
+    let expected = serde_json::from_str(&read("expected").unwrap()).unwrap();
+    (scenario, expected)
+}
+
+/// The device ids the oracle's kubelet holds after the vector's last
+/// event: admissions add a pod's devices, deletions drop them, a restart
+/// keeps the pods it admits again.
+fn oracle_held_devices(expected: &Value) -> std::collections::BTreeSet<String> {
+    let devices = |pod: &Value| -> Vec<String> {
+        pod["containers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.get("devices")?.as_object())
+            .flat_map(|by_resource| by_resource.values())
+            .flat_map(|ids| ids.as_array().unwrap().iter().map(|id| id.as_str().unwrap().to_owned()))
+            .collect()
+    };
+    let mut pods: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
+    for result in expected["results"].as_array().unwrap() {
+        let key = result["pod"].as_str().unwrap_or_default().to_owned();
+        if let Some(again) = result.get("pods").and_then(Value::as_array) {
+            pods = again
+                .iter()
+                .filter(|pod| pod["admitted"] == true)
+                .map(|pod| (pod["pod"].as_str().unwrap().to_owned(), devices(pod)))
+                .collect();
+        } else if result["deleted"] == true {
+            pods.remove(&key);
+        } else if result["admitted"] == true {
+            pods.insert(key, devices(result));
+        }
+    }
+    pods.into_values().flatten().collect()
+}
+
+/// A machine of 72 NUMA nodes (ids 0-71, past the kubelet's 64-bit masks)
+/// under topology policy none, which its kubelet runs: after the vector's
+/// events (a restart among them) the object has a zone `node-<id>` for
+/// every one of the 72 nodes, costs from the scenario's distances, and
+/// per zone the CPUs and GPUs the real kubelet left free (the oracle's
+/// final shared pool and held devices, never the engine's answer); it
+/// restores to the same node. With the Static memory manager the warning
+/// says the kubelet crashes at the first Guaranteed pod that reaches it.
+#[test]
+fn a_machine_of_72_numa_nodes_under_none_is_published_as_its_kubelet_runs_it() {
+    use topoalign_model::CpuSet;
+    for name in ["memory-none", "static-memory", "cpu-none"] {
+        let (scenario, expected) = wide_vector(name);
+        let spec = NodeSpec {
+            topology: scenario.topology.clone(),
+            kubelet: scenario.kubelet.clone(),
+        };
+        let mut node = start_node(&spec).unwrap();
+        topoalign_scenario::play_events(&mut node, &spec.kubelet, &scenario).unwrap();
+        let object = build(
+            "wide",
+            &node,
+            BuildOptions {
+                exact_state: Some(&spec),
+            },
+        );
+        let object: NodeResourceTopology = serde_json::from_str(&serde_json::to_string(&object).unwrap()).unwrap();
+
+        let topology = &spec.topology;
+        assert_eq!(topology.numa_nodes.len(), 72);
+        let names: Vec<String> = topology.numa_nodes.iter().map(|n| format!("node-{}", n.id)).collect();
+        assert_eq!(
+            object.zones.iter().map(|z| z.name.clone()).collect::<Vec<_>>(),
+            names,
+            "{name}"
+        );
+
+        let static_cpus = spec.kubelet["cpuManagerPolicy"] == "static";
+        let reserved = CpuSet::parse(spec.kubelet["reservedSystemCPUs"].as_str().unwrap_or("")).unwrap();
+        let shared = CpuSet::parse(expected["final"]["defaultCpuSet"].as_str().unwrap()).unwrap();
+        let held = oracle_held_devices(&expected);
+        let gpus = &topology.devices["example.com/gpu"];
+        let mut free_gpus = 0;
+        for (zone, numa) in object.zones.iter().zip(&topology.numa_nodes) {
+            let at = format!("{name}: {}", zone.name);
+            let resource = |resource: &str| zone.resources.iter().find(|r| r.name == resource);
+            let cpus: Vec<u32> = topology
+                .cpus
+                .iter()
+                .filter(|c| c.numa == numa.id)
+                .map(|c| c.id)
+                .collect();
+            let cpu = resource("cpu").unwrap();
+            assert_eq!(cpu.capacity, cpus.len().to_string(), "{at}");
+            if static_cpus {
+                let free = cpus
+                    .iter()
+                    .filter(|&&c| shared.contains(c) && !reserved.contains(c))
+                    .count();
+                assert_eq!(cpu.available, free.to_string(), "{at}");
+            }
+            let here: Vec<&str> = gpus
+                .iter()
+                .filter(|d| d.numa.contains(&numa.id))
+                .map(|d| d.id.as_str())
+                .collect();
+            match resource("example.com/gpu") {
+                Some(gpu) => {
+                    assert_eq!(gpu.capacity, here.len().to_string(), "{at}");
+                    let free = here.iter().filter(|id| !held.contains(**id)).count();
+                    assert_eq!(gpu.available, free.to_string(), "{at}");
+                    free_gpus += free;
+                }
+                None => assert!(here.is_empty(), "{at}"),
+            }
+            let distances = numa.distances.as_ref().unwrap();
+            let costs: Vec<(String, i64)> = zone.costs.iter().map(|c| (c.name.clone(), c.value)).collect();
+            let expected_costs: Vec<(String, i64)> = names
+                .iter()
+                .cloned()
+                .zip(distances.iter().map(|&d| i64::try_from(d).unwrap()))
+                .collect();
+            assert_eq!(costs, expected_costs, "{at}");
+        }
+        // Something was held and something is free past 63.
+        assert!(!held.is_empty() || name == "cpu-none", "{name}");
+        assert!(free_gpus > 0, "{name}");
+
+        // The node rebuilt from the object is the node.
+        let restored = restore(&object).unwrap();
+        assert_eq!(
+            parsed(&build(
+                "wide",
+                &restored.node,
+                BuildOptions {
+                    exact_state: Some(&spec)
+                }
+            )),
+            parsed(&object),
+            "{name}"
+        );
+
+        let warnings = topoalign_nrt::warnings::warnings(&node);
+        let crashes: Vec<KubeletCrash> = node
+            .start_hazards()
+            .into_iter()
+            .filter_map(|hazard| match hazard {
+                StartHazard::KubeletCrash(crash) => Some(crash),
+                StartHazard::ReservationOverrun(_) => None,
+            })
+            .collect();
+        if name == "static-memory" {
+            assert_eq!(crashes.len(), 1, "{warnings:?}");
+            assert_eq!(crashes[0].numa_ids, (64..72).collect::<Vec<_>>());
+            assert_eq!(crashes[0].at, topoalign_engine::CrashPoint::FirstGuaranteedContainer);
+            assert!(warnings.contains(&crashes[0].to_string()), "{warnings:?}");
+        } else {
+            assert!(crashes.is_empty() && warnings.is_empty(), "{name}: {warnings:?}");
+        }
+    }
+}
+
+/// Under any other topology policy the kubelet refuses to start on 72
+/// NUMA nodes (`max-allowable-numa-nodes`, 8 by default: the oracle's
+/// answer for the best-effort vector); with the option raised it starts
+/// and crashes at its first admission, which the warning says.
+#[test]
+fn under_another_policy_a_machine_of_72_numa_nodes_is_refused_or_warned_about() {
+    let (scenario, expected) = wide_vector("best-effort");
+    let mut spec = NodeSpec {
+        topology: scenario.topology.clone(),
+        kubelet: scenario.kubelet.clone(),
+    };
+    let error = start_node(&spec).unwrap_err().to_string();
+    let refusal = expected["error"].as_str().unwrap();
+    assert!(error.contains(refusal), "{error} / oracle: {refusal}");
+
+    spec.kubelet["topologyManagerPolicyOptions"] = json!({"max-allowable-numa-nodes": "72"});
+    let node = start_node(&spec).unwrap();
+    let decision = node.try_admit(&pod("g", "2", false, true)).decision;
+    assert!(decision.kubelet_panic.is_some(), "{decision:?}");
+    let warnings = topoalign_nrt::warnings::warnings(&node);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("NUMA node id(s) 64, 65, 66, 67, 68, 69, 70, 71 do not fit")
+            && warnings[0].contains("at its first pod admission")
+            && warnings[0].contains("policy best-effort"),
+        "{warnings:?}"
+    );
+    // Published all the same, every node named by its own id.
+    let object = build(
+        "wide",
+        &node,
+        BuildOptions {
+            exact_state: Some(&spec),
+        },
+    );
+    assert_eq!(object.zones.len(), 72);
+    assert_eq!(object.zones[71].name, "node-71");
+    restore(&object).unwrap();
+}
