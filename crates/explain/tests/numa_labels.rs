@@ -17,33 +17,24 @@ use serde_json::{Value, json};
 use topoalign_engine::{Decision, Node, PanicSite};
 use topoalign_explain::hints::merges_in_words;
 use topoalign_explain::{Change, Situation, explain, fixes, pod_report, words};
-use topoalign_model::{Machine, Pod, QosClass};
-use topoalign_scenario::Scenario;
+use topoalign_model::{Machine, Pod, QosClass, UniformMachine};
+
+mod renumbered;
+
+use renumbered::{map_document, map_text};
 
 /// Two NUMA nodes with ids `ids` (4 CPUs and 4Gi each), GPUs `gpu0` on
 /// the first, `gpu1` and `gpu2` on the second, `gpu3` without affinity.
 fn machine(ids: [usize; 2]) -> Machine {
-    let cpus: Vec<Value> = (0..8)
-        .map(|cpu| json!({"id": cpu, "core": cpu, "socket": cpu / 4, "numa": ids[cpu / 4]}))
-        .collect();
-    let scenario = json!({
-        "topology": {
-            "numaNodes": [{"id": ids[0], "memory": "4Gi"}, {"id": ids[1], "memory": "4Gi"}],
-            "cpus": cpus,
-            "devices": {"example.com/gpu": [
-                {"id": "gpu0", "numa": [ids[0]]},
-                {"id": "gpu1", "numa": [ids[1]]},
-                {"id": "gpu2", "numa": [ids[1]]},
-                {"id": "gpu3"},
-            ]},
-        },
-        "kubelet": {},
-        "events": [],
-    });
-    Scenario::parse(&scenario.to_string())
-        .unwrap()
-        .topology
-        .to_machine_with_numa_labels()
+    UniformMachine::new(2, 4)
+        .sockets(2)
+        .memory_per_numa(4 << 30)
+        .device("example.com/gpu", "gpu0", &[0])
+        .device("example.com/gpu", "gpu1", &[1])
+        .device("example.com/gpu", "gpu2", &[1])
+        .device("example.com/gpu", "gpu3", &[])
+        .numa_ids(ids)
+        .build()
         .unwrap()
 }
 
@@ -100,73 +91,6 @@ fn pods() -> Vec<(Value, Pod)> {
         ),
         guaranteed("g3", "1", "1Gi", 0),
     ]
-}
-
-/// `text` with every NUMA id written after `NUMA ` (a set as
-/// `hints::nodes_text` writes it: `0`, `0+1`, `0-2`) mapped by `map`.
-fn map_text(text: &str, map: &dyn Fn(usize) -> usize) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(at) = rest.find("NUMA ") {
-        out.push_str(&rest[..at + 5]);
-        rest = &rest[at + 5..];
-        let end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '+' || c == '-'))
-            .unwrap_or(rest.len());
-        let (set, after) = rest.split_at(end);
-        // A set ends with a digit; a `-` after it is the sentence's.
-        let set_end = set.rfind(|c: char| c.is_ascii_digit()).map_or(0, |i| i + 1);
-        let mut number = String::new();
-        for c in set[..set_end].chars().chain(std::iter::once(' ')) {
-            if c.is_ascii_digit() {
-                number.push(c);
-                continue;
-            }
-            if !number.is_empty() {
-                out.push_str(&map(number.parse().unwrap()).to_string());
-                number.clear();
-            }
-            if c != ' ' {
-                out.push(c);
-            }
-        }
-        out.push_str(&set[set_end..]);
-        rest = after;
-    }
-    out.push_str(rest);
-    out
-}
-
-/// A report or explanation document of the renumbered machine with its
-/// NUMA ids mapped: the NUMA ids of the fields that hold them, and the
-/// ids written in every sentence.
-fn map_document(value: &Value, map: &dyn Fn(usize) -> usize) -> Value {
-    let ids = |value: &Value| match value {
-        Value::Number(n) => json!(map(usize::try_from(n.as_u64().unwrap()).unwrap())),
-        Value::Array(list) => Value::Array(
-            list.iter()
-                .map(|n| json!(map(usize::try_from(n.as_u64().unwrap()).unwrap())))
-                .collect(),
-        ),
-        other => other.clone(),
-    };
-    match value {
-        Value::Object(fields) => Value::Object(
-            fields
-                .iter()
-                .map(|(key, field)| {
-                    let mapped = match key.as_str() {
-                        "node" | "merged" | "affinity" | "memoryNuma" => ids(field),
-                        _ => map_document(field, map),
-                    };
-                    (key.clone(), mapped)
-                })
-                .collect(),
-        ),
-        Value::Array(list) => Value::Array(list.iter().map(|v| map_document(v, map)).collect()),
-        Value::String(text) => Value::String(map_text(text, map)),
-        other => other.clone(),
-    }
 }
 
 /// `node` admitting each pod in order, each reported with its explanation
