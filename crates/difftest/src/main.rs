@@ -64,8 +64,9 @@ enum Command {
         /// Also print what the scenario exercises.
         #[arg(long)]
         tags: bool,
-        /// Which machines and pods: `standard`, or `big` (9-16 NUMA nodes,
-        /// an aligning policy, ten times the merge budget).
+        /// Which machines and pods: `standard`, `big` (9-16 NUMA nodes,
+        /// an aligning policy, ten times the merge budget) or `wide`
+        /// (65-128 NUMA nodes with ids up to 1023, topology policy none).
         #[arg(long, value_enum, default_value_t)]
         profile: generate::Profile,
     },
@@ -96,10 +97,13 @@ enum Command {
         /// a known difference while looking for others; repeatable.
         #[arg(long, value_name = "TAG")]
         exclude: Vec<String>,
-        /// Which machines and pods: `standard`, or `big` (9-16 NUMA nodes,
+        /// Which machines and pods: `standard`, `big` (9-16 NUMA nodes,
         /// an aligning policy, ten times the merge budget; give the oracle
-        /// minutes: --timeout 600). Keep big runs in a ledger of their
-        /// own (testdata/difftest-big-ledger.tsv): seeds are per ledger.
+        /// minutes: --timeout 600) or `wide` (65-128 NUMA nodes with ids
+        /// up to 1023, topology policy none, memory manager None). Keep
+        /// big and wide runs in ledgers of their own
+        /// (testdata/difftest-big-ledger.tsv, testdata/difftest-wide-ledger.tsv):
+        /// seeds are per ledger.
         #[arg(long, value_enum, default_value_t)]
         profile: generate::Profile,
         /// Write one line per scenario to FILE: seed, outcome, the oracle's

@@ -64,6 +64,17 @@ pub fn kubelet(
             (30, "single-numa-node"),
         ]),
         Profile::Big => *rng.weighted(&[(30, "best-effort"), (30, "restricted"), (40, "single-numa-node")]),
+        // Past 64 NUMA nodes the kubelet runs only `none`; another policy
+        // is its start-up refusal (past max-allowable-numa-nodes, which is
+        // never raised here: raised, the kubelet crashes at the first
+        // admission, and an oracle that crashed answers nothing).
+        Profile::Wide => *rng.weighted(&[
+            (20, "default"),
+            (60, "none"),
+            (7, "best-effort"),
+            (6, "restricted"),
+            (7, "single-numa-node"),
+        ]),
     };
     if policy != "default" {
         k.insert("topologyManagerPolicy".into(), json!(policy));
@@ -81,7 +92,17 @@ pub fn kubelet(
         );
     }
     let more_than_eight = machine.numa > 8 && policy != "none" && policy != "default";
-    if (more_than_eight && rng.chance(92)) || rng.chance(8) {
+    if profile == Profile::Wide {
+        if rng.chance(15) {
+            // Set, but below the machine's count (or below the minimum of 8).
+            let value = if rng.chance(85) {
+                rng.urange(8, 64)
+            } else {
+                rng.urange(4, 7)
+            };
+            topology_options.insert("max-allowable-numa-nodes".into(), json!(value.to_string()));
+        }
+    } else if (more_than_eight && rng.chance(92)) || rng.chance(8) {
         let value = if rng.chance(90) {
             machine.numa.max(8) + rng.urange(0, 4)
         } else {
@@ -104,6 +125,7 @@ pub fn kubelet(
     let cpu_policy = match profile {
         Profile::Standard => *rng.weighted(&[(10, "default"), (12, "none"), (78, "static")]),
         Profile::Big => *rng.weighted(&[(5, "none"), (95, "static")]),
+        Profile::Wide => *rng.weighted(&[(10, "default"), (20, "none"), (70, "static")]),
     };
     if cpu_policy != "default" {
         k.insert("cpuManagerPolicy".into(), json!(cpu_policy));
@@ -193,6 +215,9 @@ pub fn kubelet(
     let memory_policy = match profile {
         Profile::Standard => *rng.weighted(&[(20, "default"), (20, "None"), (60, "Static")]),
         Profile::Big => *rng.weighted(&[(10, "None"), (90, "Static")]),
+        // The Static policy crashes the kubelet at the first Guaranteed
+        // container on such a machine (and the oracle with it).
+        Profile::Wide => *rng.weighted(&[(30, "default"), (70, "None")]),
     };
     if memory_policy != "default" {
         k.insert("memoryManagerPolicy".into(), json!(memory_policy));
@@ -237,7 +262,10 @@ pub fn kubelet(
             reserved_memory
         };
         if total > 0 || rng.chance(50) {
-            k.insert("reservedMemory".into(), json!(spread_memory(rng, machine.numa, total)));
+            k.insert(
+                "reservedMemory".into(),
+                json!(spread_memory(rng, &machine.numa_ids, total)),
+            );
         }
     }
     if !system_reserved.is_empty() {
@@ -316,10 +344,10 @@ pub fn kubelet(
         resize_events: release.0 >= 32,
         resize_in_pod_stream: release.0 >= 36,
         merge_budget: match profile {
-            Profile::Standard => super::pods::MERGE_BUDGET,
+            Profile::Standard | Profile::Wide => super::pods::MERGE_BUDGET,
             Profile::Big => super::pods::BIG_MERGE_BUDGET,
         },
-        rich_pods: profile == Profile::Big,
+        rich_pods: profile != Profile::Standard,
     };
     (Value::Object(k), facts)
 }
@@ -334,11 +362,12 @@ fn reserved_cpus(rng: &mut Rng, machine: &MachineFacts) -> String {
             ids.extend(&machine.siblings[&first]);
             ids
         }
+        // (Nodes without CPUs, last in id order, give none.)
         "spread" => machine
             .cpus_per_numa
             .iter()
             .take(rng.urange(1, machine.numa))
-            .map(|cpus| cpus[0])
+            .filter_map(|cpus| cpus.first().copied())
             .collect(),
         _ => vec![*machine.cpus_per_numa[machine.numa - 1].last().unwrap_or(&first)],
     };
@@ -349,16 +378,17 @@ fn reserved_cpus(rng: &mut Rng, machine: &MachineFacts) -> String {
 
 /// `reservedMemory` entries holding `total` bytes of memory: all on NUMA
 /// node 0, or split over two nodes.
-fn spread_memory(rng: &mut Rng, numa: usize, total: u64) -> Value {
+fn spread_memory(rng: &mut Rng, ids: &[usize], total: u64) -> Value {
+    let numa = ids.len();
     if numa > 1 && total >= 2 * MI && rng.chance(35) {
         let first = (total / 2 / MI) * MI;
         let second = total - first;
         let other = rng.urange(1, numa - 1);
         json!([
-            {"numaNode": 0, "limits": {"memory": topoalign_scenario::byte_quantity(first)}},
-            {"numaNode": other, "limits": {"memory": topoalign_scenario::byte_quantity(second)}},
+            {"numaNode": ids[0], "limits": {"memory": topoalign_scenario::byte_quantity(first)}},
+            {"numaNode": ids[other], "limits": {"memory": topoalign_scenario::byte_quantity(second)}},
         ])
     } else {
-        json!([{"numaNode": 0, "limits": {"memory": topoalign_scenario::byte_quantity(total)}}])
+        json!([{"numaNode": ids[0], "limits": {"memory": topoalign_scenario::byte_quantity(total)}}])
     }
 }

@@ -2,7 +2,11 @@
 //! cores (SMT performance cores beside single-thread efficiency cores),
 //! offline CPUs (a machine where some ids are missing, some cores with one
 //! thread left), uncore (L3) cache groups, SLIT distances, huge page pools
-//! and device-plugin devices with and without NUMA affinity.
+//! and device-plugin devices with and without NUMA affinity. The wide
+//! profile's machines have 65–128 NUMA nodes, numbered as Linux may number
+//! them (ids up to 1023): densely, sparsely, or with a block of CPU-less
+//! nodes (CXL-like memory expanders with high ids, GPU-memory-like nodes
+//! after the CPU nodes).
 
 use std::collections::BTreeMap;
 
@@ -16,6 +20,10 @@ use crate::rng::Rng;
 #[derive(Clone, Debug)]
 pub struct MachineFacts {
     pub numa: usize,
+    /// The scenario's id of each NUMA node, in id order (`0..numa` but on
+    /// the wide profile's machines). Every other per-node list here is
+    /// indexed by the node's place in this one.
+    pub numa_ids: Vec<usize>,
     /// Online CPU ids per NUMA node, ascending.
     pub cpus_per_numa: Vec<Vec<u32>>,
     /// SMT siblings (other online threads of the same core) of each CPU.
@@ -71,27 +79,42 @@ pub fn machine(rng: &mut Rng, profile: Profile, tags: &mut Vec<String>) -> (Topo
             (10, 16),
         ]),
         Profile::Big => *rng.weighted(&[(30, 9usize), (15, 10), (20, 12), (35, 16)]),
+        Profile::Wide => rng.urange(65, 128),
     };
+    let layout = match profile {
+        Profile::Wide => wide_layout(rng, numa, tags),
+        _ => NumaLayout {
+            ids: (0..numa).collect(),
+            cpu_nodes: numa,
+        },
+    };
+    // The nodes with CPUs come first in id order; the rest hold memory only.
+    let cpu_nodes = layout.cpu_nodes;
     // Sockets divide the NUMA nodes evenly, as on real machines; now and
     // then a NUMA node spans two sockets.
     let sockets = if numa == 1 && rng.chance(10) {
         2
     } else {
         let wanted = *rng.pick(&[1usize, 2, 2, 4]);
-        (1..=wanted.min(numa))
+        (1..=wanted.min(cpu_nodes))
             .rev()
-            .find(|s| numa.is_multiple_of(*s))
+            .find(|s| cpu_nodes.is_multiple_of(*s))
             .unwrap_or(1)
     };
-    let numa_per_socket = numa.div_ceil(sockets);
+    let numa_per_socket = cpu_nodes.div_ceil(sockets);
     let max_cores = match numa {
         1..=2 => 8,
         3..=4 => 6,
         5..=8 => 4,
-        _ => 3,
+        9..=64 => 3,
+        // Wide machines: few cores per node keep the scenarios cheap.
+        _ => 2,
     };
     let cores_per_numa = rng.urange(1, max_cores);
-    let threads = *rng.weighted(&[(35, 1usize), (60, 2), (5, 4)]);
+    let threads = match profile {
+        Profile::Wide => *rng.weighted(&[(40, 1usize), (60, 2)]),
+        _ => *rng.weighted(&[(35, 1usize), (60, 2), (5, 4)]),
+    };
     let smt = threads > 1;
     // Hybrid: the last cores of each NUMA node have a single thread.
     let efficiency_cores = if smt && cores_per_numa > 1 && rng.chance(12) {
@@ -104,7 +127,7 @@ pub fn machine(rng: &mut Rng, profile: Profile, tags: &mut Vec<String>) -> (Topo
     let group = rng.urange(2, 4);
     let mut cores = Vec::new();
     let mut next_uncore = 0u32;
-    for node in 0..numa {
+    for node in 0..cpu_nodes {
         let socket = if numa == 1 && sockets == 2 {
             0
         } else {
@@ -222,7 +245,7 @@ pub fn machine(rng: &mut Rng, profile: Profile, tags: &mut Vec<String>) -> (Topo
         .collect();
     let mut hugepages: BTreeMap<&'static str, Vec<u64>> = BTreeMap::new();
     let pools = match profile {
-        Profile::Standard => *rng.weighted(&[(65, "none"), (15, "1Gi"), (10, "2Mi"), (10, "both")]),
+        Profile::Standard | Profile::Wide => *rng.weighted(&[(65, "none"), (15, "1Gi"), (10, "2Mi"), (10, "both")]),
         // Big machines: huge pages on most, to be aligned with the rest.
         Profile::Big => *rng.weighted(&[(15, "none"), (30, "1Gi"), (25, "2Mi"), (30, "both")]),
     };
@@ -276,7 +299,7 @@ pub fn machine(rng: &mut Rng, profile: Profile, tags: &mut Vec<String>) -> (Topo
                     .collect()
             });
             NumaNodeSpec {
-                id,
+                id: layout.ids[id],
                 memory: topoalign_scenario::byte_quantity(memory_per_numa[id]),
                 distances,
                 other,
@@ -284,9 +307,24 @@ pub fn machine(rng: &mut Rng, profile: Profile, tags: &mut Vec<String>) -> (Topo
         })
         .collect();
 
-    let devices = devices(rng, numa, profile, tags);
+    let mut devices = match profile {
+        Profile::Wide => wide_devices(rng, numa, tags),
+        _ => devices(rng, numa, profile, tags),
+    };
+    // Nodes named by their ids in the scenario.
+    for cpu in &mut cpus {
+        cpu.numa = layout.ids[cpu.numa];
+    }
+    for list in devices.values_mut() {
+        for device in list {
+            for node in &mut device.numa {
+                *node = layout.ids[*node];
+            }
+        }
+    }
     let facts = MachineFacts {
         numa,
+        numa_ids: layout.ids,
         cpus_per_numa,
         siblings,
         memory_per_numa,
@@ -307,6 +345,92 @@ pub fn machine(rng: &mut Rng, profile: Profile, tags: &mut Vec<String>) -> (Topo
         },
         facts,
     )
+}
+
+/// How a machine numbers its NUMA nodes.
+struct NumaLayout {
+    /// Each node's id, ascending.
+    ids: Vec<usize>,
+    /// The first this many nodes have CPUs; the rest hold memory only.
+    cpu_nodes: usize,
+}
+
+/// A wide machine's NUMA ids (tags `numa-wide`, `numa-ids:<kind>`,
+/// `numa-cpuless`): `0..numa`; every `stride`-th id up to 1023; CPU nodes
+/// `0..k` and a block of memory-only nodes with high ids (CXL memory
+/// expanders); or CPU nodes `0..k` followed by CPU-less nodes (GPU memory,
+/// as on POWER9 or Grace Hopper).
+fn wide_layout(rng: &mut Rng, numa: usize, tags: &mut Vec<String>) -> NumaLayout {
+    let kind = *rng.weighted(&[(40, "dense"), (20, "sparse"), (20, "cxl"), (20, "gpu-memory")]);
+    let cpuless = match kind {
+        "cxl" | "gpu-memory" => rng.urange(1, numa / 2),
+        _ => 0,
+    };
+    let cpu_nodes = numa - cpuless;
+    let ids: Vec<usize> = match kind {
+        "sparse" => {
+            let stride = rng.urange(2, MAX_NUMA_ID / (numa - 1));
+            (0..numa).map(|i| i * stride).collect()
+        }
+        "cxl" => {
+            let base = rng.urange(cpu_nodes.max(256), MAX_NUMA_ID + 1 - cpuless);
+            (0..cpu_nodes).chain(base..base + cpuless).collect()
+        }
+        _ => (0..numa).collect(),
+    };
+    tags.push("numa-wide".into());
+    tags.push(format!("numa-ids:{kind}"));
+    if cpuless > 0 {
+        tags.push("numa-cpuless".into());
+    }
+    NumaLayout { ids, cpu_nodes }
+}
+
+/// The largest NUMA id Linux gives (`MAX_NUMNODES` is 1024).
+const MAX_NUMA_ID: usize = 1023;
+
+/// A wide machine's devices (NUMA nodes by place in id order): GPUs on the
+/// last nodes (the high ids, CPU-less on some machines), spread over the
+/// machine, on two nodes at once, or without affinity; NICs on the last
+/// nodes or without affinity.
+fn wide_devices(rng: &mut Rng, numa: usize, tags: &mut Vec<String>) -> BTreeMap<String, Vec<DeviceSpec>> {
+    let mut devices = BTreeMap::new();
+    if rng.chance(75) {
+        let count = rng.urange(1, 8);
+        let layout = *rng.weighted(&[(40, "high"), (30, "spread"), (15, "multi"), (15, "none")]);
+        let gpus = (0..count)
+            .map(|g| {
+                let mut affinity = match layout {
+                    "high" => vec![numa - 1 - g],
+                    "spread" => vec![g * numa / count],
+                    "multi" => vec![numa - 2 - 2 * g, numa - 1 - 2 * g],
+                    _ => Vec::new(),
+                };
+                affinity.sort_unstable();
+                DeviceSpec {
+                    id: format!("gpu{g}"),
+                    numa: affinity,
+                }
+            })
+            .collect();
+        tags.push(format!("devices-{layout}"));
+        devices.insert("nvidia.com/gpu".to_owned(), gpus);
+    }
+    if rng.chance(40) {
+        let count = rng.urange(1, 4);
+        let with_affinity = rng.chance(60);
+        let nics = (0..count)
+            .map(|n| DeviceSpec {
+                id: format!("nic{n}"),
+                numa: if with_affinity { vec![numa - 1 - n] } else { Vec::new() },
+            })
+            .collect();
+        if !with_affinity {
+            tags.push("devices-none".into());
+        }
+        devices.insert("example.com/nic".to_owned(), nics);
+    }
+    devices
 }
 
 /// Device-plugin resources: GPUs with NUMA affinity (on every node, on some

@@ -62,6 +62,17 @@ pub enum Profile {
     /// long background ledger (testdata/difftest-big-ledger.tsv); its
     /// scenarios take the oracle minutes, not milliseconds.
     Big,
+    /// Wide machines: 65 to 128 NUMA nodes of one or two small cores (or
+    /// none), numbered densely, sparsely up to id 1023, or with a block of
+    /// CPU-less nodes (CXL-like memory with high ids, GPU-memory-like nodes
+    /// after the CPU nodes); devices on the high nodes. Topology policy
+    /// `none` (the only one the kubelet runs past 64 nodes) but now and
+    /// then another one, which the kubelet refuses at start-up
+    /// (max-allowable-numa-nodes is never raised); memory manager `None`
+    /// only (the Static one crashes the kubelet at the first Guaranteed
+    /// container there). Tagged `numa-wide`. Its ledger is
+    /// testdata/difftest-wide-ledger.tsv.
+    Wide,
 }
 
 impl Profile {
@@ -71,6 +82,7 @@ impl Profile {
         match self {
             Profile::Standard => None,
             Profile::Big => Some("profile=big"),
+            Profile::Wide => Some("profile=wide"),
         }
     }
 }
@@ -169,7 +181,7 @@ fn generate_with(seed: u64, release: Release, steps: LaterSteps, profile: Profil
             &kubelet_facts,
             &mut tags,
         );
-        restart::add_restarts(&mut restart_rng, &mut scenario, &mut tags);
+        restart::add_restarts(&mut restart_rng, profile, &mut scenario, &mut tags);
     }
     tags.sort();
     tags.dedup();
@@ -286,6 +298,91 @@ mod tests {
         assert!(
             all_resources >= 10,
             "only {all_resources} of 200 scenarios align everything"
+        );
+    }
+
+    /// The wide profile: a seed names one scenario; every machine has 65
+    /// to 128 NUMA nodes (ids at most 1023, always some past 63: it does
+    /// not fit the kubelet's masks) and builds with its ids; the topology
+    /// policy is `none` (or unset) but for a few start-up refusals, where
+    /// max-allowable-numa-nodes stays below the machine's count; the
+    /// memory manager is never Static, not after a restart either; the
+    /// pods pass the API server's validation; devices name existing ids,
+    /// some of them past 63; every layout of ids comes.
+    #[test]
+    fn the_wide_profile_makes_machines_past_64_numa_nodes_under_policy_none() {
+        let (mut none, mut refused, mut high_devices, mut restarts) = (0, 0, 0, 0);
+        let mut seen = std::collections::BTreeSet::new();
+        for release in [Release(32), Release(37)] {
+            for seed in 0..150 {
+                let g = generate_profiled(seed, release, Profile::Wide);
+                assert_eq!(text(&g), text(&generate_profiled(seed, release, Profile::Wide)));
+                assert!(g.tags.iter().any(|t| t == "numa-wide"), "seed {seed}: {:?}", g.tags);
+                seen.extend(g.tags.iter().filter(|t| t.starts_with("numa-")).cloned());
+                let back = Scenario::parse(&text(&g)).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+                let machine = back
+                    .topology
+                    .to_machine_with_numa_labels()
+                    .unwrap_or_else(|e| panic!("seed {seed} {release:?}: {e}"));
+                let numa = machine.numa_nodes().len();
+                assert!((65..=128).contains(&numa), "seed {seed}: {numa} NUMA nodes");
+                assert!(!machine.fits_numa_masks(), "seed {seed}");
+                let ids: Vec<usize> = back.topology.numa_nodes.iter().map(|n| n.id).collect();
+                assert!(ids.iter().all(|&id| id <= 1023), "seed {seed}: {ids:?}");
+                for device in back.topology.devices.values().flatten() {
+                    assert!(device.numa.iter().all(|n| ids.contains(n)), "seed {seed}: {device:?}");
+                    high_devices += usize::from(device.numa.iter().any(|&n| n >= 64));
+                }
+                let kubelet = &back.kubelet;
+                match kubelet.get("topologyManagerPolicy").and_then(serde_json::Value::as_str) {
+                    None | Some("none") => none += 1,
+                    Some(policy) => {
+                        refused += 1;
+                        let limit = kubelet
+                            .pointer("/topologyManagerPolicyOptions/max-allowable-numa-nodes")
+                            .and_then(serde_json::Value::as_str)
+                            .map(|v| v.parse::<usize>().expect("a number"));
+                        assert!(limit.is_none_or(|l| l < numa), "seed {seed}: {policy} with {limit:?}");
+                    }
+                }
+                let mut memory_policies = vec![kubelet.get("memoryManagerPolicy")];
+                memory_policies.extend(
+                    back.events
+                        .iter()
+                        .filter_map(|e| e.restart.as_ref())
+                        .map(|r| r.kubelet.get("memoryManagerPolicy")),
+                );
+                for policy in memory_policies.into_iter().flatten() {
+                    assert_ne!(policy, "Static", "seed {seed} {release:?}");
+                }
+                restarts += usize::from(back.events.iter().any(|e| e.restart.is_some()));
+                let huge = g.tags.iter().any(|t| t == "quantity-huge");
+                for (i, event) in back.events.iter().enumerate() {
+                    if let Some(pod) = &event.add
+                        && let Err(e) = topoalign_k8s::pod_from_value_created(
+                            pod,
+                            "00000000-0000-0000-0000-000000000001",
+                            topoalign_k8s::PodLevelField::of_kubelet(&back.kubelet),
+                        )
+                    {
+                        assert!(huge, "seed {seed} {release:?} event {i}: {e}: {pod}");
+                    }
+                }
+            }
+        }
+        for wanted in [
+            "numa-ids:dense",
+            "numa-ids:sparse",
+            "numa-ids:cxl",
+            "numa-ids:gpu-memory",
+            "numa-cpuless",
+        ] {
+            assert!(seen.contains(wanted), "no scenario has {wanted}; seen {seen:?}");
+        }
+        assert!(none > 200 && refused > 10, "{none} under none, {refused} refused");
+        assert!(
+            high_devices > 50 && restarts > 10,
+            "{high_devices} devices past 63, {restarts} restarts"
         );
     }
 

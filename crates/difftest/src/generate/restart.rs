@@ -4,15 +4,19 @@
 //! scope, the CPU or memory manager's policy (a changed manager policy is
 //! the kubelet's crash loop), or the configuration unchanged. Never after a
 //! `resize` (not modelled). Drawn from a random stream of their own, so a
-//! seed the step leaves alone names the scenario it named before.
+//! seed the step leaves alone names the scenario it named before. On the
+//! wide profile's machines the memory manager never becomes Static (the
+//! kubelet would crash at the first Guaranteed container it readmits):
+//! the scope changes instead.
 
 use serde_json::{Map, Value, json};
 use topoalign_scenario::{EventSpec, RestartSpec, Scenario};
 
+use super::Profile;
 use crate::rng::Rng;
 
 /// Puts restart events into `scenario` (tags `restart`, `restart-config`).
-pub(super) fn add_restarts(rng: &mut Rng, scenario: &mut Scenario, tags: &mut Vec<String>) {
+pub(super) fn add_restarts(rng: &mut Rng, profile: Profile, scenario: &mut Scenario, tags: &mut Vec<String>) {
     if !rng.chance(15) {
         return;
     }
@@ -37,7 +41,7 @@ pub(super) fn add_restarts(rng: &mut Rng, scenario: &mut Scenario, tags: &mut Ve
     for &position in after.iter().rev() {
         let kubelet = if rng.chance(40) {
             tags.push("restart-config".into());
-            changed_fields(rng, &scenario.kubelet)
+            changed_fields(rng, profile, &scenario.kubelet)
         } else {
             Map::new()
         };
@@ -53,7 +57,7 @@ pub(super) fn add_restarts(rng: &mut Rng, scenario: &mut Scenario, tags: &mut Ve
 }
 
 /// One or two kubelet fields that differ from `kubelet`'s.
-fn changed_fields(rng: &mut Rng, kubelet: &Value) -> Map<String, Value> {
+fn changed_fields(rng: &mut Rng, profile: Profile, kubelet: &Value) -> Map<String, Value> {
     let mut fields = Map::new();
     let current = |name: &str| kubelet.get(name).and_then(Value::as_str).map(str::to_owned);
     for _ in 0..rng.urange(1, 2) {
@@ -64,7 +68,7 @@ fn changed_fields(rng: &mut Rng, kubelet: &Value) -> Map<String, Value> {
                 let others: Vec<&str> = policies.iter().copied().filter(|p| *p != now).collect();
                 fields.insert("topologyManagerPolicy".into(), json!(rng.pick(&others)));
             }
-            1 => {
+            choice @ (1 | 3) if choice == 1 || profile == Profile::Wide => {
                 let now = current("topologyManagerScope").unwrap_or_else(|| "container".into());
                 let other = if now == "pod" { "container" } else { "pod" };
                 fields.insert("topologyManagerScope".into(), json!(other));
