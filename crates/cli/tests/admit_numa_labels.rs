@@ -15,9 +15,12 @@ use serde_json::Value;
 
 mod agent_support;
 mod common;
+#[path = "../../explain/tests/renumbered/mod.rs"]
+mod renumbered;
 
 use agent_support::repo;
 use common::topoalign;
+use renumbered::{map_document, map_text};
 
 fn write(name: &str, text: &str) -> PathBuf {
     common::temp_file("admit-numa-labels", name, text)
@@ -98,88 +101,6 @@ fn text_of(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).expect("UTF-8")
 }
 
-/// Maps every NUMA id field of an admit document through `map`.
-fn map_document(doc: &mut Value, map: &dyn Fn(u64) -> u64) {
-    let map_list = |list: &mut Value| {
-        if let Some(items) = list.as_array_mut() {
-            for item in items {
-                if let Some(id) = item.as_u64() {
-                    *item = Value::from(map(id));
-                }
-            }
-        }
-    };
-    for result in doc["results"].as_array_mut().expect("results") {
-        if let Some(affinity) = result.get_mut("affinity") {
-            map_list(affinity);
-        }
-        for container in result
-            .get_mut("containers")
-            .and_then(Value::as_array_mut)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(memory) = container.get_mut("memoryNuma") {
-                map_list(memory);
-            }
-        }
-        let Some(explanation) = result.get_mut("explanation") else {
-            continue;
-        };
-        for row in explanation
-            .pointer_mut("/resources/numa")
-            .and_then(Value::as_array_mut)
-            .into_iter()
-            .flatten()
-        {
-            let id = row["node"].as_u64().expect("node");
-            row["node"] = Value::from(map(id));
-        }
-        for merge in explanation
-            .get_mut("merges")
-            .and_then(Value::as_array_mut)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(merged) = merge.get_mut("merged") {
-                map_list(merged);
-            }
-        }
-        if let Some(affinity) = explanation.pointer_mut("/emptyNode/affinity") {
-            map_list(affinity);
-        }
-    }
-}
-
-/// `text` with every NUMA id after "NUMA " (`1`, `0+1`, `0-3`) mapped.
-fn map_text(text: &str, map: &dyn Fn(u64) -> u64) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(at) = rest.find("NUMA ") {
-        out.push_str(&rest[..at + 5]);
-        rest = &rest[at + 5..];
-        let end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '+' || c == '-'))
-            .unwrap_or(rest.len());
-        let list = rest[..end].trim_end_matches(['+', '-']);
-        if list.is_empty() {
-            continue;
-        }
-        let mut ids = Vec::new();
-        for part in list.split('+') {
-            match part.split_once('-') {
-                Some((a, b)) => ids.extend(a.parse::<u64>().unwrap()..=b.parse::<u64>().unwrap()),
-                None => ids.push(part.parse::<u64>().unwrap()),
-            }
-        }
-        let mapped: Vec<String> = ids.into_iter().map(|id| map(id).to_string()).collect();
-        out.push_str(&mapped.join("+"));
-        rest = &rest[list.len()..];
-    }
-    out.push_str(rest);
-    out
-}
-
 /// The pod blocks of a text report (after the node's lines), words only:
 /// longer ids change the wrapping and table widths, not the words.
 fn pod_words(text: &str) -> String {
@@ -219,7 +140,7 @@ fn same_answers_with_ids_mapped(ids: &[usize]) {
     let labelled = node(&format!("labelled-{name}.yaml"), ids, STATIC_CPUS_NONE);
     let dense: Vec<usize> = (0..ids.len()).collect();
     let renumbered = node(&format!("renumbered-{name}.yaml"), &dense, STATIC_CPUS_NONE);
-    let map = |index: u64| ids[usize::try_from(index).unwrap()] as u64;
+    let map = |index: usize| ids[index];
 
     for extra in [&["-o", "json"][..], &["-o", "json", "--explain"][..]] {
         let on_labels = admit(&labelled, extra);
@@ -230,8 +151,7 @@ fn same_answers_with_ids_mapped(ids: &[usize]) {
             "{}",
             String::from_utf8_lossy(&on_labels.stderr)
         );
-        let mut expected = json_of(&on_dense);
-        map_document(&mut expected, &map);
+        let expected = map_document(&json_of(&on_dense), &map);
         let mut got = json_of(&on_labels);
         let results = got["results"].as_array_mut().expect("results");
         assert_eq!(results.len(), 3);

@@ -10,33 +10,18 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use assert_cmd::Command;
 use serde_json::Value;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod agent_support;
+mod common;
+#[path = "../../explain/tests/renumbered/mod.rs"]
+mod renumbered;
 
-fn topoalign() -> Command {
-    let mut command = Command::cargo_bin("topoalign").expect("binary");
-    command.current_dir(repo());
-    command
-}
-
-/// A scratch directory of this test process.
-fn scratch() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("topoalign-explain-numa-labels-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
+use common::topoalign;
+use renumbered::map_document;
 
 fn write(name: &str, text: &str) -> PathBuf {
-    let path = scratch().join(name);
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).expect("dir");
-    }
-    std::fs::write(&path, text).expect("write");
-    path
+    common::temp_file("explain-numa-labels", name, text)
 }
 
 /// The kubelet configuration (a `kubelet:` block's fields, two spaces in).
@@ -98,58 +83,6 @@ fn json_of(output: &Output) -> Value {
         .unwrap_or_else(|e| panic!("JSON on stdout ({e}): {}", String::from_utf8_lossy(&output.stderr)))
 }
 
-/// `text` with every NUMA id written after `NUMA ` (`1`, `0+1`) mapped.
-fn map_text(text: &str, map: &dyn Fn(u64) -> u64) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(at) = rest.find("NUMA ") {
-        out.push_str(&rest[..at + 5]);
-        rest = &rest[at + 5..];
-        let end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '+'))
-            .unwrap_or(rest.len());
-        let (set, after) = rest.split_at(end);
-        let mapped: Vec<String> = set
-            .split('+')
-            .map(|n| n.parse::<u64>().map_or_else(|_| n.to_owned(), |n| map(n).to_string()))
-            .collect();
-        out.push_str(&mapped.join("+"));
-        rest = after;
-    }
-    out.push_str(rest);
-    out
-}
-
-/// An explain document of the renumbered machine with its NUMA ids mapped:
-/// the fields that hold NUMA ids, and the ids in every sentence.
-fn map_document(value: &Value, map: &dyn Fn(u64) -> u64) -> Value {
-    let ids = |value: &Value| match value {
-        Value::Number(n) => Value::from(map(n.as_u64().expect("a NUMA id"))),
-        Value::Array(list) => list
-            .iter()
-            .map(|n| Value::from(map(n.as_u64().expect("a NUMA id"))))
-            .collect(),
-        other => other.clone(),
-    };
-    match value {
-        Value::Object(fields) => Value::Object(
-            fields
-                .iter()
-                .map(|(key, field)| {
-                    let mapped = match key.as_str() {
-                        "node" | "merged" | "affinity" | "memoryNuma" => ids(field),
-                        _ => map_document(field, map),
-                    };
-                    (key.clone(), mapped)
-                })
-                .collect(),
-        ),
-        Value::Array(list) => Value::Array(list.iter().map(|v| map_document(v, map)).collect()),
-        Value::String(text) => Value::String(map_text(text, map)),
-        other => other.clone(),
-    }
-}
-
 /// The document without the warnings naming NUMA node id 64 (the
 /// renumbered machine has none); how many there were.
 fn without_past_masks_warnings(mut document: Value) -> (Value, usize) {
@@ -173,7 +106,7 @@ fn explain_under_policy_none_is_the_renumbered_machines_with_the_ids_kept() {
     let expected = run(&["explain", "-o", "json", "--node"], &[&renumbered, &pods]);
     assert_eq!(got.status.code(), expected.status.code());
     let (got, warned) = without_past_masks_warnings(json_of(&got));
-    let expected = map_document(&json_of(&expected), &|n| [0, 64][usize::try_from(n).unwrap()]);
+    let expected = map_document(&json_of(&expected), &|n| [0, 64][n]);
     assert_eq!(got, expected);
     assert!(
         warned >= 4,
@@ -226,18 +159,18 @@ fn explain_under_single_numa_node_says_the_kubelet_crashes() {
 #[test]
 fn diagnose_shows_the_machines_numa_ids_and_warns() {
     let labelled = node("diagnosed.yaml", [0, 64], "none");
-    let dir = scratch().join("kubelet");
-    write(
+    let config = write(
         "kubelet/config.yaml",
         &format!(
             "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n{}",
             kubelet("none").replace("\n  ", "\n").trim_start()
         ),
     );
+    let dir = config.parent().expect("the kubelet directory");
     let pods = pods();
     let output = topoalign()
         .args(["diagnose", "--no-pod-resources", "--kubelet-dir"])
-        .arg(&dir)
+        .arg(dir)
         .arg("--node")
         .arg(&labelled)
         .arg(&pods)
@@ -260,7 +193,7 @@ fn diagnose_shows_the_machines_numa_ids_and_warns() {
     assert_eq!(document["results"].as_array().unwrap().len(), 4);
     let text = topoalign()
         .args(["diagnose", "--no-pod-resources", "--kubelet-dir"])
-        .arg(&dir)
+        .arg(dir)
         .arg("--node")
         .arg(&labelled)
         .output()

@@ -80,11 +80,12 @@ pub fn replay_text(scenario: &Value) -> String {
 
 /// `text` written to `name` in a directory of `test`'s own, kept for the
 /// test binary's run (`topoalign-<test>-<pid>` under the temporary
-/// directory).
+/// directory); a `name` with directories (`kubelet/config.yaml`) is
+/// written there, its directories made.
 pub fn temp_file(test: &str, name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("topoalign-{test}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join(name);
+    std::fs::create_dir_all(path.parent().unwrap_or(&dir)).expect("temp dir");
     std::fs::write(&path, text).expect("write");
     path
 }
