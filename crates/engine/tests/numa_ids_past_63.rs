@@ -7,56 +7,36 @@
 
 #![allow(clippy::unwrap_used)] // a panic is how a test reports failure
 
-use std::collections::BTreeMap;
-
 use topoalign_engine::{
     CpuPolicyName, KubeletPanic, MemoryPolicyName, Node, NodeConfig, PanicSite, Provider, RejectionStage,
     ReservedMemory, TopologyPolicyName,
 };
-use topoalign_model::{Container, Cpu, Device, KubeletVersion, Machine, NumaNode, Pod, QosClass, Quantity};
+use topoalign_model::{Container, KubeletVersion, Machine, Pod, QosClass, Quantity, UniformMachine};
 
 /// NUMA nodes `ids`, 4 CPUs and 4Gi each.
 fn machine(ids: [usize; 2]) -> Machine {
-    machine_of(&ids, BTreeMap::new())
+    uniform(&ids).build().unwrap()
 }
 
-/// NUMA nodes `ids` (in this order), 4 CPUs of one socket and 4Gi each,
-/// and `devices`.
-fn machine_of(ids: &[usize], devices: BTreeMap<String, Vec<Device>>) -> Machine {
-    let nodes = ids
-        .iter()
-        .map(|&id| NumaNode {
-            id,
-            memory: 4 << 30,
-            hugepages: BTreeMap::new(),
-            distances: None,
-        })
-        .collect();
-    let cpus = (0..4 * ids.len() as u32)
-        .map(|cpu: u32| Cpu {
-            id: cpu,
-            core: cpu,
-            socket: cpu / 4,
-            numa: ids[cpu as usize / 4],
-            uncore_cache: None,
-        })
-        .collect();
-    Machine::with_numa_labels(nodes, cpus, devices).unwrap()
+/// NUMA nodes `ids` (in id order), 4 CPUs of their own socket and 4Gi
+/// each.
+fn uniform(ids: &[usize]) -> UniformMachine {
+    UniformMachine::new(ids.len(), 4)
+        .sockets(ids.len())
+        .memory_per_numa(4 << 30)
+        .numa_ids(ids.iter().copied())
 }
 
 /// 72 NUMA nodes, ids 0-71, a GPU on every NUMA node from 60 on (the
 /// first ones past the masks).
 fn wide_machine() -> Machine {
-    let gpus = (60..72)
-        .map(|numa| Device {
-            id: format!("gpu{numa}"),
-            numa: vec![numa],
+    let ids: Vec<usize> = (0..72).collect();
+    (60..72)
+        .fold(uniform(&ids), |machine, numa| {
+            machine.device(GPU, &format!("gpu{numa}"), &[numa])
         })
-        .collect();
-    machine_of(
-        &(0..72).collect::<Vec<_>>(),
-        [(GPU.to_owned(), gpus)].into_iter().collect(),
-    )
+        .build()
+        .unwrap()
 }
 
 const GPU: &str = "example.com/gpu";
@@ -270,21 +250,15 @@ fn more_than_64_nodes_under_other_policies_refuse_to_start_or_crash() {
 /// without building a mask.
 #[test]
 fn devices_are_inferred_without_affinity_under_none() {
-    let gpu = |id: &str, numa: usize| Device {
-        id: id.to_owned(),
-        numa: vec![numa],
-    };
     // Two nodes: the GPUs first in id order are on node 1, the pod's CPUs
     // on node 0 (aligning the GPUs to them would take gpu-c and gpu-d).
-    let small = machine_of(
-        &[0, 1],
-        [(
-            GPU.to_owned(),
-            vec![gpu("gpu-a", 1), gpu("gpu-b", 1), gpu("gpu-c", 0), gpu("gpu-d", 0)],
-        )]
-        .into_iter()
-        .collect(),
-    );
+    let small = uniform(&[0, 1])
+        .device(GPU, "gpu-a", &[1])
+        .device(GPU, "gpu-b", &[1])
+        .device(GPU, "gpu-c", &[0])
+        .device(GPU, "gpu-d", &[0])
+        .build()
+        .unwrap();
     // 72 nodes: a first pod fills nodes 0-63 (CPU 0 is reserved), so the
     // GPU pod's CPUs are on node 64.
     for (machine, filler) in [(small, None), (wide_machine(), Some(255))] {
@@ -300,7 +274,11 @@ fn devices_are_inferred_without_affinity_under_none() {
         let mut snapshot = node.snapshot();
         snapshot.devices = Default::default();
         let mut restored = Node::start(machine, config).unwrap().restored(snapshot).unwrap();
-        assert!(restored.devices_in_use().values().all(Vec::is_empty), "{:?}", restored.devices_in_use());
+        assert!(
+            restored.devices_in_use().values().all(Vec::is_empty),
+            "{:?}",
+            restored.devices_in_use()
+        );
         assert_eq!(restored.infer_device_assignments(), Vec::<String>::new());
         assert_eq!(restored.devices_in_use(), held);
     }
