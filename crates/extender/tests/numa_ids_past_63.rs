@@ -17,28 +17,13 @@ use topoalign_model::Pod;
 use topoalign_nrt::NodeSpec;
 use topoalign_scenario::TopologySpec;
 
-/// `spec` with NUMA id 1 written `to` (nodes, CPUs, devices).
-fn relabel(spec: &TopologySpec, to: usize) -> TopologySpec {
-    let map = |id: usize| if id == 1 { to } else { id };
-    let mut spec = spec.clone();
-    for node in &mut spec.numa_nodes {
-        node.id = map(node.id);
-    }
-    for cpu in &mut spec.cpus {
-        cpu.numa = map(cpu.numa);
-    }
-    for device in spec.devices.values_mut().flatten() {
-        device.numa = device.numa.iter().map(|&n| map(n)).collect();
-    }
-    spec
-}
-
 /// The shared spec (2 NUMA nodes, a GPU on the second) with the second
 /// NUMA node's id `second`, topology policy `policy` and memory manager
 /// `memory`.
 fn spec(second: usize, policy: &str, memory: &str) -> NodeSpec {
     let mut spec = common::spec();
-    spec.topology = relabel(&spec.topology, second);
+    let machine = common::machine().numa_ids([0, second]).build().unwrap();
+    spec.topology = TopologySpec::from_machine(&machine);
     spec.kubelet["topologyManagerPolicy"] = json!(policy);
     spec.kubelet["memoryManagerPolicy"] = json!(memory);
     if memory == "Static" {

@@ -26,9 +26,10 @@ fn topology(second: usize) -> TopologySpec {
         .remote_distance(21)
         .device("example.com/nic", "nic0", &[0])
         .device("example.com/nic", "nic1", &[1])
+        .numa_ids([0, second])
         .build()
         .unwrap();
-    relabel(&TopologySpec::from_machine(&machine), 1, second)
+    TopologySpec::from_machine(&machine)
 }
 
 /// `spec` with NUMA id `from` written `to` (nodes, CPUs, devices).

@@ -10,16 +10,20 @@ use topoalign_model::{Pod, UniformMachine};
 use topoalign_nrt::NodeSpec;
 use topoalign_scenario::TopologySpec;
 
-/// Two NUMA nodes of 4 cores × 2 threads and 16Gi each, CPU 0 reserved,
-/// one GPU on NUMA 1; single-numa-node, static CPU manager.
-pub fn spec() -> NodeSpec {
-    let machine = UniformMachine::new(2, 4)
+/// Two NUMA nodes of 4 cores × 2 threads and 16Gi each, one GPU on the
+/// second NUMA node: [`spec`]'s machine.
+pub fn machine() -> UniformMachine {
+    UniformMachine::new(2, 4)
         .threads_per_core(2)
         .sockets(2)
         .memory_per_numa(16 << 30)
         .device("nvidia.com/gpu", "gpu0", &[1])
-        .build()
-        .unwrap();
+}
+
+/// Two NUMA nodes of 4 cores × 2 threads and 16Gi each, CPU 0 reserved,
+/// one GPU on NUMA 1; single-numa-node, static CPU manager.
+pub fn spec() -> NodeSpec {
+    let machine = machine().build().unwrap();
     NodeSpec {
         topology: TopologySpec::from_machine(&machine),
         kubelet: json!({"topologyManagerPolicy": "single-numa-node", "cpuManagerPolicy": "static", "reservedSystemCPUs": "0"}),
