@@ -194,7 +194,8 @@ pub struct Verified {
 /// read, compared with the allocation (exclusive CPUs or the shared pool,
 /// pinned memory nodes, device ids) under the node's topology policy.
 /// A container `node` holds nothing for (or of a pod it does not hold) is
-/// left out.
+/// left out. NUMA nodes are compared by the machine's own ids on both
+/// sides (the kernel's, [`layout`]).
 ///
 /// # Errors
 /// [`HostError`] when `/proc` cannot be listed or a process's file that
@@ -319,24 +320,29 @@ fn decided(
     }
 }
 
-/// `machine`'s NUMA nodes and their CPUs, as the judge takes them.
+/// `machine`'s NUMA nodes and their CPUs, as the judge takes them: each
+/// node by the machine's own id ([`Machine::numa_label`]), the id the
+/// kernel writes in `Mems_allowed_list`, `cpuset.mems` and `numa_maps` and
+/// the kubelet in what it decided — not the engine's index, which differs
+/// on a machine numbered anew (NUMA ids past 63).
 pub fn layout(machine: &Machine) -> NumaLayout {
     NumaLayout::new(
         machine
             .numa_nodes()
             .iter()
-            .map(|node| (node.id, machine.numa_cpus(node.id))),
+            .map(|node| (machine.numa_label(node.id), machine.numa_cpus(node.id))),
     )
 }
 
-/// The NUMA nodes of device `id` on `machine`, when it has any.
+/// The NUMA nodes of device `id` on `machine`, when it has any, by the
+/// machine's own ids (as [`layout`]).
 pub fn device_numa(machine: &Machine, id: &str) -> Option<NodeSet> {
     machine
         .devices()
         .values()
         .flatten()
         .find(|device| device.id == id)
-        .map(|device| device.numa.iter().copied().collect::<NodeSet>())
+        .map(|device| device.numa.iter().map(|&n| machine.numa_label(n)).collect::<NodeSet>())
         .filter(|nodes| !nodes.is_empty())
 }
 

@@ -247,7 +247,8 @@ fn a_node_restarted_over_the_files_goes_on_as_the_kubelet() {
             for pod in node.snapshot().pods {
                 running.insert(pod.key(), pod.uid);
             }
-            for event in restart + 1..scenario.events.len() {
+            assert_eq!(results.len(), scenario.events.len(), "{what}");
+            for (event, expected) in results.iter().enumerate().skip(restart + 1) {
                 let ours = if scenario.events[event].add.is_some() {
                     let pod = pod(&scenario, event, &uids);
                     let (key, uid) = (pod.key(), pod.uid.clone());
@@ -263,7 +264,7 @@ fn a_node_restarted_over_the_files_goes_on_as_the_kubelet() {
                 };
                 let mut ours = ours;
                 ours["event"] = event.into();
-                assert_eq!(ours, results[event], "{what}: event {event}");
+                assert_eq!(&ours, expected, "{what}: event {event}");
             }
 
             // The state it ends with is what the kubelet wrote last, and
