@@ -423,20 +423,18 @@ mod tests {
     /// kubelet runs a machine with ids past 63 (topology policy `none`, no
     /// memory pinning); one GPU on each NUMA node.
     fn spec_with_second_numa_id(second: usize) -> NodeSpec {
-        let cpus: Vec<String> = (0..8)
-            .map(|cpu| {
-                let numa = if cpu < 4 { 0 } else { second };
-                format!("    - {{id: {cpu}, core: {cpu}, socket: {}, numa: {numa}}}", cpu / 4)
-            })
-            .collect();
-        let text = format!(
-            "topology:\n  numaNodes:\n    - {{id: 0, memory: 4Gi}}\n    - {{id: {second}, memory: 4Gi}}\n  cpus:\n{}\n  devices:\n    example.com/gpu:\n      - {{id: gpu-a, numa: [0]}}\n      - {{id: gpu-b, numa: [{second}]}}\nkubelet:\n  topologyManagerPolicy: none\n  cpuManagerPolicy: static\n  memoryManagerPolicy: None\n  reservedSystemCPUs: \"0\"\n",
-            cpus.join("\n")
-        );
-        let scenario = topoalign_scenario::Scenario::parse(&text).expect("scenario");
+        let machine = topoalign_model::UniformMachine::new(2, 4)
+            .sockets(2)
+            .memory_per_numa(4 << 30)
+            .device("example.com/gpu", "gpu-a", &[0])
+            .device("example.com/gpu", "gpu-b", &[1])
+            .numa_ids([0, second])
+            .build()
+            .expect("machine");
         NodeSpec {
-            topology: scenario.topology,
-            kubelet: scenario.kubelet,
+            topology: topoalign_scenario::TopologySpec::from_machine(&machine),
+            kubelet: json!({"topologyManagerPolicy": "none", "cpuManagerPolicy": "static",
+                "memoryManagerPolicy": "None", "reservedSystemCPUs": "0"}),
         }
     }
 
