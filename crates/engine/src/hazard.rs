@@ -37,13 +37,7 @@ pub enum StartHazard {
 /// than `none` every admission crashes it; under `none` the Static memory
 /// manager's default hint for a container of a Guaranteed pod does. The
 /// decision that meets it carries the [`KubeletPanic`](crate::KubeletPanic).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "NUMA node id(s) {ids} do not fit the kubelet's 64-bit NUMA masks (bitmask.NewBitMask: \"bit number must be in \
-     range 0-63\", the error discarded): the v{release} kubelet starts with this configuration and crashes (a Go \
-     panic) {at}, and again at every restart while such a pod is on the node",
-    ids = id_list(numa_ids)
-)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KubeletCrash {
     pub release: KubeletVersion,
     /// The machine's NUMA ids of 64 or more, ascending.
@@ -62,22 +56,34 @@ pub enum CrashPoint {
     FirstGuaranteedContainer,
 }
 
-impl fmt::Display for CrashPoint {
+impl fmt::Display for KubeletCrash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CrashPoint::FirstAdmission(policy) => {
-                write!(f, "at its first pod admission: {}", PanicSite::TopologyManager(*policy))
-            }
+        let KubeletCrash { release, numa_ids, at } = self;
+        write!(
+            f,
+            "NUMA node id(s) {} do not fit the kubelet's 64-bit NUMA masks (bitmask.NewBitMask: \"bit number must be \
+             in range 0-63\", the error discarded): the v{release} kubelet starts with this configuration and crashes \
+             (a Go panic) ",
+            id_list(numa_ids)
+        )?;
+        match at {
+            CrashPoint::FirstAdmission(policy) => write!(
+                f,
+                "at its first pod admission, and again at every restart while a pod is on the node: {}",
+                PanicSite::TopologyManager(*policy)
+            ),
             CrashPoint::FirstGuaranteedContainer => f.write_str(
                 "at the first container of a Guaranteed pod that reaches the memory manager (the device and CPU \
-                 managers allocate before it): with topology manager policy none the Static memory manager computes \
-                 that container's default hint over masks of every NUMA node (getDefaultHint, calculateHints) and \
-                 dereferences the nil one; pods that are not Guaranteed run, and memory manager policy None runs \
-                 every pod",
+                 managers allocate before it), and again at every restart while such a pod is on the node: with \
+                 topology manager policy none the Static memory manager computes that container's default hint over \
+                 masks of every NUMA node (getDefaultHint, calculateHints) and dereferences the nil one; pods that \
+                 are not Guaranteed run, and memory manager policy None runs every pod",
             ),
         }
     }
 }
+
+impl std::error::Error for KubeletCrash {}
 
 impl KubeletCrash {
     /// The crash `config`'s kubelet meets on `machine`, if any: `None`

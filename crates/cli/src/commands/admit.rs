@@ -78,6 +78,14 @@ pub fn run(args: &Args) -> Result {
 /// `admit`, with explanations for every pod when `always_explain`.
 pub fn run_with(args: &Args, always_explain: bool) -> Result {
     let mut started = args.node.start(Events::Replay, None)?;
+    // The node's notes — its start hazards among them (a kubelet that
+    // starts but crashes later) — are in the text report; beside a
+    // document they go to standard error.
+    if args.output.format() != DocumentFormat::Text {
+        for note in &started.notes {
+            eprintln!("topoalign: note: {note}");
+        }
+    }
     let pods = read_replicas(args, &mut started)?;
     for note in &pods.skipped {
         eprintln!("topoalign: {note}");
