@@ -767,3 +767,56 @@ fn simulate_a_fleet_of_72_node_machines() {
         }
     }
 }
+
+/// A node scenario of vector `name` with the DRA block of
+/// examples/dra/node.yaml, its devices' numaNode attributes 0 and 1 made
+/// 71 and 70 (ids past the kubelet's masks).
+fn dra_node(file: &str, name: &str) -> PathBuf {
+    let mut dra = common::yaml_file("examples/dra/node.yaml")["dra"].clone();
+    for slice in dra["resourceSlices"].as_array_mut().unwrap() {
+        for device in slice["spec"]["devices"].as_array_mut().unwrap() {
+            let numa = &mut device["attributes"]["resource.kubernetes.io/numaNode"]["int"];
+            *numa = json!(if numa.as_u64() == Some(0) { 71 } else { 70 });
+        }
+    }
+    let mut scenario = vector(name);
+    scenario["events"] = json!([]);
+    scenario["dra"] = dra;
+    write(file, &scenario)
+}
+
+/// `explain` with DRA devices on NUMA nodes 70 and 71: the devices' NUMA
+/// nodes are printed as the slices give them; where the kubelet crashes
+/// (the Static memory manager, a Guaranteed pod) the DRA section says it
+/// crashes, not that it refuses.
+#[test]
+fn explain_with_dra_devices_past_the_masks() {
+    let train = repo().join("examples/dra/train.yaml");
+    let node = dra_node("dra-none.json", "memory-none");
+    let output = run([
+        OsStr::new("explain"),
+        OsStr::new("--node"),
+        node.as_os_str(),
+        train.as_os_str(),
+    ]);
+    exits(&output, 0, "explain DRA");
+    let text = words(&stdout(&output));
+    assert!(text.contains("ml/train: admitted"), "{text}");
+    assert!(text.contains("gpu.example.com/node-1/gpu-0 on NUMA 71"), "{text}");
+
+    let node = dra_node("dra-static.json", "static-memory");
+    let output = run([
+        OsStr::new("explain"),
+        OsStr::new("--node"),
+        node.as_os_str(),
+        train.as_os_str(),
+    ]);
+    exits(&output, 0, "explain DRA static memory");
+    let text = words(&stdout(&output));
+    assert!(text.contains("ml/train: THE KUBELET CRASHES"), "{text}");
+    assert!(
+        text.contains("The kubelet crashes admitting the pod, so nothing is pinned"),
+        "{text}"
+    );
+    assert!(!text.contains("The kubelet refuses the pod"), "{text}");
+}

@@ -289,6 +289,7 @@ pub fn explain(
     };
     let summary = summary(
         decision.admitted(),
+        decision.kubelet_panic.is_some(),
         &devices,
         &requests,
         &misaligned,
@@ -1985,6 +1986,7 @@ fn removal_fixes(situation: &Situation<'_>, state: &DraState, pod: &KubePod) -> 
 
 fn summary(
     admitted: bool,
+    crashes: bool,
     devices: &PodDevices,
     requests: &[RequestDevices],
     misaligned: &[Misalignment],
@@ -2009,8 +2011,15 @@ fn summary(
         );
     }
     if !admitted {
+        // A kubelet that crashes admitting the pod (NUMA ids past 63,
+        // `Decision::kubelet_panic`) refuses nothing: it stops.
+        let kubelet = if crashes {
+            "The kubelet crashes admitting the pod"
+        } else {
+            "The kubelet refuses the pod"
+        };
         return format!(
-            "The kubelet refuses the pod, so nothing is pinned to align with; DRA would allocate {}.",
+            "{kubelet}, so nothing is pinned to align with; DRA would allocate {}.",
             devices_text(requests)
         );
     }
