@@ -454,7 +454,9 @@ fn try_main(cli: Cli) -> anyhow::Result<ExitCode> {
                     },
                     finished_utc: ledger::utc_now(),
                     commit,
-                    oracle: oracle_build(&options.oracle.binary),
+                    // The build's cache key, as the merge ledger records it.
+                    oracle: merge::oracle_key(&options.oracle.binary)
+                        .unwrap_or_else(|| oracle_build(&options.oracle.binary)),
                     options: ledger_options,
                 };
                 ledger::append(&path, &entry)?;
