@@ -62,14 +62,19 @@ fn through_files(old: &Node, fresh: &Node) -> Result<NodeSnapshot, String> {
 
     let memory_file = MemoryCheckpoint::of_state(
         before.memory_policy.as_str(),
-        &written.memory.clone().unwrap_or_default(),
+        &written
+            .memory
+            .clone()
+            .unwrap_or_default()
+            .with_numa_labels(old.machine()),
         memory_layout,
     )
     .to_bytes()
     .map_err(|e| unwritable(CheckpointKind::Memory, e))?;
     let memory = MemoryCheckpoint::parse(&memory_file)
         .and_then(|file| file.to_state(after.memory_policy.as_str()))
-        .map_err(|e| refused(CheckpointKind::Memory, e))?;
+        .map_err(|e| refused(CheckpointKind::Memory, e))?
+        .with_numa_indices(fresh.machine());
     let memory = (after.memory_policy == MemoryPolicyName::Static).then_some(memory);
 
     let device_file = DeviceCheckpoint::of_assignments(&written.devices, old.machine()).to_bytes();

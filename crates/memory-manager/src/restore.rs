@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use topoalign_model::NumaMask;
+use topoalign_model::{Machine, NumaMask};
 
 use crate::machine_state::{Block, MachineState, NumaNodeState};
 use crate::policy_static::StaticPolicy;
@@ -37,6 +37,50 @@ pub struct NumaMemoryState {
     pub memory: BTreeMap<String, MemoryTableState>,
     /// The node's group: itself, or the nodes a multi-node block spans.
     pub cells: Vec<usize>,
+}
+
+impl MemoryManagerState {
+    /// This state with the machine's own NUMA ids ([`Machine::numa_label`])
+    /// for the engine's indices — machine-state keys, cells, every block's
+    /// affinity: what the kubelet writes in its checkpoint. Unchanged on a
+    /// machine not numbered anew.
+    pub fn with_numa_labels(self, machine: &Machine) -> MemoryManagerState {
+        if machine.numa_labels().is_none() {
+            return self;
+        }
+        self.map_numa_ids(|index| machine.numa_label(index))
+    }
+
+    /// This state, read from the kubelet's checkpoint (the machine's own
+    /// NUMA ids), with the engine's indices; an id the machine does not
+    /// have is put past every index, so the restore refuses it as a machine
+    /// state that differs. Unchanged on a machine not numbered anew.
+    pub fn with_numa_indices(self, machine: &Machine) -> MemoryManagerState {
+        let Some(labels) = machine.numa_labels() else {
+            return self;
+        };
+        let past = labels.len();
+        self.map_numa_ids(|id| machine.numa_id_of_label(id).unwrap_or(past.saturating_add(id)))
+    }
+
+    fn map_numa_ids(mut self, map: impl Fn(usize) -> usize) -> MemoryManagerState {
+        self.machine_state = std::mem::take(&mut self.machine_state)
+            .into_iter()
+            .map(|(id, mut node)| {
+                node.cells = node.cells.iter().map(|&cell| map(cell)).collect();
+                (map(id), node)
+            })
+            .collect();
+        let blocks = self
+            .assignments
+            .values_mut()
+            .flat_map(|containers| containers.values_mut())
+            .chain(self.pod_assignments.values_mut());
+        for block in blocks.flatten() {
+            block.numa_affinity = block.numa_affinity.iter().map(|&id| map(id)).collect();
+        }
+        self
+    }
 }
 
 /// One resource on one NUMA node, in bytes (kubelet `MemoryTable`): the
@@ -302,4 +346,46 @@ fn to_machine_state(nodes: BTreeMap<usize, NumaMemoryState>) -> Option<MachineSt
         })
         .collect::<Option<_>>()?;
     Some(MachineState { nodes })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use topoalign_model::UniformMachine;
+
+    use super::*;
+
+    fn state(ids: [usize; 2]) -> MemoryManagerState {
+        let node = |id: usize| NumaMemoryState {
+            number_of_assignments: 1,
+            memory: BTreeMap::new(),
+            cells: vec![ids[0], id],
+        };
+        let block = MemoryBlock {
+            numa_affinity: ids.to_vec(),
+            resource: "memory".into(),
+            size: 1 << 30,
+        };
+        MemoryManagerState {
+            machine_state: ids.iter().map(|&id| (id, node(id))).collect(),
+            assignments: [("uid".to_owned(), [("app".to_owned(), vec![block.clone()])].into())].into(),
+            pod_assignments: [("uid".to_owned(), vec![block])].into(),
+        }
+    }
+
+    #[test]
+    fn numa_ids_are_the_machine_s_own_in_files_and_indices_inside() {
+        let labelled = UniformMachine::new(2, 2).numa_ids([0, 64]).build().unwrap();
+        assert_eq!(state([0, 1]).with_numa_labels(&labelled), state([0, 64]));
+        assert_eq!(state([0, 64]).with_numa_indices(&labelled), state([0, 1]));
+        // An id the machine lacks goes past every index: a state that
+        // differs, which the restore refuses.
+        let read = state([0, 65]).with_numa_indices(&labelled);
+        assert_eq!(read.machine_state.keys().copied().collect::<Vec<_>>(), [0, 67]);
+        // A machine with its own ids is left as it is.
+        let plain = UniformMachine::new(2, 2).build().unwrap();
+        assert_eq!(state([0, 1]).with_numa_labels(&plain), state([0, 1]));
+        assert_eq!(state([0, 5]).with_numa_indices(&plain), state([0, 5]));
+    }
 }

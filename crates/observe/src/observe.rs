@@ -229,7 +229,7 @@ impl Observer {
         });
         // The kubelet keys its memory state by the machine's NUMA ids; a
         // machine numbered anew (ids past 63) is indexed by the engine.
-        let memory_state = memory_state.map(|state| numa_indices(base.machine(), state));
+        let memory_state = memory_state.map(|state| state.with_numa_indices(base.machine()));
         let mut errors: Vec<String> = [&cpu, &memory].iter().filter_map(|r| r.restart_error()).collect();
 
         // The pods: active ones in admission order, the rest named.
@@ -495,35 +495,6 @@ fn served_devices(pods: &[PodAllocation], active: &[&ListedPod]) -> DeviceAssign
         }
     }
     assignments
-}
-
-/// `state` as read from a machine numbered anew
-/// (`topoalign_model::Machine::with_numa_labels`: NUMA ids past 63) with
-/// the machine's indices for the NUMA ids the kubelet wrote (its machine
-/// state's keys and cells, every block's affinity); an id the machine does
-/// not have is put past every index, so the restore refuses it as a
-/// machine state that differs. Any other machine's state is unchanged.
-fn numa_indices(machine: &topoalign_model::Machine, mut state: MemoryManagerState) -> MemoryManagerState {
-    let Some(labels) = machine.numa_labels() else {
-        return state;
-    };
-    let index = |id: usize| machine.numa_id_of_label(id).unwrap_or(labels.len().saturating_add(id));
-    state.machine_state = std::mem::take(&mut state.machine_state)
-        .into_iter()
-        .map(|(id, mut node)| {
-            node.cells = node.cells.iter().map(|&cell| index(cell)).collect();
-            (index(id), node)
-        })
-        .collect();
-    let blocks = state
-        .assignments
-        .values_mut()
-        .flat_map(|containers| containers.values_mut())
-        .chain(state.pod_assignments.values_mut());
-    for block in blocks.flatten() {
-        block.numa_affinity = block.numa_affinity.iter().map(|&id| index(id)).collect();
-    }
-    state
 }
 
 /// A stand-in for a pod no pod list names, sized from what the state says

@@ -306,7 +306,8 @@ impl StandIn {
             (MemoryPolicyName::Static, Some(bytes)) => Some(
                 MemoryCheckpoint::parse(&bytes)
                     .and_then(|c| c.to_state("Static"))
-                    .map_err(|e| restore_error(&root.join(MEMORY_MANAGER_STATE), e.to_string()))?,
+                    .map_err(|e| restore_error(&root.join(MEMORY_MANAGER_STATE), e.to_string()))?
+                    .with_numa_indices(self.base.machine()),
             ),
             _ => None,
         };
@@ -338,7 +339,12 @@ impl StandIn {
             MemoryPolicyName::None => "None",
             MemoryPolicyName::Static => "Static",
         };
-        let memory = MemoryCheckpoint::of_state(memory_policy, &snapshot.memory.unwrap_or_default(), memory_version);
+        // The kubelet names NUMA nodes by the machine's own ids.
+        let memory_state = snapshot
+            .memory
+            .unwrap_or_default()
+            .with_numa_labels(self.node.machine());
+        let memory = MemoryCheckpoint::of_state(memory_policy, &memory_state, memory_version);
         let devices = DeviceCheckpoint::of_assignments(&snapshot.devices, self.node.machine());
         let unsupported =
             |name: &str, e: topoalign_k8s::checkpoint::CheckpointError| file_error(&self.paths.root_dir.join(name), e);

@@ -125,7 +125,9 @@ impl DeviceCheckpoint {
                         let keys: Vec<i64> = if numa.is_empty() {
                             vec![-1]
                         } else {
-                            numa.iter().map(|&n| i64::try_from(n).unwrap_or(i64::MAX)).collect()
+                            numa.iter()
+                                .map(|&n| i64::try_from(machine.numa_label(n)).unwrap_or(i64::MAX))
+                                .collect()
                         };
                         for key in keys {
                             per_numa

@@ -746,7 +746,12 @@ mod direct {
             assert!(device_agrees(&bytes), "{}", String::from_utf8_lossy(&bytes));
             devices += 1;
         }
-        assert_eq!((cpu, memory), (2, 2), "the v1.37 layouts, with and without pod entries");
+        assert_eq!(
+            (cpu, memory),
+            (4, 3),
+            "the v1.37 layouts: with and without pod entries, and the 72-NUMA-node machine's two (a memory \
+             file under the Static policy only)"
+        );
         assert!(devices >= 5, "{devices} device checkpoints");
     }
 
