@@ -537,13 +537,7 @@ impl NodeAgent {
                 .filter_map(|p| p.memory_numa.as_ref()),
         )
         .map(|nodes| label(&nodes));
-        let containers = placements
-            .iter()
-            .map(|p| ContainerPlacement {
-                memory_numa: p.memory_numa.as_ref().map(label),
-                ..p.clone()
-            })
-            .collect();
+        let containers = placements.iter().map(|p| p.with_numa_labels(machine)).collect();
         let mut devices: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for placement in placements {
             for (resource, ids) in &placement.devices {

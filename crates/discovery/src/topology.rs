@@ -610,7 +610,7 @@ impl Topology {
     ///
     /// # Errors
     /// [`ToMachineError`] when a CPU has no node on a multi-node machine or
-    /// the model refuses the machine (ids past 1023, more than 64 nodes).
+    /// the model refuses the machine (ids past 1023).
     pub fn to_machine(&self) -> Result<Machine, ToMachineError> {
         let kept: Vec<&NumaNode> = self.numa_nodes.iter().collect();
         let kept_ids: BTreeSet<usize> = kept.iter().map(|n| n.id).collect();
