@@ -1,15 +1,34 @@
 #!/usr/bin/env bash
-# Benchmark (not part of scripts/test): pods per second bound by the stock
-# kube-scheduler on simulated nodes (`topoalign simulate-nodes`), without
-# and with `topoalign extender` (deploy/'s configuration called by
-# kube-scheduler directly: with bindVerb, then without it so kube-scheduler
-# binds as in the baseline), and the time the filter calls take by
-# kube-scheduler's own metrics and by the extender's; printed beside the
-# baseline measured in the same run. Uses the end-to-end suite's control
-# plane (e2e/run.sh builds what is missing).
+# Benchmark (not part of scripts/test): three schedulers on simulated nodes
+# (`topoalign simulate-nodes`, examples/nodes/two-numa.yaml,
+# single-numa-node), on the same fleet in the same run: the stock
+# kube-scheduler's default profile, the scheduler-plugins scheduler's
+# NodeResourceTopologyMatch profile (reading the NRT objects the simulated
+# nodes publish), and the stock kube-scheduler with `topoalign extender`
+# (deploy/'s configuration called by kube-scheduler directly: with
+# bindVerb, then without it so kube-scheduler binds as in the baseline).
+# Two workloads: Guaranteed 1-CPU pods (fit anywhere: throughput), then
+# the mix of the e2e's TestSchedulersOnSimulatedNodes
+# (e2e/testdata/workload.yaml, 2- and 5-CPU pods) repeated to fill the
+# fleet, where a NUMA-blind placement fails admission. Printed: pods/s of
+# each run (pods bound or found unschedulable, per second from the
+# scheduler's start), the time the extender's filter calls take by
+# kube-scheduler's own metrics and by the extender's, beside the baseline
+# measured in the same run; at the end one table of every run: pods/s,
+# admitted, failed admission with the kubelet's reasons
+# (TopologyAffinityError ...), unschedulable, pending. Fleet sizes run one
+# after another in one control plane (the end-to-end suite's; e2e/run.sh
+# builds what is missing). docs/performance.md has the figures.
 #
-#   bench/scheduler.sh                                   # 1,000 nodes, 1,000 pods
-#   TOPOALIGN_BENCH_NODES=200 TOPOALIGN_BENCH_PODS=400 bench/scheduler.sh
+# Sizes: TOPOALIGN_BENCH_NODES, comma-separated fleet sizes (default
+# 1000,5000); TOPOALIGN_BENCH_PODS, 1-CPU pods per run (default 1000);
+# TOPOALIGN_BENCH_MIX, copies of the workload mix (default: a fleet's size
+# / 4 rounded up, which fills it as the workload fills the e2e's 4 nodes).
+#
+#   bench/scheduler.sh                      # 1,000 nodes, then 5,000; 1,000 1-CPU pods; the mix fills each fleet
+#   TOPOALIGN_BENCH_NODES=1000 bench/scheduler.sh                      # one size
+#   TOPOALIGN_BENCH_NODES=200,400 TOPOALIGN_BENCH_PODS=400 bench/scheduler.sh
+#   TOPOALIGN_BENCH_MIX=50 bench/scheduler.sh    # the mix 50 times (800 pods) instead of filling the fleet
 #   TOPOALIGN_BENCH_BEFORE=/tmp/topoalign-old bench/scheduler.sh   # that build's extender too, first
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -18,4 +37,4 @@ root=$(dirname "$here")
 echo "bench: building topoalign (cargo build --release -p topoalign)" >&2
 (cd "$root" && cargo build -q --release -p topoalign)
 export TOPOALIGN_BIN=${CARGO_TARGET_DIR:-$root/target}/release/topoalign
-exec "$root/e2e/run.sh" -tags bench -run '^TestBenchSchedulerThroughput$' -timeout 40m -v
+exec "$root/e2e/run.sh" -tags bench -run '^TestBenchSchedulerThroughput$' -timeout 4h -v

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,7 +15,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler"
 	schedulerapi "k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -34,48 +39,199 @@ import (
 // extension points (what remains is the extender's call, with the JSON
 // both ways, plus what the baseline has there too), and the extender's
 // own time per call from its /metrics (request headers read to answer
-// ready). Sizes: $TOPOALIGN_BENCH_NODES (default 1000) and
-// $TOPOALIGN_BENCH_PODS (default 1000).
+// ready).
+//
+// Beside them, on the same fleet, the scheduler-plugins scheduler's
+// NodeResourceTopologyMatch profile (as TestSchedulersOnSimulatedNodes
+// starts it, reading the NRT objects the simulated nodes publish), and,
+// for every scheduler, what became of its pods: bound and admitted,
+// refused by the simulated kubelet (with the kubelet's reason), found
+// unschedulable. The 1-CPU pods fit anywhere, so a second workload is
+// run through the three schedulers (default profile, NodeResourceTopologyMatch,
+// the extender with deploy/'s bindVerb): the mix of
+// TestSchedulersOnSimulatedNodes (e2e/testdata/workload.yaml, 2- and
+// 5-CPU Guaranteed pods, 4 per node's worth), repeated to fill the fleet
+// as it fills the e2e's 4 nodes — where a NUMA-blind placement fails
+// admission. Every run ends with a table of all of it.
+//
+// Sizes: $TOPOALIGN_BENCH_NODES, comma-separated fleet sizes run one
+// after another (default "1000,5000"); $TOPOALIGN_BENCH_PODS, 1-CPU pods
+// per run (default 1000); $TOPOALIGN_BENCH_MIX, copies of the workload
+// per run (default: the fleet's size / 4, rounded up).
 func TestBenchSchedulerThroughput(t *testing.T) {
-	nodes := envInt(t, "TOPOALIGN_BENCH_NODES", 1000)
+	sizes := envInts(t, "TOPOALIGN_BENCH_NODES", []int{1000, 5000})
 	pods := envInt(t, "TOPOALIGN_BENCH_PODS", 1000)
-	ctx := testContext(t, 30*time.Minute)
+	ctx := testContext(t, 230*time.Minute)
 	c := admin(t)
 	c.applyFile(t, ctx, "topoalign-rbac.yaml")
+	grantSchedulerNRT(t, ctx, c)
+	var rows []benchRow
+	for _, nodes := range sizes {
+		ok := t.Run(fmt.Sprintf("%d-nodes", nodes), func(t *testing.T) {
+			benchFleet(t, ctx, c, nodes, pods, func(row benchRow) { rows = append(rows, row) })
+		})
+		if !ok {
+			break
+		}
+	}
+	printBenchTable(rows)
+}
+
+// benchFleet starts nodes simulated nodes, runs the 1-CPU pods and then
+// the workload mix through the schedulers, printing the figures of each
+// run as it ends and handing each run's row to add.
+func benchFleet(t *testing.T, ctx context.Context, c *clients, nodes, pods int, add func(benchRow)) {
+	copies := envInt(t, "TOPOALIGN_BENCH_MIX", (nodes+3)/4)
+	group := fmt.Sprintf("bench-%d", nodes)
 	fleet := filepath.Join(t.TempDir(), "fleet.yaml")
-	text := fmt.Sprintf("nodes:\n  - name: bench\n    count: %d\n    scenario: %s\n", nodes, filepath.Join(repo, "examples", "nodes", "two-numa.yaml"))
+	text := fmt.Sprintf("nodes:\n  - name: %s\n    count: %d\n    scenario: %s\n", group, nodes, filepath.Join(repo, "examples", "nodes", "two-numa.yaml"))
 	if err := os.WriteFile(fleet, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	started := time.Now()
-	names := simulatedNodes(t, ctx, c, fleet, "bench", nodes, "--quiet")
+	names := simulatedNodes(t, ctx, c, fleet, group, nodes, "--quiet")
 	fmt.Fprintf(os.Stderr, "bench: %d simulated nodes ready in %.1fs\n", nodes, time.Since(started).Seconds())
+	row := func(workload, scheduler string, r benchResult) {
+		add(benchRow{nodes: nodes, workload: workload, scheduler: scheduler, result: r})
+	}
+	single := fmt.Sprintf("%d 1-CPU", pods)
+	onePod := func(namespace, schedulerName string) []*corev1.Pod {
+		list := make([]*corev1.Pod, 0, pods)
+		for i := range pods {
+			pod := guaranteedPod(namespace, "pod-"+strconv.Itoa(i), 1, "256Mi")
+			pod.Spec.SchedulerName = schedulerName
+			list = append(list, pod)
+		}
+		return list
+	}
 
 	// Without the extender: the stock scheduler, default profile.
-	config := filepath.Join(t.TempDir(), "default.yaml")
+	defaultConfig := filepath.Join(t.TempDir(), "default.yaml")
 	text = fmt.Sprintf("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection: {leaderElect: false}\nclientConnection: {kubeconfig: %q}\nprofiles:\n  - schedulerName: bench-default\n",
 		cp.SchedulerKubeconfig("bench-default"))
-	if err := os.WriteFile(config, []byte(text), 0o600); err != nil {
+	if err := os.WriteFile(defaultConfig, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	baseline, baseMetrics := benchRun(t, ctx, c, "bench-default", "bench-default", bins.Scheduler, config, pods, names)
+	startDefault := func() *controlplane.Process {
+		scheduler, err := cp.StartScheduler(ctx, "bench-default", bins.Scheduler, defaultConfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return scheduler
+	}
+	startNRT := func() *controlplane.Process { return startNRTPluginScheduler(t, ctx, "bench-nrt") }
+	baseline := benchRun(t, ctx, c, "bench-default", onePod("bench-default", "bench-default"), names, startDefault)
+	row(single, "default profile", baseline)
 
 	// With it: deploy/'s configuration, bindVerb, the scheduler calling
 	// the extender itself. $TOPOALIGN_BENCH_BEFORE names another topoalign
 	// binary (an earlier build) to measure first, in the same run.
 	fmt.Fprintf(os.Stderr, "\nbench: %d pods on %d simulated nodes (examples/nodes/two-numa.yaml), kube-scheduler %s\n", pods, nodes, "v1.37.2")
-	fmt.Fprintf(os.Stderr, "  without the extender: %6.1f pods/s (%.1fs)\n", float64(pods)/baseline.Seconds(), baseline.Seconds())
-	base := algorithmParts(baseMetrics)
+	fmt.Fprintf(os.Stderr, "  without the extender: %6.1f pods/s (%.1fs)\n", float64(pods)/baseline.elapsed.Seconds(), baseline.elapsed.Seconds())
+	base := algorithmParts(baseline.metrics)
 	base.print("without", pods)
+	nrt := benchRun(t, ctx, c, "bench-nrt", onePod("bench-nrt", nrtPluginProfile), names, startNRT)
+	row(single, "NodeResourceTopologyMatch", nrt)
+	fmt.Fprintf(os.Stderr, "  scheduler-plugins, NodeResourceTopologyMatch profile: %6.1f pods/s (%.1fs) = %.0f%% of the baseline\n",
+		nrt.perSecond(), nrt.elapsed.Seconds(), 100*baseline.elapsed.Seconds()/nrt.elapsed.Seconds())
 	if before := os.Getenv("TOPOALIGN_BENCH_BEFORE"); before != "" {
-		benchExtender(t, ctx, c, "before ("+before+")", before, true, pods, names, baseline, base)
+		r := benchExtender(t, ctx, c, "before ("+before+")", before, true, names, baseline.elapsed, base, onePod)
+		row(single, "extender, before", r)
 	}
-	benchExtender(t, ctx, c, "this build", topoalign, true, pods, names, baseline, base)
+	row(single, "topoalign extender", benchExtender(t, ctx, c, "this build", topoalign, true, names, baseline.elapsed, base, onePod))
 	// The extender's bind creates Bindings concurrently, which alone can
 	// make the run faster than the baseline; without bindVerb kube-scheduler
 	// binds as in the baseline, so the difference is the filter calls'.
-	benchExtender(t, ctx, c, "this build, filter only (kube-scheduler binds)", topoalign, false, pods, names, baseline, base)
+	row(single, "extender, filter only", benchExtender(t, ctx, c, "this build, filter only (kube-scheduler binds)", topoalign, false, names, baseline.elapsed, base, onePod))
 	benchFilterClient(t, ctx, c, pods, names)
+
+	// The workload mix, where NUMA alignment decides admission.
+	mixPods := func(namespace, schedulerName string) []*corev1.Pod {
+		return workloadCopies(t, namespace, schedulerName, copies)
+	}
+	mix := fmt.Sprintf("%d mixed", len(mixPods("", "")))
+	fmt.Fprintf(os.Stderr, "\nbench: the workload of TestSchedulersOnSimulatedNodes (e2e/testdata/workload.yaml) %d times: %s pods on %d simulated nodes\n", copies, mix, nodes)
+	var mixBaseline benchResult
+	for _, s := range []struct {
+		label, namespace, schedulerName string
+		start                           func() *controlplane.Process
+	}{
+		{"default profile", "bench-default-mix", "bench-default", startDefault},
+		{"NodeResourceTopologyMatch", "bench-nrt-mix", nrtPluginProfile, startNRT},
+	} {
+		r := benchRun(t, ctx, c, s.namespace, mixPods(s.namespace, s.schedulerName), names, s.start)
+		fmt.Fprintf(os.Stderr, "  %s: %6.1f pods/s (%.1fs), %s\n", s.label, r.perSecond(), r.elapsed.Seconds(), r.outcomeText())
+		row(mix, s.label, r)
+		if s.schedulerName == "bench-default" {
+			mixBaseline = r
+		}
+	}
+	mixBase := algorithmParts(mixBaseline.metrics)
+	mixBase.print("without", mixBaseline.pods)
+	r := benchExtender(t, ctx, c, "this build", topoalign, true, names, mixBaseline.elapsed, mixBase, mixPods)
+	row(mix, "topoalign extender", r)
+}
+
+// workloadCopies is workloadPods (TestSchedulersOnSimulatedNodes'
+// workload) copies times over, each pod's name suffixed with its copy,
+// in the workload's order scaled up: every copy's first pod, then every
+// copy's second, ... (all the 2-CPU pods before the 5-CPU ones, as the
+// Deployments' replicas times copies would be created).
+func workloadCopies(t *testing.T, namespace, schedulerName string, copies int) []*corev1.Pod {
+	t.Helper()
+	template := workloadPods(t, namespace, schedulerName)
+	pods := make([]*corev1.Pod, 0, len(template)*copies)
+	for _, pod := range template {
+		for k := range copies {
+			copied := pod.DeepCopy()
+			copied.Name = fmt.Sprintf("%s-c%d", pod.Name, k)
+			pods = append(pods, copied)
+		}
+	}
+	return pods
+}
+
+// benchRow is one run of the table: a fleet size, a workload, a
+// scheduler and what it did.
+type benchRow struct {
+	nodes               int
+	workload, scheduler string
+	result              benchResult
+}
+
+// printBenchTable prints every run's pods per second and its pods'
+// outcomes, one line each.
+func printBenchTable(rows []benchRow) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "\nbench: schedulers on simulated nodes (examples/nodes/two-numa.yaml, single-numa-node), every run of this benchmark\n")
+	fmt.Fprintf(os.Stderr, "  %6s  %-12s  %-26s  %8s  %9s  %-34s  %13s  %7s\n",
+		"nodes", "pods", "scheduler", "pods/s", "admitted", "failed admission (kubelet reason)", "unschedulable", "pending")
+	for _, row := range rows {
+		counts := row.result.counts
+		fmt.Fprintf(os.Stderr, "  %6d  %-12s  %-26s  %8.1f  %9d  %-34s  %13d  %7d\n",
+			row.nodes, row.workload, row.scheduler, row.result.perSecond(), counts["Running"], failureText(counts),
+			counts[corev1.PodReasonUnschedulable], row.result.pods-counts["Running"]-failedAdmission(counts)-counts[corev1.PodReasonUnschedulable])
+	}
+	fmt.Fprintf(os.Stderr, "  (pods/s: pods decided — bound, or found unschedulable — per second from the scheduler's start; the outcomes once every bound pod was admitted or refused)\n")
+}
+
+// failureText is the number of pods refused at admission and the
+// kubelet's reasons, "0" when none.
+func failureText(counts map[string]int) string {
+	failed := failedAdmission(counts)
+	if failed == 0 {
+		return "0"
+	}
+	var reasons []string
+	for outcome, n := range counts {
+		if reason, ok := strings.CutPrefix(outcome, "Failed: "); ok {
+			reasons = append(reasons, fmt.Sprintf("%s %d", reason, n))
+		}
+	}
+	slices.Sort(reasons)
+	return fmt.Sprintf("%d (%s)", failed, strings.Join(reasons, ", "))
 }
 
 // benchFilterClient calls the extender's filter the way kube-scheduler
@@ -131,10 +287,11 @@ func benchFilterClient(t *testing.T, ctx context.Context, c *clients, pods int, 
 	}
 }
 
-// benchExtender runs the pods through kube-scheduler with the extender of
-// binary (its bindVerb configured when bind) and prints its figures
-// beside the baseline's.
-func benchExtender(t *testing.T, ctx context.Context, c *clients, label, binary string, bind bool, pods int, names []string, baseline time.Duration, base schedulerParts) {
+// benchExtender runs the pods build makes through kube-scheduler with
+// the extender of binary (its bindVerb configured when bind) and prints
+// its figures beside the baseline's (the default profile's run of the same
+// pods).
+func benchExtender(t *testing.T, ctx context.Context, c *clients, label, binary string, bind bool, names []string, baseline time.Duration, base algorithmTimes, build func(namespace, schedulerName string) []*corev1.Pod) benchResult {
 	t.Helper()
 	args, name := []string{"--choose-in-filter"}, "bench-filter"
 	if bind {
@@ -144,14 +301,27 @@ func benchExtender(t *testing.T, ctx context.Context, c *clients, label, binary 
 	config := adaptSchedulerConfigWith(t, filepath.Join(repo, "deploy", "kube-scheduler-extender.yaml"), name, url, bind,
 		map[string]string{"- schedulerName:": "- schedulerName: " + name})
 	before, own := extenderMetrics(ctx, url)
-	with, withMetrics := benchRun(t, ctx, c, name, name, bins.Scheduler, config, pods, names)
+	pods := build(name, name)
+	namespace := name
+	if len(pods) > 0 {
+		namespace = pods[0].Namespace
+	}
+	result := benchRun(t, ctx, c, namespace, pods, names, func() *controlplane.Process {
+		scheduler, err := cp.StartScheduler(ctx, name, bins.Scheduler, config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return scheduler
+	})
 	after, _ := extenderMetrics(ctx, url)
 	stop(t, extender)
 
+	with := result.elapsed
 	ms := func(seconds float64, n int) float64 { return 1000 * seconds / float64(max(n, 1)) }
-	fmt.Fprintf(os.Stderr, "  with the extender, %s: %6.1f pods/s (%.1fs) = %.0f%% of the baseline\n", label, float64(pods)/with.Seconds(), with.Seconds(), 100*baseline.Seconds()/with.Seconds())
-	ext := algorithmParts(withMetrics)
-	ext.print("with", pods)
+	fmt.Fprintf(os.Stderr, "  with the extender, %s: %6.1f pods/s (%.1fs) = %.0f%% of the baseline, %s\n",
+		label, result.perSecond(), with.Seconds(), 100*baseline.Seconds()/with.Seconds(), result.outcomeText())
+	ext := algorithmParts(result.metrics)
+	ext.print("with", len(pods))
 	// The rest with the extender, less the rest without it: the filter
 	// call as the scheduler waits for it (its JSON both ways included).
 	extenderSeconds := max(ext.rest()-float64(ext.attempts)*base.rest()/float64(max(base.attempts, 1)), 0)
@@ -159,21 +329,22 @@ func benchExtender(t *testing.T, ctx context.Context, c *clients, label, binary 
 		ms(extenderSeconds, ext.attempts), extenderSeconds, 100*extenderSeconds/with.Seconds(), 100*extenderSeconds/max(ext.algorithm, 1e-9))
 	if !own {
 		fmt.Fprintf(os.Stderr, "    (this extender has no /metrics: its own time is not known)\n")
-		return
+		return result
 	}
 	filters, filtered := after.calls["filter"]-before.calls["filter"], after.seconds["filter"]-before.seconds["filter"]
 	fmt.Fprintf(os.Stderr, "    by the extender's clock (its /metrics): %d filter calls, %.2f ms each, %.1fs in all = %.0f%% of the run with it\n",
 		filters, ms(filtered, filters), filtered, 100*filtered/with.Seconds())
 	binds, bound := after.calls["bind"]-before.calls["bind"], after.seconds["bind"]-before.seconds["bind"]
 	if binds == 0 {
-		return
+		return result
 	}
 	fmt.Fprintf(os.Stderr, "    extender bind calls (the Binding created through the API server, concurrent): %d, %.1f ms each on average\n", binds, ms(bound, binds))
+	return result
 }
 
-// schedulerParts: sums over one kube-scheduler's run, in seconds, from
+// algorithmTimes: sums over one kube-scheduler's run, in seconds, from
 // its metrics.
-type schedulerParts struct {
+type algorithmTimes struct {
 	attempts  int
 	algorithm float64 // scheduling_algorithm_duration_seconds
 	framework float64 // the extension points within it
@@ -183,19 +354,19 @@ type schedulerParts struct {
 
 // rest is the algorithm's time outside the framework: extenders, the
 // snapshot and the choice among scored nodes.
-func (p schedulerParts) rest() float64 { return p.algorithm - p.framework }
+func (p algorithmTimes) rest() float64 { return p.algorithm - p.framework }
 
-func (p schedulerParts) print(run string, pods int) {
+func (p algorithmTimes) print(run string, pods int) {
 	ms := func(seconds float64) float64 { return 1000 * seconds / float64(max(p.attempts, 1)) }
 	fmt.Fprintf(os.Stderr, "    kube-scheduler %s it: %d attempts for %d pods, algorithm %.2f ms each = framework %.2f ms (filter %.2f, score %.2f) + the rest %.2f ms\n",
 		run, p.attempts, pods, ms(p.algorithm), ms(p.framework), ms(p.filter), ms(p.score), ms(p.rest()))
 }
 
-func algorithmParts(metrics string) schedulerParts {
+func algorithmParts(metrics string) algorithmTimes {
 	point := func(name string) float64 {
 		return metricSum(metrics, "scheduler_framework_extension_point_duration_seconds_sum", `extension_point="`+name+`"`)
 	}
-	p := schedulerParts{
+	p := algorithmTimes{
 		attempts:  int(metricSum(metrics, "scheduler_scheduling_algorithm_duration_seconds_count", "")),
 		algorithm: metricSum(metrics, "scheduler_scheduling_algorithm_duration_seconds_sum", ""),
 		filter:    point("Filter"),
@@ -247,40 +418,55 @@ func extenderMetrics(ctx context.Context, url string) (extenderTimes, bool) {
 	return times, true
 }
 
-// benchRun creates pods Guaranteed 1-CPU pods for schedulerName (not yet
-// running), starts the scheduler, and returns the time from its start to
-// the last pod bound, and the scheduler's metrics then; then removes the
-// pods and waits for the nodes to be empty again.
-func benchRun(t *testing.T, ctx context.Context, c *clients, namespace, schedulerName, binary, config string, pods int, nodes []string) (time.Duration, string) {
+// benchResult is one scheduler's run of a set of pods.
+type benchResult struct {
+	pods    int
+	elapsed time.Duration  // from the scheduler's start to the last pod decided
+	metrics string         // the scheduler's /metrics then
+	counts  map[string]int // outcomes (podOutcome) once every bound pod was admitted or refused
+}
+
+// perSecond is the pods decided (bound, or found unschedulable) per
+// second.
+func (r benchResult) perSecond() float64 { return float64(r.pods) / max(r.elapsed.Seconds(), 1e-9) }
+
+func (r benchResult) outcomeText() string {
+	return fmt.Sprintf("%d admitted, %s failed admission, %d unschedulable", r.counts["Running"], failureText(r.counts), r.counts[corev1.PodReasonUnschedulable])
+}
+
+// benchRun creates pods in namespace (not yet scheduled), starts their
+// scheduler, and measures the time from its start to the last pod
+// decided (bound, or found unschedulable), reading the scheduler's
+// metrics then; stops it, waits until the simulated kubelets admitted or
+// refused every bound pod and counts the outcomes; then removes the pods
+// and waits for the nodes (their NRT objects) to be empty again.
+func benchRun(t *testing.T, ctx context.Context, c *clients, namespace string, pods []*corev1.Pod, nodes []string, start func() *controlplane.Process) benchResult {
 	t.Helper()
 	createNamespace(t, ctx, c, namespace)
-	for i := range pods {
-		pod := guaranteedPod(namespace, "pod-"+strconv.Itoa(i), 1, "256Mi")
-		pod.Spec.SchedulerName = schedulerName
+	for _, pod := range pods {
 		if _, err := c.kube.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	scheduler, err := cp.StartScheduler(ctx, schedulerName, binary, config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	podsUntil(t, ctx, c, namespace, "every pod bound", func(all map[string]*corev1.Pod) bool {
-		bound := 0
-		for _, pod := range all {
-			if pod.Spec.NodeName != "" {
-				bound++
-			}
-		}
-		return bound == pods
+	scheduler := start()
+	started := time.Now()
+	podsCounted(t, ctx, c, namespace, "every pod bound or unschedulable", len(pods), func(pod *corev1.Pod) bool {
+		return pod.Spec.NodeName != "" || podOutcome(pod) == corev1.PodReasonUnschedulable
 	})
-	elapsed := time.Since(start)
+	result := benchResult{pods: len(pods), elapsed: time.Since(started)}
 	metrics, err := controlplane.Metrics(ctx, scheduler.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
+	result.metrics = metrics
 	stop(t, scheduler)
+	// settled's test, pod by pod (settled itself looks at every pod on
+	// each event: quadratic in thousands of pods).
+	final := podsCounted(t, ctx, c, namespace, "every pod admitted, refused or unschedulable", len(pods), func(pod *corev1.Pod) bool {
+		outcome := podOutcome(pod)
+		return outcome != "Pending" && outcome != corev1.PodReasonSchedulerError
+	})
+	result.counts = outcomes(final)
 	zero := int64(0)
 	// Deleting a thousand pods in one request can outlast the API
 	// server's request timeout on a loaded machine; what it deleted stays
@@ -296,7 +482,83 @@ func benchRun(t *testing.T, ctx context.Context, c *clients, namespace, schedule
 		fmt.Fprintf(os.Stderr, "bench: deleting the pods (attempt %d): %v; again\n", attempt, err)
 	}
 	podsUntil(t, ctx, c, namespace, "the pods gone", func(all map[string]*corev1.Pod) bool { return len(all) == 0 })
-	return elapsed, metrics
+	eventually(t, ctx, "the simulated nodes' NRT objects empty again", func() (bool, string) {
+		for _, node := range nodes {
+			if pods, err := nrtPods(ctx, c, node); err != nil || len(pods) != 0 {
+				return false, fmt.Sprintf("%s: %v %v", node, pods, err)
+			}
+		}
+		return true, ""
+	})
+	return result
+}
+
+// podsCounted watches the pods of namespace until n of them, each by its
+// latest state, satisfy done (or ctx ends), and returns the latest state
+// of every pod. Each event costs one call of done, whatever the number of
+// pods.
+func podsCounted(t *testing.T, ctx context.Context, c *clients, namespace, what string, n int, done func(*corev1.Pod) bool) map[string]*corev1.Pod {
+	t.Helper()
+	lw := &cache.ListWatch{
+		ListFunc: func(options metav1.ListOptions) (runtime.Object, error) {
+			return c.kube.CoreV1().Pods(namespace).List(ctx, options)
+		},
+		WatchFunc: func(options metav1.ListOptions) (watch.Interface, error) {
+			return c.kube.CoreV1().Pods(namespace).Watch(ctx, options)
+		},
+	}
+	pods, ok, count := map[string]*corev1.Pod{}, map[string]bool{}, 0
+	update := func(pod *corev1.Pod, deleted bool) {
+		if ok[pod.Name] {
+			count--
+		}
+		delete(pods, pod.Name)
+		delete(ok, pod.Name)
+		if deleted {
+			return
+		}
+		pods[pod.Name] = pod
+		if done(pod) {
+			ok[pod.Name] = true
+			count++
+		}
+	}
+	synced := func(store cache.Store) (bool, error) {
+		for _, object := range store.List() {
+			if pod, isPod := object.(*corev1.Pod); isPod {
+				update(pod, false)
+			}
+		}
+		return count >= n, nil
+	}
+	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, synced, func(event watch.Event) (bool, error) {
+		if pod, isPod := event.Object.(*corev1.Pod); isPod {
+			update(pod, event.Type == watch.Deleted)
+		}
+		return count >= n, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: not reached (%v); %d of %d pods there; outcomes %v", what, err, count, n, outcomes(pods))
+	}
+	return pods
+}
+
+// envInts reads a comma-separated list of positive numbers.
+func envInts(t *testing.T, name string, fallback []int) []int {
+	t.Helper()
+	text := os.Getenv(name)
+	if text == "" {
+		return fallback
+	}
+	var list []int
+	for _, field := range strings.Split(text, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(field))
+		if err != nil || n <= 0 {
+			t.Fatalf("$%s: %q is not a comma-separated list of positive numbers", name, text)
+		}
+		list = append(list, n)
+	}
+	return list
 }
 
 func envInt(t *testing.T, name string, fallback int) int {
