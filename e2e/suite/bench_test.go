@@ -482,14 +482,7 @@ func benchRun(t *testing.T, ctx context.Context, c *clients, namespace string, p
 		fmt.Fprintf(os.Stderr, "bench: deleting the pods (attempt %d): %v; again\n", attempt, err)
 	}
 	podsUntil(t, ctx, c, namespace, "the pods gone", func(all map[string]*corev1.Pod) bool { return len(all) == 0 })
-	eventually(t, ctx, "the simulated nodes' NRT objects empty again", func() (bool, string) {
-		for _, node := range nodes {
-			if pods, err := nrtPods(ctx, c, node); err != nil || len(pods) != 0 {
-				return false, fmt.Sprintf("%s: %v %v", node, pods, err)
-			}
-		}
-		return true, ""
-	})
+	nrtEmptyAgain(t, ctx, c, nodes)
 	return result
 }
 

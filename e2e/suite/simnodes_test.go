@@ -365,14 +365,7 @@ func runWorkload(t *testing.T, ctx context.Context, c *clients, namespace, sched
 		t.Fatal(err)
 	}
 	podsUntil(t, ctx, c, namespace, "the pods of "+schedulerName+" gone", func(pods map[string]*corev1.Pod) bool { return len(pods) == 0 })
-	eventually(t, ctx, "the simulated nodes' NRT objects empty again", func() (bool, string) {
-		for _, node := range nodes {
-			if pods, err := nrtPods(ctx, c, node); err != nil || len(pods) != 0 {
-				return false, fmt.Sprintf("%s: %v %v", node, pods, err)
-			}
-		}
-		return true, ""
-	})
+	nrtEmptyAgain(t, ctx, c, nodes)
 	return counts
 }
 
@@ -540,4 +533,18 @@ func newHangingServer(hang <-chan struct{}) *httptest.Server {
 		case <-r.Context().Done():
 		}
 	}))
+}
+
+// nrtEmptyAgain waits until every simulated node's NRT object lists no
+// pod (after a run's pods are deleted).
+func nrtEmptyAgain(t *testing.T, ctx context.Context, c *clients, nodes []string) {
+	t.Helper()
+	eventually(t, ctx, "the simulated nodes' NRT objects empty again", func() (bool, string) {
+		for _, node := range nodes {
+			if pods, err := nrtPods(ctx, c, node); err != nil || len(pods) != 0 {
+				return false, fmt.Sprintf("%s: %v %v", node, pods, err)
+			}
+		}
+		return true, ""
+	})
 }
