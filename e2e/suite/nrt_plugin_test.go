@@ -104,8 +104,35 @@ func grantSchedulerNRT(t *testing.T, ctx context.Context, c *clients) {
 
 // startNRTPluginScheduler starts the scheduler-plugins scheduler with one
 // profile, nrtPluginProfile: NodeResourceTopologyMatch filtering and
-// scoring (LeastAllocated) beside the default plugins.
+// scoring (LeastAllocated) beside the default plugins, reading every NRT
+// object from the API server when it filters or scores a node (no cache:
+// what the e2e tests compare).
 func startNRTPluginScheduler(t *testing.T, ctx context.Context, name string) *controlplane.Process {
+	t.Helper()
+	return startNRTPlugin(t, ctx, name, `
+      filter:
+        enabled: [{name: NodeResourceTopologyMatch}]
+      score:
+        enabled: [{name: NodeResourceTopologyMatch}]`, "")
+}
+
+// startNRTPluginCached starts it as its README recommends for large
+// clusters: the plugin at every extension point (Reserve too) and its
+// scheduler-side cache resynced every resyncSeconds, which reads the NRT
+// objects once and then over-reserves on the nodes it binds pods to until
+// their objects' pod fingerprint (nodeTopologyPodsFingerprint) matches the
+// pods running there.
+func startNRTPluginCached(t *testing.T, ctx context.Context, name string, resyncSeconds int) *controlplane.Process {
+	t.Helper()
+	return startNRTPlugin(t, ctx, name, `
+      multiPoint:
+        enabled: [{name: NodeResourceTopologyMatch}]`, fmt.Sprintf("\n          cacheResyncPeriodSeconds: %d", resyncSeconds))
+}
+
+// startNRTPlugin starts the scheduler-plugins scheduler with the profile
+// nrtPluginProfile, its plugins block and NodeResourceTopologyMatch's args
+// after the scoring strategy.
+func startNRTPlugin(t *testing.T, ctx context.Context, name, plugins, args string) *controlplane.Process {
 	t.Helper()
 	config := filepath.Join(t.TempDir(), "scheduler-plugins.yaml")
 	text := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
@@ -116,16 +143,12 @@ clientConnection:
   kubeconfig: %q
 profiles:
   - schedulerName: %s
-    plugins:
-      filter:
-        enabled: [{name: NodeResourceTopologyMatch}]
-      score:
-        enabled: [{name: NodeResourceTopologyMatch}]
+    plugins:%s
     pluginConfig:
       - name: NodeResourceTopologyMatch
         args:
-          scoringStrategy: {type: LeastAllocated}
-`, cp.SchedulerKubeconfig(name), nrtPluginProfile)
+          scoringStrategy: {type: LeastAllocated}%s
+`, cp.SchedulerKubeconfig(name), nrtPluginProfile, plugins, args)
 	if err := os.WriteFile(config, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}

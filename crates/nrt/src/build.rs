@@ -4,11 +4,14 @@
 //! named by the machine's own NUMA id, `node-64` on a machine numbered
 //! anew, as the resource-topology-exporter names the cell), costs from
 //! the machine's distance matrix, the topology manager's policy and scope
-//! as attributes (the names NodeResourceTopologyMatch reads), and, when
+//! as attributes (the names NodeResourceTopologyMatch reads), the
+//! fingerprint of the pods the node holds (so scheduler-plugins' cache can
+//! trust the object again, [`crate::pods_fingerprint`]), and, when
 //! asked, topoalign's exact-state attributes (see [`crate::exact`]).
 
 use topoalign_engine::{Node, TopologyPolicyName, TopologyScope};
 
+use crate::fingerprint::{FINGERPRINT_ATTRIBUTE, FINGERPRINT_METHOD_ALL, FINGERPRINT_METHOD_ATTRIBUTE, pods_fingerprint};
 use crate::exact::{NODE_SPEC_ATTRIBUTE, NodeSpec, STATE_ATTRIBUTE, state_json};
 use crate::object::{
     API_VERSION, AttributeInfo, CostInfo, KIND, NodeResourceTopology, ObjectMeta, ResourceInfo, Zone, zone_name,
@@ -80,6 +83,14 @@ pub fn build(name: &str, node: &Node, options: BuildOptions<'_>) -> NodeResource
         AttributeInfo {
             name: SCOPE_ATTRIBUTE.to_string(),
             value: config.topology_scope.as_str().to_string(),
+        },
+        AttributeInfo {
+            name: FINGERPRINT_ATTRIBUTE.to_string(),
+            value: pods_fingerprint(node.pods().iter().map(|pod| (pod.namespace.as_str(), pod.name.as_str()))),
+        },
+        AttributeInfo {
+            name: FINGERPRINT_METHOD_ATTRIBUTE.to_string(),
+            value: FINGERPRINT_METHOD_ALL.to_string(),
         },
     ];
     if let Some(spec) = options.exact_state {
