@@ -288,6 +288,10 @@ struct Assumption {
     /// node's reported state in this order, the order the kubelet meets
     /// the pods (binding order).
     order: u64,
+    /// Its Binding was made or refused: it no longer holds back the
+    /// Bindings of pods assumed after it on its node
+    /// ([`Cluster::binding_waits_for_earlier`]).
+    binding_settled: bool,
 }
 
 /// What `filter` decided.
@@ -1144,6 +1148,7 @@ impl Cluster {
             return Err(UnseenPod { uid: uid.to_owned() });
         };
         self.assume(&pod, node, now);
+        self.binding_settled(uid);
         if self.dra.is_some() {
             let shape = shape_key(&pod);
             let names = [node.to_owned()];
@@ -1158,6 +1163,32 @@ impl Cluster {
             }
         }
         Ok(())
+    }
+
+    /// Whether the Binding of pod `uid` to `node` should wait: a pod
+    /// assumed on that node before it has no Binding made or refused yet.
+    /// The kubelet admits a node's pods in the order their Bindings reach
+    /// the API server, and the assumptions are laid over the node's state
+    /// in the order they were made; kube-scheduler calls `bind` from
+    /// concurrent binding cycles, so without waiting two pods on one node
+    /// can be bound the other way round, and the kubelet can then give the
+    /// first NUMA node to the pod this extender predicted on the second —
+    /// and refuse the other.
+    pub fn binding_waits_for_earlier(&self, uid: &str, node: &str) -> bool {
+        let Some(order) = self.assumed.get(uid).filter(|a| a.node == node).map(|a| a.order) else {
+            return false;
+        };
+        self.assumed
+            .values()
+            .any(|a| a.order < order && a.node == node && !a.binding_settled)
+    }
+
+    /// The Binding of pod `uid` was made or refused: later pods on its node
+    /// need not wait for it.
+    pub fn binding_settled(&mut self, uid: &str) {
+        if let Some(assumption) = self.assumed.get_mut(uid) {
+            assumption.binding_settled = true;
+        }
     }
 
     /// Assumes `pod` on `node` (moving it if it was assumed elsewhere).
@@ -1189,6 +1220,7 @@ impl Cluster {
                     pod: pod.clone(),
                     since: now,
                     order: self.assumptions_made,
+                    binding_settled: false,
                 },
             );
         }

@@ -3,7 +3,9 @@
 //! for its duration (the scheduler calls an extender one pod at a time);
 //! the lock and the engine work run on the request's own thread, its
 //! other tasks moved off it meanwhile ([`with_cluster`]).
-//! `/bind` creates the pod's Binding when given a [`Binder`], then records
+//! `/bind` creates the pod's Binding when given a [`Binder`] — after the
+//! Bindings of the pods assumed before it on the same node, so the kubelet
+//! meets a node's pods in the order they were predicted — then records
 //! the placement.
 //!
 //! `GET /metrics` gives, per verb, the calls served and the extender's own
@@ -72,6 +74,8 @@ struct AppState {
     binder: Option<Arc<dyn Binder>>,
     timings: Arc<Timings>,
     budget: Arc<Budget>,
+    /// Woken whenever a Binding is made or refused (see [`bind`]).
+    bindings_settled: Arc<tokio::sync::Notify>,
 }
 
 /// The request body bytes held at once, in KiB permits (a semaphore's
@@ -196,6 +200,7 @@ pub fn router_with(cluster: Shared, binder: Option<Arc<dyn Binder>>, bytes_in_fl
             binder,
             timings,
             budget,
+            bindings_settled: Arc::new(tokio::sync::Notify::new()),
         })
 }
 
@@ -492,13 +497,30 @@ async fn prioritize(State(state): State<AppState>, request: Request) -> Response
     .into_response()
 }
 
+/// How long a Binding waits for the Bindings of pods assumed before it on
+/// its node ([`Cluster::binding_waits_for_earlier`]): such a pod's bind
+/// comes within milliseconds unless the scheduler dropped the pod after
+/// the extender's filter (another plugin refused it), and then it never
+/// comes; kube-scheduler's extender calls time out after 30 s.
+const BINDING_ORDER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// `/bind`: with a binder, the pod's Binding is made after those of the
+/// pods assumed before it on the node (waiting up to
+/// [`BINDING_ORDER_WAIT`]), so the kubelet meets them in the order the
+/// extender predicted; then the placement is recorded.
 async fn bind(State(state): State<AppState>, Json(args): Json<ExtenderBindingArgs>) -> Json<ExtenderBindingResult> {
-    if let Some(binder) = &state.binder
-        && let Err(error) = binder.bind(&args).await
-    {
-        return Json(ExtenderBindingResult {
-            error: error.to_string(),
-        });
+    if let Some(binder) = &state.binder {
+        wait_for_earlier_bindings(&state, &args).await;
+        let made = binder.bind(&args).await;
+        if let Err(error) = made {
+            // Refused: the scheduler retries the pod from its start; later
+            // pods on the node no longer wait for it.
+            with_cluster(&state.cluster, |cluster| cluster.binding_settled(&args.pod_uid)).ok();
+            state.bindings_settled.notify_waiters();
+            return Json(ExtenderBindingResult {
+                error: error.to_string(),
+            });
+        }
     }
     let recorded = with_cluster(&state.cluster, |cluster| {
         cluster
@@ -521,7 +543,27 @@ async fn bind(State(state): State<AppState>, Json(args): Json<ExtenderBindingArg
         }
         Err(error) => error,
     };
+    state.bindings_settled.notify_waiters();
     Json(ExtenderBindingResult { error })
+}
+
+/// Waits, up to [`BINDING_ORDER_WAIT`], until no pod assumed before the
+/// pod of `args` on its node is still without its Binding.
+async fn wait_for_earlier_bindings(state: &AppState, args: &ExtenderBindingArgs) {
+    let deadline = tokio::time::Instant::now() + BINDING_ORDER_WAIT;
+    loop {
+        // Registered before the check, so a Binding settled between the
+        // check and the wait still wakes it.
+        let mut settled = std::pin::pin!(state.bindings_settled.notified());
+        settled.as_mut().enable();
+        let waits = with_cluster(&state.cluster, |cluster| {
+            cluster.binding_waits_for_earlier(&args.pod_uid, &args.node)
+        })
+        .unwrap_or(false);
+        if !waits || tokio::time::timeout_at(deadline, settled).await.is_err() {
+            return;
+        }
+    }
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {

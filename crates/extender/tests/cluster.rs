@@ -416,3 +416,36 @@ fn pods_without_a_uid_are_told_apart_by_their_names() {
     assert_eq!(read("a").uid, "team/a");
     assert_ne!(read("a").uid, read("b").uid);
 }
+
+#[test]
+fn a_binding_waits_for_the_pods_assumed_before_it_on_its_node() {
+    let config = ExtenderConfig {
+        choose_in_filter: true,
+        ..ExtenderConfig::default()
+    };
+    let mut cluster = Cluster::from_fleet(&fleet(2), config).unwrap();
+    let now = Instant::now();
+    // a then b on gpu-0 (the only candidate each), c on gpu-1.
+    for (name, node) in [("a", "gpu-0"), ("b", "gpu-0"), ("c", "gpu-1")] {
+        let outcome = cluster.filter(&pod(name, "1", 0), names(&[node]), now).unwrap();
+        assert_eq!(outcome.passed, [node], "{name}: {outcome:?}");
+    }
+    assert!(!cluster.binding_waits_for_earlier("uid-a", "gpu-0"));
+    assert!(cluster.binding_waits_for_earlier("uid-b", "gpu-0"));
+    // Another node's pods never hold a Binding back.
+    assert!(!cluster.binding_waits_for_earlier("uid-c", "gpu-1"));
+    // Bound elsewhere than assumed: nothing to wait for on that node.
+    assert!(!cluster.binding_waits_for_earlier("uid-b", "gpu-1"));
+    cluster.bind("uid-a", "gpu-0", now).unwrap();
+    assert!(!cluster.binding_waits_for_earlier("uid-b", "gpu-0"));
+
+    // A refused Binding (binding_settled without bind) releases the wait
+    // too: the scheduler retries that pod from its start.
+    for (name, node) in [("d", "gpu-1"), ("e", "gpu-1")] {
+        cluster.filter(&pod(name, "1", 0), names(&[node]), now).unwrap();
+    }
+    cluster.bind("uid-c", "gpu-1", now).unwrap();
+    assert!(cluster.binding_waits_for_earlier("uid-e", "gpu-1"));
+    cluster.binding_settled("uid-d");
+    assert!(!cluster.binding_waits_for_earlier("uid-e", "gpu-1"));
+}

@@ -388,3 +388,50 @@ async fn metrics_count_each_verbs_calls() {
     assert!(value(&format!("{name}_sum{{verb=\"filter\"}}")) > 0.0, "{response}");
     stop.send(()).ok();
 }
+
+/// kube-scheduler calls `bind` from concurrent binding cycles, so the
+/// later of two pods on one node can ask first: its Binding is made after
+/// the earlier pod's, in the order the extender assumed them (the order
+/// it predicted the kubelet to meet them in).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bindings_on_one_node_are_made_in_the_order_the_pods_were_assumed() {
+    let binder = Arc::new(RecordingBinder {
+        bound: Mutex::new(Vec::new()),
+        refusal: None,
+    });
+    let (address, stop) = start_with_binder(
+        ExtenderConfig {
+            choose_in_filter: true,
+            ..ExtenderConfig::default()
+        },
+        Some(binder.clone()),
+    )
+    .await;
+    let names = json!(["gpu-0"]);
+    for (name, uid) in [("first", "uid-1"), ("second", "uid-2")] {
+        let args = json!({"Pod": pod(name, uid, "1", 0), "NodeNames": names});
+        assert_eq!(post(&address, "/filter", &args).await["NodeNames"], names);
+    }
+    let bind = |name: &'static str, uid: &'static str| {
+        let address = address.clone();
+        async move {
+            post(
+                &address,
+                "/bind",
+                &json!({"PodName": name, "PodNamespace": "default", "PodUID": uid, "Node": "gpu-0"}),
+            )
+            .await
+        }
+    };
+    // The second pod's bind is sent first and answered only once the
+    // first's Binding is made.
+    let second = tokio::spawn(bind("second", "uid-2"));
+    let first = bind("first", "uid-1").await;
+    assert_eq!(first, json!({"Error": ""}));
+    assert_eq!(second.await.unwrap(), json!({"Error": ""}));
+    assert_eq!(
+        *binder.bound.lock().unwrap(),
+        ["default/first uid-1 -> gpu-0", "default/second uid-2 -> gpu-0"]
+    );
+    stop.send(()).ok();
+}
