@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/k8stopologyawareschedwg/podfingerprint"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -238,6 +239,28 @@ func TestSimulatedNodesAdmitExactly(t *testing.T) {
 		pods, err := nrtPods(ctx, c, node)
 		return err == nil && len(pods) == 2, fmt.Sprintf("%v %v", pods, err)
 	})
+	// Its pod fingerprint is what scheduler-plugins' cache computes (with
+	// the podfingerprint library) over the pods running on the node.
+	eventually(t, ctx, "the NRT object's pod fingerprint is the running pods'", func() (bool, string) {
+		object, err := c.getNRT(ctx, node)
+		if err != nil {
+			return false, err.Error()
+		}
+		running, err := c.kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+		if err != nil {
+			return false, err.Error()
+		}
+		fingerprint := podfingerprint.NewFingerprint(len(running.Items))
+		for _, pod := range running.Items {
+			if pod.Status.Phase == corev1.PodRunning {
+				fingerprint.Add(pod.Namespace, pod.Name)
+			}
+		}
+		published := attributeValue(object.Object, podfingerprint.Attribute)
+		method := attributeValue(object.Object, podfingerprint.AttributeMethod)
+		return published == fingerprint.Sign() && method == podfingerprint.MethodAll,
+			fmt.Sprintf("published %q (method %q), computed %q", published, method, fingerprint.Sign())
+	})
 
 	// A graceful deletion: the simulated kubelet "stops the containers",
 	// removes the pod and frees its CPUs.
@@ -265,29 +288,38 @@ func nrtPods(ctx context.Context, c *clients, node string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	attributes, _, _ := unstructuredList(object.Object, "attributes")
+	text := attributeValue(object.Object, "topoalign.io/state")
+	if text == "" {
+		return nil, fmt.Errorf("%s: no topoalign.io/state attribute", node)
+	}
+	var state struct {
+		Pods []struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"pods"`
+	}
+	if err := json.Unmarshal([]byte(text), &state); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, p := range state.Pods {
+		names = append(names, p.Namespace+"/"+p.Name)
+	}
+	return names, nil
+}
+
+// attributeValue is the value of the NRT object's top-level attribute
+// name ("" when it has none).
+func attributeValue(object map[string]any, name string) string {
+	attributes, _, _ := unstructuredList(object, "attributes")
 	for _, a := range attributes {
 		attribute, _ := a.(map[string]any)
-		if attribute["name"] != "topoalign.io/state" {
-			continue
+		if attribute["name"] == name {
+			value, _ := attribute["value"].(string)
+			return value
 		}
-		var state struct {
-			Pods []struct {
-				Name      string `json:"name"`
-				Namespace string `json:"namespace"`
-			} `json:"pods"`
-		}
-		text, _ := attribute["value"].(string)
-		if err := json.Unmarshal([]byte(text), &state); err != nil {
-			return nil, err
-		}
-		var names []string
-		for _, p := range state.Pods {
-			names = append(names, p.Namespace+"/"+p.Name)
-		}
-		return names, nil
 	}
-	return nil, fmt.Errorf("%s: no topoalign.io/state attribute", node)
+	return ""
 }
 
 func unstructuredList(object map[string]any, field string) ([]any, bool, error) {
