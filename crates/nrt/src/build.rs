@@ -11,8 +11,10 @@
 
 use topoalign_engine::{Node, TopologyPolicyName, TopologyScope};
 
-use crate::fingerprint::{FINGERPRINT_ATTRIBUTE, FINGERPRINT_METHOD_ALL, FINGERPRINT_METHOD_ATTRIBUTE, pods_fingerprint};
 use crate::exact::{NODE_SPEC_ATTRIBUTE, NodeSpec, STATE_ATTRIBUTE, state_json};
+use crate::fingerprint::{
+    FINGERPRINT_ATTRIBUTE, FINGERPRINT_METHOD_ALL, FINGERPRINT_METHOD_ATTRIBUTE, pods_fingerprint,
+};
 use crate::object::{
     API_VERSION, AttributeInfo, CostInfo, KIND, NodeResourceTopology, ObjectMeta, ResourceInfo, Zone, zone_name,
 };
@@ -86,7 +88,11 @@ pub fn build(name: &str, node: &Node, options: BuildOptions<'_>) -> NodeResource
         },
         AttributeInfo {
             name: FINGERPRINT_ATTRIBUTE.to_string(),
-            value: pods_fingerprint(node.pods().iter().map(|pod| (pod.namespace.as_str(), pod.name.as_str()))),
+            value: pods_fingerprint(
+                node.pods()
+                    .iter()
+                    .map(|pod| (pod.namespace.as_str(), pod.name.as_str())),
+            ),
         },
         AttributeInfo {
             name: FINGERPRINT_METHOD_ATTRIBUTE.to_string(),

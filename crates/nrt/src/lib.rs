@@ -19,11 +19,11 @@ pub mod warnings;
 pub use build::{
     BuildOptions, POLICY_ATTRIBUTE, SCOPE_ATTRIBUTE, STATE_UNKNOWN_ATTRIBUTE, build, legacy_policy, unknown,
 };
-pub use fingerprint::{FINGERPRINT_ATTRIBUTE, FINGERPRINT_METHOD_ALL, FINGERPRINT_METHOD_ATTRIBUTE, pods_fingerprint};
 pub use exact::{
     NodeSpec, PodRecord, RestoreError, Restored, ScenarioNodeError, StateError, StateRecord, StateView, read_spec,
     read_state, restore, restore_onto, scenario_node, start_node, topology_spec,
 };
+pub use fingerprint::{FINGERPRINT_ATTRIBUTE, FINGERPRINT_METHOD_ALL, FINGERPRINT_METHOD_ATTRIBUTE, pods_fingerprint};
 pub use object::{
     AttributeInfo, CostInfo, NodeResourceTopology, ObjectMeta, ObjectsError, ResourceInfo, Zone, numa_of_zone,
     zone_name, zone_numa_index,

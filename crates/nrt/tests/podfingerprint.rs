@@ -46,7 +46,7 @@ fn objects_carry_the_fingerprint_of_the_pods_the_node_holds() {
     let machine = UniformMachine::new(2, 4).memory_per_numa(16 << 30).build().unwrap();
     let spec = NodeSpec {
         topology: TopologySpec::from_machine(&machine),
-        kubelet: json!({"topologyManagerPolicy": "single-numa-node", "cpuManagerPolicy": "static"}),
+        kubelet: json!({"topologyManagerPolicy": "single-numa-node", "cpuManagerPolicy": "static", "reservedSystemCPUs": "0"}),
     };
     let pod = |name: &str, cpu: &str| {
         topoalign_k8s::pod_from_value(
