@@ -392,7 +392,8 @@ async fn metrics_count_each_verbs_calls() {
 /// kube-scheduler calls `bind` from concurrent binding cycles, so the
 /// later of two pods on one node can ask first: its Binding is made after
 /// the earlier pod's, in the order the extender assumed them (the order
-/// it predicted the kubelet to meet them in).
+/// it predicted the kubelet to meet them in). Five pairs: without the
+/// wait, the later pod's Binding, asked first, is most often made first.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bindings_on_one_node_are_made_in_the_order_the_pods_were_assumed() {
     let binder = Arc::new(RecordingBinder {
@@ -408,13 +409,10 @@ async fn bindings_on_one_node_are_made_in_the_order_the_pods_were_assumed() {
     )
     .await;
     let names = json!(["gpu-0"]);
-    for (name, uid) in [("first", "uid-1"), ("second", "uid-2")] {
-        let args = json!({"Pod": pod(name, uid, "1", 0), "NodeNames": names});
-        assert_eq!(post(&address, "/filter", &args).await["NodeNames"], names);
-    }
-    let bind = |name: &'static str, uid: &'static str| {
+    let bind = |name: String| {
         let address = address.clone();
         async move {
+            let uid = format!("uid-{name}");
             post(
                 &address,
                 "/bind",
@@ -423,15 +421,20 @@ async fn bindings_on_one_node_are_made_in_the_order_the_pods_were_assumed() {
             .await
         }
     };
-    // The second pod's bind is sent first and answered only once the
-    // first's Binding is made.
-    let second = tokio::spawn(bind("second", "uid-2"));
-    let first = bind("first", "uid-1").await;
-    assert_eq!(first, json!({"Error": ""}));
-    assert_eq!(second.await.unwrap(), json!({"Error": ""}));
-    assert_eq!(
-        *binder.bound.lock().unwrap(),
-        ["default/first uid-1 -> gpu-0", "default/second uid-2 -> gpu-0"]
-    );
+    let mut expected = Vec::new();
+    for pair in 0..5 {
+        let [earlier, later] = [format!("earlier-{pair}"), format!("later-{pair}")];
+        for name in [&earlier, &later] {
+            let args = json!({"Pod": pod(name, &format!("uid-{name}"), "1", 0), "NodeNames": names});
+            assert_eq!(post(&address, "/filter", &args).await["NodeNames"], names);
+            expected.push(format!("default/{name} uid-{name} -> gpu-0"));
+        }
+        // The later pod's bind is sent first and answered only once the
+        // earlier pod's Binding is made.
+        let second = tokio::spawn(bind(later));
+        assert_eq!(bind(earlier).await, json!({"Error": ""}));
+        assert_eq!(second.await.unwrap(), json!({"Error": ""}));
+    }
+    assert_eq!(*binder.bound.lock().unwrap(), expected);
     stop.send(()).ok();
 }
