@@ -144,7 +144,12 @@ fn zones_hold_what_the_engine_holds() {
         value["attributes"],
         json!([
             {"name": "topologyManagerPolicy", "value": "single-numa-node"},
-            {"name": "topologyManagerScope", "value": "container"}
+            {"name": "topologyManagerScope", "value": "container"},
+            // The pod fingerprint (tests/podfingerprint.rs checks the
+            // function on the library's own vectors); a pod without a
+            // namespace is in "default".
+            {"name": "nodeTopologyPodsFingerprint", "value": topoalign_nrt::pods_fingerprint([("default", "gpu")])},
+            {"name": "nodeTopologyPodsFingerprintMethod", "value": "all"}
         ])
     );
     assert_eq!(value["topologyPolicies"], json!(["SingleNUMANodeContainerLevel"]));
