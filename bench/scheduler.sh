@@ -4,7 +4,8 @@
 # single-numa-node), on the same fleet in the same run: the stock
 # kube-scheduler's default profile, the scheduler-plugins scheduler's
 # NodeResourceTopologyMatch profile (reading the NRT objects the simulated
-# nodes publish), and the stock kube-scheduler with `topoalign extender`
+# nodes publish, through its cache resynced every 5 s as its README deploys
+# it on large clusters), and the stock kube-scheduler with `topoalign extender`
 # (deploy/'s configuration called by kube-scheduler directly: with
 # bindVerb, then without it so kube-scheduler binds as in the baseline).
 # Two workloads: Guaranteed 1-CPU pods (fit anywhere: throughput), then
@@ -23,7 +24,14 @@
 # Sizes: TOPOALIGN_BENCH_NODES, comma-separated fleet sizes (default
 # 1000,5000); TOPOALIGN_BENCH_PODS, 1-CPU pods per run (default 1000);
 # TOPOALIGN_BENCH_MIX, copies of the workload mix (default: a fleet's size
-# / 4 rounded up, which fills it as the workload fills the e2e's 4 nodes).
+# / 4 rounded up, which fills it as the workload fills the e2e's 4 nodes);
+# TOPOALIGN_BENCH_NRT_QUIET, seconds without a binding that end a
+# NodeResourceTopologyMatch run once every pod had a first verdict (default
+# 340: its cache's pessimism leaves pods unschedulable until the
+# scheduler's 5-minute flush retries them; they count as "bound later");
+# TOPOALIGN_BENCH_NRT_PASSTHROUGH=1 also runs the plugin without its cache
+# (every candidate node's NRT object read from the API server per pod:
+# about 0.5 pods/s on 50 nodes).
 #
 #   bench/scheduler.sh                      # 1,000 nodes, then 5,000; 1,000 1-CPU pods; the mix fills each fleet
 #   TOPOALIGN_BENCH_NODES=1000 bench/scheduler.sh                      # one size
