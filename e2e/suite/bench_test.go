@@ -15,7 +15,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
@@ -611,14 +610,7 @@ func lastBindingBeforeQuiet(t *testing.T, ctx context.Context, c *clients, names
 // pods.
 func podsCounted(t *testing.T, ctx context.Context, c *clients, namespace, what string, n int, done func(*corev1.Pod) bool) map[string]*corev1.Pod {
 	t.Helper()
-	lw := &cache.ListWatch{
-		ListFunc: func(options metav1.ListOptions) (runtime.Object, error) {
-			return c.kube.CoreV1().Pods(namespace).List(ctx, options)
-		},
-		WatchFunc: func(options metav1.ListOptions) (watch.Interface, error) {
-			return c.kube.CoreV1().Pods(namespace).Watch(ctx, options)
-		},
-	}
+	lw := podsListWatch(ctx, c, namespace)
 	pods, ok, count := map[string]*corev1.Pod{}, map[string]bool{}, 0
 	update := func(pod *corev1.Pod, deleted bool) {
 		if ok[pod.Name] {

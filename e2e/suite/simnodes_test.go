@@ -97,11 +97,9 @@ func nodeReady(node *corev1.Node) bool {
 	})
 }
 
-// podsUntil watches the pods of namespace until done holds for the latest
-// state of every pod (keyed by name), or ctx ends.
-func podsUntil(t *testing.T, ctx context.Context, c *clients, namespace, what string, done func(map[string]*corev1.Pod) bool) map[string]*corev1.Pod {
-	t.Helper()
-	lw := &cache.ListWatch{
+// podsListWatch lists and watches the pods of namespace.
+func podsListWatch(ctx context.Context, c *clients, namespace string) *cache.ListWatch {
+	return &cache.ListWatch{
 		ListFunc: func(options metav1.ListOptions) (runtime.Object, error) {
 			return c.kube.CoreV1().Pods(namespace).List(ctx, options)
 		},
@@ -109,6 +107,13 @@ func podsUntil(t *testing.T, ctx context.Context, c *clients, namespace, what st
 			return c.kube.CoreV1().Pods(namespace).Watch(ctx, options)
 		},
 	}
+}
+
+// podsUntil watches the pods of namespace until done holds for the latest
+// state of every pod (keyed by name), or ctx ends.
+func podsUntil(t *testing.T, ctx context.Context, c *clients, namespace, what string, done func(map[string]*corev1.Pod) bool) map[string]*corev1.Pod {
+	t.Helper()
+	lw := podsListWatch(ctx, c, namespace)
 	pods := map[string]*corev1.Pod{}
 	// The listing may already satisfy done (no event follows then).
 	synced := func(store cache.Store) (bool, error) {
